@@ -1,0 +1,9 @@
+/* commands.h: the nvlprof subcommands, each an entry point taking its own argv (argv[0] = name). */
+#ifndef NVLP_COMMANDS_H
+#define NVLP_COMMANDS_H
+int nvlp_cmd_run(int argc, char **argv);    /* analyzer/run.c */
+int nvlp_cmd_info(int argc, char **argv);   /* analyzer/dump.c */
+int nvlp_cmd_dump(int argc, char **argv);   /* analyzer/dump.c */
+int nvlp_cmd_report(int argc, char **argv); /* analyzer/report.c */
+int nvlp_cmd_diff(int argc, char **argv);   /* analyzer/diff.c */
+#endif

@@ -1,0 +1,101 @@
+/* nvlp_rt.h: the shim's runtime, used by every hook: switch, config, clock, per-thread recording. */
+#ifndef NVLP_RT_H
+#define NVLP_RT_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+#include <time.h>   /* clock_gettime */
+
+#include "../trace/nvlp_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NVLP_EXPORT __attribute__((visibility("default")))
+#define NVLP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NVLP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Global switch: 0 = every wrapper is a pure pass-through (NVLPROF_DISABLE=1, before init,
+ * after the final flush, a fork child before it re-arms, unwritable directory). */
+extern volatile int nvlp_active;
+
+/* Configuration from the environment, parsed once at load; bad values warned once, defaults kept. */
+struct nvlp_config {
+	int disable;      /* NVLPROF_DISABLE=1 */
+	int stacks;       /* NVLPROF_STACKS (default 1) */
+	int cupti;        /* NVLPROF_CUPTI (default 1) */
+	int um;           /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
+	int verbose;      /* NVLPROF_VERBOSE=1: print what was collected at exit */
+	long sample_us;   /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
+	long buffer_kb;   /* NVLPROF_BUFFER_KB per thread (default 1024) */
+	long flush_ms;    /* NVLPROF_FLUSH_MS (default 500, max 1000) */
+	char dir[4096];   /* NVLPROF_DIR (default ./nvlprof-traces) */
+};
+const struct nvlp_config *nvlp_cfg(void);
+
+/* CLOCK_MONOTONIC in ns: the clock of every record. */
+static inline uint64_t nvlp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Per-thread state: one struct, reached through nvlp_tls(). */
+struct nvlp_ring;
+struct nvlp_tls {
+	int in_hook;            /* recursion guard: only the outermost intercepted call records */
+	int group_depth;        /* ncclGroupStart/End nesting on this thread */
+	uint64_t tid;           /* gettid() */
+	struct nvlp_ring *ring; /* this thread's buffer (NULL until the first record) */
+	unsigned epoch;         /* runtime epoch the ring belongs to (changes in a fork child) */
+};
+struct nvlp_tls *nvlp_tls(void);
+
+/*! Record one event (hot path: no lock, no syscall, no allocation after the thread's first call).
+ * fields: the kind's struct (struct nvlp_rec_X). blob: for kinds with a blob.
+ * @return 0, or -1 when the record was dropped (and counted). */
+int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_len);
+/*! Same for bulk producers off the application's threads (CUPTI buffer callbacks, samplers):
+ * waits up to timeout_ms for room instead of dropping at once. */
+int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t blob_len,
+		   int timeout_ms);
+/*! Emit a NOTE record (code: enum nvlp_note_code) with a printf-style message. */
+void nvlp_note(unsigned code, int device, uint64_t value, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/*! Print "nvlprof: <message>" once per call site (msg_key: any stable pointer, e.g. a literal). */
+void nvlp_warn_once(const void *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*! Print "nvlprof: <message>" (not rate-limited; for startup only). */
+void nvlp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on failure. */
+uint64_t nvlp_intern(const char *s);
+/*! Per-process unique increasing id for intercepted calls (correlation). */
+uint64_t nvlp_next_call_id(void);
+/*! Ensure the runtime is initialised (idempotent; safe from any thread). */
+void nvlp_init(void);
+/*! Flush everything now and write END (reason: enum nvlp_end_reason); recording stops after. */
+void nvlp_shutdown(unsigned reason);
+/*! Make the writer thread write pending records now (not waiting for the period). */
+void nvlp_kick_writer(void);
+
+/* Provided by cupti/ (the runtime has weak no-op defaults so it links alone). */
+/*! Called from InitializeInjection or from the constructor when CUDA is already up. */
+void nvlp_cupti_start(void);
+/*! Flush CUPTI buffers and samplers into the trace; called once before the final flush. */
+void nvlp_cupti_stop(void);
+/*! In a fork child: forget CUPTI state without calling into CUPTI. */
+void nvlp_cupti_atfork_child(void);
+/*! CUPTI's stream id for a cudaStream_t on the current device/context, 0 if unknown. */
+uint64_t nvlp_cupti_stream_id(void *stream);
+/*! Notify that the process allocated managed memory (UM counters in auto mode). */
+void nvlp_cupti_managed_seen(void);
+
+/* Provided by preload/stacks.c. */
+/*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if off. */
+uint64_t nvlp_stack_capture(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NVLP_RT_H */

@@ -1,0 +1,265 @@
+/* nvlp_format.h: the nvlprof trace format, the one header both the shim and the analyzer compile against. */
+#ifndef NVLP_FORMAT_H
+#define NVLP_FORMAT_H
+
+#include <stdint.h> /* uint64_t */
+
+/*
+ * File layout (all integers little-endian):
+ *   preamble  : 8 bytes "NVLPROF\0", u32 format version, u32 0x01020304 (endianness check)
+ *   frames    : repeated { u32 'NVLF' magic, u32 compressed size, u32 raw size, u32 crc32 of the
+ *               previous 12 bytes } followed by one zstd frame (with zstd's content checksum).
+ * A frame's raw bytes are a sequence of encoded records:
+ *   varint kind, then for each fixed field of that kind a zigzag varint of (value - value of the
+ *   same field in the previous record of that kind in this frame), then, for kinds that carry a
+ *   blob, varint length + bytes. Delta state is reset at every frame, so each frame decodes alone.
+ * The first record of the first frame is NVLP_K_HEADER. A file whose last record is NVLP_K_END is
+ * complete; anything else was cut short (kill -9, crash) and is read up to its last whole frame.
+ */
+#define NVLP_MAGIC "NVLPROF"
+#define NVLP_FORMAT_VERSION 1u
+#define NVLP_ENDIAN_MARK 0x01020304u
+#define NVLP_FRAME_MAGIC 0x464c564eu /* "NVLF" */
+#define NVLP_PREAMBLE_SIZE 16
+#define NVLP_FRAME_HEADER_SIZE 16
+#define NVLP_MAX_FIELDS 32
+#define NVLP_MAX_BLOB 65535
+
+/* Field types, for printing only: every field is stored as a uint64_t. */
+enum nvlp_ftype {
+	NVLP_FT_U, /* unsigned integer */
+	NVLP_FT_I, /* signed integer (two's complement in the u64) */
+	NVLP_FT_X, /* hex: pointers, hashes, addresses */
+	NVLP_FT_T, /* time, ns, CLOCK_MONOTONIC of the recording host */
+	NVLP_FT_S, /* string id (NVLP_K_STRING), 0 = none */
+};
+
+/*
+ * The record kinds: R(NAME, name, has_blob, FIELDS). FIELDS(F) lists F(type, field).
+ * Adding a kind or a field here is all it takes for writer, reader and dump.
+ * Never reorder or remove within a format version; bump NVLP_FORMAT_VERSION instead.
+ */
+
+/* Process header: blob = "key=value\n" lines (see NVLP_HDR_* keys in nvlp_trace.h). */
+#define NVLP_FIELDS_HEADER(F) F(T, t_mono) F(U, t_real)
+
+/* Interned string: blob = the text (no NUL). Ids are per file, start at 1. */
+#define NVLP_FIELDS_STRING(F) F(U, id)
+
+/* One intercepted NCCL call (fn is enum nvlp_nccl_fn). bytes follows nccl-tests' S. */
+#define NVLP_FIELDS_NCCL(F)                                                                        \
+	F(U, fn) F(T, t_enter) F(U, dur) F(U, tid) F(I, device) F(X, stream) F(U, cupti_stream)      \
+	F(U, count) F(I, dtype) F(U, bytes) F(I, op) F(I, peer) F(U, group_depth) F(I, rc)         \
+	F(X, comm) F(I, rank) F(I, nranks) F(U, seq) F(U, call_id) F(X, aux) F(X, aux2)
+
+/* One intercepted cudaMemcpy* that crossed devices or touched managed memory (fn: nvlp_cuda_fn). */
+#define NVLP_FIELDS_COPY(F)                                                                        \
+	F(U, fn) F(T, t_enter) F(U, dur) F(U, tid) F(I, device) F(I, src_device) F(I, dst_device)    \
+	F(U, bytes) F(U, copy_kind) F(X, stream) F(U, cupti_stream) F(I, peer_enabled)             \
+	F(U, managed) F(I, rc) F(U, stack) F(X, dst) F(X, src) F(U, call_id)
+
+/* Managed memory: cudaMallocManaged, cudaFree of a managed block, cudaMemPrefetchAsync,
+ * cudaMemAdvise. flags: attach flags or advice; target: prefetch/advise device (-1 = CPU). */
+#define NVLP_FIELDS_MANAGED(F)                                                                     \
+	F(U, fn) F(T, t_enter) F(U, dur) F(U, tid) F(I, device) F(X, ptr) F(U, bytes) F(U, flags)    \
+	F(I, target) F(I, rc) F(U, stack) F(X, stream)
+
+/* cudaDeviceEnablePeerAccess / cudaDeviceDisablePeerAccess. */
+#define NVLP_FIELDS_PEER(F)                                                                        \
+	F(U, fn) F(T, t_enter) F(U, dur) F(U, tid) F(I, device) F(I, peer_device) F(U, flags) F(I, rc)
+
+/* Call stack: blob = array of uint64_t return addresses, innermost first. */
+#define NVLP_FIELDS_STACK(F) F(U, id)
+
+/* A loaded object, for offline symbolization: blob = its path. */
+#define NVLP_FIELDS_MODULE(F) F(X, base) F(X, start) F(X, end)
+
+/* Records lost because a per-thread buffer was full (cumulative count for that thread). */
+#define NVLP_FIELDS_DROPS(F) F(U, tid) F(U, dropped) F(T, t)
+
+/* Last record of a complete file. */
+#define NVLP_FIELDS_END(F) F(T, t) F(U, records) F(U, dropped) F(U, reason)
+
+/* A status / collection note (code: enum nvlp_note_code); blob = human-readable message. */
+#define NVLP_FIELDS_NOTE(F) F(U, code) F(T, t) F(I, device) F(U, value)
+
+/* ---- GPU side (CUPTI), all times converted to the API records' clock ---- */
+#define NVLP_FIELDS_KERNEL(F)                                                                      \
+	F(T, start) F(U, dur) F(I, device) F(U, context) F(U, stream) F(U, correlation) F(S, name)   \
+	F(U, grid_x) F(U, grid_y) F(U, grid_z) F(U, block_x) F(U, block_y) F(U, block_z)            \
+	F(U, nccl_call) F(U, flags)
+
+/* CUPTI MEMCPY and MEMCPY2 (peer) records. copy_kind: CUpti_ActivityMemcpyKind. */
+#define NVLP_FIELDS_GPUCOPY(F)                                                                     \
+	F(T, start) F(U, dur) F(U, copy_kind) F(U, src_kind) F(U, dst_kind) F(I, device)             \
+	F(I, src_device) F(I, dst_device) F(U, context) F(U, stream) F(U, bytes) F(U, correlation)  \
+	F(U, flags) F(U, call_id)
+
+/* CUPTI unified-memory counter record. counter: CUpti_ActivityUnifiedMemoryCounterKind. */
+#define NVLP_FIELDS_UM(F)                                                                          \
+	F(U, counter) F(T, start) F(U, dur) F(X, address) F(U, value) F(I, src) F(I, dst)           \
+	F(U, flags) F(U, stream) F(U, process)
+
+/* NVLink topology record (CUPTI NVLINK). dev0/dev1: CUPTI device ids or -1; type: CUpti_DevType. */
+#define NVLP_FIELDS_NVLINK(F)                                                                      \
+	F(U, version) F(U, type0) F(U, type1) F(I, dev0) F(I, dev1) F(U, bandwidth)                  \
+	F(U, links) F(X, ports0) F(X, ports1) F(U, flags) F(X, id0) F(X, id1)
+
+/* A device seen by CUPTI: blob = name. */
+#define NVLP_FIELDS_DEVICE(F)                                                                      \
+	F(I, device) F(U, pci_domain) F(U, pci_bus) F(U, pci_dev) F(X, uuid_hi) F(X, uuid_lo)       \
+	F(U, sm_count) F(U, global_mem) F(U, cc_major) F(U, cc_minor)
+
+/* Link byte counters over [start, start+dur] on one GPU. source: 1 = CUPTI PM sampling, 2 = NVML.
+ * Values are bytes in the interval; flags bit 0 = gap before this sample, bit 1 = overflow. */
+#define NVLP_FIELDS_LINKSAMPLE(F)                                                                  \
+	F(I, device) F(U, source) F(T, start) F(U, dur) F(U, nvl_tx) F(U, nvl_rx) F(U, nvl_tx_user) \
+	F(U, nvl_rx_user) F(U, pcie_rd) F(U, pcie_wr) F(U, flags)
+
+/* Clock pair, for checking or converting a foreign clock (source 1 = CUPTI timestamp). */
+#define NVLP_FIELDS_CLOCK(F) F(U, source) F(T, mono) F(U, other)
+
+/* Details from NCCL's profiler plugin for one collective (optional). */
+#define NVLP_FIELDS_NCCLPROF(F)                                                                    \
+	F(X, comm) F(U, seq) F(U, fn) F(S, algo) F(S, proto) F(U, channels) F(T, start) F(U, dur)
+
+#define NVLP_RECORD_KINDS(R)                                                                       \
+	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
+	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
+	R(NCCL, nccl, 0, NVLP_FIELDS_NCCL)                                                         \
+	R(COPY, copy, 0, NVLP_FIELDS_COPY)                                                         \
+	R(MANAGED, managed, 0, NVLP_FIELDS_MANAGED)                                                \
+	R(PEER, peer, 0, NVLP_FIELDS_PEER)                                                         \
+	R(STACK, stack, 1, NVLP_FIELDS_STACK)                                                      \
+	R(MODULE, module, 1, NVLP_FIELDS_MODULE)                                                   \
+	R(DROPS, drops, 0, NVLP_FIELDS_DROPS)                                                      \
+	R(END, end, 0, NVLP_FIELDS_END)                                                            \
+	R(NOTE, note, 1, NVLP_FIELDS_NOTE)                                                         \
+	R(KERNEL, kernel, 0, NVLP_FIELDS_KERNEL)                                                    \
+	R(GPUCOPY, gpucopy, 0, NVLP_FIELDS_GPUCOPY)                                                \
+	R(UM, um, 0, NVLP_FIELDS_UM)                                                               \
+	R(NVLINK, nvlink, 0, NVLP_FIELDS_NVLINK)                                                   \
+	R(DEVICE, device, 1, NVLP_FIELDS_DEVICE)                                                   \
+	R(LINKSAMPLE, linksample, 0, NVLP_FIELDS_LINKSAMPLE)                                       \
+	R(CLOCK, clock, 0, NVLP_FIELDS_CLOCK)                                                      \
+	R(NCCLPROF, ncclprof, 0, NVLP_FIELDS_NCCLPROF)
+
+/* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
+enum nvlp_kind {
+	NVLP_K_NONE = 0,
+#define NVLP_R_ENUM(NAME, name, blob, FIELDS) NVLP_K_##NAME,
+	NVLP_RECORD_KINDS(NVLP_R_ENUM)
+#undef NVLP_R_ENUM
+	NVLP_K_COUNT
+};
+
+/* struct nvlp_rec_nccl etc.: the fixed part of each record, all uint64_t. */
+#define NVLP_F_MEMBER(type, field) uint64_t field;
+#define NVLP_R_STRUCT(NAME, name, blob, FIELDS) struct nvlp_rec_##name { FIELDS(NVLP_F_MEMBER) };
+NVLP_RECORD_KINDS(NVLP_R_STRUCT)
+#undef NVLP_R_STRUCT
+#undef NVLP_F_MEMBER
+
+/* NCCL functions: X(enum suffix, symbol name, class). class: C = collective, P = point-to-point,
+ * G = group, L = communicator lifecycle, R = registration, M = memory/misc. */
+#define NVLP_NCCL_FUNCS(X)                                                                         \
+	X(GET_UNIQUE_ID, ncclGetUniqueId, L)                                                       \
+	X(COMM_INIT_RANK, ncclCommInitRank, L)                                                     \
+	X(COMM_INIT_RANK_CONFIG, ncclCommInitRankConfig, L)                                        \
+	X(COMM_INIT_ALL, ncclCommInitAll, L)                                                       \
+	X(COMM_INIT_RANK_SCALABLE, ncclCommInitRankScalable, L)                                    \
+	X(COMM_SPLIT, ncclCommSplit, L)                                                            \
+	X(COMM_SHRINK, ncclCommShrink, L)                                                          \
+	X(COMM_FINALIZE, ncclCommFinalize, L)                                                      \
+	X(COMM_DESTROY, ncclCommDestroy, L)                                                        \
+	X(COMM_ABORT, ncclCommAbort, L)                                                            \
+	X(COMM_REVOKE, ncclCommRevoke, L)                                                          \
+	X(ALL_REDUCE, ncclAllReduce, C)                                                            \
+	X(BROADCAST, ncclBroadcast, C)                                                             \
+	X(BCAST, ncclBcast, C)                                                                     \
+	X(REDUCE, ncclReduce, C)                                                                   \
+	X(ALL_GATHER, ncclAllGather, C)                                                            \
+	X(REDUCE_SCATTER, ncclReduceScatter, C)                                                    \
+	X(ALL_TO_ALL, ncclAlltoAll, C)                                                             \
+	X(GATHER, ncclGather, C)                                                                   \
+	X(SCATTER, ncclScatter, C)                                                                 \
+	X(SEND, ncclSend, P)                                                                       \
+	X(RECV, ncclRecv, P)                                                                       \
+	X(GROUP_START, ncclGroupStart, G)                                                          \
+	X(GROUP_END, ncclGroupEnd, G)                                                              \
+	X(GROUP_SIMULATE_END, ncclGroupSimulateEnd, G)                                             \
+	X(COMM_REGISTER, ncclCommRegister, R)                                                      \
+	X(COMM_DEREGISTER, ncclCommDeregister, R)                                                  \
+	X(COMM_WINDOW_REGISTER, ncclCommWindowRegister, R)                                         \
+	X(COMM_WINDOW_DEREGISTER, ncclCommWindowDeregister, R)                                     \
+	X(MEM_ALLOC, ncclMemAlloc, M)                                                              \
+	X(MEM_FREE, ncclMemFree, M)
+
+enum nvlp_nccl_fn {
+#define NVLP_X_ENUM(E, sym, cls) NVLP_NCCL_##E,
+	NVLP_NCCL_FUNCS(NVLP_X_ENUM)
+#undef NVLP_X_ENUM
+	NVLP_NCCL_FN_COUNT
+};
+
+/* CUDA runtime functions recorded in COPY / MANAGED / PEER records. */
+#define NVLP_CUDA_FUNCS(X)                                                                         \
+	X(MEMCPY, cudaMemcpy)                                                                      \
+	X(MEMCPY_ASYNC, cudaMemcpyAsync)                                                           \
+	X(MEMCPY_PEER, cudaMemcpyPeer)                                                             \
+	X(MEMCPY_PEER_ASYNC, cudaMemcpyPeerAsync)                                                  \
+	X(MEMCPY_PTDS, cudaMemcpy_ptds)                                                            \
+	X(MEMCPY_ASYNC_PTSZ, cudaMemcpyAsync_ptsz)                                                 \
+	X(MEMCPY_PEER_PTDS, cudaMemcpyPeer_ptds)                                                   \
+	X(MEMCPY_PEER_ASYNC_PTSZ, cudaMemcpyPeerAsync_ptsz)                                        \
+	X(MALLOC_MANAGED, cudaMallocManaged)                                                       \
+	X(FREE, cudaFree)                                                                          \
+	X(MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync)                                                \
+	X(MEM_ADVISE, cudaMemAdvise)                                                               \
+	X(ENABLE_PEER_ACCESS, cudaDeviceEnablePeerAccess)                                          \
+	X(DISABLE_PEER_ACCESS, cudaDeviceDisablePeerAccess)
+
+enum nvlp_cuda_fn {
+#define NVLP_X_ENUM(E, sym) NVLP_CUDA_##E,
+	NVLP_CUDA_FUNCS(NVLP_X_ENUM)
+#undef NVLP_X_ENUM
+	NVLP_CUDA_FN_COUNT
+};
+
+/* NOTE codes: what was or was not collected, and why. */
+#define NVLP_NOTE_CODES(X)                                                                         \
+	X(INFO, info)                                                                              \
+	X(CUPTI_UNAVAILABLE, cupti_unavailable)                                                    \
+	X(CUPTI_VERSION, cupti_version)                                                            \
+	X(NO_DRIVER, no_driver)                                                                    \
+	X(ACTIVITY_ON, activity_on)                                                                \
+	X(ACTIVITY_LOST, activity_lost)                                                            \
+	X(ACTIVITY_DROPPED, activity_dropped)                                                      \
+	X(PM_SAMPLING_ON, pm_sampling_on)                                                          \
+	X(PM_SAMPLING_UNAVAILABLE, pm_sampling_unavailable)                                        \
+	X(NVML_ON, nvml_on)                                                                        \
+	X(NVML_UNAVAILABLE, nvml_unavailable)                                                      \
+	X(SHARED_CUPTI, shared_cupti)                                                              \
+	X(FOREIGN_TOOL, foreign_tool)                                                              \
+	X(UM_ON, um_on)                                                                            \
+	X(UNRESOLVED, unresolved)                                                                  \
+	X(CONFIG, config)                                                                          \
+	X(FORK_CHILD, fork_child)                                                                  \
+	X(NCCL_PLUGIN, nccl_plugin)
+
+enum nvlp_note_code {
+#define NVLP_X_ENUM(E, name) NVLP_NOTE_##E,
+	NVLP_NOTE_CODES(NVLP_X_ENUM)
+#undef NVLP_X_ENUM
+	NVLP_NOTE_CODE_COUNT
+};
+
+/* END reasons. */
+enum nvlp_end_reason {
+	NVLP_END_EXIT = 0,   /* atexit / destructor */
+	NVLP_END_SIGNAL = 1, /* SIGTERM / SIGINT handler */
+	NVLP_END_UEXIT = 2,  /* _exit / _Exit (os._exit) */
+	NVLP_END_EXEC = 3,   /* before exec* */
+};
+
+#endif /* NVLP_FORMAT_H */
