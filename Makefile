@@ -99,24 +99,72 @@ $(BUILD)/tests/progs/%: tests/progs/%.c $(TRACE_OBJS) fakes
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(FAKES_DIR) -Wl,-rpath,$(abspath $(FAKES_DIR)) $(PROG_LIBS_$*) $(CLI_LDLIBS)
 
 # ---- section: fakes (owned by the capture-core tests) ----
+# libnccl.so.2 links the fake cudart (the real one links cudart statically; the fake needs the
+# current device). Both carry the real sonames so programs and the shim find them as they would.
 FAKE_LIBS := $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2
 .PHONY: fakes
 fakes: $(FAKE_LIBS)
-$(FAKES_DIR)/libcudart.so.13: tests/fakes/fake_cudart.c tests/fakes/cudart.map
+$(FAKES_DIR)/libcudart.so.13: tests/fakes/fake_cudart.c tests/fakes/cudart.map tests/fakes/fake.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $<
-$(FAKES_DIR)/libnccl.so.2: tests/fakes/fake_nccl.c $(FAKES_DIR)/libcudart.so.13
+$(FAKES_DIR)/libnccl.so.2: tests/fakes/fake_nccl.c tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< 
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
+# A stand-in for libtorch_cuda.so, which the hooks' tests dlopen with RTLD_LOCAL.
+$(FAKES_DIR)/libhk_workload.so: tests/fakes/workload.c $(FAKE_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
 # ---- end section: fakes ----
 
 # ---- section: preload test programs (PROG_LIBS_<name>, extra rules) ----
+PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
+PROG_LIBS_hk_cuda := -l:libcudart.so.13
+$(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
+BENCH_LIBS_bench_shim := -l:libnccl.so.2
+# runtime: rt_app drives the fake NCCL (through the preloaded shim); rt_read only reads traces.
+PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 # ---- end section: preload test programs ----
 
 # ---- section: cupti tests ----
+# The fake libcupti.so.13 / libcuda.so.1 live in their own directory so that programs of other
+# tests (rpath to $(FAKES_DIR), the shim looking next to libcudart) never pick them up.
+CUPTI_FAKES := $(FAKES_DIR)/cupti
+CUPTI_FAKE_LIBS := $(CUPTI_FAKES)/libcupti.so.13 $(CUPTI_FAKES)/libcuda.so.1
+$(CUPTI_FAKES)/libcupti.so.13: tests/fakes/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcupti.so.13 -o $@ $<
+$(CUPTI_FAKES)/libcuda.so.1: tests/fakes/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_LIBCUDA -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+# conversion of synthetic CUDA 13.0 records: convert.c is pure, compiled straight in
+$(BUILD)/tests/test_cupti_convert: tests/unit/test_cupti_convert.c cupti/convert.c cupti/cupti_int.h tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< cupti/convert.c
+# GH100 PM-sampling config image built on the host by the real libcupti (dlopen'ed, no GPU)
+$(BUILD)/tests/test_cupti_gh100: tests/unit/test_cupti_gh100.c $(BUILD)/lib/cupti/pm_host.o tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(BUILD)/lib/cupti/pm_host.o -ldl
+# shim + Kineto stand-in on the fake libcupti/libcuda (re-runs itself under LD_PRELOAD)
+$(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# shim with the REAL libcupti and no driver / the stub libcuda
+$(BUILD)/tests/test_cupti_nodriver: tests/unit/test_cupti_nodriver.c $(TRACE_OBJS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(TRACE_OBJS) -L$(CUDA_HOME)/lib64 -L$(FAKES_DIR) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR)):$(CUDA_HOME)/lib64 $(CLI_LDLIBS)
 # ---- end section: cupti tests ----
 
 # ---- section: analyzer tests ----
+# an_gen (synthetic job traces) needs only the trace objects, not the fakes; it resolves its own
+# symbols offline in the uma_thrashing test, so it keeps its symbol table (-g, no strip).
+$(BUILD)/tests/progs/an_gen: tests/progs/an_gen.c $(TRACE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) $(CLI_LDLIBS)
+$(BUILD)/bench/bench_report: tests/bench/bench_report.c tests/progs/an_gen.c $(ANALYZER_OBJS) $(TRACE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -O2 -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) $(CLI_LDLIBS)
+.PHONY: analyzer-test
+analyzer-test: $(CLI) $(BUILD)/tests/progs/an_gen $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_analyzer*.c))
+	@for t in $(BUILD)/tests/test_analyzer*; do $$t; done; for t in tests/analyzer/test_*.sh; do BUILD=$(BUILD) bash $$t; done
 # ---- end section: analyzer tests ----
 
 TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes
@@ -136,3 +184,12 @@ format:
 	clang-format -i $(wildcard */*.c */*.h */*.cc tests/*/*.c)
 clean:
 	rm -rf build
+
+# ---- CUDA examples (need nvcc; shared cudart so that the shim sees their runtime calls) ----------
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+EXAMPLES := $(BUILD)/examples/p2p_copy $(BUILD)/examples/uma_thrash
+.PHONY: examples
+examples: $(EXAMPLES)
+$(BUILD)/examples/%: examples/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<

@@ -19,6 +19,12 @@ extern "C" {
 /* Global switch: 0 = every wrapper is a pure pass-through (NVLPROF_DISABLE=1, before init,
  * after the final flush, a fork child before it re-arms, unwritable directory). */
 extern volatile int nvlp_active;
+/* Read the switch from any thread: a relaxed atomic load compiles to the same plain load, and it
+ * is what ThreadSanitizer expects for a flag that another thread flips (shutdown, fork). */
+static inline int nvlp_is_active(void)
+{
+	return __atomic_load_n(&nvlp_active, __ATOMIC_RELAXED);
+}
 
 /* Configuration from the environment, parsed once at load; bad values warned once, defaults kept. */
 struct nvlp_config {

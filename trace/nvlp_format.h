@@ -24,6 +24,7 @@
 #define NVLP_FRAME_HEADER_SIZE 16
 #define NVLP_MAX_FIELDS 32
 #define NVLP_MAX_BLOB 65535
+#define NVLP_MAX_FRAME (64u << 20) /* largest raw or compressed frame size a reader accepts */
 
 /* Field types, for printing only: every field is stored as a uint64_t. */
 enum nvlp_ftype {

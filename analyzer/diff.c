@@ -1,0 +1,390 @@
+/* diff.c: `nvlprof diff BEFORE AFTER`: side-by-side figures, findings resolved/new/still, env
+ * changes, verdict. */
+#include <math.h>   /* isnan */
+#include <stdlib.h> /* strtod */
+#include <string.h> /* strcmp */
+
+#include "commands.h"
+#include "json.h"
+#include "nvlp_trace.h"
+#include "report.h"
+
+#define MIB (1024.0 * 1024.0)
+
+struct side {
+	const char *path;
+	struct an_job job;
+	struct an_findings f;
+	struct an_summary s;
+};
+
+struct metric {
+	const char *name;
+	double b, a;
+};
+
+static double pct(double b, double a)
+{
+	return (isnan(a) || isnan(b) || b == 0) ? NAN : (a / b - 1) * 100;
+}
+
+/* env.* keys of the first readable process of a job. */
+static const struct an_rank *first_ok(const struct an_job *j)
+{
+	for (size_t i = 0; i < j->nranks; i++)
+		if (j->ranks[i].ok)
+			return &j->ranks[i];
+	return NULL;
+}
+
+struct envd {
+	char name[96], b[96], a[96];
+};
+
+/* Variables whose value differs (or that exist on one side only). */
+static size_t env_diff(const struct an_rank *rb, const struct an_rank *ra, struct envd *out,
+                       size_t max)
+{
+	size_t n = 0;
+	const struct an_rank *sides[2] = {rb, ra};
+	for (int s = 0; s < 2; s++) {
+		if (!sides[s] || !sides[s]->header)
+			continue;
+		for (const char *p = sides[s]->header; *p && n < max;) {
+			const char *nl = strchr(p, '\n'), *eq = strchr(p, '=');
+			size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+			if (eq && (size_t)(eq - p) < ll &&
+			    !strncmp(p, NVLP_HDR_ENV_PREFIX, strlen(NVLP_HDR_ENV_PREFIX))) {
+				char key[96], vb[96], va[96];
+				snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
+				const char *x = rb ? an_header_get(rb, key, vb, sizeof vb) : NULL;
+				const char *y = ra ? an_header_get(ra, key, va, sizeof va) : NULL;
+				int differ = (!x) != (!y) || (x && y && strcmp(x, y));
+				int dup = 0;
+				for (size_t k = 0; k < n; k++)
+					dup |=
+					    !strcmp(out[k].name, key + strlen(NVLP_HDR_ENV_PREFIX));
+				if (differ && !dup) {
+					snprintf(out[n].name, sizeof out[n].name, "%s",
+					         key + strlen(NVLP_HDR_ENV_PREFIX));
+					snprintf(out[n].b, sizeof out[n].b, "%s",
+					         x ? x : "(unset)");
+					snprintf(out[n].a, sizeof out[n].a, "%s",
+					         y ? y : "(unset)");
+					n++;
+				}
+			}
+			p += ll + (nl ? 1 : 0);
+		}
+	}
+	return n;
+}
+
+/* The verdict: how much slower/faster, on which metric, and the cause when a fallback appeared or
+ * went. */
+struct verdict {
+	const char *metric;
+	double b, a, slower_pct;
+	char cause[320];
+};
+
+static void judge(struct side *B, struct side *A, struct verdict *v)
+{
+	int steps = !isnan(B->s.step_ms) && !isnan(A->s.step_ms);
+	v->metric = steps ? "step_ms" : "wall_ms";
+	v->b = steps ? B->s.step_ms : B->s.wall_ms;
+	v->a = steps ? A->s.step_ms : A->s.wall_ms;
+	v->slower_pct = pct(v->b, v->a);
+	v->cause[0] = 0;
+	int fb = an_findings_get(&B->f, "pcie_fallback") != NULL,
+	    fa = an_findings_get(&A->f, "pcie_fallback") != NULL;
+	double ratio = v->b > 0 ? v->a / v->b : NAN;
+	if (!fb && fa)
+		snprintf(v->cause, sizeof v->cause,
+		         "AFTER falls back from NVLink to PCIe/host memory (%s): %.2fx %s per %s",
+		         an_findings_env_cause(&A->f), ratio >= 1 ? ratio : 1 / ratio,
+		         ratio >= 1 ? "slower" : "faster", steps ? "step" : "run");
+	else if (fb && !fa)
+		snprintf(
+		    v->cause, sizeof v->cause,
+		    "BEFORE fell back to PCIe/host memory (%s), AFTER uses NVLink: %.2fx %s per %s",
+		    an_findings_env_cause(&B->f), ratio <= 1 ? 1 / ratio : ratio,
+		    ratio <= 1 ? "faster" : "slower", steps ? "step" : "run");
+	else {
+		static const char *const ids[] = {"peer_access_disabled", "uma_thrashing",
+		                                  "straggler", "hang_suspect"};
+		for (size_t i = 0; i < sizeof ids / sizeof ids[0] && !v->cause[0]; i++) {
+			int b = an_findings_get(&B->f, ids[i]) != NULL,
+			    a = an_findings_get(&A->f, ids[i]) != NULL;
+			if (a != b)
+				snprintf(v->cause, sizeof v->cause, "%s %s in AFTER", ids[i],
+				         a ? "appears" : "is gone");
+		}
+	}
+}
+
+static void fmt(char *buf, size_t n, double v)
+{
+	if (isnan(v))
+		snprintf(buf, n, "-");
+	else if (fabs(v) >= 100)
+		snprintf(buf, n, "%.1f", v);
+	else
+		snprintf(buf, n, "%.3g", v);
+}
+
+static int finding_in(const struct an_findings *f, const char *id)
+{
+	return an_findings_get(f, id) != NULL;
+}
+
+/* Each finding id once, in the order of f. */
+static void ids_where(const struct an_findings *f, const struct an_findings *other,
+                      int want_in_other, const char **out, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		int dup = 0;
+		for (size_t k = 0; k < *n; k++)
+			dup |= !strcmp(out[k], f->v[i].id);
+		if (!dup && finding_in(other, f->v[i].id) == want_in_other)
+			out[(*n)++] = f->v[i].id;
+	}
+}
+
+static void usage(FILE *o)
+{
+	fprintf(
+	    o,
+	    "usage: nvlprof diff [--json] [--fail-if-slower PCT] [--threshold NAME=VALUE]... "
+	    "BEFORE AFTER\n"
+	    "Compares two runs (each a trace directory or file): wall and step time, "
+	    "communication, exposed\n"
+	    "communication, bus bandwidth per collective and size class, bytes per link type, "
+	    "findings\n"
+	    "resolved/new/still there, and environment variables that differ.\n"
+	    "  --json                JSON output (analyzer/REPORT_JSON.md)\n"
+	    "  --fail-if-slower PCT  exit 1 when AFTER is slower than BEFORE by more than PCT "
+	    "percent\n"
+	    "                        (per step when steps are recognised in both, else wall time)\n"
+	    "  --threshold N=V, -j N as for `nvlprof report` (see nvlprof report --help)\n"
+	    "Exit status: 0 done, 1 --fail-if-slower tripped, 2 usage error or unreadable "
+	    "input.\n");
+}
+
+int nvlp_cmd_diff(int argc, char **argv)
+{
+	double th[AN_TH_COUNT];
+	memcpy(th, an_threshold_defaults, sizeof th);
+	int json = 0, threads = 0;
+	double fail_pct = NAN;
+	char *paths[2];
+	int np = 0;
+	for (int i = 1; i < argc; i++) {
+		int c = an_common_opt(argc, argv, &i, th, &threads);
+		if (c < 0)
+			return 2;
+		if (c)
+			continue;
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 < argc) {
+			char *end;
+			fail_pct = strtod(argv[++i], &end);
+			if (*end == '%')
+				end++;
+			if (end == argv[i] || *end) {
+				fprintf(stderr, "nvlprof: diff: bad percentage '%s'\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "nvlprof: diff: unknown option %s\n", argv[i]);
+			usage(stderr);
+			return 2;
+		} else if (np < 2)
+			paths[np++] = argv[i];
+		else {
+			fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
+			return 2;
+		}
+	}
+	if (np != 2) {
+		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
+		usage(stderr);
+		return 2;
+	}
+	struct side S[2];
+	memset(S, 0, sizeof S);
+	for (int k = 0; k < 2; k++) {
+		S[k].path = paths[k];
+		if (an_open_job(&paths[k], 1, threads, th, &S[k].job, &S[k].f) != 0) {
+			if (k)
+				an_findings_free(&S[0].f), an_job_free(&S[0].job);
+			return 2;
+		}
+		an_summarize(&S[k].job, &S[k].s);
+	}
+	struct side *B = &S[0], *A = &S[1];
+	struct metric m[] = {
+	    {"wall_ms", B->s.wall_ms, A->s.wall_ms},
+	    {"step_ms", B->s.step_ms, A->s.step_ms},
+	    {"steps", B->s.steps, A->s.steps},
+	    {"comm_ms_per_rank", B->s.comm_ms, A->s.comm_ms},
+	    {"exposed_ms_per_rank", B->s.exposed_ms, A->s.exposed_ms},
+	    {"exposed_share", B->s.exposed_share, A->s.exposed_share},
+	    {"nvlink_mib", B->s.nvlink_bytes / MIB, A->s.nvlink_bytes / MIB},
+	    {"pcie_mib", B->s.pcie_bytes / MIB, A->s.pcie_bytes / MIB},
+	    {"copy_p2p_mib", B->s.copy_p2p_bytes / MIB, A->s.copy_p2p_bytes / MIB},
+	    {"copy_staged_mib", B->s.copy_staged_bytes / MIB, A->s.copy_staged_bytes / MIB},
+	};
+	size_t nm = sizeof m / sizeof m[0];
+	struct verdict v;
+	judge(B, A, &v);
+	struct envd env[64];
+	size_t ne = env_diff(first_ok(&B->job), first_ok(&A->job), env, 64);
+	const char *fnew[64], *fres[64], *fstill[64];
+	size_t nnew, nres, nstill;
+	ids_where(&A->f, &B->f, 0, fnew, &nnew);
+	ids_where(&B->f, &A->f, 0, fres, &nres);
+	ids_where(&A->f, &B->f, 1, fstill, &nstill);
+	int failed = !isnan(fail_pct) && !isnan(v.slower_pct) && v.slower_pct > fail_pct;
+
+	if (json) {
+		struct jw w;
+		jw_init(&w, stdout);
+		jw_obj(&w, NULL);
+		jw_str(&w, "tool", "nvlprof");
+		jw_str(&w, "kind", "diff");
+		jw_int(&w, "schema", 1);
+		jw_str(&w, "before", B->path);
+		jw_str(&w, "after", A->path);
+		jw_arr(&w, "metrics");
+		for (size_t i = 0; i < nm; i++) {
+			jw_obj(&w, NULL);
+			jw_str(&w, "name", m[i].name);
+			jw_num(&w, "before", m[i].b);
+			jw_num(&w, "after", m[i].a);
+			jw_num(&w, "change_pct", pct(m[i].b, m[i].a));
+			jw_obj_end(&w);
+		}
+		jw_arr_end(&w);
+		jw_arr(&w, "busbw");
+		for (int c = 1; c < AN_C_COUNT; c++)
+			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+				if (isnan(B->s.busbw[c][sc]) && isnan(A->s.busbw[c][sc]))
+					continue;
+				jw_obj(&w, NULL);
+				jw_str(&w, "collective", an_coll_name(c));
+				jw_str(&w, "size_class", an_size_class_name(sc));
+				jw_num(&w, "before_gbps", B->s.busbw[c][sc]);
+				jw_num(&w, "after_gbps", A->s.busbw[c][sc]);
+				jw_num(&w, "change_pct", pct(B->s.busbw[c][sc], A->s.busbw[c][sc]));
+				jw_obj_end(&w);
+			}
+		jw_arr_end(&w);
+		jw_obj(&w, "findings");
+		jw_arr(&w, "new");
+		for (size_t i = 0; i < nnew; i++)
+			jw_str(&w, NULL, fnew[i]);
+		jw_arr_end(&w);
+		jw_arr(&w, "resolved");
+		for (size_t i = 0; i < nres; i++)
+			jw_str(&w, NULL, fres[i]);
+		jw_arr_end(&w);
+		jw_arr(&w, "still");
+		for (size_t i = 0; i < nstill; i++)
+			jw_str(&w, NULL, fstill[i]);
+		jw_arr_end(&w);
+		an_findings_json(&w, "before_findings", &B->f);
+		an_findings_json(&w, "after_findings", &A->f);
+		jw_obj_end(&w);
+		jw_arr(&w, "env");
+		for (size_t i = 0; i < ne; i++) {
+			jw_obj(&w, NULL);
+			jw_str(&w, "name", env[i].name);
+			jw_str(&w, "before", env[i].b);
+			jw_str(&w, "after", env[i].a);
+			jw_obj_end(&w);
+		}
+		jw_arr_end(&w);
+		jw_obj(&w, "verdict");
+		jw_str(&w, "metric", v.metric);
+		jw_num(&w, "before", v.b);
+		jw_num(&w, "after", v.a);
+		jw_num(&w, "slower_pct", v.slower_pct);
+		jw_str(&w, "cause", v.cause);
+		jw_num(&w, "fail_if_slower_pct", fail_pct);
+		jw_bool(&w, "failed", failed);
+		jw_obj_end(&w);
+		jw_obj_end(&w);
+	} else {
+		printf("nvlprof diff\n  BEFORE %s (%d processes)\n  AFTER  %s (%d processes)\n\n",
+		       B->path, B->s.processes, A->path, A->s.processes);
+		if (isnan(v.slower_pct))
+			printf("VERDICT: no comparable time\n");
+		else
+			printf("VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s\n",
+			       fabs(v.slower_pct), v.slower_pct >= 0 ? "slower" : "faster",
+			       v.metric, v.b, v.a, v.cause[0] ? "; " : "", v.cause);
+		printf("\n  %-22s %12s %12s %9s\n", "metric", "before", "after", "change");
+		for (size_t i = 0; i < nm; i++) {
+			char b[32], a[32], c[32];
+			fmt(b, sizeof b, m[i].b);
+			fmt(a, sizeof a, m[i].a);
+			double p = pct(m[i].b, m[i].a);
+			if (isnan(p))
+				snprintf(c, sizeof c, "-");
+			else
+				snprintf(c, sizeof c, "%+.1f%%", p);
+			printf("  %-22s %12s %12s %9s\n", m[i].name, b, a, c);
+		}
+		printf("\n  bus bandwidth GB/s (GPU time)\n  %-14s %-9s %10s %10s %9s\n",
+		       "collective", "size", "before", "after", "change");
+		for (int c = 1; c < AN_C_COUNT; c++)
+			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+				if (isnan(B->s.busbw[c][sc]) && isnan(A->s.busbw[c][sc]))
+					continue;
+				char b[32], a[32], ch[32];
+				fmt(b, sizeof b, B->s.busbw[c][sc]);
+				fmt(a, sizeof a, A->s.busbw[c][sc]);
+				double p = pct(B->s.busbw[c][sc], A->s.busbw[c][sc]);
+				if (isnan(p))
+					snprintf(ch, sizeof ch, "-");
+				else
+					snprintf(ch, sizeof ch, "%+.1f%%", p);
+				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
+				       an_size_class_name(sc), b, a, ch);
+			}
+		printf("\nFINDINGS\n");
+		printf("  new:      ");
+		for (size_t i = 0; i < nnew; i++)
+			printf("%s%s [%s]", i ? ", " : "", fnew[i],
+			       an_sev_name(an_findings_get(&A->f, fnew[i])->sev));
+		printf("%s\n  resolved: ", nnew ? "" : "none");
+		for (size_t i = 0; i < nres; i++)
+			printf("%s%s", i ? ", " : "", fres[i]);
+		printf("%s\n  still:    ", nres ? "" : "none");
+		for (size_t i = 0; i < nstill; i++)
+			printf("%s%s", i ? ", " : "", fstill[i]);
+		printf("%s\n", nstill ? "" : "none");
+		for (size_t i = 0; i < A->f.n; i++)
+			if (!finding_in(&B->f, A->f.v[i].id) && A->f.v[i].sev > AN_SEV_INFO)
+				printf("    AFTER %s: %s\n", A->f.v[i].id, A->f.v[i].title);
+		printf("\nENVIRONMENT (differs)\n");
+		if (!ne)
+			printf("  none\n");
+		for (size_t i = 0; i < ne; i++)
+			printf("  %-28s %s -> %s\n", env[i].name, env[i].b, env[i].a);
+		if (failed)
+			printf("\nFAILED: AFTER is %.1f%% slower than BEFORE (limit %.1f%%)\n",
+			       v.slower_pct, fail_pct);
+	}
+	for (int k = 0; k < 2; k++) {
+		an_findings_free(&S[k].f);
+		an_job_free(&S[k].job);
+	}
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,709 @@
+/* findings.c: turns an analyzed job into findings (stable id, severity, title, evidence, advice).
+ */
+#include "findings.h"
+
+#include <math.h>   /* fabs */
+#include <stdarg.h> /* va_list */
+#include <stdlib.h> /* calloc */
+#include <string.h> /* strcmp */
+
+#include "nvlp_trace.h"
+
+#define MIB (1024.0 * 1024.0)
+
+const char *an_sev_name(int sev)
+{
+	return sev == AN_SEV_CRITICAL ? "critical" : sev == AN_SEV_WARNING ? "warning" : "info";
+}
+
+static struct an_finding *add(struct an_findings *f, const char *id, int sev, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static struct an_finding *add(struct an_findings *f, const char *id, int sev, const char *fmt, ...)
+{
+	struct an_finding *x = realloc(f->v, (f->n + 1) * sizeof *x);
+	if (!x)
+		return NULL;
+	f->v = x;
+	x = &f->v[f->n++];
+	memset(x, 0, sizeof *x);
+	x->id = id;
+	x->sev = sev;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->title, sizeof x->title, fmt, ap);
+	va_end(ap);
+	return x;
+}
+
+static void ev_num(struct an_finding *x, const char *key, double v, const char *unit)
+{
+	if (!x || x->nev >= AN_MAX_EV)
+		return;
+	struct an_ev *e = &x->ev[x->nev++];
+	snprintf(e->key, sizeof e->key, "%s", key);
+	e->num = v;
+	snprintf(e->unit, sizeof e->unit, "%s", unit ? unit : "");
+}
+
+static void ev_str(struct an_finding *x, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void ev_str(struct an_finding *x, const char *key, const char *fmt, ...)
+{
+	if (!x || x->nev >= AN_MAX_EV)
+		return;
+	struct an_ev *e = &x->ev[x->nev++];
+	snprintf(e->key, sizeof e->key, "%s", key);
+	e->is_str = 1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->str, sizeof e->str, fmt, ap);
+	va_end(ap);
+}
+
+static void advise(struct an_finding *x, const char *s)
+{
+	if (x)
+		snprintf(x->advice, sizeof x->advice, "%s", s);
+}
+
+static int rank_id(const struct an_job *job, size_t f)
+{
+	return job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
+}
+
+/* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of GPU time. */
+struct big {
+	double sbus, salg, ns;
+	uint64_t calls;
+};
+
+/* Environment settings that push NCCL off NVLink. */
+static void env_causes(const struct an_job *job, char *out, size_t len)
+{
+	static const char *const keys[] = {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE",
+	                                   "NCCL_P2P_USE_CUDA_MEMCPY"};
+	out[0] = 0;
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+		char key[64], buf[64];
+		snprintf(key, sizeof key, "%s%s", NVLP_HDR_ENV_PREFIX, keys[k]);
+		for (size_t f = 0; f < job->nranks; f++) {
+			const char *v = job->ranks[f].ok
+			                    ? an_header_get(&job->ranks[f], key, buf, sizeof buf)
+			                    : NULL;
+			if (!v)
+				continue;
+			int bad =
+			    k == 1 ? (!strcmp(v, "LOC") || !strcmp(v, "0")) : strcmp(v, "0") != 0;
+			/* SHM_DISABLE alone keeps NVLink P2P; it matters only together with P2P off
+			 */
+			if (bad && k == 2 && !strstr(out, "NCCL_P2P"))
+				bad = 0;
+			if (bad) {
+				size_t l = strlen(out);
+				snprintf(out + l, len - l, "%s%s=%s", l ? " " : "", keys[k], v);
+			}
+			break;
+		}
+	}
+}
+
+static void fallback(const struct an_job *job, const double *th, struct big *big,
+                     struct an_findings *out)
+{
+	char cause[256];
+	env_causes(job, cause, sizeof cause);
+	/* the busiest single-host multi-rank communicator with NVLink */
+	int best = -1;
+	double best_bytes = 0;
+	for (size_t a = 0; a < job->naggs; a++) {
+		const struct an_agg *g = &job->aggs[a];
+		const struct an_comm *c = &job->comms[g->comm];
+		if (c->nranks < 2 || !c->single_host || an_coll_of_fn(g->fn) == AN_C_NONE)
+			continue;
+		if ((double)g->bytes > best_bytes) {
+			best_bytes = (double)g->bytes;
+			best = g->comm;
+		}
+	}
+	if (best < 0)
+		return;
+	const struct an_comm *c = &job->comms[best];
+	double per_rank = best_bytes / (c->nmembers ? c->nmembers : 1);
+	uint64_t nvl = 0, pcie = 0;
+	for (size_t f = 0; f < job->nranks; f++)
+		for (size_t d = 0; d < job->ranks[f].ndevs; d++) {
+			nvl += job->ranks[f].devs[d].nvl_coll;
+			pcie += job->ranks[f].devs[d].pcie_coll;
+		}
+	double sbus = 0, ns = 0;
+	for (int fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
+		sbus += big[best * NVLP_NCCL_FN_COUNT + fn].sbus;
+		ns += big[best * NVLP_NCCL_FN_COUNT + fn].ns;
+	}
+	double busbw = ns > 0 ? sbus / ns : 0; /* bytes per ns = GB/s */
+	int counters = job->have_links && pcie > 0 &&
+	               (double)pcie > th[AN_TH_fallback_pcie_ratio] * (double)nvl &&
+	               (double)pcie >= th[AN_TH_fallback_min_mib] * MIB;
+	int low =
+	    c->peak_Bps > 0 && busbw > 0 && busbw * 1e9 < th[AN_TH_low_busbw_share] * c->peak_Bps;
+	int has_nvl = c->peak_Bps > 0;
+	if (per_rank < th[AN_TH_fallback_min_mib] * MIB)
+		return;
+	if (!(has_nvl && counters) && !(cause[0] && (has_nvl || !job->have_topo)))
+		return;
+	int sev = (counters || low) ? AN_SEV_CRITICAL : AN_SEV_WARNING;
+	struct an_finding *x =
+	    add(out, "pcie_fallback", sev,
+	        "NCCL traffic between NVLink-connected GPUs went over PCIe/host memory%s%s%s",
+	        cause[0] ? " (" : "", cause, cause[0] ? ")" : "");
+	if (cause[0])
+		ev_str(x, "env", "%s", cause);
+	ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
+	ev_num(x, "nranks", c->nranks, NULL);
+	if (job->have_links) {
+		ev_num(x, "nvlink_bytes_during_collectives", (double)nvl, "B");
+		ev_num(x, "pcie_bytes_during_collectives", (double)pcie, "B");
+	}
+	if (busbw > 0)
+		ev_num(x, "busbw_gbps", busbw, "GB/s");
+	if (has_nvl) {
+		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
+		if (busbw > 0)
+			ev_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
+	} else
+		ev_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
+	advise(
+	    x,
+	    cause[0]
+	        ? "Unset the variables above (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL=LOC, "
+	          "NCCL_SHM_DISABLE) so NCCL uses "
+	          "P2P over NVLink; check with NCCL_DEBUG=INFO that channels say P2P/CUMEM or NVLS."
+	        : "NCCL did not use P2P over NVLink: check NCCL_DEBUG=INFO transport lines, "
+	          "container IPC/"
+	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
+}
+
+/* NVLink between two GPUs of r's host: any process on that host may have recorded the topology. */
+static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a, int b, int *known)
+{
+	*known = 0;
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *x = &job->ranks[f];
+		if (!x->ok || strcmp(x->host, r->host) || !x->nlinks)
+			continue;
+		*known = 1;
+		if (an_nvlink_between(x, a, b))
+			return 1;
+	}
+	return 0;
+}
+
+static void staged(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		for (size_t i = 0; i < r->npairs; i++) {
+			const struct an_pair *p = &r->pairs[i];
+			int known, nvl = nvlink_pair(job, r, p->src, p->dst, &known);
+			double gbps = p->p2p_gpu_ns ? (double)p->p2p_bytes / (double)p->p2p_gpu_ns
+			              : p->sync_ns  ? (double)p->sync_bytes / (double)p->sync_ns
+			                            : 0;
+			int slow = gbps > 0 && gbps < th[AN_TH_staged_max_gbps];
+			if ((double)p->staged_bytes < th[AN_TH_staged_min_mib] * MIB)
+				continue;
+			if (!nvl && !(!known && slow))
+				continue;
+			struct an_finding *x = add(
+			    out, "peer_access_disabled", AN_SEV_WARNING,
+			    "Copies GPU%d->GPU%d staged through host memory although the GPUs %s",
+			    p->src, p->dst, nvl ? "share NVLink" : "can likely reach each other");
+			ev_num(x, "rank", rank_id(job, f), NULL);
+			ev_num(x, "device", p->src, NULL);
+			ev_num(x, "dst_device", p->dst, NULL);
+			ev_num(x, "copies", (double)p->staged_copies, NULL);
+			ev_num(x, "bytes", (double)p->staged_bytes, "B");
+			if (gbps > 0)
+				ev_num(x, "achieved_gbps", gbps, "GB/s");
+			if (nvl)
+				ev_num(x, "nvlink_peak_gbps", an_dev_peak(job, r, p->src) / 1e9,
+				       "GB/s");
+			if (r->peer_enable_fail)
+				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
+				       NULL);
+			advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
+			          "(and the reverse) before "
+			          "cross-device copies; peer copies over NVLink reach ~390 GB/s "
+			          "here vs ~34 GB/s staged.");
+		}
+	}
+}
+
+static void thrashing(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		for (size_t i = 0; i < r->nallocs; i++) {
+			const struct an_alloc *a = &r->allocs[i];
+			double moved = (double)(a->htod + a->dtoh + a->dtod);
+			if (moved < th[AN_TH_thrash_min_mib] * MIB ||
+			    ((double)a->flips < th[AN_TH_thrash_min_flips] && !a->thrash_events))
+				continue;
+			struct an_finding *x =
+			    add(out, "uma_thrashing", AN_SEV_WARNING,
+			        "Managed allocation of %.0f MiB migrates back and forth (%llu "
+			        "direction changes)",
+			        (double)a->bytes / MIB, (unsigned long long)a->flips);
+			ev_num(x, "rank", rank_id(job, f), NULL);
+			ev_num(x, "device", a->device, NULL);
+			ev_str(x, "address", "0x%llx", (unsigned long long)a->ptr);
+			ev_num(x, "size", (double)a->bytes, "B");
+			ev_num(x, "bytes_migrated", moved, "B");
+			ev_num(x, "htod_bytes", (double)a->htod, "B");
+			ev_num(x, "dtoh_bytes", (double)a->dtoh, "B");
+			ev_num(x, "dtod_bytes", (double)a->dtod, "B");
+			ev_num(x, "migrations", (double)a->migrations, NULL);
+			ev_num(x, "direction_changes", (double)a->flips, NULL);
+			ev_num(x, "gpu_page_faults", (double)a->gpu_faults, NULL);
+			ev_num(x, "cpu_page_faults", (double)a->cpu_faults, NULL);
+			ev_num(x, "time_lost_ms", (double)a->migrate_ns / 1e6, "ms");
+			const struct an_stack *s = an_find_stack(r, a->stack);
+			if (s && s->n) {
+				char buf[240] = "", sym[160];
+				for (unsigned k = 0; k < s->n && k < 3; k++) {
+					an_symbolize(r, s->pc[k], sym, sizeof sym);
+					size_t l = strlen(buf);
+					snprintf(buf + l, sizeof buf - l, "%s%s", k ? " <- " : "",
+					         sym);
+				}
+				ev_str(x, "allocated_at", "%s", buf);
+			}
+			advise(x, a->advised || a->prefetched
+			              ? "Advice/prefetch is present but pages still bounce: give "
+			                "each phase its own buffer or "
+			                "use cudaMemAdviseSetReadMostly for shared read-only data."
+			              : "Prefetch before each phase (cudaMemPrefetchAsync to the "
+			                "GPU that uses it next) or set "
+			                "cudaMemAdviseSetPreferredLocation + "
+			                "cudaMemAdviseSetAccessedBy; avoid touching it "
+			                "from the CPU between GPU kernels.");
+		}
+	}
+}
+
+static void stragglers(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank_x *x = &job->rx[f];
+		if (!x->colls || !x->last_count)
+			continue;
+		double share = (double)x->last_count / (double)x->colls;
+		double lead = x->median_lead_ns / 1e6;
+		if (share < th[AN_TH_straggler_share] || lead < th[AN_TH_straggler_min_ms])
+			continue;
+		struct an_finding *y = add(out, "straggler", AN_SEV_WARNING,
+		                           "Rank %d arrives last at %.0f%% of collectives, "
+		                           "typically %.2f ms after the others",
+		                           rank_id(job, f), share * 100, lead);
+		ev_num(y, "rank", rank_id(job, f), NULL);
+		ev_str(y, "host", "%s", job->ranks[f].host);
+		ev_num(y, "collectives", (double)x->colls, NULL);
+		ev_num(y, "last_arrivals", (double)x->last_count, NULL);
+		ev_num(y, "median_lead_ms", lead, "ms");
+		ev_num(y, "mean_lead_ms", x->lead_ns_sum / (double)x->last_count / 1e6, "ms");
+		ev_num(y, "wait_caused_ms", x->caused_wait_ns / 1e6, "ms");
+		advise(y, "Others wait for this rank in every collective: look at what it does "
+		          "before them "
+		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
+		          "GPU or host).");
+	}
+}
+
+static void hangs(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	for (size_t i = 0; i < job->nhangs; i++) {
+		const struct an_hang *h = &job->hangs[i];
+		if (h->wait_ms < th[AN_TH_hang_min_ms])
+			continue;
+		char miss[128] = "", pres[128] = "";
+		for (int k = 0; k < h->nmissing; k++)
+			snprintf(miss + strlen(miss), sizeof miss - strlen(miss), "%s%d",
+			         k ? "," : "", h->missing[k]);
+		for (int k = 0; k < h->npresent; k++)
+			snprintf(pres + strlen(pres), sizeof pres - strlen(pres), "%s%d",
+			         k ? "," : "", h->present[k]);
+		struct an_finding *x = add(
+		    out, "hang_suspect", AN_SEV_CRITICAL,
+		    "%s #%u on comm %016llx never entered by rank%s %s; others waited %.1f ms",
+		    nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
+		    h->nmissing > 1 ? "s" : "", miss, h->wait_ms);
+		if (h->nmissing == 1)
+			ev_num(x, "rank", h->missing[0], NULL);
+		ev_str(x, "missing_ranks", "%s", miss);
+		ev_str(x, "waiting_ranks", "%s", pres);
+		ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
+		ev_num(x, "seq", h->seq, NULL);
+		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
+		ev_num(x, "wait_ms", h->wait_ms, "ms");
+		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
+		          "path) before this "
+		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "
+		          "process-group timeout "
+		          "so a hang fails fast.");
+	}
+}
+
+static void exposed(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	if (!job->have_gpu)
+		return;
+	double e = 0, w = 0, c = 0;
+	int worst = -1, win = 0, n = 0;
+	double worst_share = 0;
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok || !r->kind_count[NVLP_K_KERNEL])
+			continue;
+		double re, rw, rc;
+		win = an_rank_exposure(job, r, &re, &rw, &rc);
+		e += re;
+		w += rw;
+		c += rc;
+		n++;
+		if (rw > 0 && re / rw > worst_share) {
+			worst_share = re / rw;
+			worst = rank_id(job, f);
+		}
+	}
+	double share = w > 0 ? e / w : 0;
+	if (share < th[AN_TH_exposed_share] || !n)
+		return;
+	struct an_finding *x =
+	    add(out, "exposed_communication",
+	        share >= th[AN_TH_exposed_critical] ? AN_SEV_CRITICAL : AN_SEV_WARNING,
+	        "%.0f%% of %s is communication not hidden behind compute", share * 100,
+	        win ? "the training steps' time" : "wall time");
+	ev_num(x, "exposed_share", share, NULL);
+	ev_str(x, "measured_over", "%s", win ? "steps" : "whole trace");
+	ev_num(x, "exposed_ms_per_rank", e / 1e6 / n, "ms");
+	ev_num(x, "communication_ms_per_rank", c / 1e6 / n, "ms");
+	ev_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
+	if (worst >= 0)
+		ev_num(x, "worst_rank", worst, NULL);
+	if (an_findings_get(out, "pcie_fallback"))
+		advise(x, "See pcie_fallback: collectives over PCIe/host memory are too slow to "
+		          "hide; fix that first.");
+	else if (an_findings_get(out, "straggler"))
+		advise(x, "See straggler: NCCL kernels that wait for a late rank count as exposed "
+		          "communication.");
+	else
+		advise(x, "Overlap communication with compute: DDP bucket_cap_mb / "
+		          "gradient_as_bucket_view, FSDP "
+		          "prefetch, fewer and larger collectives; or make it cheaper (check "
+		          "pcie_fallback and "
+		          "low_bus_bandwidth first).");
+}
+
+static void low_bw(const struct an_job *job, const double *th, struct big *big, int fell_back,
+                   struct an_findings *out)
+{
+	for (size_t ci = 0; ci < job->ncomms; ci++) {
+		const struct an_comm *c = &job->comms[ci];
+		if (c->peak_Bps <= 0 || c->nranks < 2)
+			continue;
+		/* one finding per communicator: the collective losing the most GPU time, others
+		 * named */
+		int worst = -1;
+		char others[160] = "";
+		for (int fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
+			struct big *b = &big[ci * NVLP_NCCL_FN_COUNT + fn];
+			if (!b->calls || b->ns <= 0 ||
+			    b->sbus / b->ns * 1e9 >= th[AN_TH_low_busbw_share] * c->peak_Bps ||
+			    (double)b->calls <
+			        th[AN_TH_low_busbw_min_calls] * (c->nmembers ? c->nmembers : 1))
+				continue;
+			if (worst < 0 || b->ns > big[ci * NVLP_NCCL_FN_COUNT + worst].ns) {
+				if (worst >= 0)
+					snprintf(others + strlen(others),
+					         sizeof others - strlen(others), "%s%s",
+					         others[0] ? "," : "",
+					         nvlp_nccl_fn_name((unsigned)worst));
+				worst = fn;
+			} else
+				snprintf(others + strlen(others), sizeof others - strlen(others),
+				         "%s%s", others[0] ? "," : "",
+				         nvlp_nccl_fn_name((unsigned)fn));
+		}
+		if (worst < 0)
+			continue;
+		struct big *b = &big[ci * NVLP_NCCL_FN_COUNT + worst];
+		double busbw = b->sbus / b->ns;
+		struct an_finding *x = add(out, "low_bus_bandwidth", AN_SEV_WARNING,
+		                           "%s on %d ranks reaches %.1f GB/s bus bandwidth, %.0f%% "
+		                           "of the %.0f GB/s NVLink peak",
+		                           nvlp_nccl_fn_name((unsigned)worst), c->nranks, busbw,
+		                           busbw * 1e11 / c->peak_Bps, c->peak_Bps / 1e9);
+		ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
+		ev_str(x, "collective", "%s", nvlp_nccl_fn_name((unsigned)worst));
+		ev_num(x, "calls", (double)b->calls, NULL);
+		ev_num(x, "min_message_mib", th[AN_TH_low_busbw_min_mib], "MiB");
+		ev_num(x, "algbw_gbps", b->salg / b->ns, "GB/s");
+		ev_num(x, "busbw_gbps", busbw, "GB/s");
+		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
+		if (others[0])
+			ev_str(x, "also_low", "%s", others);
+		int strag = an_findings_get(out, "straggler") != NULL;
+		advise(x, fell_back ? "See pcie_fallback: the traffic is not on NVLink."
+		          : strag ? "See straggler: waiting for a late rank counts as kernel time, "
+		                    "fix that first."
+		                  : "Large messages should reach 60-80% of the link: check "
+		                    "NCCL_ALGO/NCCL_PROTO "
+		                    "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
+		                    "NCCL_DEBUG=INFO transports.");
+	}
+}
+
+static void gaps(const struct an_job *job, struct an_findings *out)
+{
+	struct an_finding *x = NULL;
+#define GAP(...)                                                                                   \
+	do {                                                                                       \
+		if (!x)                                                                            \
+			x = add(out, "collection_gaps", AN_SEV_INFO,                               \
+			        "Some data was not collected; related figures are partial");       \
+		ev_str(x, __VA_ARGS__);                                                            \
+	} while (0)
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok)
+			GAP("unreadable", "%s", r->err);
+		else if (r->truncated)
+			GAP("truncated", "rank %d: %s", r->rank, r->err);
+	}
+	for (size_t ci = 0; ci < job->ncomms; ci++) /* a rank without a trace cannot be judged */
+		if (job->comms[ci].nranks > job->comms[ci].nmembers)
+			GAP("missing_traces", "comm %016llx has %d ranks, traces hold %d of them",
+			    (unsigned long long)job->comms[ci].hash, job->comms[ci].nranks,
+			    job->comms[ci].nmembers);
+	if (!job->have_gpu)
+		GAP("gpu_activity", "no KERNEL records (CUPTI off or no driver): communication "
+		                    "times are host call times");
+	if (job->have_gpu && !job->have_links)
+		GAP("link_counters", "no LINKSAMPLE records: NVLink/PCIe bytes unknown");
+	if (job->have_gpu && !job->have_topo)
+		GAP("topology",
+		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
+	uint64_t dropped = 0, unmatched = 0, resync = 0;
+	for (size_t f = 0; f < job->nranks; f++) {
+		dropped += job->ranks[f].dropped;
+		unmatched += job->ranks[f].gpu_unmatched_kernels;
+		resync += job->ranks[f].gpu_resync;
+	}
+	uint64_t unfinished = 0;
+	for (size_t f = 0; f < job->nranks; f++)
+		unfinished += job->ranks[f].gpu_unfinished;
+	if (unfinished)
+		GAP("unfinished_kernels",
+		    "%llu NCCL kernels never finished (the job hung or was killed)",
+		    (unsigned long long)unfinished);
+	if (dropped)
+		GAP("dropped_records", "%llu records dropped (buffers full)",
+		    (unsigned long long)dropped);
+	if (unmatched || resync)
+		GAP("kernel_matching",
+		    "%llu NCCL kernels without a call, %llu calls skipped to resynchronise",
+		    (unsigned long long)unmatched, (unsigned long long)resync);
+	/* notes: each distinct (code, message) once */
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		for (size_t i = 0; i < r->nnotes; i++) {
+			const struct an_note *n = &r->notes[i];
+			if (n->code == NVLP_NOTE_INFO || n->code == NVLP_NOTE_ACTIVITY_ON ||
+			    n->code == NVLP_NOTE_PM_SAMPLING_ON || n->code == NVLP_NOTE_NVML_ON ||
+			    n->code == NVLP_NOTE_UM_ON || n->code == NVLP_NOTE_CONFIG)
+				continue;
+			int seen = 0;
+			for (size_t g = 0; g <= f && !seen; g++)
+				for (size_t j = 0; j < (g == f ? i : job->ranks[g].nnotes); j++)
+					if (job->ranks[g].notes[j].code == n->code &&
+					    !strcmp(job->ranks[g].notes[j].msg, n->msg))
+						seen = 1;
+			if (!seen)
+				GAP(nvlp_note_name(n->code), "%s", n->msg);
+		}
+	}
+	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+#undef GAP
+}
+
+/* Within a severity, causes before their consequences: a fallback or a straggler explains low
+ * bandwidth and exposed communication, so it is read first. */
+static int prio(const char *id)
+{
+	static const char *const order[] = {
+	    "hang_suspect", "pcie_fallback",         "peer_access_disabled", "uma_thrashing",
+	    "straggler",    "exposed_communication", "low_bus_bandwidth",    "collection_gaps"};
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+		if (!strcmp(id, order[i]))
+			return (int)i;
+	return 99;
+}
+
+static int cmp_find(const void *a, const void *b)
+{
+	const struct an_finding *x = a, *y = b;
+	if (x->sev != y->sev)
+		return y->sev - x->sev;
+	if (prio(x->id) != prio(y->id))
+		return prio(x->id) - prio(y->id);
+	return strcmp(x->id, y->id);
+}
+
+int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t nb = job->ncomms * NVLP_NCCL_FN_COUNT;
+	struct big *big = calloc(nb ? nb : 1, sizeof *big);
+	if (!big)
+		return -1;
+	double minb = th[AN_TH_low_busbw_min_mib] * MIB;
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		for (size_t k = 0; k < r->ncalls; k++) {
+			const struct an_call *c = &r->calls[k];
+			if (!c->gpu_start || !c->gpu_dur || (double)c->bytes < minb)
+				continue;
+			struct big *b = &big[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+			b->salg += (double)c->bytes;
+			b->sbus +=
+			    (double)c->bytes * an_busbw_factor(c->fn, job->comms[c->comm].nranks);
+			b->ns += c->gpu_dur;
+			b->calls++;
+		}
+	}
+	fallback(job, th, big, out);
+	int fell_back = an_findings_get(out, "pcie_fallback") != NULL;
+	staged(job, th, out);
+	thrashing(job, th, out);
+	stragglers(job, th, out);
+	hangs(job, th, out);
+	exposed(job, th, out);
+	low_bw(job, th, big, fell_back, out);
+	gaps(job, out);
+	free(big);
+	/* stable order: severity, then id (qsort is not stable: ties broken by id only, and
+	 * same-id findings were added in rank order, kept by the insertion sort below) */
+	for (size_t i = 1; i < out->n; i++) {
+		struct an_finding t = out->v[i];
+		size_t j = i;
+		while (j > 0 && cmp_find(&out->v[j - 1], &t) > 0) {
+			out->v[j] = out->v[j - 1];
+			j--;
+		}
+		out->v[j] = t;
+	}
+	return 0;
+}
+
+void an_findings_free(struct an_findings *f)
+{
+	free(f->v);
+	f->v = NULL;
+	f->n = 0;
+}
+
+const struct an_finding *an_findings_get(const struct an_findings *f, const char *id)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].id, id))
+			return &f->v[i];
+	return NULL;
+}
+
+const char *an_findings_env_cause(const struct an_findings *f)
+{
+	const struct an_finding *x = an_findings_get(f, "pcie_fallback");
+	if (!x)
+		return "";
+	for (int i = 0; i < x->nev; i++)
+		if (!strcmp(x->ev[i].key, "env"))
+			return x->ev[i].str;
+	return "link counters";
+}
+
+/* Numbers for people: bytes in binary units, rates and times with 3 significant digits. */
+static void fmt_ev(const struct an_ev *e, char *buf, size_t len)
+{
+	if (e->is_str) {
+		snprintf(buf, len, "%s", e->str);
+		return;
+	}
+	double v = e->num;
+	if (!strcmp(e->unit, "B")) {
+		const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+		int i = 0;
+		while (v >= 1024 && i < 4) {
+			v /= 1024;
+			i++;
+		}
+		snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+	} else if ((v == (double)(long long)v && !e->unit[0]) || fabs(v) >= 1000)
+		snprintf(buf, len, "%.0f%s%s", v, e->unit[0] ? " " : "", e->unit);
+	else
+		snprintf(buf, len, "%.3g%s%s", v, e->unit[0] ? " " : "", e->unit);
+}
+
+void an_findings_print(FILE *o, const struct an_findings *f)
+{
+	if (!f->n) {
+		fprintf(o, "No findings: nothing wrong was detected.\n");
+		return;
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		const struct an_finding *x = &f->v[i];
+		fprintf(o, "[%s] %s: %s\n", an_sev_name(x->sev), x->id, x->title);
+		int col = 0;
+		for (int k = 0; k < x->nev; k++) {
+			char v[256];
+			fmt_ev(&x->ev[k], v, sizeof v);
+			int w = (int)(strlen(x->ev[k].key) + strlen(v) + 3);
+			if (x->ev[k].is_str &&
+			    strlen(v) > 40) { /* long strings get their own line */
+				fprintf(o, "%s    %s: %s\n", col ? "\n" : "", x->ev[k].key, v);
+				col = 0;
+				continue;
+			}
+			if (col && col + w > 100) {
+				fputc('\n', o);
+				col = 0;
+			}
+			col += fprintf(o, "%s%s=%s", col ? "  " : "    ", x->ev[k].key, v);
+		}
+		if (col)
+			fputc('\n', o);
+		if (x->advice[0])
+			fprintf(o, "    advice: %s\n", x->advice);
+	}
+}
+
+void an_findings_json(struct jw *w, const char *key, const struct an_findings *f)
+{
+	jw_arr(w, key);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct an_finding *x = &f->v[i];
+		jw_obj(w, NULL);
+		jw_str(w, "id", x->id);
+		jw_str(w, "severity", an_sev_name(x->sev));
+		jw_str(w, "title", x->title);
+		jw_obj(w, "evidence");
+		for (int k = 0; k < x->nev; k++) {
+			if (x->ev[k].is_str)
+				jw_str(w, x->ev[k].key, x->ev[k].str);
+			else
+				jw_num(w, x->ev[k].key, x->ev[k].num);
+		}
+		jw_obj_end(w);
+		jw_str(w, "advice", x->advice);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}

@@ -1,0 +1,310 @@
+/* model.h: the analyzer's in-memory model of one job: traces loaded in parallel, merged, aligned
+ * and attributed. */
+#ifndef NVLP_AN_MODEL_H
+#define NVLP_AN_MODEL_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+
+#include "nvlp_format.h"
+
+/*
+ * Thresholds: T(name, default, description). One list gives the enum, the defaults, the
+ * `--threshold name=value` parser and the --help text.
+ */
+#define AN_THRESHOLDS(T)                                                                           \
+	T(exposed_share, 0.20,                                                                     \
+	  "exposed communication / step time (wall time if no steps) above which "                 \
+	  "exposed_communication warns")                                                           \
+	T(exposed_critical, 0.40, "... and above which it is critical")                            \
+	T(low_busbw_share, 0.25, "bus bandwidth below this share of the NVLink peak is low")       \
+	T(low_busbw_min_mib, 8,                                                                    \
+	  "only collectives of at least this many MiB per call count for low_bus_bandwidth")       \
+	T(low_busbw_min_calls, 4,                                                                  \
+	  "... and only collective types called at least this often per rank (setup broadcasts "   \
+	  "wait)")                                                                                 \
+	T(fallback_pcie_ratio, 2.0,                                                                \
+	  "PCIe bytes > this x NVLink bytes during collectives means traffic left NVLink")         \
+	T(fallback_min_mib, 64,                                                                    \
+	  "NCCL payload (MiB, per rank) below which pcie_fallback is not judged")                  \
+	T(staged_min_mib, 16,                                                                      \
+	  "cross-device copy MiB below which peer_access_disabled is not judged")                  \
+	T(staged_max_gbps, 100,                                                                    \
+	  "without NVLink topology records, staged copies slower than this (GB/s) are judged")     \
+	T(thrash_min_flips, 4,                                                                     \
+	  "migrations that change direction, per allocation, for uma_thrashing")                   \
+	T(thrash_min_mib, 8,                                                                       \
+	  "MiB migrated per allocation below which uma_thrashing is not judged")                   \
+	T(straggler_share, 0.75,                                                                   \
+	  "a rank last to arrive in at least this share of collectives ...")                       \
+	T(straggler_min_ms, 0.5,                                                                   \
+	  "... whose median lead over the next-latest rank is at least this (ms) is a straggler")  \
+	T(hang_min_ms, 100,                                                                        \
+	  "a collective missing on some ranks is a hang_suspect when others waited >= this (ms); " \
+	  "less is a job stopped as a whole")
+
+enum an_threshold {
+#define AN_T_ENUM(name, def, doc) AN_TH_##name,
+	AN_THRESHOLDS(AN_T_ENUM)
+#undef AN_T_ENUM
+	    AN_TH_COUNT
+};
+extern const char *const an_threshold_names[AN_TH_COUNT];
+extern const char *const an_threshold_docs[AN_TH_COUNT];
+extern const double an_threshold_defaults[AN_TH_COUNT];
+/*! Parse "name=value" into th. @return 0, or -1 (unknown name or bad number) */
+int an_threshold_set(double *th, const char *assign);
+
+/* Collective kinds as the analyzer groups them (several NCCL functions share one kernel type). */
+enum an_coll {
+	AN_C_NONE = 0,
+	AN_C_ALLREDUCE,
+	AN_C_ALLGATHER,
+	AN_C_REDUCESCATTER,
+	AN_C_BROADCAST,
+	AN_C_REDUCE,
+	AN_C_SENDRECV, /* Send, Recv, AlltoAll, Gather, Scatter: NCCL runs them as SendRecv kernels
+	                */
+	AN_C_COUNT
+};
+const char *an_coll_name(int c);
+/*! @return the an_coll of an NCCL function (0 for non-kernel-launching ones) */
+int an_coll_of_fn(unsigned fn);
+/*! @return the an_coll named in an NCCL kernel name, 0 if not an NCCL kernel, -1 NCCL but unknown
+ */
+int an_coll_of_kernel(const char *name);
+/*! nccl-tests bus bandwidth factor for fn on n ranks. */
+double an_busbw_factor(unsigned fn, int n);
+
+/* One NCCL call, compact (40 bytes): all matching and attribution needs. */
+struct an_call {
+	uint64_t t_enter; /* host, job time (aligned) once the job is aligned; local mono before */
+	uint64_t bytes;   /* nccl-tests S */
+	uint64_t gpu_start; /* GPU kernel start, same clock as t_enter; 0 = no GPU time */
+	uint32_t gpu_dur;   /* ns of GPU time attributed to this call (share of a group's kernel) */
+	uint32_t host_dur;  /* ns in the host call */
+	uint32_t seq;       /* per-communicator collective counter */
+	uint16_t comm;      /* index into the job's comm table */
+	uint8_t fn;         /* enum nvlp_nccl_fn */
+	int8_t device;
+};
+
+/* Half-open time interval [s, e) on one GPU. */
+struct an_ival {
+	uint64_t s, e;
+};
+struct an_ivals {
+	struct an_ival *v;
+	size_t n, cap;
+};
+
+/* Link counters sample kept for the during/outside-collective split. */
+struct an_sample {
+	uint64_t s, e;
+	uint64_t nvl, pcie; /* tx+rx, rd+wr */
+};
+
+/* Per GPU of one process. */
+struct an_dev {
+	int device;
+	struct an_ivals compute, nccl; /* kernel intervals (local clock until aligned) */
+	uint64_t compute_ns, nccl_kernel_ns, nccl_kernels;
+	uint64_t nvl_tx, nvl_rx, pcie_rd, pcie_wr; /* link counter totals */
+	uint64_t nvl_coll, pcie_coll;              /* part of (tx+rx), (rd+wr) during collectives */
+	struct an_sample *samples;
+	size_t nsamples, capsamples;
+	/* results */
+	uint64_t union_nccl_ns, exposed_ns;
+	uint64_t win_nccl_ns, win_exposed_ns; /* the same inside the job's step window */
+};
+
+/* Cross-device copies between one (src, dst) device pair of one process. */
+struct an_pair {
+	int src, dst;
+	uint64_t api_copies, api_bytes, api_ns;     /* COPY records (host side) */
+	uint64_t staged_copies, staged_bytes;       /* COPY with peer_enabled = 0 */
+	uint64_t p2p_copies, p2p_bytes, p2p_gpu_ns; /* GPUCOPY PTOP */
+	uint64_t sync_bytes, sync_ns; /* synchronous COPY calls: host time is copy time */
+	uint64_t gpu_dtoh, gpu_htod;  /* GPUCOPY staged legs seen (count) */
+};
+
+/* A managed allocation and what unified memory did to it. */
+struct an_alloc {
+	uint64_t ptr, bytes, stack, t;
+	uint64_t htod, dtoh, dtod, gpu_faults, cpu_faults, thrash_events;
+	uint64_t migrations, flips, migrate_ns;
+	int last_dst; /* -1 CPU, >= 0 GPU, -2 none yet */
+	int advised, prefetched, device;
+};
+
+struct an_note {
+	unsigned code;
+	int device;
+	char msg[160];
+};
+
+/* NVLink topology: unique records per host. */
+struct an_link {
+	int dev0, dev1, type0, type1;
+	uint64_t links, bw_Bps; /* per link, bytes/s */
+};
+
+struct an_module {
+	uint64_t base, start, end;
+	char *path;
+};
+struct an_stack {
+	uint64_t id;
+	uint64_t *pc;
+	unsigned n;
+};
+
+/* Per-communicator, per-process view. */
+struct an_rcomm {
+	uint64_t hash;
+	int rank, nranks, device;
+	uint16_t job_comm;
+};
+
+/* One trace file (one process). */
+struct an_rank {
+	char *path;
+	int ok;        /* 0: unreadable, skipped (err says why) */
+	char err[320]; /* open error, or truncation warning when ok */
+	int complete, truncated;
+	char *header; /* key=value lines */
+	char host[128];
+	int pid, rank, local_rank, world_size;
+	uint64_t t_mono0, t_real0;
+	int64_t offset;           /* job time = local + offset */
+	int64_t refine;           /* part of offset found from collective completions */
+	uint64_t t_first, t_last; /* local clock, any record with a time */
+	uint64_t records, kind_count[NVLP_K_COUNT];
+	uint64_t dropped;
+	uint64_t gpu_matched, gpu_unmatched_kernels, gpu_resync;
+	uint64_t gpu_unfinished; /* NCCL calls whose kernel never finished (hung or killed job) */
+
+	struct an_call *calls;
+	size_t ncalls, capcalls;
+	struct an_rcomm *comms;
+	size_t ncomms;
+
+	struct an_dev *devs;
+	size_t ndevs;
+	struct an_pair *pairs;
+	size_t npairs;
+	struct an_alloc *allocs;
+	size_t nallocs;
+	uint64_t um_unknown_bytes; /* UM traffic outside any recorded allocation */
+	struct an_note *notes;
+	size_t nnotes;
+	struct an_link *links;
+	size_t nlinks;
+	struct an_module *modules;
+	size_t nmodules;
+	struct an_stack *stacks;
+	size_t nstacks;
+	uint64_t peer_enable_ok, peer_enable_fail;
+};
+
+/* Job-wide communicator. */
+struct an_comm {
+	uint64_t hash;
+	int nranks;
+	int nmembers;     /* ranks (processes) that have a trace with calls on it */
+	int single_host;  /* all members on one host */
+	double peak_Bps;  /* NVLink peak per direction for this comm's GPUs (0 = unknown) */
+	uint32_t max_seq; /* highest seq seen */
+};
+
+/* Per (comm, fn) aggregate over all ranks. */
+struct an_agg {
+	uint16_t comm;
+	uint8_t fn;
+	uint64_t calls, bytes, gpu_ns, host_ns, calls_gpu;
+	uint64_t bytes_gpu; /* bytes of calls that have GPU time */
+	double max_call_bytes;
+};
+
+/* A collective some ranks entered and others never did. */
+struct an_hang {
+	uint16_t comm;
+	uint32_t seq;
+	uint8_t fn;
+	int missing[16], nmissing;
+	int present[16], npresent;
+	double wait_ms; /* longest wait among present ranks */
+};
+
+/* Per process cross-rank results (index = file index). */
+struct an_rank_x {
+	uint64_t colls, last_count; /* collectives matched; times this rank arrived last */
+	double lead_ns_sum;         /* sum of (its arrival - next latest arrival) when last */
+	double median_lead_ns; /* median of those leads: startup outliers do not make a straggler */
+	float *leads;          /* the leads, while computing the median */
+	size_t nleads, capleads;
+	double caused_wait_ns; /* waiting it caused others when last */
+	double wait_ns;        /* waiting it did for others */
+};
+
+struct an_job {
+	struct an_rank *ranks; /* sorted by rank, then host/pid */
+	size_t nranks;
+	size_t nok;
+	struct an_comm *comms;
+	size_t ncomms;
+	struct an_agg *aggs;
+	size_t naggs;
+	struct an_hang *hangs;
+	size_t nhangs;
+	struct an_rank_x *rx;
+	uint64_t t0, t1; /* job time span */
+	int have_gpu;    /* any KERNEL record */
+	int have_links;  /* any LINKSAMPLE */
+	int have_topo;   /* any NVLINK record */
+	double max_skew_ns, mean_skew_ns;
+	uint64_t matched_colls;
+	double step_ns;  /* period of the repeating collective pattern, 0 if none */
+	int step_period; /* calls per step on the main comm */
+	uint64_t steps;
+	int multi_host;
+	uint64_t win0,
+	    win1; /* step window (job time): steady-state steps, setup excluded; 0 = none */
+	double max_refine_ns; /* largest clock correction found from collectives */
+};
+
+/*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:
+ * nproc). Unreadable files are kept with ok = 0 and err set. @return 0, or -1 with err filled
+ * when there is nothing to read at all. */
+int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
+                size_t errlen);
+/*! Align clocks, match across ranks, compute all tables. */
+void an_job_analyze(struct an_job *job);
+void an_job_free(struct an_job *job);
+
+/* Helpers used by findings and output. */
+/*! NVLink peak (bytes/s per direction) of a device of a process, 0 if unknown. */
+double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device);
+/*! 1 if devices a and b of process r are NVLink-connected (topology records). */
+int an_nvlink_between(const struct an_rank *r, int a, int b);
+/*! Header value (NULL if absent) of a process: key as in nvlp_trace.h ("env.NCCL_P2P_DISABLE"). */
+const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len);
+/*! Symbolize pc of process r: "func+0x12 (libfoo.so+0x1234)" or "libfoo.so+0x1234" or "0x...". */
+void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len);
+const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
+/*! Wall time of a process in ns. */
+uint64_t an_rank_wall(const struct an_rank *r);
+/*! Communication GPU (or host) time of a process, ns; *host_only set when no GPU time. */
+uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only);
+/*! Exposed communication of a process (sum over its GPUs), ns. */
+uint64_t an_rank_exposed_ns(const struct an_rank *r);
+/*! Exposed communication and the time it is a share of: inside the step window when steps were
+ * recognised (setup and startup excluded), else over the whole trace. @return 1 if windowed */
+int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *exposed_ns,
+                     double *span_ns, double *comm_ns);
+/*! Size class label of a byte count ("<64K", "64K-1M", "1M-16M", "16M-256M", ">=256M"). */
+int an_size_class(uint64_t bytes);
+const char *an_size_class_name(int c);
+#define AN_SIZE_CLASSES 5
+
+#endif /* NVLP_AN_MODEL_H */

@@ -1,0 +1,625 @@
+/* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
+#include "report.h"
+
+#include <math.h>   /* NAN */
+#include <stdlib.h> /* atoi */
+#include <string.h> /* strcmp */
+
+#include "commands.h"
+#include "json.h"
+#include "nvlp_trace.h"
+
+#define MIB (1024.0 * 1024.0)
+
+int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
+                struct an_findings *f)
+{
+	char err[512];
+	if (an_job_load(job, paths, npaths, threads, err, sizeof err) != 0) {
+		fprintf(stderr, "nvlprof: %s\n", err);
+		an_job_free(job);
+		return -1;
+	}
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		if (!r->ok)
+			fprintf(stderr, "nvlprof: skipping unreadable trace: %s\n", r->err);
+		else if (r->truncated)
+			fprintf(stderr,
+			        "nvlprof: warning: trace cut short, used up to its end: %s\n",
+			        r->err);
+	}
+	an_job_analyze(job);
+	if (an_findings_compute(job, th, f) != 0) {
+		fprintf(stderr, "nvlprof: out of memory\n");
+		an_job_free(job);
+		return -1;
+	}
+	return 0;
+}
+
+static int nhosts(const struct an_job *job)
+{
+	int n = 0;
+	for (size_t i = 0; i < job->nranks; i++) {
+		if (!job->ranks[i].ok)
+			continue;
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = job->ranks[j].ok && !strcmp(job->ranks[j].host, job->ranks[i].host);
+		n += !seen;
+	}
+	return n;
+}
+
+static int rank_id(const struct an_job *job, size_t f)
+{
+	return job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
+}
+
+void an_summarize(const struct an_job *job, struct an_summary *s)
+{
+	memset(s, 0, sizeof *s);
+	s->processes = (int)job->nok;
+	s->hosts = nhosts(job);
+	s->gpu_data = job->have_gpu;
+	s->wall_ms = (double)(job->t1 - job->t0) / 1e6;
+	s->step_ms = job->step_ns > 0 ? job->step_ns / 1e6 : NAN;
+	s->steps = (int)job->steps;
+	double e = 0, w = 0, c = 0;
+	double sb[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, st[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok)
+			continue;
+		double re, rw;
+		an_rank_exposure(job, r, &re, &rw, NULL);
+		e += re;
+		w += rw;
+		c += (double)an_rank_comm_ns(r, NULL);
+		for (size_t k = 0; k < r->ncalls; k++) {
+			const struct an_call *cl = &r->calls[k];
+			int cc = an_coll_of_fn(cl->fn), sc = an_size_class(cl->bytes);
+			if (!cl->gpu_start || !cl->gpu_dur || cc <= 0)
+				continue;
+			sb[cc][sc] += (double)cl->bytes *
+			              an_busbw_factor(cl->fn, job->comms[cl->comm].nranks);
+			st[cc][sc] += cl->gpu_dur;
+			s->bw_bytes[cc][sc] += (double)cl->bytes;
+		}
+		for (size_t d = 0; d < r->ndevs; d++) {
+			s->nvlink_bytes += (double)(r->devs[d].nvl_tx + r->devs[d].nvl_rx);
+			s->pcie_bytes += (double)(r->devs[d].pcie_rd + r->devs[d].pcie_wr);
+		}
+		for (size_t p = 0; p < r->npairs; p++) {
+			s->copy_staged_bytes += (double)r->pairs[p].staged_bytes;
+			s->copy_p2p_bytes +=
+			    (double)(r->pairs[p].api_bytes - r->pairs[p].staged_bytes);
+		}
+	}
+	for (int cc = 0; cc < AN_C_COUNT; cc++)
+		for (int sc = 0; sc < AN_SIZE_CLASSES; sc++)
+			s->busbw[cc][sc] = st[cc][sc] > 0 ? sb[cc][sc] / st[cc][sc] : NAN;
+	int n = job->nok ? (int)job->nok : 1;
+	s->comm_ms = c / 1e6 / n;
+	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;
+	s->exposed_share = job->have_gpu && w > 0 ? e / w : NAN;
+}
+
+static double max_peak(const struct an_job *job)
+{
+	double p = 0;
+	for (size_t i = 0; i < job->ncomms; i++)
+		if (job->comms[i].peak_Bps > p)
+			p = job->comms[i].peak_Bps;
+	for (size_t f = 0; f < job->nranks && !p; f++)
+		for (size_t d = 0; d < job->ranks[f].ndevs; d++) {
+			double x = an_dev_peak(job, &job->ranks[f], job->ranks[f].devs[d].device);
+			if (x > p)
+				p = x;
+		}
+	return p;
+}
+
+/* Per (comm, fn) derived figures shared by text and JSON. */
+struct arow {
+	const struct an_agg *a;
+	const struct an_comm *c;
+	int host_time;
+	double calls_per_rank, bytes_per_call, time_ms_per_rank, algbw, busbw, peak_share;
+};
+static void arow_of(const struct an_job *job, const struct an_agg *a, struct arow *r)
+{
+	r->a = a;
+	r->c = &job->comms[a->comm];
+	int m = r->c->nmembers ? r->c->nmembers : 1;
+	r->host_time = a->calls_gpu == 0;
+	r->calls_per_rank = (double)a->calls / m;
+	r->bytes_per_call = a->calls ? (double)a->bytes / a->calls : 0;
+	double ns = r->host_time ? (double)a->host_ns : (double)a->gpu_ns;
+	r->time_ms_per_rank = ns / 1e6 / m;
+	r->algbw = r->busbw = r->peak_share = NAN;
+	if (!r->host_time && a->gpu_ns) {
+		r->algbw = (double)a->bytes_gpu / (double)a->gpu_ns;
+		r->busbw = r->algbw * an_busbw_factor(a->fn, r->c->nranks);
+		if (r->c->peak_Bps > 0)
+			r->peak_share = r->busbw * 1e9 / r->c->peak_Bps;
+	}
+}
+
+static const char *pair_path(const struct an_pair *p)
+{
+	if (p->staged_copies && p->staged_copies < p->api_copies)
+		return "mixed";
+	if (p->staged_copies)
+		return "staged-host";
+	return "nvlink-p2p";
+}
+static double pair_gbps(const struct an_pair *p)
+{
+	if (p->p2p_gpu_ns && !p->staged_copies)
+		return (double)p->p2p_bytes / (double)p->p2p_gpu_ns;
+	if (p->sync_ns)
+		return (double)p->sync_bytes / (double)p->sync_ns;
+	return NAN;
+}
+
+static void fmt_gbps(char *b, size_t n, double v)
+{
+	if (isnan(v))
+		snprintf(b, n, "-");
+	else
+		snprintf(b, n, "%.1f", v);
+}
+
+void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
+{
+	struct an_summary s;
+	an_summarize(job, &s);
+	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
+	        job->nok == 1 ? "" : "es", s.hosts, s.hosts == 1 ? "" : "s", s.wall_ms);
+	if (job->step_ns > 0)
+		fprintf(o, ", %llu steps of %.2f ms", (unsigned long long)job->steps,
+		        job->step_ns / 1e6);
+	fputc('\n', o);
+	double pk = max_peak(job);
+	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
+	        job->have_gpu ? "yes" : "NO (host times)", job->have_links ? "yes" : "no",
+	        job->have_topo ? "yes" : "no");
+	if (pk > 0)
+		fprintf(o, " (NVLink %.0f GB/s per GPU)", pk / 1e9);
+	fputc('\n', o);
+	if (job->have_gpu)
+		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of %s\n",
+		        s.comm_ms, s.exposed_ms, s.exposed_share * 100,
+		        job->win1 ? "the steps' time" : "wall time");
+	else
+		fprintf(
+		    o,
+		    "communication: %.2f ms per rank in NCCL calls (host time; exposure unknown)\n",
+		    s.comm_ms);
+	fprintf(o, "\nFINDINGS\n");
+	an_findings_print(o, f);
+
+	if (job->naggs) {
+		fprintf(o, "\nCOLLECTIVES (per communicator; time is %s)\n",
+		        job->have_gpu ? "GPU kernel time" : "host call time");
+		fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
+		        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
+		for (size_t i = 0; i < job->naggs; i++) {
+			struct arow r;
+			arow_of(job, &job->aggs[i], &r);
+			char a[16], b[16], p[16];
+			fmt_gbps(a, sizeof a, r.algbw);
+			fmt_gbps(b, sizeof b, r.busbw);
+			if (isnan(r.peak_share))
+				snprintf(p, sizeof p, "-");
+			else
+				snprintf(p, sizeof p, "%.0f", r.peak_share * 100);
+			fprintf(o, "  %016llx %-18s %5d %10.1f %10.3f %11.2f%s %8s %8s %6s\n",
+			        (unsigned long long)r.c->hash, nvlp_nccl_fn_name(r.a->fn),
+			        r.c->nranks, r.calls_per_rank, r.bytes_per_call / MIB,
+			        r.time_ms_per_rank, r.host_time ? "h" : " ", a, b, p);
+		}
+		fprintf(o, "  (algbw/busbw in GB/s as nccl-tests; h = host time, no GPU data)\n");
+	}
+
+	fprintf(o, "\nRANKS\n");
+	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
+	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		if (!r->ok)
+			continue;
+		const struct an_rank_x *x = &job->rx[i];
+		double wall = (double)an_rank_wall(r), ex, span;
+		an_rank_exposure(job, r, &ex, &span, NULL);
+		char exs[16], exp_[16];
+		if (r->kind_count[NVLP_K_KERNEL]) {
+			snprintf(exs, sizeof exs, "%.2f", ex / 1e6);
+			snprintf(exp_, sizeof exp_, "%.1f", span > 0 ? ex / span * 100 : 0);
+		} else {
+			snprintf(exs, sizeof exs, "-");
+			snprintf(exp_, sizeof exp_, "-");
+		}
+		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f %10s %8s %7.0f %8.2f %9.2f%s\n",
+		        rank_id(job, i), r->host, r->pid, wall / 1e6,
+		        (double)an_rank_comm_ns(r, NULL) / 1e6, exs, exp_,
+		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
+		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
+	}
+	if (job->matched_colls)
+		fprintf(o,
+		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
+		        "%.3f ms\n",
+		        (unsigned long long)job->matched_colls, job->mean_skew_ns / 1e6,
+		        job->max_skew_ns / 1e6);
+	if (job->multi_host)
+		fprintf(o,
+		        "  hosts aligned by realtime anchors, corrected by collective completions "
+		        "(max %.3f ms)\n",
+		        job->max_refine_ns / 1e6);
+
+	int any = 0;
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t k = 0; k < job->ranks[i].npairs; k++) {
+			const struct an_pair *p = &job->ranks[i].pairs[k];
+			if (!any++)
+				fprintf(o,
+				        "\nCOPIES (cross-device)\n  %4s %8s %-12s %7s %10s %8s\n",
+				        "rank", "src->dst", "path", "copies", "MiB", "GB/s");
+			char g[16], sd[16];
+			fmt_gbps(g, sizeof g, pair_gbps(p));
+			snprintf(sd, sizeof sd, "%d->%d", p->src, p->dst);
+			fprintf(o, "  %4d %8s %-12s %7llu %10.1f %8s\n", rank_id(job, i), sd,
+			        pair_path(p),
+			        (unsigned long long)(p->api_copies ? p->api_copies : p->p2p_copies),
+			        (double)(p->api_bytes ? p->api_bytes : p->p2p_bytes) / MIB, g);
+		}
+	if (job->have_links) {
+		fprintf(
+		    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
+		    "rank", "device", "NVLink MiB", "PCIe MiB");
+		for (size_t i = 0; i < job->nranks; i++)
+			for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
+				const struct an_dev *v = &job->ranks[i].devs[d];
+				if (!v->nsamples)
+					continue;
+				fprintf(o, "  %4d %6d %10.1f / %8.1f %10.1f / %8.1f\n",
+				        rank_id(job, i), v->device,
+				        (double)(v->nvl_tx + v->nvl_rx) / MIB,
+				        (double)v->nvl_coll / MIB,
+				        (double)(v->pcie_rd + v->pcie_wr) / MIB,
+				        (double)v->pcie_coll / MIB);
+			}
+	}
+	any = 0;
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t k = 0; k < job->ranks[i].nallocs; k++) {
+			const struct an_alloc *a = &job->ranks[i].allocs[k];
+			if (!a->migrations && !a->gpu_faults)
+				continue;
+			if (!any++)
+				fprintf(o, "\nMANAGED MEMORY\n  %4s %-16s %9s %12s %7s %10s %8s\n",
+				        "rank", "address", "MiB", "migrated MiB", "flips",
+				        "gpu faults", "lost ms");
+			fprintf(o, "  %4d 0x%-14llx %9.1f %12.1f %7llu %10llu %8.2f\n",
+			        rank_id(job, i), (unsigned long long)a->ptr, (double)a->bytes / MIB,
+			        (double)(a->htod + a->dtoh + a->dtod) / MIB,
+			        (unsigned long long)a->flips, (unsigned long long)a->gpu_faults,
+			        (double)a->migrate_ns / 1e6);
+		}
+}
+
+void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f)
+{
+	struct an_summary s;
+	an_summarize(job, &s);
+	struct jw w;
+	jw_init(&w, o);
+	jw_obj(&w, NULL);
+	jw_str(&w, "tool", "nvlprof");
+	jw_str(&w, "kind", "report");
+	jw_int(&w, "schema", 1);
+	jw_obj(&w, "job");
+	jw_int(&w, "processes", (int64_t)job->nok);
+	jw_int(&w, "hosts", s.hosts);
+	jw_num(&w, "wall_ms", s.wall_ms);
+	jw_int(&w, "steps", (int64_t)job->steps);
+	jw_num(&w, "step_ms", s.step_ms);
+	jw_bool(&w, "gpu_data", job->have_gpu);
+	jw_bool(&w, "link_counters", job->have_links);
+	jw_bool(&w, "topology", job->have_topo);
+	double pk = max_peak(job);
+	jw_num(&w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
+	jw_num(&w, "comm_ms_per_rank", s.comm_ms);
+	jw_str(&w, "comm_time_source", job->have_gpu ? "gpu" : "host");
+	jw_num(&w, "exposed_ms_per_rank", s.exposed_ms);
+	jw_num(&w, "exposed_share", s.exposed_share);
+	jw_str(&w, "exposed_over", job->win1 ? "steps" : "trace");
+	jw_int(&w, "matched_collectives", (int64_t)job->matched_colls);
+	jw_num(&w, "skew_mean_ms", job->mean_skew_ns / 1e6);
+	jw_num(&w, "skew_max_ms", job->max_skew_ns / 1e6);
+	jw_num(&w, "clock_correction_ms", job->max_refine_ns / 1e6);
+	jw_obj_end(&w);
+	an_findings_json(&w, "findings", f);
+
+	jw_arr(&w, "collectives");
+	for (size_t i = 0; i < job->naggs; i++) {
+		struct arow r;
+		arow_of(job, &job->aggs[i], &r);
+		char h[32];
+		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
+		jw_obj(&w, NULL);
+		jw_str(&w, "comm", h);
+		jw_str(&w, "collective", nvlp_nccl_fn_name(r.a->fn));
+		jw_int(&w, "nranks", r.c->nranks);
+		jw_int(&w, "calls", (int64_t)r.a->calls);
+		jw_num(&w, "calls_per_rank", r.calls_per_rank);
+		jw_num(&w, "bytes", (double)r.a->bytes);
+		jw_num(&w, "bytes_per_call", r.bytes_per_call);
+		jw_num(&w, "time_ms_per_rank", r.time_ms_per_rank);
+		jw_str(&w, "time_source", r.host_time ? "host" : "gpu");
+		jw_num(&w, "algbw_gbps", r.algbw);
+		jw_num(&w, "busbw_gbps", r.busbw);
+		jw_num(&w, "peak_share", r.peak_share);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+
+	jw_arr(&w, "ranks");
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		if (!r->ok)
+			continue;
+		const struct an_rank_x *x = &job->rx[i];
+		int gpu = r->kind_count[NVLP_K_KERNEL] != 0;
+		double wall = (double)an_rank_wall(r), ex, span;
+		an_rank_exposure(job, r, &ex, &span, NULL);
+		jw_obj(&w, NULL);
+		jw_int(&w, "rank", rank_id(job, i));
+		jw_str(&w, "host", r->host);
+		jw_int(&w, "pid", r->pid);
+		jw_bool(&w, "complete", r->complete);
+		jw_num(&w, "wall_ms", wall / 1e6);
+		jw_num(&w, "comm_ms", (double)an_rank_comm_ns(r, NULL) / 1e6);
+		jw_str(&w, "comm_time_source", gpu ? "gpu" : "host");
+		jw_num(&w, "exposed_ms", gpu ? ex / 1e6 : NAN);
+		jw_num(&w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
+		jw_int(&w, "collectives", (int64_t)x->colls);
+		jw_int(&w, "arrived_last", (int64_t)x->last_count);
+		jw_num(&w, "median_lead_ms", x->median_lead_ns / 1e6);
+		jw_num(&w, "mean_lead_ms",
+		       x->last_count ? x->lead_ns_sum / x->last_count / 1e6 : 0);
+		jw_num(&w, "waited_ms", x->wait_ns / 1e6);
+		jw_num(&w, "wait_caused_ms", x->caused_wait_ns / 1e6);
+		jw_num(&w, "clock_correction_ms", (double)r->refine / 1e6);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+
+	/* per rank x communicator x function: the attribution behind the "collectives" table */
+	jw_arr(&w, "collectives_by_rank");
+	struct cell {
+		uint64_t calls, gcalls;
+		double bytes, gbytes, gns, hns;
+	};
+	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT;
+	struct cell *cells = calloc(ncell ? ncell : 1, sizeof *cells);
+	for (size_t i = 0; cells && i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		memset(cells, 0, (ncell ? ncell : 1) * sizeof *cells);
+		for (size_t k = 0; k < r->ncalls; k++) { /* one pass per rank */
+			const struct an_call *c = &r->calls[k];
+			struct cell *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+			x->calls++;
+			x->bytes += (double)c->bytes;
+			x->hns += c->host_dur;
+			if (c->gpu_start) {
+				x->gcalls++;
+				x->gbytes += (double)c->bytes;
+				x->gns += c->gpu_dur;
+			}
+		}
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			for (unsigned fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
+				const struct cell *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
+				if (!x->calls)
+					continue;
+				char h[32];
+				snprintf(h, sizeof h, "%016llx",
+				         (unsigned long long)job->comms[ci].hash);
+				double alg = x->gns > 0 ? x->gbytes / x->gns : NAN;
+				jw_obj(&w, NULL);
+				jw_int(&w, "rank", rank_id(job, i));
+				jw_str(&w, "comm", h);
+				jw_str(&w, "collective", nvlp_nccl_fn_name(fn));
+				jw_int(&w, "calls", (int64_t)x->calls);
+				jw_num(&w, "bytes", x->bytes);
+				jw_num(&w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
+				jw_str(&w, "time_source", x->gcalls ? "gpu" : "host");
+				jw_num(&w, "algbw_gbps", alg);
+				jw_num(&w, "busbw_gbps",
+				       alg * an_busbw_factor(fn, job->comms[ci].nranks));
+				jw_obj_end(&w);
+			}
+	}
+	free(cells);
+	jw_arr_end(&w);
+
+	jw_arr(&w, "copies");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t k = 0; k < job->ranks[i].npairs; k++) {
+			const struct an_pair *p = &job->ranks[i].pairs[k];
+			jw_obj(&w, NULL);
+			jw_int(&w, "rank", rank_id(job, i));
+			jw_int(&w, "src_device", p->src);
+			jw_int(&w, "dst_device", p->dst);
+			jw_str(&w, "path", pair_path(p));
+			jw_int(&w, "copies",
+			       (int64_t)(p->api_copies ? p->api_copies : p->p2p_copies));
+			jw_num(&w, "bytes", (double)(p->api_bytes ? p->api_bytes : p->p2p_bytes));
+			jw_num(&w, "gbps", pair_gbps(p));
+			jw_obj_end(&w);
+		}
+	jw_arr_end(&w);
+
+	jw_arr(&w, "links");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
+			const struct an_dev *v = &job->ranks[i].devs[d];
+			if (!v->nsamples)
+				continue;
+			jw_obj(&w, NULL);
+			jw_int(&w, "rank", rank_id(job, i));
+			jw_int(&w, "device", v->device);
+			jw_num(&w, "nvlink_bytes", (double)(v->nvl_tx + v->nvl_rx));
+			jw_num(&w, "nvlink_bytes_in_collectives", (double)v->nvl_coll);
+			jw_num(&w, "pcie_bytes", (double)(v->pcie_rd + v->pcie_wr));
+			jw_num(&w, "pcie_bytes_in_collectives", (double)v->pcie_coll);
+			jw_obj_end(&w);
+		}
+	jw_arr_end(&w);
+
+	jw_arr(&w, "managed");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t k = 0; k < job->ranks[i].nallocs; k++) {
+			const struct an_alloc *a = &job->ranks[i].allocs[k];
+			char h[32];
+			snprintf(h, sizeof h, "0x%llx", (unsigned long long)a->ptr);
+			jw_obj(&w, NULL);
+			jw_int(&w, "rank", rank_id(job, i));
+			jw_int(&w, "device", a->device);
+			jw_str(&w, "address", h);
+			jw_num(&w, "size", (double)a->bytes);
+			jw_num(&w, "bytes_migrated", (double)(a->htod + a->dtoh + a->dtod));
+			jw_int(&w, "direction_changes", (int64_t)a->flips);
+			jw_int(&w, "gpu_page_faults", (int64_t)a->gpu_faults);
+			jw_num(&w, "time_lost_ms", (double)a->migrate_ns / 1e6);
+			jw_obj_end(&w);
+		}
+	jw_arr_end(&w);
+
+	jw_arr(&w, "files");
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		jw_obj(&w, NULL);
+		jw_str(&w, "path", r->path);
+		jw_bool(&w, "ok", r->ok);
+		jw_bool(&w, "complete", r->ok && r->complete);
+		jw_int(&w, "records", (int64_t)r->records);
+		if (!r->ok || r->truncated)
+			jw_str(&w, "error", r->err);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+}
+
+static void usage(FILE *o)
+{
+	fprintf(
+	    o,
+	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--threshold NAME=VALUE]... "
+	    "TRACE_DIR|FILE...\n"
+	    "Explains where the communication time of a multi-GPU job went: findings first, then "
+	    "tables.\n"
+	    "  --json               JSON output (documented in analyzer/REPORT_JSON.md)\n"
+	    "  -o FILE              write the report to FILE\n"
+	    "  -j N                 reader threads (default: one per file, up to the number of "
+	    "CPUs)\n"
+	    "  --threshold N=V      change a threshold (repeatable); thresholds and defaults:\n");
+	for (int i = 0; i < AN_TH_COUNT; i++)
+		fprintf(o, "      %-22s %-8g %s\n", an_threshold_names[i], an_threshold_defaults[i],
+		        an_threshold_docs[i]);
+	fprintf(o, "Exit status: 0 report written, 2 usage error or no readable trace.\n");
+}
+
+int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
+{
+	const char *a = argv[*i], *v = NULL;
+	if (!strcmp(a, "--threshold") || !strcmp(a, "-t")) {
+		if (*i + 1 >= argc)
+			return -1;
+		v = argv[++*i];
+	} else if (!strncmp(a, "--threshold=", 12))
+		v = a + 12;
+	if (v) {
+		if (an_threshold_set(th, v) != 0) {
+			fprintf(stderr, "nvlprof: bad threshold '%s' (see --help for names)\n", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (!strcmp(a, "-j")) {
+		if (*i + 1 >= argc)
+			return -1;
+		*threads = atoi(argv[++*i]);
+		return 1;
+	}
+	return 0;
+}
+
+int nvlp_cmd_report(int argc, char **argv)
+{
+	double th[AN_TH_COUNT];
+	memcpy(th, an_threshold_defaults, sizeof th);
+	int json = 0, threads = 0;
+	const char *outpath = NULL;
+	char **paths = calloc((size_t)argc + 1, sizeof *paths);
+	int np = 0;
+	if (!paths)
+		return 2;
+	for (int i = 1; i < argc; i++) {
+		int c = an_common_opt(argc, argv, &i, th, &threads);
+		if (c < 0) {
+			free(paths);
+			return 2;
+		}
+		if (c)
+			continue;
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			outpath = argv[++i];
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			free(paths);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "nvlprof: report: unknown option %s\n", argv[i]);
+			usage(stderr);
+			free(paths);
+			return 2;
+		} else
+			paths[np++] = argv[i];
+	}
+	if (!np) {
+		fprintf(stderr,
+		        "nvlprof: report: no input: give a trace directory or .nvlp files\n");
+		usage(stderr);
+		free(paths);
+		return 2;
+	}
+	struct an_job job;
+	struct an_findings f;
+	if (an_open_job(paths, np, threads, th, &job, &f) != 0) {
+		free(paths);
+		return 2;
+	}
+	FILE *o = stdout;
+	if (outpath && !(o = fopen(outpath, "w"))) {
+		fprintf(stderr, "nvlprof: %s: cannot write\n", outpath);
+		o = stdout;
+	}
+	if (json)
+		an_report_json(o, &job, &f);
+	else
+		an_report_text(o, &job, &f);
+	if (o != stdout)
+		fclose(o);
+	an_findings_free(&f);
+	an_job_free(&job);
+	free(paths);
+	return 0;
+}

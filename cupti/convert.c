@@ -1,0 +1,230 @@
+/* convert.c: CUPTI activity records (CUDA 13.0 layouts) -> nvlprof GPU records; pure, no I/O. */
+#include <string.h> /* memset, memcpy, strncmp */
+
+#include "cupti_int.h"
+
+/*
+ * Layouts: the structs named below are the ones cupti_activity.h of CUDA 13.0 (CUPTI_API_VERSION
+ * 130001) defines for these kinds. CUPTI only appends fields within a major version, so reading
+ * the prefix of a newer 13.x record is safe; cupti.c refuses other majors (NOTE CUPTI_VERSION).
+ */
+
+int nvlp_cupti_kind_is_ours(int kind)
+{
+	switch (kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
+	case CUPTI_ACTIVITY_KIND_NVLINK:
+	case CUPTI_ACTIVITY_KIND_DEVICE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static uint64_t dur(uint64_t start, uint64_t end)
+{
+	return end > start ? end - start : 0;
+}
+
+/* Device ordinal as a signed field: CUPTI uses ~0u for "none". */
+static uint64_t dev_field(uint32_t id)
+{
+	return id == 0xffffffffu ? (uint64_t)-1 : (uint64_t)id;
+}
+
+/* For a MEMCPY record (single device): which ends are device memory, by copy kind. */
+static void memcpy_ends(unsigned copy_kind, uint32_t dev, uint64_t *src, uint64_t *dst)
+{
+	uint64_t d = dev_field(dev), host = (uint64_t)-1;
+	switch (copy_kind) {
+	case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+	case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+		*src = host, *dst = d;
+		break;
+	case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+	case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+		*src = d, *dst = host;
+		break;
+	case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+		*src = host, *dst = host;
+		break;
+	default: /* DtoD, AtoA, AtoD, DtoA, PtoP reported on one device */
+		*src = d, *dst = d;
+		break;
+	}
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int devmap_find(const struct nvlp_cupti_devmap *map, const uint8_t *uuid)
+{
+	if (!map)
+		return -1;
+	for (int i = 0; i < map->n; i++)
+		if (memcmp(map->dev[i].uuid, uuid, 16) == 0)
+			return map->dev[i].id;
+	return -1;
+}
+
+static void devmap_add(struct nvlp_cupti_devmap *map, const uint8_t *uuid, int id)
+{
+	if (!map || devmap_find(map, uuid) >= 0 || map->n >= NVLP_CUPTI_MAX_DEV)
+		return;
+	memcpy(map->dev[map->n].uuid, uuid, 16);
+	map->dev[map->n].id = id;
+	map->n++;
+}
+
+/* NVLink port list -> bit mask of port numbers (ports are -1 terminated/filled). */
+static uint64_t port_mask(const int8_t *ports)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < CUPTI_MAX_NVLINK_PORTS; i++)
+		if (ports[i] >= 0 && ports[i] < 64)
+			m |= 1ull << ports[i];
+	return m;
+}
+
+/* NVLINK endpoint: GPU -> (device id via UUID, first 8 UUID bytes); NPU -> (-1, domain:index). */
+static void nvlink_end(int type, const uint8_t *id, const struct nvlp_cupti_devmap *map,
+                       uint64_t *dev, uint64_t *ident)
+{
+	if (type == CUPTI_DEV_TYPE_GPU) {
+		*dev = (uint64_t)(int64_t)devmap_find(map, id);
+		*ident = be64(id);
+	} else {
+		uint32_t index, domain;
+		memcpy(&index, id, 4);
+		memcpy(&domain, id + 4, 4);
+		*dev = (uint64_t)-1;
+		*ident = (uint64_t)domain << 32 | index;
+	}
+}
+
+unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
+                            struct nvlp_cupti_devmap *map, union nvlp_cupti_rec *out,
+                            const char **text)
+{
+	memset(out, 0, sizeof *out);
+	*text = NULL;
+	switch (a->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+		const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
+		struct nvlp_rec_kernel *o = &out->kernel;
+		o->start = nvlp_cupti_ts(clk, k->start);
+		o->dur = dur(k->start, k->end);
+		o->device = dev_field(k->deviceId);
+		o->context = k->contextId;
+		o->stream = k->streamId;
+		o->correlation = k->correlationId;
+		o->grid_x = (uint32_t)k->gridX;
+		o->grid_y = (uint32_t)k->gridY;
+		o->grid_z = (uint32_t)k->gridZ;
+		o->block_x = (uint32_t)k->blockX;
+		o->block_y = (uint32_t)k->blockY;
+		o->block_z = (uint32_t)k->blockZ;
+		/* nccl_call stays 0: the analyzer matches NCCL kernels to calls by stream and
+		 * order. */
+		o->flags = (k->name && strncmp(k->name, "nccl", 4) == 0) ? 1 : 0;
+		*text = k->name;
+		return NVLP_K_KERNEL;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
+		struct nvlp_rec_gpucopy *o = &out->gpucopy;
+		o->start = nvlp_cupti_ts(clk, m->start);
+		o->dur = dur(m->start, m->end);
+		o->copy_kind = m->copyKind;
+		o->src_kind = m->srcKind;
+		o->dst_kind = m->dstKind;
+		o->device = dev_field(m->deviceId);
+		memcpy_ends(m->copyKind, m->deviceId, &o->src_device, &o->dst_device);
+		o->context = m->contextId;
+		o->stream = m->streamId;
+		o->bytes = m->bytes;
+		o->correlation = m->correlationId;
+		o->flags = m->flags; /* CUpti_ActivityFlag (bit 0: async) */
+		return NVLP_K_GPUCOPY;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+		const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)a;
+		struct nvlp_rec_gpucopy *o = &out->gpucopy;
+		o->start = nvlp_cupti_ts(clk, m->start);
+		o->dur = dur(m->start, m->end);
+		o->copy_kind = m->copyKind;
+		o->src_kind = m->srcKind;
+		o->dst_kind = m->dstKind;
+		o->device = dev_field(m->deviceId);
+		o->src_device = dev_field(m->srcDeviceId);
+		o->dst_device = dev_field(m->dstDeviceId);
+		o->context = m->contextId;
+		o->stream = m->streamId;
+		o->bytes = m->bytes;
+		o->correlation = m->correlationId;
+		/* bit 8 marks a MEMCPY2 (peer) record; the low bits are CUPTI's flags */
+		o->flags = (uint64_t)m->flags | 0x100;
+		return NVLP_K_GPUCOPY;
+	}
+	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
+		const CUpti_ActivityUnifiedMemoryCounter3 *u =
+		    (const CUpti_ActivityUnifiedMemoryCounter3 *)a;
+		struct nvlp_rec_um *o = &out->um;
+		o->counter = u->counterKind;
+		o->start = nvlp_cupti_ts(clk, u->start);
+		o->dur = dur(u->start, u->end);
+		o->address = u->address;
+		o->value = u->value;
+		o->src = dev_field(u->srcId);
+		o->dst = dev_field(u->dstId);
+		o->flags = u->flags;
+		o->stream = u->streamId;
+		o->process = u->processId;
+		return NVLP_K_UM;
+	}
+	case CUPTI_ACTIVITY_KIND_NVLINK: {
+		const CUpti_ActivityNvLink4 *n = (const CUpti_ActivityNvLink4 *)a;
+		struct nvlp_rec_nvlink *o = &out->nvlink;
+		o->version = n->nvlinkVersion;
+		o->type0 = n->typeDev0;
+		o->type1 = n->typeDev1;
+		nvlink_end(n->typeDev0, (const uint8_t *)&n->idDev0, map, &o->dev0, &o->id0);
+		nvlink_end(n->typeDev1, (const uint8_t *)&n->idDev1, map, &o->dev1, &o->id1);
+		o->bandwidth = n->bandwidth;
+		o->links = n->physicalNvLinkCount;
+		o->ports0 = port_mask(n->portDev0);
+		o->ports1 = port_mask(n->portDev1);
+		/* bit 16: connected through NVSwitch; low bits: CUpti_LinkFlag */
+		o->flags = (uint64_t)n->flag | (n->nvswitchConnected ? 1ull << 16 : 0);
+		return NVLP_K_NVLINK;
+	}
+	case CUPTI_ACTIVITY_KIND_DEVICE: {
+		const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)a;
+		struct nvlp_rec_device *o = &out->device;
+		const uint8_t *uuid = (const uint8_t *)&d->uuid;
+		o->device = dev_field(d->id);
+		/* pci_*: not in the record; cupti.c fills them from the driver */
+		o->uuid_hi = be64(uuid);
+		o->uuid_lo = be64(uuid + 8);
+		o->sm_count = d->numMultiprocessors;
+		o->global_mem = d->globalMemorySize;
+		o->cc_major = d->computeCapabilityMajor;
+		o->cc_minor = d->computeCapabilityMinor;
+		devmap_add(map, uuid, (int)d->id);
+		*text = d->name;
+		return NVLP_K_DEVICE;
+	}
+	default:
+		return 0;
+	}
+}

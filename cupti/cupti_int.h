@@ -1,0 +1,207 @@
+/* cupti_int.h: cupti/ internals: the one CUPTI/driver function table, conversion, clocks. */
+#ifndef NVLP_CUPTI_INT_H
+#define NVLP_CUPTI_INT_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+
+#include <cupti.h>                 /* activity API, CUpti_Activity* records */
+#include <cupti_pmsampling.h>      /* PM sampling params (C-compatible) */
+#include <cupti_target.h>          /* cuptiDeviceGetChipName */
+#include <cupti_profiler_target.h> /* cuptiProfilerInitialize */
+
+#include "nvlp_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every profiler-host function takes one params struct; cupti_profiler_host.h is C++ only, so
+ * those entries are stored with this generic type and cast in pm_host.cc. */
+typedef CUptiResult (*nvlp_cupti_pfn)(void *params);
+
+/*
+ * The one list of CUPTI functions we call. T(name): typed from the C headers; G(name): a
+ * profiler-host function (generic type). R: required for activity tracing; O: optional.
+ * Adding a function is one line here; the resolver fills the table from the handle we found.
+ */
+#define NVLP_CUPTI_FUNCS(T, G)                                                                     \
+	T(cuptiGetVersion, R)                                                                      \
+	T(cuptiGetResultString, R)                                                                 \
+	T(cuptiActivityRegisterCallbacks, R)                                                       \
+	T(cuptiActivityEnable, R)                                                                  \
+	T(cuptiActivityDisable, R)                                                                 \
+	T(cuptiActivityGetNextRecord, R)                                                           \
+	T(cuptiActivityFlushAll, R)                                                                \
+	T(cuptiGetTimestamp, R)                                                                    \
+	T(cuptiActivityEnableContext, O)                                                           \
+	T(cuptiActivityDisableContext, O)                                                          \
+	T(cuptiActivityGetNumDroppedRecords, O)                                                    \
+	T(cuptiActivityRegisterTimestampCallback, O)                                               \
+	T(cuptiActivityConfigureUnifiedMemoryCounter, O)                                           \
+	T(cuptiGetStreamIdEx, O)                                                                   \
+	T(cuptiGetDeviceId, O)                                                                     \
+	T(cuptiFinalize, O)                                                                        \
+	T(cuptiSubscribe, O)                                                                       \
+	T(cuptiUnsubscribe, O)                                                                     \
+	T(cuptiDeviceGetChipName, O)                                                               \
+	T(cuptiProfilerInitialize, O)                                                              \
+	T(cuptiPmSamplingSetConfig, O)                                                             \
+	T(cuptiPmSamplingEnable, O)                                                                \
+	T(cuptiPmSamplingDisable, O)                                                               \
+	T(cuptiPmSamplingStart, O)                                                                 \
+	T(cuptiPmSamplingStop, O)                                                                  \
+	T(cuptiPmSamplingDecodeData, O)                                                            \
+	T(cuptiPmSamplingGetCounterAvailability, O)                                                \
+	T(cuptiPmSamplingGetCounterDataSize, O)                                                    \
+	T(cuptiPmSamplingCounterDataImageInitialize, O)                                            \
+	T(cuptiPmSamplingGetCounterDataInfo, O)                                                    \
+	T(cuptiPmSamplingCounterDataGetSampleInfo, O)                                              \
+	G(cuptiProfilerHostInitialize, O)                                                          \
+	G(cuptiProfilerHostDeinitialize, O)                                                        \
+	G(cuptiProfilerHostConfigAddMetrics, O)                                                    \
+	G(cuptiProfilerHostGetConfigImageSize, O)                                                  \
+	G(cuptiProfilerHostGetConfigImage, O)                                                      \
+	G(cuptiProfilerHostGetNumOfPasses, O)                                                      \
+	G(cuptiProfilerHostEvaluateToGpuValues, O)
+
+struct nvlp_cupti_table {
+#define NVLP_T_MEMBER(name, req) __typeof__(&name) name;
+#define NVLP_G_MEMBER(name, req) nvlp_cupti_pfn name;
+	NVLP_CUPTI_FUNCS(NVLP_T_MEMBER, NVLP_G_MEMBER)
+#undef NVLP_T_MEMBER
+#undef NVLP_G_MEMBER
+};
+/* The real CUPTI (never our exported wrappers); members are NULL until nvlp_cupti_load(). */
+extern struct nvlp_cupti_table nvlp_cu;
+
+/* Driver functions, resolved from the already-loaded libcuda.so.1 (never linked). Plain C
+ * prototypes so the table does not depend on which cuda.h macros rename them. */
+typedef int nvlp_cures; /* CUresult */
+struct nvlp_driver_table {
+	nvlp_cures (*cuInit)(unsigned);
+	nvlp_cures (*cuDriverGetVersion)(int *);
+	nvlp_cures (*cuCtxGetCurrent)(CUcontext *);
+	nvlp_cures (*cuStreamGetCtx)(CUstream, CUcontext *);
+	nvlp_cures (*cuCtxGetDevice)(int *);
+	nvlp_cures (*cuDeviceGetCount)(int *);
+	nvlp_cures (*cuDeviceGetAttribute)(int *, int, int);
+	nvlp_cures (*cuDeviceGetUuid)(CUuuid *, int);
+	nvlp_cures (*cuDeviceGetPCIBusId)(char *, int, int);
+};
+extern struct nvlp_driver_table nvlp_drv;
+
+/*! Find and open the process's libcupti and fill nvlp_cu (idempotent, thread-safe).
+ * @return 0 when every required function resolved; -1 otherwise, with a reason in why. */
+int nvlp_cupti_load(char *why, size_t whylen);
+/*! Path of the libcupti that was loaded ("" if none). */
+const char *nvlp_cupti_path(void);
+/*! Resolve nvlp_drv from a loaded libcuda.so.1. @return 0, or -1 with a reason. */
+int nvlp_driver_load(char *why, size_t whylen);
+/*! CUPTI result as text (works before the table is loaded). */
+const char *nvlp_cupti_err(CUptiResult r);
+
+/* ---- clock conversion: mono = ts + offset (identity when our timestamp callback is in use) ----
+ */
+struct nvlp_cupti_clock {
+	int identity;   /* CUPTI already returns CLOCK_MONOTONIC ns (our timestamp callback) */
+	int64_t offset; /* mono - cupti, from the latest CLOCK pairing */
+};
+static inline uint64_t nvlp_cupti_ts(const struct nvlp_cupti_clock *c, uint64_t ts)
+{
+	if (c->identity || ts == 0)
+		return ts;
+	return (uint64_t)((int64_t)ts + c->offset);
+}
+
+/* Converted GPU-side record (one of the nvlp_rec_* structs). */
+union nvlp_cupti_rec {
+	struct nvlp_rec_kernel kernel;
+	struct nvlp_rec_gpucopy gpucopy;
+	struct nvlp_rec_um um;
+	struct nvlp_rec_nvlink nvlink;
+	struct nvlp_rec_device device;
+};
+
+/* Map GPU UUIDs (from DEVICE records) to CUPTI device ids, for NVLINK records. */
+#define NVLP_CUPTI_MAX_DEV 64
+struct nvlp_cupti_devmap {
+	int n;
+	struct {
+		uint8_t uuid[16];
+		int id;
+	} dev[NVLP_CUPTI_MAX_DEV];
+};
+
+/*! Convert one CUPTI activity record. clk: time conversion; map: UUID -> device id (may be NULL;
+ * DEVICE records are added to it). text: set to the kernel name (KERNEL: caller interns it into
+ * the name field) or the device name (DEVICE: the blob); NULL otherwise.
+ * @return the nvlp kind (NVLP_K_KERNEL...), or 0 if this CUPTI kind is not converted. */
+unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
+                            struct nvlp_cupti_devmap *map, union nvlp_cupti_rec *out,
+                            const char **text);
+/*! 1 if the CUPTI activity kind is one we collect (the others are only relayed to Kineto). */
+int nvlp_cupti_kind_is_ours(int kind);
+
+/* ---- cupti.c <-> share.c (Kineto coexistence) ---- */
+enum nvlp_cupti_state {
+	NVLP_CS_OFF = 0,      /* not started */
+	NVLP_CS_STARTING = 1, /* a thread is in start */
+	NVLP_CS_ACTIVE = 2,   /* our callbacks are registered, kinds enabled */
+	NVLP_CS_ASIDE = 3,    /* disabled, unavailable, stepped aside, or stopped */
+};
+int nvlp_cupti_state(void);
+/*! 1 if we enabled this activity kind for ourselves. */
+int nvlp_cupti_we_enabled(int kind);
+/* Our buffer callbacks (share.c forwards to Kineto's from them). */
+void CUPTIAPI nvlp_cupti_buf_request(uint8_t **buf, size_t *size, size_t *max_records);
+void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
+                                      size_t valid);
+/*! share.c: Kineto's request callback if it should supply this buffer, else NULL. */
+CUpti_BuffersCallbackRequestFunc nvlp_share_request_cb(void);
+/*! share.c: hand a completed buffer (already processed by us) to Kineto, filtered to its kinds.
+ * @return 1 if Kineto took ownership of the buffer, 0 if the caller still owns it. */
+int nvlp_share_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid,
+                        int ours);
+/*! share.c: called once from start, after our callbacks are registered: adopt a client that
+ * registered before us. */
+void nvlp_share_on_start(void);
+/*! share.c: reset in a fork child. */
+void nvlp_share_atfork_child(void);
+/*! share.c: compact a buffer in place to the records whose kind passes keep(); @return new valid
+ * size. */
+size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void *arg), void *arg);
+
+/* ---- linksample.c: link traffic counters (PM sampling, NVML fallback) ---- */
+/*! Note that this process uses CUDA device dev (sampler picks it up). */
+void nvlp_link_device_seen(int dev);
+/*! Start the sampler thread (also does periodic activity flushes). @return 0 or -1. */
+int nvlp_link_start(void);
+/*! Stop the thread, decode what is left. */
+void nvlp_link_stop(void);
+void nvlp_link_atfork_child(void);
+/*! Periodic hook from the sampler thread into cupti.c: flush activity + CLOCK record. */
+void nvlp_cupti_periodic_flush(void);
+/*! Current clock conversion for PM sample timestamps (GPU time, not CUPTI's callback clock). */
+uint64_t nvlp_cupti_gpu_ts_to_mono(uint64_t gpu_ts);
+
+/* ---- pm_host.cc: profiler-host config image (C++ header, tiny TU) ---- */
+struct nvlp_pmh_fns {
+	nvlp_cupti_pfn init, deinit, add_metrics, image_size, image, passes, evaluate;
+};
+/*! Build the PM-sampling config image for chip with metrics (counter availability image may be
+ * NULL). On success *host is the host object (keep for evaluate), *img malloc'ed.
+ * @return CUPTI_SUCCESS or the first failing result. */
+CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char *chip, const uint8_t *avail,
+                            const char *const *metrics, size_t n, void **host, uint8_t **img,
+                            size_t *img_size, size_t *passes);
+/*! Evaluate metrics of one decoded sample. @return CUPTI result */
+CUptiResult nvlp_pmh_evaluate(const struct nvlp_pmh_fns *f, void *host, const uint8_t *data,
+                              size_t data_size, size_t index, const char *const *metrics, size_t n,
+                              double *values);
+void nvlp_pmh_destroy(const struct nvlp_pmh_fns *f, void *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NVLP_CUPTI_INT_H */

@@ -1,0 +1,642 @@
+/* linksample.c: sampler thread: NVLink/PCIe byte counters (PM sampling, NVML) and flushes. */
+/*
+ * One background thread per process. Every ~100 ms it decodes PM samples into LINKSAMPLE records
+ * (each sample's own start/end; the period is never assumed); every NVLPROF_FLUSH_MS (<= 1 s) it
+ * flushes CUPTI activity and pairs the clocks. GPUs are sampled once they are known to be used:
+ * the current context's device at a late start and any device nvlp_cupti_stream_id() sees.
+ *
+ * Two processes on one GPU (two ranks sharing a device, or a data-loader that touched CUDA): the
+ * counters are per GPU, not per process, and PM sampling can only be owned by one client. The first
+ * process to claim the GPU samples it: it takes a non-blocking flock() on
+ * /dev/shm/nvlprof-link-<GPU UUID>.lock (/tmp if /dev/shm is missing) and keeps it until it exits
+ * (the kernel drops the lock even on a crash, so no stale owner). Any other process notes
+ * PM_SAMPLING_UNAVAILABLE naming the owner's pid and does not sample; the owner's LINKSAMPLE
+ * records already include its traffic. Lowest-rank election was rejected: ranks are not known this
+ * early, and a lock needs no agreement between processes that may never talk.
+ *
+ * Fallback when PM sampling is unavailable (no permission, counters owned by another tool, older
+ * GPU, library without the API): NVML cumulative counters (fields 138-141 NVLink data/raw KiB,
+ * 197/198 PCIe TX/RX bytes) read at max(10 ms, interval), source = 2. The NOTE says which source
+ * was used on each GPU and why.
+ */
+#include <dlfcn.h>    /* dlopen */
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open */
+#include <pthread.h>  /* pthread_create */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* memset, strlen */
+#include <sys/file.h> /* flock */
+#include <sys/stat.h> /* stat */
+#include <unistd.h>   /* getpid, read, write */
+
+#include "cupti_int.h"
+#include "nvlp_rt.h"
+
+#define MAX_GPUS 64
+#define NMETRICS 6
+#define HW_BUFFER (64u << 20)  /* PM records in GPU memory between decodes (KEEP_LATEST) */
+#define MAX_SAMPLES 4000       /* decoded samples held per decode round */
+#define DECODE_NS 100000000ull /* decode PM samples every 100 ms */
+
+/* Metric order = LINKSAMPLE field order after dur (nvl_tx .. pcie_wr). */
+static const char *const METRICS[NMETRICS] = {
+    "nvltx__bytes.sum",           "nvlrx__bytes.sum",     "nvltx__bytes_data_user.sum",
+    "nvlrx__bytes_data_user.sum", "pcie__read_bytes.sum", "pcie__write_bytes.sum",
+};
+
+/* NVML, declared here (no nvml.h on the build machine). */
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType, nvmlReturn;
+	union {
+		double d;
+		unsigned int ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+	} value;
+} nvml_field_value;
+/* NVLink data TX/RX KiB, raw (with protocol) TX/RX KiB, PCIe TX/RX bytes; cumulative. */
+static const unsigned NVML_FIELDS[6] = {138, 139, 140, 141, 197, 198};
+static struct {
+	int (*init)(void);
+	int (*by_pci)(const char *, void **);
+	int (*fields)(void *, int, nvml_field_value *);
+	const char *(*err)(int);
+	int state; /* 0 untried, 1 ok, -1 unavailable */
+	char why[256];
+} N;
+
+struct gpu {
+	int setup;  /* tried */
+	int source; /* 0 none, 1 PM, 2 NVML */
+	int lock_fd;
+	/* PM sampling */
+	CUpti_PmSampling_Object *pm;
+	void *host;
+	const char *metrics[NMETRICS];
+	int field[NMETRICS]; /* LINKSAMPLE field index of metrics[i] */
+	int nm;
+	uint8_t *cfg, *data;
+	size_t cfg_size, data_size;
+	uint64_t last_end; /* GPU time of the previous sample's end */
+	int overflow;
+	/* NVML */
+	void *nvml;
+	uint64_t last[6];
+	int valid[6], have_last;
+	uint64_t last_t;
+};
+
+static struct {
+	pthread_t thr;
+	int running;
+	volatile int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t seen[MAX_GPUS / 64]; /* devices to sample (bit per device) */
+	int profiler_init;            /* 1 ok, -1 failed */
+	CUptiResult profiler_err;
+	struct gpu g[MAX_GPUS];
+	struct nvlp_pmh_fns host;
+} L = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER,
+};
+
+void nvlp_link_device_seen(int dev)
+{
+	if (dev < 0 || dev >= MAX_GPUS)
+		return;
+	uint64_t bit = 1ull << (dev % 64);
+	if (__atomic_load_n(&L.seen[dev / 64], __ATOMIC_RELAXED) & bit)
+		return;
+	__atomic_fetch_or(&L.seen[dev / 64], bit, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&L.mu);
+	pthread_cond_signal(&L.cv);
+	pthread_mutex_unlock(&L.mu);
+}
+
+/* ---- one sampler per GPU ---- */
+
+static void uuid_hex(int dev, char *out, size_t len)
+{
+	CUuuid u;
+	memset(&u, 0, sizeof u);
+	if (!nvlp_drv.cuDeviceGetUuid || nvlp_drv.cuDeviceGetUuid(&u, dev) != 0) {
+		snprintf(out, len, "dev%d", dev);
+		return;
+	}
+	size_t o = 0;
+	for (int i = 0; i < 16 && o + 2 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%02x", (unsigned char)u.bytes[i]);
+}
+
+/* @return 1 if this process may sample dev; else 0 with the owner's pid in *owner. */
+static int claim_gpu(int dev, struct gpu *g, long *owner, char *uuid, size_t ulen)
+{
+	char path[256];
+	struct stat st;
+	uuid_hex(dev, uuid, ulen);
+	snprintf(path, sizeof path, "%s/nvlprof-link-%s.lock",
+	         stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/tmp", uuid);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	*owner = 0;
+	if (fd < 0)
+		return 1; /* cannot coordinate: sample anyway, the NOTE says which source */
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		char buf[32] = "";
+		ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+		if (n > 0)
+			*owner = strtol(buf, NULL, 10);
+		close(fd);
+		return 0;
+	}
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) < 0) {
+		/* the pid is informational only */
+	}
+	g->lock_fd = fd;
+	return 1;
+}
+
+/* ---- PM sampling ---- */
+
+#define PARAMS(T, v)                                                                               \
+	T v;                                                                                       \
+	memset(&v, 0, sizeof v);                                                                   \
+	v.structSize = T##_STRUCT_SIZE
+
+static int pm_fail(char *why, size_t len, const char *what, CUptiResult r)
+{
+	snprintf(why, len, "%s: %s", what, nvlp_cupti_err(r));
+	return -1;
+}
+
+static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped, size_t dlen)
+{
+	const struct nvlp_config *cfg = nvlp_cfg();
+	if (!nvlp_cu.cuptiPmSamplingEnable || !nvlp_cu.cuptiDeviceGetChipName ||
+	    !nvlp_cu.cuptiProfilerInitialize || !L.host.init) {
+		snprintf(why, len, "%s has no PM sampling API", nvlp_cupti_path());
+		return -1;
+	}
+	if (!L.profiler_init) {
+		PARAMS(CUpti_Profiler_Initialize_Params, pi);
+		L.profiler_err = nvlp_cu.cuptiProfilerInitialize(&pi);
+		L.profiler_init = L.profiler_err == CUPTI_SUCCESS ? 1 : -1;
+	}
+	if (L.profiler_init < 0)
+		return pm_fail(why, len, "cuptiProfilerInitialize", L.profiler_err);
+	PARAMS(CUpti_Device_GetChipName_Params, cn);
+	cn.deviceIndex = (size_t)dev;
+	CUptiResult r = nvlp_cu.cuptiDeviceGetChipName(&cn);
+	if (r != CUPTI_SUCCESS)
+		return pm_fail(why, len, "cuptiDeviceGetChipName", r);
+	PARAMS(CUpti_PmSampling_GetCounterAvailability_Params, av);
+	av.deviceIndex = (size_t)dev;
+	r = nvlp_cu.cuptiPmSamplingGetCounterAvailability(&av);
+	uint8_t *avail = NULL;
+	if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize) {
+		avail = malloc(av.counterAvailabilityImageSize);
+		av.pCounterAvailabilityImage = avail;
+		if (avail)
+			r = nvlp_cu.cuptiPmSamplingGetCounterAvailability(&av);
+	}
+	if (r != CUPTI_SUCCESS) {
+		free(avail);
+		return pm_fail(why, len, "counter availability (permission or counters in use)", r);
+	}
+	/* all metrics in one config; if refused, keep those the chip accepts one by one */
+	size_t passes = 0;
+	r = nvlp_pmh_config(&L.host, cn.pChipName, avail, METRICS, NMETRICS, &g->host, &g->cfg,
+	                    &g->cfg_size, &passes);
+	g->nm = 0;
+	dropped[0] = 0;
+	if (r == CUPTI_SUCCESS) {
+		for (int i = 0; i < NMETRICS; i++)
+			g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
+	} else {
+		for (int i = 0; i < NMETRICS; i++) {
+			void *h;
+			uint8_t *img;
+			size_t sz, p;
+			if (nvlp_pmh_config(&L.host, cn.pChipName, avail, &METRICS[i], 1, &h, &img,
+			                    &sz, &p) == CUPTI_SUCCESS) {
+				g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
+				free(img);
+				nvlp_pmh_destroy(&L.host, h);
+			} else {
+				size_t l = strlen(dropped);
+				snprintf(dropped + l, dlen - l, "%s%s", l ? " " : "", METRICS[i]);
+			}
+		}
+		r = g->nm ? nvlp_pmh_config(&L.host, cn.pChipName, avail, g->metrics, (size_t)g->nm,
+		                            &g->host, &g->cfg, &g->cfg_size, &passes)
+		          : CUPTI_ERROR_INVALID_METRIC_NAME;
+	}
+	free(avail);
+	if (r != CUPTI_SUCCESS)
+		return pm_fail(why, len, "no link metric accepted for this chip", r);
+	if (passes != 1) {
+		snprintf(why, len, "link metrics need %zu passes on %s (sampling needs 1)", passes,
+		         cn.pChipName);
+		return -1;
+	}
+	PARAMS(CUpti_PmSampling_Enable_Params, en);
+	en.deviceIndex = (size_t)dev;
+	if ((r = nvlp_cu.cuptiPmSamplingEnable(&en)) != CUPTI_SUCCESS)
+		return pm_fail(why, len, "cuptiPmSamplingEnable", r);
+	g->pm = en.pPmSamplingObject;
+	PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
+	sc.pPmSamplingObject = g->pm;
+	sc.configSize = g->cfg_size;
+	sc.pConfig = g->cfg;
+	sc.hardwareBufferSize = HW_BUFFER;
+	sc.samplingInterval = (uint64_t)cfg->sample_us * 1000u;
+	sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+	sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
+	if ((r = nvlp_cu.cuptiPmSamplingSetConfig(&sc)) != CUPTI_SUCCESS)
+		goto fail_enabled;
+	PARAMS(CUpti_PmSampling_GetCounterDataSize_Params, ds);
+	ds.pPmSamplingObject = g->pm;
+	ds.pMetricNames = g->metrics;
+	ds.numMetrics = (size_t)g->nm;
+	ds.maxSamples = MAX_SAMPLES;
+	if ((r = nvlp_cu.cuptiPmSamplingGetCounterDataSize(&ds)) != CUPTI_SUCCESS)
+		goto fail_enabled;
+	g->data_size = ds.counterDataSize;
+	g->data = malloc(g->data_size);
+	if (!g->data) {
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+		goto fail_enabled;
+	}
+	PARAMS(CUpti_PmSampling_CounterDataImage_Initialize_Params, di);
+	di.pPmSamplingObject = g->pm;
+	di.counterDataSize = g->data_size;
+	di.pCounterData = g->data;
+	if ((r = nvlp_cu.cuptiPmSamplingCounterDataImageInitialize(&di)) != CUPTI_SUCCESS)
+		goto fail_enabled;
+	PARAMS(CUpti_PmSampling_Start_Params, st);
+	st.pPmSamplingObject = g->pm;
+	if ((r = nvlp_cu.cuptiPmSamplingStart(&st)) != CUPTI_SUCCESS)
+		goto fail_enabled;
+	return 0;
+fail_enabled:
+	pm_fail(why, len, "PM sampling setup", r);
+	{
+		PARAMS(CUpti_PmSampling_Disable_Params, dp);
+		dp.pPmSamplingObject = g->pm;
+		nvlp_cu.cuptiPmSamplingDisable(&dp);
+	}
+	g->pm = NULL;
+	free(g->data);
+	g->data = NULL;
+	return -1;
+}
+
+/* Decode what the GPU has buffered into LINKSAMPLE records. */
+static void pm_decode(int dev, struct gpu *g)
+{
+	const uint64_t tol = 2000; /* ns: back-to-back samples share their boundary */
+	for (int round = 0; round < 8; round++) {
+		PARAMS(CUpti_PmSampling_DecodeData_Params, dd);
+		dd.pPmSamplingObject = g->pm;
+		dd.pCounterDataImage = g->data;
+		dd.counterDataImageSize = g->data_size;
+		CUptiResult r = nvlp_cu.cuptiPmSamplingDecodeData(&dd);
+		if (r != CUPTI_SUCCESS) {
+			nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, (uint64_t)r,
+			          "PM sampling decode failed on GPU %d: %s; link counters stop",
+			          dev, nvlp_cupti_err(r));
+			g->source = 0;
+			return;
+		}
+		if (dd.overflow)
+			g->overflow = 1;
+		PARAMS(CUpti_PmSampling_GetCounterDataInfo_Params, info);
+		info.pCounterDataImage = g->data;
+		info.counterDataImageSize = g->data_size;
+		if (nvlp_cu.cuptiPmSamplingGetCounterDataInfo(&info) != CUPTI_SUCCESS)
+			return;
+		for (size_t i = 0; i < info.numCompletedSamples; i++) {
+			PARAMS(CUpti_PmSampling_CounterData_GetSampleInfo_Params, si);
+			si.pPmSamplingObject = g->pm;
+			si.pCounterDataImage = g->data;
+			si.counterDataImageSize = g->data_size;
+			si.sampleIndex = i;
+			if (nvlp_cu.cuptiPmSamplingCounterDataGetSampleInfo(&si) != CUPTI_SUCCESS)
+				continue;
+			double v[NMETRICS] = {0};
+			if (nvlp_pmh_evaluate(&L.host, g->host, g->data, g->data_size, i,
+			                      g->metrics, (size_t)g->nm, v) != CUPTI_SUCCESS)
+				continue;
+			struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = 1};
+			uint64_t *f = (uint64_t *)&rec;
+			rec.start = nvlp_cupti_gpu_ts_to_mono(si.startTimestamp);
+			rec.dur = si.endTimestamp > si.startTimestamp
+			              ? si.endTimestamp - si.startTimestamp
+			              : 0;
+			for (int m = 0; m < g->nm; m++)
+				f[g->field[m]] = v[m] > 0 ? (uint64_t)(v[m] + 0.5) : 0;
+			if (g->last_end && si.startTimestamp > g->last_end + tol)
+				rec.flags |= 1;
+			if (g->overflow)
+				rec.flags |= 2, g->overflow = 0;
+			g->last_end = si.endTimestamp;
+			nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
+		}
+		/* start the image afresh so it never fills across rounds */
+		PARAMS(CUpti_PmSampling_CounterDataImage_Initialize_Params, di);
+		di.pPmSamplingObject = g->pm;
+		di.counterDataSize = g->data_size;
+		di.pCounterData = g->data;
+		nvlp_cu.cuptiPmSamplingCounterDataImageInitialize(&di);
+		if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL)
+			return;
+	}
+}
+
+static void pm_teardown(int dev, struct gpu *g)
+{
+	PARAMS(CUpti_PmSampling_Stop_Params, sp);
+	sp.pPmSamplingObject = g->pm;
+	nvlp_cu.cuptiPmSamplingStop(&sp);
+	pm_decode(dev, g);
+	PARAMS(CUpti_PmSampling_Disable_Params, dp);
+	dp.pPmSamplingObject = g->pm;
+	nvlp_cu.cuptiPmSamplingDisable(&dp);
+	nvlp_pmh_destroy(&L.host, g->host);
+	free(g->cfg);
+	free(g->data);
+	g->pm = NULL, g->host = NULL, g->cfg = g->data = NULL;
+}
+
+/* ---- NVML ---- */
+
+static int nvml_load(void)
+{
+	if (N.state)
+		return N.state;
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!h) {
+		snprintf(N.why, sizeof N.why, "libnvidia-ml.so.1 not loadable");
+		return N.state = -1;
+	}
+	N.init = (__typeof__(N.init))dlsym(h, "nvmlInit_v2");
+	N.by_pci = (__typeof__(N.by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	N.fields = (__typeof__(N.fields))dlsym(h, "nvmlDeviceGetFieldValues");
+	N.err = (__typeof__(N.err))dlsym(h, "nvmlErrorString");
+	if (!N.init || !N.by_pci || !N.fields) {
+		snprintf(N.why, sizeof N.why, "libnvidia-ml.so.1 lacks nvmlDeviceGetFieldValues");
+		return N.state = -1;
+	}
+	int r = N.init();
+	if (r != 0) {
+		snprintf(N.why, sizeof N.why, "nvmlInit_v2: %s", N.err ? N.err(r) : "error");
+		return N.state = -1;
+	}
+	return N.state = 1;
+}
+
+/* Read the cumulative counters; emit a LINKSAMPLE of the deltas since the previous read. */
+static void nvml_sample(int dev, struct gpu *g)
+{
+	nvml_field_value v[6];
+	memset(v, 0, sizeof v);
+	for (int i = 0; i < 6; i++)
+		v[i].fieldId = NVML_FIELDS[i]; /* scopeId 0: device-wide totals */
+	uint64_t t = nvlp_now();
+	if (N.fields(g->nvml, 6, v) != 0)
+		return;
+	if (g->have_last) {
+		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = 2};
+		rec.start = g->last_t;
+		rec.dur = t - g->last_t;
+		uint64_t d[6];
+		for (int i = 0; i < 6; i++) {
+			int ok = v[i].nvmlReturn == 0;
+			d[i] = ok && g->valid[i] && v[i].value.ull >= g->last[i]
+			           ? v[i].value.ull - g->last[i]
+			           : 0;
+			if (ok && g->valid[i] && v[i].value.ull < g->last[i])
+				rec.flags |= 2; /* counter wrapped or reset */
+		}
+		rec.nvl_tx_user = d[0] * 1024, rec.nvl_rx_user = d[1] * 1024; /* KiB */
+		rec.nvl_tx = d[2] * 1024, rec.nvl_rx = d[3] * 1024;
+		rec.pcie_wr = d[4], rec.pcie_rd = d[5]; /* GPU TX = writes out, RX = reads in */
+		nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
+	}
+	for (int i = 0; i < 6; i++) {
+		g->valid[i] = v[i].nvmlReturn == 0;
+		g->last[i] = v[i].value.ull;
+	}
+	g->last_t = t;
+	g->have_last = 1;
+}
+
+static int nvml_setup(int dev, struct gpu *g, char *why, size_t len)
+{
+	if (nvml_load() < 0) {
+		snprintf(why, len, "%s", N.why);
+		return -1;
+	}
+	char bus[64] = "";
+	if (!nvlp_drv.cuDeviceGetPCIBusId ||
+	    nvlp_drv.cuDeviceGetPCIBusId(bus, sizeof bus, dev) != 0) {
+		snprintf(why, len, "no PCI bus id for CUDA device %d", dev);
+		return -1;
+	}
+	int r = N.by_pci(bus, &g->nvml);
+	if (r != 0) {
+		snprintf(why, len, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus,
+		         N.err ? N.err(r) : "error");
+		return -1;
+	}
+	nvml_sample(dev, g); /* baseline */
+	int any = 0;
+	for (int i = 0; i < 6; i++)
+		any |= g->valid[i];
+	if (!any) {
+		snprintf(why, len, "NVML fields 138-141/197/198 not supported on %s", bus);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the thread ---- */
+
+static void setup_gpu(int dev)
+{
+	struct gpu *g = &L.g[dev];
+	char why[512] = "", why2[512] = "", dropped[256] = "", uuid[40];
+	long owner;
+	g->setup = 1;
+	g->lock_fd = -1;
+	if (!claim_gpu(dev, g, &owner, uuid, sizeof uuid)) {
+		nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, (uint64_t)owner,
+		          "GPU %d (uuid %s) link counters are sampled by process %ld: one sampler "
+		          "per GPU, its LINKSAMPLE records include this process's traffic",
+		          dev, uuid, owner);
+		return;
+	}
+	if (pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped) == 0) {
+		g->source = 1;
+		nvlp_note(NVLP_NOTE_PM_SAMPLING_ON, dev, (uint64_t)nvlp_cfg()->sample_us,
+		          "PM sampling on GPU %d every %ld us: %d metrics%s%s", dev,
+		          nvlp_cfg()->sample_us, g->nm, dropped[0] ? "; not available: " : "",
+		          dropped);
+		return;
+	}
+	if (nvml_setup(dev, g, why2, sizeof why2) == 0) {
+		g->source = 2;
+		long us = nvlp_cfg()->sample_us < 10000 ? 10000 : nvlp_cfg()->sample_us;
+		nvlp_note(NVLP_NOTE_NVML_ON, dev, (uint64_t)us,
+		          "NVML link counters on GPU %d every %ld us (PM sampling unavailable: %s)",
+		          dev, us, why);
+		return;
+	}
+	nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, 0,
+	          "no link counters on GPU %d: PM sampling: %s; NVML: %s", dev, why, why2);
+	if (g->lock_fd >= 0) {
+		close(g->lock_fd); /* let another process try */
+		g->lock_fd = -1;
+	}
+}
+
+static uint64_t ms_ns(long ms)
+{
+	return (uint64_t)ms * 1000000ull;
+}
+
+static void *sampler(void *arg)
+{
+	(void)arg;
+	const struct nvlp_config *cfg = nvlp_cfg();
+	long flush_ms = cfg->flush_ms < 100 ? 100 : cfg->flush_ms > 1000 ? 1000 : cfg->flush_ms;
+	uint64_t nvml_ns = cfg->sample_us * 1000ull < 10000000ull
+	                       ? 10000000ull
+	                       : (uint64_t)cfg->sample_us * 1000ull;
+	uint64_t now = nvlp_now();
+	uint64_t next_flush = now + ms_ns(flush_ms), next_decode = now + DECODE_NS,
+	         next_nvml = now + nvml_ns;
+	pthread_mutex_lock(&L.mu);
+	while (!L.stop) {
+		uint64_t wake = next_flush < next_decode ? next_flush : next_decode;
+		if (next_nvml < wake)
+			wake = next_nvml;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t cur = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (wake > cur) {
+			uint64_t abs_ns = wake;
+			ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
+			ts.tv_nsec = (long)(abs_ns % 1000000000ull);
+			pthread_cond_timedwait(&L.cv, &L.mu, &ts);
+		}
+		if (L.stop)
+			break;
+		pthread_mutex_unlock(&L.mu);
+		if (cfg->sample_us > 0)
+			for (int d = 0; d < MAX_GPUS; d++)
+				if ((__atomic_load_n(&L.seen[d / 64], __ATOMIC_ACQUIRE) >>
+				         (d % 64) &
+				     1) &&
+				    !L.g[d].setup)
+					setup_gpu(d);
+		now = nvlp_now();
+		if (now >= next_decode) {
+			for (int d = 0; d < MAX_GPUS; d++)
+				if (L.g[d].source == 1)
+					pm_decode(d, &L.g[d]);
+			next_decode = now + DECODE_NS;
+		}
+		if (now >= next_nvml) {
+			for (int d = 0; d < MAX_GPUS; d++)
+				if (L.g[d].source == 2)
+					nvml_sample(d, &L.g[d]);
+			next_nvml = now + nvml_ns;
+		}
+		if (now >= next_flush) {
+			nvlp_cupti_periodic_flush();
+			next_flush = nvlp_now() + ms_ns(flush_ms);
+		}
+		pthread_mutex_lock(&L.mu);
+	}
+	pthread_mutex_unlock(&L.mu);
+	return NULL;
+}
+
+int nvlp_link_start(void)
+{
+	if (L.running)
+		return 0;
+	L.host = (struct nvlp_pmh_fns){
+	    nvlp_cu.cuptiProfilerHostInitialize,
+	    nvlp_cu.cuptiProfilerHostDeinitialize,
+	    nvlp_cu.cuptiProfilerHostConfigAddMetrics,
+	    nvlp_cu.cuptiProfilerHostGetConfigImageSize,
+	    nvlp_cu.cuptiProfilerHostGetConfigImage,
+	    nvlp_cu.cuptiProfilerHostGetNumOfPasses,
+	    nvlp_cu.cuptiProfilerHostEvaluateToGpuValues,
+	};
+	nvlp_driver_load(NULL, 0);
+	if (nvlp_cfg()->sample_us <= 0)
+		nvlp_note(NVLP_NOTE_CONFIG, -1, 0, "NVLPROF_SAMPLE_US=0: no link counters");
+	/* the condattr must match the CLOCK_MONOTONIC deadlines */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&L.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	L.stop = 0;
+	if (pthread_create(&L.thr, NULL, sampler, NULL) != 0) {
+		nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, -1, (uint64_t)errno,
+		          "cannot start the sampler thread: no link counters, activity flushed at "
+		          "exit only");
+		return -1;
+	}
+	pthread_setname_np(L.thr, "nvlprof-sample");
+	L.running = 1;
+	return 0;
+}
+
+void nvlp_link_stop(void)
+{
+	if (!L.running)
+		return;
+	pthread_mutex_lock(&L.mu);
+	L.stop = 1;
+	pthread_cond_signal(&L.cv);
+	pthread_mutex_unlock(&L.mu);
+	pthread_join(L.thr, NULL);
+	L.running = 0;
+	for (int d = 0; d < MAX_GPUS; d++) {
+		if ((L.seen[d / 64] >> (d % 64) & 1) && !L.g[d].setup && nvlp_cfg()->sample_us > 0)
+			nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, d, 0,
+			          "GPU %d: the process ended before its link counters were set up",
+			          d);
+		if (L.g[d].source == 1)
+			pm_teardown(d, &L.g[d]);
+		else if (L.g[d].source == 2)
+			nvml_sample(d, &L.g[d]);
+		L.g[d].source = 0;
+	}
+}
+
+void nvlp_link_atfork_child(void)
+{
+	/* the thread does not exist in the child; GPU state belongs to the parent */
+	L.running = 0;
+	L.stop = 0;
+	pthread_mutex_init(&L.mu, NULL);
+	for (int d = 0; d < MAX_GPUS; d++) {
+		if (L.g[d].lock_fd > 0)
+			close(L.g[d].lock_fd); /* the parent keeps its lock */
+		memset(&L.g[d], 0, sizeof L.g[d]);
+	}
+	memset(L.seen, 0, sizeof L.seen);
+}

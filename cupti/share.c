@@ -1,0 +1,320 @@
+/* share.c: exported cupti* wrappers so that torch.profiler (Kineto) shares CUPTI with us. */
+/*
+ * CUPTI has one set of activity buffer callbacks per process; the last
+ * cuptiActivityRegisterCallbacks wins. torch's libtorch_cpu imports cupti* dynamically, so these
+ * definitions (LD_PRELOAD, first in the global scope) receive Kineto's calls while our own calls go
+ * to the real functions through the nvlp_cu table. While we collect:
+ *  - Kineto's callbacks are remembered, ours stay registered. Buffers are requested from Kineto
+ *    while it has kinds enabled (so it gets back buffers it allocated); each completed buffer is
+ *    processed by us first, then compacted in place to Kineto's kinds and handed to Kineto's
+ *    completion callback. Records of Kineto's kinds that land in one of our buffers are copied into
+ *    a buffer Kineto supplies. Kineto never sees kinds it did not enable: its handler logs every
+ *    unexpected kind, and UM/NVLINK/DEVICE records would be exactly that.
+ *  - Enable/Disable(Context): we track Kineto's kinds; a kind we need is never really disabled.
+ *  - cuptiFinalize and Kineto's timestamp callback are ignored (ours keeps CLOCK_MONOTONIC).
+ *  - cuptiSubscribe/Unsubscribe and cuptiActivityFlushAll pass through (we use no subscriber).
+ * When we are not collecting (not started, disabled, stepped aside, stopped) everything passes
+ * through, and a client that registered before our start is adopted at start. A pass-through
+ * goes to the definition the caller would have bound to without us (its own dependencies first),
+ * so a tool with a private libcupti (nsys, ncu) keeps using its copy while we stand aside.
+ */
+#include <dlfcn.h>   /* dladdr, dlopen, dlsym */
+#include <pthread.h> /* pthread_mutex_t */
+#include <string.h>  /* memmove, memcpy */
+
+#include "cupti_int.h"
+#include "nvlp_rt.h"
+
+static struct {
+	CUpti_BuffersCallbackRequestFunc req; /* the other client's (Kineto's) callbacks */
+	CUpti_BuffersCallbackCompleteFunc comp;
+	unsigned char kinds[CUPTI_ACTIVITY_KIND_COUNT]; /* kinds it has enabled */
+	int nkinds;
+	int noted, noted_finalize, noted_ts;
+} K;
+static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
+
+static int real_ok(void)
+{
+	nvlp_cupti_load(NULL, 0); /* the caller linked libcupti, so the lookup finds it */
+	return nvlp_cu.cuptiActivityEnable != NULL;
+}
+
+/* The definition the caller would have bound to without us: looked up in the caller's own
+ * object and its dependencies. A tool with a private libcupti (nsys, ncu) thus keeps talking to
+ * its own copy while we stand aside. NULL when the caller is the executable or has no such
+ * dependency (callers then use the process's libcupti, nvlp_cu). */
+#define CALLER_CACHE 16
+static struct {
+	void *base;
+	const char *name;
+	void *fn;
+} ccache[CALLER_CACHE];
+static void *caller_real(const char *name, void *caller, void *self)
+{
+	Dl_info di, me;
+	if (!dladdr(caller, &di) || !di.dli_fname || !dladdr(self, &me) ||
+	    di.dli_fbase == me.dli_fbase)
+		return NULL;
+	void *fn = NULL;
+	pthread_mutex_lock(&kmu);
+	for (int i = 0; i < CALLER_CACHE; i++)
+		if (ccache[i].base == di.dli_fbase && ccache[i].name == name) {
+			fn = ccache[i].fn;
+			pthread_mutex_unlock(&kmu);
+			return fn;
+		}
+	void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		fn = dlsym(h, name);
+		dlclose(h);
+	}
+	if (fn == self)
+		fn = NULL;
+	for (int i = 0; i < CALLER_CACHE; i++)
+		if (!ccache[i].base) {
+			ccache[i].base = di.dli_fbase, ccache[i].name = name, ccache[i].fn = fn;
+			break;
+		}
+	pthread_mutex_unlock(&kmu);
+	return fn;
+}
+
+/* Pass a call through: to the caller's own CUPTI if it has one, else to the process's. */
+#define PASS_THROUGH(name, ...)                                                                    \
+	do {                                                                                       \
+		__typeof__(&name) f_ = (__typeof__(&name))caller_real(                             \
+		    #name, __builtin_return_address(0), (void *)name);                             \
+		if (!f_ && real_ok())                                                              \
+			f_ = nvlp_cu.name;                                                         \
+		return f_ ? f_(__VA_ARGS__) : CUPTI_ERROR_NOT_INITIALIZED;                         \
+	} while (0)
+
+static int collecting(void)
+{
+	return nvlp_cupti_state() == NVLP_CS_ACTIVE;
+}
+
+static void note_shared(void)
+{
+	if (__atomic_exchange_n(&K.noted, 1, __ATOMIC_ACQ_REL))
+		return;
+	nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
+	          "another CUPTI client (torch.profiler/Kineto) registered activity callbacks: "
+	          "nvlprof keeps its own and relays that client's kinds to it; its timestamp "
+	          "callback and cuptiFinalize are ignored while nvlprof collects");
+}
+
+static void set_kind(int kind, int on)
+{
+	if (kind < 0 || kind >= CUPTI_ACTIVITY_KIND_COUNT)
+		return;
+	pthread_mutex_lock(&kmu);
+	if (K.kinds[kind] != on) {
+		K.kinds[kind] = (unsigned char)on;
+		K.nkinds += on ? 1 : -1;
+	}
+	pthread_mutex_unlock(&kmu);
+}
+
+static int keep_kineto(int kind, void *arg)
+{
+	(void)arg;
+	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && K.kinds[kind];
+}
+
+size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void *arg), void *arg)
+{
+	/* Move record i only after CUPTI has found record i+1 from i's header. */
+	CUpti_Activity *cur = NULL, *prev = NULL;
+	size_t out = 0;
+	for (;;) {
+		int more = nvlp_cu.cuptiActivityGetNextRecord(buf, valid, &cur) == CUPTI_SUCCESS;
+		if (prev) {
+			size_t off = (size_t)((uint8_t *)prev - buf);
+			size_t end = more ? (size_t)((uint8_t *)cur - buf) : valid;
+			if (keep((int)prev->kind, arg)) {
+				if (out != off)
+					memmove(buf + out, buf + off, end - off);
+				out += end - off;
+			}
+		}
+		if (!more)
+			break;
+		prev = cur;
+	}
+	return out;
+}
+
+/* Copy the records of Kineto's kinds from one of our buffers into a buffer Kineto supplies. */
+static void copy_to_kineto(CUcontext ctx, uint32_t sid, const uint8_t *buf, size_t valid)
+{
+	CUpti_Activity *cur = NULL, *prev = NULL;
+	uint8_t *kb = NULL;
+	size_t ksize = 0, kmax = 0, out = 0;
+	for (;;) {
+		int more = nvlp_cu.cuptiActivityGetNextRecord((uint8_t *)buf, valid, &cur) ==
+		           CUPTI_SUCCESS;
+		if (prev && keep_kineto((int)prev->kind, NULL)) {
+			size_t off = (size_t)((uint8_t *)prev - buf);
+			size_t len = (more ? (size_t)((uint8_t *)cur - buf) : valid) - off;
+			if (kb && out + len > ksize) {
+				K.comp(ctx, sid, kb, ksize, out);
+				kb = NULL;
+			}
+			if (!kb) {
+				K.req(&kb, &ksize, &kmax);
+				out = 0;
+				if (!kb || ksize < len)
+					return; /* Kineto gave no room: its records are lost to it
+					         */
+			}
+			memcpy(kb + out, buf + off, len);
+			out += len;
+		}
+		if (!more)
+			break;
+		prev = cur;
+	}
+	if (kb)
+		K.comp(ctx, sid, kb, ksize, out);
+}
+
+CUpti_BuffersCallbackRequestFunc nvlp_share_request_cb(void)
+{
+	return (K.req && K.nkinds > 0) ? K.req : NULL;
+}
+
+int nvlp_share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
+                        int ours)
+{
+	if (!K.comp)
+		return 0;
+	if (ours) {
+		if (K.nkinds > 0 && K.req && valid)
+			copy_to_kineto(ctx, sid, buf, valid);
+		return 0;
+	}
+	/* Kineto's own buffer: it gets it back, with only its kinds in it */
+	valid = valid ? nvlp_share_filter(buf, valid, keep_kineto, NULL) : 0;
+	K.comp(ctx, sid, buf, size, valid);
+	return 1;
+}
+
+void nvlp_share_on_start(void)
+{
+	if (K.comp)
+		note_shared();
+}
+
+void nvlp_share_atfork_child(void)
+{
+	pthread_mutex_init(&kmu, NULL);
+}
+
+/* ---- the exported wrappers ---- */
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
+    CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc comp)
+{
+	if (!collecting()) {
+		/* remembered, so that a start after this adopts the client instead of evicting it
+		 */
+		K.req = req;
+		K.comp = comp;
+		PASS_THROUGH(cuptiActivityRegisterCallbacks, req, comp);
+	}
+	K.req = req;
+	K.comp = comp;
+	note_shared();
+	return CUPTI_SUCCESS;
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	set_kind((int)kind, 1);
+	if (!collecting())
+		PASS_THROUGH(cuptiActivityEnable, kind);
+	if (nvlp_cupti_we_enabled((int)kind))
+		return CUPTI_SUCCESS;
+	return nvlp_cu.cuptiActivityEnable(kind);
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+	set_kind((int)kind, 0);
+	if (!collecting())
+		PASS_THROUGH(cuptiActivityDisable, kind);
+	if (nvlp_cupti_we_enabled((int)kind))
+		return CUPTI_SUCCESS; /* we still need it */
+	return nvlp_cu.cuptiActivityDisable(kind);
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext ctx, CUpti_ActivityKind kind)
+{
+	set_kind((int)kind, 1);
+	if (!collecting())
+		PASS_THROUGH(cuptiActivityEnableContext, ctx, kind);
+	if (nvlp_cupti_we_enabled((int)kind))
+		return CUPTI_SUCCESS; /* already on for every context */
+	return nvlp_cu.cuptiActivityEnableContext ? nvlp_cu.cuptiActivityEnableContext(ctx, kind)
+	                                          : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext ctx, CUpti_ActivityKind kind)
+{
+	set_kind((int)kind, 0);
+	if (!collecting())
+		PASS_THROUGH(cuptiActivityDisableContext, ctx, kind);
+	if (nvlp_cupti_we_enabled((int)kind))
+		return CUPTI_SUCCESS;
+	return nvlp_cu.cuptiActivityDisableContext ? nvlp_cu.cuptiActivityDisableContext(ctx, kind)
+	                                           : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
+{
+	if (!collecting())
+		PASS_THROUGH(cuptiActivityFlushAll, flag);
+	return nvlp_cu.cuptiActivityFlushAll(flag); /* completions come to us, then to the client */
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+	if (!collecting())
+		PASS_THROUGH(cuptiFinalize);
+	if (!__atomic_exchange_n(&K.noted_finalize, 1, __ATOMIC_ACQ_REL))
+		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
+		          "cuptiFinalize from another client ignored while nvlprof collects");
+	/* the client is done: disable the kinds only it had on */
+	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
+		if (K.kinds[k]) {
+			set_kind(k, 0);
+			if (!nvlp_cupti_we_enabled(k))
+				nvlp_cu.cuptiActivityDisable((CUpti_ActivityKind)k);
+		}
+	return CUPTI_SUCCESS;
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI
+cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
+{
+	if (!collecting())
+		PASS_THROUGH(cuptiActivityRegisterTimestampCallback, f);
+	if (!__atomic_exchange_n(&K.noted_ts, 1, __ATOMIC_ACQ_REL))
+		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
+		          "another client's CUPTI timestamp callback ignored: activity timestamps "
+		          "stay CLOCK_MONOTONIC ns");
+	return CUPTI_SUCCESS;
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,
+                                                void *data)
+{
+	PASS_THROUGH(cuptiSubscribe, sub, cb, data);
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle sub)
+{
+	PASS_THROUGH(cuptiUnsubscribe, sub);
+}

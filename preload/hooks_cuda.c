@@ -1,0 +1,440 @@
+/* hooks_cuda.c: wrappers of the CUDA runtime's copies, managed memory and peer access calls. */
+#include <errno.h>   /* errno, saved around recording */
+#include <pthread.h> /* the managed range table's mutex */
+#include <stdint.h>  /* uintptr_t */
+#include <stdlib.h>  /* realloc */
+
+#include <cuda_runtime_api.h>
+
+#include "nvlp_rt.h"
+#include "resolve.h"
+
+/* Per-thread-default-stream variants: the header declares them only under a macro, and the 13.0
+ * runtime has no cudaMemcpyPeer_ptds / cudaMemcpyPeerAsync_ptsz (their wrappers then never run). */
+cudaError_t cudaMemcpy_ptds(void *, const void *, size_t, enum cudaMemcpyKind);
+cudaError_t cudaMemcpyAsync_ptsz(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
+cudaError_t cudaMemcpyPeer_ptds(void *, int, const void *, int, size_t);
+cudaError_t cudaMemcpyPeerAsync_ptsz(void *, int, const void *, int, size_t, cudaStream_t);
+cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocation, unsigned,
+				      cudaStream_t);
+
+/*
+ * The one list: X(ID, FN, name, params, args). ID is this file's slot in the resolver table, FN the
+ * nvlp_cuda_fn the records carry (the _ptsz prefetch has no value of its own). H rows are helpers
+ * the shim calls but does not wrap. Copies are generated whole from COPIES below.
+ */
+#define CUDA_OTHERS(X)                                                                             \
+	X(MALLOC_MANAGED, MALLOC_MANAGED, cudaMallocManaged, (void **p, size_t n, unsigned flags), \
+	  (p, n, flags))                                                                           \
+	X(FREE, FREE, cudaFree, (void *p), (p))                                                    \
+	X(MEM_PREFETCH_ASYNC, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync,                            \
+	  (const void *p, size_t n, struct cudaMemLocation loc, unsigned flags, cudaStream_t st),  \
+	  (p, n, loc, flags, st))                                                                  \
+	X(MEM_PREFETCH_ASYNC_PTSZ, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync_ptsz,                  \
+	  (const void *p, size_t n, struct cudaMemLocation loc, unsigned flags, cudaStream_t st),  \
+	  (p, n, loc, flags, st))                                                                  \
+	X(MEM_ADVISE, MEM_ADVISE, cudaMemAdvise,                                                   \
+	  (const void *p, size_t n, enum cudaMemoryAdvise advice, struct cudaMemLocation loc),     \
+	  (p, n, advice, loc))                                                                     \
+	X(ENABLE_PEER_ACCESS, ENABLE_PEER_ACCESS, cudaDeviceEnablePeerAccess,                      \
+	  (int peer, unsigned flags), (peer, flags))                                               \
+	X(DISABLE_PEER_ACCESS, DISABLE_PEER_ACCESS, cudaDeviceDisablePeerAccess, (int peer), (peer))
+#define CUDA_HELPERS(H)                                                                            \
+	H(GET_DEVICE, cudaGetDevice, (int *dev))                                                   \
+	H(POINTER_GET_ATTRIBUTES, cudaPointerGetAttributes,                                        \
+	  (struct cudaPointerAttributes * a, const void *p))
+
+/* Copies: C(ID, name, params, args, stream, peer). Peer copies name their devices sd and dd;
+ * the others their kind kind. All name dst, src, n. */
+#define COPIES(C)                                                                                  \
+	C(MEMCPY, cudaMemcpy, (void *dst, const void *src, size_t n, enum cudaMemcpyKind kind),    \
+	  (dst, src, n, kind), 0, 0)                                                               \
+	C(MEMCPY_PTDS, cudaMemcpy_ptds,                                                            \
+	  (void *dst, const void *src, size_t n, enum cudaMemcpyKind kind), (dst, src, n, kind), 0, 0) \
+	C(MEMCPY_ASYNC, cudaMemcpyAsync,                                                           \
+	  (void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t st),       \
+	  (dst, src, n, kind, st), st, 0)                                                          \
+	C(MEMCPY_ASYNC_PTSZ, cudaMemcpyAsync_ptsz,                                                 \
+	  (void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t st),       \
+	  (dst, src, n, kind, st), st, 0)                                                          \
+	C(MEMCPY_PEER, cudaMemcpyPeer, (void *dst, int dd, const void *src, int sd, size_t n),     \
+	  (dst, dd, src, sd, n), 0, 1)                                                             \
+	C(MEMCPY_PEER_PTDS, cudaMemcpyPeer_ptds,                                                   \
+	  (void *dst, int dd, const void *src, int sd, size_t n), (dst, dd, src, sd, n), 0, 1)     \
+	C(MEMCPY_PEER_ASYNC, cudaMemcpyPeerAsync,                                                  \
+	  (void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t st),                 \
+	  (dst, dd, src, sd, n, st), st, 1)                                                        \
+	C(MEMCPY_PEER_ASYNC_PTSZ, cudaMemcpyPeerAsync_ptsz,                                        \
+	  (void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t st),                 \
+	  (dst, dd, src, sd, n, st), st, 1)
+
+enum slot {
+#define SLOT_X(ID, ...) S_##ID,
+	CUDA_OTHERS(SLOT_X) COPIES(SLOT_X) CUDA_HELPERS(SLOT_X)
+#undef SLOT_X
+	S_COUNT
+};
+
+#define TYPEDEF_X(ID, FN, name, params, args) typedef cudaError_t (*real_##name##_t) params;
+#define TYPEDEF_C(ID, name, params, ...) typedef cudaError_t (*real_##name##_t) params;
+CUDA_OTHERS(TYPEDEF_X)
+COPIES(TYPEDEF_C)
+CUDA_HELPERS(TYPEDEF_C)
+
+/* Ask for the versioned symbol first: the real runtime exports name@libcudart.so.13. */
+#define SYM(ID, name) [S_##ID] = {#name, NULL, "libcudart.so.13", NULL},
+#define SYM_X(ID, FN, name, ...) SYM(ID, name)
+#define SYM_C(ID, name, ...) SYM(ID, name)
+static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HELPERS(SYM_C)};
+
+#define REAL(ID, name) ((real_##name##_t)nvlp_real(&syms[S_##ID]))
+
+/* Wrapper skeleton, as for NCCL: a missing real function fails the call, never crashes it. */
+#define ENTER(ID, name, args)                                                                      \
+	real_##name##_t real = REAL(ID, name);                                                     \
+	if (NVLP_UNLIKELY(!real))                                                                  \
+		return cudaErrorSharedObjectSymbolNotFound;                                        \
+	struct nvlp_tls *tls = nvlp_recording_tls();                                               \
+	if (!tls)                                                                                  \
+		return real args;
+#define CALL(args)                                                                                 \
+	tls->in_hook = 1;                                                                          \
+	uint64_t t0 = nvlp_now();                                                                  \
+	cudaError_t rc = real args;                                                                \
+	uint64_t dur = nvlp_now() - t0;                                                            \
+	int saved_errno = errno;
+#define LEAVE                                                                                      \
+	tls->in_hook = 0;                                                                          \
+	errno = saved_errno;                                                                       \
+	return rc;
+
+static int64_t current_device(void)
+{
+	int d = -1;
+	real_cudaGetDevice_t f = REAL(GET_DEVICE, cudaGetDevice);
+	return f && f(&d) == cudaSuccess ? d : -1;
+}
+
+/* ---- managed allocations: a sorted range table; copies check an atomic count first ------------ */
+
+struct range {
+	uintptr_t lo, hi;
+};
+static pthread_mutex_t managed_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct range *managed;
+static size_t managed_n, managed_cap;
+static atomic_size_t managed_live; /* == managed_n, readable without the mutex */
+
+/* Index of the first range with hi > p (caller holds the mutex). */
+static size_t range_pos(uintptr_t p)
+{
+	size_t lo = 0, hi = managed_n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (managed[mid].hi <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void managed_add(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+	pthread_mutex_lock(&managed_mu);
+	if (managed_n == managed_cap) {
+		size_t cap = managed_cap ? 2 * managed_cap : 256;
+		struct range *r = realloc(managed, cap * sizeof *r);
+		if (!r) {
+			pthread_mutex_unlock(&managed_mu);
+			return; /* copies touching this block will not be seen as managed */
+		}
+		managed = r;
+		managed_cap = cap;
+	}
+	size_t i = range_pos(a);
+	for (size_t j = managed_n; j > i; j--)
+		managed[j] = managed[j - 1];
+	managed[i] = (struct range){a, a + (n ? n : 1)};
+	managed_n++;
+	atomic_store(&managed_live, managed_n);
+	pthread_mutex_unlock(&managed_mu);
+}
+
+/* Forget the block starting exactly at p. @return its size, 0 if p starts no managed block. */
+static size_t managed_remove(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	size_t n = 0;
+	pthread_mutex_lock(&managed_mu);
+	size_t i = range_pos(a);
+	if (i < managed_n && managed[i].lo == a) {
+		n = managed[i].hi - managed[i].lo;
+		for (; i + 1 < managed_n; i++)
+			managed[i] = managed[i + 1];
+		managed_n--;
+		atomic_store(&managed_live, managed_n);
+	}
+	pthread_mutex_unlock(&managed_mu);
+	return n;
+}
+
+static int is_managed(const void *p)
+{
+	if (!atomic_load_explicit(&managed_live, memory_order_relaxed))
+		return 0;
+	uintptr_t a = (uintptr_t)p;
+	pthread_mutex_lock(&managed_mu);
+	size_t i = range_pos(a);
+	int in = i < managed_n && managed[i].lo <= a;
+	pthread_mutex_unlock(&managed_mu);
+	return in;
+}
+
+/* ---- peer access seen enabled through us ------------------------------------------------------ */
+
+/* NCCL enables peer access through its own static runtime, which we never see: a copy between
+ * devices that NCCL connected can show peer_enabled 0 while the hardware path is open. */
+#define MAX_DEV 64
+static _Atomic unsigned char peer_on[MAX_DEV][MAX_DEV];
+
+static int64_t peer_state(int64_t sd, int64_t dd)
+{
+	if (sd < 0 || dd < 0 || sd == dd)
+		return -1;
+	if (sd >= MAX_DEV || dd >= MAX_DEV)
+		return 0;
+	return atomic_load(&peer_on[sd][dd]) || atomic_load(&peer_on[dd][sd]);
+}
+
+/* ---- copies ----------------------------------------------------------------------------------- */
+
+struct plan {
+	int64_t sd, dd;
+	unsigned managed; /* bit 0 src, bit 1 dst */
+};
+
+/* Device of p (-1 host), and whether it is managed, from the runtime; -1 if it cannot tell. */
+static int64_t pointer_device(const void *p, unsigned *managed_bit, unsigned bit)
+{
+	struct cudaPointerAttributes a;
+	real_cudaPointerGetAttributes_t f = REAL(POINTER_GET_ATTRIBUTES, cudaPointerGetAttributes);
+	if (!f || f(&a, p) != cudaSuccess)
+		return -1;
+	if (a.type == cudaMemoryTypeManaged)
+		*managed_bit |= bit;
+	return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
+/*
+ * Decide cheaply whether a copy is worth a record: it crosses devices or touches managed memory.
+ * Host<->device copies cost one atomic load unless managed memory exists. Device-to-device and
+ * default-kind copies are rare in host terms, so they may ask the runtime about both pointers
+ * (before the copy, so that a failing query cannot be the last error the program sees after it).
+ */
+static int plan_copy(struct plan *pl, const void *dst, const void *src, enum cudaMemcpyKind kind)
+{
+	pl->managed = 0;
+	switch (kind) {
+	case cudaMemcpyHostToHost:
+		return 0;
+	case cudaMemcpyHostToDevice:
+	case cudaMemcpyDeviceToHost:
+		if (!atomic_load_explicit(&managed_live, memory_order_relaxed))
+			return 0;
+		pl->managed = (unsigned)is_managed(src) | (unsigned)is_managed(dst) << 1;
+		if (!pl->managed)
+			return 0;
+		pl->sd = kind == cudaMemcpyHostToDevice ? -1 : current_device();
+		pl->dd = kind == cudaMemcpyHostToDevice ? current_device() : -1;
+		return 1;
+	default:
+		pl->sd = pointer_device(src, &pl->managed, 1);
+		pl->dd = pointer_device(dst, &pl->managed, 2);
+		return pl->managed || (pl->sd >= 0 && pl->dd >= 0 && pl->sd != pl->dd);
+	}
+}
+
+static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t dur,
+		      const struct plan *pl, const void *dst, const void *src, size_t n,
+		      unsigned kind, void *st, cudaError_t rc)
+{
+	struct nvlp_rec_copy r = {
+		.fn = fn,
+		.t_enter = t0,
+		.dur = dur,
+		.tid = tls->tid,
+		.device = (uint64_t)current_device(),
+		.src_device = (uint64_t)pl->sd,
+		.dst_device = (uint64_t)pl->dd,
+		.bytes = n,
+		.copy_kind = kind,
+		.stream = (uintptr_t)st,
+		.cupti_stream = nvlp_cupti_stream_id(st),
+		.peer_enabled = (uint64_t)peer_state(pl->sd, pl->dd),
+		.managed = pl->managed,
+		.rc = (uint64_t)(int64_t)rc,
+		.stack = nvlp_stack_capture(),
+		.dst = (uintptr_t)dst,
+		.src = (uintptr_t)src,
+		.call_id = nvlp_next_call_id(),
+	};
+	nvlp_emit(NVLP_K_COPY, &r, NULL, 0);
+}
+
+/* Peer copies: always recorded; kind is recorded as cudaMemcpyDeviceToDevice. */
+#define PLAN_1(dst, src, args)                                                                     \
+	pl.sd = sd;                                                                                \
+	pl.dd = dd;                                                                                \
+	pl.managed = (unsigned)is_managed(src) | (unsigned)is_managed(dst) << 1;                   \
+	unsigned kind = cudaMemcpyDeviceToDevice;
+#define PLAN_0(dst, src, args)                                                                     \
+	if (!plan_copy(&pl, dst, src, kind)) {                                                     \
+		errno = errno0;                                                                    \
+		return real args;                                                          \
+	}
+#define STREAM_0 NULL
+#define STREAM_st st
+
+#define COPY_WRAPPER(ID, name, params, args, stream, peer)                                         \
+	NVLP_EXPORT cudaError_t name params                                                        \
+	{                                                                                          \
+		ENTER(ID, name, args)                                                              \
+		struct plan pl;                                                                    \
+		int errno0 = errno; /* the queries below must not leak into what the call sees */ \
+		PLAN_##peer(dst, src, args)                                                        \
+		errno = errno0;                                                                    \
+		CALL(args)                                                                         \
+		emit_copy(tls, NVLP_CUDA_##ID, t0, dur, &pl, dst, src, n, kind, STREAM_##stream,   \
+			  rc);                                                                     \
+		LEAVE                                                                              \
+	}
+COPIES(COPY_WRAPPER)
+
+/* ---- managed memory --------------------------------------------------------------------------- */
+
+static void emit_managed(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t dur,
+			 const void *p, size_t n, unsigned flags, int64_t target, cudaError_t rc,
+			 void *st)
+{
+	struct nvlp_rec_managed r = {
+		.fn = fn,
+		.t_enter = t0,
+		.dur = dur,
+		.tid = tls->tid,
+		.device = (uint64_t)current_device(),
+		.ptr = (uintptr_t)p,
+		.bytes = n,
+		.flags = flags,
+		.target = (uint64_t)target,
+		.rc = (uint64_t)(int64_t)rc,
+		.stack = nvlp_stack_capture(),
+		.stream = (uintptr_t)st,
+	};
+	nvlp_emit(NVLP_K_MANAGED, &r, NULL, 0);
+}
+
+/* A location as a device number: -1 (cudaCpuDeviceId) for any host location. */
+static int64_t loc_device(struct cudaMemLocation loc)
+{
+	return loc.type == cudaMemLocationTypeDevice ? loc.id : cudaCpuDeviceId;
+}
+
+NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
+{
+	ENTER(MALLOC_MANAGED, cudaMallocManaged, (p, n, flags))
+	CALL((p, n, flags))
+	void *ptr = rc == cudaSuccess && p ? *p : NULL;
+	if (ptr) {
+		managed_add(ptr, n);
+		nvlp_cupti_managed_seen();
+	}
+	emit_managed(tls, NVLP_CUDA_MALLOC_MANAGED, t0, dur, ptr, n, flags, -1, rc, NULL);
+	LEAVE
+}
+
+/* Only the end of a managed block is recorded. Its entry goes before the real call (afterwards
+ * the address could already belong to a new block of another thread) and comes back on failure. */
+NVLP_EXPORT cudaError_t cudaFree(void *p)
+{
+	ENTER(FREE, cudaFree, (p))
+	size_t n = p && atomic_load_explicit(&managed_live, memory_order_relaxed) ? managed_remove(p)
+										  : 0;
+	if (!n)
+		return real(p);
+	CALL((p))
+	if (rc != cudaSuccess)
+		managed_add(p, n);
+	emit_managed(tls, NVLP_CUDA_FREE, t0, dur, p, n, 0, -1, rc, NULL);
+	LEAVE
+}
+
+#define PREFETCH_WRAPPER(ID, name)                                                                 \
+	NVLP_EXPORT cudaError_t name(const void *p, size_t n, struct cudaMemLocation loc,          \
+				     unsigned flags, cudaStream_t st)                              \
+	{                                                                                          \
+		ENTER(ID, name, (p, n, loc, flags, st))                                            \
+		CALL((p, n, loc, flags, st))                                                       \
+		emit_managed(tls, NVLP_CUDA_MEM_PREFETCH_ASYNC, t0, dur, p, n, flags,              \
+			     loc_device(loc), rc, st);                                             \
+		LEAVE                                                                              \
+	}
+PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync)
+PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC_PTSZ, cudaMemPrefetchAsync_ptsz)
+
+NVLP_EXPORT cudaError_t cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice,
+				      struct cudaMemLocation loc)
+{
+	ENTER(MEM_ADVISE, cudaMemAdvise, (p, n, advice, loc))
+	CALL((p, n, advice, loc))
+	emit_managed(tls, NVLP_CUDA_MEM_ADVISE, t0, dur, p, n, (unsigned)advice, loc_device(loc), rc,
+		     NULL);
+	LEAVE
+}
+
+/* ---- peer access ------------------------------------------------------------------------------ */
+
+static void emit_peer(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t dur, int64_t dev,
+		      int peer, unsigned flags, cudaError_t rc)
+{
+	struct nvlp_rec_peer r = {
+		.fn = fn,
+		.t_enter = t0,
+		.dur = dur,
+		.tid = tls->tid,
+		.device = (uint64_t)dev,
+		.peer_device = (uint64_t)(int64_t)peer,
+		.flags = flags,
+		.rc = (uint64_t)(int64_t)rc,
+	};
+	nvlp_emit(NVLP_K_PEER, &r, NULL, 0);
+}
+
+static void set_peer(int64_t dev, int peer, unsigned char on)
+{
+	if (dev >= 0 && dev < MAX_DEV && peer >= 0 && peer < MAX_DEV)
+		atomic_store(&peer_on[dev][peer], on);
+}
+
+NVLP_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags)
+{
+	ENTER(ENABLE_PEER_ACCESS, cudaDeviceEnablePeerAccess, (peer, flags))
+	CALL((peer, flags))
+	int64_t dev = current_device();
+	if (rc == cudaSuccess || rc == cudaErrorPeerAccessAlreadyEnabled)
+		set_peer(dev, peer, 1);
+	emit_peer(tls, NVLP_CUDA_ENABLE_PEER_ACCESS, t0, dur, dev, peer, flags, rc);
+	LEAVE
+}
+
+NVLP_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peer)
+{
+	ENTER(DISABLE_PEER_ACCESS, cudaDeviceDisablePeerAccess, (peer))
+	CALL((peer))
+	int64_t dev = current_device();
+	if (rc == cudaSuccess)
+		set_peer(dev, peer, 0);
+	emit_peer(tls, NVLP_CUDA_DISABLE_PEER_ACCESS, t0, dur, dev, peer, 0, rc);
+	LEAVE
+}

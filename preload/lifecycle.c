@@ -1,0 +1,279 @@
+/* lifecycle.c: ends every trace whole: exit, _exit, signals, exec, and fork children. */
+#include <dlfcn.h>       /* dlsym */
+#include <link.h>        /* dl_iterate_phdr */
+#include <errno.h>       /* errno */
+#include <pthread.h>     /* pthread_atfork */
+#include <signal.h>      /* sigaction */
+#include <stdlib.h>      /* atexit */
+#include <sys/syscall.h> /* SYS_exit_group */
+#include <time.h>        /* nanosleep */
+#include <unistd.h>      /* execve */
+
+#include "nvlp_rt.h"
+#include "rt_internal.h"
+
+volatile int nvlp_lc_shut_state;
+/* The thread running nvlp_shutdown (a signal handler must not wait for itself). */
+static volatile pid_t shut_tid;
+
+static inline int shut_get(void)
+{
+	return __atomic_load_n(&nvlp_lc_shut_state, __ATOMIC_ACQUIRE);
+}
+static inline void shut_set(int v)
+{
+	__atomic_store_n(&nvlp_lc_shut_state, v, __ATOMIC_RELEASE);
+}
+
+/* ---- the real functions (resolved at init: a vfork child must not run dlsym) ----------------- */
+
+typedef void (*exit_fn)(int);
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+static exit_fn real__exit, real__Exit;
+static execve_fn real_execve, real_execvpe;
+static execv_fn real_execv, real_execvp;
+static fexecve_fn real_fexecve;
+
+static void resolve(void)
+{
+	real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+	real__Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+	real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
+	real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
+	real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
+	real_execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
+	real_fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+void nvlp_shutdown(unsigned reason)
+{
+	/* A vfork child shares the parent's memory: the parent's trace is not ours to end. */
+	if (nvlp_rt_in_vfork_child())
+		return;
+	int err = errno;
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&nvlp_lc_shut_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE)) {
+		/* Someone else is ending the trace (exit() racing a signal, two exiting threads):
+		 * wait a bounded time so whoever proceeds to _exit finds the file complete. */
+		for (int i = 0; i < 3000 && shut_get() == 1 && nvlp_rt_trace_open(); i++) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+		}
+		errno = err;
+		return;
+	}
+	shut_tid = (pid_t)syscall(SYS_gettid);
+	/* CUPTI flushes its buffers through the ring, so recording must still be on. */
+	if (nvlp_is_active())
+		nvlp_cupti_stop();
+	nvlp_rt_set_active(0);
+	nvlp_rt_finish(reason);
+	shut_set(2);
+	errno = err;
+}
+
+static void at_exit(void)
+{
+	nvlp_shutdown(NVLP_END_EXIT);
+}
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(unsigned long long *)data = info->dlpi_adds;
+	return 1; /* the counter is the same in every entry: stop at the first */
+}
+
+/*
+ * Handlers registered from a preloaded library's constructor run after every library destructor
+ * (ld.so's own exit handler is registered later, by __libc_start_main), and libraries dlopen'ed
+ * later register theirs later still: CUPTI's PM-sampling teardown at exit then frees through
+ * libnvperf_host's destroyed state (seen on the GPU machine: "double free or corruption").
+ * So the handler is registered again whenever the set of loaded objects grew; it is idempotent.
+ */
+static int atexit_busy; /* a flag, not a mutex: a fork child resets it (see fork_child) */
+
+void nvlp_lc_refresh_atexit(void)
+{
+	static unsigned long long seen;
+	unsigned long long adds = 0;
+	dl_iterate_phdr(count_adds, &adds);
+	if (adds == seen || __atomic_exchange_n(&atexit_busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	if (adds != seen && shut_get() == 0) {
+		seen = adds;
+		atexit(at_exit);
+	}
+	__atomic_store_n(&atexit_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Also when the library is unloaded without exit() (it is built nodelete, but be safe). */
+__attribute__((destructor)) static void lc_dtor(void)
+{
+	nvlp_shutdown(NVLP_END_EXIT);
+}
+
+/* ---- termination signals -------------------------------------------------------------------- */
+
+static const int term_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+/* Async-signal-safe: the writer thread does the work; we wait for it (bounded), then die of the
+ * same signal so the exit status is what it would have been without us. */
+static void on_term_signal(int sig)
+{
+	int err = errno;
+	if (!nvlp_rt_in_vfork_child()) {
+		if (shut_get() == 0) {
+			nvlp_rt_signal_request(sig, 3000);
+		} else if (shut_tid != (pid_t)syscall(SYS_gettid)) {
+			/* Another thread is already ending the trace (exit()): let it finish. */
+			for (int i = 0; i < 300 && shut_get() == 1; i++) {
+				struct timespec ts = {0, 10000000};
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig); /* pending until the handler returns (sig is blocked in here) */
+	errno = err;
+}
+
+void nvlp_lc_install_signals(void)
+{
+	static int done;
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (size_t i = 0; i < sizeof term_sigs / sizeof *term_sigs; i++) {
+		struct sigaction old;
+		if (sigaction(term_sigs[i], NULL, &old) < 0)
+			continue;
+		/* The application's own handler (or SIG_IGN, e.g. nohup) always wins. */
+		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue;
+		struct sigaction sa = {.sa_handler = on_term_signal, .sa_flags = SA_RESTART};
+		sigemptyset(&sa.sa_mask);
+		for (size_t j = 0; j < sizeof term_sigs / sizeof *term_sigs; j++)
+			sigaddset(&sa.sa_mask, term_sigs[j]);
+		sigaction(term_sigs[i], &sa, NULL);
+	}
+}
+
+/* ---- fork ----------------------------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	nvlp_rt_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	nvlp_rt_fork_parent();
+}
+
+/* The child (e.g. a DataLoader worker) forgets the parent's trace and records into its own file,
+ * opened lazily, only if it makes an intercepted call. */
+static void fork_child(void)
+{
+	int may_record = nvlp_rt_fork_child();
+	shut_set(0);
+	atexit_busy = 0;
+	nvlp_cupti_atfork_child();
+	if (may_record)
+		nvlp_rt_set_active(1);
+}
+
+void nvlp_lc_init(void)
+{
+	resolve();
+	if (nvlp_cfg()->disable)
+		return;
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atexit(at_exit);
+}
+
+/* ---- exported wrappers ---------------------------------------------------------------------- */
+
+NVLP_EXPORT void _exit(int status)
+{
+	nvlp_shutdown(NVLP_END_UEXIT);
+	if (real__exit)
+		real__exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+NVLP_EXPORT void _Exit(int status)
+{
+	nvlp_shutdown(NVLP_END_UEXIT);
+	if (real__Exit)
+		real__Exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+/* Before exec: end the trace (the new image starts its own file, LD_PRELOAD being inherited).
+ * Returns 1 when the trace was ended here, so a failed exec can resume recording. */
+static int before_exec(void)
+{
+	if (nvlp_cfg()->disable || nvlp_rt_in_vfork_child() || shut_get() != 0)
+		return 0;
+	nvlp_shutdown(NVLP_END_EXEC);
+	return 1;
+}
+
+static void after_failed_exec(int ended)
+{
+	if (!ended)
+		return;
+	int err = errno;
+	if (nvlp_rt_rearm()) {
+		shut_set(0);
+		nvlp_rt_set_active(1);
+	}
+	errno = err;
+}
+
+#define EXEC_WRAPPER(real, call)                                                                   \
+	do {                                                                                       \
+		if (!real) {                                                                       \
+			errno = ENOSYS;                                                            \
+			return -1;                                                                 \
+		}                                                                                  \
+		int ended_ = before_exec();                                                        \
+		int rc_ = call;                                                                    \
+		after_failed_exec(ended_);                                                         \
+		return rc_;                                                                        \
+	} while (0)
+
+NVLP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	EXEC_WRAPPER(real_execve, real_execve(path, argv, envp));
+}
+
+NVLP_EXPORT int execv(const char *path, char *const argv[])
+{
+	EXEC_WRAPPER(real_execv, real_execv(path, argv));
+}
+
+NVLP_EXPORT int execvp(const char *file, char *const argv[])
+{
+	EXEC_WRAPPER(real_execvp, real_execvp(file, argv));
+}
+
+NVLP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	EXEC_WRAPPER(real_execvpe, real_execvpe(file, argv, envp));
+}
+
+NVLP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	EXEC_WRAPPER(real_fexecve, real_fexecve(fd, argv, envp));
+}

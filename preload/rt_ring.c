@@ -1,0 +1,148 @@
+/* rt_ring.c: per-thread SPSC record rings (lock-free hot path) and their recycling registry. */
+#include <stdatomic.h> /* atomic_* */
+#include <string.h>    /* memcpy */
+#include <sys/mman.h>  /* mmap */
+
+#include "nvlp_format.h"
+#include "rt_ring.h"
+
+/* Fixed-part sizes from the one X-macro list, so the hot path needs no table from trace/. */
+static const unsigned char kind_nfields[NVLP_K_COUNT] = {
+#define NVLP_R_NF(NAME, name, blob, FIELDS) [NVLP_K_##NAME] = sizeof(struct nvlp_rec_##name) / 8,
+    NVLP_RECORD_KINDS(NVLP_R_NF)
+#undef NVLP_R_NF
+};
+
+static struct nvlp_ring *_Atomic registry;
+static _Atomic unsigned ring_count;
+_Atomic unsigned nvlp_ring_retired;
+
+unsigned nvlp_ring_nfields(unsigned kind)
+{
+	return kind < NVLP_K_COUNT ? kind_nfields[kind] : 0;
+}
+
+struct nvlp_ring *nvlp_ring_first(void)
+{
+	return atomic_load_explicit(&registry, memory_order_acquire);
+}
+
+unsigned nvlp_ring_count(void)
+{
+	return atomic_load(&ring_count);
+}
+
+struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t tid)
+{
+	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
+		int expect = NVLP_RING_FREE;
+		if (r->cap == cap &&
+		    atomic_load_explicit(&r->state, memory_order_relaxed) == expect &&
+		    atomic_compare_exchange_strong(&r->state, &expect, NVLP_RING_ACTIVE)) {
+			r->tid = tid;
+			return r;
+		}
+	}
+	/* One mapping holds the control block and the data; pages are only touched as used, so an
+	 * idle thread costs one page of memory. */
+	size_t ctl = 4096;
+	void *m = mmap(NULL, ctl + cap, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+		/* A fork child resets every ring anyway: giving it zero pages instead of sharing
+		 * them copy-on-write spares the parent a page fault (and TLB shootdown) per ring
+		 * page written after each fork, which made forks under load ~100 ms slower. Best
+		 * effort (Linux >= 4.14). */
+#ifdef MADV_WIPEONFORK
+	madvise((uint8_t *)m + ctl, cap, MADV_WIPEONFORK);
+#endif
+	struct nvlp_ring *r = m;
+	r->cap = cap;
+	r->data = (uint8_t *)m + ctl;
+	r->tid = tid;
+	atomic_store_explicit(&r->state, NVLP_RING_ACTIVE, memory_order_relaxed);
+	struct nvlp_ring *old = atomic_load_explicit(&registry, memory_order_relaxed);
+	do
+		r->next = old;
+	while (!atomic_compare_exchange_weak_explicit(&registry, &old, r, memory_order_release,
+	                                              memory_order_relaxed));
+	atomic_fetch_add(&ring_count, 1);
+	return r;
+}
+
+/* Copy into / out of the circular buffer at a free-running position, splitting at the end. */
+static inline void ring_write(struct nvlp_ring *r, uint64_t pos, const void *src, size_t n)
+{
+	uint64_t off = pos & (r->cap - 1);
+	uint64_t first = r->cap - off;
+	if (n <= first) {
+		memcpy(r->data + off, src, n);
+	} else {
+		memcpy(r->data + off, src, first);
+		memcpy(r->data, (const uint8_t *)src + first, n - first);
+	}
+}
+
+static inline void ring_read(const struct nvlp_ring *r, uint64_t pos, void *dst, size_t n)
+{
+	uint64_t off = pos & (r->cap - 1);
+	uint64_t first = r->cap - off;
+	if (n <= first) {
+		memcpy(dst, r->data + off, n);
+	} else {
+		memcpy(dst, r->data + off, first);
+		memcpy((uint8_t *)dst + first, r->data, n - first);
+	}
+}
+
+int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
+                  size_t blob_len)
+{
+	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
+	uint64_t need = 8 + fbytes + ((blob_len + 7) & ~(uint64_t)7);
+	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+	if (h - t + need > r->cap)
+		return -1;
+	uint32_t hdr[2] = {kind, (uint32_t)blob_len};
+	ring_write(r, h, hdr, 8);
+	ring_write(r, h + 8, fields, fbytes);
+	if (blob_len)
+		ring_write(r, h + 8 + fbytes, blob, blob_len);
+	atomic_store_explicit(&r->head, h + need, memory_order_release);
+	uint64_t half = r->cap / 2;
+	return (h - t < half && h + need - t >= half) ? 1 : 0;
+}
+
+uint64_t nvlp_ring_drain(struct nvlp_ring *r, nvlp_ring_sink sink, void *ctx, uint8_t *scratch)
+{
+	uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint64_t n = 0;
+	while (t < h) {
+		uint32_t hdr[2];
+		ring_read(r, t, hdr, 8);
+		uint64_t fbytes = (uint64_t)nvlp_ring_nfields(hdr[0]) * 8;
+		uint64_t blen = hdr[1];
+		ring_read(r, t + 8, scratch, fbytes + blen);
+		sink(ctx, hdr[0], scratch, blen ? scratch + fbytes : NULL, blen);
+		t += 8 + fbytes + ((blen + 7) & ~(uint64_t)7);
+		n++;
+	}
+	/* Release only after the copies: the producer may then overwrite the space. */
+	atomic_store_explicit(&r->tail, t, memory_order_release);
+	return n;
+}
+
+void nvlp_ring_reset_all(void)
+{
+	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
+		atomic_store(&r->head, 0);
+		atomic_store(&r->tail, 0);
+		atomic_store(&r->drops, 0);
+		r->drops_reported = 0;
+		atomic_store(&r->state, NVLP_RING_FREE);
+	}
+	atomic_store(&nvlp_ring_retired, 0);
+}

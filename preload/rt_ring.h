@@ -1,0 +1,62 @@
+/* rt_ring.h: per-thread single-producer/single-consumer record rings and their registry. */
+#ifndef NVLP_RT_RING_H
+#define NVLP_RT_RING_H
+
+#include <stdatomic.h> /* _Atomic */
+#include <stddef.h>    /* size_t */
+#include <stdint.h>    /* uint64_t */
+
+/* Ring life cycle. FREE rings wait for a new thread; RETIRED ones belong to an exited thread and
+ * still hold records for the writer, which returns them to FREE once drained. */
+enum { NVLP_RING_FREE = 0, NVLP_RING_ACTIVE = 1, NVLP_RING_RETIRED = 2 };
+
+/*
+ * Entry layout in the ring (8-byte units, so an entry header never straddles the wrap point):
+ *   u32 kind, u32 blob_len, then the kind's fields (u64 each), then the blob padded to 8.
+ * head and tail are free-running byte counters; the producer owns head, the consumer owns tail,
+ * and each lives on its own cache line so the two sides do not false-share.
+ */
+struct nvlp_ring {
+	_Atomic uint64_t head;
+	char pad0[56];
+	_Atomic uint64_t tail;
+	char pad1[56];
+	_Atomic uint64_t drops;  /* written by the producer only, read by the writer */
+	uint64_t drops_reported; /* writer only: value in the last DROPS record */
+	_Atomic int state;
+	uint64_t tid;           /* owner thread, for DROPS records */
+	uint64_t cap;           /* power of two */
+	struct nvlp_ring *next; /* registry link; rings are never unlinked or unmapped */
+	uint8_t *data;
+};
+
+/*! Size of the fixed part (u64 fields) of a kind, or 0 if the kind is invalid. */
+unsigned nvlp_ring_nfields(unsigned kind);
+
+/*! Take a FREE ring or map a new one (cap bytes, a power of two) and mark it ACTIVE for tid.
+ * @return the ring, or NULL when memory could not be mapped. */
+struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t tid);
+
+/*! Producer side: append one record. @return 0, 1 when the ring just crossed half full (caller
+ * should wake the consumer), -1 when there is no room (nothing written, nothing counted). */
+int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
+                  size_t blob_len);
+
+/* Consumer side. */
+typedef int (*nvlp_ring_sink)(void *ctx, unsigned kind, const void *fields, const void *blob,
+                              size_t blob_len);
+/*! Hand every published record of r to sink (in order) and release the space.
+ * scratch must hold 8 * NVLP_MAX_FIELDS + NVLP_MAX_BLOB + 8 bytes. @return records consumed. */
+uint64_t nvlp_ring_drain(struct nvlp_ring *r, nvlp_ring_sink sink, void *ctx, uint8_t *scratch);
+
+/*! First ring of the registry (iterate with ->next). */
+struct nvlp_ring *nvlp_ring_first(void);
+/*! Number of rings ever mapped (bounded if rings are recycled). */
+unsigned nvlp_ring_count(void);
+/*! Number of RETIRED rings waiting for the writer. */
+extern _Atomic unsigned nvlp_ring_retired;
+
+/*! Fork child: every ring becomes FREE and empty (their threads do not exist here). */
+void nvlp_ring_reset_all(void);
+
+#endif /* NVLP_RT_RING_H */

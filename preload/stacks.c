@@ -1,0 +1,164 @@
+/* stacks.c: call stacks of copies and managed-memory calls, deduplicated, with the modules they touch. */
+#include <dlfcn.h>    /* dlopen libunwind, dladdr */
+#include <execinfo.h> /* backtrace */
+#include <link.h>     /* dl_iterate_phdr */
+#include <pthread.h>  /* pthread_once */
+#include <stdatomic.h>
+#include <string.h>   /* strlen */
+#include <unistd.h>   /* readlink */
+
+#include "nvlp_rt.h"
+#include "../trace/nvlp_trace.h" /* nvlp_hash64 */
+
+/*
+ * A STACK record holds return addresses, innermost first, after dropping the shim's own frames;
+ * its id is the hash of the addresses, so a stack seen again costs a hash and one table probe. The
+ * first time a stack is seen, every module it touches that was not reported yet gets a MODULE
+ * record (load bias, address range, path), written before the STACK: the analyzer symbolizes
+ * offline as (address - 1 - base) in that file. Return addresses point after the call, hence -1.
+ */
+#define MAX_FRAMES 32
+#define SKIP_FRAMES 8 /* more than the shim's own depth, which is dropped by address */
+#define STACK_SLOTS 65536
+#define MODULE_SLOTS 1024
+#define PROBES 64
+
+typedef int (*unw_backtrace_fn)(void **, int);
+static unw_backtrace_fn unw_bt;
+static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
+static uintptr_t self_lo, self_hi; /* the shim's own mapped range */
+static _Atomic uint64_t stack_ids[STACK_SLOTS];
+static _Atomic uintptr_t module_bases[MODULE_SLOTS];
+
+struct module {
+	uintptr_t addr; /* in: an address; out: the module holding it */
+	uintptr_t base, lo, hi;
+	char path[4096];
+	int found;
+};
+
+static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct module *m = data;
+	(void)size;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int hit = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+		hit |= m->addr >= a && m->addr < b;
+	}
+	if (!hit)
+		return 0;
+	m->base = info->dlpi_addr;
+	m->lo = lo;
+	m->hi = hi;
+	m->found = 1;
+	const char *name = info->dlpi_name;
+	if (name && name[0]) {
+		size_t n = strlen(name);
+		n = n < sizeof m->path - 1 ? n : sizeof m->path - 1;
+		memcpy(m->path, name, n);
+		m->path[n] = 0;
+	} else {
+		/* The main program has no name here. */
+		ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
+		m->path[n > 0 ? n : 0] = 0;
+	}
+	return 1;
+}
+
+static int find_module(struct module *m, uintptr_t addr)
+{
+	m->addr = addr;
+	m->found = 0;
+	dl_iterate_phdr(module_cb, m);
+	return m->found;
+}
+
+/* At first use, not at load: dlopen from a hook is safe, from our constructor it is not. */
+static void pick_unwinder(void)
+{
+	static struct module self;
+	if (find_module(&self, (uintptr_t)&pick_unwinder)) {
+		self_lo = self.lo;
+		self_hi = self.hi;
+	}
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		unw_bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
+}
+
+/* glibc's backtrace() dlopens libgcc_s on its first call: do that at load, not inside a hook
+ * that may run while the dynamic loader's lock is held. */
+__attribute__((constructor)) static void warm_up(void)
+{
+	nvlp_init();
+	if (nvlp_cfg()->stacks && !nvlp_cfg()->disable) {
+		void *f[2];
+		backtrace(f, 2);
+	}
+}
+
+/* @return 1 if v was added to the set now, 0 if it was there (or the set is full: -1). */
+static int set_add(_Atomic uint64_t *set, unsigned nslots, uint64_t v)
+{
+	unsigned i = (unsigned)(v * 0x9e3779b97f4a7c15ull >> 40) & (nslots - 1);
+	for (int n = 0; n < PROBES; n++, i = (i + 1) & (nslots - 1)) {
+		uint64_t cur = atomic_load_explicit(&set[i], memory_order_acquire);
+		if (cur == v)
+			return 0;
+		if (!cur) {
+			if (atomic_compare_exchange_strong(&set[i], &cur, v))
+				return 1;
+			if (cur == v)
+				return 0;
+		}
+	}
+	return -1;
+}
+
+static void report_modules(const uint64_t *pc, int n)
+{
+	static __thread struct module m; /* 4 KiB: kept off the job's stack */
+	for (int i = 0; i < n; i++) {
+		if (!find_module(&m, (uintptr_t)pc[i]))
+			continue;
+		if (set_add((_Atomic uint64_t *)module_bases, MODULE_SLOTS, m.base ? m.base : 1) == 0)
+			continue;
+		struct nvlp_rec_module r = {.base = m.base, .start = m.lo, .end = m.hi};
+		nvlp_emit(NVLP_K_MODULE, &r, m.path, strlen(m.path));
+	}
+}
+
+uint64_t nvlp_stack_capture(void)
+{
+	if (!nvlp_cfg()->stacks)
+		return 0;
+	pthread_once(&pick_once, pick_unwinder);
+	void *raw[MAX_FRAMES + SKIP_FRAMES];
+	int n = unw_bt ? unw_bt(raw, MAX_FRAMES + SKIP_FRAMES)
+		       : backtrace(raw, MAX_FRAMES + SKIP_FRAMES);
+	int skip = 0;
+	while (skip < n && (uintptr_t)raw[skip] >= self_lo && (uintptr_t)raw[skip] < self_hi)
+		skip++;
+	uint64_t pc[MAX_FRAMES];
+	int k = 0;
+	for (int i = skip; i < n && k < MAX_FRAMES; i++)
+		pc[k++] = (uintptr_t)raw[i];
+	if (!k)
+		return 0;
+	uint64_t id = nvlp_hash64(pc, (size_t)k * sizeof pc[0], 0x737461636bull);
+	id = id ? id : 1;
+	if (set_add(stack_ids, STACK_SLOTS, id) == 0)
+		return id;
+	/* New (or the set is full: writing it again is harmless, the analyzer keys by id). */
+	report_modules(pc, k);
+	struct nvlp_rec_stack r = {.id = id};
+	nvlp_emit(NVLP_K_STACK, &r, pc, (size_t)k * sizeof pc[0]);
+	return id;
+}

@@ -1,0 +1,362 @@
+/* fake_cupti.c: fake libcupti.so.13 (default) or, with -DFAKE_LIBCUDA, libcuda.so.1 for tests. */
+/*
+ * libcupti: activity records use the real CUDA 13.0 layouts (CUpti_ActivityKernel10, ...) and are
+ * laid out back to back, each sizeof(struct) long, so cuptiActivityGetNextRecord walks them by kind
+ * like the real one. Records are produced on cuptiActivityFlushAll for the kinds enabled at that
+ * moment, through whichever buffer callbacks are registered (last registration wins, as in CUPTI).
+ * Test controls: fake_cupti_generate(kind, n), fake_cupti_enabled(kind),
+ * fake_cupti_finalize_calls(), fake_cupti_hold_buffer(). Env: FAKE_CUPTI_VERSION (cuptiGetVersion),
+ * FAKE_CUPTI_NO_TS_CB=1 (refuse timestamp callbacks), FAKE_CUPTI_DROPPED=n (report n dropped
+ * records once).
+ *
+ * libcuda: cuInit loads CUDA_INJECTION64_PATH and calls its InitializeInjection, as the driver
+ * does; two devices, one context.
+ */
+#include <dlfcn.h>  /* dlopen */
+#include <stdint.h> /* uint64_t */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* getenv */
+#include <string.h> /* memset */
+#include <time.h>   /* clock_gettime */
+
+#ifdef FAKE_LIBCUDA
+
+typedef struct {
+	unsigned char bytes[16];
+} fake_uuid;
+static int inited;
+int cuInit(unsigned flags)
+{
+	(void)flags;
+	if (inited++)
+		return 0;
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	if (inj && *inj) {
+		void *h = dlopen(inj, RTLD_NOW);
+		int (*f)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+		if (f)
+			f();
+	}
+	return 0;
+}
+int cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return 0;
+}
+int cuCtxGetCurrent(void **ctx)
+{
+	*ctx = inited ? (void *)0x1000 : NULL;
+	return 0;
+}
+int cuStreamGetCtx(void *stream, void **ctx)
+{
+	(void)stream;
+	*ctx = (void *)0x1000;
+	return 0;
+}
+int cuCtxGetDevice(int *dev)
+{
+	*dev = 0;
+	return 0;
+}
+int cuDeviceGetCount(int *n)
+{
+	*n = 2;
+	return 0;
+}
+int cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	*v = attr == 33 ? 0x18 + dev : 0;
+	return 0;
+}
+int cuDeviceGetUuid_v2(fake_uuid *u, int dev)
+{
+	for (int i = 0; i < 16; i++)
+		u->bytes[i] = (unsigned char)(0xa0 + dev * 16 + i);
+	return 0;
+}
+int cuDeviceGetPCIBusId(char *buf, int len, int dev)
+{
+	snprintf(buf, (size_t)len, "00000000:%02X:00.0", 0x18 + dev);
+	return 0;
+}
+
+#else /* libcupti */
+
+#include <cupti.h>
+
+static CUpti_BuffersCallbackRequestFunc req_cb;
+static CUpti_BuffersCallbackCompleteFunc comp_cb;
+static CUpti_TimestampCallbackFunc ts_cb;
+static unsigned char enabled[CUPTI_ACTIVITY_KIND_COUNT];
+static int pending[CUPTI_ACTIVITY_KIND_COUNT];
+static int finalize_calls, dropped_reported;
+static uint64_t serial;
+
+void fake_cupti_generate(int kind, int n)
+{
+	pending[kind] += n;
+}
+int fake_cupti_enabled(int kind)
+{
+	return enabled[kind];
+}
+int fake_cupti_finalize_calls(void)
+{
+	return finalize_calls;
+}
+/* Request a buffer now and fill it at the next flush (a buffer in flight across a change of
+ * callbacks, as CUPTI holds one while records accumulate). */
+static uint8_t *held;
+static size_t held_size;
+void fake_cupti_hold_buffer(void)
+{
+	size_t max = 0;
+	if (req_cb && !held)
+		req_cb(&held, &held_size, &max);
+}
+
+static size_t rec_size(int kind)
+{
+	switch (kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		return sizeof(CUpti_ActivityKernel10);
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		return sizeof(CUpti_ActivityMemcpyPtoP4);
+	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
+		return sizeof(CUpti_ActivityUnifiedMemoryCounter3);
+	case CUPTI_ACTIVITY_KIND_NVLINK:
+		return sizeof(CUpti_ActivityNvLink4);
+	case CUPTI_ACTIVITY_KIND_DEVICE:
+		return sizeof(CUpti_ActivityDevice5);
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+		return sizeof(CUpti_ActivityAPI);
+	default:
+		return 0;
+	}
+}
+
+static uint64_t now_ts(void)
+{
+	if (ts_cb)
+		return ts_cb();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *const kernel_names[2] = {"ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                            "gemm_bf16_128x128"};
+
+static void fill(uint8_t *p, int kind, uint64_t i)
+{
+	uint64_t t = now_ts();
+	switch (kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+		CUpti_ActivityKernel10 *k = (void *)p;
+		k->start = t, k->end = t + 1000 + i;
+		k->deviceId = (uint32_t)(i % 2), k->contextId = 1, k->streamId = 7;
+		k->correlationId = (uint32_t)i + 1;
+		k->gridX = 4, k->gridY = 1, k->gridZ = 1, k->blockX = 256, k->blockY = 1,
+		k->blockZ = 1;
+		k->name = kernel_names[i % 2];
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		CUpti_ActivityMemcpy6 *m = (void *)p;
+		m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, m->srcKind = 3, m->dstKind = 2;
+		m->bytes = 1 << 20, m->start = t, m->end = t + 5000;
+		m->deviceId = 1, m->contextId = 1, m->streamId = 7, m->correlationId = (uint32_t)i;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+		CUpti_ActivityMemcpyPtoP4 *m = (void *)p;
+		m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, m->srcKind = 3, m->dstKind = 3;
+		m->bytes = 256 << 20, m->start = t, m->end = t + 700000;
+		m->deviceId = 0, m->srcDeviceId = 0, m->dstDeviceId = 1, m->streamId = 7;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
+		CUpti_ActivityUnifiedMemoryCounter3 *u = (void *)p;
+		u->counterKind = (CUpti_ActivityUnifiedMemoryCounterKind)(1 + i % 8);
+		u->value = 65536, u->start = t, u->end = t + 2000,
+		u->address = 0x7f0000000000 + i * 65536;
+		u->srcId = 0, u->dstId = 1, u->streamId = 7, u->processId = 42;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_NVLINK: {
+		CUpti_ActivityNvLink4 *n = (void *)p;
+		n->nvlinkVersion = 4, n->typeDev0 = CUPTI_DEV_TYPE_GPU,
+		n->typeDev1 = CUPTI_DEV_TYPE_GPU;
+		for (int b = 0; b < 16; b++) {
+			n->idDev0.uuidDev.bytes[b] = (char)(0xa0 + b);
+			n->idDev1.uuidDev.bytes[b] = (char)(0xb0 + b);
+		}
+		memset(n->portDev0, -1, sizeof n->portDev0);
+		memset(n->portDev1, -1, sizeof n->portDev1);
+		n->portDev0[0] = 0, n->portDev0[1] = 5, n->portDev1[0] = 3;
+		n->physicalNvLinkCount = 18, n->bandwidth = 26562500000ull,
+		n->nvswitchConnected = 1;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_DEVICE: {
+		CUpti_ActivityDevice5 *d = (void *)p;
+		d->id = (uint32_t)(i % 2);
+		for (int b = 0; b < 16; b++)
+			d->uuid.bytes[b] = (char)(0xa0 + (i % 2) * 16 + b);
+		d->name = "Fake H200";
+		d->numMultiprocessors = 132, d->globalMemorySize = 141ull << 30;
+		d->computeCapabilityMajor = 9, d->computeCapabilityMinor = 0;
+		break;
+	}
+	default: {
+		CUpti_ActivityAPI *a = (void *)p;
+		a->start = t, a->end = t + 100, a->correlationId = (uint32_t)i;
+		break;
+	}
+	}
+}
+
+CUptiResult cuptiGetVersion(uint32_t *v)
+{
+	const char *e = getenv("FAKE_CUPTI_VERSION");
+	*v = e ? (uint32_t)strtoul(e, NULL, 10) : CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
+{
+	*s = r == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "FAKE_CUPTI_ERROR";
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                           CUpti_BuffersCallbackCompleteFunc c)
+{
+	req_cb = r, comp_cb = c;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
+{
+	if (!rec_size((int)k) && k != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	enabled[k] = 1;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
+{
+	enabled[k] = 0;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityEnableContext(CUcontext c, CUpti_ActivityKind k)
+{
+	(void)c;
+	return cuptiActivityEnable(k);
+}
+CUptiResult cuptiActivityDisableContext(CUcontext c, CUpti_ActivityKind k)
+{
+	(void)c;
+	return cuptiActivityDisable(k);
+}
+CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	uint8_t *p = *rec ? (uint8_t *)*rec + rec_size((int)(*rec)->kind) : buf;
+	if (p + sizeof(CUpti_Activity) > buf + valid || !rec_size((int)((CUpti_Activity *)p)->kind))
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*rec = (CUpti_Activity *)p;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	(void)flag;
+	if (!req_cb || !comp_cb)
+		return CUPTI_SUCCESS;
+	uint8_t *buf = held;
+	size_t size = held_size, max = 0, used = 0;
+	held = NULL;
+	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++) {
+		for (; pending[k] > 0; pending[k]--) {
+			if (!enabled[k])
+				continue; /* a disabled kind produces nothing */
+			size_t sz = rec_size(k);
+			if (buf && used + sz > size) {
+				comp_cb(NULL, 0, buf, size, used);
+				buf = NULL;
+			}
+			if (!buf) {
+				req_cb(&buf, &size, &max);
+				used = 0;
+				if (!buf || size < sz)
+					return CUPTI_ERROR_OUT_OF_MEMORY;
+			}
+			memset(buf + used, 0, sz);
+			((CUpti_Activity *)(buf + used))->kind = (CUpti_ActivityKind)k;
+			fill(buf + used, k, serial++);
+			used += sz;
+		}
+	}
+	if (buf)
+		comp_cb(NULL, 0, buf, size, used);
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *n)
+{
+	(void)c, (void)s;
+	const char *e = getenv("FAKE_CUPTI_DROPPED");
+	*n = (e && !dropped_reported++) ? strtoul(e, NULL, 10) : 0;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetTimestamp(uint64_t *t)
+{
+	*t = now_ts();
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
+{
+	if (getenv("FAKE_CUPTI_NO_TS_CB"))
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	ts_cb = f;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityConfigureUnifiedMemoryCounter(CUpti_ActivityUnifiedMemoryCounterConfig *c,
+                                                       uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (c[i].scope != CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE)
+			return CUPTI_ERROR_INVALID_PARAMETER;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t per_thread, uint32_t *id)
+{
+	(void)c;
+	*id = per_thread ? 3 : (uint32_t)(((uintptr_t)s >> 4) & 0xffff) + 7;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *dev)
+{
+	(void)c;
+	*dev = 0;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiFinalize(void)
+{
+	finalize_calls++;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *d)
+{
+	(void)f, (void)d;
+	*s = (CUpti_SubscriberHandle)0x1;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
+{
+	(void)s;
+	return CUPTI_SUCCESS;
+}
+
+#endif

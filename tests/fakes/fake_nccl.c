@@ -1,0 +1,415 @@
+/* fake_nccl.c: a CPU-only libnccl.so.2 (strong pnccl*, weak nccl* aliases like the real one), for shim tests. */
+#include <errno.h>   /* errno */
+#include <fcntl.h>   /* open */
+#include <stdint.h>  /* uint32_t */
+#include <stdlib.h>  /* calloc, getenv */
+#include <string.h>  /* memset */
+#include <unistd.h>  /* read */
+
+#include <nccl.h>
+
+#include "fake.h"
+
+/* ncclX is a weak alias of the strong pncclX, as in the real library: a shim must find pncclX. */
+#define ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name)));
+
+#define COMM_MAGIC 0x6e63636cu
+#define RET(rc)                                                                                    \
+	do {                                                                                       \
+		errno = FAKE_ERRNO_SENTINEL;                                                       \
+		return (rc);                                                                       \
+	} while (0)
+
+struct ncclComm {
+	uint32_t magic;
+	int nranks, rank, device;
+	int pending; /* non-blocking init still "in progress" for this many async-error polls */
+};
+
+static int forced_rc = -1;
+static __thread int group_depth;
+
+__attribute__((constructor)) static void fake_init(void)
+{
+	const char *s = getenv("FAKE_NCCL_RC");
+	if (s && *s)
+		forced_rc = atoi(s);
+}
+
+void fake_nccl_set_rc(int rc) { forced_rc = rc; }
+
+static int valid(const struct ncclComm *c) { return c && c->magic == COMM_MAGIC; }
+
+static ncclResult_t new_comm(ncclComm_t *out, int nranks, int rank, int dev, ncclConfig_t *cfg)
+{
+	if (!out || nranks < 1 || rank < 0 || rank >= nranks)
+		return ncclInvalidArgument;
+	struct ncclComm *c = calloc(1, sizeof *c);
+	if (!c)
+		return ncclSystemError;
+	c->magic = COMM_MAGIC;
+	c->nranks = nranks;
+	c->rank = rank;
+	c->device = dev;
+	c->pending = (cfg && cfg->blocking == 0) ? 2 : 0;
+	*out = c;
+	return c->pending ? ncclInProgress : ncclSuccess;
+}
+
+static int cur_device(void)
+{
+	int d = 0;
+	cudaGetDevice(&d);
+	return d;
+}
+
+/* Collectives, point-to-point and group calls share one check. */
+static ncclResult_t op_rc(ncclComm_t comm)
+{
+	if (forced_rc >= 0)
+		return (ncclResult_t)forced_rc;
+	return valid(comm) ? ncclSuccess : ncclInvalidArgument;
+}
+
+ncclResult_t pncclGetVersion(int *version)
+{
+	*version = NCCL_VERSION_CODE;
+	RET(ncclSuccess);
+}
+ALIAS(ncclGetVersion)
+
+ncclResult_t pncclGetUniqueId(ncclUniqueId *id)
+{
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, id->internal, sizeof id->internal) : -1;
+	if (fd >= 0)
+		close(fd);
+	RET(n == (ssize_t)sizeof id->internal ? ncclSuccess : ncclSystemError);
+}
+ALIAS(ncclGetUniqueId)
+
+const char *pncclGetErrorString(ncclResult_t r)
+{
+	static const char *s[] = {"no error", "unhandled cuda error", "unhandled system error",
+				  "internal error", "invalid argument", "invalid usage",
+				  "remote process exited or there was a network error",
+				  "NCCL operation in progress"};
+	return (unsigned)r < sizeof s / sizeof *s ? s[r] : "unknown result code";
+}
+ALIAS(ncclGetErrorString)
+
+const char *pncclGetLastError(ncclComm_t comm)
+{
+	(void)comm;
+	return "";
+}
+ALIAS(ncclGetLastError)
+
+ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+				     ncclConfig_t *config)
+{
+	(void)id;
+	RET(new_comm(comm, nranks, rank, cur_device(), config));
+}
+ALIAS(ncclCommInitRankConfig)
+
+ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+	(void)id;
+	RET(new_comm(comm, nranks, rank, cur_device(), NULL));
+}
+ALIAS(ncclCommInitRank)
+
+ncclResult_t pncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nId,
+				       ncclUniqueId *ids, ncclConfig_t *config)
+{
+	if (nId < 1 || !ids)
+		RET(ncclInvalidArgument);
+	RET(new_comm(comm, nranks, rank, cur_device(), config));
+}
+ALIAS(ncclCommInitRankScalable)
+
+ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+	if (!comms || ndev < 1)
+		RET(ncclInvalidArgument);
+	for (int i = 0; i < ndev; i++) {
+		ncclResult_t r = new_comm(&comms[i], ndev, i, devlist ? devlist[i] : i, NULL);
+		if (r != ncclSuccess)
+			RET(r);
+	}
+	RET(ncclSuccess);
+}
+ALIAS(ncclCommInitAll)
+
+/* Every rank of the parent keeps its place: the fake has no way to learn the other ranks' colors. */
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+			    ncclConfig_t *config)
+{
+	(void)key;
+	if (!valid(comm) || !newcomm)
+		RET(ncclInvalidArgument);
+	if (color == NCCL_SPLIT_NOCOLOR) {
+		*newcomm = NULL;
+		RET(ncclSuccess);
+	}
+	RET(new_comm(newcomm, comm->nranks, comm->rank, comm->device, config));
+}
+ALIAS(ncclCommSplit)
+
+ncclResult_t pncclCommShrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm,
+			     ncclConfig_t *config, int flags)
+{
+	(void)flags;
+	if (!valid(comm) || !newcomm || nexclude < 0 || nexclude >= comm->nranks)
+		RET(ncclInvalidArgument);
+	int below = 0;
+	for (int i = 0; i < nexclude; i++) {
+		if (exclude[i] == comm->rank) {
+			*newcomm = NULL;
+			RET(ncclSuccess);
+		}
+		below += exclude[i] < comm->rank;
+	}
+	RET(new_comm(newcomm, comm->nranks - nexclude, comm->rank - below, comm->device, config));
+}
+ALIAS(ncclCommShrink)
+
+ncclResult_t pncclCommFinalize(ncclComm_t comm) { RET(valid(comm) ? ncclSuccess : ncclInvalidArgument); }
+ALIAS(ncclCommFinalize)
+
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int flags)
+{
+	RET(valid(comm) && flags == 0 ? ncclSuccess : ncclInvalidArgument);
+}
+ALIAS(ncclCommRevoke)
+
+/* Freed for real, so malloc may hand the same address to the next communicator. */
+static ncclResult_t free_comm(ncclComm_t comm)
+{
+	if (!valid(comm))
+		return ncclInvalidArgument;
+	comm->magic = 0;
+	free(comm);
+	return ncclSuccess;
+}
+ncclResult_t pncclCommDestroy(ncclComm_t comm) { RET(free_comm(comm)); }
+ALIAS(ncclCommDestroy)
+ncclResult_t pncclCommAbort(ncclComm_t comm) { RET(free_comm(comm)); }
+ALIAS(ncclCommAbort)
+
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
+{
+	if (!valid(comm) || !err)
+		RET(ncclInvalidArgument);
+	if (comm->pending > 0)
+		comm->pending--;
+	*err = comm->pending ? ncclInProgress : ncclSuccess;
+	RET(ncclSuccess);
+}
+ALIAS(ncclCommGetAsyncError)
+
+/* Queries fail with ncclInProgress until a non-blocking init completes. */
+#define QUERY(fn, field)                                                                           \
+	ncclResult_t p##fn(const ncclComm_t comm, int *out)                                        \
+	{                                                                                          \
+		if (!valid(comm) || !out)                                                          \
+			RET(ncclInvalidArgument);                                                  \
+		if (comm->pending)                                                                 \
+			RET(ncclInProgress);                                                       \
+		*out = comm->field;                                                                \
+		RET(ncclSuccess);                                                                  \
+	}                                                                                          \
+	ALIAS(fn)
+QUERY(ncclCommCount, nranks)
+QUERY(ncclCommCuDevice, device)
+QUERY(ncclCommUserRank, rank)
+
+ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle)
+{
+	if (!valid(comm) || !handle || !size)
+		RET(ncclInvalidArgument);
+	*handle = (char *)buff + 1;
+	RET(ncclSuccess);
+}
+ALIAS(ncclCommRegister)
+
+ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle)
+{
+	RET(valid(comm) && handle ? ncclSuccess : ncclInvalidArgument);
+}
+ALIAS(ncclCommDeregister)
+
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
+				     int flags)
+{
+	(void)flags;
+	if (!valid(comm) || !win || !size)
+		RET(ncclInvalidArgument);
+	*win = (ncclWindow_t)((char *)buff + 2);
+	RET(ncclSuccess);
+}
+ALIAS(ncclCommWindowRegister)
+
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+	RET(valid(comm) && win ? ncclSuccess : ncclInvalidArgument);
+}
+ALIAS(ncclCommWindowDeregister)
+
+ncclResult_t pncclMemAlloc(void **ptr, size_t size)
+{
+	if (!ptr || !size)
+		RET(ncclInvalidArgument);
+	*ptr = malloc(size);
+	RET(*ptr ? ncclSuccess : ncclSystemError);
+}
+ALIAS(ncclMemAlloc)
+
+ncclResult_t pncclMemFree(void *ptr)
+{
+	free(ptr);
+	RET(ncclSuccess);
+}
+ALIAS(ncclMemFree)
+
+ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t dt,
+				       ncclScalarResidence_t res, ncclComm_t comm)
+{
+	(void)scalar, (void)dt, (void)res;
+	if (!valid(comm) || !op)
+		RET(ncclInvalidArgument);
+	*op = (ncclRedOp_t)ncclNumOps;
+	RET(ncclSuccess);
+}
+ALIAS(ncclRedOpCreatePreMulSum)
+
+ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
+{
+	RET(valid(comm) && op >= ncclNumOps ? ncclSuccess : ncclInvalidArgument);
+}
+ALIAS(ncclRedOpDestroy)
+
+ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t o,
+			    ncclComm_t comm, cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclAllReduce)
+
+ncclResult_t pncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, int root,
+			    ncclComm_t comm, cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)root, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclBroadcast)
+
+ncclResult_t pncclBcast(void *b, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+			cudaStream_t st)
+{
+	(void)b, (void)n, (void)t, (void)root, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclBcast)
+
+ncclResult_t pncclReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t o,
+			 int root, ncclComm_t comm, cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)o, (void)root, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclReduce)
+
+ncclResult_t pncclAllGather(const void *s, void *r, size_t n, ncclDataType_t t, ncclComm_t comm,
+			    cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclAllGather)
+
+ncclResult_t pncclReduceScatter(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t o,
+				ncclComm_t comm, cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclReduceScatter)
+
+ncclResult_t pncclAlltoAll(const void *s, void *r, size_t n, ncclDataType_t t, ncclComm_t comm,
+			   cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclAlltoAll)
+
+ncclResult_t pncclGather(const void *s, void *r, size_t n, ncclDataType_t t, int root,
+			 ncclComm_t comm, cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)root, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclGather)
+
+ncclResult_t pncclScatter(const void *s, void *r, size_t n, ncclDataType_t t, int root,
+			  ncclComm_t comm, cudaStream_t st)
+{
+	(void)s, (void)r, (void)n, (void)t, (void)root, (void)st;
+	RET(op_rc(comm));
+}
+ALIAS(ncclScatter)
+
+ncclResult_t pncclSend(const void *s, size_t n, ncclDataType_t t, int peer, ncclComm_t comm,
+		       cudaStream_t st)
+{
+	(void)s, (void)n, (void)t, (void)st;
+	if (forced_rc < 0 && valid(comm) && (peer < 0 || peer >= comm->nranks))
+		RET(ncclInvalidArgument);
+	RET(op_rc(comm));
+}
+ALIAS(ncclSend)
+
+ncclResult_t pncclRecv(void *r, size_t n, ncclDataType_t t, int peer, ncclComm_t comm,
+		       cudaStream_t st)
+{
+	(void)r, (void)n, (void)t, (void)st;
+	if (forced_rc < 0 && valid(comm) && (peer < 0 || peer >= comm->nranks))
+		RET(ncclInvalidArgument);
+	RET(op_rc(comm));
+}
+ALIAS(ncclRecv)
+
+ncclResult_t pncclGroupStart(void)
+{
+	if (forced_rc >= 0)
+		RET((ncclResult_t)forced_rc);
+	group_depth++;
+	RET(ncclSuccess);
+}
+ALIAS(ncclGroupStart)
+
+ncclResult_t pncclGroupEnd(void)
+{
+	if (forced_rc >= 0)
+		RET((ncclResult_t)forced_rc);
+	if (group_depth == 0)
+		RET(ncclInvalidUsage);
+	group_depth--;
+	RET(ncclSuccess);
+}
+ALIAS(ncclGroupEnd)
+
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *info)
+{
+	if (forced_rc >= 0)
+		RET((ncclResult_t)forced_rc);
+	if (!info || group_depth == 0)
+		RET(ncclInvalidUsage);
+	info->estimatedTime = 1.5f;
+	group_depth--;
+	RET(ncclSuccess);
+}
+ALIAS(ncclGroupSimulateEnd)

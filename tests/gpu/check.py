@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""check.py: assertions on real-GPU traces (run by tests/gpu/run_gpu.sh); prints PASS:/FAIL: lines.
+
+Reads traces only through the stable interfaces: `nvlprof dump --json` and `nvlprof report --json`.
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+
+NV = os.environ.get("NVLPROF", "build/nvlprof")
+failed = 0
+
+
+def check(cond, name, detail=""):
+    global failed
+    if cond:
+        print(f"PASS: {name}" + (f" ({detail})" if detail else ""), flush=True)
+    else:
+        failed += 1
+        print(f"FAIL: {name}" + (f": {detail}" if detail else ""), flush=True)
+
+
+def dump(d):
+    out = subprocess.run([NV, "dump", "--json", d], capture_output=True, text=True)
+    recs = []
+    for line in out.stdout.splitlines():
+        if line.strip():
+            recs.append(json.loads(line))
+    return recs
+
+
+def report(d):
+    out = subprocess.run([NV, "report", "--json", d], capture_output=True, text=True)
+    try:
+        return json.loads(out.stdout)
+    except Exception as e:  # noqa
+        print(out.stdout[-2000:], out.stderr[-2000:])
+        return {}
+
+
+def finding_ids(rep, severities=("warning", "critical")):
+    return sorted({f["id"] for f in rep.get("findings", []) if f.get("severity") in severities})
+
+
+def losses(path):
+    with open(path) as f:
+        return json.load(f)["losses"]
+
+
+def cmd_ddp(d, base_json, prof_json):
+    recs = dump(d)
+    check(losses(base_json) == losses(prof_json), "ddp: losses identical with and without nvlprof",
+          f"{len(losses(base_json))} losses")
+    ar = [r for r in recs if r.get("kind") == "nccl" and r.get("name") == "ncclAllReduce"]
+    by_rank = collections.defaultdict(list)
+    for r in ar:
+        by_rank[r["rank"]].append(r)
+    check(sorted(by_rank) == [0, 1], "ddp: AllReduce records from both ranks", str({k: len(v) for k, v in by_rank.items()}))
+    if sorted(by_rank) == [0, 1]:
+        c0 = {r["comm"] for r in by_rank[0]}
+        c1 = {r["comm"] for r in by_rank[1]}
+        check(c0 == c1 and len(c0) >= 1, "ddp: AllReduce comm hashes equal on both ranks", f"{sorted(c0)} vs {sorted(c1)}")
+        s0 = sorted((r["comm"], r["seq"]) for r in by_rank[0])
+        s1 = sorted((r["comm"], r["seq"]) for r in by_rank[1])
+        check(s0 == s1 and len(s0) >= 30, "ddp: AllReduce (comm, seq) sets match across ranks", f"{len(s0)} vs {len(s1)}")
+        b0 = {(r["comm"], r["seq"]): r["bytes"] for r in by_rank[0]}
+        b1 = {(r["comm"], r["seq"]): r["bytes"] for r in by_rank[1]}
+        check(b0 == b1, "ddp: matched AllReduces have equal bytes on both ranks")
+        check(all(r["nranks"] == 2 for r in ar), "ddp: nranks == 2 on every AllReduce")
+    cp = [r for r in recs if r.get("kind") == "copy" and r.get("src_device") == 0 and r.get("dst_device") == 1]
+    check(len(cp) >= 1, "ddp: tensor.to('cuda:1') recorded as a copy 0 -> 1",
+          f"{len(cp)} copies, first {cp[0]['name'] if cp else '-'} {cp[0]['bytes'] if cp else 0} bytes")
+    kern = [r for r in recs if r.get("kind") == "kernel"]
+    nccl_k = [r for r in kern if "nccl" in str(r.get("name", "")).lower()]
+    check(len(nccl_k) >= len(ar) * 0.9 and len(nccl_k) > 0, "ddp: NCCL kernels recorded by CUPTI", f"{len(nccl_k)} nccl kernels, {len(kern)} kernels, {len(ar)} allreduce calls")
+    rep = report(d)
+    return recs, rep
+
+
+def num(v):
+    if isinstance(v, str):
+        return int(v, 16) if v.startswith("0x") else int(v)
+    return int(v or 0)
+
+
+def link_totals(recs):
+    """bytes per (device, counter) summed over LINKSAMPLE records."""
+    tot = collections.defaultdict(int)
+    for r in recs:
+        if r.get("kind") == "linksample":
+            for k in ("nvl_tx", "nvl_rx", "nvl_tx_user", "nvl_rx_user", "pcie_rd", "pcie_wr"):
+                tot[(r["device"], k)] += num(r.get(k, 0))
+    return tot
+
+
+def payload(logf):
+    """bytes that crossed: the printed payload plus the one warm-up copy of each phase."""
+    import re
+    tot = 0
+    for line in open(logf):
+        m = re.search(r"payload (\d+) bytes \((\d+) x (\d+)\)", line)
+        if m:
+            tot += int(m.group(1)) + int(m.group(3))
+    return tot
+
+
+def cmd_p2p(d_on, log_on, d_off, log_off):
+    for d, logf, peer in ((d_on, log_on, True), (d_off, log_off, False)):
+        recs = dump(d)
+        pay = payload(logf)
+        tot = link_totals(recs)
+        tag = "peer enabled" if peer else "peer not enabled"
+        check(pay > 0, f"p2p {tag}: program reported its payload", f"{pay} bytes")
+        nvl = tot[(0, "nvl_tx_user")]
+        pcie = tot[(0, "pcie_rd")] + tot[(0, "pcie_wr")]
+        gc = [r for r in recs if r.get("kind") == "gpucopy"]
+        kinds = collections.Counter(num(r["copy_kind"]) for r in gc)
+        if peer:
+            check(pay and abs(nvl - pay) <= 0.02 * pay, f"p2p {tag}: GPU0 NVLink tx user bytes within 2% of payload",
+                  f"nvl_tx_user {nvl:.4g} vs payload {pay:.4g} ({(nvl / pay - 1) * 100 if pay else 0:+.2f}%)")
+            check(pcie < 0.02 * pay, f"p2p {tag}: GPU0 PCIe bytes near zero", f"{pcie:.4g}")
+            check(kinds.get(10, 0) > 0, f"p2p {tag}: CUPTI shows peer-to-peer copies (PTOP)", str(dict(kinds)))
+        else:
+            check(pay and pcie >= pay, f"p2p {tag}: GPU0 PCIe bytes at least the payload", f"pcie {pcie:.4g} vs payload {pay:.4g}")
+            check(nvl < 0.02 * pay, f"p2p {tag}: GPU0 NVLink bytes near zero", f"{nvl:.4g}")
+            check(kinds.get(1, 0) > 0 and kinds.get(2, 0) > 0,
+                  f"p2p {tag}: copy records show staging through host (HTOD + DTOH)", str(dict(kinds)))
+
+
+def cmd_flip(d_ok, d_fb):
+    shares = []
+    for d in (d_ok, d_fb):
+        tot = link_totals(dump(d))
+        nvl = sum(v for (dev, k), v in tot.items() if k in ("nvl_tx", "nvl_rx"))
+        pcie = sum(v for (dev, k), v in tot.items() if k in ("pcie_rd", "pcie_wr"))
+        shares.append((nvl / (nvl + pcie) if nvl + pcie else -1, nvl, pcie))
+    check(shares[0][0] > 0.5 and 0 <= shares[1][0] < 0.5, "ddp: NVLink share of link bytes flips with NCCL_P2P_DISABLE=1",
+          f"default {shares[0][0]:.2f} (nvl {shares[0][1]:.3g} pcie {shares[0][2]:.3g}), P2P off {shares[1][0]:.2f} "
+          f"(nvl {shares[1][1]:.3g} pcie {shares[1][2]:.3g})")
+    rep = report(d_ok)
+    colls = rep.get("collectives", [])
+    ar = [c for c in colls if "AllReduce" in str(c.get("name", c.get("fn", "")))]
+    check(ar and all(c.get("time_source") == "gpu" for c in ar), "ddp: every AllReduce has a GPU time",
+          json.dumps(ar)[:300])
+
+
+def cmd_diff(path):
+    try:
+        d = json.load(open(path))
+    except Exception as e:  # noqa
+        check(False, "diff: --json output parses", str(e))
+        return
+    text = json.dumps(d)
+    check("pcie_fallback" in text, "diff: names pcie_fallback", text[:300])
+    check("NCCL_P2P_DISABLE" in text, "diff: names NCCL_P2P_DISABLE among the env differences")
+
+
+def cmd_uma(d_thrash, d_adv):
+    res = []
+    for d in (d_thrash, d_adv):
+        recs = dump(d)
+        allocs = [(num(r["ptr"]), num(r["bytes"])) for r in recs if r.get("kind") == "managed" and r.get("name") == "cudaMallocManaged"]
+        um = [r for r in recs if r.get("kind") == "um"]
+        inside = [r for r in um if any(p <= num(r["address"]) < p + n for p, n in allocs)]
+        migr = [r for r in um if str(r.get("name", "")).lower().startswith("bytes") or num(r.get("counter", 0)) in (1, 2, 8)]
+        res.append((len(allocs), len(um), len(inside), len(migr), recs))
+    n_alloc, n_um, n_in, n_migr, recs = res[0]
+    check(n_alloc >= 1, "uma: managed allocation recorded", f"{n_alloc}")
+    stk = [r for r in recs if r.get("kind") == "managed" and r.get("name") == "cudaMallocManaged" and num(r.get("stack", 0))]
+    check(len(stk) >= 1, "uma: managed allocation has a call stack")
+    check(n_um > 0 and n_in >= 0.95 * n_um, "uma: unified-memory records fall inside the managed allocation", f"{n_in}/{n_um}")
+    check(res[1][3] * 4 <= n_migr, "uma: advise/prefetch shows far fewer migrations", f"thrash {n_migr}, advised {res[1][3]}")
+
+
+def cmd_torchprof(d, prefix):
+    import glob
+    files = glob.glob(prefix + ".rank*.json")
+    nk = 0
+    for f in files:
+        try:
+            ev = json.load(open(f)).get("traceEvents", [])
+            nk += sum(1 for e in ev if e.get("cat") == "kernel")
+        except Exception:  # noqa
+            pass
+    check(len(files) == 2 and nk > 0, "torch.profiler: its trace is complete with GPU kernels", f"{len(files)} files, {nk} kernel events")
+    recs = dump(d)
+    kern = [r for r in recs if r.get("kind") == "kernel"]
+    ar = [r for r in recs if r.get("kind") == "nccl" and r.get("name") == "ncclAllReduce"]
+    nccl_k = [r for r in kern if "nccl" in str(r.get("name", "")).lower()]
+    check(len(nccl_k) >= 0.9 * len(ar) and ar, "torch.profiler: nvlprof still received every NCCL kernel",
+          f"{len(nccl_k)} nccl kernels for {len(ar)} AllReduce calls")
+    ends = [r for r in recs if r.get("kind") == "end"]
+    check(len(ends) == 2, "torch.profiler: both nvlprof traces complete", f"{len(ends)} END records")
+
+
+def cmd_overhead(logdir):
+    import glob
+    def med(kind):
+        vals = []
+        for f in sorted(glob.glob(f"{logdir}/ovh_{kind}_*.json")):
+            vals.append(json.load(open(f))["median_ms"])
+        return vals
+    b, p, a = med("base"), med("prof"), med("api")
+    import statistics as st
+    if not b or not p:
+        check(False, "overhead: runs produced timings")
+        return
+    rb, rp = st.median(b), st.median(p)
+    ra = st.median(a) if a else float("nan")
+    print(f"overhead: base {b} prof {p} api-only {a}")
+    check(rp <= rb * 1.02, "overhead: everything on within 2% of step time", f"base {rb:.3f} ms, nvlprof {rp:.3f} ms ({(rp / rb - 1) * 100:+.2f}%)")
+    check(ra <= rb * 1.01, "overhead: API capture within 1% of step time", f"base {rb:.3f} ms, api-only {ra:.3f} ms ({(ra / rb - 1) * 100:+.2f}%)")
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "ddp":
+        cmd_ddp(*sys.argv[2:5])
+    elif cmd == "findings":
+        # findings DIR EXPECTED_WARNING_IDS(comma list or -) [rank=N]
+        d, want = sys.argv[2], sys.argv[3]
+        rep = report(d)
+        got = finding_ids(rep)
+        want_l = [] if want == "-" else want.split(",")
+        check(set(want_l) <= set(got), f"report {os.path.basename(d)}: flags {want_l or 'nothing'}", f"got {got}")
+        extra = set(got) - set(want_l) - {"collection_gaps"}
+        check(not extra, f"report {os.path.basename(d)}: no other warning findings", f"extra {sorted(extra)}")
+        for kv in sys.argv[4:]:
+            fid, _, rank = kv.partition("@rank=")
+            fs = [f for f in rep.get("findings", []) if f["id"] == fid]
+            ranks = {str(f.get("evidence", {}).get("rank")) for f in fs}
+            check(ranks == {rank}, f"report {os.path.basename(d)}: {fid} names exactly rank {rank}", f"got {sorted(ranks)}")
+    elif cmd in ("p2p", "flip", "diff", "uma", "torchprof", "overhead"):
+        globals()["cmd_" + cmd](*sys.argv[2:])
+    else:
+        sys.exit(f"unknown check {cmd}")
+    print(f"gpu checks: {failed} failed", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

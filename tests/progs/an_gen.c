@@ -1,0 +1,692 @@
+/* an_gen.c: deterministic synthetic job traces (DDP-like steps) with scenario options, for analyzer
+ * tests and bench. */
+#include <dlfcn.h>    /* dladdr */
+#include <errno.h>    /* errno */
+#include <getopt.h>   /* getopt_long */
+#include <stdint.h>   /* uint64_t */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* calloc */
+#include <string.h>   /* memset */
+#include <sys/stat.h> /* mkdir */
+#include <unistd.h>   /* readlink */
+
+#include "nvlp_trace.h"
+
+struct an_gen_opts {
+	const char *dir;
+	int ranks, hosts, steps;
+	int64_t clock_err_ns; /* realtime anchor error of hosts > 0 */
+	int late_rank;        /* -1 none */
+	double late_ms;
+	int kill_rank;           /* -1 none: that rank dies before the last collective */
+	double hang_ms;          /* how long the others then wait before they are stopped */
+	int fallback;            /* NCCL_P2P_DISABLE=1: slow collectives over PCIe */
+	int env_only;            /* env says P2P off, traffic still on NVLink (counters disagree) */
+	int staged, peer;        /* cross-device copies without / with peer access */
+	int thrash, um_once;     /* managed memory ping-pong / one clean migration */
+	int no_gpu;              /* no CUPTI records at all */
+	int no_links, no_topo;   /* no LINKSAMPLE / no NVLINK records */
+	int exposed;             /* collectives issued after compute: nothing hides them */
+	int cupti_stream0;       /* NCCL records without a CUPTI stream id */
+	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
+	int quiet;
+};
+
+#define MS 1000000ull
+#define US 1000ull
+#define MIB (1024ull * 1024ull)
+#define COMM_HASH 0x5eed0c0117ec7ull
+#define REAL0 1790000000000000000ull
+#define NCCL_STREAM 13
+#define COMP_STREAM 7
+
+/* Ops per step: fn, bytes, host offset from the step start, group id (0 = none). */
+static const struct op {
+	unsigned fn;
+	uint64_t bytes;
+	uint64_t at;
+	int group;
+	const char *kname;
+} step_ops[] = {
+    {NVLP_NCCL_ALL_REDUCE, 64 * MIB, 4000 * US, 0, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL128"},
+    {NVLP_NCCL_ALL_REDUCE, 64 * MIB, 6000 * US, 0, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL128"},
+    {NVLP_NCCL_ALL_REDUCE, 256 * 1024, 8000 * US, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"},
+    {NVLP_NCCL_ALL_REDUCE, 4 * MIB, 8050 * US, 1, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
+    {NVLP_NCCL_ALL_REDUCE, 4 * MIB, 8050 * US, 1, NULL},
+};
+#define NOPS (sizeof step_ops / sizeof step_ops[0])
+
+/* The function whose address stands for the allocation site in uma_thrashing stacks. */
+__attribute__((noinline)) int an_gen_alloc_site(int n)
+{
+	volatile int x = 0;
+	for (int i = 0; i < n; i++)
+		x += i;
+	return x;
+}
+
+struct pend { /* a GPU record held back: CUPTI delivers after the API records */
+	unsigned kind;
+	uint64_t f[NVLP_MAX_FIELDS];
+};
+
+struct grank {
+	nvlp_writer *w;
+	int rank, host, dev, dead, signaled;
+	uint64_t mono0;
+	uint64_t comm_free; /* true time the comm stream is free */
+	uint64_t seq, call_id, records;
+	struct pend *p;
+	size_t np, cap;
+	double *nvl, *pcie; /* per-ms link buckets */
+	size_t nb;
+};
+
+static uint64_t lcg_state;
+static uint64_t rnd(uint64_t n) /* deterministic jitter */
+{
+	lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+	return n ? (lcg_state >> 33) % n : 0;
+}
+
+static void add(struct grank *g, unsigned kind, const void *f, const void *blob, size_t len)
+{
+	if (g->dead)
+		return;
+	nvlp_writer_add(g->w, kind, f, blob, len);
+	g->records++;
+	if (nvlp_writer_pending(g->w) > 48 * 1024)
+		nvlp_writer_flush(g->w);
+}
+
+static void defer(struct grank *g, unsigned kind, const void *f, size_t size)
+{
+	if (g->np == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 64;
+		g->p = realloc(g->p, g->cap * sizeof *g->p);
+	}
+	g->p[g->np].kind = kind;
+	memcpy(g->p[g->np].f, f, size);
+	g->np++;
+}
+
+static void flush_deferred(struct grank *g)
+{
+	for (size_t i = 0; i < g->np; i++)
+		add(g, g->p[i].kind, g->p[i].f, NULL, 0);
+	g->np = 0;
+}
+
+static void kernel(struct grank *g, const struct an_gen_opts *o, uint64_t s, uint64_t e,
+                   uint64_t stream, uint64_t name, int nccl)
+{
+	if (o->no_gpu)
+		return;
+	struct nvlp_rec_kernel k = {.start = g->mono0 + s,
+	                            .dur = e - s,
+	                            .device = (uint64_t)g->dev,
+	                            .context = 1,
+	                            .stream = stream,
+	                            .name = name,
+	                            .grid_x = 24,
+	                            .grid_y = 1,
+	                            .grid_z = 1,
+	                            .block_x = 256,
+	                            .block_y = 1,
+	                            .block_z = 1,
+	                            .flags = nccl ? 1 : 0};
+	defer(g, NVLP_K_KERNEL, &k, sizeof k);
+}
+
+static void grow_buckets(struct grank *g, size_t i)
+{
+	if (i < g->nb)
+		return;
+	size_t nb = g->nb ? g->nb * 2 : 1024;
+	while (nb <= i)
+		nb *= 2;
+	g->nvl = realloc(g->nvl, nb * sizeof *g->nvl);
+	g->pcie = realloc(g->pcie, nb * sizeof *g->pcie);
+	memset(g->nvl + g->nb, 0, (nb - g->nb) * sizeof *g->nvl);
+	memset(g->pcie + g->nb, 0, (nb - g->nb) * sizeof *g->pcie);
+	g->nb = nb;
+}
+
+/* Spread bytes over [s, e) into the 1 ms NVLink or PCIe buckets. */
+static void traffic_to(struct grank *g, int pcie, uint64_t s, uint64_t e, double bytes)
+{
+	if (e <= s)
+		return;
+	grow_buckets(g, (e - 1) / MS);
+	double *b = pcie ? g->pcie : g->nvl;
+	for (uint64_t t = s; t < e;) {
+		size_t i = t / MS;
+		uint64_t end = (i + 1) * MS < e ? (i + 1) * MS : e;
+		b[i] += bytes * (double)(end - t) / (double)(e - s);
+		t = end;
+	}
+}
+
+static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, int depth,
+                     int nranks, uint64_t seq, const struct an_gen_opts *o)
+{
+	struct nvlp_rec_nccl n = {.fn = fn,
+	                          .t_enter = g->mono0 + t,
+	                          .dur = 6 * US,
+	                          .tid = 100 + (uint64_t)g->rank,
+	                          .device = (uint64_t)g->dev,
+	                          .stream = 0x7f0000001000ull,
+	                          .cupti_stream = o->cupti_stream0 ? 0 : NCCL_STREAM,
+	                          .count = bytes / 2,
+	                          .dtype = 9,
+	                          .bytes = bytes,
+	                          .op = 0,
+	                          .peer = (uint64_t)-1,
+	                          .group_depth = (uint64_t)depth,
+	                          .comm = COMM_HASH,
+	                          .rank = (uint64_t)g->rank,
+	                          .nranks = (uint64_t)nranks,
+	                          .seq = seq,
+	                          .call_id = ++g->call_id};
+	if (fn == NVLP_NCCL_GROUP_START || fn == NVLP_NCCL_GROUP_END) {
+		n.bytes = n.count = 0;
+		n.comm = 0;
+		n.rank = n.nranks = 0;
+		n.seq = 0;
+		n.dur = 1 * US;
+	}
+	add(g, NVLP_K_NCCL, &n, NULL, 0);
+}
+
+/* Kernel name string ids. */
+enum { S_FWD = 1, S_BWD, S_OPT, S_BCAST, S_K0 };
+
+int an_gen_run(const struct an_gen_opts *o);
+int an_gen_run(const struct an_gen_opts *o)
+{
+	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts;
+	struct grank *G = calloc((size_t)n, sizeof *G);
+	if (!G)
+		return -1;
+	char tmp[512];
+	snprintf(tmp, sizeof tmp, "%s", o->dir);
+	for (char *p = tmp + 1; *p; p++) /* mkdir -p */
+		if (*p == '/') {
+			*p = 0;
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	mkdir(tmp, 0755);
+	lcg_state = 42;
+	int steps = o->steps;
+	if (o->target_records)
+		steps = (int)(o->target_records / (o->no_links ? 15 : 25)) + 1;
+	double busbw = o->fallback ? 20e9 : 360e9; /* bytes/s */
+	for (int r = 0; r < n; r++) {
+		struct grank *g = &G[r];
+		g->rank = r;
+		g->host = r / per_host;
+		g->dev = r % per_host;
+		g->mono0 = 1000000ull * MS + (uint64_t)g->host * 777777ull * MS;
+		char hdr[1024], path[512];
+		snprintf(hdr, sizeof hdr,
+		         "format=1\nversion=test\nhost=node%d\npid=%d\nppid=1\nrank=%d\nlocal_rank="
+		         "%d\nworld_size=%d\n"
+		         "cmdline=python3 train.py\nenv.NCCL_DEBUG=WARN\n%s",
+		         g->host, 4000 + r, r, g->dev, n,
+		         o->fallback || o->env_only ? "env.NCCL_P2P_DISABLE=1\n" : "");
+		snprintf(path, sizeof path, "%s/node%d-%d.nvlp", o->dir, g->host, 4000 + r);
+		uint64_t real0 = REAL0 + (g->host ? (uint64_t)o->clock_err_ns : 0);
+		g->w = nvlp_writer_open(path, hdr, g->mono0, real0);
+		if (!g->w) {
+			fprintf(stderr, "an_gen: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		/* strings, topology, device, notes */
+		static const char *const names[] = {
+		    NULL, "sm90_xmma_gemm_bf16_fwd", "sm90_xmma_gemm_bf16_bwd",
+		    "multi_tensor_apply_kernel_adam", "ncclDevKernel_Broadcast_RING_LL"};
+		for (unsigned i = 1; i < sizeof names / sizeof names[0]; i++) {
+			struct nvlp_rec_string s = {.id = i};
+			add(g, NVLP_K_STRING, &s, names[i], strlen(names[i]));
+		}
+		for (unsigned i = 0; i < NOPS; i++)
+			if (step_ops[i].kname) {
+				struct nvlp_rec_string s = {.id = S_K0 + i};
+				add(g, NVLP_K_STRING, &s, step_ops[i].kname,
+				    strlen(step_ops[i].kname));
+			}
+		if (o->no_gpu) {
+			struct nvlp_rec_note nt = {.code = NVLP_NOTE_CUPTI_UNAVAILABLE,
+			                           .t = g->mono0,
+			                           .device = (uint64_t)-1};
+			const char *m = "CUPTI not loaded: libcupti.so.13 not found";
+			add(g, NVLP_K_NOTE, &nt, m, strlen(m));
+		} else {
+			if (!o->no_topo) {
+				struct nvlp_rec_nvlink l = {.version = 4,
+				                            .type0 = 1,
+				                            .type1 = 1,
+				                            .dev0 = 0,
+				                            .dev1 = 1,
+				                            .bandwidth = 849960000,
+				                            .links = 18} /* as H200 reports it */;
+				add(g, NVLP_K_NVLINK, &l, NULL, 0);
+			}
+			struct nvlp_rec_device d = {
+			    .device = (uint64_t)g->dev, .sm_count = 132, .cc_major = 9};
+			add(g, NVLP_K_DEVICE, &d, "NVIDIA H200", 11);
+			struct nvlp_rec_note nt = {
+			    .code = NVLP_NOTE_ACTIVITY_ON, .t = g->mono0, .device = (uint64_t)-1};
+			add(g, NVLP_K_NOTE, &nt, "kernel, memcpy activity on", 26);
+			if (o->no_links) {
+				struct nvlp_rec_note n2 = {.code =
+				                               NVLP_NOTE_PM_SAMPLING_UNAVAILABLE,
+				                           .t = g->mono0,
+				                           .device = (uint64_t)g->dev};
+				const char *m =
+				    "PM sampling needs root (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)";
+				add(g, NVLP_K_NOTE, &n2, m, strlen(m));
+			}
+		}
+	}
+	uint64_t seq = 0;
+	/* setup: a broadcast of the parameters */
+	{
+		uint64_t arr = 500 * US, end = 0;
+		for (int r = 0; r < n; r++) {
+			nccl_rec(&G[r], NVLP_NCCL_BROADCAST, arr + r * 10 * US, 16 * MIB, 0, n, seq,
+			         o);
+			if (arr + r * 10 * US + 10 * US > end)
+				end = arr + r * 10 * US + 10 * US;
+		}
+		end += (uint64_t)(16.0 * MIB / busbw * 1e9) + 8 * US;
+		for (int r = 0; r < n; r++) {
+			kernel(&G[r], o, arr + r * 10 * US + 10 * US, end, NCCL_STREAM, S_BCAST, 1);
+			G[r].comm_free = end;
+		}
+		seq++;
+	}
+	/* cross-device copies and managed memory on rank 0, during setup */
+	struct grank *g0 = &G[0];
+	if (o->staged || o->peer) {
+		uint64_t t = 1 * MS;
+		for (int i = 0; i < 8; i++) {
+			uint64_t bytes = 32 * MIB;
+			double bw = o->staged ? 34e9 : 390e9;
+			uint64_t d = (uint64_t)((double)bytes / bw * 1e9);
+			struct nvlp_rec_copy c = {.fn = o->staged ? NVLP_CUDA_MEMCPY_PEER
+			                                          : NVLP_CUDA_MEMCPY_ASYNC,
+			                          .t_enter = g0->mono0 + t,
+			                          .dur = o->staged ? d : 8 * US,
+			                          .tid = 100,
+			                          .device = 0,
+			                          .src_device = 0,
+			                          .dst_device = 1,
+			                          .bytes = bytes,
+			                          .copy_kind = 3,
+			                          .cupti_stream = COMP_STREAM,
+			                          .peer_enabled = o->staged ? 0 : 1,
+			                          .call_id = 900 + (uint64_t)i};
+			add(g0, NVLP_K_COPY, &c, NULL, 0);
+			if (!o->no_gpu) {
+				if (o->staged) {
+					struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
+					                             .dur = d / 2,
+					                             .copy_kind = 2,
+					                             .device = 0,
+					                             .src_device = 0,
+					                             .dst_device = (uint64_t)-1,
+					                             .bytes = bytes,
+					                             .stream = COMP_STREAM};
+					struct nvlp_rec_gpucopy b = {.start = g0->mono0 + t + d / 2,
+					                             .dur = d / 2,
+					                             .copy_kind = 1,
+					                             .device = 1,
+					                             .src_device = (uint64_t)-1,
+					                             .dst_device = 1,
+					                             .bytes = bytes,
+					                             .stream = COMP_STREAM};
+					defer(g0, NVLP_K_GPUCOPY, &a, sizeof a);
+					defer(g0, NVLP_K_GPUCOPY, &b, sizeof b);
+				} else {
+					struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
+					                             .dur = d,
+					                             .copy_kind = 10,
+					                             .device = 0,
+					                             .src_device = 0,
+					                             .dst_device = 1,
+					                             .bytes = bytes,
+					                             .stream = COMP_STREAM};
+					defer(g0, NVLP_K_GPUCOPY, &a, sizeof a);
+				}
+			}
+			t += d + 20 * US;
+		}
+	}
+	uint64_t um_ptr = 0x7f3000000000ull, um_bytes = 64 * MIB;
+	if (o->thrash || o->um_once) {
+		Dl_info di;
+		uint64_t pc = (uint64_t)(uintptr_t)&an_gen_alloc_site + 4;
+		if (dladdr((void *)&an_gen_alloc_site, &di) && di.dli_fbase) {
+			char exe[512];
+			ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+			exe[l > 0 ? l : 0] = 0;
+			struct nvlp_rec_module m = {.base = (uint64_t)(uintptr_t)di.dli_fbase,
+			                            .start = (uint64_t)(uintptr_t)di.dli_fbase,
+			                            .end = (uint64_t)(uintptr_t)di.dli_fbase +
+			                                   64 * MIB};
+			add(g0, NVLP_K_MODULE, &m, exe, strlen(exe));
+		}
+		uint64_t pcs[3] = {pc, 0x100, 0x200};
+		struct nvlp_rec_stack st = {.id = 7};
+		add(g0, NVLP_K_STACK, &st, pcs, sizeof pcs);
+		struct nvlp_rec_managed m = {.fn = NVLP_CUDA_MALLOC_MANAGED,
+		                             .t_enter = g0->mono0 + 2 * MS,
+		                             .dur = 50 * US,
+		                             .tid = 100,
+		                             .device = 0,
+		                             .ptr = um_ptr,
+		                             .bytes = um_bytes,
+		                             .flags = 1,
+		                             .target = (uint64_t)-1,
+		                             .stack = 7};
+		add(g0, NVLP_K_MANAGED, &m, NULL, 0);
+		if (o->um_once) {
+			struct nvlp_rec_managed p = m;
+			p.fn = NVLP_CUDA_MEM_PREFETCH_ASYNC;
+			p.t_enter += 100 * US;
+			p.target = 0;
+			p.stack = 0;
+			add(g0, NVLP_K_MANAGED, &p, NULL, 0);
+			if (!o->no_gpu) {
+				struct nvlp_rec_um u = {.counter = 1,
+				                        .start = g0->mono0 + 2200 * US,
+				                        .dur = 300 * US,
+				                        .address = um_ptr,
+				                        .value = um_bytes,
+				                        .src = (uint64_t)-1,
+				                        .dst = 0};
+				defer(g0, NVLP_K_UM, &u, sizeof u);
+			}
+		}
+	}
+
+	uint64_t t0 = 20 * MS; /* first step */
+	double f2 = 1;         /* AllReduce busbw factor 2(n-1)/n */
+	f2 = 2.0 * (n - 1) / n;
+	for (int s = 0; s < steps; s++) {
+		int last_step = s == steps - 1;
+		/* compute: forward, backward on the compute stream */
+		for (int r = 0; r < n; r++) {
+			struct grank *g = &G[r];
+			uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
+			kernel(g, o, t0 + d, t0 + d + 3 * MS, COMP_STREAM, S_FWD, 0);
+			kernel(g, o, t0 + d + 3 * MS + 5 * US, t0 + d + 8 * MS, COMP_STREAM, S_BWD,
+			       0);
+		}
+		uint64_t comm_end[64] = {0};
+		int killed_now = 0;
+		for (unsigned i = 0; i < NOPS; i++) {
+			const struct op *op = &step_ops[i];
+			if (op->group && i > 0 && step_ops[i - 1].group == op->group)
+				continue; /* handled with its group's first op */
+			unsigned nin = 1;
+			while (op->group && i + nin < NOPS && step_ops[i + nin].group == op->group)
+				nin++;
+			uint64_t at =
+			    op->at + (o->exposed && i < 2 ? 8100 * US - op->at + i * 10 * US : 0);
+			int last_coll = last_step && i + nin >= NOPS;
+			uint64_t launch[64], mx = 0;
+			uint64_t bytes = 0;
+			for (unsigned k = 0; k < nin; k++)
+				bytes += step_ops[i + k].bytes;
+			for (int r = 0; r < n; r++) {
+				struct grank *g = &G[r];
+				uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
+				uint64_t arr = t0 + at + d + rnd(30) * US;
+				if (last_coll && r == o->kill_rank) {
+					/* dies here: whatever it has written stays, no END */
+					flush_deferred(g);
+					nvlp_writer_flush(g->w);
+					g->dead = 1;
+					killed_now = 1;
+					launch[r] = 0;
+					continue;
+				}
+				if (op->group)
+					nccl_rec(g, NVLP_NCCL_GROUP_START, arr - 2 * US, 0, 0, n, 0,
+					         o);
+				for (unsigned k = 0; k < nin; k++)
+					nccl_rec(g, step_ops[i + k].fn, arr + k * US,
+					         step_ops[i + k].bytes, op->group ? 1 : 0, n,
+					         seq + k, o);
+				if (op->group)
+					nccl_rec(g, NVLP_NCCL_GROUP_END, arr + nin * US + US, 0, 0,
+					         n, 0, o);
+				launch[r] = arr + nin * US + 10 * US;
+				if (launch[r] < g->comm_free)
+					launch[r] = g->comm_free;
+				if (launch[r] > mx)
+					mx = launch[r];
+			}
+			seq += nin;
+			if (killed_now) /* the survivors' kernels never complete: no KERNEL records
+			                 */
+				continue;
+			uint64_t xfer = (uint64_t)((double)bytes * f2 / busbw * 1e9) + 8 * US;
+			uint64_t end = mx + xfer;
+			for (int r = 0; r < n; r++) {
+				struct grank *g = &G[r];
+				kernel(g, o, launch[r], end, NCCL_STREAM, S_K0 + i, 1);
+				g->comm_free = end;
+				comm_end[r] = end;
+				double moved = (double)bytes * f2;
+				if (o->fallback) {
+					traffic_to(g, 1, mx, end, moved);
+					traffic_to(g, 0, mx, end, moved * 0.001);
+				} else
+					traffic_to(g, 0, mx, end, moved);
+			}
+		}
+		/* managed memory ping-pong, one migration per step */
+		if (o->thrash && s < 40 && !o->no_gpu) {
+			static const int dsts[3] = {0, 1, -1};
+			int dst = dsts[s % 3];
+			struct nvlp_rec_um u = {.counter = dst < 0 ? 2u : (s % 3 == 1 ? 8u : 1u),
+			                        .start = g0->mono0 + t0 + 100 * US,
+			                        .dur = 150 * US,
+			                        .address = um_ptr + (uint64_t)(s % 16) * 2 * MIB,
+			                        .value = 2 * MIB,
+			                        .src = (uint64_t)(dst < 0 ? 1 : -1),
+			                        .dst = (uint64_t)dst};
+			defer(g0, NVLP_K_UM, &u, sizeof u);
+			struct nvlp_rec_um f = {.counter = 4,
+			                        .start = g0->mono0 + t0 + 80 * US,
+			                        .dur = 20 * US,
+			                        .address = u.address,
+			                        .value = 32,
+			                        .dst = 0};
+			defer(g0, NVLP_K_UM, &f, sizeof f);
+		}
+		if (killed_now) {
+			/* the survivors wait in the last collective until they are killed 2 s later
+			 */
+			for (int r = 0; r < n; r++) {
+				struct grank *g = &G[r];
+				if (g->dead)
+					continue;
+				flush_deferred(g);
+				g->signaled = 1;
+			}
+			t0 += (uint64_t)(o->hang_ms * MS);
+			break;
+		}
+		/* optimizer after the gradients arrived; the step ends when every rank is done */
+		uint64_t step_end = 0;
+		for (int r = 0; r < n; r++) {
+			uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
+			uint64_t os = t0 + d + 8200 * US;
+			if (comm_end[r] > os)
+				os = comm_end[r] + 5 * US;
+			kernel(&G[r], o, os, os + 1300 * US, COMP_STREAM, S_OPT, 0);
+			if (os + 1300 * US > step_end)
+				step_end = os + 1300 * US;
+		}
+		/* the previous step's GPU records arrive now, after this step's API records */
+		for (int r = 0; r < n; r++)
+			flush_deferred(&G[r]);
+		t0 = step_end + 100 * US;
+	}
+	for (int r = 0; r < n; r++) {
+		struct grank *g = &G[r];
+		if (g->dead == 1) {
+			nvlp_writer_close(g->w);
+			continue;
+		}
+		flush_deferred(g);
+		if (!o->no_gpu && !o->no_links) {
+			size_t nb = (t0 / MS) < g->nb ? t0 / MS : g->nb;
+			for (size_t i = 0; i < nb; i++) {
+				struct nvlp_rec_linksample l = {.device = (uint64_t)g->dev,
+				                                .source = 1,
+				                                .start = g->mono0 + i * MS,
+				                                .dur = MS};
+				l.nvl_tx = l.nvl_rx = (uint64_t)(g->nvl[i] / 2);
+				l.nvl_tx_user = l.nvl_tx;
+				l.nvl_rx_user = l.nvl_rx;
+				l.pcie_rd = 16384 + (uint64_t)(g->pcie[i] / 2);
+				l.pcie_wr = 16384 + (uint64_t)(g->pcie[i] / 2);
+				add(g, NVLP_K_LINKSAMPLE, &l, NULL, 0);
+			}
+		}
+		struct nvlp_rec_end e = {.t = g->mono0 + t0,
+		                         .records = g->records,
+		                         .reason = g->signaled ? NVLP_END_SIGNAL : NVLP_END_EXIT};
+		add(g, NVLP_K_END, &e, NULL, 0);
+		nvlp_writer_close(g->w);
+	}
+	for (int r = 0; r < n; r++) {
+		free(G[r].p);
+		free(G[r].nvl);
+		free(G[r].pcie);
+	}
+	free(G);
+	return 0;
+}
+
+void an_gen_defaults(struct an_gen_opts *o);
+void an_gen_defaults(struct an_gen_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->ranks = 2;
+	o->hosts = 1;
+	o->steps = 40;
+	o->late_rank = -1;
+	o->late_ms = 2;
+	o->kill_rank = -1;
+	o->hang_ms = 2000;
+}
+
+#ifndef AN_GEN_NO_MAIN
+static void usage(void)
+{
+	fprintf(stderr, "usage: an_gen -o DIR [--ranks N] [--hosts H] [--steps S] [--clock-err-ms "
+	                "X] [--late-rank R]\n"
+	                "       [--late-ms M] [--kill-rank R] [--fallback] [--env-only] [--staged] "
+	                "[--peer] [--thrash]\n"
+	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
+	                "[--cupti-stream0] [--records N]\n"
+	                "       [--hang-ms MS]\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct an_gen_opts o;
+	an_gen_defaults(&o);
+	static const struct option lo[] = {
+	    {"ranks", 1, 0, 'n'},        {"hosts", 1, 0, 'H'},     {"steps", 1, 0, 's'},
+	    {"clock-err-ms", 1, 0, 'c'}, {"late-rank", 1, 0, 'l'}, {"late-ms", 1, 0, 'L'},
+	    {"kill-rank", 1, 0, 'k'},    {"fallback", 0, 0, 'F'},  {"env-only", 0, 0, 'E'},
+	    {"staged", 0, 0, 'S'},       {"peer", 0, 0, 'P'},      {"thrash", 0, 0, 'T'},
+	    {"um-once", 0, 0, 'U'},      {"no-gpu", 0, 0, 'G'},    {"no-links", 0, 0, 'K'},
+	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},   {"cupti-stream0", 0, 0, 'Z'},
+	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},   {0, 0, 0, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o.dir = optarg;
+			break;
+		case 'n':
+			o.ranks = atoi(optarg);
+			break;
+		case 'H':
+			o.hosts = atoi(optarg);
+			break;
+		case 's':
+			o.steps = atoi(optarg);
+			break;
+		case 'c':
+			o.clock_err_ns = (int64_t)(atof(optarg) * 1e6);
+			break;
+		case 'l':
+			o.late_rank = atoi(optarg);
+			break;
+		case 'L':
+			o.late_ms = atof(optarg);
+			break;
+		case 'k':
+			o.kill_rank = atoi(optarg);
+			break;
+		case 'F':
+			o.fallback = 1;
+			break;
+		case 'E':
+			o.env_only = 1;
+			break;
+		case 'S':
+			o.staged = 1;
+			break;
+		case 'P':
+			o.peer = 1;
+			break;
+		case 'T':
+			o.thrash = 1;
+			break;
+		case 'U':
+			o.um_once = 1;
+			break;
+		case 'G':
+			o.no_gpu = 1;
+			break;
+		case 'K':
+			o.no_links = 1;
+			break;
+		case 'O':
+			o.no_topo = 1;
+			break;
+		case 'X':
+			o.exposed = 1;
+			break;
+		case 'Z':
+			o.cupti_stream0 = 1;
+			break;
+		case 'r':
+			o.target_records = strtoull(optarg, NULL, 10);
+			break;
+		case 'W':
+			o.hang_ms = atof(optarg);
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!o.dir || o.ranks < 1 || o.ranks > 64 || o.hosts < 1 || o.hosts > o.ranks) {
+		usage();
+		return 2;
+	}
+	return an_gen_run(&o) ? 1 : 0;
+}
+#endif

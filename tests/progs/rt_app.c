@@ -1,0 +1,225 @@
+/* rt_app.c: a job that calls (fake) NCCL in the ways the runtime's lifecycle tests need. */
+#include <dlfcn.h>     /* dlopen */
+#include <errno.h>     /* errno */
+#include <pthread.h>   /* pthread_create */
+#include <signal.h>    /* sigaction */
+#include <stdatomic.h> /* atomic_long */
+#include <stdio.h>     /* printf */
+#include <stdlib.h>    /* atoi, exit */
+#include <string.h>    /* strcmp */
+#include <sys/wait.h>  /* waitpid */
+#include <time.h>      /* nanosleep */
+#include <unistd.h>    /* fork, execv, _exit */
+
+#include <nccl.h>
+
+static ncclComm_t comm;
+static atomic_long calls; /* ncclAllReduce calls made */
+static atomic_int stop;   /* ask worker threads to finish */
+static volatile sig_atomic_t got_term;
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+static void init_comm(void)
+{
+	ncclUniqueId id;
+	if (ncclGetUniqueId(&id) != ncclSuccess ||
+	    ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
+		fprintf(stderr, "rt_app: fake NCCL init failed\n");
+		exit(90);
+	}
+}
+
+static void allreduce(void)
+{
+	if (ncclAllReduce(NULL, NULL, 1024, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess) {
+		fprintf(stderr, "rt_app: ncclAllReduce failed\n");
+		exit(91);
+	}
+	atomic_fetch_add(&calls, 1);
+}
+
+/* Worker: n calls (or until stop when n < 0). */
+static void *worker(void *arg)
+{
+	long n = (long)arg;
+	for (long i = 0; n < 0 ? !atomic_load(&stop) : i < n; i++)
+		allreduce();
+	return NULL;
+}
+
+/* Paced worker: emits until stop, resting 1 ms every 50 calls (the machine has 2 cores; eight
+ * spinning threads would starve the forked children of CPU rather than test anything). */
+static void *paced_worker(void *arg)
+{
+	(void)arg;
+	for (long i = 0; !atomic_load(&stop); i++) {
+		allreduce();
+		if (i % 50 == 0)
+			sleep_ms(1);
+	}
+	return NULL;
+}
+
+static void *exit_after(void *arg)
+{
+	sleep_ms((long)arg);
+	exit(7);
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	got_term = 1;
+}
+
+static long vm_size_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmSize: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: rt_app MODE [ARGS]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	long a = argc > 2 ? atol(argv[2]) : 0, b = argc > 3 ? atol(argv[3]) : 0;
+	init_comm();
+
+	if (!strcmp(mode, "calls")) { /* calls N: N calls, return from main */
+		worker((void *)a);
+		printf("calls=%ld\n", atomic_load(&calls));
+		return 0;
+	}
+	if (!strcmp(mode, "exit-thread")) { /* exit(7) from a non-main thread while 4 emit */
+		pthread_t t[4], e;
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, worker, (void *)-1L);
+		pthread_create(&e, NULL, exit_after, (void *)300L);
+		worker((void *)-1L);
+		return 1;
+	}
+	if (!strcmp(mode, "loop")) { /* calls until killed; prints ready after the first */
+		for (long i = 0;; i++) {
+			allreduce();
+			if (i == 0) {
+				printf("ready\n");
+				fflush(stdout);
+			}
+			if (i % 100 == 0)
+				sleep_ms(1);
+		}
+	}
+	if (!strcmp(mode, "handler")) { /* the app's own SIGTERM handler must run */
+		struct sigaction sa = {.sa_handler = on_term};
+		sigaction(SIGTERM, &sa, NULL);
+		allreduce();
+		printf("ready\n");
+		fflush(stdout);
+		while (!got_term) {
+			allreduce();
+			sleep_ms(1);
+		}
+		printf("app handler ran\n");
+		return 0;
+	}
+	if (!strcmp(mode, "uexit")) { /* uexit N STATUS: N calls then _exit(STATUS) */
+		worker((void *)a);
+		_exit((int)b);
+	}
+	if (!strcmp(mode, "fork")) { /* fork P C: parent P calls, child C calls, exit(0) each */
+		worker((void *)a);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			worker((void *)b);
+			exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		worker((void *)a);
+		printf("child=%d status=%d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		return 0;
+	}
+	if (!strcmp(mode, "fork-stress")) { /* 8 threads emit while the main thread forks N times */
+		pthread_t t[8];
+		for (int i = 0; i < 8; i++)
+			pthread_create(&t[i], NULL, paced_worker, NULL);
+		int bad = 0;
+		for (long i = 0; i < a; i++) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				allreduce();
+				_exit(0);
+			}
+			int st;
+			if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+			    WEXITSTATUS(st))
+				bad++;
+		}
+		atomic_store(&stop, 1);
+		for (int i = 0; i < 8; i++)
+			pthread_join(t[i], NULL);
+		printf("forks=%ld bad=%d\n", a, bad);
+		return 0;
+	}
+	if (!strcmp(mode, "exec")) { /* exec N PROG ARGS...: N calls, execv; N more if it fails */
+		worker((void *)a);
+		fflush(stdout);
+		execv(argv[3], argv + 3);
+		/* A failed exec: the job goes on, and so must recording (into a new file). */
+		perror("execv");
+		worker((void *)a);
+		return 1;
+	}
+	if (!strcmp(mode, "threads")) { /* threads T N: T threads x N calls */
+		pthread_t t[64];
+		if (a > 64)
+			a = 64;
+		for (long i = 0; i < a; i++)
+			pthread_create(&t[i], NULL, worker, (void *)b);
+		for (long i = 0; i < a; i++)
+			pthread_join(t[i], NULL);
+		printf("calls=%ld\n", atomic_load(&calls));
+		return 0;
+	}
+	if (!strcmp(mode, "late")) { /* late LIB MS: record, dlopen LIB, record, sleep MS, exit */
+		allreduce();
+		if (!dlopen(argv[2], RTLD_NOW | RTLD_LOCAL)) {
+			fprintf(stderr, "rt_app: %s\n", dlerror());
+			return 3;
+		}
+		allreduce();
+		sleep_ms(b);
+		return 0;
+	}
+	if (!strcmp(mode, "churn")) { /* churn K: K short threads, 4 at a time, 3 calls each */
+		long vm0 = vm_size_kb();
+		for (long i = 0; i < a; i += 4) {
+			pthread_t t[4];
+			for (int j = 0; j < 4; j++)
+				pthread_create(&t[j], NULL, worker, (void *)3L);
+			for (int j = 0; j < 4; j++)
+				pthread_join(t[j], NULL);
+		}
+		printf("calls=%ld\n", atomic_load(&calls));
+		printf("vm_growth_kb=%ld\n", vm_size_kb() - vm0);
+		return 0;
+	}
+	fprintf(stderr, "rt_app: unknown mode %s\n", mode);
+	return 2;
+}

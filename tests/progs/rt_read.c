@@ -1,0 +1,95 @@
+/* rt_read.c: summarises a trace as key=value lines for the runtime tests (reader API only). */
+#include <stdio.h>  /* printf */
+#include <stdlib.h> /* strtoull */
+#include <string.h> /* strcmp */
+
+#include "nvlp_trace.h"
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: rt_read FILE.nvlp\n");
+		return 2;
+	}
+	char err[512];
+	nvlp_reader *r = nvlp_reader_open(argv[1], err, sizeof err);
+	if (!r) {
+		printf("open_error=%s\n", err);
+		return 1;
+	}
+	unsigned long long kinds[NVLP_K_COUNT] = {0}, allreduce = 0, records = 0, config_notes = 0;
+	unsigned long long fork_notes = 0, last_nccl_t = 0, drops_max = 0, strings_ok = 1;
+	struct nvlp_rec_end end = {0};
+	int got_end = 0, after_end = 0, rc;
+	struct nvlp_record rec;
+	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
+		records++;
+		if (got_end)
+			after_end++;
+		if (rec.kind < NVLP_K_COUNT)
+			kinds[rec.kind]++;
+		switch (rec.kind) {
+		case NVLP_K_NCCL: {
+			const struct nvlp_rec_nccl *n = (const void *)rec.f;
+			if (n->fn == NVLP_NCCL_ALL_REDUCE)
+				allreduce++;
+			if (n->t_enter > last_nccl_t)
+				last_nccl_t = n->t_enter;
+			break;
+		}
+		case NVLP_K_NOTE: {
+			const struct nvlp_rec_note *n = (const void *)rec.f;
+			config_notes += n->code == NVLP_NOTE_CONFIG;
+			fork_notes += n->code == NVLP_NOTE_FORK_CHILD;
+			break;
+		}
+		case NVLP_K_DROPS: {
+			const struct nvlp_rec_drops *d = (const void *)rec.f;
+			if (d->dropped > drops_max)
+				drops_max = d->dropped;
+			break;
+		}
+		case NVLP_K_STRING: {
+			const struct nvlp_rec_string *s = (const void *)rec.f;
+			strings_ok &= s->id >= 1;
+			break;
+		}
+		case NVLP_K_END:
+			memcpy(&end, rec.f, sizeof end);
+			got_end = 1;
+			break;
+		}
+	}
+	const char *t0 = nvlp_reader_header(r, NVLP_HDR_T_MONO);
+	unsigned long long t_mono = t0 ? strtoull(t0, NULL, 10) : 0;
+	printf("read_rc=%d\n", rc);
+	printf("complete=%d\n", nvlp_reader_complete(r));
+	printf("truncated=%d\n", nvlp_reader_truncated(r));
+	printf("records=%llu\n", records);
+	printf("nccl=%llu\n", kinds[NVLP_K_NCCL]);
+	printf("allreduce=%llu\n", allreduce);
+	printf("strings=%llu\n", kinds[NVLP_K_STRING]);
+	printf("strings_ok=%llu\n", strings_ok);
+	printf("config_notes=%llu\n", config_notes);
+	printf("fork_notes=%llu\n", fork_notes);
+	printf("drops_records=%llu\n", kinds[NVLP_K_DROPS]);
+	printf("drops_max=%llu\n", drops_max);
+	printf("end=%d\n", got_end);
+	printf("after_end=%d\n", after_end);
+	printf("end_records=%llu\n", (unsigned long long)end.records);
+	printf("end_dropped=%llu\n", (unsigned long long)end.dropped);
+	printf("end_reason=%llu\n", (unsigned long long)end.reason);
+	printf("span_ms=%llu\n", last_nccl_t > t_mono ? (last_nccl_t - t_mono) / 1000000 : 0);
+	static const char *const keys[] = {
+	    NVLP_HDR_FORMAT,  NVLP_HDR_VERSION, NVLP_HDR_HOST,       NVLP_HDR_PID,
+	    NVLP_HDR_PPID,    NVLP_HDR_RANK,    NVLP_HDR_LOCAL_RANK, NVLP_HDR_WORLD_SIZE,
+	    NVLP_HDR_CMDLINE, NVLP_HDR_T_REAL,  NVLP_HDR_T_MONO};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		const char *v = nvlp_reader_header(r, keys[i]);
+		printf("h.%s=%s\n", keys[i], v ? v : "(none)");
+	}
+	const char *env = nvlp_reader_header(r, "env.NVLPROF_TEST_MARK");
+	printf("h.env.NVLPROF_TEST_MARK=%s\n", env ? env : "(none)");
+	nvlp_reader_close(r);
+	return 0;
+}

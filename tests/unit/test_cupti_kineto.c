@@ -1,0 +1,312 @@
+/* test_cupti_kineto.c: shim and a Kineto stand-in share a fake libcupti; both get their records. */
+/*
+ * Parent: runs itself as a child under LD_PRELOAD=libnvlprof.so with the fake libcupti and fake
+ * libcuda (whose cuInit calls InitializeInjection like the driver), then reads the child's trace.
+ * Child: plays torch.profiler: registers its own buffer callbacks after nvlprof, enables kinds,
+ * flushes, disables, finalizes, and checks what it received.
+ * Runs twice: with nvlprof's timestamp callback, and with CUPTI refusing it (clock conversion).
+ */
+#include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
+#include <cupti.h>            /* kinds, record layouts */
+#include <dirent.h>           /* opendir */
+#include <fcntl.h>            /* open */
+#include <sys/file.h>         /* flock */
+#include <link.h>             /* dl_iterate_phdr */
+#include <limits.h>           /* PATH_MAX */
+#include <stdio.h>            /* printf */
+#include <stdlib.h>           /* setenv, mkdtemp */
+#include <string.h>           /* strstr */
+#include <sys/wait.h>         /* waitpid */
+#include <time.h>             /* clock_gettime */
+#include <unistd.h>           /* fork, execv */
+
+#include "check.h"
+#include "nvlp_trace.h"
+
+void fake_cupti_generate(int kind, int n);
+int fake_cupti_enabled(int kind);
+int fake_cupti_finalize_calls(void);
+void fake_cupti_hold_buffer(void);
+
+enum { NK = 1000, NRT = 300, NMC = 50, NP2P = 20, NUM = 40, NK2 = 100 };
+
+/* ---- child: the Kineto stand-in ---- */
+static int k_got[CUPTI_ACTIVITY_KIND_COUNT], k_req, k_comp;
+static void CUPTIAPI k_request(uint8_t **buf, size_t *size, size_t *max)
+{
+	/* small buffers, so several Kineto buffers per flush */
+	*size = 64 << 10;
+	*buf = aligned_alloc(8, *size);
+	*max = 0;
+	k_req++;
+}
+static void CUPTIAPI k_complete(CUcontext c, uint32_t s, uint8_t *buf, size_t size, size_t valid)
+{
+	(void)c, (void)s, (void)size;
+	CUpti_Activity *r = NULL;
+	while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS)
+		k_got[r->kind]++;
+	free(buf);
+	k_comp++;
+}
+
+static void kineto_start(void)
+{
+	CHECK(cuptiActivityRegisterCallbacks(k_request, k_complete) == CUPTI_SUCCESS,
+	      "kineto: register callbacks");
+	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS &&
+	          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS,
+	      "kineto: enable kernel + runtime");
+}
+
+static int child(void)
+{
+	int first = getenv("KINETO_FIRST") != NULL;
+	if (first)
+		kineto_start(); /* before CUDA (and nvlprof) start: passed through, then adopted */
+	cuInit(0);              /* fake driver: runs InitializeInjection -> nvlprof attaches */
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_DEVICE, 2);
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_NVLINK, 1);
+	if (!first) {
+		fake_cupti_hold_buffer(); /* nvlprof's buffer, in flight while Kineto starts */
+		kineto_start();
+	}
+	void *m = NULL;
+	cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal); /* auto mode: UM counters on */
+	usleep(200000); /* let the sampler thread claim GPU 0 */
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, NK);
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_RUNTIME, NRT);
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_MEMCPY, NMC);
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_MEMCPY2, NP2P);
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, NUM);
+	CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS, "kineto: flush through the wrapper");
+	CHECK(k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == NK, "kineto got all %d kernels (%d)",
+	      NK, k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+	CHECK(k_got[CUPTI_ACTIVITY_KIND_RUNTIME] == NRT, "kineto got all %d runtime records (%d)",
+	      NRT, k_got[CUPTI_ACTIVITY_KIND_RUNTIME]);
+	CHECK(k_got[CUPTI_ACTIVITY_KIND_MEMCPY] + k_got[CUPTI_ACTIVITY_KIND_MEMCPY2] +
+	              k_got[CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER] +
+	              k_got[CUPTI_ACTIVITY_KIND_DEVICE] + k_got[CUPTI_ACTIVITY_KIND_NVLINK] ==
+	          0,
+	      "kineto sees no kind it did not enable");
+	CHECK(k_req > 1 && k_req == k_comp, "kineto got back every buffer it allocated (%d/%d)",
+	      k_comp, k_req);
+	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+	CHECK(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+	      "kineto cannot disable a kind nvlprof needs");
+	CHECK(!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_RUNTIME),
+	      "kineto's own kind is really disabled");
+	CHECK(cuptiFinalize() == CUPTI_SUCCESS && fake_cupti_finalize_calls() == 0,
+	      "cuptiFinalize ignored while nvlprof collects");
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, NK2);
+	cuptiActivityFlushAll(1);
+	CHECK(k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == NK,
+	      "kineto gets no kernels after disabling them");
+	return CHECK_DONE();
+}
+
+/* ---- parent: run the child, read its trace ---- */
+struct summary {
+	unsigned long long kinds[NVLP_K_COUNT], nccl_kernels, p2p, notes[NVLP_NOTE_CODE_COUNT];
+	unsigned long long kernel_named, t_bad, dev_named, nvlink_mapped, managed;
+	uint64_t dropped, pm_owner;
+};
+
+static void summarize(const char *dir, struct summary *s, uint64_t t0, uint64_t t1)
+{
+	memset(s, 0, sizeof *s);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".nvlp"))
+			continue;
+		char path[PATH_MAX], err[512];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
+		if (!r) {
+			printf("    %s\n", err);
+			continue;
+		}
+		struct nvlp_record rec;
+		while (nvlp_reader_next(r, &rec) == 1) {
+			if (rec.kind < NVLP_K_COUNT)
+				s->kinds[rec.kind]++;
+			if (rec.kind == NVLP_K_KERNEL) {
+				const struct nvlp_rec_kernel *k = (const void *)rec.f;
+				const char *n = nvlp_reader_string(r, k->name);
+				s->nccl_kernels += k->flags & 1;
+				s->kernel_named +=
+				    n && (strstr(n, "ncclDevKernel") || strstr(n, "gemm"));
+				s->t_bad += k->start < t0 || k->start > t1;
+			} else if (rec.kind == NVLP_K_GPUCOPY) {
+				const struct nvlp_rec_gpucopy *c = (const void *)rec.f;
+				s->p2p +=
+				    (c->flags & 0x100) && c->src_device == 0 && c->dst_device == 1;
+				s->t_bad += c->start < t0 || c->start > t1;
+			} else if (rec.kind == NVLP_K_NOTE) {
+				const struct nvlp_rec_note *n = (const void *)rec.f;
+				if (n->code < NVLP_NOTE_CODE_COUNT)
+					s->notes[n->code]++;
+				if (n->code == NVLP_NOTE_ACTIVITY_DROPPED)
+					s->dropped += n->value;
+				if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE)
+					s->pm_owner = n->value;
+				printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code),
+				       (int)rec.blob_len, (const char *)rec.blob);
+			} else if (rec.kind == NVLP_K_DEVICE) {
+				s->dev_named +=
+				    rec.blob_len == 9 && !memcmp(rec.blob, "Fake H200", 9);
+			} else if (rec.kind == NVLP_K_NVLINK) {
+				const struct nvlp_rec_nvlink *n = (const void *)rec.f;
+				s->nvlink_mapped += n->dev0 == 0 && n->dev1 == 1 &&
+				                    n->links == 18 &&
+				                    n->ports0 == ((1u << 0) | (1u << 5));
+			} else if (rec.kind == NVLP_K_MANAGED) {
+				s->managed++;
+			}
+		}
+		nvlp_reader_close(r);
+	}
+	if (d)
+		closedir(d);
+}
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* LD_PRELOAD value for the child: the shim, after this process's sanitizer runtime if any (a
+ * sanitized shim needs it first in the initial library list). */
+static int san_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const char *n = info->dlpi_name;
+	if (n &&
+	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
+		snprintf(arg, PATH_MAX, "%s", n);
+		return 1;
+	}
+	return 0;
+}
+static void preload_value(char *out, size_t len, const char *lib)
+{
+	char san[PATH_MAX] = "";
+	dl_iterate_phdr(san_cb, san);
+	snprintf(out, len, "%s%s%s", san, san[0] ? ":" : "", lib);
+}
+
+static int run_child(const char *self, const char *lib, const char *dir, int no_ts_cb,
+                     int kineto_first)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char pre[2 * PATH_MAX + 64];
+		preload_value(pre, sizeof pre, lib);
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("NVLPROF_DIR", dir, 1);
+		setenv("NVLPROF_SAMPLE_US", "1000", 1);
+		unsetenv("NVLPROF_UM");
+		unsetenv("CUDA_INJECTION64_PATH");
+		unsetenv("NVLPROF_DISABLE");
+		if (kineto_first)
+			setenv("KINETO_FIRST", "1", 1);
+		else
+			unsetenv("KINETO_FIRST");
+		if (no_ts_cb) {
+			setenv("FAKE_CUPTI_NO_TS_CB", "1", 1);
+			setenv("FAKE_CUPTI_DROPPED", "5", 1);
+		} else {
+			unsetenv("FAKE_CUPTI_DROPPED");
+		}
+		execl(self, self, "child", (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "child"))
+		return child();
+	char self[PATH_MAX], lib[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	snprintf(lib, sizeof lib, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
+	for (int run = 0; run < 3; run++) {
+		/* run 2 repeats run 0 with Kineto registered before nvlprof started */
+		int pass = run == 1;
+		const char *mode = run == 2 ? "kineto first"
+		                   : pass   ? "converted clock"
+		                            : "timestamp callback";
+		char dir[] = "/tmp/nvlp-cupti-kineto.XXXXXX";
+		if (!mkdtemp(dir))
+			return 1;
+		/* pass 1: another process (we) owns fake GPU 0's link counters */
+		int lock = -1;
+		if (pass) {
+			lock = open("/dev/shm/nvlprof-link-a0a1a2a3a4a5a6a7a8a9aaabacadaeaf.lock",
+			            O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+			if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0 ||
+			    dprintf(lock, "%d\n", (int)getpid()) < 0)
+				printf("    could not take the GPU lock\n");
+		}
+		uint64_t t0 = mono();
+		int rc = run_child(self, lib, dir, pass, run == 2);
+		if (lock >= 0) {
+			if (ftruncate(lock, 0) != 0)
+				printf("    could not truncate the GPU lock\n");
+			close(lock);
+		}
+		uint64_t t1 = mono();
+		CHECK(rc == 0, "[%s] child ran and its checks passed (rc %d)", mode, rc);
+		struct summary s;
+		summarize(dir, &s, t0, t1);
+		CHECK(s.kinds[NVLP_K_KERNEL] == NK + NK2, "[%s] trace has all %d kernels (%llu)",
+		      mode, NK + NK2, s.kinds[NVLP_K_KERNEL]);
+		CHECK(s.nccl_kernels == (NK + NK2) / 2 && s.kernel_named == NK + NK2,
+		      "[%s] kernel names interned, NCCL kernels flagged (%llu)", mode,
+		      s.nccl_kernels);
+		CHECK(s.kinds[NVLP_K_GPUCOPY] == NMC + NP2P && s.p2p == NP2P,
+		      "[%s] MEMCPY + MEMCPY2 -> GPUCOPY (%llu, %llu peer)", mode,
+		      s.kinds[NVLP_K_GPUCOPY], s.p2p);
+		CHECK(s.kinds[NVLP_K_UM] == NUM && s.notes[NVLP_NOTE_UM_ON] == 1,
+		      "[%s] UM counters enabled by cudaMallocManaged, %d UM records (%llu)", mode,
+		      NUM, s.kinds[NVLP_K_UM]);
+		CHECK(s.kinds[NVLP_K_DEVICE] == 2 && s.dev_named == 2,
+		      "[%s] DEVICE records with names", mode);
+		CHECK(s.kinds[NVLP_K_NVLINK] == 1 && s.nvlink_mapped == 1,
+		      "[%s] NVLINK record with device ids from UUIDs, links and ports", mode);
+		CHECK(s.t_bad == 0, "[%s] GPU times on the API clock (%llu outside the run)", mode,
+		      s.t_bad);
+		CHECK(s.kinds[NVLP_K_CLOCK] >= 4, "[%s] CLOCK pairs at start and stop (%llu)", mode,
+		      s.kinds[NVLP_K_CLOCK]);
+		CHECK(s.notes[NVLP_NOTE_SHARED_CUPTI] >= 1 && s.notes[NVLP_NOTE_ACTIVITY_ON] == 1,
+		      "[%s] NOTEs activity_on and shared_cupti", mode);
+		CHECK(s.notes[NVLP_NOTE_PM_SAMPLING_UNAVAILABLE] == 1,
+		      "[%s] NOTE says why there are no link counters", mode);
+		if (pass)
+			CHECK(s.pm_owner == (uint64_t)getpid(),
+			      "[%s] GPU sampled by another process: NOTE names its pid (%llu)",
+			      mode, (unsigned long long)s.pm_owner);
+		CHECK(s.dropped == (pass ? 5u : 0u) &&
+		          s.notes[NVLP_NOTE_ACTIVITY_DROPPED] == (pass ? 1u : 0u),
+		      "[%s] CUPTI's dropped records reported (%llu)", mode,
+		      (unsigned long long)s.dropped);
+		CHECK(s.managed == 1, "[%s] API records still captured (MANAGED: %llu)", mode,
+		      s.managed);
+		char cmd[PATH_MAX + 16];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	return CHECK_DONE();
+}

@@ -1,0 +1,207 @@
+/* test_cupti_nodriver.c: real libcupti, no driver or stub libcuda: API records and a NOTE. */
+/*
+ * The binary links the real libcupti.so.13 (as libtorch_cpu does) and the fake cudart. The parent
+ * re-runs itself under LD_PRELOAD=libnvlprof.so in several environments; the child makes an
+ * intercepted call (cudaMallocManaged: a MANAGED record, and the UM trigger into cupti/); the
+ * parent checks the trace's records and NOTEs.
+ */
+#include <cuda_runtime_api.h> /* cudaMallocManaged */
+#include <dirent.h>           /* opendir */
+#include <link.h>             /* dl_iterate_phdr */
+#include <limits.h>           /* PATH_MAX */
+#include <stdio.h>            /* printf */
+#include <stdlib.h>           /* setenv, mkdtemp */
+#include <string.h>           /* strstr */
+#include <sys/wait.h>         /* waitpid */
+#include <unistd.h>           /* fork, execl, symlink */
+
+#include "check.h"
+#include "nvlp_trace.h"
+
+#ifndef NVLP_CUDA_HOME
+#define NVLP_CUDA_HOME "/usr/local/cuda"
+#endif
+
+static int child(void)
+{
+	void *p = NULL;
+	cudaError_t rc = cudaMallocManaged(&p, 4096, cudaMemAttachGlobal);
+	if (rc == cudaSuccess)
+		cudaFree(p);
+	return rc == cudaSuccess ? 0 : 3;
+}
+
+struct summary {
+	unsigned long long kinds[NVLP_K_COUNT], notes[NVLP_NOTE_CODE_COUNT], end;
+	char text[4096]; /* all NOTE messages */
+	uint64_t no_driver_value;
+};
+
+static void summarize(const char *dir, struct summary *s)
+{
+	memset(s, 0, sizeof *s);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".nvlp"))
+			continue;
+		char path[PATH_MAX], err[512];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
+		if (!r)
+			continue;
+		struct nvlp_record rec;
+		while (nvlp_reader_next(r, &rec) == 1) {
+			if (rec.kind < NVLP_K_COUNT)
+				s->kinds[rec.kind]++;
+			if (rec.kind == NVLP_K_NOTE) {
+				const struct nvlp_rec_note *n = (const void *)rec.f;
+				if (n->code < NVLP_NOTE_CODE_COUNT)
+					s->notes[n->code]++;
+				if (n->code == NVLP_NOTE_NO_DRIVER)
+					s->no_driver_value = n->value;
+				size_t l = strlen(s->text);
+				snprintf(s->text + l, sizeof s->text - l, "%s: %.*s\n",
+				         nvlp_note_name((unsigned)n->code), (int)rec.blob_len,
+				         (const char *)rec.blob);
+			}
+		}
+		s->end += nvlp_reader_complete(r);
+		nvlp_reader_close(r);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* LD_PRELOAD value for the child: the shim, after this process's sanitizer runtime if any (a
+ * sanitized shim needs it first in the initial library list). */
+static int san_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const char *n = info->dlpi_name;
+	if (n &&
+	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
+		snprintf(arg, PATH_MAX, "%s", n);
+		return 1;
+	}
+	return 0;
+}
+static void preload_value(char *out, size_t len, const char *lib)
+{
+	char san[PATH_MAX] = "";
+	dl_iterate_phdr(san_cb, san);
+	snprintf(out, len, "%s%s%s", san, san[0] ? ":" : "", lib);
+}
+
+/* Run the child with extra "NAME=VALUE" settings (NULL-terminated); @return exit status. */
+static int run_child(const char *self, const char *lib, const char *dir, const char *const *env)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		unsetenv("CUDA_INJECTION64_PATH");
+		unsetenv("NVLPROF_CUPTI");
+		unsetenv("NVLPROF_DISABLE");
+		unsetenv("LD_LIBRARY_PATH");
+		for (char **e = environ; *e;) /* no profiler markers from the outside */
+			if (!strncmp(*e, "NSYS_", 5)) {
+				char name[256];
+				snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') - *e),
+				         *e);
+				unsetenv(name);
+			} else {
+				e++;
+			}
+		for (; env && *env; env++) {
+			char name[256];
+			const char *eq = strchr(*env, '=');
+			snprintf(name, sizeof name, "%.*s", (int)(eq - *env), *env);
+			setenv(name, eq + 1, 1);
+		}
+		char pre[2 * PATH_MAX + 64];
+		preload_value(pre, sizeof pre, lib);
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("NVLPROF_DIR", dir, 1);
+		execl(self, self, "child", (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void scenario(const char *self, const char *lib, const char *name, const char *const *env,
+                     struct summary *s)
+{
+	char dir[] = "/tmp/nvlp-cupti-nodrv.XXXXXX", cmd[64];
+	if (!mkdtemp(dir))
+		return;
+	int rc = run_child(self, lib, dir, env);
+	summarize(dir, s);
+	CHECK(rc == 0 && s->end == 1, "[%s] program ran, trace complete (rc %d)", name, rc);
+	CHECK(s->kinds[NVLP_K_MANAGED] >= 1, "[%s] API records captured (MANAGED %llu)", name,
+	      s->kinds[NVLP_K_MANAGED]);
+	CHECK(s->kinds[NVLP_K_KERNEL] + s->kinds[NVLP_K_GPUCOPY] + s->kinds[NVLP_K_UM] == 0,
+	      "[%s] no GPU activity records", name);
+	printf("%s", s->text);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("    could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "child"))
+		return child();
+	char self[PATH_MAX], lib[PATH_MAX + 32], stubdir[] = "/tmp/nvlp-cupti-stub.XXXXXX";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0 || !mkdtemp(stubdir))
+		return 1;
+	self[n] = 0;
+	snprintf(lib, sizeof lib, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
+	/* the toolkit's stub libcuda under the driver's soname: cuInit fails with 34 */
+	char stub[PATH_MAX], link[PATH_MAX + 32], ldpath[PATH_MAX + 32];
+	snprintf(stub, sizeof stub, "%s/lib64/stubs/libcuda.so",
+	         getenv("CUDA_HOME") ? getenv("CUDA_HOME") : NVLP_CUDA_HOME);
+	snprintf(link, sizeof link, "%s/libcuda.so.1", stubdir);
+	int have_stub = access(stub, R_OK) == 0 && symlink(stub, link) == 0;
+	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", stubdir);
+	struct summary s;
+
+	scenario(self, lib, "no libcuda", NULL, &s);
+	CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 && strstr(s.text, "libcuda.so.1") &&
+	          strstr(s.text, "CUPTI 13"),
+	      "[no libcuda] NOTE no_driver names libcuda and the loaded CUPTI");
+
+	CHECK(have_stub, "stub libcuda found at %s", stub);
+	if (have_stub) {
+		const char *env[] = {ldpath, NULL};
+		scenario(self, lib, "stub libcuda", env, &s);
+		CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 && s.no_driver_value == 34 &&
+		          strstr(s.text, "stub"),
+		      "[stub libcuda] NOTE no_driver with CUresult 34");
+
+		const char *env2[] = {ldpath, "CUDA_INJECTION64_PATH=/nonexistent/libuser.so",
+		                      NULL};
+		scenario(self, lib, "late start", env2, &s);
+		CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 && s.no_driver_value == 34 &&
+		          strstr(s.text, "cuInit"),
+		      "[late start] user's injection path: started from the first call, cuInit "
+		      "refused by the stub");
+	}
+
+	const char *env3[] = {"NVLPROF_CUPTI=0", NULL};
+	scenario(self, lib, "NVLPROF_CUPTI=0", env3, &s);
+	CHECK(s.notes[NVLP_NOTE_CONFIG] >= 1 && strstr(s.text, "NVLPROF_CUPTI=0") &&
+	          s.notes[NVLP_NOTE_NO_DRIVER] == 0,
+	      "[NVLPROF_CUPTI=0] one NOTE, nothing attempted");
+
+	const char *env4[] = {"NSYS_PROFILING_SESSION_ID=7", NULL};
+	scenario(self, lib, "nsys", env4, &s);
+	CHECK(s.notes[NVLP_NOTE_FOREIGN_TOOL] == 1 && strstr(s.text, "Nsight Systems"),
+	      "[nsys] NOTE foreign_tool");
+
+	unlink(link);
+	rmdir(stubdir);
+	return CHECK_DONE();
+}

@@ -1,0 +1,518 @@
+/* reader.c: streaming trace reader: one zstd frame in memory at a time, records decoded in place. */
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open */
+#include <stdarg.h>   /* va_list */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* calloc, malloc, free */
+#include <string.h>   /* memcmp, memcpy, strerror, strtok_r */
+#include <sys/stat.h> /* fstat */
+#include <unistd.h>   /* read, close */
+
+#include <zstd.h> /* ZSTD_DCtx, ZSTD_decompressDCtx */
+
+#include "nvlp_trace.h"
+
+/* Zero bytes after each decoded frame: a varint that starts inside the frame and runs past its end
+ * stops at the first zero, so the decode loop needs no per-byte bound check; one check per record
+ * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 1. */
+#define PAD 64
+/* STRING ids above this are not kept (ids are small and dense in real traces). */
+#define MAX_STRING_ID (1u << 24)
+/* Input is read in chunks of this size: a trace of small frames (a short job, a flush every few
+ * records) would otherwise cost two read(2) calls per frame, which dominated decoding time. */
+#define IBUF_SIZE (256u * 1024)
+
+struct nvlp_reader {
+	int fd;
+	int pending_first; /* the HEADER record, decoded by open, not yet handed out */
+	int complete;      /* last record was END */
+	int truncated;
+	int done;          /* no more records: end of data or stopped at a bad frame */
+	ZSTD_DCtx *dctx;
+	uint8_t *cbuf;
+	size_t ccap;
+	uint8_t *rbuf; /* current frame's raw bytes + PAD zero bytes */
+	size_t rcap;
+	const uint8_t *p, *end;
+	uint64_t size, offset, frame_offset; /* file size, bytes consumed, start of current frame */
+	unsigned frames;                     /* frames decompressed so far */
+	uint64_t records;                    /* records handed out (or decoded) so far */
+	struct nvlp_record first;
+	char *hdr_text;   /* header blob, NUL-terminated */
+	char *hdr_buf;    /* copy of it split into keys and values */
+	char **hdr_kv;    /* key0, value0, key1, value1, ... */
+	unsigned hdr_n;
+	char **strings; /* by id */
+	size_t nstrings;
+	unsigned nfields[NVLP_K_COUNT];
+	unsigned char has_blob[NVLP_K_COUNT];
+	uint64_t prev[NVLP_K_COUNT][NVLP_MAX_FIELDS]; /* delta base; also what nvlp_record.f points to */
+	uint8_t *ibuf; /* read-ahead buffer: ibuf[ipos..ilen) not yet consumed */
+	size_t ipos, ilen;
+	char err[1024];
+	char path[];
+};
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void set_err(nvlp_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(nvlp_reader *r, const char *fmt, ...)
+{
+	int n = snprintf(r->err, sizeof(r->err), "%s: ", r->path);
+	if (n < 0 || (size_t)n >= sizeof(r->err))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* Reads up to n bytes through the read-ahead buffer, fewer only at end of file.
+ * @return bytes read, or -1 (errno). */
+static ssize_t read_full(nvlp_reader *r, void *buf, size_t n)
+{
+	uint8_t *dst = buf;
+	size_t got = 0;
+	while (got < n) {
+		if (r->ipos < r->ilen) {
+			size_t k = r->ilen - r->ipos < n - got ? r->ilen - r->ipos : n - got;
+			memcpy(dst + got, r->ibuf + r->ipos, k);
+			r->ipos += k;
+			got += k;
+			continue;
+		}
+		/* a large frame goes straight to its destination */
+		int direct = n - got >= IBUF_SIZE;
+		ssize_t k = read(r->fd, direct ? dst + got : r->ibuf, direct ? n - got : IBUF_SIZE);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (k == 0)
+			break;
+		if (direct) {
+			got += (size_t)k;
+		} else {
+			r->ipos = 0;
+			r->ilen = (size_t)k;
+		}
+	}
+	return (ssize_t)got;
+}
+
+static int reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 65536;
+	while (n < need)
+		n *= 2;
+	free(*buf); /* contents are not kept across frames */
+	*buf = malloc(n);
+	*cap = *buf ? n : 0;
+	return *buf ? 0 : -1;
+}
+
+static void stop_cut(nvlp_reader *r)
+{
+	r->done = r->truncated = 1;
+	set_err(r, "cut short after frame %u (offset %llu of %llu); read %llu records", r->frames,
+		(unsigned long long)r->offset, (unsigned long long)r->size,
+		(unsigned long long)r->records);
+}
+
+static void stop_corrupt(nvlp_reader *r, unsigned frame, uint64_t at, const char *why)
+{
+	r->done = r->truncated = 1;
+	set_err(r, "corrupt frame %u at offset %llu of %llu (%s); read %llu records", frame,
+		(unsigned long long)at, (unsigned long long)r->size, why,
+		(unsigned long long)r->records);
+}
+
+static void stop_io(nvlp_reader *r, const char *what)
+{
+	r->done = r->truncated = 1;
+	set_err(r, "%s after frame %u (offset %llu): %s", what, r->frames,
+		(unsigned long long)r->offset, strerror(errno));
+}
+
+/* Loads the next frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error. */
+static int load_frame(nvlp_reader *r)
+{
+	uint8_t h[NVLP_FRAME_HEADER_SIZE];
+	ssize_t n = read_full(r, h, sizeof(h));
+	if (n < 0) {
+		stop_io(r, "read error");
+		return -1;
+	}
+	if (n == 0) {
+		r->done = 1;
+		if (!r->complete) {
+			r->truncated = 1;
+			set_err(r,
+				"ends after frame %u (offset %llu) without an END record (process "
+				"killed?); read %llu records",
+				r->frames, (unsigned long long)r->offset,
+				(unsigned long long)r->records);
+		}
+		return 0;
+	}
+	if (r->offset + (uint64_t)n > r->size) /* the file grew while we read it */
+		r->size = r->offset + (uint64_t)n;
+	if ((size_t)n < sizeof(h)) {
+		stop_cut(r);
+		return 0;
+	}
+	uint32_t csize = get_u32le(h + 4), usize = get_u32le(h + 8);
+	if (get_u32le(h) != NVLP_FRAME_MAGIC) {
+		stop_corrupt(r, r->frames + 1, r->offset, "bad frame magic");
+		return 0;
+	}
+	if (get_u32le(h + 12) != nvlp_crc32(h, 12)) {
+		stop_corrupt(r, r->frames + 1, r->offset, "frame header crc mismatch");
+		return 0;
+	}
+	if (usize == 0 || usize > NVLP_MAX_FRAME || csize == 0 ||
+	    csize > ZSTD_compressBound(NVLP_MAX_FRAME)) {
+		stop_corrupt(r, r->frames + 1, r->offset, "impossible frame size");
+		return 0;
+	}
+	if (reserve(&r->cbuf, &r->ccap, csize) < 0 || reserve(&r->rbuf, &r->rcap, usize + PAD) < 0) {
+		stop_io(r, "out of memory");
+		return -1;
+	}
+	n = read_full(r, r->cbuf, csize);
+	if (n < 0) {
+		stop_io(r, "read error");
+		return -1;
+	}
+	if ((uint64_t)n < csize) {
+		if (r->offset + sizeof(h) + (uint64_t)n > r->size)
+			r->size = r->offset + sizeof(h) + (uint64_t)n;
+		stop_cut(r);
+		return 0;
+	}
+	size_t got = ZSTD_decompressDCtx(r->dctx, r->rbuf, usize, r->cbuf, csize);
+	if (ZSTD_isError(got) || got != usize) {
+		char why[160];
+		snprintf(why, sizeof(why), "zstd: %s",
+			 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong decoded size");
+		stop_corrupt(r, r->frames + 1, r->offset, why);
+		return 0;
+	}
+	memset(r->rbuf + usize, 0, PAD);
+	r->frame_offset = r->offset;
+	r->offset += sizeof(h) + csize;
+	r->frames++;
+	r->p = r->rbuf;
+	r->end = r->rbuf + usize;
+	memset(r->prev, 0, sizeof(r->prev));
+	return 1;
+}
+
+/* LEB128 with an overflow check; relies on the zero padding after the frame (see PAD). */
+static inline int get_varint(const uint8_t **pp, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t b = *p++;
+	if (b < 0x80) {
+		*out = b;
+		*pp = p;
+		return 0;
+	}
+	uint64_t v = b & 0x7f;
+	for (unsigned shift = 7;; shift += 7) {
+		b = *p++;
+		if (shift == 63) {
+			if (b > 1)
+				return -1; /* more than 64 bits */
+			v |= b << 63;
+			break;
+		}
+		v |= (b & 0x7f) << shift;
+		if (b < 0x80)
+			break;
+	}
+	*out = v;
+	*pp = p;
+	return 0;
+}
+
+static void keep_string(nvlp_reader *r, uint64_t id, const uint8_t *s, uint32_t len)
+{
+	if (id == 0 || id > MAX_STRING_ID)
+		return;
+	if (id >= r->nstrings) {
+		size_t n = r->nstrings ? r->nstrings : 256;
+		while (n <= id)
+			n *= 2;
+		char **v = realloc(r->strings, n * sizeof(*v));
+		if (!v)
+			return;
+		memset(v + r->nstrings, 0, (n - r->nstrings) * sizeof(*v));
+		r->strings = v;
+		r->nstrings = n;
+	}
+	char *t = malloc((size_t)len + 1);
+	if (!t)
+		return;
+	memcpy(t, s, len);
+	t[len] = 0;
+	free(r->strings[id]);
+	r->strings[id] = t;
+}
+
+/* @return 1 record, 0 stopped at a bad record (done set). */
+static int decode(nvlp_reader *r, struct nvlp_record *rec)
+{
+	const uint8_t *p = r->p;
+	uint64_t kind = 0;
+	char why[96];
+	if (get_varint(&p, &kind) < 0 || kind == NVLP_K_NONE || kind >= NVLP_K_COUNT) {
+		snprintf(why, sizeof(why), "record %llu: unknown kind %llu",
+			 (unsigned long long)r->records + 1, (unsigned long long)kind);
+		goto bad;
+	}
+	uint64_t *prev = r->prev[kind];
+	unsigned nf = r->nfields[kind];
+	for (unsigned i = 0; i < nf; i++) {
+		uint64_t zz;
+		if (get_varint(&p, &zz) < 0) {
+			snprintf(why, sizeof(why), "record %llu: field overflow",
+				 (unsigned long long)r->records + 1);
+			goto bad;
+		}
+		prev[i] += (zz >> 1) ^ (0 - (zz & 1));
+	}
+	if (p > r->end) {
+		snprintf(why, sizeof(why), "record %llu runs past the frame",
+			 (unsigned long long)r->records + 1);
+		goto bad;
+	}
+	rec->kind = (unsigned)kind;
+	rec->f = prev;
+	rec->blob = NULL;
+	rec->blob_len = 0;
+	if (r->has_blob[kind]) {
+		uint64_t len;
+		if (get_varint(&p, &len) < 0 || p > r->end || len > NVLP_MAX_BLOB ||
+		    len > (uint64_t)(r->end - p)) {
+			snprintf(why, sizeof(why), "record %llu: bad blob length",
+				 (unsigned long long)r->records + 1);
+			goto bad;
+		}
+		rec->blob = p;
+		rec->blob_len = (uint32_t)len;
+		p += len;
+	}
+	r->p = p;
+	r->records++;
+	r->complete = kind == NVLP_K_END;
+	if (kind == NVLP_K_STRING)
+		keep_string(r, prev[0], rec->blob, rec->blob_len);
+	return 1;
+bad:
+	r->p = r->end;
+	stop_corrupt(r, r->frames, r->frame_offset, why);
+	return 0;
+}
+
+int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)
+{
+	if (r->pending_first) {
+		r->pending_first = 0;
+		*rec = r->first;
+		return 1;
+	}
+	for (;;) {
+		if (r->done)
+			return 0;
+		if (r->p < r->end)
+			return decode(r, rec);
+		int rc = load_frame(r);
+		if (rc <= 0)
+			return rc;
+	}
+}
+
+static int parse_header(nvlp_reader *r, const struct nvlp_record *rec)
+{
+	r->hdr_text = malloc((size_t)rec->blob_len + 1);
+	r->hdr_buf = malloc((size_t)rec->blob_len + 1);
+	/* at most one pair per line, and at most blob_len/2+1 lines */
+	r->hdr_kv = malloc(((size_t)rec->blob_len / 2 + 2) * 2 * sizeof(char *));
+	if (!r->hdr_text || !r->hdr_buf || !r->hdr_kv)
+		return -1;
+	if (rec->blob_len)
+		memcpy(r->hdr_text, rec->blob, rec->blob_len);
+	r->hdr_text[rec->blob_len] = 0;
+	memcpy(r->hdr_buf, r->hdr_text, (size_t)rec->blob_len + 1);
+	char *save = NULL;
+	for (char *line = strtok_r(r->hdr_buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		r->hdr_kv[2 * r->hdr_n] = line;
+		r->hdr_kv[2 * r->hdr_n + 1] = eq + 1;
+		r->hdr_n++;
+	}
+	return 0;
+}
+
+nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
+{
+	size_t plen = strlen(path);
+	nvlp_reader *r = calloc(1, sizeof(*r) + plen + 1);
+	if (!r) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	memcpy(r->path, path, plen + 1);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		set_err(r, "%s", strerror(errno));
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(r->fd, &st) < 0) {
+		set_err(r, "%s", strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		set_err(r, "is a directory");
+		goto fail;
+	}
+	r->size = (uint64_t)st.st_size;
+	for (unsigned k = 1; k < NVLP_K_COUNT; k++) {
+		const struct nvlp_kind_info *ki = nvlp_kind_info(k);
+		r->nfields[k] = ki->nfields;
+		r->has_blob[k] = (unsigned char)ki->has_blob;
+	}
+	r->dctx = ZSTD_createDCtx();
+	r->ibuf = malloc(IBUF_SIZE);
+	if (!r->dctx || !r->ibuf) {
+		set_err(r, "out of memory");
+		goto fail;
+	}
+
+	uint8_t pre[NVLP_PREAMBLE_SIZE];
+	ssize_t n = read_full(r, pre, sizeof(pre));
+	if (n < 0) {
+		set_err(r, "%s", strerror(errno));
+		goto fail;
+	}
+	size_t cmp = (size_t)n < 8 ? (size_t)n : 8;
+	if (n == 0 || memcmp(pre, NVLP_MAGIC, cmp) != 0) {
+		set_err(r, n == 0 ? "empty file, not an nvlprof trace" : "not an nvlprof trace");
+		goto fail;
+	}
+	if ((size_t)n < sizeof(pre)) {
+		set_err(r, "cut short inside the preamble (%zd bytes)", n);
+		goto fail;
+	}
+	uint32_t version = get_u32le(pre + 8), mark = get_u32le(pre + 12);
+	if (mark == __builtin_bswap32(NVLP_ENDIAN_MARK)) {
+		set_err(r, "written with the other byte order (big-endian), this nvlprof cannot read it");
+		goto fail;
+	}
+	if (mark != NVLP_ENDIAN_MARK) {
+		set_err(r, "not an nvlprof trace (bad byte-order mark)");
+		goto fail;
+	}
+	if (version != NVLP_FORMAT_VERSION) {
+		set_err(r, "trace format version %u, this nvlprof reads version %u", version,
+			NVLP_FORMAT_VERSION);
+		goto fail;
+	}
+	r->offset = sizeof(pre);
+
+	/* The header must come first: without it nothing in the file can be attributed. */
+	int rc = nvlp_reader_next(r, &r->first);
+	if (rc <= 0) {
+		if (r->frames == 0 && r->size <= sizeof(pre))
+			set_err(r, "cut short before its header (%llu bytes)",
+				(unsigned long long)r->size);
+		goto fail; /* r->err says why */
+	}
+	if (r->first.kind != NVLP_K_HEADER) {
+		set_err(r, "first record is '%s', not a header: not an nvlprof trace",
+			nvlp_kind_info(r->first.kind)->name);
+		goto fail;
+	}
+	if (parse_header(r, &r->first) < 0) {
+		set_err(r, "out of memory");
+		goto fail;
+	}
+	r->pending_first = 1;
+	return r;
+fail:
+	snprintf(err, errlen, "%s", r->err);
+	nvlp_reader_close(r);
+	return NULL;
+}
+
+int nvlp_reader_truncated(const nvlp_reader *r)
+{
+	return r->truncated;
+}
+
+int nvlp_reader_complete(const nvlp_reader *r)
+{
+	return r->complete && !r->truncated;
+}
+
+const char *nvlp_reader_error(const nvlp_reader *r)
+{
+	return r->err;
+}
+
+const char *nvlp_reader_header(const nvlp_reader *r, const char *key)
+{
+	/* a key written twice: the later line wins */
+	for (unsigned i = r->hdr_n; i-- > 0;)
+		if (strcmp(r->hdr_kv[2 * i], key) == 0)
+			return r->hdr_kv[2 * i + 1];
+	return NULL;
+}
+
+const char *nvlp_reader_header_text(const nvlp_reader *r)
+{
+	return r->hdr_text ? r->hdr_text : "";
+}
+
+const char *nvlp_reader_string(const nvlp_reader *r, uint64_t id)
+{
+	return id < r->nstrings ? r->strings[id] : NULL;
+}
+
+void nvlp_reader_progress(const nvlp_reader *r, uint64_t *offset, uint64_t *size)
+{
+	if (offset)
+		*offset = r->offset;
+	if (size)
+		*size = r->size;
+}
+
+void nvlp_reader_close(nvlp_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->ibuf);
+	free(r->cbuf);
+	free(r->rbuf);
+	free(r->hdr_text);
+	free(r->hdr_buf);
+	free(r->hdr_kv);
+	for (size_t i = 0; i < r->nstrings; i++)
+		free(r->strings[i]);
+	free(r->strings);
+	free(r);
+}
