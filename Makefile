@@ -193,3 +193,10 @@ examples: $(EXAMPLES)
 $(BUILD)/examples/%: examples/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
+
+# ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
+.PHONY: demo
+demo: all
+	@for d in examples/traces/*/; do echo "### nvlprof report $$d"; $(CLI) report $$d 2>/dev/null; echo; done
+	@echo "### nvlprof diff examples/traces/ddp_healthy examples/traces/ddp_p2p_disable"
+	@$(CLI) diff examples/traces/ddp_healthy examples/traces/ddp_p2p_disable 2>/dev/null

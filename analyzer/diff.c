@@ -341,7 +341,7 @@ int nvlp_cmd_diff(int argc, char **argv)
 				snprintf(c, sizeof c, "%+.1f%%", p);
 			printf("  %-22s %12s %12s %9s\n", m[i].name, b, a, c);
 		}
-		printf("\n  bus bandwidth GB/s (GPU time)\n  %-14s %-9s %10s %10s %9s\n",
+		printf("\n  bus bandwidth GB/s (GPU transfer time)\n  %-14s %-9s %10s %10s %9s\n",
 		       "collective", "size", "before", "after", "change");
 		for (int c = 1; c < AN_C_COUNT; c++)
 			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {

@@ -71,7 +71,8 @@ static int rank_id(const struct an_job *job, size_t f)
 	return job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
 }
 
-/* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of GPU time. */
+/* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of transfer time (a
+ * matched collective's shortest GPU time across ranks: see an_call_xfer_ns). */
 struct big {
 	double sbus, salg, ns;
 	uint64_t calls;
@@ -451,14 +452,12 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big, 
 		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
 		if (others[0])
 			ev_str(x, "also_low", "%s", others);
-		int strag = an_findings_get(out, "straggler") != NULL;
+		/* no straggler advice: bandwidths use transfer time, not waiting */
 		advise(x, fell_back ? "See pcie_fallback: the traffic is not on NVLink."
-		          : strag ? "See straggler: waiting for a late rank counts as kernel time, "
-		                    "fix that first."
-		                  : "Large messages should reach 60-80% of the link: check "
-		                    "NCCL_ALGO/NCCL_PROTO "
-		                    "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
-		                    "NCCL_DEBUG=INFO transports.");
+		                    : "Large messages should reach 60-80% of the link: check "
+		                      "NCCL_ALGO/NCCL_PROTO "
+		                      "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
+		                      "NCCL_DEBUG=INFO transports.");
 	}
 }
 
@@ -576,7 +575,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 			b->salg += (double)c->bytes;
 			b->sbus +=
 			    (double)c->bytes * an_busbw_factor(c->fn, job->comms[c->comm].nranks);
-			b->ns += c->gpu_dur;
+			b->ns += an_call_xfer_ns(job, c);
 			b->calls++;
 		}
 	}

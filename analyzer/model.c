@@ -624,8 +624,8 @@ static void on_um(struct lctx *c, const struct nvlp_rec_um *u)
 		dst = (int)(int64_t)u->dst;
 		break; /* DTOD */
 	case 3:
-		if (a)
-			a->cpu_faults += u->value;
+		if (a) /* one record per fault group; CUPTI's value is not a count here (seen: ~1e14) */
+			a->cpu_faults += 1;
 		return;
 	case 4:
 		if (a) {
@@ -1337,6 +1337,23 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 					if (te < mn)
 						mn = te;
 				}
+				if (t->nseq && !job->comms[ci].xfer) {
+					job->comms[ci].xfer = calloc(t->nseq, sizeof(uint32_t));
+					job->comms[ci].xfer_seq0 = t->minseq;
+					job->comms[ci].nxfer = job->comms[ci].xfer ? t->nseq : 0;
+				}
+				if (job->comms[ci].xfer) {
+					uint32_t xmin = 0;
+					for (int col = 0; col < t->ncol; col++) {
+						const struct an_call *c =
+						    &job->ranks[t->col_file[col]]
+						         .calls[row[col] - 1];
+						if (c->gpu_start && c->gpu_dur &&
+						    (!xmin || c->gpu_dur < xmin))
+							xmin = c->gpu_dur;
+					}
+					job->comms[ci].xfer[s] = xmin;
+				}
 				double skew = (double)(mx - mn);
 				skew_sum += skew;
 				job->matched_colls++;
@@ -1604,6 +1621,7 @@ void an_job_analyze(struct an_job *job)
 				if (c->gpu_start) {
 					a->calls_gpu++;
 					a->gpu_ns += c->gpu_dur;
+					a->xfer_ns += an_call_xfer_ns(job, c);
 					a->bytes_gpu += c->bytes;
 				}
 				if (c->bytes > a->max_call_bytes)
@@ -1681,6 +1699,8 @@ void an_job_free(struct an_job *job)
 		free(r->stacks);
 	}
 	free(job->ranks);
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		free(job->comms[ci].xfer);
 	free(job->comms);
 	free(job->aggs);
 	free(job->hangs);
@@ -1689,6 +1709,20 @@ void an_job_free(struct an_job *job)
 }
 
 /* ---- helpers ---- */
+uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c)
+{
+	if (!c->gpu_start)
+		return 0;
+	const struct an_comm *m = &job->comms[c->comm];
+	if (m->xfer && c->seq >= m->xfer_seq0 && c->seq - m->xfer_seq0 < m->nxfer &&
+	    an_coll_of_fn(c->fn) != AN_C_SENDRECV) {
+		uint32_t x = m->xfer[c->seq - m->xfer_seq0];
+		if (x && x < c->gpu_dur)
+			return x;
+	}
+	return c->gpu_dur;
+}
+
 const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len)
 {
 	if (!r->header)

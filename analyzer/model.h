@@ -215,6 +215,11 @@ struct an_comm {
 	int single_host;  /* all members on one host */
 	double peak_Bps;  /* NVLink peak per direction for this comm's GPUs (0 = unknown) */
 	uint32_t max_seq; /* highest seq seen */
+	/* Transfer time of collectives matched across all ranks, per seq (index seq - xfer_seq0):
+	 * the shortest GPU time among the ranks (the last to arrive barely waits), 0 = not
+	 * matched. One entry per collective, not per call. */
+	uint32_t *xfer;
+	uint32_t xfer_seq0, nxfer;
 };
 
 /* Per (comm, fn) aggregate over all ranks. */
@@ -223,6 +228,7 @@ struct an_agg {
 	uint8_t fn;
 	uint64_t calls, bytes, gpu_ns, host_ns, calls_gpu;
 	uint64_t bytes_gpu; /* bytes of calls that have GPU time */
+	uint64_t xfer_ns;   /* transfer time of those calls (an_call_xfer_ns): bandwidths use it */
 	double max_call_bytes;
 };
 
@@ -292,6 +298,11 @@ const char *an_header_get(const struct an_rank *r, const char *key, char *buf, s
 /*! Symbolize pc of process r: "func+0x12 (libfoo.so+0x1234)" or "libfoo.so+0x1234" or "0x...". */
 void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len);
 const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
+/*! Transfer time of a call, ns, for bandwidth: for a collective matched across ranks the
+ * shortest GPU time any rank spent in it (nccl-tests time a collective once all ranks have
+ * arrived; the early ranks' kernels include waiting for the late one), else (unmatched,
+ * Send/Recv) the call's own GPU time. 0 without GPU time. */
+uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c);
 /*! Wall time of a process in ns. */
 uint64_t an_rank_wall(const struct an_rank *r);
 /*! Communication GPU (or host) time of a process, ns; *host_only set when no GPU time. */

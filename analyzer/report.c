@@ -84,7 +84,7 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 				continue;
 			sb[cc][sc] += (double)cl->bytes *
 			              an_busbw_factor(cl->fn, job->comms[cl->comm].nranks);
-			st[cc][sc] += cl->gpu_dur;
+			st[cc][sc] += an_call_xfer_ns(job, cl);
 			s->bw_bytes[cc][sc] += (double)cl->bytes;
 		}
 		for (size_t d = 0; d < r->ndevs; d++) {
@@ -139,8 +139,8 @@ static void arow_of(const struct an_job *job, const struct an_agg *a, struct aro
 	double ns = r->host_time ? (double)a->host_ns : (double)a->gpu_ns;
 	r->time_ms_per_rank = ns / 1e6 / m;
 	r->algbw = r->busbw = r->peak_share = NAN;
-	if (!r->host_time && a->gpu_ns) {
-		r->algbw = (double)a->bytes_gpu / (double)a->gpu_ns;
+	if (!r->host_time && a->xfer_ns) { /* transfer time: see an_call_xfer_ns */
+		r->algbw = (double)a->bytes_gpu / (double)a->xfer_ns;
 		r->busbw = r->algbw * an_busbw_factor(a->fn, r->c->nranks);
 		if (r->c->peak_Bps > 0)
 			r->peak_share = r->busbw * 1e9 / r->c->peak_Bps;
@@ -221,7 +221,10 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			        r.c->nranks, r.calls_per_rank, r.bytes_per_call / MIB,
 			        r.time_ms_per_rank, r.host_time ? "h" : " ", a, b, p);
 		}
-		fprintf(o, "  (algbw/busbw in GB/s as nccl-tests; h = host time, no GPU data)\n");
+		fprintf(
+		    o,
+		    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
+		    "time per matched collective; h = host time, no GPU data)\n");
 	}
 
 	fprintf(o, "\nRANKS\n");
@@ -402,7 +405,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_arr(&w, "collectives_by_rank");
 	struct cell {
 		uint64_t calls, gcalls;
-		double bytes, gbytes, gns, hns;
+		double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
 	};
 	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT;
 	struct cell *cells = calloc(ncell ? ncell : 1, sizeof *cells);
@@ -419,6 +422,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 				x->gcalls++;
 				x->gbytes += (double)c->bytes;
 				x->gns += c->gpu_dur;
+				x->xns += an_call_xfer_ns(job, c);
 			}
 		}
 		for (size_t ci = 0; ci < job->ncomms; ci++)
@@ -429,7 +433,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 				char h[32];
 				snprintf(h, sizeof h, "%016llx",
 				         (unsigned long long)job->comms[ci].hash);
-				double alg = x->gns > 0 ? x->gbytes / x->gns : NAN;
+				double alg = x->xns > 0 ? x->gbytes / x->xns : NAN;
 				jw_obj(&w, NULL);
 				jw_int(&w, "rank", rank_id(job, i));
 				jw_str(&w, "comm", h);

@@ -232,6 +232,8 @@ int nvlp_driver_load(char *why, size_t whylen)
 		t.cuStreamGetCtx = (__typeof__(t.cuStreamGetCtx))dlsym(h, "cuStreamGetCtx");
 		t.cuCtxGetDevice = (__typeof__(t.cuCtxGetDevice))dlsym(h, "cuCtxGetDevice");
 		t.cuDeviceGetCount = (__typeof__(t.cuDeviceGetCount))dlsym(h, "cuDeviceGetCount");
+		t.cuDevicePrimaryCtxGetState =
+		    (__typeof__(t.cuDevicePrimaryCtxGetState))dlsym(h, "cuDevicePrimaryCtxGetState");
 		t.cuDeviceGetAttribute =
 		    (__typeof__(t.cuDeviceGetAttribute))dlsym(h, "cuDeviceGetAttribute");
 		t.cuDeviceGetUuid = (__typeof__(t.cuDeviceGetUuid))dlsym(h, "cuDeviceGetUuid_v2");
@@ -294,10 +296,9 @@ uint64_t nvlp_cupti_gpu_ts_to_mono(uint64_t ts)
 {
 	/* GPU time is host CLOCK_REALTIME ns (PTIMER synced by the driver): recognisably
 	 * epoch-sized */
-	if (ts > 1000000000000000000ull)
-		return (uint64_t)((int64_t)ts + __atomic_load_n(&S.real_off, __ATOMIC_RELAXED));
 	struct nvlp_cupti_clock c = {S.clk.identity,
-	                             __atomic_load_n(&S.clk.offset, __ATOMIC_RELAXED)};
+	                             __atomic_load_n(&S.clk.offset, __ATOMIC_RELAXED),
+	                             __atomic_load_n(&S.real_off, __ATOMIC_RELAXED)};
 	return nvlp_cupti_ts(&c, ts);
 }
 
@@ -364,7 +365,8 @@ static void process_buffer(uint8_t *buf, size_t valid)
 {
 	CUpti_Activity *a = NULL;
 	struct nvlp_cupti_clock clk = {S.clk.identity,
-	                               __atomic_load_n(&S.clk.offset, __ATOMIC_RELAXED)};
+	                               __atomic_load_n(&S.clk.offset, __ATOMIC_RELAXED),
+	                               __atomic_load_n(&S.real_off, __ATOMIC_RELAXED)};
 	pthread_mutex_lock(&S.conv_mu); /* devmap; CUPTI may complete buffers on several threads */
 	while (nvlp_cu.cuptiActivityGetNextRecord(buf, valid, &a) == CUPTI_SUCCESS) {
 		if (!nvlp_cupti_we_enabled((int)a->kind))

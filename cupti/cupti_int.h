@@ -88,6 +88,7 @@ struct nvlp_driver_table {
 	nvlp_cures (*cuDeviceGetAttribute)(int *, int, int);
 	nvlp_cures (*cuDeviceGetUuid)(CUuuid *, int);
 	nvlp_cures (*cuDeviceGetPCIBusId)(char *, int, int);
+	nvlp_cures (*cuDevicePrimaryCtxGetState)(int, unsigned *, int *); /* optional */
 };
 extern struct nvlp_driver_table nvlp_drv;
 
@@ -104,12 +105,20 @@ const char *nvlp_cupti_err(CUptiResult r);
 /* ---- clock conversion: mono = ts + offset (identity when our timestamp callback is in use) ----
  */
 struct nvlp_cupti_clock {
-	int identity;   /* CUPTI already returns CLOCK_MONOTONIC ns (our timestamp callback) */
-	int64_t offset; /* mono - cupti, from the latest CLOCK pairing */
+	int identity;     /* CUPTI already returns CLOCK_MONOTONIC ns (our timestamp callback) */
+	int64_t offset;   /* mono - cupti, from the latest CLOCK pairing */
+	int64_t real_off; /* mono - CLOCK_REALTIME, from the latest pairing */
 };
+/* Timestamps past this are CLOCK_REALTIME ns (since 2001): torch.profiler's timestamp callback
+ * (Kineto uses the system clock) or the GPU's PTIMER. Monotonic ns never get there (31 years). */
+#define NVLP_EPOCH_SIZED 1000000000000000000ull
 static inline uint64_t nvlp_cupti_ts(const struct nvlp_cupti_clock *c, uint64_t ts)
 {
-	if (c->identity || ts == 0)
+	if (ts == 0)
+		return ts;
+	if (ts > NVLP_EPOCH_SIZED && c->real_off)
+		return (uint64_t)((int64_t)ts + c->real_off);
+	if (c->identity)
 		return ts;
 	return (uint64_t)((int64_t)ts + c->offset);
 }

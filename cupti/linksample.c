@@ -512,6 +512,23 @@ static uint64_t ms_ns(long ms)
 	return (uint64_t)ms * 1000000ull;
 }
 
+/* A GPU the process has a context on is "used" as soon as the context exists: waiting for the
+ * first intercepted call with a stream missed short programs (their copies were over before the
+ * counters came up, about a second after setup starts). */
+static void seen_by_context(void)
+{
+	int n = 0;
+	if (!nvlp_drv.cuDevicePrimaryCtxGetState || !nvlp_drv.cuDeviceGetCount ||
+	    nvlp_drv.cuDeviceGetCount(&n) != 0)
+		return;
+	for (int d = 0; d < n && d < MAX_GPUS; d++) {
+		unsigned flags = 0;
+		int active = 0;
+		if (nvlp_drv.cuDevicePrimaryCtxGetState(d, &flags, &active) == 0 && active)
+			nvlp_link_device_seen(d);
+	}
+}
+
 static void *sampler(void *arg)
 {
 	(void)arg;
@@ -540,6 +557,8 @@ static void *sampler(void *arg)
 		if (L.stop)
 			break;
 		pthread_mutex_unlock(&L.mu);
+		if (cfg->sample_us > 0)
+			seen_by_context();
 		if (cfg->sample_us > 0)
 			for (int d = 0; d < MAX_GPUS; d++)
 				if ((__atomic_load_n(&L.seen[d / 64], __ATOMIC_ACQUIRE) >>

@@ -299,13 +299,15 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 NVLP_EXPORT CUptiResult CUPTIAPI
 cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
-	if (!collecting())
-		PASS_THROUGH(cuptiActivityRegisterTimestampCallback, f);
-	if (!__atomic_exchange_n(&K.noted_ts, 1, __ATOMIC_ACQ_REL))
+	/* torch.profiler (Kineto) drops every GPU record outside its window as measured by its
+	 * own clock (the system clock): keeping ours left its trace without a single kernel (seen
+	 * on the GPU machine). So its callback wins; ours tells the clocks apart by magnitude
+	 * (nvlp_cupti_ts: epoch-sized values are CLOCK_REALTIME, converted by the latest pairing). */
+	if (collecting() && !__atomic_exchange_n(&K.noted_ts, 1, __ATOMIC_ACQ_REL))
 		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
-		          "another client's CUPTI timestamp callback ignored: activity timestamps "
-		          "stay CLOCK_MONOTONIC ns");
-	return CUPTI_SUCCESS;
+		          "another client's CUPTI timestamp callback installed: later activity "
+		          "timestamps are converted from its clock");
+	PASS_THROUGH(cuptiActivityRegisterTimestampCallback, f);
 }
 
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,

@@ -6,10 +6,12 @@
 //   staged : peer access NOT enabled: the driver stages through host memory (DtoH + HtoD records,
 //            PCIe counters instead of NVLink)
 //   both   : peer first (phase 1), then disable peer access and run staged (phase 2)
+// NVLP_SETTLE_MS (default 2500): pause after CUDA is up, so that a profiler's counters are running.
 // Prints the payload bytes, time and GB/s of each phase; exit 0 on success.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #define CK(x)                                                                                      \
@@ -87,6 +89,10 @@ int main(int argc, char **argv)
 	cudaStream_t st;
 	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 	CK(cudaDeviceSynchronize());
+	const char *settle = getenv("NVLP_SETTLE_MS");
+	long settle_ms = settle ? atol(settle) : 2500;
+	if (settle_ms > 0)
+		usleep((useconds_t)settle_ms * 1000);
 	int phase = 1;
 	if (strcmp(mode, "staged")) {
 		int can = 0;

@@ -3,13 +3,17 @@
 // Usage: uma_thrash [rounds=10] [MiB=64] [--advise]
 //   default : each round GPU0 writes the whole buffer, then GPU1, then the CPU touches every page:
 //             every touch migrates pages (UM counter records: faults, HtoD/DtoH/DtoD bytes)
-//   --advise: cudaMemAdvise(SetPreferredLocation GPU0, SetAccessedBy GPU1 and CPU) and one
-//             cudaMemPrefetchAsync to GPU0: GPU1 writes over NVLink without migrating, far fewer
-//             migrations
+//   --advise: cudaMemAdvise(SetPreferredLocation CPU, SetAccessedBy GPU0 and GPU1) and one
+//             cudaMemPrefetchAsync to the CPU: the pages stay in host memory and both GPUs map them
+//             (remote access) instead of pulling them over, so almost nothing migrates. (Preferring
+//             GPU0 is not enough on an x86 host: the CPU cannot map GPU memory, so its touches still
+//             migrate every page, seen on H200.)
+// NVLP_SETTLE_MS (default 2500): pause after CUDA is up, so that a profiler's counters are running.
 // Prints per-round and total time, bytes touched; exit 0 on success. Keep MiB <= 256.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,6 +48,19 @@ static struct cudaMemLocation loc(enum cudaMemLocationType t, int id)
 	return l;
 }
 
+/* Give a profiler's link-counter sampling (set up once a context exists) time to start. */
+static void settle(void)
+{
+	const char *e = getenv("NVLP_SETTLE_MS");
+	long ms = e ? atol(e) : 2500;
+	if (ms > 0) {
+		CK(cudaSetDevice(1));
+		CK(cudaFree(0)); /* make sure both GPUs have a context */
+		CK(cudaSetDevice(0));
+		usleep((useconds_t)ms * 1000);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = 10, advise = 0;
@@ -72,12 +89,13 @@ int main(int argc, char **argv)
 	CK(cudaMallocManaged(&m, bytes, cudaMemAttachGlobal));
 	memset(m, 0, bytes);
 	if (advise) {
-		CK(cudaMemAdvise(m, bytes, cudaMemAdviseSetPreferredLocation, loc(cudaMemLocationTypeDevice, 0)));
+		CK(cudaMemAdvise(m, bytes, cudaMemAdviseSetPreferredLocation, loc(cudaMemLocationTypeHost, 0)));
+		CK(cudaMemAdvise(m, bytes, cudaMemAdviseSetAccessedBy, loc(cudaMemLocationTypeDevice, 0)));
 		CK(cudaMemAdvise(m, bytes, cudaMemAdviseSetAccessedBy, loc(cudaMemLocationTypeDevice, 1)));
-		CK(cudaMemAdvise(m, bytes, cudaMemAdviseSetAccessedBy, loc(cudaMemLocationTypeHost, 0)));
-		CK(cudaMemPrefetchAsync(m, bytes, loc(cudaMemLocationTypeDevice, 0), 0, 0));
+		CK(cudaMemPrefetchAsync(m, bytes, loc(cudaMemLocationTypeHost, 0), 0, 0));
 		CK(cudaDeviceSynchronize());
 	}
+	settle();
 	const size_t page = 4096 / sizeof(int);
 	double t0 = now_ms();
 	for (int r = 0; r < rounds; r++) {

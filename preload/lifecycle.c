@@ -104,10 +104,11 @@ void nvlp_lc_refresh_atexit(void)
 	static unsigned long long seen;
 	unsigned long long adds = 0;
 	dl_iterate_phdr(count_adds, &adds);
-	if (adds == seen || __atomic_exchange_n(&atexit_busy, 1, __ATOMIC_ACQUIRE))
+	if (adds == __atomic_load_n(&seen, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&atexit_busy, 1, __ATOMIC_ACQUIRE))
 		return;
-	if (adds != seen && shut_get() == 0) {
-		seen = adds;
+	if (adds != __atomic_load_n(&seen, __ATOMIC_RELAXED) && shut_get() == 0) {
+		__atomic_store_n(&seen, adds, __ATOMIC_RELAXED);
 		atexit(at_exit);
 	}
 	__atomic_store_n(&atexit_busy, 0, __ATOMIC_RELEASE);
@@ -158,10 +159,12 @@ void nvlp_lc_install_signals(void)
 		/* The application's own handler (or SIG_IGN, e.g. nohup) always wins. */
 		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
 			continue;
+		/* Every asynchronous signal waits while we end the trace (at most ~3 s). */
 		struct sigaction sa = {.sa_handler = on_term_signal, .sa_flags = SA_RESTART};
-		sigemptyset(&sa.sa_mask);
-		for (size_t j = 0; j < sizeof term_sigs / sizeof *term_sigs; j++)
-			sigaddset(&sa.sa_mask, term_sigs[j]);
+		sigfillset(&sa.sa_mask);
+		static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+		for (size_t j = 0; j < sizeof sync_sigs / sizeof *sync_sigs; j++)
+			sigdelset(&sa.sa_mask, sync_sigs[j]);
 		sigaction(term_sigs[i], &sa, NULL);
 	}
 }

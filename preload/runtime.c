@@ -405,8 +405,18 @@ static void drain_locked(int can_yield)
 	}
 }
 
+/* Ends the trace for a signal handler (see writer_main); inherits the writer's signal mask. */
+static void *stopper_main(void *arg)
+{
+	(void)arg;
+	nvlp_shutdown(NVLP_END_SIGNAL);
+	(void)!write(ans_wr, "a", 1);
+	return NULL;
+}
+
 static void *writer_main(void *arg)
 {
+	int stopper_started = 0;
 	(void)arg;
 	tls_is_writer = 1;
 	for (;;) {
@@ -418,12 +428,21 @@ static void *writer_main(void *arg)
 		}
 		atomic_store(&kick_pending, 0);
 		nvlp_lc_refresh_atexit();
-		if (sig_req) {
-			/* A signal handler asked us to finish the trace: do it here, where locks
-			 * and allocation are allowed, then tell the handler to go on. */
-			nvlp_shutdown(NVLP_END_SIGNAL);
-			(void)!write(ans_wr, "a", 1);
-			return NULL;
+		if (sig_req && !stopper_started) {
+			/* A signal handler asked for the end of the trace. It is done on a helper
+			 * thread (locks and allocation are fine there) while this one keeps
+			 * draining: CUPTI's flush and samplers emit through rings and wait for room
+			 * (seen on the GPU machine: ending on this thread alone missed the handler's
+			 * deadline). The helper answers the handler when done. */
+			stopper_started = 1;
+			pthread_t t;
+			if (pthread_create(&t, NULL, stopper_main, NULL) == 0) {
+				pthread_detach(t);
+			} else {
+				nvlp_shutdown(NVLP_END_SIGNAL);
+				(void)!write(ans_wr, "a", 1);
+				return NULL;
+			}
 		}
 		pthread_mutex_lock(&w_mu);
 		if (atomic_load(&wstate) == W_RUNNING) {
@@ -915,8 +934,23 @@ int nvlp_rt_signal_request(int sig, int timeout_ms)
 		return -1;
 	sig_req = sig;
 	(void)!write(kick_wr, "s", 1);
-	struct pollfd p = {.fd = ans_rd, .events = POLLIN};
-	return poll(&p, 1, timeout_ms) > 0 ? 0 : -1;
+	/* Other handlers (SIGCHLD from dying DataLoader workers, seen under torch) interrupt poll:
+	 * keep waiting until the deadline. */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long end = now.tv_sec * 1000LL + now.tv_nsec / 1000000 + timeout_ms;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long left = end - (now.tv_sec * 1000LL + now.tv_nsec / 1000000);
+		if (left <= 0)
+			return -1;
+		struct pollfd p = {.fd = ans_rd, .events = POLLIN};
+		int n = poll(&p, 1, (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
 }
 
 /* ---- fork ----------------------------------------------------------------------------------- */

@@ -99,6 +99,7 @@ check_eq "pcie_fallback: env only, NVLink counters busy -> warning, not critical
 # low_bus_bandwidth
 check "low_bus_bandwidth: found in fallback run" has fallback low_bus_bandwidth
 check "low_bus_bandwidth: not in healthy run" hasnt healthy low_bus_bandwidth
+check "low_bus_bandwidth: not in late-rank run (waiting is not transfer time)" hasnt late low_bus_bandwidth
 # peer_access_disabled
 check "peer_access_disabled: staged copies on an NVLink pair" has staged peer_access_disabled
 check_eq "peer_access_disabled: evidence has rank and device" "0 0" "$(v staged_rd)"

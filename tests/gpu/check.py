@@ -141,7 +141,7 @@ def cmd_flip(d_ok, d_fb):
           f"(nvl {shares[1][1]:.3g} pcie {shares[1][2]:.3g})")
     rep = report(d_ok)
     colls = rep.get("collectives", [])
-    ar = [c for c in colls if "AllReduce" in str(c.get("name", c.get("fn", "")))]
+    ar = [c for c in colls if "AllReduce" in str(c.get("collective", ""))]
     check(ar and all(c.get("time_source") == "gpu" for c in ar), "ddp: every AllReduce has a GPU time",
           json.dumps(ar)[:300])
 

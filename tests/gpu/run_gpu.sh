@@ -9,12 +9,25 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 OUT=${OUT:-/tmp/nvlp-gpu}
 T=$OUT/traces L=$OUT/logs
 mkdir -p "$T" "$L"
+# whatever happens (a scenario hangs and the caller's timeout strikes), pack what was produced
+finish() {
+	for d in "$T"/*/; do
+		[ -d "$d" ] || continue
+		b=$(basename "$d")
+		$NV report "$d" >"$L/report_$b.txt" 2>&1
+		$NV info "$d" >"$L/info_$b.txt" 2>&1
+	done
+	(cd "$OUT" && tar czf traces.tgz traces && tar czf logs.tgz logs && rm -rf traces logs)
+	echo "gpu run done"
+}
+trap finish EXIT
+trap 'exit 124' TERM INT
 NV=$PWD/build/nvlprof
 export NVLPROF=$NV
 PY=python3
 DDP="examples/ddp_train.py"
 STEPS=${STEPS:-40}
-scen=${*:-ddp fallback straggler kill p2p uma profiler overhead}
+scen=${*:-ddp fallback p2p uma straggler profiler overhead kill}
 want() { case " $scen " in *" $1 "*) return 0 ;; esac; return 1; }
 log() { echo "== $*" >&2; }
 EX=$PWD/build/examples  # made by `make examples` (nvcc, shared cudart so the shim sees its calls)
@@ -71,17 +84,10 @@ if want profiler; then
 fi
 if want overhead; then
 	log "overhead: alternating runs without / with nvlprof"
-	for i in 1 2 3; do
-		$PY $DDP --steps 150 --json $L/ovh_base_$i.json >$L/ovh_base_$i.log 2>&1
-		$NV run -o /tmp/nvlp-ovh-$i -- $PY $DDP --steps 150 --json $L/ovh_prof_$i.json >$L/ovh_prof_$i.log 2>&1
-		NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$i -- $PY $DDP --steps 150 --json $L/ovh_api_$i.json >$L/ovh_api_$i.log 2>&1
+	for i in 1 2; do
+		$PY $DDP --steps 100 --json $L/ovh_base_$i.json >$L/ovh_base_$i.log 2>&1
+		$NV run -o /tmp/nvlp-ovh-$i -- $PY $DDP --steps 100 --json $L/ovh_prof_$i.json >$L/ovh_prof_$i.log 2>&1
+		NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$i -- $PY $DDP --steps 100 --json $L/ovh_api_$i.json >$L/ovh_api_$i.log 2>&1
 	done
 	$PY tests/gpu/check.py overhead $L
 fi
-for d in "$T"/*/; do
-	b=$(basename "$d")
-	$NV report "$d" >"$L/report_$b.txt" 2>&1
-	$NV info "$d" >"$L/info_$b.txt" 2>&1
-done
-(cd "$OUT" && tar czf traces.tgz traces && tar czf logs.tgz logs && rm -rf traces logs)
-echo "gpu run done"

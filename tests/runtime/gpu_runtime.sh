@@ -82,7 +82,10 @@ sleep 6
 kids=$(pgrep -f "multiprocessing.spawn" | tr '\n' ' ')
 echo "  ranks: $kids"
 for k in $kids; do echo "  $k SigCgt $(sed -n 's/^SigCgt:\t*//p' /proc/$k/status) SigBlk $(sed -n 's/^SigBlk:\t*//p' /proc/$k/status)"; done
+t0=$(date +%s%N)
 kill -TERM $kids 2>/dev/null
+for k in $kids; do while kill -0 $k 2>/dev/null; do sleep 0.02; done; done
+echo "  ranks gone $((($(date +%s%N) - t0) / 1000000)) ms after SIGTERM"
 wait $p
 n=0 ok=0
 for f in "$d"/*.nvlp; do
