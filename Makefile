@@ -128,13 +128,17 @@ PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 # The fake libcupti.so.13 / libcuda.so.1 live in their own directory so that programs of other
 # tests (rpath to $(FAKES_DIR), the shim looking next to libcudart) never pick them up.
 CUPTI_FAKES := $(FAKES_DIR)/cupti
-CUPTI_FAKE_LIBS := $(CUPTI_FAKES)/libcupti.so.13 $(CUPTI_FAKES)/libcuda.so.1
+CUPTI_FAKE_LIBS := $(CUPTI_FAKES)/libcupti.so.13 $(CUPTI_FAKES)/libcuda.so.1 $(CUPTI_FAKES)/libnvperf_host.so
 $(CUPTI_FAKES)/libcupti.so.13: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcupti.so.13 -o $@ $<
 $(CUPTI_FAKES)/libcuda.so.1: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_LIBCUDA -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+# the profiler-host half, dlopen'ed by the fake libcupti as CUPTI does (C++: its params header is)
+$(CUPTI_FAKES)/libnvperf_host.so: tests/fakes/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -x c++ -DFAKE_NVPERF -shared -Wl,-soname,libnvperf_host.so -o $@ $<
 # conversion of synthetic CUDA 13.0 records: convert.c is pure, compiled straight in
 $(BUILD)/tests/test_cupti_convert: tests/unit/test_cupti_convert.c cupti/convert.c cupti/cupti_int.h tests/check.h
 	@mkdir -p $(dir $@)
@@ -145,6 +149,10 @@ $(BUILD)/tests/test_cupti_gh100: tests/unit/test_cupti_gh100.c $(BUILD)/lib/cupt
 	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(BUILD)/lib/cupti/pm_host.o -ldl
 # shim + Kineto stand-in on the fake libcupti/libcuda (re-runs itself under LD_PRELOAD)
 $(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# shim on the fake libcupti with slow PM setup: exit before / during / after it
+$(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim with the REAL libcupti and no driver / the stub libcuda

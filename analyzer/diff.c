@@ -59,7 +59,10 @@ static size_t env_diff(const struct an_rank *rb, const struct an_rank *ra, struc
 				snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
 				const char *x = rb ? an_header_get(rb, key, vb, sizeof vb) : NULL;
 				const char *y = ra ? an_header_get(ra, key, va, sizeof va) : NULL;
-				int differ = (!x) != (!y) || (x && y && strcmp(x, y));
+				/* nvlprof's own settings (the trace directory above all) are not
+				 * a difference between the jobs */
+				int ours = !strncmp(key + strlen(NVLP_HDR_ENV_PREFIX), "NVLPROF_", 8);
+				int differ = !ours && ((!x) != (!y) || (x && y && strcmp(x, y)));
 				int dup = 0;
 				for (size_t k = 0; k < n; k++)
 					dup |=
@@ -150,6 +153,17 @@ static void ids_where(const struct an_findings *f, const struct an_findings *oth
 		if (!dup && finding_in(other, f->v[i].id) == want_in_other)
 			out[(*n)++] = f->v[i].id;
 	}
+}
+
+/* "id [severity]", or "id [info, explained by ROOT]" for a consequence of another finding: the
+ * severity in f (AFTER for new and still, BEFORE for resolved). */
+static void print_tagged(size_t i, const struct an_findings *f, const char *id)
+{
+	const struct an_finding *x = an_findings_get(f, id);
+	printf("%s%s [%s", i ? ", " : "", id, x ? an_sev_name(x->sev) : "?");
+	if (x && x->explained_by)
+		printf(", explained by %s", x->explained_by);
+	printf("]");
 }
 
 static void usage(FILE *o)
@@ -361,14 +375,13 @@ int nvlp_cmd_diff(int argc, char **argv)
 		printf("\nFINDINGS\n");
 		printf("  new:      ");
 		for (size_t i = 0; i < nnew; i++)
-			printf("%s%s [%s]", i ? ", " : "", fnew[i],
-			       an_sev_name(an_findings_get(&A->f, fnew[i])->sev));
+			print_tagged(i, &A->f, fnew[i]);
 		printf("%s\n  resolved: ", nnew ? "" : "none");
 		for (size_t i = 0; i < nres; i++)
-			printf("%s%s", i ? ", " : "", fres[i]);
+			print_tagged(i, &B->f, fres[i]);
 		printf("%s\n  still:    ", nres ? "" : "none");
 		for (size_t i = 0; i < nstill; i++)
-			printf("%s%s", i ? ", " : "", fstill[i]);
+			print_tagged(i, &A->f, fstill[i]);
 		printf("%s\n", nstill ? "" : "none");
 		for (size_t i = 0; i < A->f.n; i++)
 			if (!finding_in(&B->f, A->f.v[i].id) && A->f.v[i].sev > AN_SEV_INFO)

@@ -28,6 +28,7 @@ static struct an_finding *add(struct an_findings *f, const char *id, int sev, co
 	memset(x, 0, sizeof *x);
 	x->id = id;
 	x->sev = sev;
+	x->root_rank = -1;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(x->title, sizeof x->title, fmt, ap);
@@ -108,8 +109,9 @@ static void env_causes(const struct an_job *job, char *out, size_t len)
 	}
 }
 
-static void fallback(const struct an_job *job, const double *th, struct big *big,
-                     struct an_findings *out)
+/* @return the index of the communicator judged to fall back, -1 if none */
+static int fallback(const struct an_job *job, const double *th, struct big *big,
+                    struct an_findings *out)
 {
 	char cause[256];
 	env_causes(job, cause, sizeof cause);
@@ -127,7 +129,7 @@ static void fallback(const struct an_job *job, const double *th, struct big *big
 		}
 	}
 	if (best < 0)
-		return;
+		return -1;
 	const struct an_comm *c = &job->comms[best];
 	double per_rank = best_bytes / (c->nmembers ? c->nmembers : 1);
 	uint64_t nvl = 0, pcie = 0;
@@ -149,9 +151,9 @@ static void fallback(const struct an_job *job, const double *th, struct big *big
 	    c->peak_Bps > 0 && busbw > 0 && busbw * 1e9 < th[AN_TH_low_busbw_share] * c->peak_Bps;
 	int has_nvl = c->peak_Bps > 0;
 	if (per_rank < th[AN_TH_fallback_min_mib] * MIB)
-		return;
+		return -1;
 	if (!(has_nvl && counters) && !(cause[0] && (has_nvl || !job->have_topo)))
-		return;
+		return -1;
 	int sev = (counters || low) ? AN_SEV_CRITICAL : AN_SEV_WARNING;
 	struct an_finding *x =
 	    add(out, "pcie_fallback", sev,
@@ -182,6 +184,7 @@ static void fallback(const struct an_job *job, const double *th, struct big *big
 	        : "NCCL did not use P2P over NVLink: check NCCL_DEBUG=INFO transport lines, "
 	          "container IPC/"
 	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
+	return x ? best : -1;
 }
 
 /* NVLink between two GPUs of r's host: any process on that host may have recorded the topology. */
@@ -390,21 +393,15 @@ static void exposed(const struct an_job *job, const double *th, struct an_findin
 	ev_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
 	if (worst >= 0)
 		ev_num(x, "worst_rank", worst, NULL);
-	if (an_findings_get(out, "pcie_fallback"))
-		advise(x, "See pcie_fallback: collectives over PCIe/host memory are too slow to "
-		          "hide; fix that first.");
-	else if (an_findings_get(out, "straggler"))
-		advise(x, "See straggler: NCCL kernels that wait for a late rank count as exposed "
-		          "communication.");
-	else
-		advise(x, "Overlap communication with compute: DDP bucket_cap_mb / "
-		          "gradient_as_bucket_view, FSDP "
-		          "prefetch, fewer and larger collectives; or make it cheaper (check "
-		          "pcie_fallback and "
-		          "low_bus_bandwidth first).");
+	/* explain() replaces this when a root cause explains the finding */
+	advise(x, "Overlap communication with compute: DDP bucket_cap_mb / "
+	          "gradient_as_bucket_view, FSDP "
+	          "prefetch, fewer and larger collectives; or make it cheaper (check "
+	          "pcie_fallback and "
+	          "low_bus_bandwidth first).");
 }
 
-static void low_bw(const struct an_job *job, const double *th, struct big *big, int fell_back,
+static void low_bw(const struct an_job *job, const double *th, struct big *big,
                    struct an_findings *out)
 {
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
@@ -452,12 +449,12 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big, 
 		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
 		if (others[0])
 			ev_str(x, "also_low", "%s", others);
-		/* no straggler advice: bandwidths use transfer time, not waiting */
-		advise(x, fell_back ? "See pcie_fallback: the traffic is not on NVLink."
-		                    : "Large messages should reach 60-80% of the link: check "
-		                      "NCCL_ALGO/NCCL_PROTO "
-		                      "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
-		                      "NCCL_DEBUG=INFO transports.");
+		/* no straggler advice: bandwidths use transfer time, not waiting; explain() gives
+		 * the pcie_fallback advice when the fallback is on this communicator */
+		advise(x, "Large messages should reach 60-80% of the link: check "
+		          "NCCL_ALGO/NCCL_PROTO "
+		          "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
+		          "NCCL_DEBUG=INFO transports.");
 	}
 }
 
@@ -534,6 +531,143 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 #undef GAP
 }
 
+static const char *ev_get_str(const struct an_finding *x, const char *key)
+{
+	for (int i = 0; i < x->nev; i++)
+		if (x->ev[i].is_str && !strcmp(x->ev[i].key, key))
+			return x->ev[i].str;
+	return NULL;
+}
+
+static double ev_get_num(const struct an_finding *x, const char *key, double dflt)
+{
+	for (int i = 0; i < x->nev; i++)
+		if (!x->ev[i].is_str && !strcmp(x->ev[i].key, key))
+			return x->ev[i].num;
+	return dflt;
+}
+
+/* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
+ * to y's former severity (the root cause carries the cost of what it explains), and y's advice
+ * points at x. share < 0: not a measured share. */
+static void demote(struct an_finding *x, struct an_finding *y, double share, const char *advice)
+{
+	y->explained_by = x->id;
+	y->sev_before = y->sev;
+	ev_str(y, "explained_by", "%s", x->id);
+	if (share >= 0)
+		ev_num(y, "explained_share", share > 1 ? 1 : share, NULL);
+	ev_str(y, "severity_alone", "%s", an_sev_name(y->sev));
+	int k = 0;
+	while (k < x->nev && strcmp(x->ev[k].key, "explains"))
+		k++;
+	if (k < x->nev) {
+		size_t l = strlen(x->ev[k].str);
+		snprintf(x->ev[k].str + l, sizeof x->ev[k].str - l, ",%s", y->id);
+	} else
+		ev_str(x, "explains", "%s", y->id);
+	if (y->sev > x->sev)
+		x->sev = y->sev;
+	y->sev = AN_SEV_INFO;
+	advise(y, advice);
+}
+
+/* Root causes and the findings they explain (see REPORT_JSON.md "explained findings"):
+ * - pcie_fallback explains low_bus_bandwidth on the same communicator;
+ * - straggler explains exposed_communication when the others' waiting for it is at least
+ *   explained_share of the exposed time: the straggler arrives last and barely waits, so the other
+ *   ranks' exposed time beyond its own is time their NCCL kernels sat waiting for it
+ *   (sum over ranks r != s of max(0, exposed_r - exposed_s) / sum of exposed_r, same window as
+ *   exposed_share);
+ * - otherwise pcie_fallback explains exposed_communication when the fallback communicator's calls
+ *   hold at least explained_share of the exposed time (an_comm_exposed_ns).
+ * The straggler is tried first: waiting is measured directly, and a fallback communicator is
+ * often the only one, which would claim every exposed nanosecond. */
+static void explain_exposed(const struct an_job *job, const double *th, int fb_comm,
+                            struct an_findings *out, struct an_finding *fb, struct an_finding *exp);
+static void explain(const struct an_job *job, const double *th, int fb_comm,
+                    struct an_findings *out)
+{
+	struct an_finding *fb = NULL, *exp = NULL;
+	for (size_t i = 0; i < out->n; i++) {
+		if (!strcmp(out->v[i].id, "pcie_fallback"))
+			fb = &out->v[i];
+		else if (!strcmp(out->v[i].id, "exposed_communication"))
+			exp = &out->v[i];
+	}
+	explain_exposed(job, th, fb_comm, out, fb, exp); /* first: its root lists it first */
+	if (fb && fb_comm >= 0) {
+		char hash[32];
+		snprintf(hash, sizeof hash, "%016llx",
+		         (unsigned long long)job->comms[fb_comm].hash);
+		for (size_t i = 0; i < out->n; i++) {
+			struct an_finding *y = &out->v[i];
+			const char *c = ev_get_str(y, "comm");
+			if (!strcmp(y->id, "low_bus_bandwidth") && !y->explained_by && c &&
+			    !strcmp(c, hash))
+				demote(fb, y, -1,
+				       "See pcie_fallback: the traffic is not on NVLink; fix that "
+				       "first.");
+		}
+	}
+}
+
+static void explain_exposed(const struct an_job *job, const double *th, int fb_comm,
+                            struct an_findings *out, struct an_finding *fb, struct an_finding *exp)
+{
+	if (!exp)
+		return;
+	/* straggler: the others' exposed time beyond the straggler's own */
+	struct an_finding *best = NULL;
+	double best_share = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		struct an_finding *x = &out->v[i];
+		if (strcmp(x->id, "straggler"))
+			continue;
+		int rk = (int)ev_get_num(x, "rank", -1);
+		double es = -1, tot = 0, excess = 0;
+		for (size_t f = 0; f < job->nranks; f++)
+			if (rank_id(job, f) == rk && job->ranks[f].ok) {
+				double sp;
+				an_rank_exposure(job, &job->ranks[f], &es, &sp, NULL);
+			}
+		if (es < 0)
+			continue;
+		for (size_t f = 0; f < job->nranks; f++) {
+			const struct an_rank *r = &job->ranks[f];
+			if (!r->ok || !r->kind_count[NVLP_K_KERNEL])
+				continue;
+			double e, sp;
+			an_rank_exposure(job, r, &e, &sp, NULL);
+			tot += e;
+			if (rank_id(job, f) != rk && e > es)
+				excess += e - es;
+		}
+		double share = tot > 0 ? excess / tot : 0;
+		if (share > best_share) {
+			best_share = share;
+			best = x;
+		}
+	}
+	if (best && best_share >= th[AN_TH_explained_share]) {
+		exp->root_rank = (int)ev_get_num(best, "rank", -1);
+		demote(
+		    best, exp, best_share,
+		    "See straggler: the other ranks' NCCL kernels wait for the late rank and that "
+		    "waiting counts as exposed communication; fix the straggler first.");
+		return;
+	}
+	if (fb && fb_comm >= 0) {
+		double all = 0, mine = an_comm_exposed_ns(job, fb_comm, &all);
+		double share = all > 0 ? mine / all : 0;
+		if (share >= th[AN_TH_explained_share])
+			demote(
+			    fb, exp, share,
+			    "See pcie_fallback: collectives over PCIe/host memory are too slow to "
+			    "hide; fix that first.");
+	}
+}
+
 /* Within a severity, causes before their consequences: a fallback or a straggler explains low
  * bandwidth and exposed communication, so it is read first. */
 static int prio(const char *id)
@@ -579,16 +713,16 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 			b->calls++;
 		}
 	}
-	fallback(job, th, big, out);
-	int fell_back = an_findings_get(out, "pcie_fallback") != NULL;
+	int fb_comm = fallback(job, th, big, out);
 	staged(job, th, out);
 	thrashing(job, th, out);
 	stragglers(job, th, out);
 	hangs(job, th, out);
 	exposed(job, th, out);
-	low_bw(job, th, big, fell_back, out);
+	low_bw(job, th, big, out);
 	gaps(job, out);
 	free(big);
+	explain(job, th, fb_comm, out);
 	/* stable order: severity, then id (qsort is not stable: ties broken by id only, and
 	 * same-id findings were added in rank order, kept by the insertion sort below) */
 	for (size_t i = 1; i < out->n; i++) {
@@ -600,6 +734,37 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 		}
 		out->v[j] = t;
 	}
+	/* each explained finding right after its root (diagnosis order: cause, then what it
+	 * explains) */
+	struct an_finding *v = malloc((out->n ? out->n : 1) * sizeof *v);
+	char *used = calloc(out->n ? out->n : 1, 1);
+	if (!v || !used) {
+		free(v);
+		free(used);
+		return 0; /* keeps the plain order */
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		const struct an_finding *x = &out->v[i];
+		if (x->explained_by)
+			continue;
+		v[n++] = *x;
+		used[i] = 1;
+		for (size_t k = 0; k < out->n; k++) {
+			const struct an_finding *y = &out->v[k];
+			if (!used[k] && y->explained_by && !strcmp(y->explained_by, x->id) &&
+			    (y->root_rank < 0 || y->root_rank == (int)ev_get_num(x, "rank", -1))) {
+				v[n++] = *y;
+				used[k] = 1;
+			}
+		}
+	}
+	for (size_t k = 0; k < out->n; k++) /* a root not found: keep the finding anyway */
+		if (!used[k])
+			v[n++] = out->v[k];
+	free(used);
+	free(out->v);
+	out->v = v;
 	return 0;
 }
 
@@ -659,10 +824,16 @@ void an_findings_print(FILE *o, const struct an_findings *f)
 	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct an_finding *x = &f->v[i];
-		fprintf(o, "[%s] %s: %s\n", an_sev_name(x->sev), x->id, x->title);
+		if (x->explained_by)
+			fprintf(o, "[%s] %s (explained by %s): %s\n", an_sev_name(x->sev), x->id,
+			        x->explained_by, x->title);
+		else
+			fprintf(o, "[%s] %s: %s\n", an_sev_name(x->sev), x->id, x->title);
 		int col = 0;
 		for (int k = 0; k < x->nev; k++) {
 			char v[256];
+			if (x->explained_by && !strcmp(x->ev[k].key, "explained_by"))
+				continue; /* in the heading */
 			fmt_ev(&x->ev[k], v, sizeof v);
 			int w = (int)(strlen(x->ev[k].key) + strlen(v) + 3);
 			if (x->ev[k].is_str &&

@@ -25,6 +25,11 @@ struct an_finding {
 	struct an_ev ev[AN_MAX_EV];
 	int nev;
 	char advice[400];
+	/* set when another finding (its root cause) explains this one: severity demoted to info,
+	 * sev_before keeps the severity it had on its own */
+	const char *explained_by;
+	int sev_before;
+	int root_rank; /* the root is the finding of this rank (straggler), -1 any */
 };
 
 struct an_findings {
@@ -32,7 +37,8 @@ struct an_findings {
 	size_t n;
 };
 
-/*! Draw all findings from an analyzed job, sorted by severity (critical first).
+/*! Draw all findings from an analyzed job, sorted by severity (critical first); a finding
+ * explained by a root cause (explained_by set, severity info) follows its root directly.
  * th: thresholds (AN_TH_*). @return 0, or -1 out of memory */
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out);
 void an_findings_free(struct an_findings *f);

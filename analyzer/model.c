@@ -1717,7 +1717,15 @@ uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c)
 	if (m->xfer && c->seq >= m->xfer_seq0 && c->seq - m->xfer_seq0 < m->nxfer &&
 	    an_coll_of_fn(c->fn) != AN_C_SENDRECV) {
 		uint32_t x = m->xfer[c->seq - m->xfer_seq0];
-		if (x && x < c->gpu_dur)
+		/* The shortest rank's time is the transfer only when the data could not move
+		 * before it arrived. A root that pushes a broadcast into the late rank's buffers
+		 * leaves that rank a kernel far too short to be a transfer (seen: 0.5 ms for
+		 * 256 MiB, 11x the link). Then the data moved while the others waited: keep the
+		 * rank's own time rather than report a bandwidth the link cannot carry. */
+		double bus = x ? (double)c->bytes / ((double)x * 1e-9) *
+		                     an_busbw_factor(c->fn, m->nranks)
+		               : 0;
+		if (x && x < c->gpu_dur && !(m->peak_Bps > 0 && bus > m->peak_Bps))
 			return x;
 	}
 	return c->gpu_dur;
@@ -1893,4 +1901,55 @@ uint64_t an_rank_exposed_ns(const struct an_rank *r)
 	for (size_t d = 0; d < r->ndevs; d++)
 		e += r->devs[d].exposed_ns;
 	return e;
+}
+
+/* Compute time of the sorted, merged intervals iv inside [s, e) (binary search for the start). */
+static uint64_t covered_at(const struct an_ivals *iv, uint64_t s, uint64_t e)
+{
+	size_t lo = 0, hi = iv->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (iv->v[mid].e <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return covered(iv, &lo, s, e);
+}
+
+double an_comm_exposed_ns(const struct an_job *job, int comm, double *all_ns)
+{
+	double mine = 0, all = 0;
+	int win = job->win1 > job->win0;
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok)
+			continue;
+		uint64_t a = win ? (uint64_t)((int64_t)job->win0 - r->offset) : 0,
+		         b = win ? (uint64_t)((int64_t)job->win1 - r->offset) : UINT64_MAX;
+		for (size_t k = 0; k < r->ncalls; k++) {
+			const struct an_call *c = &r->calls[k];
+			if (!c->gpu_start || !c->gpu_dur)
+				continue;
+			const struct an_dev *d = NULL;
+			for (size_t i = 0; i < r->ndevs && !d; i++)
+				if (r->devs[i].device == c->device)
+					d = &r->devs[i];
+			if (!d && r->ndevs == 1)
+				d = &r->devs[0];
+			if (!d)
+				continue;
+			uint64_t s = c->gpu_start > a ? c->gpu_start : a;
+			uint64_t e = c->gpu_start + c->gpu_dur < b ? c->gpu_start + c->gpu_dur : b;
+			if (e <= s)
+				continue;
+			double x = (double)((e - s) - covered_at(&d->compute, s, e));
+			all += x;
+			if (c->comm == comm)
+				mine += x;
+		}
+	}
+	if (all_ns)
+		*all_ns = all;
+	return mine;
 }

@@ -39,6 +39,9 @@
 	  "a rank last to arrive in at least this share of collectives ...")                       \
 	T(straggler_min_ms, 0.5,                                                                   \
 	  "... whose median lead over the next-latest rank is at least this (ms) is a straggler")  \
+	T(explained_share, 0.5,                                                                    \
+	  "pcie_fallback / straggler explains exposed_communication (demoted to info) when it "    \
+	  "accounts for at least this share of the exposed time")                                  \
 	T(hang_min_ms, 100,                                                                        \
 	  "a collective missing on some ranks is a hang_suspect when others waited >= this (ms); " \
 	  "less is a job stopped as a whole")
@@ -313,6 +316,11 @@ uint64_t an_rank_exposed_ns(const struct an_rank *r);
  * recognised (setup and startup excluded), else over the whole trace. @return 1 if windowed */
 int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *exposed_ns,
                      double *span_ns, double *comm_ns);
+/*! Exposed communication attributed to one communicator, ns: each call's GPU time (a group's
+ * kernel split by bytes, as in an_call_xfer_ns) not overlapped by compute on its GPU, inside the
+ * step window when steps were recognised, summed over processes. *all_ns gets the same over all
+ * communicators, so the ratio is the communicator's share of the exposed time. */
+double an_comm_exposed_ns(const struct an_job *job, int comm, double *all_ns);
 /*! Size class label of a byte count ("<64K", "64K-1M", "1M-16M", "16M-256M", ">=256M"). */
 int an_size_class(uint64_t bytes);
 const char *an_size_class_name(int c);

@@ -232,8 +232,8 @@ int nvlp_driver_load(char *why, size_t whylen)
 		t.cuStreamGetCtx = (__typeof__(t.cuStreamGetCtx))dlsym(h, "cuStreamGetCtx");
 		t.cuCtxGetDevice = (__typeof__(t.cuCtxGetDevice))dlsym(h, "cuCtxGetDevice");
 		t.cuDeviceGetCount = (__typeof__(t.cuDeviceGetCount))dlsym(h, "cuDeviceGetCount");
-		t.cuDevicePrimaryCtxGetState =
-		    (__typeof__(t.cuDevicePrimaryCtxGetState))dlsym(h, "cuDevicePrimaryCtxGetState");
+		t.cuDevicePrimaryCtxGetState = (__typeof__(t.cuDevicePrimaryCtxGetState))dlsym(
+		    h, "cuDevicePrimaryCtxGetState");
 		t.cuDeviceGetAttribute =
 		    (__typeof__(t.cuDeviceGetAttribute))dlsym(h, "cuDeviceGetAttribute");
 		t.cuDeviceGetUuid = (__typeof__(t.cuDeviceGetUuid))dlsym(h, "cuDeviceGetUuid_v2");
@@ -479,7 +479,7 @@ static void start_locked(void)
 	const struct nvlp_config *cfg = nvlp_cfg();
 	char why[600], tool[600];
 	S.t_start = nvlp_now();
-	if (!nvlp_active)
+	if (!nvlp_is_active())
 		goto aside; /* recording is off (NVLPROF_DISABLE, inherited injection path): stay
 		               out */
 	if (!cfg->cupti) {
@@ -875,9 +875,14 @@ void nvlp_cupti_stop(void)
 		diagnose_never_started();
 		__atomic_store_n(&S.state, NVLP_CS_ASIDE, __ATOMIC_RELEASE);
 	} else if (st == NVLP_CS_ACTIVE) {
-		nvlp_link_stop();
+		/* Activity first: it is the bulk of the trace, and the PM calls that follow go
+		 * through libnvperf_host, whose fate at exit we control less. The sampler stops
+		 * first so that its periodic flush never runs alongside this one. */
+		nvlp_link_stop_thread();
 		nvlp_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		clock_pair();
+		nvlp_kick_writer();
+		nvlp_link_stop();
 		uint64_t lost = __atomic_load_n(&S.lost, __ATOMIC_RELAXED);
 		if (lost)
 			nvlp_note(NVLP_NOTE_ACTIVITY_LOST, -1, lost,

@@ -186,7 +186,10 @@ size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void 
 void nvlp_link_device_seen(int dev);
 /*! Start the sampler thread (also does periodic activity flushes). @return 0 or -1. */
 int nvlp_link_start(void);
-/*! Stop the thread, decode what is left. */
+/*! At exit: ask the thread to stop and wait for it, at most ~1.5 s (it may be inside PM setup). */
+void nvlp_link_stop_thread(void);
+/*! At exit, after nvlp_link_stop_thread: Stop and decode the GPUs whose PM setup completed, read
+ * NVML once more. Tears nothing down (the process is ending). */
 void nvlp_link_stop(void);
 void nvlp_link_atfork_child(void);
 /*! Periodic hook from the sampler thread into cupti.c: flush activity + CLOCK record. */

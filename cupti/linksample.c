@@ -18,6 +18,16 @@
  * GPU, library without the API): NVML cumulative counters (fields 138-141 NVLink data/raw KiB,
  * 197/198 PCIe TX/RX bytes) read at max(10 ms, interval), source = 2. The NOTE says which source
  * was used on each GPU and why.
+ *
+ * Exit. nvlp_link_stop_thread() asks the thread to stop and waits for it at most EXIT_WAIT_MS: PM
+ * setup takes about a second per GPU, and a short program exits in the middle of it. The thread
+ * checks the stop flag between setup steps and never decodes, samples or flushes once it is set.
+ * nvlp_link_stop() then only Stops and decodes the GPUs whose setup completed: nothing is disabled,
+ * deinitialised or freed at exit (the process is ending, and libnvperf_host, which CUPTI loads
+ * during setup, may already be destroyed by then). Our exit handler must run before the destructors
+ * of libraries loaded during setup, so the thread re-registers it right after every step that may
+ * load one (nvlp_lc_refresh_atexit; seen on 2 x H200: a 0.5 s program exiting during setup crashed
+ * before the final flush, with no END record).
  */
 #include <dlfcn.h>    /* dlopen */
 #include <errno.h>    /* errno */
@@ -28,16 +38,19 @@
 #include <string.h>   /* memset, strlen */
 #include <sys/file.h> /* flock */
 #include <sys/stat.h> /* stat */
+#include <time.h>     /* clock_gettime */
 #include <unistd.h>   /* getpid, read, write */
 
 #include "cupti_int.h"
 #include "nvlp_rt.h"
+#include "rt_internal.h" /* nvlp_lc_refresh_atexit */
 
 #define MAX_GPUS 64
 #define NMETRICS 6
 #define HW_BUFFER (64u << 20)  /* PM records in GPU memory between decodes (KEEP_LATEST) */
 #define MAX_SAMPLES 4000       /* decoded samples held per decode round */
 #define DECODE_NS 100000000ull /* decode PM samples every 100 ms */
+#define EXIT_WAIT_MS 1500      /* at exit, wait this long for a GPU whose setup is running */
 
 /* Metric order = LINKSAMPLE field order after dur (nvl_tx .. pcie_wr). */
 static const char *const METRICS[NMETRICS] = {
@@ -69,8 +82,12 @@ static struct {
 	char why[256];
 } N;
 
+/* gpu.phase: written by the sampler, read by the exiting thread (which may have stopped waiting) */
+enum { PH_NONE = 0, PH_SETUP = 1, PH_DONE = 2 };
+
 struct gpu {
 	int setup;  /* tried */
+	int phase;  /* PH_*, atomic */
 	int source; /* 0 none, 1 PM, 2 NVML */
 	int lock_fd;
 	/* PM sampling */
@@ -92,8 +109,10 @@ struct gpu {
 
 static struct {
 	pthread_t thr;
-	int running;
-	volatile int stop;
+	int running, started; /* started: the thread was created (it may be gone now) */
+	volatile int stop;    /* atomic: set once, at exit */
+	int abandoned;        /* atomic: the exiting thread stopped waiting for the sampler */
+	int in_setup;         /* atomic: device + 1 while the sampler is in setup_gpu, else 0 */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	uint64_t seen[MAX_GPUS / 64]; /* devices to sample (bit per device) */
@@ -117,6 +136,19 @@ void nvlp_link_device_seen(int dev)
 	pthread_mutex_lock(&L.mu);
 	pthread_cond_signal(&L.cv);
 	pthread_mutex_unlock(&L.mu);
+}
+
+static int stopping(void)
+{
+	return __atomic_load_n(&L.stop, __ATOMIC_ACQUIRE);
+}
+
+/* After a step that may have loaded a library (CUPTI loads libnvperf_host during PM setup; NVML):
+ * exit() runs handlers newest first, and that library's destructors are newer than our handler
+ * until it is registered again. Cheap when nothing was loaded. */
+static void after_load(void)
+{
+	nvlp_lc_refresh_atexit();
 }
 
 /* ---- one sampler per GPU ---- */
@@ -176,6 +208,13 @@ static int pm_fail(char *why, size_t len, const char *what, CUptiResult r)
 	return -1;
 }
 
+static int pm_exiting(char *why, size_t len)
+{
+	snprintf(why, len, "the process is exiting");
+	return -2;
+}
+
+/* @return 0 on success; -1 (why says why); -2 when the process began to exit during setup. */
 static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped, size_t dlen)
 {
 	const struct nvlp_config *cfg = nvlp_cfg();
@@ -188,7 +227,11 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 		PARAMS(CUpti_Profiler_Initialize_Params, pi);
 		L.profiler_err = nvlp_cu.cuptiProfilerInitialize(&pi);
 		L.profiler_init = L.profiler_err == CUPTI_SUCCESS ? 1 : -1;
+		after_load();
 	}
+	/* Stopped at exit between steps: leave what exists as it is (see the top of the file). */
+	if (stopping())
+		return pm_exiting(why, len);
 	if (L.profiler_init < 0)
 		return pm_fail(why, len, "cuptiProfilerInitialize", L.profiler_err);
 	PARAMS(CUpti_Device_GetChipName_Params, cn);
@@ -205,6 +248,11 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 		av.pCounterAvailabilityImage = avail;
 		if (avail)
 			r = nvlp_cu.cuptiPmSamplingGetCounterAvailability(&av);
+	}
+	after_load();
+	if (stopping()) {
+		free(avail);
+		return pm_exiting(why, len);
 	}
 	if (r != CUPTI_SUCCESS) {
 		free(avail);
@@ -239,6 +287,9 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 		          : CUPTI_ERROR_INVALID_METRIC_NAME;
 	}
 	free(avail);
+	after_load(); /* the host object is where libnvperf_host comes in */
+	if (stopping())
+		return pm_exiting(why, len);
 	if (r != CUPTI_SUCCESS)
 		return pm_fail(why, len, "no link metric accepted for this chip", r);
 	if (passes != 1) {
@@ -251,6 +302,9 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 	if ((r = nvlp_cu.cuptiPmSamplingEnable(&en)) != CUPTI_SUCCESS)
 		return pm_fail(why, len, "cuptiPmSamplingEnable", r);
 	g->pm = en.pPmSamplingObject;
+	after_load();
+	if (stopping())
+		return pm_exiting(why, len);
 	PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
 	sc.pPmSamplingObject = g->pm;
 	sc.configSize = g->cfg_size;
@@ -261,6 +315,8 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 	sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
 	if ((r = nvlp_cu.cuptiPmSamplingSetConfig(&sc)) != CUPTI_SUCCESS)
 		goto fail_enabled;
+	if (stopping())
+		return pm_exiting(why, len);
 	PARAMS(CUpti_PmSampling_GetCounterDataSize_Params, ds);
 	ds.pPmSamplingObject = g->pm;
 	ds.pMetricNames = g->metrics;
@@ -280,6 +336,8 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 	di.pCounterData = g->data;
 	if ((r = nvlp_cu.cuptiPmSamplingCounterDataImageInitialize(&di)) != CUPTI_SUCCESS)
 		goto fail_enabled;
+	if (stopping())
+		return pm_exiting(why, len);
 	PARAMS(CUpti_PmSampling_Start_Params, st);
 	st.pPmSamplingObject = g->pm;
 	if ((r = nvlp_cu.cuptiPmSamplingStart(&st)) != CUPTI_SUCCESS)
@@ -360,19 +418,15 @@ static void pm_decode(int dev, struct gpu *g)
 	}
 }
 
-static void pm_teardown(int dev, struct gpu *g)
+/* At exit: the last samples only. No Disable, host deinitialisation or free: the process is
+ * ending, and tearing down through a library whose destructors already ran corrupts the heap (seen
+ * with libnvperf_host: "double free or corruption"). */
+static void pm_final(int dev, struct gpu *g)
 {
 	PARAMS(CUpti_PmSampling_Stop_Params, sp);
 	sp.pPmSamplingObject = g->pm;
 	nvlp_cu.cuptiPmSamplingStop(&sp);
 	pm_decode(dev, g);
-	PARAMS(CUpti_PmSampling_Disable_Params, dp);
-	dp.pPmSamplingObject = g->pm;
-	nvlp_cu.cuptiPmSamplingDisable(&dp);
-	nvlp_pmh_destroy(&L.host, g->host);
-	free(g->cfg);
-	free(g->data);
-	g->pm = NULL, g->host = NULL, g->cfg = g->data = NULL;
 }
 
 /* ---- NVML ---- */
@@ -390,6 +444,7 @@ static int nvml_load(void)
 	N.by_pci = (__typeof__(N.by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
 	N.fields = (__typeof__(N.fields))dlsym(h, "nvmlDeviceGetFieldValues");
 	N.err = (__typeof__(N.err))dlsym(h, "nvmlErrorString");
+	after_load();
 	if (!N.init || !N.by_pci || !N.fields) {
 		snprintf(N.why, sizeof N.why, "libnvidia-ml.so.1 lacks nvmlDeviceGetFieldValues");
 		return N.state = -1;
@@ -469,7 +524,7 @@ static int nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 
 /* ---- the thread ---- */
 
-static void setup_gpu(int dev)
+static void setup_gpu_body(int dev)
 {
 	struct gpu *g = &L.g[dev];
 	char why[512] = "", why2[512] = "", dropped[256] = "", uuid[40];
@@ -483,7 +538,18 @@ static void setup_gpu(int dev)
 		          dev, uuid, owner);
 		return;
 	}
-	if (pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped) == 0) {
+	int pr = pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);
+	if (pr == -2 || (pr != 0 && stopping())) {
+		/* the exiting thread says so itself when it stopped waiting for us */
+		if (!__atomic_load_n(&L.abandoned, __ATOMIC_ACQUIRE))
+			nvlp_note(
+			    NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, 0,
+			    "GPU %d: the process ended while its link counters were being set "
+			    "up (PM sampling setup takes about 1 s): no link samples for it",
+			    dev);
+		return;
+	}
+	if (pr == 0) {
 		g->source = 1;
 		nvlp_note(NVLP_NOTE_PM_SAMPLING_ON, dev, (uint64_t)nvlp_cfg()->sample_us,
 		          "PM sampling on GPU %d every %ld us: %d metrics%s%s", dev,
@@ -505,6 +571,17 @@ static void setup_gpu(int dev)
 		close(g->lock_fd); /* let another process try */
 		g->lock_fd = -1;
 	}
+}
+
+static void setup_gpu(int dev)
+{
+	struct gpu *g = &L.g[dev];
+	__atomic_store_n(&L.in_setup, dev + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->phase, PH_SETUP, __ATOMIC_RELEASE);
+	setup_gpu_body(dev);
+	/* PH_DONE publishes g->source and the PM objects to the exiting thread */
+	__atomic_store_n(&g->phase, PH_DONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.in_setup, 0, __ATOMIC_RELEASE);
 }
 
 static uint64_t ms_ns(long ms)
@@ -540,6 +617,7 @@ static void *sampler(void *arg)
 	uint64_t now = nvlp_now();
 	uint64_t next_flush = now + ms_ns(flush_ms), next_decode = now + DECODE_NS,
 	         next_nvml = now + nvml_ns;
+	after_load(); /* libcuda and libcupti came in just before we were started */
 	pthread_mutex_lock(&L.mu);
 	while (!L.stop) {
 		uint64_t wake = next_flush < next_decode ? next_flush : next_decode;
@@ -554,18 +632,24 @@ static void *sampler(void *arg)
 			ts.tv_nsec = (long)(abs_ns % 1000000000ull);
 			pthread_cond_timedwait(&L.cv, &L.mu, &ts);
 		}
-		if (L.stop)
+		if (stopping())
 			break;
 		pthread_mutex_unlock(&L.mu);
+		after_load(); /* the program's own dlopens, between flushes of the writer */
 		if (cfg->sample_us > 0)
 			seen_by_context();
 		if (cfg->sample_us > 0)
-			for (int d = 0; d < MAX_GPUS; d++)
+			for (int d = 0; d < MAX_GPUS && !stopping(); d++)
 				if ((__atomic_load_n(&L.seen[d / 64], __ATOMIC_ACQUIRE) >>
 				         (d % 64) &
 				     1) &&
 				    !L.g[d].setup)
 					setup_gpu(d);
+		/* once stopping, the exiting thread owns the GPUs' state: touch nothing more */
+		if (stopping()) {
+			pthread_mutex_lock(&L.mu);
+			break;
+		}
 		now = nvlp_now();
 		if (now >= next_decode) {
 			for (int d = 0; d < MAX_GPUS; d++)
@@ -619,38 +703,88 @@ int nvlp_link_start(void)
 		return -1;
 	}
 	pthread_setname_np(L.thr, "nvlprof-sample");
-	L.running = 1;
+	L.running = L.started = 1;
 	return 0;
+}
+
+/* Set stop and wait for the sampler, at most EXIT_WAIT_MS (it may be inside a CUPTI setup call
+ * that takes most of a second). @return 1 if it is gone, 0 if we stopped waiting. */
+static int join_bounded(void)
+{
+	pthread_mutex_lock(&L.mu);
+	__atomic_store_n(&L.stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&L.cv);
+	pthread_mutex_unlock(&L.mu);
+	if (pthread_equal(pthread_self(), L.thr))
+		return 0; /* exit() from the sampler itself (a signal handler on it): never join */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts); /* pthread_timedjoin_np's clock */
+	ts.tv_sec += EXIT_WAIT_MS / 1000;
+	ts.tv_nsec += (EXIT_WAIT_MS % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	int rc;
+	while ((rc = pthread_timedjoin_np(L.thr, NULL, &ts)) == EINTR)
+		;
+	return rc == 0;
+}
+
+void nvlp_link_stop_thread(void)
+{
+	if (!L.running)
+		return;
+	L.running = 0;
+	if (join_bounded())
+		return;
+	/* The sampler is still in a CUPTI call. It checks stop before touching anything else, so
+	 * the GPUs whose setup is done are ours; the one it is setting up is left alone. */
+	__atomic_store_n(&L.abandoned, 1, __ATOMIC_RELEASE);
+	int dev = __atomic_load_n(&L.in_setup, __ATOMIC_ACQUIRE) - 1;
+	if (dev >= 0)
+		nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, EXIT_WAIT_MS,
+		          "GPU %d: PM sampling setup still running %d ms after exit began: gave up "
+		          "waiting; its last link samples are dropped",
+		          dev, EXIT_WAIT_MS);
+	else
+		nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, -1, EXIT_WAIT_MS,
+		          "the link sampler did not stop within %d ms of exit: the last link "
+		          "samples are dropped",
+		          EXIT_WAIT_MS);
 }
 
 void nvlp_link_stop(void)
 {
-	if (!L.running)
+	if (!L.started)
 		return;
-	pthread_mutex_lock(&L.mu);
-	L.stop = 1;
-	pthread_cond_signal(&L.cv);
-	pthread_mutex_unlock(&L.mu);
-	pthread_join(L.thr, NULL);
-	L.running = 0;
+	nvlp_link_stop_thread();
+	int abandoned = __atomic_load_n(&L.abandoned, __ATOMIC_ACQUIRE);
+	/* abandoned outside a setup: it may be decoding or sampling, so the GPUs are not ours */
+	if (abandoned && __atomic_load_n(&L.in_setup, __ATOMIC_ACQUIRE) == 0)
+		return;
 	for (int d = 0; d < MAX_GPUS; d++) {
-		if ((L.seen[d / 64] >> (d % 64) & 1) && !L.g[d].setup && nvlp_cfg()->sample_us > 0)
+		struct gpu *g = &L.g[d];
+		int ph = __atomic_load_n(&g->phase, __ATOMIC_ACQUIRE);
+		if (ph == PH_NONE && (L.seen[d / 64] >> (d % 64) & 1) && nvlp_cfg()->sample_us > 0)
 			nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, d, 0,
 			          "GPU %d: the process ended before its link counters were set up",
 			          d);
-		if (L.g[d].source == 1)
-			pm_teardown(d, &L.g[d]);
-		else if (L.g[d].source == 2)
-			nvml_sample(d, &L.g[d]);
-		L.g[d].source = 0;
+		if (ph != PH_DONE)
+			continue; /* in setup: the sampler's (see above) */
+		if (g->source == 1)
+			pm_final(d, g);
+		else if (g->source == 2)
+			nvml_sample(d, g);
+		g->source = 0;
 	}
 }
 
 void nvlp_link_atfork_child(void)
 {
 	/* the thread does not exist in the child; GPU state belongs to the parent */
-	L.running = 0;
+	L.running = L.started = 0;
 	L.stop = 0;
+	L.abandoned = 0;
+	L.in_setup = 0;
 	pthread_mutex_init(&L.mu, NULL);
 	for (int d = 0; d < MAX_GPUS; d++) {
 		if (L.g[d].lock_fd > 0)

@@ -227,7 +227,12 @@ static inline void emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uin
 	}
 	if (how == COLL_N && nranks > 0)
 		bytes *= (uint64_t)nranks;
-	struct nvlp_rec_nccl r = {
+	uint64_t call_id = nvlp_next_call_id();
+	/* Built straight in the thread's buffer; on the stack only when the buffer cannot take it
+	 * in one piece (full: nvlp_emit drops and counts; wrapping: nvlp_emit splits it). */
+	struct nvlp_emit_slot slot;
+	struct nvlp_rec_nccl tmp, *r = nvlp_emit_reserve(NVLP_K_NCCL, &slot);
+	*(r ? r : &tmp) = (struct nvlp_rec_nccl){
 		.fn = fn,
 		.t_enter = t0,
 		.dur = t1 - t0,
@@ -246,11 +251,14 @@ static inline void emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uin
 		.rank = (uint64_t)rank,
 		.nranks = (uint64_t)nranks,
 		.seq = seq,
-		.call_id = nvlp_next_call_id(),
+		.call_id = call_id,
 		.aux = 0,
 		.aux2 = 0,
 	};
-	nvlp_emit(NVLP_K_NCCL, &r, NULL, 0);
+	if (NVLP_LIKELY(r != NULL))
+		nvlp_emit_commit(&slot);
+	else
+		nvlp_emit(NVLP_K_NCCL, &tmp, NULL, 0);
 }
 
 #define COLL_WRAPPER(E, name, params, args, n, dt, op, peer, how)                                  \

@@ -57,12 +57,32 @@ struct nvlp_tls {
 	struct nvlp_ring *ring; /* this thread's buffer (NULL until the first record) */
 	unsigned epoch;         /* runtime epoch the ring belongs to (changes in a fork child) */
 };
-struct nvlp_tls *nvlp_tls(void);
+/* Defined in runtime.c; inline access so the hot path pays no call for it. */
+extern __thread struct nvlp_tls nvlp_tls_state
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern volatile unsigned nvlp_tls_epoch __attribute__((visibility("hidden")));
+/*! First use on a thread, or after a fork: (re)initialise the thread's state. */
+struct nvlp_tls *nvlp_tls_renew(void);
+static inline struct nvlp_tls *nvlp_tls(void)
+{
+	struct nvlp_tls *t = &nvlp_tls_state;
+	return NVLP_LIKELY(t->epoch == nvlp_tls_epoch) ? t : nvlp_tls_renew();
+}
 
 /*! Record one event (hot path: no lock, no syscall, no allocation after the thread's first call).
  * fields: the kind's struct (struct nvlp_rec_X). blob: for kinds with a blob.
  * @return 0, or -1 when the record was dropped (and counted). */
 int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_len);
+/*! The hot path's variant of nvlp_emit for a record without blob, built in place: @return where
+ * to write the kind's fields (in this thread's buffer; then nvlp_emit_commit(slot)), or NULL: build
+ * them elsewhere and call nvlp_emit, which records, or drops and counts, as usual. */
+struct nvlp_emit_slot {
+	struct nvlp_ring *ring;
+	uint64_t head, tail, fbytes;
+};
+void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot);
+/*! Publish the record reserved in slot. */
+void nvlp_emit_commit(const struct nvlp_emit_slot *slot);
 /*! Same for bulk producers off the application's threads (CUPTI buffer callbacks, samplers):
  * waits up to timeout_ms for room instead of dropping at once. */
 int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t blob_len,
@@ -77,7 +97,11 @@ void nvlp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on failure. */
 uint64_t nvlp_intern(const char *s);
 /*! Per-process unique increasing id for intercepted calls (correlation). */
-uint64_t nvlp_next_call_id(void);
+extern _Atomic uint64_t nvlp_call_ids __attribute__((visibility("hidden")));
+static inline uint64_t nvlp_next_call_id(void)
+{
+	return __atomic_fetch_add(&nvlp_call_ids, 1, __ATOMIC_RELAXED);
+}
 /*! Ensure the runtime is initialised (idempotent; safe from any thread). */
 void nvlp_init(void);
 /*! Flush everything now and write END (reason: enum nvlp_end_reason); recording stops after. */

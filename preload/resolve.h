@@ -35,7 +35,7 @@ static inline void *nvlp_real(struct nvlp_sym *s)
  * off, or an intercepted call made from inside another one). */
 static inline struct nvlp_tls *nvlp_recording_tls(void)
 {
-	if (!nvlp_active)
+	if (!nvlp_is_active())
 		return NULL;
 	struct nvlp_tls *t = nvlp_tls();
 	return t && !t->in_hook ? t : NULL;

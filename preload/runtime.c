@@ -199,33 +199,29 @@ void nvlp_warn_once(const void *key, const char *fmt, ...)
 
 /* ---- per-thread state ----------------------------------------------------------------------- */
 
-static __thread struct nvlp_tls tls __attribute__((tls_model("initial-exec")));
+__thread struct nvlp_tls nvlp_tls_state __attribute__((tls_model("initial-exec")));
 static __thread int tls_is_writer __attribute__((tls_model("initial-exec")));
 /* Bumped in a fork child: every thread's ring (and cached tid) from before is invalid. */
-static volatile unsigned rt_epoch = 1;
+volatile unsigned nvlp_tls_epoch = 1;
 static pthread_key_t exit_key;
 
-static inline struct nvlp_tls *tls_get(void)
+struct nvlp_tls *nvlp_tls_renew(void)
 {
-	struct nvlp_tls *t = &tls;
-	if (NVLP_UNLIKELY(t->epoch != rt_epoch)) {
+	struct nvlp_tls *t = &nvlp_tls_state;
+	if (t->epoch != nvlp_tls_epoch) {
 		t->tid = (uint64_t)syscall(SYS_gettid);
 		t->ring = NULL;
-		t->epoch = rt_epoch;
+		t->epoch = nvlp_tls_epoch;
 	}
 	return t;
 }
 
-struct nvlp_tls *nvlp_tls(void)
+static inline struct nvlp_tls *tls_get(void)
 {
-	return tls_get();
+	return nvlp_tls();
 }
 
-uint64_t nvlp_next_call_id(void)
-{
-	static _Atomic uint64_t next = 1;
-	return atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-}
+_Atomic uint64_t nvlp_call_ids = 1;
 
 /* ---- writer state --------------------------------------------------------------------------- */
 
@@ -787,8 +783,8 @@ static struct nvlp_ring *register_thread(struct nvlp_tls *t)
 static void thread_exit(void *v)
 {
 	(void)v;
-	struct nvlp_tls *t = &tls;
-	if (t->ring && t->epoch == rt_epoch) {
+	struct nvlp_tls *t = &nvlp_tls_state;
+	if (t->ring && t->epoch == nvlp_tls_epoch) {
 		atomic_fetch_add(&nvlp_ring_retired, 1);
 		atomic_store_explicit(&t->ring->state, NVLP_RING_RETIRED, memory_order_release);
 		nvlp_kick_writer();
@@ -822,6 +818,25 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 	}
 	atomic_fetch_add_explicit(&r->drops, 1, memory_order_relaxed);
 	return -1;
+}
+
+void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
+{
+	if (NVLP_UNLIKELY(!active_get() || !valid(kind, 0) ||
+	                  atomic_load_explicit(&wstate, memory_order_relaxed) != W_RUNNING))
+		return NULL;
+	struct nvlp_ring *r = tls_get()->ring;
+	if (NVLP_UNLIKELY(!r))
+		return NULL;
+	slot->ring = r;
+	slot->fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
+	return nvlp_ring_reserve(r, kind, slot->fbytes, &slot->head, &slot->tail);
+}
+
+void nvlp_emit_commit(const struct nvlp_emit_slot *slot)
+{
+	if (nvlp_ring_commit(slot->ring, slot->head, slot->tail, slot->fbytes))
+		nvlp_kick_writer();
 }
 
 int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t blob_len,
@@ -993,7 +1008,7 @@ int nvlp_rt_fork_child(void)
 	sig_req = 0;
 	total_drops = 0;
 	nvlp_ring_reset_all();
-	rt_epoch = rt_epoch + 1;
+	nvlp_tls_epoch = nvlp_tls_epoch + 1;
 	pthread_mutex_unlock(&w_mu);
 	pthread_mutex_unlock(&str_mu);
 	return atomic_load(&wstate) == W_IDLE && !cfg.disable;

@@ -1,4 +1,5 @@
-/* fake_cupti.c: fake libcupti.so.13 (default) or, with -DFAKE_LIBCUDA, libcuda.so.1 for tests. */
+/* fake_cupti.c: fake libcupti.so.13 (default), libcuda.so.1 (-DFAKE_LIBCUDA) or libnvperf_host.so
+ * (-DFAKE_NVPERF, compiled as C++) for tests. */
 /*
  * libcupti: activity records use the real CUDA 13.0 layouts (CUpti_ActivityKernel10, ...) and are
  * laid out back to back, each sizeof(struct) long, so cuptiActivityGetNextRecord walks them by kind
@@ -9,15 +10,26 @@
  * FAKE_CUPTI_NO_TS_CB=1 (refuse timestamp callbacks), FAKE_CUPTI_DROPPED=n (report n dropped
  * records once).
  *
+ * PM sampling (off unless FAKE_CUPTI_PM=1; otherwise cuptiProfilerInitialize is refused): like the
+ * real one, the profiler-host functions live in libnvperf_host.so, dlopen'ed from next to this
+ * library on the first cuptiProfilerHostInitialize; that library registers an exit-time destructor
+ * when loaded and aborts if called after it ran (the real one corrupts the heap or crashes).
+ * FAKE_CUPTI_PM_SLOW_MS=n makes each device-side setup step (profiler init, counter availability,
+ * enable, set config) take n ms (about 0.9 s in all on an H200); FAKE_CUPTI_PM_ENABLE_MS=n adds n
+ * ms to enable. fake_cupti_pm_progress(): 1 profiler initialised, 2 host library loaded, 3 in
+ * enable, 4 started. Each decode yields two samples covering the time since the previous one.
+ *
  * libcuda: cuInit loads CUDA_INJECTION64_PATH and calls its InitializeInjection, as the driver
- * does; two devices, one context.
+ * does; two devices, one context (device 0's primary context is active once cuInit ran).
+ * FAKE_CUDA_UUID_BASE=b (0-255): first byte of device UUIDs (default 0xa0), so that parallel
+ * tests do not share the per-GPU sampling lock.
  */
 #include <dlfcn.h>  /* dlopen */
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* getenv */
 #include <string.h> /* memset */
-#include <time.h>   /* clock_gettime */
+#include <time.h>   /* clock_gettime, nanosleep */
 
 #ifdef FAKE_LIBCUDA
 
@@ -70,16 +82,99 @@ int cuDeviceGetAttribute(int *v, int attr, int dev)
 	*v = attr == 33 ? 0x18 + dev : 0;
 	return 0;
 }
+int cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
+{
+	*flags = 0;
+	*active = inited && dev == 0;
+	return 0;
+}
 int cuDeviceGetUuid_v2(fake_uuid *u, int dev)
 {
+	const char *e = getenv("FAKE_CUDA_UUID_BASE");
+	unsigned base = e ? (unsigned)strtoul(e, NULL, 0) : 0xa0;
 	for (int i = 0; i < 16; i++)
-		u->bytes[i] = (unsigned char)(0xa0 + dev * 16 + i);
+		u->bytes[i] = (unsigned char)(base + dev * 16 + i);
 	return 0;
 }
 int cuDeviceGetPCIBusId(char *buf, int len, int dev)
 {
 	snprintf(buf, (size_t)len, "00000000:%02X:00.0", 0x18 + dev);
 	return 0;
+}
+
+#elif defined(FAKE_NVPERF)
+
+#include <stdlib.h> /* abort */
+
+#include <cupti_profiler_host.h> /* CUpti_Profiler_Host_* params */
+
+/* The library's static state, destroyed at exit like a C++ global's (registered when loaded). */
+struct nvperf_state {
+	int metrics;
+};
+static struct nvperf_state *state;
+static void destroy(void)
+{
+	free(state);
+	state = NULL;
+}
+__attribute__((constructor)) static void load(void)
+{
+	state = (struct nvperf_state *)calloc(1, sizeof *state);
+	atexit(destroy);
+}
+static void alive(const char *fn)
+{
+	if (state)
+		return;
+	fprintf(stderr, "fake libnvperf_host: %s called after the exit-time destructor\n", fn);
+	abort();
+}
+
+extern "C" {
+CUptiResult fake_nvperf_init(CUpti_Profiler_Host_Initialize_Params *p)
+{
+	alive(__func__);
+	p->pHostObject = (CUpti_Profiler_Host_Object *)state;
+	return CUPTI_SUCCESS;
+}
+CUptiResult fake_nvperf_deinit(CUpti_Profiler_Host_Deinitialize_Params *p)
+{
+	(void)p;
+	alive(__func__);
+	return CUPTI_SUCCESS;
+}
+CUptiResult fake_nvperf_add_metrics(CUpti_Profiler_Host_ConfigAddMetrics_Params *p)
+{
+	alive(__func__);
+	state->metrics = (int)p->numMetrics;
+	return CUPTI_SUCCESS;
+}
+CUptiResult fake_nvperf_image_size(CUpti_Profiler_Host_GetConfigImageSize_Params *p)
+{
+	alive(__func__);
+	p->configImageSize = 64;
+	return CUPTI_SUCCESS;
+}
+CUptiResult fake_nvperf_image(CUpti_Profiler_Host_GetConfigImage_Params *p)
+{
+	alive(__func__);
+	memset(p->pConfigImage, 0x5a, p->configImageSize);
+	return CUPTI_SUCCESS;
+}
+CUptiResult fake_nvperf_passes(CUpti_Profiler_Host_GetNumOfPasses_Params *p)
+{
+	alive(__func__);
+	p->numOfPasses = 1;
+	return CUPTI_SUCCESS;
+}
+CUptiResult fake_nvperf_evaluate(CUpti_Profiler_Host_EvaluateToGpuValues_Params *p)
+{
+	alive(__func__);
+	for (size_t i = 0; i < p->numMetrics; i++)
+		p->pMetricValues[i] = 1000.0 * (double)(i + 1);
+	return CUPTI_SUCCESS;
+}
 }
 
 #else /* libcupti */
@@ -356,6 +451,210 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void
 CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
 {
 	(void)s;
+	return CUPTI_SUCCESS;
+}
+
+/* ---- PM sampling ---- */
+#include <cupti_pmsampling.h>      /* CUpti_PmSampling_* params */
+#include <cupti_profiler_target.h> /* cuptiProfilerInitialize */
+#include <cupti_target.h>          /* cuptiDeviceGetChipName */
+
+static int pm_progress;
+int fake_cupti_pm_progress(void)
+{
+	return __atomic_load_n(&pm_progress, __ATOMIC_ACQUIRE);
+}
+static void progress(int p)
+{
+	__atomic_store_n(&pm_progress, p, __ATOMIC_RELEASE);
+}
+static long env_ms(const char *name)
+{
+	const char *e = getenv(name);
+	return e ? strtol(e, NULL, 10) : 0;
+}
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (ms > 0 && nanosleep(&ts, &ts) != 0)
+		;
+}
+static void slow_step(void)
+{
+	sleep_ms(env_ms("FAKE_CUPTI_PM_SLOW_MS"));
+}
+static uint64_t realtime(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts); /* GPU time, as the driver syncs PTIMER */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *p)
+{
+	(void)p;
+	if (!getenv("FAKE_CUPTI_PM"))
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	slow_step();
+	progress(1);
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params *p)
+{
+	p->pChipName = "GH100";
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAvailability_Params *p)
+{
+	if (!p->pCounterAvailabilityImage) {
+		p->counterAvailabilityImageSize = 32;
+		return CUPTI_SUCCESS;
+	}
+	slow_step();
+	memset(p->pCounterAvailabilityImage, 1, p->counterAvailabilityImageSize);
+	return CUPTI_SUCCESS;
+}
+
+/* The host side: forwarded to libnvperf_host.so, loaded on first use like the real one. */
+typedef CUptiResult (*host_fn)(void *);
+static struct {
+	host_fn init, deinit, add_metrics, image_size, image, passes, evaluate;
+} H;
+static int host_load(void)
+{
+	if (H.init)
+		return 0;
+	Dl_info di;
+	char path[4096];
+	if (!dladdr((void *)host_load, &di) || !di.dli_fname)
+		return -1;
+	const char *slash = strrchr(di.dli_fname, '/');
+	snprintf(path, sizeof path, "%.*s/libnvperf_host.so",
+	         slash ? (int)(slash - di.dli_fname) : 1, slash ? di.dli_fname : ".");
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	H.deinit = (host_fn)dlsym(h, "fake_nvperf_deinit");
+	H.add_metrics = (host_fn)dlsym(h, "fake_nvperf_add_metrics");
+	H.image_size = (host_fn)dlsym(h, "fake_nvperf_image_size");
+	H.image = (host_fn)dlsym(h, "fake_nvperf_image");
+	H.passes = (host_fn)dlsym(h, "fake_nvperf_passes");
+	H.evaluate = (host_fn)dlsym(h, "fake_nvperf_evaluate");
+	H.init = (host_fn)dlsym(h, "fake_nvperf_init");
+	return H.init ? 0 : -1;
+}
+CUptiResult cuptiProfilerHostInitialize(void *p)
+{
+	if (host_load() != 0)
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	progress(2);
+	return H.init(p);
+}
+#define HOST_FORWARD(name, member)                                                                 \
+	CUptiResult name(void *p)                                                                  \
+	{                                                                                          \
+		return H.member ? H.member(p) : CUPTI_ERROR_NOT_INITIALIZED;                       \
+	}
+HOST_FORWARD(cuptiProfilerHostDeinitialize, deinit)
+HOST_FORWARD(cuptiProfilerHostConfigAddMetrics, add_metrics)
+HOST_FORWARD(cuptiProfilerHostGetConfigImageSize, image_size)
+HOST_FORWARD(cuptiProfilerHostGetConfigImage, image)
+HOST_FORWARD(cuptiProfilerHostGetNumOfPasses, passes)
+HOST_FORWARD(cuptiProfilerHostEvaluateToGpuValues, evaluate)
+
+/* One sampling object per device; the counter data image holds this header. */
+static struct pm_obj {
+	int enabled, started;
+	uint64_t last; /* GPU time of the previous sample's end */
+} pm_objs[2];
+struct image {
+	size_t n;
+	uint64_t start[2], end[2];
+};
+static struct pm_obj *obj(CUpti_PmSampling_Object *o)
+{
+	return (struct pm_obj *)(void *)o;
+}
+
+CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params *p)
+{
+	if (p->deviceIndex >= 2)
+		return CUPTI_ERROR_INVALID_DEVICE;
+	progress(3);
+	slow_step();
+	sleep_ms(env_ms("FAKE_CUPTI_PM_ENABLE_MS"));
+	pm_objs[p->deviceIndex].enabled = 1;
+	p->pPmSamplingObject = (CUpti_PmSampling_Object *)(void *)&pm_objs[p->deviceIndex];
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params *p)
+{
+	slow_step();
+	return obj(p->pPmSamplingObject)->enabled ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+CUptiResult cuptiPmSamplingGetCounterDataSize(CUpti_PmSampling_GetCounterDataSize_Params *p)
+{
+	p->counterDataSize = sizeof(struct image);
+	return CUPTI_SUCCESS;
+}
+CUptiResult
+cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling_CounterDataImage_Initialize_Params *p)
+{
+	if (p->counterDataSize < sizeof(struct image))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	memset(p->pCounterData, 0, sizeof(struct image));
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Start_Params *p)
+{
+	struct pm_obj *o = obj(p->pPmSamplingObject);
+	o->started = 1;
+	o->last = realtime();
+	progress(4);
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Stop_Params *p)
+{
+	obj(p->pPmSamplingObject)->started = 0;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingDisable(CUpti_PmSampling_Disable_Params *p)
+{
+	obj(p->pPmSamplingObject)->enabled = 0;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
+{
+	struct pm_obj *o = obj(p->pPmSamplingObject);
+	struct image *im = (struct image *)(void *)p->pCounterDataImage;
+	if (!o->enabled || p->counterDataImageSize < sizeof *im)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	uint64_t now = realtime(), mid = o->last + (now - o->last) / 2;
+	if (now > o->last + 2) {
+		im->n = 2;
+		im->start[0] = o->last, im->end[0] = mid;
+		im->start[1] = mid, im->end[1] = now;
+		o->last = now;
+	}
+	p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
+	p->overflow = 0;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInfo_Params *p)
+{
+	const struct image *im = (const struct image *)(const void *)p->pCounterDataImage;
+	p->numTotalSamples = 2;
+	p->numPopulatedSamples = p->numCompletedSamples = im->n;
+	return CUPTI_SUCCESS;
+}
+CUptiResult
+cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_CounterData_GetSampleInfo_Params *p)
+{
+	const struct image *im = (const struct image *)(const void *)p->pCounterDataImage;
+	if (p->sampleIndex >= im->n)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->startTimestamp = im->start[p->sampleIndex];
+	p->endTimestamp = im->end[p->sampleIndex];
 	return CUPTI_SUCCESS;
 }
 

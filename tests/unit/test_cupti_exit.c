@@ -1,0 +1,223 @@
+/* test_cupti_exit.c: a short program exits before, during and just after PM-sampling setup. */
+/*
+ * Seen on 2 x H200: a 0.5 s CUDA program exited while the sampler thread was inside PM setup
+ * (about 0.9 s per GPU) and died of SIGSEGV after its last line, leaving a trace without END and
+ * without its last records. The fake libcupti reproduces the shape: slow setup steps, and a
+ * libnvperf_host that CUPTI loads during setup and that aborts if used after its exit-time
+ * destructor. The parent re-runs itself under LD_PRELOAD=libnvlprof.so with the fake libcupti and
+ * libcuda; the child starts CUDA (fake cuInit runs InitializeInjection), queues kernel records,
+ * makes one intercepted call, waits for the chosen point of setup and returns from main. Each run
+ * must exit 0 with a complete trace (END) holding every record made before exit.
+ */
+#include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
+#include <cupti.h>            /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
+#include <dirent.h>           /* opendir */
+#include <link.h>             /* dl_iterate_phdr */
+#include <limits.h>           /* PATH_MAX */
+#include <stdio.h>            /* printf */
+#include <stdlib.h>           /* setenv, mkdtemp */
+#include <string.h>           /* strstr */
+#include <sys/wait.h>         /* waitpid */
+#include <time.h>             /* clock_gettime */
+#include <unistd.h>           /* fork, execl */
+
+#include "check.h"
+#include "nvlp_trace.h"
+
+void fake_cupti_generate(int kind, int n);
+int fake_cupti_pm_progress(void);
+
+enum { NK = 500 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+/* ---- child: a short CUDA program ---- */
+static int child(int wait_progress)
+{
+	cuInit(0); /* fake driver: InitializeInjection -> nvlprof attaches, sampler starts */
+	void *m = NULL;
+	if (cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal) != cudaSuccess)
+		return 3;
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, NK);
+	uint64_t t0 = mono_ms();
+	while (fake_cupti_pm_progress() < wait_progress && mono_ms() - t0 < 5000) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	if (fake_cupti_pm_progress() < wait_progress)
+		return 4;
+	return 0; /* exit() now: the exit path under test */
+}
+
+/* ---- parent ---- */
+struct summary {
+	unsigned long long kinds[NVLP_K_COUNT], notes[NVLP_NOTE_CODE_COUNT];
+	int complete, files;
+	char text[4096]; /* every NOTE message */
+};
+
+static void summarize(const char *dir, struct summary *s)
+{
+	memset(s, 0, sizeof *s);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".nvlp"))
+			continue;
+		char path[PATH_MAX], err[512];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
+		if (!r) {
+			printf("    %s\n", err);
+			continue;
+		}
+		s->files++;
+		struct nvlp_record rec;
+		while (nvlp_reader_next(r, &rec) == 1) {
+			if (rec.kind < NVLP_K_COUNT)
+				s->kinds[rec.kind]++;
+			if (rec.kind == NVLP_K_NOTE) {
+				const struct nvlp_rec_note *n = (const void *)rec.f;
+				if (n->code < NVLP_NOTE_CODE_COUNT)
+					s->notes[n->code]++;
+				size_t l = strlen(s->text);
+				snprintf(s->text + l, sizeof s->text - l, "%.*s\n",
+				         (int)rec.blob_len, (const char *)rec.blob);
+			}
+		}
+		s->complete = nvlp_reader_complete(r);
+		nvlp_reader_close(r);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* LD_PRELOAD value: the shim after this process's sanitizer runtime, if any. */
+static int san_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const char *n = info->dlpi_name;
+	if (n &&
+	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
+		snprintf(arg, PATH_MAX, "%s", n);
+		return 1;
+	}
+	return 0;
+}
+
+struct scenario {
+	const char *name;
+	int wait_progress; /* fake_cupti_pm_progress() to reach before exiting */
+	const char *slow_ms, *enable_ms;
+};
+
+static int run_child(const char *self, const char *lib, const char *dir, const struct scenario *sc,
+                     unsigned uuid_base)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char pre[2 * PATH_MAX + 64], san[PATH_MAX] = "", wait[16], base[16];
+		dl_iterate_phdr(san_cb, san);
+		snprintf(pre, sizeof pre, "%s%s%s", san, san[0] ? ":" : "", lib);
+		snprintf(wait, sizeof wait, "%d", sc->wait_progress);
+		snprintf(base, sizeof base, "%u", uuid_base);
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("NVLPROF_DIR", dir, 1);
+		setenv("NVLPROF_SAMPLE_US", "1000", 1);
+		setenv("FAKE_CUPTI_PM", "1", 1);
+		setenv("FAKE_CUPTI_PM_SLOW_MS", sc->slow_ms, 1);
+		setenv("FAKE_CUPTI_PM_ENABLE_MS", sc->enable_ms, 1);
+		setenv("FAKE_CUDA_UUID_BASE", base, 1);
+		unsetenv("NVLPROF_FLUSH_MS"); /* default 500 ms: the program ends before a flush */
+		unsetenv("NVLPROF_UM");
+		unsetenv("CUDA_INJECTION64_PATH");
+		unsetenv("NVLPROF_DISABLE");
+		execl(self, self, "child", wait, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "child"))
+		return child(atoi(argv[2]));
+	char self[PATH_MAX], lib[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	snprintf(lib, sizeof lib, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
+	/* our own fake GPU UUIDs: the per-GPU sampling lock is not shared with parallel tests */
+	unsigned base = 0x80 | ((unsigned)getpid() & 0x3f);
+	static const struct scenario scs[] = {
+	    /* exit at once: the sampler has not started setup (or just has) */
+	    {"before setup", 0, "100", "0"},
+	    /* exit inside cuptiPmSamplingEnable, libnvperf_host loaded: the crash on the H200 */
+	    {"during setup", 3, "150", "0"},
+	    /* exit the moment sampling started: final samples are decoded */
+	    {"just after setup", 4, "20", "0"},
+	    /* setup stuck in one call longer than exit waits: bounded, samples dropped */
+	    {"setup stuck", 3, "20", "4000"},
+	};
+	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++) {
+		const struct scenario *sc = &scs[i];
+		char dir[] = "/tmp/nvlp-cupti-exit.XXXXXX";
+		if (!mkdtemp(dir))
+			return 1;
+		uint64_t t0 = mono_ms();
+		int rc = run_child(self, lib, dir, sc, base);
+		uint64_t ms = mono_ms() - t0;
+		struct summary s;
+		summarize(dir, &s);
+		CHECK(rc == 0, "[%s] program exited normally (status %d)", sc->name, rc);
+		CHECK(s.files == 1 && s.complete, "[%s] trace is complete: END record present",
+		      sc->name);
+		CHECK(s.kinds[NVLP_K_KERNEL] == NK,
+		      "[%s] all %d kernel records made before exit are there (%llu)", sc->name, NK,
+		      s.kinds[NVLP_K_KERNEL]);
+		CHECK(s.kinds[NVLP_K_MANAGED] == 1, "[%s] the API record is there (%llu)", sc->name,
+		      s.kinds[NVLP_K_MANAGED]);
+		if (sc->wait_progress == 3 && sc->enable_ms[0] == '0')
+			CHECK(s.kinds[NVLP_K_LINKSAMPLE] == 0 &&
+			          strstr(s.text, "ended while its link counters were being set up"),
+			      "[%s] NOTE: exit during setup, no link samples (%llu)", sc->name,
+			      s.kinds[NVLP_K_LINKSAMPLE]);
+		if (sc->wait_progress == 4)
+			CHECK(s.notes[NVLP_NOTE_PM_SAMPLING_ON] == 1 &&
+			          s.kinds[NVLP_K_LINKSAMPLE] >= 1,
+			      "[%s] PM sampling on, final samples decoded at exit (%llu)", sc->name,
+			      s.kinds[NVLP_K_LINKSAMPLE]);
+		if (sc->enable_ms[0] != '0') {
+			CHECK(strstr(s.text, "gave up waiting") != NULL,
+			      "[%s] NOTE: gave up waiting, last samples dropped", sc->name);
+			CHECK(ms < 3500, "[%s] exit waited a bounded time (%llu ms)", sc->name,
+			      (unsigned long long)ms);
+		}
+		if (check_failed_)
+			printf("    notes:\n%s", s.text);
+		char cmd[PATH_MAX + 16];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	/* the lock files of our fake GPUs */
+	for (int dev = 0; dev < 2; dev++) {
+		char path[128];
+		int o = snprintf(path, sizeof path, "/dev/shm/nvlprof-link-");
+		for (int b = 0; b < 16; b++)
+			o += snprintf(path + o, sizeof path - (size_t)o, "%02x",
+			              (base + (unsigned)dev * 16 + (unsigned)b) & 0xff);
+		snprintf(path + o, sizeof path - (size_t)o, ".lock");
+		unlink(path);
+	}
+	return CHECK_DONE();
+}
