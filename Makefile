@@ -122,6 +122,10 @@ $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
 # runtime: rt_app drives the fake NCCL (through the preloaded shim); rt_read only reads traces.
 PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
+# the clock behind nvlp_now(): compiled straight in (it needs nothing else of the shim)
+$(BUILD)/tests/test_clock: tests/unit/test_clock.c preload/nvlp_clock.c preload/nvlp_clock.h tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< preload/nvlp_clock.c
 # ---- end section: preload test programs ----
 
 # ---- section: cupti tests ----

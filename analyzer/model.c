@@ -204,19 +204,35 @@ struct unit { /* one kernel launch expected: a call, or the calls of a group on 
 	uint32_t first, n;
 	uint32_t *list; /* n > 1: call indices */
 	uint32_t mask;  /* an_coll bits of its calls */
+	uint32_t skips; /* kernels of other collectives matched to later units meanwhile */
+	uint64_t t;     /* launch order: t_enter (a group: its last call) */
 };
 struct pkern {
-	uint64_t s, e;
-	int coll;
+	uint64_t s, e, seq; /* seq: arrival order */
 };
+struct kfifo { /* waiting kernels of one collective (index 0: NCCL kernels of unknown kind) */
+	struct pkern *k;
+	size_t h, n, cap;
+};
+/* Pending units (sorted by launch time) and pending kernels (per collective, in arrival order) of
+ * one stream. Both may be pending at once: a process's records interleave threads, and CUPTI
+ * delivers kernel records out of order (seen: a stream's first AllReduce kernel after the two
+ * Broadcasts that followed it), so a kernel may wait for a call written later, and a call for a
+ * late kernel. Within one collective, kernels and calls keep their order. */
 struct squeue {
 	int dev;
 	uint64_t stream;
 	struct unit *u;
 	size_t uh, un, ucap;
-	struct pkern *k;
-	size_t kh, kn, kcap;
+	struct kfifo kf[AN_C_COUNT];
+	size_t kpend;    /* kernels waiting, all collectives */
+	uint64_t kseq;   /* kernels seen */
+	uint64_t tmatch; /* latest launch time of a unit given a kernel */
 };
+#define MATCH_UWIN 64    /* pending units looked at for a kernel */
+#define MATCH_KMAX 65536 /* pending kernels kept per stream; the oldest beyond are dropped */
+#define MATCH_SKIPS 256  /* a unit passed over this often launched no kernel we will see */
+#define MATCH_SORT 256   /* how far back a late unit is moved to its launch order */
 struct gcall {
 	uint32_t idx;
 	uint64_t cs;
@@ -323,26 +339,58 @@ static void assign(struct an_rank *r, struct unit *u, uint64_t s, uint64_t e)
 	u->list = NULL;
 }
 
-/* Match a kernel against the queued units of q; resynchronise past units whose collective
- * disagrees. */
+/* Give a kernel to the earliest pending unit of q (in launch order) whose collective agrees.
+ * Units passed over keep waiting (their kernels may come later, CUPTI does not deliver in order)
+ * until they were passed over MATCH_SKIPS times: then they launched no kernel we will see. */
 static int match_kernel(struct lctx *c, struct squeue *q, uint64_t s, uint64_t e, int kcoll)
 {
 	size_t avail = q->un - q->uh;
-	for (size_t j = 0; j < avail && j < 8; j++) {
+	for (size_t j = 0; j < avail && j < MATCH_UWIN; j++) {
 		struct unit *u = &q->u[q->uh + j];
 		if (!compat(u->mask, kcoll))
 			continue;
-		for (size_t k = 0; k < j; k++) { /* skipped: launched no kernel we saw */
-			free(q->u[q->uh + k].list);
-			c->r->gpu_resync++;
+		struct unit m = *u;
+		/* close the gap, keeping the passed-over units that still wait, in order */
+		size_t w = q->uh + j + 1;
+		for (size_t k = j; k-- > 0;) {
+			struct unit *x = &q->u[q->uh + k];
+			if (++x->skips > MATCH_SKIPS) {
+				free(x->list);
+				c->r->gpu_resync++;
+				continue;
+			}
+			q->u[--w] = *x;
 		}
-		q->uh += j + 1;
-		assign(c->r, u, s, e);
+		q->uh = w;
+		if (m.t > q->tmatch)
+			q->tmatch = m.t;
+		assign(c->r, &m, s, e);
 		if (q->uh == q->un)
 			q->uh = q->un = 0;
 		return 1;
 	}
 	return 0;
+}
+
+/* The earliest waiting kernel a unit of these an_coll bits may take (unknown kinds: any). */
+static struct kfifo *oldest_kernel(struct squeue *q, uint32_t mask)
+{
+	struct kfifo *best = NULL;
+	for (int i = 0; i < AN_C_COUNT; i++) {
+		struct kfifo *f = &q->kf[i];
+		if (f->h < f->n && (i == 0 || (mask & (1u << i))) &&
+		    (!best || f->k[f->h].seq < best->k[best->h].seq))
+			best = f;
+	}
+	return best;
+}
+
+static void kfifo_pop(struct squeue *q, struct kfifo *f)
+{
+	f->h++;
+	if (f->h == f->n)
+		f->h = f->n = 0;
+	q->kpend--;
 }
 
 static void on_nccl_kernel(struct lctx *c, int dev, uint64_t stream, uint64_t s, uint64_t e,
@@ -352,48 +400,72 @@ static void on_nccl_kernel(struct lctx *c, int dev, uint64_t stream, uint64_t s,
 	if (!q)
 		return;
 	if (q->un > q->uh) {
-		if (!match_kernel(c, q, s, e, kcoll))
-			c->r->gpu_unmatched_kernels++;
-		return;
+		if (match_kernel(c, q, s, e, kcoll))
+			return;
+	} else {
+		struct squeue *q0 = get_q(c, dev, 0, 0); /* calls recorded without a stream id */
+		if (q0 && q0->un > q0->uh && match_kernel(c, q0, s, e, kcoll))
+			return;
 	}
-	struct squeue *q0 = get_q(c, dev, 0, 0); /* calls recorded without a CUPTI stream id */
-	if (q0 && q0->un > q0->uh && match_kernel(c, q0, s, e, kcoll))
-		return;
-	struct pkern *k = PUSH(q->k, q->kn, q->kcap);
+	/* no call yet: wait for it (bounded: the oldest waiting kernel is given up) */
+	if (q->kpend >= MATCH_KMAX) {
+		struct kfifo *o = oldest_kernel(q, ~0u);
+		if (o) {
+			kfifo_pop(q, o);
+			c->r->gpu_unmatched_kernels++;
+		}
+	}
+	struct kfifo *f = &q->kf[kcoll > 0 && kcoll < AN_C_COUNT ? kcoll : 0];
+	if (f->h > 1024 && f->h * 2 > f->n) {
+		memmove(f->k, f->k + f->h, (f->n - f->h) * sizeof *f->k);
+		f->n -= f->h;
+		f->h = 0;
+	}
+	struct pkern *k = PUSH(f->k, f->n, f->cap);
 	if (k) {
 		k->s = s;
 		k->e = e;
-		k->coll = kcoll;
+		k->seq = q->kseq++;
+		q->kpend++;
 	}
 }
 
 static void push_unit(struct lctx *c, int dev, uint64_t cs, struct unit *u)
 {
-	/* Kernels may arrive first (CUPTI buffers flushed before the API records): match them now.
-	 */
+	/* Kernels may arrive first (CUPTI buffers flushed before the API records): match the
+	 * earliest waiting one of its collective now; the others keep waiting for their calls. */
 	for (size_t i = 0; i < c->nq; i++) {
 		struct squeue *q = &c->q[i];
-		if (q->dev != dev || (cs && q->stream != cs) || q->kn == q->kh)
+		if (q->dev != dev || (cs && q->stream != cs) || !q->kpend)
 			continue;
-		for (size_t j = q->kh; j < q->kn && j < q->kh + 8; j++) {
-			if (!compat(u->mask, q->k[j].coll))
-				continue;
-			c->r->gpu_unmatched_kernels += j - q->kh;
-			assign(c->r, u, q->k[j].s, q->k[j].e);
-			q->kh = j + 1;
-			if (q->kh == q->kn)
-				q->kh = q->kn = 0;
+		struct kfifo *f = oldest_kernel(q, u->mask);
+		if (f) {
+			assign(c->r, u, f->k[f->h].s, f->k[f->h].e);
+			kfifo_pop(q, f);
 			return;
 		}
 		if (cs)
 			break;
 	}
 	struct squeue *q = get_q(c, dev, cs, 1);
+	if (q && q->uh > 1024 && q->uh * 2 > q->un) {
+		memmove(q->u, q->u + q->uh, (q->un - q->uh) * sizeof *q->u);
+		q->un -= q->uh;
+		q->uh = 0;
+	}
 	struct unit *x = q ? PUSH(q->u, q->un, q->ucap) : NULL;
-	if (x)
-		*x = *u;
-	else
+	if (!x) {
 		free(u->list);
+		return;
+	}
+	/* a call of a thread whose records came late: put it back in launch order */
+	u->skips = 0;
+	size_t at = q->un - 1;
+	while (at > q->uh && q->un - 1 - at < MATCH_SORT && q->u[at - 1].t > u->t) {
+		q->u[at] = q->u[at - 1];
+		at--;
+	}
+	q->u[at] = *u;
 }
 
 static struct tgroup *get_group(struct lctx *c, uint64_t tid)
@@ -437,6 +509,8 @@ static void flush_group(struct lctx *c, struct tgroup *g)
 				u.list[u.n] = idx;
 			u.n++;
 			u.mask |= 1u << an_coll_of_fn(r->calls[idx].fn);
+			if (r->calls[idx].t_enter > u.t)
+				u.t = r->calls[idx].t_enter;
 			g->c[j].idx = UINT32_MAX;
 		}
 		push_unit(c, dev, cs, &u);
@@ -514,7 +588,8 @@ static void on_nccl(struct lctx *c, const struct nvlp_rec_nccl *n)
 		}
 		return;
 	}
-	struct unit u = {.first = idx, .n = 1, .mask = 1u << an_coll_of_fn((unsigned)n->fn)};
+	struct unit u = {
+	    .first = idx, .n = 1, .mask = 1u << an_coll_of_fn((unsigned)n->fn), .t = n->t_enter};
 	push_unit(c, (int)(int64_t)n->device, n->cupti_stream, &u);
 }
 
@@ -939,11 +1014,16 @@ static void load_file(struct an_rank *r)
 		free(c.g[i].c);
 	}
 	for (size_t i = 0; i < c.nq; i++) {
-		for (size_t j = c.q[i].uh; j < c.q[i].un; j++)
+		for (size_t j = c.q[i].uh; j < c.q[i].un; j++) {
+			/* launched before a call that got its kernel: it launched none we saw */
+			if (c.q[i].u[j].t < c.q[i].tmatch)
+				r->gpu_resync++;
 			free(c.q[i].u[j].list);
-		r->gpu_unmatched_kernels += c.q[i].kn - c.q[i].kh;
+		}
+		r->gpu_unmatched_kernels += c.q[i].kpend;
 		free(c.q[i].u);
-		free(c.q[i].k);
+		for (int k = 0; k < AN_C_COUNT; k++)
+			free(c.q[i].kf[k].k);
 	}
 	free(c.q);
 	free(c.g);

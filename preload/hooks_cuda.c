@@ -101,7 +101,7 @@ static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HE
 	tls->in_hook = 1;                                                                          \
 	uint64_t t0 = nvlp_now();                                                                  \
 	cudaError_t rc = real args;                                                                \
-	uint64_t dur = nvlp_now() - t0;                                                            \
+	uint64_t dur = nvlp_elapsed(t0, nvlp_now());                                               \
 	int saved_errno = errno;
 #define LEAVE                                                                                      \
 	tls->in_hook = 0;                                                                          \

@@ -143,7 +143,7 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 #define CALL(args)                                                                                 \
 	r.t_enter = nvlp_now();                                                                    \
 	ncclResult_t rc = real args;                                                               \
-	r.dur = nvlp_now() - r.t_enter;                                                            \
+	r.dur = nvlp_elapsed(r.t_enter, nvlp_now());                                               \
 	int saved_errno = errno;                                                                   \
 	r.rc = (uint64_t)(int64_t)rc;
 #define LEAVE                                                                                      \
@@ -185,9 +185,11 @@ static struct nvlp_comm *fill_comm(struct nvlp_rec_nccl *r, struct nvlp_comm *c,
  * not atomically incremented: NCCL forbids concurrent calls on one communicator, and a locked
  * increment costs more than the rest of the bookkeeping.
  */
-static inline void emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1,
-			     ncclComm_t comm, cudaStream_t st, size_t n, ncclDataType_t dt, int op,
-			     int peer, enum how how, ncclResult_t rc)
+/* Inlined into each wrapper: passing a dozen arguments cost more than the code it saves. */
+static inline __attribute__((always_inline)) void
+emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_t comm,
+	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how,
+	  ncclResult_t rc)
 {
 	/* Most threads drive one communicator on one stream: remember the last entry (its key is
 	 * checked, it may have been removed) and the CUPTI id of the last stream used with it (the
@@ -235,7 +237,7 @@ static inline void emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uin
 	*(r ? r : &tmp) = (struct nvlp_rec_nccl){
 		.fn = fn,
 		.t_enter = t0,
-		.dur = t1 - t0,
+		.dur = nvlp_elapsed(t0, t1),
 		.tid = tls->tid,
 		.device = (uint64_t)device,
 		.stream = (uintptr_t)st,

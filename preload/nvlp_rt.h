@@ -4,9 +4,9 @@
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
-#include <time.h>   /* clock_gettime */
 
 #include "../trace/nvlp_format.h"
+#include "nvlp_clock.h" /* nvlp_now(): CLOCK_MONOTONIC in ns, the clock of every record */
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,14 +40,6 @@ struct nvlp_config {
 };
 const struct nvlp_config *nvlp_cfg(void);
 
-/* CLOCK_MONOTONIC in ns: the clock of every record. */
-static inline uint64_t nvlp_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Per-thread state: one struct, reached through nvlp_tls(). */
 struct nvlp_ring;
 struct nvlp_tls {
@@ -73,16 +65,24 @@ static inline struct nvlp_tls *nvlp_tls(void)
  * fields: the kind's struct (struct nvlp_rec_X). blob: for kinds with a blob.
  * @return 0, or -1 when the record was dropped (and counted). */
 int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_len);
+/*! Make the writer thread write pending records now (not waiting for the period). */
+void nvlp_kick_writer(void);
 /*! The hot path's variant of nvlp_emit for a record without blob, built in place: @return where
  * to write the kind's fields (in this thread's buffer; then nvlp_emit_commit(slot)), or NULL: build
  * them elsewhere and call nvlp_emit, which records, or drops and counts, as usual. */
 struct nvlp_emit_slot {
-	struct nvlp_ring *ring;
-	uint64_t head, tail, fbytes;
+	uint64_t *head; /* the ring's head (atomic), and what to store there to publish */
+	uint64_t end;
+	int wake; /* publishing crosses half full: wake the writer */
 };
 void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot);
 /*! Publish the record reserved in slot. */
-void nvlp_emit_commit(const struct nvlp_emit_slot *slot);
+static inline void nvlp_emit_commit(const struct nvlp_emit_slot *slot)
+{
+	__atomic_store_n(slot->head, slot->end, __ATOMIC_RELEASE);
+	if (NVLP_UNLIKELY(slot->wake))
+		nvlp_kick_writer();
+}
 /*! Same for bulk producers off the application's threads (CUPTI buffer callbacks, samplers):
  * waits up to timeout_ms for room instead of dropping at once. */
 int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t blob_len,
@@ -97,7 +97,7 @@ void nvlp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on failure. */
 uint64_t nvlp_intern(const char *s);
 /*! Per-process unique increasing id for intercepted calls (correlation). */
-extern _Atomic uint64_t nvlp_call_ids __attribute__((visibility("hidden")));
+extern uint64_t nvlp_call_ids __attribute__((visibility("hidden")));
 static inline uint64_t nvlp_next_call_id(void)
 {
 	return __atomic_fetch_add(&nvlp_call_ids, 1, __ATOMIC_RELAXED);
@@ -106,8 +106,6 @@ static inline uint64_t nvlp_next_call_id(void)
 void nvlp_init(void);
 /*! Flush everything now and write END (reason: enum nvlp_end_reason); recording stops after. */
 void nvlp_shutdown(unsigned reason);
-/*! Make the writer thread write pending records now (not waiting for the period). */
-void nvlp_kick_writer(void);
 
 /* Provided by cupti/ (the runtime has weak no-op defaults so it links alone). */
 /*! Called from InitializeInjection or from the constructor when CUDA is already up. */

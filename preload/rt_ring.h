@@ -43,7 +43,7 @@ int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const 
                   size_t blob_len);
 
 /* Producer side in two steps, for a record without blob built in place (no copy): nothing is
- * visible to the consumer before the commit. */
+ * visible to the consumer before head is stored (with release) past it; see nvlp_emit_reserve. */
 /*! Room for one record of kind with fbytes of fields at the head of r, contiguous: @return where
  * the fields go (with the positions seen in *head, *tail), or NULL when the ring is full or the
  * record would wrap (then nvlp_ring_put, which splits it or reports the ring full). */
@@ -62,16 +62,6 @@ static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64
 	__builtin_memcpy(p, hdr, 8);
 	return p + 8;
 }
-/*! Publish the record reserved at head (tail as seen then). @return as nvlp_ring_put: 1 when the
- * ring just crossed half full (wake the consumer), else 0. */
-static inline int nvlp_ring_commit(struct nvlp_ring *r, uint64_t head, uint64_t tail,
-                                   uint64_t fbytes)
-{
-	uint64_t end = head + 8 + fbytes, half = r->cap / 2;
-	atomic_store_explicit(&r->head, end, memory_order_release);
-	return head - tail < half && end - tail >= half;
-}
-
 /* Consumer side. */
 typedef int (*nvlp_ring_sink)(void *ctx, unsigned kind, const void *fields, const void *blob,
                               size_t blob_len);

@@ -118,6 +118,9 @@ static void cfg_parse(void)
 		else
 			cfg_bad("NVLPROF_UM", um, "auto, 0 or 1", "auto");
 	}
+	const char *clk = getenv("NVLPROF_CLOCK");
+	if (nvlp_clock_init(clk) < 0)
+		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
 	cfg_long("NVLPROF_SAMPLE_US", &cfg.sample_us, 0, 10000000);
 	/* 64 KiB floor: a ring must hold the largest ordinary record several times over. */
 	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 1L << 20);
@@ -221,7 +224,7 @@ static inline struct nvlp_tls *tls_get(void)
 	return nvlp_tls();
 }
 
-_Atomic uint64_t nvlp_call_ids = 1;
+uint64_t nvlp_call_ids = 1; /* atomic (see nvlp_next_call_id) */
 
 /* ---- writer state --------------------------------------------------------------------------- */
 
@@ -423,6 +426,7 @@ static void *writer_main(void *arg)
 				;
 		}
 		atomic_store(&kick_pending, 0);
+		nvlp_clock_refresh();
 		nvlp_lc_refresh_atexit();
 		if (sig_req && !stopper_started) {
 			/* A signal handler asked for the end of the trace. It is done on a helper
@@ -828,15 +832,15 @@ void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
 	struct nvlp_ring *r = tls_get()->ring;
 	if (NVLP_UNLIKELY(!r))
 		return NULL;
-	slot->ring = r;
-	slot->fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
-	return nvlp_ring_reserve(r, kind, slot->fbytes, &slot->head, &slot->tail);
-}
-
-void nvlp_emit_commit(const struct nvlp_emit_slot *slot)
-{
-	if (nvlp_ring_commit(slot->ring, slot->head, slot->tail, slot->fbytes))
-		nvlp_kick_writer();
+	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8, h, t;
+	void *p = nvlp_ring_reserve(r, kind, fbytes, &h, &t);
+	if (NVLP_LIKELY(p != NULL)) {
+		uint64_t half = r->cap / 2;
+		slot->head = (uint64_t *)&r->head;
+		slot->end = h + 8 + fbytes;
+		slot->wake = h - t < half && slot->end - t >= half;
+	}
+	return p;
 }
 
 int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t blob_len,
@@ -1008,6 +1012,7 @@ int nvlp_rt_fork_child(void)
 	sig_req = 0;
 	total_drops = 0;
 	nvlp_ring_reset_all();
+	nvlp_clock_atfork_child();
 	nvlp_tls_epoch = nvlp_tls_epoch + 1;
 	pthread_mutex_unlock(&w_mu);
 	pthread_mutex_unlock(&str_mu);

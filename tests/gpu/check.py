@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""check.py: assertions on real-GPU traces (run by tests/gpu/run_gpu.sh); prints PASS:/FAIL: lines.
+"""check.py: assertions on real-GPU traces (run by tests/gpu/run_gpu.sh and run_8gpu.sh); prints PASS:/FAIL: lines.
+
+  ranks DIR N [MIN]        N-rank job: traces complete, collectives matched on all N, link counters from all N
+  links DIR N nvlink|pcie  that link carries the collectives on every GPU (pcie: pcie_fallback spans N ranks)
+  losses BASE.json PROF.json   identical losses;  busbw DIR [NCCL_TESTS.json]   busbw notes vs nccl-tests
+  speed DIR [MIN_MRECS] [MAX_S]   report speed;  overhead LOGDIR [PREFIX];  findings DIR IDS [id@rank=N]...
 
 Reads traces only through the stable interfaces: `nvlprof dump --json` and `nvlprof report --json`.
 """
@@ -195,11 +200,11 @@ def cmd_torchprof(d, prefix):
     check(len(ends) == 2, "torch.profiler: both nvlprof traces complete", f"{len(ends)} END records")
 
 
-def cmd_overhead(logdir):
+def cmd_overhead(logdir, prefix="ovh"):
     import glob
     def med(kind):
         vals = []
-        for f in sorted(glob.glob(f"{logdir}/ovh_{kind}_*.json")):
+        for f in sorted(glob.glob(f"{logdir}/{prefix}_{kind}_*.json")):
             vals.append(json.load(open(f))["median_ms"])
         return vals
     b, p, a = med("base"), med("prof"), med("api")
@@ -209,9 +214,138 @@ def cmd_overhead(logdir):
         return
     rb, rp = st.median(b), st.median(p)
     ra = st.median(a) if a else float("nan")
-    print(f"overhead: base {b} prof {p} api-only {a}")
+    print(f"overhead{'' if prefix == 'ovh' else ' ' + prefix}: base {b} prof {p} api-only {a}")
     check(rp <= rb * 1.02, "overhead: everything on within 2% of step time", f"base {rb:.3f} ms, nvlprof {rp:.3f} ms ({(rp / rb - 1) * 100:+.2f}%)")
     check(ra <= rb * 1.01, "overhead: API capture within 1% of step time", f"base {rb:.3f} ms, api-only {ra:.3f} ms ({(ra / rb - 1) * 100:+.2f}%)")
+
+
+COLLS = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclBcast", "ncclReduce"}
+
+
+def world_recs(recs, n):
+    """collective calls on communicators of n ranks, and each trace file's rank on them."""
+    calls = [r for r in recs if r.get("kind") == "nccl" and r.get("name") in COLLS and r.get("nranks") == n]
+    file_rank = {}
+    for r in calls:
+        file_rank.setdefault(r.get("file"), r["rank"])
+    return calls, file_rank
+
+
+def cmd_ranks(d, n, min_colls="30"):
+    """an N-rank job: every rank's trace complete, every collective matched across all N ranks (same
+    comm and seq, function and bytes), link counters from all N processes, one GPU each."""
+    n, min_colls, base = int(n), int(min_colls), os.path.basename(d.rstrip("/"))
+    recs = dump(d)
+    rep = report(d)
+    rk = [r for r in rep.get("ranks", []) if 0 <= (r.get("rank") if isinstance(r.get("rank"), int) else -1) < n]
+    done = sorted(r["rank"] for r in rk if r.get("complete"))
+    check(done == list(range(n)) and len(rk) == n, f"ranks {base}: all {n} traces present and complete",
+          f"{len(rk)} traces, complete ranks {done}")
+    calls, file_rank = world_recs(recs, n)
+    per = collections.defaultdict(dict)
+    for r in calls:
+        per[r["rank"]][(r["comm"], r["seq"])] = (r["name"], num(r["bytes"]))
+    check(sorted(per) == list(range(n)), f"ranks {base}: collective calls from all {n} ranks",
+          str({k: len(v) for k, v in sorted(per.items())}))
+    keys = [set(per[k]) for k in range(n) if k in per]
+    common = set.intersection(*keys) if keys else set()
+    union = set.union(*keys) if keys else set()
+    by_fn = collections.Counter(per[0][k][0] for k in common) if 0 in per else {}
+    check(keys and common == union and len(common) >= min_colls,
+          f"ranks {base}: every (comm, seq) seen on all {n} ranks", f"{len(common)} matched of {len(union)}: {dict(by_fn)}")
+    same = all(per[k][key] == per[0][key] for key in common for k in range(n) if k in per)
+    check(bool(common) and same, f"ranks {base}: matched collectives have the same function and bytes on all ranks")
+    m = rep.get("job", {}).get("matched_collectives", 0)
+    check(m >= len(common), f"ranks {base}: report matched them too", f"report {m}, traces {len(common)}")
+    dev_by_file = collections.defaultdict(lambda: collections.defaultdict(int))
+    for r in recs:
+        if r.get("kind") == "linksample":
+            dev_by_file[r.get("file")][r["device"]] += num(r.get("nvl_tx", 0)) + num(r.get("nvl_rx", 0))
+    sampled = {file_rank[f]: dict(v) for f, v in dev_by_file.items() if f in file_rank}
+    devs = set()
+    for v in sampled.values():
+        devs |= set(v)
+    busy = sorted(dv for v in sampled.values() for dv, b in v.items() if b > 0)
+    check(sorted(sampled) == list(range(n)) and len(devs) == n,
+          f"ranks {base}: link counters from all {n} processes, {n} distinct GPUs",
+          f"rank: {{device: NVLink bytes}} {dict(sorted(sampled.items()))}")
+    return rep
+
+
+def cmd_links(d, n, want):
+    """on every rank's GPU(s), which link carried the bytes during collectives (report's links table)."""
+    n, base = int(n), os.path.basename(d.rstrip("/"))
+    rep = report(d)
+    tot = collections.defaultdict(lambda: [0, 0])
+    for l in rep.get("links", []):
+        tot[l["rank"]][0] += l.get("nvlink_bytes_in_collectives") or 0
+        tot[l["rank"]][1] += l.get("pcie_bytes_in_collectives") or 0
+    if want == "pcie":
+        ok = [r for r, (nvl, pcie) in tot.items() if pcie > 10 * nvl and pcie > 0]
+    else:
+        ok = [r for r, (nvl, pcie) in tot.items() if nvl > 10 * pcie and nvl > 0]
+    check(sorted(ok) == list(range(n)), f"links {base}: {want} carries the collectives on every one of {n} GPUs",
+          " ".join(f"r{r}:nvl={v[0]:.3g}/pcie={v[1]:.3g}" for r, v in sorted(tot.items())))
+    fb = [f for f in rep.get("findings", []) if f["id"] == "pcie_fallback"]
+    if want == "pcie":
+        check(fb and fb[0]["evidence"].get("nranks") == n, f"links {base}: pcie_fallback covers the {n}-rank communicator",
+              json.dumps(fb[0]["evidence"])[:300] if fb else "no pcie_fallback")
+
+
+def cmd_losses(base_json, prof_json):
+    a, b = losses(base_json), losses(prof_json)
+    diff = max((abs(x - y) for x, y in zip(a, b)), default=float("nan"))
+    check(a == b and len(a) > 0, "losses identical with and without nvlprof", f"{len(a)} vs {len(b)} losses, max diff {diff:.3g}")
+
+
+NCCL_FACTOR = {"ncclAllReduce": lambda n: 2.0 * (n - 1) / n, "ncclAllGather": lambda n: (n - 1) / n,
+               "ncclReduceScatter": lambda n: (n - 1) / n, "ncclBroadcast": lambda n: 1.0, "ncclReduce": lambda n: 1.0}
+
+
+def cmd_busbw(d, nt_json=""):
+    """note: the report's busbw per collective against the nccl-tests formulas (busbw = algbw x factor) and,
+    when given, the nccl-tests-style measurement of the same collective at the nearest size on this machine."""
+    import math
+    rep = report(d)
+    base = os.path.basename(d.rstrip("/"))
+    pred = []
+    if nt_json and os.path.exists(nt_json):
+        pred = json.load(open(nt_json)).get("results", [])
+    for c in rep.get("collectives", []):
+        name, n = c.get("collective"), c.get("nranks", 0)
+        alg, bus, s = c.get("algbw_gbps"), c.get("busbw_gbps"), c.get("bytes_per_call") or 0
+        if name not in NCCL_FACTOR or alg is None or bus is None or n < 2:
+            continue
+        f = NCCL_FACTOR[name](n)
+        check(abs(bus - alg * f) <= 0.01 * max(bus, 1e-9), f"busbw {base}: {name} busbw = algbw x {f:.3f} (nccl-tests, n={n})",
+              f"algbw {alg:.1f}, busbw {bus:.1f} GB/s")
+        near = [p for p in pred if "nccl" + p["collective"] == name]
+        line = f"NOTE: busbw {base}: {name} on {n} ranks, {s / 2**20:.2f} MiB/call: measured {bus:.1f} GB/s"
+        if c.get("peak_share") is not None:
+            line += f" ({c['peak_share'] * 100:.0f}% of NVLink peak)"
+        if near and s > 0:
+            p = min(near, key=lambda p: abs(math.log(p["bytes"] / s)))
+            line += (f"; nccl-tests-style at {p['bytes'] / 2**20:.0f} MiB: {p['busbw_gbps']:.1f} GB/s"
+                     f" -> {bus / p['busbw_gbps'] * 100:.0f}% of it")
+        print(line, flush=True)
+
+
+def cmd_speed(d, min_mrecs="5", max_s="2"):
+    """`nvlprof report` on these traces: PASS when it reads >= MIN_MRECS M records/s or finishes within MAX_S."""
+    import time
+    base = os.path.basename(d.rstrip("/"))
+    best = None
+    for _ in range(3):
+        t0 = time.perf_counter()
+        out = subprocess.run([NV, "report", d], capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        best = dt if best is None or dt < best else best
+    rep = report(d)
+    recs = sum(f.get("records", 0) for f in rep.get("files", []))
+    rate = recs / best / 1e6 if best else 0
+    check(out.returncode == 0 and (rate >= float(min_mrecs) or best <= float(max_s)),
+          f"speed {base}: nvlprof report {recs} records in {best:.3f} s (best of 3)",
+          f"{rate:.1f} M records/s; target >= {min_mrecs} M records/s or <= {max_s} s")
 
 
 def main():
@@ -219,20 +353,22 @@ def main():
     if cmd == "ddp":
         cmd_ddp(*sys.argv[2:5])
     elif cmd == "findings":
-        # findings DIR EXPECTED_WARNING_IDS(comma list or -) [rank=N]
+        # findings DIR EXPECTED_WARNING_IDS(comma list or -; ID? = allowed, not required) [ID@rank=N]...
         d, want = sys.argv[2], sys.argv[3]
         rep = report(d)
         got = finding_ids(rep)
-        want_l = [] if want == "-" else want.split(",")
+        ids = [] if want == "-" else want.split(",")
+        want_l = [i for i in ids if not i.endswith("?")]
+        maybe = {i[:-1] for i in ids if i.endswith("?")}
         check(set(want_l) <= set(got), f"report {os.path.basename(d)}: flags {want_l or 'nothing'}", f"got {got}")
-        extra = set(got) - set(want_l) - {"collection_gaps"}
+        extra = set(got) - set(want_l) - maybe - {"collection_gaps"}
         check(not extra, f"report {os.path.basename(d)}: no other warning findings", f"extra {sorted(extra)}")
         for kv in sys.argv[4:]:
             fid, _, rank = kv.partition("@rank=")
             fs = [f for f in rep.get("findings", []) if f["id"] == fid]
             ranks = {str(f.get("evidence", {}).get("rank")) for f in fs}
             check(ranks == {rank}, f"report {os.path.basename(d)}: {fid} names exactly rank {rank}", f"got {sorted(ranks)}")
-    elif cmd in ("p2p", "flip", "diff", "uma", "torchprof", "overhead"):
+    elif cmd in ("p2p", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
         globals()["cmd_" + cmd](*sys.argv[2:])
     else:
         sys.exit(f"unknown check {cmd}")

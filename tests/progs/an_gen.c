@@ -28,6 +28,9 @@ struct an_gen_opts {
 	int no_links, no_topo;   /* no LINKSAMPLE / no NVLINK records */
 	int exposed;             /* collectives issued after compute: nothing hides them */
 	int cupti_stream0;       /* NCCL records without a CUPTI stream id */
+	int nvswitch;            /* topology: every GPU of the host on NVSwitches (HGX 8 x H200) */
+	int fsdp;                /* FSDP FULL_SHARD steps: AllGather / ReduceScatter per layer */
+	int interleave;          /* records in a DDP process's order: see late_bcast */
 	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
 	int quiet;
 };
@@ -56,6 +59,27 @@ static const struct op {
 };
 #define NOPS (sizeof step_ops / sizeof step_ops[0])
 
+/* --fsdp: FULL_SHARD over 4 layers of 32 MiB (bf16): AllGather of each layer in forward, again in
+ * backward (resharded after forward), ReduceScatter of its gradients; bytes are nccl-tests' S. */
+static const struct op fsdp_ops[] = {
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 100 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 800 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 1500 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 2200 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 3100 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_REDUCE_SCATTER, 32 * MIB, 4200 * US, 0,
+     "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL128"},
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 4300 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_REDUCE_SCATTER, 32 * MIB, 5400 * US, 0,
+     "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL128"},
+    {NVLP_NCCL_ALL_GATHER, 32 * MIB, 5500 * US, 0, "ncclDevKernel_AllGather_RING_LL128"},
+    {NVLP_NCCL_REDUCE_SCATTER, 32 * MIB, 6600 * US, 0,
+     "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL128"},
+    {NVLP_NCCL_REDUCE_SCATTER, 32 * MIB, 7700 * US, 0,
+     "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL128"},
+};
+#define NFSDP (sizeof fsdp_ops / sizeof fsdp_ops[0])
+
 /* The function whose address stands for the allocation site in uma_thrashing stacks. */
 __attribute__((noinline)) int an_gen_alloc_site(int n)
 {
@@ -78,6 +102,8 @@ struct grank {
 	uint64_t seq, call_id, records;
 	struct pend *p;
 	size_t np, cap;
+	struct pend *lp; /* --interleave: the main thread's records, written late */
+	size_t nlp, lcap;
 	double *nvl, *pcie; /* per-ms link buckets */
 	size_t nb;
 };
@@ -198,6 +224,63 @@ static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, i
 	add(g, NVLP_K_NCCL, &n, NULL, 0);
 }
 
+/* --interleave: records in the order a torch DDP process writes them. The main thread broadcasts
+ * 1 MiB between the step's first two AllReduces (issued by the autograd thread, same stream); its
+ * API records stay in its buffer for 4 steps (after later AllReduces and after the kernels), and
+ * CUPTI delivers the first AllReduce's kernel record after the Broadcast's. */
+static void late_bcast(struct grank *G, int n, const struct an_gen_opts *o, uint64_t at,
+                       uint64_t seq, double busbw, uint64_t name)
+{
+	uint64_t bytes = 1 * MIB, launch[64], mx = 0;
+	for (int r = 0; r < n; r++) {
+		struct grank *g = &G[r];
+		struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_BROADCAST,
+		                          .t_enter = g->mono0 + at,
+		                          .dur = 6 * US,
+		                          .tid = 1000 + (uint64_t)g->rank,
+		                          .device = (uint64_t)g->dev,
+		                          .stream = 0x7f0000001000ull,
+		                          .cupti_stream = o->cupti_stream0 ? 0 : NCCL_STREAM,
+		                          .count = bytes / 2,
+		                          .dtype = 9,
+		                          .bytes = bytes,
+		                          .peer = 0,
+		                          .comm = COMM_HASH,
+		                          .rank = (uint64_t)g->rank,
+		                          .nranks = (uint64_t)n,
+		                          .seq = seq,
+		                          .call_id = ++g->call_id};
+		if (g->nlp == g->lcap) {
+			g->lcap = g->lcap ? g->lcap * 2 : 16;
+			g->lp = realloc(g->lp, g->lcap * sizeof *g->lp);
+		}
+		g->lp[g->nlp].kind = NVLP_K_NCCL;
+		memcpy(g->lp[g->nlp].f, &c, sizeof c);
+		g->nlp++;
+		launch[r] = at + 10 * US > g->comm_free ? at + 10 * US : g->comm_free;
+		if (launch[r] > mx)
+			mx = launch[r];
+	}
+	uint64_t end = mx + (uint64_t)((double)bytes * (n - 1) / n / busbw * 1e9) + 8 * US;
+	for (int r = 0; r < n; r++) {
+		struct grank *g = &G[r];
+		kernel(g, o, launch[r], end, NCCL_STREAM, name, 1);
+		if (!o->no_gpu && g->np >= 2) { /* the AllReduce kernel's record comes after */
+			struct pend x = g->p[g->np - 1];
+			g->p[g->np - 1] = g->p[g->np - 2];
+			g->p[g->np - 2] = x;
+		}
+		g->comm_free = end;
+	}
+}
+
+static void flush_late(struct grank *g)
+{
+	for (size_t i = 0; i < g->nlp; i++)
+		add(g, g->lp[i].kind, g->lp[i].f, NULL, 0);
+	g->nlp = 0;
+}
+
 /* Kernel name string ids. */
 enum { S_FWD = 1, S_BWD, S_OPT, S_BCAST, S_K0 };
 
@@ -205,6 +288,8 @@ int an_gen_run(const struct an_gen_opts *o);
 int an_gen_run(const struct an_gen_opts *o)
 {
 	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts;
+	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
+	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
 	struct grank *G = calloc((size_t)n, sizeof *G);
 	if (!G)
 		return -1;
@@ -250,11 +335,10 @@ int an_gen_run(const struct an_gen_opts *o)
 			struct nvlp_rec_string s = {.id = i};
 			add(g, NVLP_K_STRING, &s, names[i], strlen(names[i]));
 		}
-		for (unsigned i = 0; i < NOPS; i++)
-			if (step_ops[i].kname) {
+		for (unsigned i = 0; i < nops; i++)
+			if (ops[i].kname) {
 				struct nvlp_rec_string s = {.id = S_K0 + i};
-				add(g, NVLP_K_STRING, &s, step_ops[i].kname,
-				    strlen(step_ops[i].kname));
+				add(g, NVLP_K_STRING, &s, ops[i].kname, strlen(ops[i].kname));
 			}
 		if (o->no_gpu) {
 			struct nvlp_rec_note nt = {.code = NVLP_NOTE_CUPTI_UNAVAILABLE,
@@ -263,7 +347,20 @@ int an_gen_run(const struct an_gen_opts *o)
 			const char *m = "CUPTI not loaded: libcupti.so.13 not found";
 			add(g, NVLP_K_NOTE, &nt, m, strlen(m));
 		} else {
-			if (!o->no_topo) {
+			if (!o->no_topo && o->nvswitch) {
+				/* as CUPTI reports an HGX board: each GPU's 18 links go to the
+				 * NVSwitches (device type 2), every process sees every GPU */
+				for (int d = 0; d < per_host; d++) {
+					struct nvlp_rec_nvlink l = {.version = 4,
+					                            .type0 = 1,
+					                            .type1 = 2,
+					                            .dev0 = (uint64_t)d,
+					                            .dev1 = 0,
+					                            .bandwidth = 849960000,
+					                            .links = 18};
+					add(g, NVLP_K_NVLINK, &l, NULL, 0);
+				}
+			} else if (!o->no_topo) {
 				struct nvlp_rec_nvlink l = {.version = 4,
 				                            .type0 = 1,
 				                            .type1 = 1,
@@ -427,20 +524,22 @@ int an_gen_run(const struct an_gen_opts *o)
 		}
 		uint64_t comm_end[64] = {0};
 		int killed_now = 0;
-		for (unsigned i = 0; i < NOPS; i++) {
-			const struct op *op = &step_ops[i];
-			if (op->group && i > 0 && step_ops[i - 1].group == op->group)
+		for (unsigned i = 0; i < nops; i++) {
+			const struct op *op = &ops[i];
+			if (op->group && i > 0 && ops[i - 1].group == op->group)
 				continue; /* handled with its group's first op */
 			unsigned nin = 1;
-			while (op->group && i + nin < NOPS && step_ops[i + nin].group == op->group)
+			while (op->group && i + nin < nops && ops[i + nin].group == op->group)
 				nin++;
 			uint64_t at =
 			    op->at + (o->exposed && i < 2 ? 8100 * US - op->at + i * 10 * US : 0);
-			int last_coll = last_step && i + nin >= NOPS;
+			int last_coll = last_step && i + nin >= nops;
 			uint64_t launch[64], mx = 0;
 			uint64_t bytes = 0;
 			for (unsigned k = 0; k < nin; k++)
-				bytes += step_ops[i + k].bytes;
+				bytes += ops[i + k].bytes;
+			/* nccl-tests bus factor: 2(n-1)/n for AllReduce, (n-1)/n for the others */
+			double fac = op->fn == NVLP_NCCL_ALL_REDUCE ? f2 : (double)(n - 1) / n;
 			for (int r = 0; r < n; r++) {
 				struct grank *g = &G[r];
 				uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
@@ -458,9 +557,8 @@ int an_gen_run(const struct an_gen_opts *o)
 					nccl_rec(g, NVLP_NCCL_GROUP_START, arr - 2 * US, 0, 0, n, 0,
 					         o);
 				for (unsigned k = 0; k < nin; k++)
-					nccl_rec(g, step_ops[i + k].fn, arr + k * US,
-					         step_ops[i + k].bytes, op->group ? 1 : 0, n,
-					         seq + k, o);
+					nccl_rec(g, ops[i + k].fn, arr + k * US, ops[i + k].bytes,
+					         op->group ? 1 : 0, n, seq + k, o);
 				if (op->group)
 					nccl_rec(g, NVLP_NCCL_GROUP_END, arr + nin * US + US, 0, 0,
 					         n, 0, o);
@@ -474,20 +572,22 @@ int an_gen_run(const struct an_gen_opts *o)
 			if (killed_now) /* the survivors' kernels never complete: no KERNEL records
 			                 */
 				continue;
-			uint64_t xfer = (uint64_t)((double)bytes * f2 / busbw * 1e9) + 8 * US;
+			uint64_t xfer = (uint64_t)((double)bytes * fac / busbw * 1e9) + 8 * US;
 			uint64_t end = mx + xfer;
 			for (int r = 0; r < n; r++) {
 				struct grank *g = &G[r];
 				kernel(g, o, launch[r], end, NCCL_STREAM, S_K0 + i, 1);
 				g->comm_free = end;
 				comm_end[r] = end;
-				double moved = (double)bytes * f2;
+				double moved = (double)bytes * fac;
 				if (o->fallback) {
 					traffic_to(g, 1, mx, end, moved);
 					traffic_to(g, 0, mx, end, moved * 0.001);
 				} else
 					traffic_to(g, 0, mx, end, moved);
 			}
+			if (o->interleave && i == 0)
+				late_bcast(G, n, o, t0 + op->at + 1000 * US, seq++, busbw, S_BCAST);
 		}
 		/* managed memory ping-pong, one migration per step */
 		if (o->thrash && s < 40 && !o->no_gpu) {
@@ -534,8 +634,11 @@ int an_gen_run(const struct an_gen_opts *o)
 				step_end = os + 1300 * US;
 		}
 		/* the previous step's GPU records arrive now, after this step's API records */
-		for (int r = 0; r < n; r++)
+		for (int r = 0; r < n; r++) {
 			flush_deferred(&G[r]);
+			if (s % 4 == 3) /* the main thread's buffer, every few steps */
+				flush_late(&G[r]);
+		}
 		t0 = step_end + 100 * US;
 	}
 	for (int r = 0; r < n; r++) {
@@ -545,6 +648,7 @@ int an_gen_run(const struct an_gen_opts *o)
 			continue;
 		}
 		flush_deferred(g);
+		flush_late(g);
 		if (!o->no_gpu && !o->no_links) {
 			size_t nb = (t0 / MS) < g->nb ? t0 / MS : g->nb;
 			for (size_t i = 0; i < nb; i++) {
@@ -568,6 +672,7 @@ int an_gen_run(const struct an_gen_opts *o)
 	}
 	for (int r = 0; r < n; r++) {
 		free(G[r].p);
+		free(G[r].lp);
 		free(G[r].nvl);
 		free(G[r].pcie);
 	}
@@ -597,7 +702,7 @@ static void usage(void)
 	                "[--peer] [--thrash]\n"
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
-	                "       [--hang-ms MS]\n");
+	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave]\n");
 }
 
 int main(int argc, char **argv)
@@ -611,7 +716,8 @@ int main(int argc, char **argv)
 	    {"staged", 0, 0, 'S'},       {"peer", 0, 0, 'P'},      {"thrash", 0, 0, 'T'},
 	    {"um-once", 0, 0, 'U'},      {"no-gpu", 0, 0, 'G'},    {"no-links", 0, 0, 'K'},
 	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},   {"cupti-stream0", 0, 0, 'Z'},
-	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},   {0, 0, 0, 0}};
+	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},   {"nvswitch", 0, 0, 'V'},
+	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'},  {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
@@ -677,6 +783,15 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			o.hang_ms = atof(optarg);
+			break;
+		case 'V':
+			o.nvswitch = 1;
+			break;
+		case 'D':
+			o.fsdp = 1;
+			break;
+		case 'I':
+			o.interleave = 1;
 			break;
 		default:
 			usage();

@@ -153,13 +153,15 @@ ln -s "$CLI" "$T/nvlprof-link"
 out=$(LD_PRELOAD="$SANLIB" "$T/nvlprof-link" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
 check_eq "run through a symlink still finds the library" "$SP$L" "$out"
 "$CLI" run >/dev/null 2>"$T/e"; rc=$?
-check "run without a command: exit 2 and a clear error" sh -c "[ $rc = 2 ] && grep -q 'nvlprof run: no command given' '$T/e'"
+check "run without a command: exit 2 and a clear error" env -u LD_PRELOAD sh -c "[ $rc = 2 ] && grep -q 'nvlprof run: no command given' '$T/e'"
 "$CLI" run -o >/dev/null 2>"$T/e"; check_eq "run -o without DIR exits 2" 2 "$?"
 "$CLI" run -- /nonexistent/cmd 2>"$T/e"; rc=$?
-check "run with a missing command: 127 and the reason" sh -c "[ $rc = 127 ] && grep -q \"nvlprof run: cannot run '/nonexistent/cmd': No such file or directory\" '$T/e'"
+check "run with a missing command: 127 and the reason" env -u LD_PRELOAD sh -c "[ $rc = 127 ] && grep -q \"nvlprof run: cannot run '/nonexistent/cmd': No such file or directory\" '$T/e'"
 cp "$CLI" "$T/lonely-nvlprof"
 "$T/lonely-nvlprof" run -- true 2>"$T/e"; rc=$?
-check "run without the library next to it: exit 1, says where it looked" sh -c "[ $rc = 1 ] && grep -q 'libnvlprof.so not found next to the nvlprof binary (looked for $T/libnvlprof.so)' '$T/e'"
-rc=$(sh -c '"$0" run -- sh -c "kill -TERM \$\$"; echo $?' "$CLI" 2>/dev/null)
+check "run without the library next to it: exit 1, says where it looked" env -u LD_PRELOAD sh -c "[ $rc = 1 ] && grep -q 'libnvlprof.so not found next to the nvlprof binary (looked for $T/libnvlprof.so)' '$T/e'"
+# (the asserting shells run without the sanitizer runtime: a TSan runtime preloaded into dash
+# can crash it)
+rc=$(env -u LD_PRELOAD sh -c 'LD_PRELOAD="$1" "$0" run -- sh -c "kill -TERM \$\$"; echo $?' "$CLI" "$SANLIB" 2>/dev/null)
 check_eq "run: the job's own death by signal reaches the caller (128+SIGTERM)" 143 "$rc"
 exit $((FAILED > 0))
