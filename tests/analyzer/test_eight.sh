@@ -179,7 +179,9 @@ if [ -n "\${NVLPROF_DIR:-}" ] && [ "\${NVLPROF_CUPTI:-1}" != 0 ]; then
 fi
 MOCK
 chmod +x "$M"/*
-(cd "$ROOT" && OUT=$T/gpu8 NVLPROF=$CLI STEPS=16 OVH_PAIRS=1 OVH_STEPS=20 PATH="$M:$PATH" bash tests/gpu/run_8gpu.sh) >"$T/gpu8.out" 2>&1
+# (a sanitizer build of the shim needs its runtime first in LD_PRELOAD, as `nvlprof run` keeps it)
+(cd "$ROOT" && OUT=$T/gpu8 NVLPROF=$CLI STEPS=16 OVH_PAIRS=1 OVH_STEPS=20 PATH="$M:$PATH" \
+	LD_PRELOAD="$SANLIB" bash tests/gpu/run_8gpu.sh) >"$T/gpu8.out" 2>&1
 rc=$?
 check_eq "run_8gpu.sh on stand-ins: exit status 0, no FAIL line" "0 0" "$rc $(grep -c '^FAIL' "$T/gpu8.out")"
 npass=$(grep -c '^PASS: ' "$T/gpu8.out")
