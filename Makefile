@@ -186,7 +186,7 @@ test: $(TEST_DEPS)
 # ---- benchmarks -------------------------------------------------------------------------------
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
-$(BUILD)/bench/%: tests/bench/%.c $(ANALYZER_OBJS) $(TRACE_OBJS) fakes
+$(BUILD)/bench/%: tests/bench/%.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(wildcard tests/*.h) fakes
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -O2 -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) -L$(FAKES_DIR) -Wl,-rpath,$(abspath $(FAKES_DIR)) $(BENCH_LIBS_$*) $(CLI_LDLIBS)
 bench: all $(BENCH_BINS)

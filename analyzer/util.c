@@ -161,39 +161,35 @@ void nvlp_json_cstr(FILE *f, const char *s)
 		fputs("null", f);
 }
 
-const char *nvlp_human_bytes(uint64_t n, char *buf, size_t len)
+/* n in the largest unit it reaches (step: the factor between units), with three significant
+ * digits and no exponent: 1.23 ms, 12.3 ms, 123 ms; whole numbers below the first step. */
+static const char *human(uint64_t n, unsigned step, const char *const *units, unsigned nunits,
+			 char *buf, size_t len)
 {
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	if (n < 1024) {
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	if (n < step) {
+		snprintf(buf, len, "%llu %s", (unsigned long long)n, units[0]);
 		return buf;
 	}
 	double v = (double)n;
 	unsigned u = 0;
-	while (v >= 1024 && u < 6) {
-		v /= 1024;
+	while (v >= step && u + 1 < nunits) {
+		v /= step;
 		u++;
 	}
 	snprintf(buf, len, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, units[u]);
 	return buf;
 }
 
+const char *nvlp_human_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	return human(n, 1024, units, 7, buf, len);
+}
+
 const char *nvlp_human_ns(uint64_t ns, char *buf, size_t len)
 {
 	static const char *const units[] = {"ns", "us", "ms", "s"};
-	if (ns < 1000) {
-		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-		return buf;
-	}
-	double v = (double)ns;
-	unsigned u = 0;
-	while (v >= 1000 && u < 3) {
-		v /= 1000;
-		u++;
-	}
-	/* three significant digits without exponents: 1.23 ms, 12.3 ms, 123 ms */
-	snprintf(buf, len, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, units[u]);
-	return buf;
+	return human(ns, 1000, units, 4, buf, len);
 }
 
 const char *nvlp_basename(const char *path)

@@ -5,23 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddp_stream.h"
 #include "nvlp_trace.h"
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: figures per core, even on a busy machine */
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -37,27 +22,18 @@ int main(int argc, char **argv)
 		perror("nvlp_writer_open_fd");
 		return 1;
 	}
-	/* Same stream as tests/unit/test_trace_perf.c: one comm, four buckets per step, seq+1,
-	 * ~1 ms apart with +-100 us of ns-resolution jitter, 20-80 us call durations. */
-	static const uint64_t buckets[4] = {6553600, 6553600, 6553600, 1048576};
-	struct nvlp_rec_nccl r = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 12345, .stream = 0x7f00deadbe00,
-				  .cupti_stream = 13, .dtype = 9, .peer = (uint64_t)-1,
-				  .comm = 0x55d0c0ffee00, .nranks = 2, .t_enter = 1000000000000ull};
-	double t0 = now_s();
+	/* the stream of tests/ddp_stream.h, as in tests/unit/test_trace_perf.c */
+	struct nvlp_rec_nccl r = ddp_first();
+	double t0 = ddp_cpu_s();
 	for (long i = 0; i < n; i++) {
-		r.t_enter += 1000000 + next_rand() % 200000 - 100000;
-		r.dur = 20000 + next_rand() % 60000;
-		r.count = buckets[i % 4];
-		r.bytes = r.count * 2;
-		r.seq++;
-		r.call_id += 1 + next_rand() % 4;
+		ddp_next(&r, (unsigned long)i);
 		if (nvlp_writer_add(w, NVLP_K_NCCL, &r, NULL, 0) != 0) {
 			perror("nvlp_writer_add");
 			return 1;
 		}
 	}
 	nvlp_writer_flush(w);
-	double t1 = now_s();
+	double t1 = ddp_cpu_s();
 	uint64_t recs = 0, raw = 0, file = 0;
 	nvlp_writer_stats(w, &recs, &raw, &file);
 	nvlp_writer_close(w);
@@ -74,12 +50,12 @@ int main(int argc, char **argv)
 		}
 		struct nvlp_record rec;
 		uint64_t got = 0, sum = 0;
-		double s0 = now_s();
+		double s0 = ddp_cpu_s();
 		while (nvlp_reader_next(rd, &rec) == 1) {
 			got++;
 			sum += rec.f[0];
 		}
-		double s1 = now_s();
+		double s1 = ddp_cpu_s();
 		nvlp_reader_close(rd);
 		if (got != recs) {
 			fprintf(stderr, "bench_trace: decoded %llu of %llu records\n",

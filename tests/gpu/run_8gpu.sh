@@ -9,26 +9,9 @@
 # The same checks run without a GPU on synthetic 8-rank traces in tests/analyzer/test_eight.sh.
 set -u
 cd "$(dirname "$0")/../.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/nvlp-8gpu}
-T=$OUT/traces L=$OUT/logs
-mkdir -p "$T" "$L"
-# whatever happens (a scenario hangs and the caller's timeout strikes), pack what was produced
-finish() {
-	for d in "$T"/*/; do
-		[ -d "$d" ] || continue
-		b=$(basename "$d")
-		$NV report "$d" >"$L/report_$b.txt" 2>&1
-		$NV info "$d" >"$L/info_$b.txt" 2>&1
-	done
-	(cd "$OUT" && tar czf traces.tgz traces && tar czf logs.tgz logs && rm -rf traces logs)
-	echo "8-gpu run done"
-}
-trap finish EXIT
-trap 'exit 124' TERM INT
-NV=${NVLPROF:-$PWD/build/nvlprof}
-export NVLPROF=$NV
-PY=python3
+OUT=${OUT:-/tmp/nvlp-8gpu} DONE_MSG="8-gpu run done"
+scen=${*:-fsdp ddp torchrun fallback straggler kill busbw speed overhead ship}
+. tests/gpu/common.sh
 N=${NGPU:-8}
 STEPS=${STEPS:-40}
 LATE=${LATE_RANK:-5}
@@ -37,9 +20,6 @@ KILL=${KILL_RANK:-5}
 FSDP="examples/fsdp_train.py --nprocs $N"
 DDP="examples/ddp_train.py --nprocs $N --xdev-mib 0"
 CK="$PY tests/gpu/check.py"
-scen=${*:-fsdp ddp torchrun fallback straggler kill busbw speed overhead ship}
-want() { case " $scen " in *" $1 "*) return 0 ;; esac; return 1; }
-log() { echo "== $*" >&2; }
 [ -x "$NV" ] || { echo "FAIL: $NV not built"; exit 1; }
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$ngpu" -ge "$N" ] || { echo "FAIL: $N GPUs needed, $ngpu found"; exit 1; }

@@ -5,31 +5,11 @@
 #   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p uma profiler overhead
 set -u
 cd "$(dirname "$0")/../.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/nvlp-gpu}
-T=$OUT/traces L=$OUT/logs
-mkdir -p "$T" "$L"
-# whatever happens (a scenario hangs and the caller's timeout strikes), pack what was produced
-finish() {
-	for d in "$T"/*/; do
-		[ -d "$d" ] || continue
-		b=$(basename "$d")
-		$NV report "$d" >"$L/report_$b.txt" 2>&1
-		$NV info "$d" >"$L/info_$b.txt" 2>&1
-	done
-	(cd "$OUT" && tar czf traces.tgz traces && tar czf logs.tgz logs && rm -rf traces logs)
-	echo "gpu run done"
-}
-trap finish EXIT
-trap 'exit 124' TERM INT
-NV=$PWD/build/nvlprof
-export NVLPROF=$NV
-PY=python3
+OUT=${OUT:-/tmp/nvlp-gpu} DONE_MSG="gpu run done"
+scen=${*:-ddp fallback p2p uma straggler profiler overhead kill}
+. tests/gpu/common.sh
 DDP="examples/ddp_train.py"
 STEPS=${STEPS:-40}
-scen=${*:-ddp fallback p2p uma straggler profiler overhead kill}
-want() { case " $scen " in *" $1 "*) return 0 ;; esac; return 1; }
-log() { echo "== $*" >&2; }
 EX=$PWD/build/examples  # made by `make examples` (nvcc, shared cudart so the shim sees its calls)
 mkdir -p $EX
 for f in p2p_copy uma_thrash; do

@@ -7,23 +7,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "ddp_stream.h"
 #include "nvlp_trace.h"
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: figures per core, even on a busy machine */
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(void)
 {
@@ -38,31 +23,19 @@ int main(void)
 	CHECK(w != NULL, "writer opens");
 	if (!w)
 		return 1;
-	/* DDP-like: one comm, four gradient buckets per step, seq+1, ~1 ms apart with ns jitter. */
-	static const uint64_t buckets[4] = {6553600, 6553600, 6553600, 1048576};
-	struct nvlp_rec_nccl r = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 12345, .device = 0,
-				  .stream = 0x7f00deadbe00, .cupti_stream = 13, .dtype = 9, .op = 0,
-				  .peer = (uint64_t)-1, .comm = 0x55d0c0ffee00, .rank = 0, .nranks = 2,
-				  .t_enter = 1000000000000ull};
-	double t0 = now_s();
+	struct nvlp_rec_nccl r = ddp_first(); /* tests/ddp_stream.h, also used by bench_trace */
+	double t0 = ddp_cpu_s();
 	for (unsigned i = 0; i < N; i++) {
-		r.t_enter += 1000000 + next_rand() % 200000 - 100000;
-		r.dur = 20000 + next_rand() % 60000;
-		r.count = buckets[i % 4];
-		r.bytes = r.count * 2;
-		r.seq++;
-		r.call_id += 1 + next_rand() % 4;
+		ddp_next(&r, i);
 		nvlp_writer_add(w, NVLP_K_NCCL, &r, NULL, 0);
 	}
 	struct nvlp_rec_end e = {.records = N + 2};
 	nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
-	uint64_t before = 0, file = 0;
-	nvlp_writer_stats(w, NULL, NULL, &before);
+	uint64_t file = 0;
 	nvlp_writer_flush(w);
-	double t1 = now_s();
+	double t1 = ddp_cpu_s();
 	nvlp_writer_stats(w, NULL, NULL, &file);
 	nvlp_writer_close(w);
-	(void)before;
 	double per = (double)(file - NVLP_PREAMBLE_SIZE) / N;
 	printf("encode: %.1f ns/record, %.2f compressed bytes/record\n", (t1 - t0) * 1e9 / N, per);
 	CHECK(per <= 8.0, "DDP-like NCCL stream: %.2f bytes/record <= 8", per);
@@ -79,13 +52,13 @@ int main(void)
 		struct nvlp_record rec;
 		got = 0;
 		uint64_t expect_seq = 1;
-		double s0 = now_s();
+		double s0 = ddp_cpu_s();
 		while (nvlp_reader_next(rd, &rec) == 1) {
 			got++;
 			if (rec.kind == NVLP_K_NCCL)
 				seq_ok &= rec.f[17] == expect_seq++;
 		}
-		double s1 = now_s();
+		double s1 = ddp_cpu_s();
 		if (got / (s1 - s0) > best)
 			best = got / (s1 - s0);
 		nvlp_reader_close(rd);
