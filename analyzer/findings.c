@@ -235,9 +235,9 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
 				       NULL);
 			advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
-			          "(and the reverse) before "
-			          "cross-device copies; peer copies over NVLink reach ~390 GB/s "
-			          "here vs ~34 GB/s staged.");
+			          "(and the reverse) before cross-device copies: they then go GPU to "
+			          "GPU over NVLink instead of twice over PCIe through host memory "
+			          "(examples/p2p_copy: 393 vs 35 GB/s on 2 x H200).");
 		}
 	}
 }
@@ -480,12 +480,14 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			GAP("missing_traces", "comm %016llx has %d ranks, traces hold %d of them",
 			    (unsigned long long)job->comms[ci].hash, job->comms[ci].nranks,
 			    job->comms[ci].nmembers);
-	if (!job->have_gpu)
-		GAP("gpu_activity", "no KERNEL records (CUPTI off or no driver): communication "
-		                    "times are host call times");
-	if (job->have_gpu && !job->have_links)
+	if (!job->have_gpu_any)
+		GAP("gpu_activity", "no GPU activity records (CUPTI off or no driver): "
+		                    "communication times are host call times");
+	else if (!job->have_gpu && job->ncomms)
+		GAP("gpu_activity", "no KERNEL records: communication times are host call times");
+	if (job->have_gpu_any && !job->have_links)
 		GAP("link_counters", "no LINKSAMPLE records: NVLink/PCIe bytes unknown");
-	if (job->have_gpu && !job->have_topo)
+	if (job->have_gpu_any && !job->have_topo)
 		GAP("topology",
 		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
 	uint64_t dropped = 0, unmatched = 0, resync = 0;

@@ -1589,6 +1589,9 @@ void an_job_analyze(struct an_job *job)
 		struct an_rank *r = &job->ranks[f];
 		if (r->kind_count[NVLP_K_KERNEL])
 			job->have_gpu = 1;
+		if (r->kind_count[NVLP_K_KERNEL] || r->kind_count[NVLP_K_GPUCOPY] ||
+		    r->kind_count[NVLP_K_UM])
+			job->have_gpu_any = 1;
 		if (r->kind_count[NVLP_K_LINKSAMPLE])
 			job->have_links = 1;
 		if (r->nlinks)

@@ -269,6 +269,7 @@ struct an_job {
 	struct an_rank_x *rx;
 	uint64_t t0, t1; /* job time span */
 	int have_gpu;    /* any KERNEL record */
+	int have_gpu_any; /* any GPU activity record: KERNEL, GPUCOPY or UM */
 	int have_links;  /* any LINKSAMPLE */
 	int have_topo;   /* any NVLINK record */
 	double max_skew_ns, mean_skew_ns;

@@ -184,12 +184,17 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fputc('\n', o);
 	double pk = max_peak(job);
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
-	        job->have_gpu ? "yes" : "NO (host times)", job->have_links ? "yes" : "no",
+	        job->have_gpu         ? "yes"
+	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
+	                            : "NO (host times)",
+	        job->have_links ? "yes" : "no",
 	        job->have_topo ? "yes" : "no");
 	if (pk > 0)
 		fprintf(o, " (NVLink %.0f GB/s per GPU)", pk / 1e9);
 	fputc('\n', o);
-	if (job->have_gpu)
+	if (!job->ncomms)
+		fprintf(o, "communication: no NCCL calls\n");
+	else if (job->have_gpu)
 		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of %s\n",
 		        s.comm_ms, s.exposed_ms, s.exposed_share * 100,
 		        job->win1 ? "the steps' time" : "wall time");

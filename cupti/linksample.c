@@ -71,8 +71,12 @@ typedef struct {
 		long long sll;
 	} value;
 } nvml_field_value;
-/* NVLink data TX/RX KiB, raw (with protocol) TX/RX KiB, PCIe TX/RX bytes; cumulative. */
+/* NVLink data TX/RX KiB, raw (with protocol) TX/RX KiB, PCIe TX/RX bytes; cumulative. The NVLink
+ * fields are per link (scopeId = link; scopeId 0 alone saw 1/18 of the traffic on H200): every
+ * link is read and summed, links that do not exist answer an error and count nothing. */
 static const unsigned NVML_FIELDS[6] = {138, 139, 140, 141, 197, 198};
+#define NVML_LINKS 18                  /* NVML_NVLINK_MAX_LINKS */
+#define NVML_NV (4 * NVML_LINKS + 2) /* values read per sample */
 static struct {
 	int (*init)(void);
 	int (*by_pci)(const char *, void **);
@@ -102,8 +106,8 @@ struct gpu {
 	int overflow;
 	/* NVML */
 	void *nvml;
-	uint64_t last[6];
-	int valid[6], have_last;
+	uint64_t last[NVML_NV];
+	int valid[NVML_NV], have_last;
 	uint64_t last_t;
 };
 
@@ -460,24 +464,26 @@ static int nvml_load(void)
 /* Read the cumulative counters; emit a LINKSAMPLE of the deltas since the previous read. */
 static void nvml_sample(int dev, struct gpu *g)
 {
-	nvml_field_value v[6];
+	nvml_field_value v[NVML_NV];
 	memset(v, 0, sizeof v);
-	for (int i = 0; i < 6; i++)
-		v[i].fieldId = NVML_FIELDS[i]; /* scopeId 0: device-wide totals */
+	for (int i = 0; i < NVML_NV; i++) { /* [4 * link + field] for NVLink, then the 2 PCIe */
+		v[i].fieldId = i < 4 * NVML_LINKS ? NVML_FIELDS[i % 4] : NVML_FIELDS[4 + i - 4 * NVML_LINKS];
+		v[i].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0;
+	}
 	uint64_t t = nvlp_now();
-	if (N.fields(g->nvml, 6, v) != 0)
+	if (N.fields(g->nvml, NVML_NV, v) != 0)
 		return;
 	if (g->have_last) {
 		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = 2};
 		rec.start = g->last_t;
 		rec.dur = t - g->last_t;
-		uint64_t d[6];
-		for (int i = 0; i < 6; i++) {
+		uint64_t d[6] = {0};
+		for (int i = 0; i < NVML_NV; i++) {
 			int ok = v[i].nvmlReturn == 0;
-			d[i] = ok && g->valid[i] && v[i].value.ull >= g->last[i]
-			           ? v[i].value.ull - g->last[i]
-			           : 0;
-			if (ok && g->valid[i] && v[i].value.ull < g->last[i])
+			int f = i < 4 * NVML_LINKS ? i % 4 : 4 + i - 4 * NVML_LINKS;
+			if (ok && g->valid[i] && v[i].value.ull >= g->last[i])
+				d[f] += v[i].value.ull - g->last[i];
+			else if (ok && g->valid[i])
 				rec.flags |= 2; /* counter wrapped or reset */
 		}
 		rec.nvl_tx_user = d[0] * 1024, rec.nvl_rx_user = d[1] * 1024; /* KiB */
@@ -485,7 +491,7 @@ static void nvml_sample(int dev, struct gpu *g)
 		rec.pcie_wr = d[4], rec.pcie_rd = d[5]; /* GPU TX = writes out, RX = reads in */
 		nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
 	}
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < NVML_NV; i++) {
 		g->valid[i] = v[i].nvmlReturn == 0;
 		g->last[i] = v[i].value.ull;
 	}
@@ -513,7 +519,7 @@ static int nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 	}
 	nvml_sample(dev, g); /* baseline */
 	int any = 0;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NVML_NV; i++)
 		any |= g->valid[i];
 	if (!any) {
 		snprintf(why, len, "NVML fields 138-141/197/198 not supported on %s", bus);
@@ -538,7 +544,11 @@ static void setup_gpu_body(int dev)
 		          dev, uuid, owner);
 		return;
 	}
-	int pr = pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);
+	int pr = -1;
+	if (nvlp_cfg()->links_nvml)
+		snprintf(why, sizeof why, "not tried: NVLPROF_LINKS=nvml");
+	else
+		pr = pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);
 	if (pr == -2 || (pr != 0 && stopping())) {
 		/* the exiting thread says so itself when it stopped waiting for us */
 		if (!__atomic_load_n(&L.abandoned, __ATOMIC_ACQUIRE))

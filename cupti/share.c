@@ -11,8 +11,13 @@
  *    a buffer Kineto supplies. Kineto never sees kinds it did not enable: its handler logs every
  *    unexpected kind, and UM/NVLINK/DEVICE records would be exactly that.
  *  - Enable/Disable(Context): we track Kineto's kinds; a kind we need is never really disabled.
+ *    Kineto disables its kinds before its final flush and reads what that flush completes, so a
+ *    kind it disabled is still relayed until its next cuptiActivityFlushAll returns.
+ *  - Kineto flushes only while it holds a buffer it allocated; records can all land in our
+ *    buffers, so while it has kinds enabled we hold one of its buffers in reserve (the first to
+ *    fill when relaying) and hand it back, empty if unused, at the end of its flush.
  *  - cuptiFinalize and Kineto's timestamp callback are ignored (ours keeps CLOCK_MONOTONIC).
- *  - cuptiSubscribe/Unsubscribe and cuptiActivityFlushAll pass through (we use no subscriber).
+ *  - cuptiSubscribe/Unsubscribe pass through (we use no subscriber).
  * When we are not collecting (not started, disabled, stepped aside, stopped) everything passes
  * through, and a client that registered before our start is adopted at start. A pass-through
  * goes to the definition the caller would have bound to without us (its own dependencies first),
@@ -29,7 +34,10 @@ static struct {
 	CUpti_BuffersCallbackRequestFunc req; /* the other client's (Kineto's) callbacks */
 	CUpti_BuffersCallbackCompleteFunc comp;
 	unsigned char kinds[CUPTI_ACTIVITY_KIND_COUNT]; /* kinds it has enabled */
-	int nkinds;
+	unsigned char relay[CUPTI_ACTIVITY_KIND_COUNT]; /* enabled, or disabled since its last flush */
+	int nkinds, nrelay;
+	uint8_t *res; /* one of its buffers, held so that it always has one to flush */
+	size_t res_size;
 	int noted, noted_finalize, noted_ts;
 } K;
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
@@ -105,6 +113,31 @@ static void note_shared(void)
 	          "callback and cuptiFinalize are ignored while nvlprof collects");
 }
 
+/* Hand the reserve buffer back to the client (nothing in it) */
+static void reserve_return(void)
+{
+	uint8_t *b = __atomic_exchange_n(&K.res, NULL, __ATOMIC_ACQ_REL);
+	if (b && K.comp)
+		K.comp(NULL, 0, b, K.res_size, 0);
+}
+
+/* While the client traces and we collect, make sure it holds one buffer of its own */
+static void reserve_take(void)
+{
+	if (!collecting() || !K.req || K.nkinds <= 0 || __atomic_load_n(&K.res, __ATOMIC_ACQUIRE))
+		return;
+	uint8_t *b = NULL;
+	size_t size = 0, max = 0;
+	K.req(&b, &size, &max);
+	if (!b)
+		return;
+	K.res_size = size;
+	uint8_t *expect = NULL;
+	if (!__atomic_compare_exchange_n(&K.res, &expect, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	    K.comp)
+		K.comp(NULL, 0, b, size, 0); /* another thread took one first */
+}
+
 static void set_kind(int kind, int on)
 {
 	if (kind < 0 || kind >= CUPTI_ACTIVITY_KIND_COUNT)
@@ -114,13 +147,31 @@ static void set_kind(int kind, int on)
 		K.kinds[kind] = (unsigned char)on;
 		K.nkinds += on ? 1 : -1;
 	}
+	if (on && !K.relay[kind]) {
+		K.relay[kind] = 1;
+		K.nrelay++;
+	}
+	pthread_mutex_unlock(&kmu);
+	if (on)
+		reserve_take();
+}
+
+/* After the client's flush: kinds it disabled are no longer relayed */
+static void relay_trim(void)
+{
+	pthread_mutex_lock(&kmu);
+	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
+		if (K.relay[k] && !K.kinds[k]) {
+			K.relay[k] = 0;
+			K.nrelay--;
+		}
 	pthread_mutex_unlock(&kmu);
 }
 
 static int keep_kineto(int kind, void *arg)
 {
 	(void)arg;
-	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && K.kinds[kind];
+	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && K.relay[kind];
 }
 
 size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void *arg), void *arg)
@@ -163,7 +214,11 @@ static void copy_to_kineto(CUcontext ctx, uint32_t sid, const uint8_t *buf, size
 				kb = NULL;
 			}
 			if (!kb) {
-				K.req(&kb, &ksize, &kmax);
+				kb = __atomic_exchange_n(&K.res, NULL, __ATOMIC_ACQ_REL);
+				if (kb)
+					ksize = K.res_size;
+				else
+					K.req(&kb, &ksize, &kmax);
 				out = 0;
 				if (!kb || ksize < len)
 					return; /* Kineto gave no room: its records are lost to it
@@ -191,7 +246,7 @@ int nvlp_share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, 
 	if (!K.comp)
 		return 0;
 	if (ours) {
-		if (K.nkinds > 0 && K.req && valid)
+		if (K.nrelay > 0 && K.req && valid)
 			copy_to_kineto(ctx, sid, buf, valid);
 		return 0;
 	}
@@ -203,8 +258,10 @@ int nvlp_share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, 
 
 void nvlp_share_on_start(void)
 {
-	if (K.comp)
+	if (K.comp) {
 		note_shared();
+		reserve_take();
+	}
 }
 
 void nvlp_share_atfork_child(void)
@@ -276,7 +333,13 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
 	if (!collecting())
 		PASS_THROUGH(cuptiActivityFlushAll, flag);
-	return nvlp_cu.cuptiActivityFlushAll(flag); /* completions come to us, then to the client */
+	/* completions come to us, then to the client; then it gets its reserve back (its flush
+	 * takes the buffers completed by then), and a new one if it still traces */
+	CUptiResult r = nvlp_cu.cuptiActivityFlushAll(flag);
+	reserve_return();
+	relay_trim();
+	reserve_take();
+	return r;
 }
 
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
@@ -293,6 +356,8 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 			if (!nvlp_cupti_we_enabled(k))
 				nvlp_cu.cuptiActivityDisable((CUpti_ActivityKind)k);
 		}
+	reserve_return();
+	relay_trim();
 	return CUPTI_SUCCESS;
 }
 

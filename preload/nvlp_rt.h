@@ -34,6 +34,7 @@ struct nvlp_config {
 	int um;           /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
 	int verbose;      /* NVLPROF_VERBOSE=1: print what was collected at exit */
 	long sample_us;   /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
+	int links_nvml;   /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
 	long buffer_kb;   /* NVLPROF_BUFFER_KB per thread (default 1024) */
 	long flush_ms;    /* NVLPROF_FLUSH_MS (default 500, max 1000) */
 	char dir[4096];   /* NVLPROF_DIR (default ./nvlprof-traces) */

@@ -118,6 +118,13 @@ static void cfg_parse(void)
 		else
 			cfg_bad("NVLPROF_UM", um, "auto, 0 or 1", "auto");
 	}
+	const char *links = getenv("NVLPROF_LINKS");
+	if (links && *links) {
+		if (!strcmp(links, "auto") || !strcmp(links, "nvml"))
+			cfg.links_nvml = links[0] == 'n';
+		else
+			cfg_bad("NVLPROF_LINKS", links, "auto or nvml", "auto");
+	}
 	const char *clk = getenv("NVLPROF_CLOCK");
 	if (nvlp_clock_init(clk) < 0)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");

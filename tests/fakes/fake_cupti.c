@@ -6,7 +6,7 @@
  * like the real one. Records are produced on cuptiActivityFlushAll for the kinds enabled at that
  * moment, through whichever buffer callbacks are registered (last registration wins, as in CUPTI).
  * Test controls: fake_cupti_generate(kind, n), fake_cupti_enabled(kind),
- * fake_cupti_finalize_calls(), fake_cupti_hold_buffer(). Env: FAKE_CUPTI_VERSION (cuptiGetVersion),
+ * fake_cupti_finalize_calls(), fake_cupti_hold_buffer(), fake_cupti_materialize(). Env: FAKE_CUPTI_VERSION (cuptiGetVersion),
  * FAKE_CUPTI_NO_TS_CB=1 (refuse timestamp callbacks), FAKE_CUPTI_DROPPED=n (report n dropped
  * records once).
  *
@@ -204,12 +204,14 @@ int fake_cupti_finalize_calls(void)
 /* Request a buffer now and fill it at the next flush (a buffer in flight across a change of
  * callbacks, as CUPTI holds one while records accumulate). */
 static uint8_t *held;
-static size_t held_size;
+static size_t held_size, held_used;
 void fake_cupti_hold_buffer(void)
 {
 	size_t max = 0;
-	if (req_cb && !held)
+	if (req_cb && !held) {
 		req_cb(&held, &held_size, &max);
+		held_used = 0;
+	}
 }
 
 static size_t rec_size(int kind)
@@ -365,38 +367,52 @@ CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activit
 	*rec = (CUpti_Activity *)p;
 	return CUPTI_SUCCESS;
 }
-CUptiResult cuptiActivityFlushAll(uint32_t flag)
+/* Write the pending records of enabled kinds into the buffer CUPTI holds (requesting one when
+ * needed), completing buffers that fill up; the last one stays held until a flush. */
+static CUptiResult produce(void)
 {
-	(void)flag;
-	if (!req_cb || !comp_cb)
-		return CUPTI_SUCCESS;
-	uint8_t *buf = held;
-	size_t size = held_size, max = 0, used = 0;
-	held = NULL;
+	size_t max = 0;
 	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++) {
 		for (; pending[k] > 0; pending[k]--) {
 			if (!enabled[k])
 				continue; /* a disabled kind produces nothing */
 			size_t sz = rec_size(k);
-			if (buf && used + sz > size) {
-				comp_cb(NULL, 0, buf, size, used);
-				buf = NULL;
+			if (held && held_used + sz > held_size) {
+				comp_cb(NULL, 0, held, held_size, held_used);
+				held = NULL;
 			}
-			if (!buf) {
-				req_cb(&buf, &size, &max);
-				used = 0;
-				if (!buf || size < sz)
+			if (!held) {
+				req_cb(&held, &held_size, &max);
+				held_used = 0;
+				if (!held || held_size < sz)
 					return CUPTI_ERROR_OUT_OF_MEMORY;
 			}
-			memset(buf + used, 0, sz);
-			((CUpti_Activity *)(buf + used))->kind = (CUpti_ActivityKind)k;
-			fill(buf + used, k, serial++);
-			used += sz;
+			memset(held + held_used, 0, sz);
+			((CUpti_Activity *)(held + held_used))->kind = (CUpti_ActivityKind)k;
+			fill(held + held_used, k, serial++);
+			held_used += sz;
 		}
 	}
-	if (buf)
-		comp_cb(NULL, 0, buf, size, used);
 	return CUPTI_SUCCESS;
+}
+/* Record now what was generated (as the GPU does while a kind is enabled), without completing. */
+void fake_cupti_materialize(void)
+{
+	if (req_cb && comp_cb)
+		produce();
+}
+CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	(void)flag;
+	if (!req_cb || !comp_cb)
+		return CUPTI_SUCCESS;
+	CUptiResult r = produce();
+	if (held) {
+		uint8_t *b = held;
+		held = NULL;
+		comp_cb(NULL, 0, b, held_size, held_used);
+	}
+	return r;
 }
 CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *n)
 {

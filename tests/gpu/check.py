@@ -134,6 +134,20 @@ def cmd_p2p(d_on, log_on, d_off, log_off):
                   f"p2p {tag}: copy records show staging through host (HTOD + DTOH)", str(dict(kinds)))
 
 
+def cmd_nvml(d, logf):
+    """NVLPROF_LINKS=nvml: link counters from NVML (source 2) only, and they still see the payload."""
+    recs = dump(d)
+    ls = [r for r in recs if r.get("kind") == "linksample"]
+    src = collections.Counter(num(r.get("source", 0)) for r in ls)
+    check(src.get(2, 0) >= 10 and src.get(1, 0) == 0, "nvml: link samples come from NVML only", str(dict(src)))
+    notes = [r for r in recs if r.get("kind") == "note" and r.get("name") == "nvml_on"]
+    check(len(notes) >= 1, "nvml: a NOTE says NVML is the source", str([n.get("message") for n in notes])[:200])
+    pay = payload(logf)
+    nvl = link_totals(recs)[(0, "nvl_tx_user")]
+    check(pay and abs(nvl - pay) <= 0.05 * pay, "nvml: GPU0 NVLink tx bytes within 5% of payload",
+          f"nvl_tx_user {nvl:.4g} vs payload {pay:.4g} ({(nvl / pay - 1) * 100 if pay else 0:+.2f}%)")
+
+
 def cmd_flip(d_ok, d_fb):
     shares = []
     for d in (d_ok, d_fb):
@@ -179,17 +193,38 @@ def cmd_uma(d_thrash, d_adv):
     check(res[1][3] * 4 <= n_migr, "uma: advise/prefetch shows far fewer migrations", f"thrash {n_migr}, advised {res[1][3]}")
 
 
-def cmd_torchprof(d, prefix):
+def kineto_counts(prefix):
+    """Per rank file of a torch.profiler chrome trace: kernel, NCCL kernel and CUDA runtime events."""
     import glob
-    files = glob.glob(prefix + ".rank*.json")
-    nk = 0
-    for f in files:
+    out = {}
+    for f in sorted(glob.glob(prefix + ".rank*.json")):
         try:
             ev = json.load(open(f)).get("traceEvents", [])
-            nk += sum(1 for e in ev if e.get("cat") == "kernel")
         except Exception:  # noqa
-            pass
-    check(len(files) == 2 and nk > 0, "torch.profiler: its trace is complete with GPU kernels", f"{len(files)} files, {nk} kernel events")
+            ev = []
+        k = [e for e in ev if e.get("cat") == "kernel"]
+        # the shim's own cudaPointerGetAttributes calls (devices of a device-to-device copy) are
+        # real runtime calls of the process and show up; they are counted apart
+        rt = [e for e in ev if e.get("cat") == "cuda_runtime"]
+        own = sum(1 for e in rt if e.get("name") == "cudaPointerGetAttributes")
+        out[f[len(prefix):]] = (len(k), sum(1 for e in k if "nccl" in e.get("name", "").lower()),
+                                len(rt) - own, own)
+    return out
+
+
+def cmd_torchprof(d, prefix, base_prefix=None):
+    got = kineto_counts(prefix)
+    print(f"torch.profiler under nvlprof (kernels, nccl kernels, cuda_runtime, of which cudaPointerGetAttributes apart) per rank: {got}")
+    ok = len(got) == 2 and all(k >= 50 and n >= 5 and rt >= 50 for k, n, rt, _ in got.values())
+    check(ok, "torch.profiler: its trace is complete with GPU kernels, NCCL kernels and runtime calls on every rank", str(got))
+    if base_prefix:
+        base = kineto_counts(base_prefix)
+        print(f"torch.profiler without nvlprof: {base}")
+        same = len(base) == len(got) and all(
+            abs(got[r][0] - base[r][0]) <= 0.1 * base[r][0] and abs(got[r][2] - base[r][2]) <= 0.1 * base[r][2]
+            for r in base if r in got)
+        check(same and base and all(v[0] > 0 for v in base.values()), "torch.profiler: as many kernels and runtime calls as without nvlprof (within 10%)",
+              f"with {got} without {base}")
     recs = dump(d)
     kern = [r for r in recs if r.get("kind") == "kernel"]
     ar = [r for r in recs if r.get("kind") == "nccl" and r.get("name") == "ncclAllReduce"]
@@ -215,6 +250,10 @@ def cmd_overhead(logdir, prefix="ovh"):
     rb, rp = st.median(b), st.median(p)
     ra = st.median(a) if a else float("nan")
     print(f"overhead{'' if prefix == 'ovh' else ' ' + prefix}: base {b} prof {p} api-only {a}")
+    if len(b) == len(p):
+        print("overhead per round (everything on / base): " + " ".join(f"{y / x:.3f}" for x, y in zip(b, p)))
+    if len(b) == len(a):
+        print("overhead per round (API only / base): " + " ".join(f"{y / x:.3f}" for x, y in zip(b, a)))
     check(rp <= rb * 1.02, "overhead: everything on within 2% of step time", f"base {rb:.3f} ms, nvlprof {rp:.3f} ms ({(rp / rb - 1) * 100:+.2f}%)")
     check(ra <= rb * 1.01, "overhead: API capture within 1% of step time", f"base {rb:.3f} ms, api-only {ra:.3f} ms ({(ra / rb - 1) * 100:+.2f}%)")
 
@@ -368,7 +407,7 @@ def main():
             fs = [f for f in rep.get("findings", []) if f["id"] == fid]
             ranks = {str(f.get("evidence", {}).get("rank")) for f in fs}
             check(ranks == {rank}, f"report {os.path.basename(d)}: {fid} names exactly rank {rank}", f"got {sorted(ranks)}")
-    elif cmd in ("p2p", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
+    elif cmd in ("p2p", "nvml", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
         globals()["cmd_" + cmd](*sys.argv[2:])
     else:
         sys.exit(f"unknown check {cmd}")

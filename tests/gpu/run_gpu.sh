@@ -2,11 +2,11 @@
 # run_gpu.sh: the real-GPU proof (2+ GPUs with NVLink): runs every scenario under nvlprof, checks the traces,
 # measures overhead side by side, and leaves traces, reports and logs in $OUT (default /tmp/nvlp-gpu).
 # Needs build/ made on the build machine (carried) and nvcc for the CUDA examples.
-#   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p uma profiler overhead
+#   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p nvml uma profiler overhead
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-gpu} DONE_MSG="gpu run done"
-scen=${*:-ddp fallback p2p uma straggler profiler overhead kill}
+scen=${*:-ddp fallback p2p nvml uma straggler profiler overhead kill}
 . tests/gpu/common.sh
 DDP="examples/ddp_train.py"
 STEPS=${STEPS:-40}
@@ -35,7 +35,7 @@ fi
 if want straggler; then
 	log "DDP with rank 1 sleeping 20 ms before each step"
 	$NV run -o $T/ddp_straggler -- $PY $DDP --steps $STEPS --sleep-rank 1 --sleep-ms 20 >$L/ddp_straggler.log 2>&1
-	$PY tests/gpu/check.py findings $T/ddp_straggler straggler,exposed_communication straggler@rank=1
+	$PY tests/gpu/check.py findings $T/ddp_straggler straggler straggler@rank=1
 fi
 if want kill; then
 	log "DDP with rank 1 killed at step 20"
@@ -50,6 +50,11 @@ if want p2p; then
 	$PY tests/gpu/check.py findings $T/p2p_enabled -
 	$PY tests/gpu/check.py findings $T/p2p_staged peer_access_disabled
 fi
+if want nvml; then
+	log "peer copies with link counters from NVML (NVLPROF_LINKS=nvml)"
+	NVLPROF_LINKS=nvml $NV run -o $T/p2p_nvml -- $EX/p2p_copy peer >$L/p2p_nvml.log 2>&1
+	$PY tests/gpu/check.py nvml $T/p2p_nvml $L/p2p_nvml.log
+fi
 if want uma; then
 	log "managed-memory ping-pong, without and with advice"
 	$NV run -o $T/uma_thrash -- $EX/uma_thrash >$L/uma_thrash.log 2>&1
@@ -59,15 +64,25 @@ if want uma; then
 fi
 if want profiler; then
 	log "DDP with torch.profiler inside the job"
+	$PY $DDP --steps $STEPS --torch-profiler $L/torchprof_base >$L/ddp_torchprof_base.log 2>&1
 	$NV run -o $T/ddp_torchprof -- $PY $DDP --steps $STEPS --torch-profiler $L/torchprof >$L/ddp_torchprof.log 2>&1
-	$PY tests/gpu/check.py torchprof $T/ddp_torchprof $L/torchprof
+	$PY tests/gpu/check.py torchprof $T/ddp_torchprof $L/torchprof $L/torchprof_base
 fi
 if want overhead; then
-	log "overhead: alternating runs without / with nvlprof"
-	for i in 1 2; do
-		$PY $DDP --steps 100 --json $L/ovh_base_$i.json >$L/ovh_base_$i.log 2>&1
-		$NV run -o /tmp/nvlp-ovh-$i -- $PY $DDP --steps 100 --json $L/ovh_prof_$i.json >$L/ovh_prof_$i.log 2>&1
-		NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$i -- $PY $DDP --steps 100 --json $L/ovh_api_$i.json >$L/ovh_api_$i.log 2>&1
+	R=${OVH_ROUNDS:-4} S=${OVH_STEPS:-200}
+	log "overhead: $R rounds of $S-step runs without nvlprof, with everything on, with API capture only (order rotated)"
+	ovh() {
+		case $1 in
+		base) $PY $DDP --steps $S --json $L/ovh_base_$2.json >$L/ovh_base_$2.log 2>&1 ;;
+		prof) $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
+		api) NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$2 -- $PY $DDP --steps $S --json $L/ovh_api_$2.json >$L/ovh_api_$2.log 2>&1 ;;
+		esac
+	}
+	for i in $(seq 1 $R); do
+		case $((i % 3)) in
+		1) order="base prof api" ;; 2) order="prof api base" ;; 0) order="api base prof" ;;
+		esac
+		for k in $order; do ovh $k $i; done
 	done
 	$PY tests/gpu/check.py overhead $L
 fi

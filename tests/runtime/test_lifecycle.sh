@@ -275,12 +275,13 @@ check_eq "write error: what was written stays readable" 0 "$(rd "$(one "$d")" re
 
 # --- bad values: one warning each, defaults used, noted in the trace ---
 d=$(fresh badenv)
-run "$d" env NVLPROF_FLUSH_MS=abc NVLPROF_BUFFER_KB=-5 NVLPROF_UM=maybe NVLPROF_STACKS=2 "$APP" calls 20
+run "$d" env NVLPROF_FLUSH_MS=abc NVLPROF_BUFFER_KB=-5 NVLPROF_UM=maybe NVLPROF_STACKS=2 NVLPROF_LINKS=pcie "$APP" calls 20
 check_eq "bad env: status" 0 "$(cat "$d/.rc")"
 check_eq "bad env: output unchanged" "calls=20" "$(cat "$d/.out")"
-check_eq "bad env: four warnings" 4 "$(grep -c "^nvlprof: NVLPROF_[A-Z_]*='.*': expected .*; using default " "$d/.err")"
+check_eq "bad env: five warnings" 5 "$(grep -c "^nvlprof: NVLPROF_[A-Z_]*='.*': expected .*; using default " "$d/.err")"
 check "bad env: names value and default" grep -q "^nvlprof: NVLPROF_FLUSH_MS='abc': expected an integer 1..1000; using default 500$" "$d/.err"
-check_eq "bad env: noted in the trace" 4 "$(rd "$(one "$d")" config_notes)"
+check "bad env: NVLPROF_LINKS named" grep -q "^nvlprof: NVLPROF_LINKS='pcie': expected auto or nvml; using default auto$" "$d/.err"
+check_eq "bad env: noted in the trace" 5 "$(rd "$(one "$d")" config_notes)"
 check_eq "bad env: still records" 20 "$(rd "$(one "$d")" allreduce)"
 
 # --- NVLPROF_DISABLE=1: pure pass-through ---

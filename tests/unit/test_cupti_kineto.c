@@ -3,7 +3,8 @@
  * Parent: runs itself as a child under LD_PRELOAD=libnvlprof.so with the fake libcupti and fake
  * libcuda (whose cuInit calls InitializeInjection like the driver), then reads the child's trace.
  * Child: plays torch.profiler: registers its own buffer callbacks after nvlprof, enables kinds,
- * flushes, disables, finalizes, and checks what it received.
+ * records, disables its kinds, then flushes (as Kineto stops), finalizes, and checks what it
+ * received.
  * Runs twice: with nvlprof's timestamp callback, and with CUPTI refusing it (clock conversion).
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
@@ -27,6 +28,7 @@ void fake_cupti_generate(int kind, int n);
 int fake_cupti_enabled(int kind);
 int fake_cupti_finalize_calls(void);
 void fake_cupti_hold_buffer(void);
+void fake_cupti_materialize(void);
 
 enum { NK = 1000, NRT = 300, NMC = 50, NP2P = 20, NUM = 40, NK2 = 100 };
 
@@ -79,9 +81,22 @@ static int child(void)
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_MEMCPY, NMC);
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_MEMCPY2, NP2P);
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, NUM);
-	CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS, "kineto: flush through the wrapper");
-	CHECK(k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == NK, "kineto got all %d kernels (%d)",
-	      NK, k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+	fake_cupti_materialize(); /* recorded while enabled, into the buffer CUPTI holds */
+	/* Kineto's stop: it disables its kinds first, then flushes, and only if it holds a buffer
+	 * it allocated (CuptiActivityApi::activityBuffers) */
+	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+	CHECK(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+	      "kineto cannot disable a kind nvlprof needs");
+	CHECK(!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_RUNTIME),
+	      "kineto's own kind is really disabled");
+	CHECK(k_req > k_comp, "kineto holds a buffer of its own at its stop, so it flushes (%d/%d)",
+	      k_comp, k_req);
+	if (k_req > k_comp)
+		CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS, "kineto: flush through the wrapper");
+	CHECK(k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == NK,
+	      "kineto got all %d kernels recorded before it disabled them (%d)", NK,
+	      k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
 	CHECK(k_got[CUPTI_ACTIVITY_KIND_RUNTIME] == NRT, "kineto got all %d runtime records (%d)",
 	      NRT, k_got[CUPTI_ACTIVITY_KIND_RUNTIME]);
 	CHECK(k_got[CUPTI_ACTIVITY_KIND_MEMCPY] + k_got[CUPTI_ACTIVITY_KIND_MEMCPY2] +
@@ -89,20 +104,16 @@ static int child(void)
 	              k_got[CUPTI_ACTIVITY_KIND_DEVICE] + k_got[CUPTI_ACTIVITY_KIND_NVLINK] ==
 	          0,
 	      "kineto sees no kind it did not enable");
-	CHECK(k_req > 1 && k_req == k_comp, "kineto got back every buffer it allocated (%d/%d)",
+	CHECK(k_req >= 1 && k_req == k_comp, "kineto got back every buffer it allocated (%d/%d)",
 	      k_comp, k_req);
-	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
-	CHECK(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-	      "kineto cannot disable a kind nvlprof needs");
-	CHECK(!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_RUNTIME),
-	      "kineto's own kind is really disabled");
-	CHECK(cuptiFinalize() == CUPTI_SUCCESS && fake_cupti_finalize_calls() == 0,
-	      "cuptiFinalize ignored while nvlprof collects");
+	/* after its flush, kinds it disabled are no longer relayed */
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, NK2);
 	cuptiActivityFlushAll(1);
 	CHECK(k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == NK,
-	      "kineto gets no kernels after disabling them");
+	      "kineto gets no kernels after disabling them and flushing");
+	CHECK(k_req == k_comp, "kineto holds no buffer once it stopped (%d/%d)", k_comp, k_req);
+	CHECK(cuptiFinalize() == CUPTI_SUCCESS && fake_cupti_finalize_calls() == 0,
+	      "cuptiFinalize ignored while nvlprof collects");
 	return CHECK_DONE();
 }
 
