@@ -109,7 +109,7 @@ $(FAKES_DIR)/libcudart.so.13: tests/fakes/fake_cudart.c tests/fakes/cudart.map t
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $<
 $(FAKES_DIR)/libnccl.so.2: tests/fakes/fake_nccl.c tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -ldl
 # A stand-in for libtorch_cuda.so, which the hooks' tests dlopen with RTLD_LOCAL.
 $(FAKES_DIR)/libhk_workload.so: tests/fakes/workload.c $(FAKE_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'

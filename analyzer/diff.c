@@ -166,6 +166,33 @@ static void print_tagged(size_t i, const struct an_findings *f, const char *id)
 	printf("]");
 }
 
+/* NCCL's usual choice for one collective over a job (the one with most calls), "" if none. */
+static void main_choice(const struct an_job *j, unsigned fn, char *out, size_t n)
+{
+	const struct an_jchoice *best = NULL;
+	uint64_t calls[64] = {0};
+	/* the same (algo, proto, channel range) may appear once per communicator: sum them */
+	for (size_t i = 0; i < j->nchoices && i < 64; i++) {
+		if (j->choices[i].fn != fn)
+			continue;
+		for (size_t k = 0; k <= i; k++)
+			if (j->choices[k].fn == fn && !strcmp(j->choices[k].algo, j->choices[i].algo) &&
+			    !strcmp(j->choices[k].proto, j->choices[i].proto)) {
+				calls[k] += j->choices[i].calls;
+				if (!best || calls[k] > calls[best - j->choices])
+					best = &j->choices[k];
+				break;
+			}
+	}
+	out[0] = 0;
+	if (!best)
+		return;
+	if (best->ch_min == best->ch_max)
+		snprintf(out, n, "%s/%s %dch", best->algo, best->proto, best->ch_min);
+	else
+		snprintf(out, n, "%s/%s %d-%dch", best->algo, best->proto, best->ch_min, best->ch_max);
+}
+
 static void usage(FILE *o)
 {
 	fprintf(
@@ -259,6 +286,17 @@ int nvlp_cmd_diff(int argc, char **argv)
 	judge(B, A, &v);
 	struct envd env[64];
 	size_t ne = env_diff(first_ok(&B->job), first_ok(&A->job), env, 64);
+	struct {
+		unsigned fn;
+		char b[64], a[64];
+	} ch[NVLP_NCCL_FN_COUNT];
+	size_t nch = 0;
+	for (unsigned fn = 1; fn < NVLP_NCCL_FN_COUNT; fn++) {
+		main_choice(&B->job, fn, ch[nch].b, sizeof ch[nch].b);
+		main_choice(&A->job, fn, ch[nch].a, sizeof ch[nch].a);
+		if ((ch[nch].b[0] || ch[nch].a[0]) && strcmp(ch[nch].b, ch[nch].a))
+			ch[nch++].fn = fn;
+	}
 	const char *fnew[64], *fres[64], *fstill[64];
 	size_t nnew, nres, nstill;
 	ids_where(&A->f, &B->f, 0, fnew, &nnew);
@@ -324,6 +362,21 @@ int nvlp_cmd_diff(int argc, char **argv)
 			jw_obj_end(&w);
 		}
 		jw_arr_end(&w);
+		jw_arr(&w, "nccl_choices");
+		for (size_t i = 0; i < nch; i++) {
+			jw_obj(&w, NULL);
+			jw_str(&w, "collective", nvlp_nccl_fn_name(ch[i].fn));
+			if (ch[i].b[0])
+				jw_str(&w, "before", ch[i].b);
+			else
+				jw_null(&w, "before");
+			if (ch[i].a[0])
+				jw_str(&w, "after", ch[i].a);
+			else
+				jw_null(&w, "after");
+			jw_obj_end(&w);
+		}
+		jw_arr_end(&w);
 		jw_obj(&w, "verdict");
 		jw_str(&w, "metric", v.metric);
 		jw_num(&w, "before", v.b);
@@ -386,6 +439,13 @@ int nvlp_cmd_diff(int argc, char **argv)
 		for (size_t i = 0; i < A->f.n; i++)
 			if (!finding_in(&B->f, A->f.v[i].id) && A->f.v[i].sev > AN_SEV_INFO)
 				printf("    AFTER %s: %s\n", A->f.v[i].id, A->f.v[i].title);
+		if (nch) {
+			printf("\nNCCL CHOICES (differs; usual algorithm/protocol and channels, from "
+			       "NCCL's profiler plugin)\n");
+			for (size_t i = 0; i < nch; i++)
+				printf("  %-18s %-22s -> %s\n", nvlp_nccl_fn_name(ch[i].fn),
+				       ch[i].b[0] ? ch[i].b : "(none)", ch[i].a[0] ? ch[i].a : "(none)");
+		}
 		printf("\nENVIRONMENT (differs)\n");
 		if (!ne)
 			printf("  none\n");

@@ -304,6 +304,8 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		double lead = x->median_lead_ns / 1e6;
 		if (share < th[AN_TH_straggler_share] || lead < th[AN_TH_straggler_min_ms])
 			continue;
+		if (job->step_ns > 0 && lead * 1e6 < th[AN_TH_straggler_step_share] * job->step_ns)
+			continue;
 		struct an_finding *y = add(out, "straggler", AN_SEV_WARNING,
 		                           "Rank %d arrives last at %.0f%% of collectives, "
 		                           "typically %.2f ms after the others",
@@ -315,6 +317,8 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		ev_num(y, "median_lead_ms", lead, "ms");
 		ev_num(y, "mean_lead_ms", x->lead_ns_sum / (double)x->last_count / 1e6, "ms");
 		ev_num(y, "wait_caused_ms", x->caused_wait_ns / 1e6, "ms");
+		if (job->step_ns > 0)
+			ev_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
 		advise(y, "Others wait for this rank in every collective: look at what it does "
 		          "before them "
 		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
@@ -517,7 +521,18 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			const struct an_note *n = &r->notes[i];
 			if (n->code == NVLP_NOTE_INFO || n->code == NVLP_NOTE_ACTIVITY_ON ||
 			    n->code == NVLP_NOTE_PM_SAMPLING_ON || n->code == NVLP_NOTE_NVML_ON ||
-			    n->code == NVLP_NOTE_UM_ON || n->code == NVLP_NOTE_CONFIG)
+			    n->code == NVLP_NOTE_UM_ON || n->code == NVLP_NOTE_CONFIG ||
+			    n->code == NVLP_NOTE_NCCL_PLUGIN)
+				continue;
+			/* a GPU sampled by another process of this job: its counters are in the job */
+			int sampled_here = 0;
+			for (size_t g = 0; n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value &&
+			                   g < job->nranks && !sampled_here;
+			     g++)
+				sampled_here = g != f && job->ranks[g].ok &&
+				               (uint64_t)job->ranks[g].pid == n->value &&
+				               !strcmp(job->ranks[g].host, r->host);
+			if (sampled_here)
 				continue;
 			int seen = 0;
 			for (size_t g = 0; g <= f && !seen; g++)

@@ -258,8 +258,42 @@ struct lctx {
 	struct tdrop *drops;
 	size_t ndrops, capdrops;
 	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
+	size_t capchoices;
 	int lastdev;
 };
+
+/* NCCLPROF: count the choice; the distinct ones of a process are few (a linear scan). */
+static void on_choice(struct lctx *c, const struct nvlp_rec_ncclprof *p)
+{
+	struct an_rank *r = c->r;
+	const char *algo = p->algo ? nvlp_reader_string(c->rd, p->algo) : NULL;
+	const char *proto = p->proto ? nvlp_reader_string(c->rd, p->proto) : NULL;
+	int fn = p->fn < NVLP_NCCL_FN_COUNT ? (int)p->fn : 0;
+	for (size_t i = 0; i < r->nchoices; i++) {
+		struct an_choice *x = &r->choices[i];
+		if (x->nccl_comm == p->nccl_comm && x->fn == fn && x->channels == (int)p->channels &&
+		    !strcmp(x->algo, algo ? algo : "?") && !strcmp(x->proto, proto ? proto : "?")) {
+			x->calls++;
+			if (!x->comm)
+				x->comm = p->comm;
+			return;
+		}
+	}
+	if (r->nchoices >= 4096)
+		return;
+	struct an_choice *x = PUSH(r->choices, r->nchoices, c->capchoices);
+	if (!x)
+		return;
+	memset(x, 0, sizeof *x);
+	x->nccl_comm = p->nccl_comm;
+	x->comm = p->comm;
+	x->fn = (uint8_t)fn;
+	snprintf(x->algo, sizeof x->algo, "%s", algo ? algo : "?");
+	snprintf(x->proto, sizeof x->proto, "%s", proto ? proto : "?");
+	x->channels = (int)p->channels;
+	x->warps = (int)p->warps;
+	x->calls = 1;
+}
 
 static struct an_dev *get_dev(struct lctx *c, int device)
 {
@@ -909,6 +943,9 @@ static void load_file(struct an_rank *r)
 			}
 			break;
 		}
+		case NVLP_K_NCCLPROF:
+			on_choice(&c, (const void *)rec.f);
+			break;
 		case NVLP_K_NOTE: {
 			const struct nvlp_rec_note *n = (const void *)rec.f;
 			if (r->nnotes >= 64)
@@ -917,6 +954,7 @@ static void load_file(struct an_rank *r)
 			if (x) {
 				x->code = (unsigned)n->code;
 				x->device = (int)(int64_t)n->device;
+				x->value = n->value;
 				int len = rec.blob_len < sizeof x->msg - 1 ? (int)rec.blob_len
 				                                           : (int)sizeof x->msg - 1;
 				memcpy(x->msg, rec.blob ? (const char *)rec.blob : "",
@@ -1581,6 +1619,61 @@ static void find_steps(struct an_job *job)
 	free(ix);
 }
 
+static int choice_cmp(const void *a, const void *b)
+{
+	const struct an_jchoice *x = a, *y = b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
+	return x->calls > y->calls ? -1 : x->calls < y->calls;
+}
+
+/* NCCL's choices over the job: communicators identified through the shim's hash (records made
+ * before it was known take it from the others of the same NCCL communicator). */
+static void build_choices(struct an_job *job)
+{
+	size_t cap = 0;
+	for (size_t f = 0; f < job->nranks; f++) {
+		struct an_rank *r = &job->ranks[f];
+		for (size_t i = 0; i < r->nchoices; i++)
+			for (size_t k = 0; !r->choices[i].comm && k < r->nchoices; k++)
+				if (r->choices[k].comm && r->choices[k].nccl_comm == r->choices[i].nccl_comm)
+					r->choices[i].comm = r->choices[k].comm;
+		for (size_t i = 0; i < r->nchoices; i++) {
+			const struct an_choice *x = &r->choices[i];
+			int ci = -1;
+			for (size_t k = 0; x->comm && k < job->ncomms; k++)
+				if (job->comms[k].hash == x->comm)
+					ci = (int)k;
+			struct an_jchoice *j = NULL;
+			for (size_t k = 0; k < job->nchoices && !j; k++)
+				if (job->choices[k].comm == ci && job->choices[k].fn == x->fn &&
+				    !strcmp(job->choices[k].algo, x->algo) &&
+				    !strcmp(job->choices[k].proto, x->proto))
+					j = &job->choices[k];
+			if (!j) {
+				j = PUSH(job->choices, job->nchoices, cap);
+				if (!j)
+					return;
+				memset(j, 0, sizeof *j);
+				j->comm = ci;
+				j->fn = x->fn;
+				memcpy(j->algo, x->algo, sizeof j->algo);
+				memcpy(j->proto, x->proto, sizeof j->proto);
+				j->ch_min = j->ch_max = x->channels;
+			}
+			j->calls += x->calls;
+			if (x->channels < j->ch_min)
+				j->ch_min = x->channels;
+			if (x->channels > j->ch_max)
+				j->ch_max = x->channels;
+		}
+	}
+	if (job->nchoices > 1)
+		qsort(job->choices, job->nchoices, sizeof *job->choices, choice_cmp);
+}
+
 void an_job_analyze(struct an_job *job)
 {
 	/* job-wide comm table */
@@ -1738,6 +1831,7 @@ void an_job_analyze(struct an_job *job)
 			}
 		}
 	}
+	build_choices(job);
 }
 
 int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *exposed_ns,
@@ -1780,8 +1874,10 @@ void an_job_free(struct an_job *job)
 		for (size_t i = 0; i < r->nstacks; i++)
 			free(r->stacks[i].pc);
 		free(r->stacks);
+		free(r->choices);
 	}
 	free(job->ranks);
+	free(job->choices);
 	for (size_t ci = 0; ci < job->ncomms; ci++)
 		free(job->comms[ci].xfer);
 	free(job->comms);

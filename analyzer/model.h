@@ -38,7 +38,10 @@
 	T(straggler_share, 0.75,                                                                   \
 	  "a rank last to arrive in at least this share of collectives ...")                       \
 	T(straggler_min_ms, 0.5,                                                                   \
-	  "... whose median lead over the next-latest rank is at least this (ms) is a straggler")  \
+	  "... whose median lead over the next-latest rank is at least this (ms) ...")             \
+	T(straggler_step_share, 0.15,                                                              \
+	  "... and, when steps are recognised, at least this share of the step time is a "         \
+	  "straggler (DDP ranks differ by a few % of a step as a matter of course)")               \
 	T(explained_share, 0.5,                                                                    \
 	  "pcie_fallback / straggler explains exposed_communication (demoted to info) when it "    \
 	  "accounts for at least this share of the exposed time")                                  \
@@ -143,6 +146,7 @@ struct an_alloc {
 struct an_note {
 	unsigned code;
 	int device;
+	uint64_t value;
 	char msg[160];
 };
 
@@ -160,6 +164,24 @@ struct an_stack {
 	uint64_t id;
 	uint64_t *pc;
 	unsigned n;
+};
+
+/* What NCCL chose for collectives (NCCLPROF records from its profiler plugin): one entry per
+ * distinct (communicator, function, algorithm, protocol, channels) of one process. */
+struct an_choice {
+	uint64_t nccl_comm, comm; /* NCCL's commHash; the shim's hash (0 = not known) */
+	uint8_t fn;               /* enum nvlp_nccl_fn */
+	char algo[16], proto[16];
+	int channels, warps;
+	uint64_t calls;
+};
+/* The same over the job: per (job comm, fn, algo, proto), channel range. */
+struct an_jchoice {
+	int comm; /* index into the job's comm table, -1 = communicator not identified */
+	uint8_t fn;
+	char algo[16], proto[16];
+	int ch_min, ch_max;
+	uint64_t calls;
 };
 
 /* Per-communicator, per-process view. */
@@ -208,6 +230,8 @@ struct an_rank {
 	struct an_stack *stacks;
 	size_t nstacks;
 	uint64_t peer_enable_ok, peer_enable_fail;
+	struct an_choice *choices;
+	size_t nchoices;
 };
 
 /* Job-wide communicator. */
@@ -267,6 +291,8 @@ struct an_job {
 	struct an_hang *hangs;
 	size_t nhangs;
 	struct an_rank_x *rx;
+	struct an_jchoice *choices; /* NCCL's choices, sorted by comm, fn, then most calls first */
+	size_t nchoices;
 	uint64_t t0, t1; /* job time span */
 	int have_gpu;    /* any KERNEL record */
 	int have_gpu_any; /* any GPU activity record: KERNEL, GPUCOPY or UM */

@@ -231,6 +231,27 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
 		    "time per matched collective; h = host time, no GPU data)\n");
 	}
+	if (job->nchoices) {
+		fprintf(o, "\nNCCL CHOICES (from NCCL's profiler plugin; calls summed over ranks)\n");
+		fprintf(o, "  %-16s %-18s %-22s %8s %9s\n", "comm", "call", "algorithm/protocol",
+		        "calls", "channels");
+		for (size_t i = 0; i < job->nchoices; i++) {
+			const struct an_jchoice *x = &job->choices[i];
+			char h[20], ap[40], ch[24];
+			if (x->comm >= 0)
+				snprintf(h, sizeof h, "%016llx",
+				         (unsigned long long)job->comms[x->comm].hash);
+			else
+				snprintf(h, sizeof h, "?");
+			snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
+			if (x->ch_min == x->ch_max)
+				snprintf(ch, sizeof ch, "%d", x->ch_min);
+			else
+				snprintf(ch, sizeof ch, "%d-%d", x->ch_min, x->ch_max);
+			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, nvlp_nccl_fn_name(x->fn), ap,
+			        (unsigned long long)x->calls, ch);
+		}
+	}
 
 	fprintf(o, "\nRANKS\n");
 	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
@@ -454,6 +475,27 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 			}
 	}
 	free(cells);
+	jw_arr_end(&w);
+
+	jw_arr(&w, "nccl_choices");
+	for (size_t i = 0; i < job->nchoices; i++) {
+		const struct an_jchoice *x = &job->choices[i];
+		char h[20];
+		snprintf(h, sizeof h, "%016llx",
+		         x->comm >= 0 ? (unsigned long long)job->comms[x->comm].hash : 0ull);
+		jw_obj(&w, NULL);
+		if (x->comm >= 0)
+			jw_str(&w, "comm", h);
+		else
+			jw_null(&w, "comm");
+		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
+		jw_str(&w, "algorithm", x->algo);
+		jw_str(&w, "protocol", x->proto);
+		jw_int(&w, "calls", (int64_t)x->calls);
+		jw_int(&w, "channels_min", x->ch_min);
+		jw_int(&w, "channels_max", x->ch_max);
+		jw_obj_end(&w);
+	}
 	jw_arr_end(&w);
 
 	jw_arr(&w, "copies");

@@ -267,6 +267,7 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 	NVLP_EXPORT ncclResult_t name params                                                       \
 	{                                                                                          \
 		PASS(E, name, args)                                                                \
+		tls->nccl_comm = comm;                                                             \
 		uint64_t t0 = nvlp_now();                                                          \
 		ncclResult_t rc = real args;                                                       \
 		uint64_t t1 = nvlp_now();                                                          \

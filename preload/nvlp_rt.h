@@ -35,6 +35,7 @@ struct nvlp_config {
 	int verbose;      /* NVLPROF_VERBOSE=1: print what was collected at exit */
 	long sample_us;   /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
 	int links_nvml;   /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
+	int nccl_plugin;  /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin interface */
 	long buffer_kb;   /* NVLPROF_BUFFER_KB per thread (default 1024) */
 	long flush_ms;    /* NVLPROF_FLUSH_MS (default 500, max 1000) */
 	char dir[4096];   /* NVLPROF_DIR (default ./nvlprof-traces) */
@@ -49,6 +50,7 @@ struct nvlp_tls {
 	uint64_t tid;           /* gettid() */
 	struct nvlp_ring *ring; /* this thread's buffer (NULL until the first record) */
 	unsigned epoch;         /* runtime epoch the ring belongs to (changes in a fork child) */
+	const void *nccl_comm;  /* ncclComm_t of this thread's latest collective (plugin hint) */
 };
 /* Defined in runtime.c; inline access so the hot path pays no call for it. */
 extern __thread struct nvlp_tls nvlp_tls_state

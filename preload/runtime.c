@@ -48,6 +48,7 @@ static struct nvlp_config cfg = {
     .cupti = 1,
     .um = -1,
     .sample_us = 1000,
+    .nccl_plugin = 1,
     .buffer_kb = 1024,
     .flush_ms = 500,
 };
@@ -109,6 +110,7 @@ static void cfg_parse(void)
 	cfg_bool("NVLPROF_STACKS", &cfg.stacks);
 	cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
 	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
+	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
 	const char *um = getenv("NVLPROF_UM");
 	if (um && *um) {
 		if (!strcmp(um, "auto"))
@@ -1035,14 +1037,14 @@ int nvlp_rt_in_vfork_child(void)
 
 /* Let the CUDA driver load us as its injection library (InitializeInjection, in cupti/), which
  * is the only way to see NVLink topology records. */
-static void set_injection_path(void)
+static void set_path_env(const char *var)
 {
-	if (getenv("CUDA_INJECTION64_PATH"))
+	if (getenv(var))
 		return;
 	Dl_info di;
 	char path[PATH_MAX];
 	if (dladdr((void *)nvlp_init, &di) && di.dli_fname && realpath(di.dli_fname, path))
-		setenv("CUDA_INJECTION64_PATH", path, 0);
+		setenv(var, path, 0);
 }
 
 static void init_once(void)
@@ -1054,7 +1056,10 @@ static void init_once(void)
 	if (!cfg.disable) {
 		pthread_key_create(&exit_key, thread_exit);
 		if (cfg.cupti)
-			set_injection_path();
+			set_path_env("CUDA_INJECTION64_PATH");
+		/* NCCL loads its profiler plugin from this path: us (preload/ncclprof.c) */
+		if (cfg.nccl_plugin)
+			set_path_env("NCCL_PROFILER_PLUGIN");
 		active_set(1);
 	}
 	errno = err;

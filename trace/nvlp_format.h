@@ -120,9 +120,13 @@ enum nvlp_ftype {
 /* Clock pair, for checking or converting a foreign clock (source 1 = CUPTI timestamp). */
 #define NVLP_FIELDS_CLOCK(F) F(U, source) F(T, mono) F(U, other)
 
-/* Details from NCCL's profiler plugin for one collective (optional). */
+/* What NCCL chose for one collective, from its profiler plugin interface (ncclProfiler_v5, served
+ * by the shim): comm = the shim's communicator hash (0 if not known yet), nccl_comm = NCCL's own
+ * commHash (the same for every record of one communicator in a process), seq = NCCL's sequence
+ * number, start = when NCCL started the event (host), dur = 0 (not measured). */
 #define NVLP_FIELDS_NCCLPROF(F)                                                                    \
-	F(X, comm) F(U, seq) F(U, fn) F(S, algo) F(S, proto) F(U, channels) F(T, start) F(U, dur)
+	F(X, comm) F(U, seq) F(U, fn) F(S, algo) F(S, proto) F(U, channels) F(T, start) F(U, dur)    \
+	F(U, warps) F(U, count) F(X, nccl_comm) F(I, rank) F(I, nranks)
 
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \

@@ -13,6 +13,7 @@ gen healthy
 gen fallback --fallback
 gen envonly --env-only
 gen late --late-rank 1
+gen slightlate --late-rank 1 --late-ms 0.6
 gen kill --ranks 4 --kill-rank 1
 gen stopped --ranks 4 --kill-rank 1 --hang-ms 5
 gen staged --staged
@@ -57,7 +58,7 @@ hasnt() { ! has "$@"; }
 fsev() { echo "[f['severity'] for f in d['findings'] if f['id']=='$1'][0]"; }
 fev() { echo "[f['evidence']['$2'] for f in d['findings'] if f['id']=='$1'][0]"; }
 
-for s in healthy fallback envonly late kill stopped staged peer thrash umonce nogpu hosts exposed; do
+for s in healthy fallback envonly late slightlate kill stopped staged peer thrash umonce nogpu hosts exposed; do
 	json "$s" "$T/$s"
 done
 json exposed_t "$T/exposed" --threshold exposed_share=0.03
@@ -66,7 +67,7 @@ json late_t "$T/late" --threshold exposed_share=0.05
 json fallback_t "$T/fallback" --threshold explained_share=1.01
 "$CLI" diff --json "$T/healthy" "$T/late" >"$T/diff.json"
 
-for s in healthy fallback envonly late kill stopped staged peer thrash umonce nogpu hosts exposed exposed_t healthy_t late_t fallback_t; do
+for s in healthy fallback envonly late slightlate kill stopped staged peer thrash umonce nogpu hosts exposed exposed_t healthy_t late_t fallback_t; do
 	q "ids_$s" "$T/$s.json" "ids"
 done
 # explained_by: a consequence demoted to info, its own severity and the share explained in evidence
@@ -134,6 +135,8 @@ check "uma_thrashing: not for one clean migration" hasnt umonce uma_thrashing
 check "straggler: late rank found" has late straggler
 check_eq "straggler: names rank 1" "1" "$(v late_rank)"
 check "straggler: not in healthy run" hasnt healthy straggler
+# 0.6 ms late in 10 ms steps: above straggler_min_ms, below straggler_step_share (DDP's usual asymmetry)
+check "straggler: not for a rank late by 6% of a step" hasnt slightlate straggler
 # two hosts, realtime clocks 3 ms apart: aligned by collective completions, no straggler
 check "two hosts with clock offset: no straggler" hasnt hosts straggler
 check_eq "two hosts: clock correction found (3.000 ms)" "3.000" "$(v hosts_corr)"
@@ -240,5 +243,9 @@ if [ -d "$ROOT/examples/traces/ddp_healthy" ] && [ -d "$ROOT/examples/traces/ddp
 	"$CLI" diff "$ROOT/examples/traces/ddp_healthy" "$ROOT/examples/traces/ddp_p2p_disable" >"$T/real-diff.txt" 2>/dev/null
 	check "real diff: healthy -> NCCL_P2P_DISABLE=1 names the fallback and the slow-down" grep -Eq \
 		"AFTER falls back from NVLink to PCIe/host memory \(NCCL_P2P_DISABLE=1\): [0-9.]+x slower per step" "$T/real-diff.txt"
+	check "real diff: NCCL's channel count for AllReduce drops (NCCL profiler plugin)" grep -Eq \
+		"^  ncclAllReduce +RING/SIMPLE 24ch +-> RING/SIMPLE 4ch$" "$T/real-diff.txt"
+	check "real report: NCCL CHOICES of the healthy run" grep -Eq \
+		"^  [0-9a-f]{16} ncclAllReduce +RING/SIMPLE +314 +24$" "$ROOT/examples/traces/ddp_healthy/report.txt"
 fi
 [ "$FAILED" -eq 0 ]

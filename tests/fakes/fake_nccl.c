@@ -1,7 +1,9 @@
 /* fake_nccl.c: a CPU-only libnccl.so.2 (strong pnccl*, weak nccl* aliases like the real one), for shim tests. */
+#include <dlfcn.h>   /* dlopen: the profiler plugin */
 #include <errno.h>   /* errno */
 #include <fcntl.h>   /* open */
 #include <stdint.h>  /* uint32_t */
+#include <stdio.h>   /* fprintf */
 #include <stdlib.h>  /* calloc, getenv */
 #include <string.h>  /* memset */
 #include <unistd.h>  /* read */
@@ -24,7 +26,83 @@ struct ncclComm {
 	uint32_t magic;
 	int nranks, rank, device;
 	int pending; /* non-blocking init still "in progress" for this many async-error polls */
+	void *prof;  /* profiler plugin context */
+	uint64_t prof_seq;
 };
+
+/* ---- the profiler plugin, loaded as NCCL 2.27+ does: dlopen(NCCL_PROFILER_PLUGIN), symbol
+ * ncclProfiler_v5, init per communicator, a collective event per collective (this fake's own
+ * copy of the v5 layout). FAKE_NCCL_PROFILER_LOG=1 prints what it did. */
+typedef struct {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		struct {
+			uint64_t seqNumber;
+			const char *func;
+			const void *sendBuff;
+			void *recvBuff;
+			size_t count;
+			int root;
+			const char *datatype;
+			uint8_t nChannels, nWarps;
+			const char *algo, *proto;
+			void *parentGroup;
+		} coll;
+		char pad[64];
+	};
+} fake_descr_v5;
+typedef struct {
+	const char *name;
+	ncclResult_t (*init)(void **, uint64_t, int *, const char *, int, int, int, void *);
+	ncclResult_t (*startEvent)(void *, void **, fake_descr_v5 *);
+	ncclResult_t (*stopEvent)(void *);
+	ncclResult_t (*recordEventState)(void *, int, void *);
+	ncclResult_t (*finalize)(void *);
+} fake_profiler_v5;
+static const fake_profiler_v5 *prof;
+static int prof_mask, prof_tried;
+static uint64_t prof_comms;
+
+static void prof_comm_init(struct ncclComm *c)
+{
+	if (!prof_tried) {
+		prof_tried = 1;
+		const char *name = getenv("NCCL_PROFILER_PLUGIN");
+		void *h = name && *name && strcmp(name, "none") ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
+		prof = h ? dlsym(h, "ncclProfiler_v5") : NULL;
+		if (getenv("FAKE_NCCL_PROFILER_LOG"))
+			fprintf(stderr, "fake nccl: profiler plugin %s: %s\n", name ? name : "(unset)",
+			        prof ? prof->name : "not loaded");
+	}
+	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &prof_mask, "fake", 1,
+	                       c->nranks, c->rank, NULL) != ncclSuccess)
+		c->prof = NULL;
+}
+
+static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t)
+{
+	if (!prof || !c || !c->prof || !(prof_mask & (1 << 1)))
+		return;
+	size_t bytes = n * (t == ncclFloat32 || t == ncclInt32 ? 4 : t == ncclInt8 ? 1 : 2);
+	fake_descr_v5 d;
+	memset(&d, 0, sizeof d);
+	d.type = 1 << 1;
+	d.rank = c->rank;
+	d.coll.seqNumber = c->prof_seq++;
+	d.coll.func = func;
+	d.coll.count = n;
+	d.coll.datatype = "ncclFloat32";
+	d.coll.nChannels = bytes >= (1u << 20) ? 16 : 2;
+	d.coll.nWarps = 16;
+	d.coll.algo = "RING";
+	d.coll.proto = bytes >= (1u << 20) ? "SIMPLE" : "LL";
+	void *h = NULL;
+	prof->startEvent(c->prof, &h, &d);
+	if (h)
+		prof->stopEvent(h);
+}
 
 static int forced_rc = -1;
 static __thread int group_depth;
@@ -52,6 +130,7 @@ static ncclResult_t new_comm(ncclComm_t *out, int nranks, int rank, int dev, ncc
 	c->rank = rank;
 	c->device = dev;
 	c->pending = (cfg && cfg->blocking == 0) ? 2 : 0;
+	prof_comm_init(c);
 	*out = c;
 	return c->pending ? ncclInProgress : ncclSuccess;
 }
@@ -190,6 +269,8 @@ static ncclResult_t free_comm(ncclComm_t comm)
 	if (!valid(comm))
 		return ncclInvalidArgument;
 	comm->magic = 0;
+	if (prof && comm->prof)
+		prof->finalize(comm->prof);
 	free(comm);
 	return ncclSuccess;
 }
@@ -294,6 +375,8 @@ ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
+	if (op_rc(comm) == ncclSuccess)
+		prof_coll(comm, "AllReduce", n, t);
 	RET(op_rc(comm));
 }
 ALIAS(ncclAllReduce)
@@ -302,6 +385,8 @@ ncclResult_t pncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)root, (void)st;
+	if (op_rc(comm) == ncclSuccess)
+		prof_coll(comm, "Broadcast", n, t);
 	RET(op_rc(comm));
 }
 ALIAS(ncclBroadcast)
@@ -318,6 +403,8 @@ ncclResult_t pncclReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncc
 			 int root, ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)root, (void)st;
+	if (op_rc(comm) == ncclSuccess)
+		prof_coll(comm, "Reduce", n, t);
 	RET(op_rc(comm));
 }
 ALIAS(ncclReduce)
@@ -326,6 +413,8 @@ ncclResult_t pncclAllGather(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)st;
+	if (op_rc(comm) == ncclSuccess)
+		prof_coll(comm, "AllGather", n, t);
 	RET(op_rc(comm));
 }
 ALIAS(ncclAllGather)
@@ -334,6 +423,8 @@ ncclResult_t pncclReduceScatter(const void *s, void *r, size_t n, ncclDataType_t
 				ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
+	if (op_rc(comm) == ncclSuccess)
+		prof_coll(comm, "ReduceScatter", n, t);
 	RET(op_rc(comm));
 }
 ALIAS(ncclReduceScatter)

@@ -22,6 +22,7 @@ if want ddp; then
 	$NV run -o $T/ddp_healthy -- $PY $DDP --steps $STEPS --json $L/ddp_prof.json >$L/ddp_prof.log 2>&1
 	$PY tests/gpu/check.py ddp $T/ddp_healthy $L/ddp_base.json $L/ddp_prof.json
 	$PY tests/gpu/check.py findings $T/ddp_healthy -
+	$PY tests/gpu/check.py ncclprof $T/ddp_healthy
 fi
 if want fallback; then
 	log "DDP with NCCL_P2P_DISABLE=1"
