@@ -199,10 +199,14 @@ clean:
 
 # ---- CUDA examples (need nvcc; shared cudart so that the shim sees their runtime calls) ----------
 NVCC ?= $(CUDA_HOME)/bin/nvcc
-EXAMPLES := $(BUILD)/examples/p2p_copy $(BUILD)/examples/uma_thrash
+EXAMPLES := $(BUILD)/examples/p2p_copy $(BUILD)/examples/uma_thrash $(BUILD)/examples/launch_cost
 .PHONY: examples
 examples: $(EXAMPLES)
 $(BUILD)/examples/%: examples/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
+# a GPU benchmark of the proof scripts (tests/gpu/), built with the examples
+$(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
 

@@ -2,6 +2,7 @@
 #include <dlfcn.h>   /* dlopen: the profiler plugin */
 #include <errno.h>   /* errno */
 #include <fcntl.h>   /* open */
+#include <pthread.h> /* pthread_mutex_t */
 #include <stdint.h>  /* uint32_t */
 #include <stdio.h>   /* fprintf */
 #include <stdlib.h>  /* calloc, getenv */
@@ -61,36 +62,44 @@ typedef struct {
 	ncclResult_t (*recordEventState)(void *, int, void *);
 	ncclResult_t (*finalize)(void *);
 } fake_profiler_v5;
-static const fake_profiler_v5 *prof;
+static const fake_profiler_v5 *prof; /* set once, under prof_mu */
 static int prof_mask, prof_tried;
 static uint64_t prof_comms;
+static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void prof_comm_init(struct ncclComm *c)
 {
+	pthread_mutex_lock(&prof_mu); /* as NCCL: the plugin is loaded once, inits serialised */
 	if (!prof_tried) {
 		prof_tried = 1;
 		const char *name = getenv("NCCL_PROFILER_PLUGIN");
 		void *h = name && *name && strcmp(name, "none") ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
-		prof = h ? dlsym(h, "ncclProfiler_v5") : NULL;
+		__atomic_store_n(&prof, h ? (const fake_profiler_v5 *)dlsym(h, "ncclProfiler_v5") : NULL,
+		                 __ATOMIC_RELEASE);
 		if (getenv("FAKE_NCCL_PROFILER_LOG"))
 			fprintf(stderr, "fake nccl: profiler plugin %s: %s\n", name ? name : "(unset)",
 			        prof ? prof->name : "not loaded");
 	}
-	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &prof_mask, "fake", 1,
-	                       c->nranks, c->rank, NULL) != ncclSuccess)
+	int mask = 0;
+	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, "fake", 1, c->nranks,
+	                       c->rank, NULL) != ncclSuccess)
 		c->prof = NULL;
+	if (prof)
+		__atomic_store_n(&prof_mask, mask, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&prof_mu);
 }
 
 static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t)
 {
-	if (!prof || !c || !c->prof || !(prof_mask & (1 << 1)))
+	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
+	if (!pf || !c || !c->prof || !(__atomic_load_n(&prof_mask, __ATOMIC_ACQUIRE) & (1 << 1)))
 		return;
 	size_t bytes = n * (t == ncclFloat32 || t == ncclInt32 ? 4 : t == ncclInt8 ? 1 : 2);
 	fake_descr_v5 d;
 	memset(&d, 0, sizeof d);
 	d.type = 1 << 1;
 	d.rank = c->rank;
-	d.coll.seqNumber = c->prof_seq++;
+	d.coll.seqNumber = __atomic_fetch_add(&c->prof_seq, 1, __ATOMIC_RELAXED); /* threads share a comm */
 	d.coll.func = func;
 	d.coll.count = n;
 	d.coll.datatype = "ncclFloat32";
@@ -99,9 +108,9 @@ static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataTy
 	d.coll.algo = "RING";
 	d.coll.proto = bytes >= (1u << 20) ? "SIMPLE" : "LL";
 	void *h = NULL;
-	prof->startEvent(c->prof, &h, &d);
+	pf->startEvent(c->prof, &h, &d);
 	if (h)
-		prof->stopEvent(h);
+		pf->stopEvent(h);
 }
 
 static int forced_rc = -1;
@@ -269,8 +278,9 @@ static ncclResult_t free_comm(ncclComm_t comm)
 	if (!valid(comm))
 		return ncclInvalidArgument;
 	comm->magic = 0;
-	if (prof && comm->prof)
-		prof->finalize(comm->prof);
+	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
+	if (pf && comm->prof)
+		pf->finalize(comm->prof);
 	free(comm);
 	return ncclSuccess;
 }

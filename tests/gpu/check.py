@@ -264,6 +264,27 @@ def cmd_torchprof(d, prefix, base_prefix=None):
     check(len(ends) == 2, "torch.profiler: both nvlprof traces complete", f"{len(ends)} END records")
 
 
+def cmd_launch(logdir):
+    """launch_cost side by side: host ns per kernel launch by configuration, and what it adds."""
+    import glob
+    import re
+    import statistics as st
+    med = {}
+    for kind in ("base", "prof", "nopm", "api"):
+        vals = []
+        for f in sorted(glob.glob(f"{logdir}/launch_{kind}_*.log")):
+            m = re.search(r"median ([0-9.]+) ns/launch", open(f).read())
+            if m:
+                vals.append(float(m.group(1)))
+        med[kind] = vals
+        print(f"launch_cost {kind}: {vals}")
+    check(all(med[k] for k in med), "launch: every configuration ran", str({k: len(v) for k, v in med.items()}))
+    if all(med[k] for k in med):
+        b = st.median(med["base"])
+        for k, what in (("prof", "everything on"), ("nopm", "CUPTI activity, no link counters"), ("api", "API capture only")):
+            print(f"launch_cost: {what}: +{st.median(med[k]) - b:.0f} ns per launch over {b:.0f} ns")
+
+
 def cmd_overhead(logdir, prefix="ovh"):
     import glob
     def med(kind):
@@ -290,6 +311,9 @@ def cmd_overhead(logdir, prefix="ovh"):
         return m
     mp = paired(b, p, "everything on")
     ma = paired(b, a, "API only")
+    n = med("nopm")
+    if n:
+        paired(b, n, "no link counters")
     check(mp <= 1.02, "overhead: everything on within 2% of step time (mean of paired rounds)",
           f"medians: base {rb:.3f} ms, nvlprof {rp:.3f} ms; paired mean {(mp - 1) * 100:+.2f}%")
     check(ma <= 1.01, "overhead: API capture within 1% of step time (mean of paired rounds)",
@@ -445,7 +469,7 @@ def main():
             fs = [f for f in rep.get("findings", []) if f["id"] == fid]
             ranks = {str(f.get("evidence", {}).get("rank")) for f in fs}
             check(ranks == {rank}, f"report {os.path.basename(d)}: {fid} names exactly rank {rank}", f"got {sorted(ranks)}")
-    elif cmd in ("p2p", "nvml", "ncclprof", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
+    elif cmd in ("p2p", "nvml", "ncclprof", "launch", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
         globals()["cmd_" + cmd](*sys.argv[2:])
     else:
         sys.exit(f"unknown check {cmd}")

@@ -2,18 +2,19 @@
 # run_gpu.sh: the real-GPU proof (2+ GPUs with NVLink): runs every scenario under nvlprof, checks the traces,
 # measures overhead side by side, and leaves traces, reports and logs in $OUT (default /tmp/nvlp-gpu).
 # Needs build/ made on the build machine (carried) and nvcc for the CUDA examples.
-#   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p nvml uma profiler overhead
+#   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p nvml uma profiler overhead launch
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-gpu} DONE_MSG="gpu run done"
-scen=${*:-ddp fallback p2p nvml uma straggler profiler overhead kill}
+scen=${*:-ddp fallback p2p nvml uma straggler profiler launch overhead kill}
 . tests/gpu/common.sh
 DDP="examples/ddp_train.py"
 STEPS=${STEPS:-40}
 EX=$PWD/build/examples  # made by `make examples` (nvcc, shared cudart so the shim sees its calls)
 mkdir -p $EX
-for f in p2p_copy uma_thrash; do
-	[ -x $EX/$f ] || nvcc -O2 -arch=sm_90 -cudart shared -o $EX/$f examples/$f.cu >>$L/nvcc.log 2>&1 || echo "FAIL: nvcc $f"
+for f in examples/p2p_copy examples/uma_thrash tests/gpu/launch_cost; do
+	b=$(basename $f)
+	[ -x $EX/$b ] || nvcc -O2 -arch=sm_90 -cudart shared -o $EX/$b $f.cu >>$L/nvcc.log 2>&1 || echo "FAIL: nvcc $b"
 done
 
 if want ddp; then
@@ -69,6 +70,17 @@ if want profiler; then
 	$NV run -o $T/ddp_torchprof -- $PY $DDP --steps $STEPS --torch-profiler $L/torchprof >$L/ddp_torchprof.log 2>&1
 	$PY tests/gpu/check.py torchprof $T/ddp_torchprof $L/torchprof $L/torchprof_base
 fi
+if want launch; then
+	R=${LAUNCH_ROUNDS:-3}
+	log "per-launch host cost: $R rounds without nvlprof, everything on, without link counters, API capture only"
+	for i in $(seq 1 $R); do
+		$EX/launch_cost >$L/launch_base_$i.log 2>&1
+		$NV run -o /tmp/nvlp-launch -- $EX/launch_cost >$L/launch_prof_$i.log 2>&1
+		NVLPROF_SAMPLE_US=0 $NV run -o /tmp/nvlp-launch -- $EX/launch_cost >$L/launch_nopm_$i.log 2>&1
+		NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-launch -- $EX/launch_cost >$L/launch_api_$i.log 2>&1
+	done
+	$PY tests/gpu/check.py launch $L
+fi
 if want overhead; then
 	R=${OVH_ROUNDS:-4} S=${OVH_STEPS:-200}
 	log "overhead: $R rounds of $S-step runs without nvlprof, with everything on, with API capture only (order rotated)"
@@ -77,12 +89,14 @@ if want overhead; then
 		base) $PY $DDP --steps $S --json $L/ovh_base_$2.json >$L/ovh_base_$2.log 2>&1 ;;
 		prof) $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
 		api) NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$2 -- $PY $DDP --steps $S --json $L/ovh_api_$2.json >$L/ovh_api_$2.log 2>&1 ;;
+		nopm) NVLPROF_SAMPLE_US=0 $NV run -o /tmp/nvlp-ovh-nopm-$2 -- $PY $DDP --steps $S --json $L/ovh_nopm_$2.json >$L/ovh_nopm_$2.log 2>&1 ;;
 		esac
 	}
 	for i in $(seq 1 $R); do
 		case $((i % 3)) in
 		1) order="base prof api" ;; 2) order="prof api base" ;; 0) order="api base prof" ;;
 		esac
+		[ -n "${OVH_NOPM:-}" ] && order="$order nopm" # everything but the link counters
 		for k in $order; do ovh $k $i; done
 	done
 	$PY tests/gpu/check.py overhead $L

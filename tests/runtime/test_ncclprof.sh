@@ -32,12 +32,13 @@ check "plugin: algorithm, protocol, channels, warps recorded" \
 check_eq "plugin: NCCL's sequence numbers 0..39" "0 39" \
 	"$(sed -n 's/^ncclprof .* seq=\([0-9]*\) .*/\1/p' "$d/dump" | sort -n | sed -n '1p;$p' | tr '\n' ' ' | sed 's/ $//')"
 check_eq "plugin: one NOTE says it is active" 1 "$(grep -c '^note nccl_plugin ' "$d/dump")"
+hex=${comm#0x}; while [ ${#hex} -lt 16 ]; do hex=0$hex; done # the report pads to 16 digits
 "$CLI" report "$d/tr" >"$d/report" 2>&1
 check "report: NCCL CHOICES section" grep -q "^NCCL CHOICES" "$d/report"
 check "report: AllReduce RING/LL, 40 calls, 2 channels" \
-	grep -Eq "^  ${comm#0x} +ncclAllReduce +RING/LL +40 +2$" "$d/report"
+	grep -Eq "^  $hex +ncclAllReduce +RING/LL +40 +2$" "$d/report"
 "$CLI" report --json "$d/tr" >"$d/report.json" 2>/dev/null
-check_eq "report --json: nccl_choices" "${comm#0x} ncclAllReduce RING LL 40 2 2" "$(python3 -c '
+check_eq "report --json: nccl_choices" "$hex ncclAllReduce RING LL 40 2 2" "$(python3 -c '
 import json, sys
 for c in json.load(open(sys.argv[1]))["nccl_choices"]:
     print(c["comm"], c["collective"], c["algorithm"], c["protocol"], c["calls"], c["channels_min"], c["channels_max"])
