@@ -16,7 +16,8 @@
  * The parent runs the same binary as a child, alternately without and with LD_PRELOAD of the shim
  * (ROUNDS times each, so that machine noise hits both alike), and takes the median of each side.
  * CUPTI collection is switched off in the child: without a GPU driver there is no CUPTI, and this
- * measures the interposition and recording path itself.
+ * measures the interposition and recording path itself; a third run per round adds NCCL's profiler
+ * plugin (the fake NCCL calls it per collective, as NCCL does).
  */
 #define ROUNDS 5
 #define DEFAULT_CALLS 400000
@@ -54,11 +55,14 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Run ourselves as a child; @return ns per call, or -1. */
-static double run_child(const char *self, long calls, const char *preload, const char *dir)
+static double run_child(const char *self, long calls, const char *preload, const char *dir,
+                        int plugin)
 {
 	char cmd[3 * PATH_MAX];
-	snprintf(cmd, sizeof cmd, "env %s%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 '%s' --child %ld",
-		 preload ? "LD_PRELOAD=" : "", preload ? preload : "", dir, self, calls);
+	snprintf(cmd, sizeof cmd,
+	         "env -u NCCL_PROFILER_PLUGIN %s%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
+	         "NVLPROF_NCCL_PLUGIN=%d '%s' --child %ld",
+		 preload ? "LD_PRELOAD=" : "", preload ? preload : "", dir, plugin, self, calls);
 	FILE *p = popen(cmd, "r");
 	double ns = -1;
 	if (!p || fscanf(p, "%lf", &ns) != 1)
@@ -119,14 +123,19 @@ int main(int argc, char **argv)
 	const char *env_lib = getenv("NVLPROF_LIB");
 	const char *preload = env_lib ? env_lib : lib;
 
-	double plain[ROUNDS], traced[ROUNDS];
-	char dir[PATH_MAX + 32];
+	/* traced: the interception alone (NCCL's profiler plugin off); plugged: with the plugin,
+	 * which the fake NCCL then calls once per collective, as NCCL 2.27+ does */
+	double plain[ROUNDS], traced[ROUNDS], plugged[ROUNDS];
+	char dir[PATH_MAX + 32], pdir[PATH_MAX + 32];
 	for (int i = 0; i < ROUNDS; i++) {
 		snprintf(dir, sizeof dir, "%s/r%d", tmpl, i);
+		snprintf(pdir, sizeof pdir, "%s/p%d", tmpl, i);
 		mkdir(dir, 0755);
-		plain[i] = run_child(self, calls, NULL, dir);
-		traced[i] = run_child(self, calls, preload, dir);
-		if (plain[i] < 0 || traced[i] < 0) {
+		mkdir(pdir, 0755);
+		plain[i] = run_child(self, calls, NULL, dir, 0);
+		traced[i] = run_child(self, calls, preload, dir, 0);
+		plugged[i] = run_child(self, calls, preload, pdir, 1);
+		if (plain[i] < 0 || traced[i] < 0 || plugged[i] < 0) {
 			printf("bench_shim: a child run failed (shim %s)\n", preload);
 			return 1;
 		}
@@ -135,10 +144,14 @@ int main(int argc, char **argv)
 	int stats = trace_stats(dir, &bytes, &records, &dropped);
 	qsort(plain, ROUNDS, sizeof plain[0], cmp_double);
 	qsort(traced, ROUNDS, sizeof traced[0], cmp_double);
+	qsort(plugged, ROUNDS, sizeof plugged[0], cmp_double);
 	double added = traced[ROUNDS / 2] - plain[ROUNDS / 2];
 	printf("bench_shim: %ld ncclAllReduce calls x %d rounds: %.1f ns/call without, %.1f with: "
 	       "added %.1f ns/call (target <= 100)\n",
 	       calls, ROUNDS, plain[ROUNDS / 2], traced[ROUNDS / 2], added);
+	printf("bench_shim: with NCCL's profiler plugin served too (one more record per "
+	       "collective): %.1f ns/call, %.1f more\n",
+	       plugged[ROUNDS / 2], plugged[ROUNDS / 2] - traced[ROUNDS / 2]);
 	if (stats == 0)
 		printf("bench_shim: trace %.0f bytes, %.0f records, %.0f dropped: %.2f bytes/record "
 		       "(target <= 8)\n",

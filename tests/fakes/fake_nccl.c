@@ -28,7 +28,6 @@ struct ncclComm {
 	int nranks, rank, device;
 	int pending; /* non-blocking init still "in progress" for this many async-error polls */
 	void *prof;  /* profiler plugin context */
-	uint64_t prof_seq;
 };
 
 /* ---- the profiler plugin, loaded as NCCL 2.27+ does: dlopen(NCCL_PROFILER_PLUGIN), symbol
@@ -99,7 +98,10 @@ static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataTy
 	memset(&d, 0, sizeof d);
 	d.type = 1 << 1;
 	d.rank = c->rank;
-	d.coll.seqNumber = __atomic_fetch_add(&c->prof_seq, 1, __ATOMIC_RELAXED); /* threads share a comm */
+	/* NCCL counts per communicator; a per-thread count is the same for one thread on one
+	 * communicator, and keeps threads sharing a communicator off one contended cache line */
+	static __thread uint64_t tseq;
+	d.coll.seqNumber = tseq++;
 	d.coll.func = func;
 	d.coll.count = n;
 	d.coll.datatype = "ncclFloat32";
