@@ -152,15 +152,15 @@ $(BUILD)/tests/test_cupti_gh100: tests/unit/test_cupti_gh100.c $(BUILD)/lib/cupt
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(BUILD)/lib/cupti/pm_host.o -ldl
 # shim + Kineto stand-in on the fake libcupti/libcuda (re-runs itself under LD_PRELOAD)
-$(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
+$(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim on the fake libcupti with slow PM setup: exit before / during / after it
-$(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
+$(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim with the REAL libcupti and no driver / the stub libcuda
-$(BUILD)/tests/test_cupti_nodriver: tests/unit/test_cupti_nodriver.c $(TRACE_OBJS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h
+$(BUILD)/tests/test_cupti_nodriver: tests/unit/test_cupti_nodriver.c $(TRACE_OBJS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(TRACE_OBJS) -L$(CUDA_HOME)/lib64 -L$(FAKES_DIR) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR)):$(CUDA_HOME)/lib64 $(CLI_LDLIBS)
 # ---- end section: cupti tests ----

@@ -11,18 +11,16 @@
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
 #include <cupti.h>            /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
-#include <dirent.h>           /* opendir */
-#include <link.h>             /* dl_iterate_phdr */
 #include <limits.h>           /* PATH_MAX */
 #include <stdio.h>            /* printf */
 #include <stdlib.h>           /* setenv, mkdtemp */
 #include <string.h>           /* strstr */
-#include <sys/wait.h>         /* waitpid */
 #include <time.h>             /* clock_gettime */
 #include <unistd.h>           /* fork, execl */
 
 #include "check.h"
 #include "nvlp_trace.h"
+#include "shim_child.h"
 
 void fake_cupti_generate(int kind, int n);
 int fake_cupti_pm_progress(void);
@@ -61,53 +59,31 @@ struct summary {
 	char text[4096]; /* every NOTE message */
 };
 
+static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct summary *s = arg;
+	if (rec->kind < NVLP_K_COUNT)
+		s->kinds[rec->kind]++;
+	if (rec->kind == NVLP_K_NOTE) {
+		const struct nvlp_rec_note *n = (const void *)rec->f;
+		if (n->code < NVLP_NOTE_CODE_COUNT)
+			s->notes[n->code]++;
+		size_t l = strlen(s->text);
+		snprintf(s->text + l, sizeof s->text - l, "%.*s\n", (int)rec->blob_len,
+		         (const char *)rec->blob);
+	}
+}
+
+static void file_done(nvlp_reader *r, void *arg)
+{
+	((struct summary *)arg)->complete = nvlp_reader_complete(r);
+}
+
 static void summarize(const char *dir, struct summary *s)
 {
 	memset(s, 0, sizeof *s);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (!strstr(e->d_name, ".nvlp"))
-			continue;
-		char path[PATH_MAX], err[512];
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
-		if (!r) {
-			printf("    %s\n", err);
-			continue;
-		}
-		s->files++;
-		struct nvlp_record rec;
-		while (nvlp_reader_next(r, &rec) == 1) {
-			if (rec.kind < NVLP_K_COUNT)
-				s->kinds[rec.kind]++;
-			if (rec.kind == NVLP_K_NOTE) {
-				const struct nvlp_rec_note *n = (const void *)rec.f;
-				if (n->code < NVLP_NOTE_CODE_COUNT)
-					s->notes[n->code]++;
-				size_t l = strlen(s->text);
-				snprintf(s->text + l, sizeof s->text - l, "%.*s\n",
-				         (int)rec.blob_len, (const char *)rec.blob);
-			}
-		}
-		s->complete = nvlp_reader_complete(r);
-		nvlp_reader_close(r);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* LD_PRELOAD value: the shim after this process's sanitizer runtime, if any. */
-static int san_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	const char *n = info->dlpi_name;
-	if (n &&
-	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
-		snprintf(arg, PATH_MAX, "%s", n);
-		return 1;
-	}
-	return 0;
+	s->files = trace_dir_each(dir, count_record, file_done, s);
 }
 
 struct scenario {
@@ -122,9 +98,8 @@ static int run_child(const char *self, const char *lib, const char *dir, const s
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		char pre[2 * PATH_MAX + 64], san[PATH_MAX] = "", wait[16], base[16];
-		dl_iterate_phdr(san_cb, san);
-		snprintf(pre, sizeof pre, "%s%s%s", san, san[0] ? ":" : "", lib);
+		char pre[2 * PATH_MAX + 64], wait[16], base[16];
+		shim_preload_value(pre, sizeof pre, lib);
 		snprintf(wait, sizeof wait, "%d", sc->wait_progress);
 		snprintf(base, sizeof base, "%u", uuid_base);
 		setenv("LD_PRELOAD", pre, 1);
@@ -141,9 +116,7 @@ static int run_child(const char *self, const char *lib, const char *dir, const s
 		execl(self, self, "child", wait, (char *)NULL);
 		_exit(127);
 	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return shim_wait(pid);
 }
 
 int main(int argc, char **argv)
@@ -151,11 +124,8 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[1], "child"))
 		return child(atoi(argv[2]));
 	char self[PATH_MAX], lib[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
-	self[n] = 0;
-	snprintf(lib, sizeof lib, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
 	/* our own fake GPU UUIDs: the per-GPU sampling lock is not shared with parallel tests */
 	unsigned base = 0x80 | ((unsigned)getpid() & 0x3f);
 	static const struct scenario scs[] = {

@@ -9,20 +9,18 @@
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
 #include <cupti.h>            /* kinds, record layouts */
-#include <dirent.h>           /* opendir */
 #include <fcntl.h>            /* open */
 #include <sys/file.h>         /* flock */
-#include <link.h>             /* dl_iterate_phdr */
 #include <limits.h>           /* PATH_MAX */
 #include <stdio.h>            /* printf */
 #include <stdlib.h>           /* setenv, mkdtemp */
 #include <string.h>           /* strstr */
-#include <sys/wait.h>         /* waitpid */
 #include <time.h>             /* clock_gettime */
 #include <unistd.h>           /* fork, execv */
 
 #include "check.h"
 #include "nvlp_trace.h"
+#include "shim_child.h"
 
 void fake_cupti_generate(int kind, int n);
 int fake_cupti_enabled(int kind);
@@ -124,63 +122,53 @@ struct summary {
 	uint64_t dropped, pm_owner;
 };
 
+struct sum_ctx {
+	struct summary *s;
+	uint64_t t0, t1;
+};
+
+static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	struct sum_ctx *x = arg;
+	struct summary *s = x->s;
+	if (rec->kind < NVLP_K_COUNT)
+		s->kinds[rec->kind]++;
+	if (rec->kind == NVLP_K_KERNEL) {
+		const struct nvlp_rec_kernel *k = (const void *)rec->f;
+		const char *n = nvlp_reader_string(r, k->name);
+		s->nccl_kernels += k->flags & 1;
+		s->kernel_named += n && (strstr(n, "ncclDevKernel") || strstr(n, "gemm"));
+		s->t_bad += k->start < x->t0 || k->start > x->t1;
+	} else if (rec->kind == NVLP_K_GPUCOPY) {
+		const struct nvlp_rec_gpucopy *c = (const void *)rec->f;
+		s->p2p += (c->flags & 0x100) && c->src_device == 0 && c->dst_device == 1;
+		s->t_bad += c->start < x->t0 || c->start > x->t1;
+	} else if (rec->kind == NVLP_K_NOTE) {
+		const struct nvlp_rec_note *n = (const void *)rec->f;
+		if (n->code < NVLP_NOTE_CODE_COUNT)
+			s->notes[n->code]++;
+		if (n->code == NVLP_NOTE_ACTIVITY_DROPPED)
+			s->dropped += n->value;
+		if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE)
+			s->pm_owner = n->value;
+		printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code), (int)rec->blob_len,
+		       (const char *)rec->blob);
+	} else if (rec->kind == NVLP_K_DEVICE) {
+		s->dev_named += rec->blob_len == 9 && !memcmp(rec->blob, "Fake H200", 9);
+	} else if (rec->kind == NVLP_K_NVLINK) {
+		const struct nvlp_rec_nvlink *n = (const void *)rec->f;
+		s->nvlink_mapped += n->dev0 == 0 && n->dev1 == 1 && n->links == 18 &&
+		                    n->ports0 == ((1u << 0) | (1u << 5));
+	} else if (rec->kind == NVLP_K_MANAGED) {
+		s->managed++;
+	}
+}
+
 static void summarize(const char *dir, struct summary *s, uint64_t t0, uint64_t t1)
 {
 	memset(s, 0, sizeof *s);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (!strstr(e->d_name, ".nvlp"))
-			continue;
-		char path[PATH_MAX], err[512];
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
-		if (!r) {
-			printf("    %s\n", err);
-			continue;
-		}
-		struct nvlp_record rec;
-		while (nvlp_reader_next(r, &rec) == 1) {
-			if (rec.kind < NVLP_K_COUNT)
-				s->kinds[rec.kind]++;
-			if (rec.kind == NVLP_K_KERNEL) {
-				const struct nvlp_rec_kernel *k = (const void *)rec.f;
-				const char *n = nvlp_reader_string(r, k->name);
-				s->nccl_kernels += k->flags & 1;
-				s->kernel_named +=
-				    n && (strstr(n, "ncclDevKernel") || strstr(n, "gemm"));
-				s->t_bad += k->start < t0 || k->start > t1;
-			} else if (rec.kind == NVLP_K_GPUCOPY) {
-				const struct nvlp_rec_gpucopy *c = (const void *)rec.f;
-				s->p2p +=
-				    (c->flags & 0x100) && c->src_device == 0 && c->dst_device == 1;
-				s->t_bad += c->start < t0 || c->start > t1;
-			} else if (rec.kind == NVLP_K_NOTE) {
-				const struct nvlp_rec_note *n = (const void *)rec.f;
-				if (n->code < NVLP_NOTE_CODE_COUNT)
-					s->notes[n->code]++;
-				if (n->code == NVLP_NOTE_ACTIVITY_DROPPED)
-					s->dropped += n->value;
-				if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE)
-					s->pm_owner = n->value;
-				printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code),
-				       (int)rec.blob_len, (const char *)rec.blob);
-			} else if (rec.kind == NVLP_K_DEVICE) {
-				s->dev_named +=
-				    rec.blob_len == 9 && !memcmp(rec.blob, "Fake H200", 9);
-			} else if (rec.kind == NVLP_K_NVLINK) {
-				const struct nvlp_rec_nvlink *n = (const void *)rec.f;
-				s->nvlink_mapped += n->dev0 == 0 && n->dev1 == 1 &&
-				                    n->links == 18 &&
-				                    n->ports0 == ((1u << 0) | (1u << 5));
-			} else if (rec.kind == NVLP_K_MANAGED) {
-				s->managed++;
-			}
-		}
-		nvlp_reader_close(r);
-	}
-	if (d)
-		closedir(d);
+	struct sum_ctx x = {s, t0, t1};
+	trace_dir_each(dir, count_record, NULL, &x);
 }
 
 static uint64_t mono(void)
@@ -190,26 +178,6 @@ static uint64_t mono(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* LD_PRELOAD value for the child: the shim, after this process's sanitizer runtime if any (a
- * sanitized shim needs it first in the initial library list). */
-static int san_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	const char *n = info->dlpi_name;
-	if (n &&
-	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
-		snprintf(arg, PATH_MAX, "%s", n);
-		return 1;
-	}
-	return 0;
-}
-static void preload_value(char *out, size_t len, const char *lib)
-{
-	char san[PATH_MAX] = "";
-	dl_iterate_phdr(san_cb, san);
-	snprintf(out, len, "%s%s%s", san, san[0] ? ":" : "", lib);
-}
-
 static int run_child(const char *self, const char *lib, const char *dir, int no_ts_cb,
                      int kineto_first)
 {
@@ -217,7 +185,7 @@ static int run_child(const char *self, const char *lib, const char *dir, int no_
 	pid_t pid = fork();
 	if (pid == 0) {
 		char pre[2 * PATH_MAX + 64];
-		preload_value(pre, sizeof pre, lib);
+		shim_preload_value(pre, sizeof pre, lib);
 		setenv("LD_PRELOAD", pre, 1);
 		setenv("NVLPROF_DIR", dir, 1);
 		setenv("NVLPROF_SAMPLE_US", "1000", 1);
@@ -237,9 +205,7 @@ static int run_child(const char *self, const char *lib, const char *dir, int no_
 		execl(self, self, "child", (char *)NULL);
 		_exit(127);
 	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return shim_wait(pid);
 }
 
 int main(int argc, char **argv)
@@ -247,11 +213,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "child"))
 		return child();
 	char self[PATH_MAX], lib[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0)
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
-	self[n] = 0;
-	snprintf(lib, sizeof lib, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
 	for (int run = 0; run < 3; run++) {
 		/* run 2 repeats run 0 with Kineto registered before nvlprof started */
 		int pass = run == 1;

@@ -6,17 +6,15 @@
  * parent checks the trace's records and NOTEs.
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged */
-#include <dirent.h>           /* opendir */
-#include <link.h>             /* dl_iterate_phdr */
 #include <limits.h>           /* PATH_MAX */
 #include <stdio.h>            /* printf */
 #include <stdlib.h>           /* setenv, mkdtemp */
 #include <string.h>           /* strstr */
-#include <sys/wait.h>         /* waitpid */
 #include <unistd.h>           /* fork, execl, symlink */
 
 #include "check.h"
 #include "nvlp_trace.h"
+#include "shim_child.h"
 
 #ifndef NVLP_CUDA_HOME
 #define NVLP_CUDA_HOME "/usr/local/cuda"
@@ -37,60 +35,34 @@ struct summary {
 	uint64_t no_driver_value;
 };
 
+static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct summary *s = arg;
+	if (rec->kind < NVLP_K_COUNT)
+		s->kinds[rec->kind]++;
+	if (rec->kind == NVLP_K_NOTE) {
+		const struct nvlp_rec_note *n = (const void *)rec->f;
+		if (n->code < NVLP_NOTE_CODE_COUNT)
+			s->notes[n->code]++;
+		if (n->code == NVLP_NOTE_NO_DRIVER)
+			s->no_driver_value = n->value;
+		size_t l = strlen(s->text);
+		snprintf(s->text + l, sizeof s->text - l, "%s: %.*s\n",
+		         nvlp_note_name((unsigned)n->code), (int)rec->blob_len,
+		         (const char *)rec->blob);
+	}
+}
+
+static void file_done(nvlp_reader *r, void *arg)
+{
+	((struct summary *)arg)->end += nvlp_reader_complete(r);
+}
+
 static void summarize(const char *dir, struct summary *s)
 {
 	memset(s, 0, sizeof *s);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (!strstr(e->d_name, ".nvlp"))
-			continue;
-		char path[PATH_MAX], err[512];
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
-		if (!r)
-			continue;
-		struct nvlp_record rec;
-		while (nvlp_reader_next(r, &rec) == 1) {
-			if (rec.kind < NVLP_K_COUNT)
-				s->kinds[rec.kind]++;
-			if (rec.kind == NVLP_K_NOTE) {
-				const struct nvlp_rec_note *n = (const void *)rec.f;
-				if (n->code < NVLP_NOTE_CODE_COUNT)
-					s->notes[n->code]++;
-				if (n->code == NVLP_NOTE_NO_DRIVER)
-					s->no_driver_value = n->value;
-				size_t l = strlen(s->text);
-				snprintf(s->text + l, sizeof s->text - l, "%s: %.*s\n",
-				         nvlp_note_name((unsigned)n->code), (int)rec.blob_len,
-				         (const char *)rec.blob);
-			}
-		}
-		s->end += nvlp_reader_complete(r);
-		nvlp_reader_close(r);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* LD_PRELOAD value for the child: the shim, after this process's sanitizer runtime if any (a
- * sanitized shim needs it first in the initial library list). */
-static int san_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	const char *n = info->dlpi_name;
-	if (n &&
-	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
-		snprintf(arg, PATH_MAX, "%s", n);
-		return 1;
-	}
-	return 0;
-}
-static void preload_value(char *out, size_t len, const char *lib)
-{
-	char san[PATH_MAX] = "";
-	dl_iterate_phdr(san_cb, san);
-	snprintf(out, len, "%s%s%s", san, san[0] ? ":" : "", lib);
+	trace_dir_each(dir, count_record, file_done, s);
 }
 
 /* Run the child with extra "NAME=VALUE" settings (NULL-terminated); @return exit status. */
@@ -119,15 +91,13 @@ static int run_child(const char *self, const char *lib, const char *dir, const c
 			setenv(name, eq + 1, 1);
 		}
 		char pre[2 * PATH_MAX + 64];
-		preload_value(pre, sizeof pre, lib);
+		shim_preload_value(pre, sizeof pre, lib);
 		setenv("LD_PRELOAD", pre, 1);
 		setenv("NVLPROF_DIR", dir, 1);
 		execl(self, self, "child", (char *)NULL);
 		_exit(127);
 	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return shim_wait(pid);
 }
 
 static void scenario(const char *self, const char *lib, const char *name, const char *const *env,
@@ -154,11 +124,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "child"))
 		return child();
 	char self[PATH_MAX], lib[PATH_MAX + 32], stubdir[] = "/tmp/nvlp-cupti-stub.XXXXXX";
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n <= 0 || !mkdtemp(stubdir))
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0 || !mkdtemp(stubdir))
 		return 1;
-	self[n] = 0;
-	snprintf(lib, sizeof lib, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
 	/* the toolkit's stub libcuda under the driver's soname: cuInit fails with 34 */
 	char stub[PATH_MAX], link[PATH_MAX + 32], ldpath[PATH_MAX + 32];
 	snprintf(stub, sizeof stub, "%s/lib64/stubs/libcuda.so",

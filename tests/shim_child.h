@@ -1,0 +1,87 @@
+/* shim_child.h: for C tests that re-run themselves under LD_PRELOAD=libnvlprof.so and read the traces. */
+#ifndef NVLP_SHIM_CHILD_H
+#define NVLP_SHIM_CHILD_H
+#include <dirent.h>   /* opendir */
+#include <link.h>     /* dl_iterate_phdr */
+#include <limits.h>   /* PATH_MAX */
+#include <stdio.h>    /* snprintf */
+#include <string.h>   /* strstr */
+#include <sys/wait.h> /* waitpid */
+#include <unistd.h>   /* readlink */
+
+#include "nvlp_trace.h"
+
+/* This test binary (self) and the shim beside it ($BUILD/tests/X -> $BUILD/libnvlprof.so).
+ * @return 0, or -1 if /proc/self/exe cannot be read */
+static inline int shim_paths(char *self, size_t self_len, char *lib, size_t lib_len)
+{
+	ssize_t n = readlink("/proc/self/exe", self, self_len - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	snprintf(lib, lib_len, "%.*s/../libnvlprof.so", (int)(strrchr(self, '/') - self), self);
+	return 0;
+}
+
+static inline int shim_san_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const char *n = info->dlpi_name;
+	if (n &&
+	    (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so") || strstr(n, "/libubsan.so"))) {
+		snprintf(arg, PATH_MAX, "%s", n);
+		return 1;
+	}
+	return 0;
+}
+
+/* LD_PRELOAD value for the child: the shim, after this process's sanitizer runtime if any (a
+ * sanitized shim needs it first in the initial library list). */
+static inline void shim_preload_value(char *out, size_t len, const char *lib)
+{
+	char san[PATH_MAX] = "";
+	dl_iterate_phdr(shim_san_cb, san);
+	snprintf(out, len, "%s%s%s", san, san[0] ? ":" : "", lib);
+}
+
+/* Wait for a child: its exit status, or 128 + the signal that killed it. */
+static inline int shim_wait(pid_t pid)
+{
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Read every *.nvlp trace in dir: on_record for each record, then on_file (may be NULL) once the
+ * file is read (e.g. for nvlp_reader_complete). Unreadable files are named on stdout.
+ * @return the number of files read */
+static inline int trace_dir_each(const char *dir,
+                                 void (*on_record)(nvlp_reader *, const struct nvlp_record *, void *),
+                                 void (*on_file)(nvlp_reader *, void *), void *arg)
+{
+	int files = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".nvlp"))
+			continue;
+		char path[PATH_MAX], err[512];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
+		if (!r) {
+			printf("    %s\n", err);
+			continue;
+		}
+		files++;
+		struct nvlp_record rec;
+		while (nvlp_reader_next(r, &rec) == 1)
+			on_record(r, &rec, arg);
+		if (on_file)
+			on_file(r, arg);
+		nvlp_reader_close(r);
+	}
+	if (d)
+		closedir(d);
+	return files;
+}
+#endif
