@@ -166,23 +166,27 @@ static void print_tagged(size_t i, const struct an_findings *f, const char *id)
 	printf("]");
 }
 
-/* NCCL's usual choice for one collective over a job (the one with most calls), "" if none. */
+/* Calls of fn with x's algorithm and protocol, summed over the job's communicators. */
+static uint64_t choice_calls(const struct an_job *j, unsigned fn, const struct an_jchoice *x)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < j->nchoices; k++)
+		if (j->choices[k].fn == fn && !strcmp(j->choices[k].algo, x->algo) &&
+		    !strcmp(j->choices[k].proto, x->proto))
+			n += j->choices[k].calls;
+	return n;
+}
+
+/* NCCL's usual choice for one collective over a job (most calls), "" if none. */
 static void main_choice(const struct an_job *j, unsigned fn, char *out, size_t n)
 {
 	const struct an_jchoice *best = NULL;
-	uint64_t calls[64] = {0};
-	/* the same (algo, proto, channel range) may appear once per communicator: sum them */
-	for (size_t i = 0; i < j->nchoices && i < 64; i++) {
-		if (j->choices[i].fn != fn)
-			continue;
-		for (size_t k = 0; k <= i; k++)
-			if (j->choices[k].fn == fn && !strcmp(j->choices[k].algo, j->choices[i].algo) &&
-			    !strcmp(j->choices[k].proto, j->choices[i].proto)) {
-				calls[k] += j->choices[i].calls;
-				if (!best || calls[k] > calls[best - j->choices])
-					best = &j->choices[k];
-				break;
-			}
+	uint64_t best_calls = 0;
+	for (size_t i = 0; i < j->nchoices; i++) {
+		const struct an_jchoice *x = &j->choices[i];
+		uint64_t c = x->fn == fn ? choice_calls(j, fn, x) : 0;
+		if (c > best_calls)
+			best = x, best_calls = c;
 	}
 	out[0] = 0;
 	if (!best)

@@ -154,28 +154,6 @@ static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const cha
 	return ncclSuccess;
 }
 
-/* The thread's last strings and their ids: NCCL passes the same few constants again and again,
- * so the common case costs three pointer compares (thread-local: no race, no lock). */
-static __thread struct {
-	unsigned epoch;
-	const char *p[3];
-	uint64_t v[3];
-} last;
-
-static inline uint64_t last_id(int i, const char *s, unsigned ep)
-{
-	if (NVLP_LIKELY(last.p[i] == s && last.epoch == ep))
-		return last.v[i];
-	uint64_t v = cached(s, i == 0);
-	if (last.epoch != ep) {
-		last.p[0] = last.p[1] = last.p[2] = NULL;
-		last.epoch = ep;
-	}
-	last.p[i] = s;
-	last.v[i] = v;
-	return v;
-}
-
 static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 {
 	if (handle)
@@ -193,13 +171,12 @@ static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 			__atomic_store_n(&c->comm, comm, __ATOMIC_RELAXED);
 		}
 	}
-	unsigned ep = nvlp_tls_epoch;
 	struct nvlp_rec_ncclprof r = {
 	    .comm = comm,
 	    .seq = d->coll.seqNumber,
-	    .fn = last_id(0, d->coll.func, ep),
-	    .algo = last_id(1, d->coll.algo, ep),
-	    .proto = last_id(2, d->coll.proto, ep),
+	    .fn = cached(d->coll.func, 1),
+	    .algo = cached(d->coll.algo, 0),
+	    .proto = cached(d->coll.proto, 0),
 	    .channels = d->coll.nChannels,
 	    .start = nvlp_now(),
 	    .dur = 0,
