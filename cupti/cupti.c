@@ -39,7 +39,10 @@
 struct nvlp_cupti_table nvlp_cu;
 struct nvlp_driver_table nvlp_drv;
 
-#define BUF_SIZE (8u << 20) /* activity buffer: CUPTI's recommended 1-10 MiB range */
+/* Activity buffer: the low end of CUPTI's recommended 1-10 MiB range. CUPTI hands a buffer over
+ * when it is full (a few thousand records), which is how records reach the trace between the
+ * rare forced flushes (NVLPROF_GPU_FLUSH_MS). */
+#define BUF_SIZE (1u << 20)
 #define MAX_OWN_BUFS 256
 
 static struct {
@@ -394,12 +397,38 @@ static void process_buffer(uint8_t *buf, size_t valid)
 	pthread_mutex_unlock(&S.conv_mu);
 }
 
+/* Completed buffers of ours wait here for the sampler thread. CUPTI calls the completion
+ * callback from inside its flush (or its worker) and, measured on H200, the application's kernel
+ * launches wait while it runs: converting there stalled a DDP step by 5-15 ms at every flush. The
+ * callback therefore only queues the buffer; nvlp_cupti_drain converts it after the flush returns.
+ * Buffers that Kineto shares are converted at once (its flush must see its records). */
+#define PEND_MAX 64
+static struct {
+	pthread_mutex_t mu;
+	int n;
+	struct pend {
+		CUcontext ctx;
+		uint32_t sid;
+		uint8_t *buf;
+		size_t size, valid;
+	} b[PEND_MAX];
+	/* cost of our flushes, for NVLPROF_VERBOSE */
+	uint64_t flushes, flush_ns, flush_max, drain_ns, drain_max, buffers;
+} Q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void finish_buffer(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
+                          int ours)
+{
+	if (buf && nvlp_share_complete(ctx, sid, buf, size, valid, ours))
+		return;
+	if (ours)
+		free(buf);
+}
+
 void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
                                       size_t valid)
 {
 	int st = nvlp_cupti_state();
-	if (buf && valid && st == NVLP_CS_ACTIVE)
-		process_buffer(buf, valid);
 	size_t dropped = 0;
 	if (st == NVLP_CS_ACTIVE && nvlp_cu.cuptiActivityGetNumDroppedRecords &&
 	    nvlp_cu.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
@@ -411,10 +440,57 @@ void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t
 		          dropped);
 	}
 	int ours = buf ? own_take(buf) : 0;
-	if (buf && nvlp_share_complete(ctx, stream_id, buf, size, valid, ours))
-		return;
-	if (ours)
-		free(buf);
+	if (ours && st == NVLP_CS_ACTIVE && !nvlp_share_client()) {
+		pthread_mutex_lock(&Q.mu);
+		if (Q.n < PEND_MAX) {
+			Q.b[Q.n++] = (struct pend){ctx, stream_id, buf, size, valid};
+			Q.buffers++;
+			pthread_mutex_unlock(&Q.mu);
+			return;
+		}
+		pthread_mutex_unlock(&Q.mu); /* queue full: convert here rather than lose them */
+	}
+	if (buf && valid && st == NVLP_CS_ACTIVE)
+		process_buffer(buf, valid);
+	finish_buffer(ctx, stream_id, buf, size, valid, ours);
+}
+
+void nvlp_cupti_drain(void)
+{
+	for (;;) {
+		struct pend b[PEND_MAX];
+		pthread_mutex_lock(&Q.mu);
+		int n = Q.n;
+		memcpy(b, Q.b, (size_t)n * sizeof b[0]);
+		Q.n = 0;
+		pthread_mutex_unlock(&Q.mu);
+		if (!n)
+			return;
+		for (int i = 0; i < n; i++) {
+			if (b[i].valid)
+				process_buffer(b[i].buf, b[i].valid);
+			finish_buffer(b[i].ctx, b[i].sid, b[i].buf, b[i].size, b[i].valid, 1);
+		}
+	}
+}
+
+/* One flush of CUPTI's buffers, then their conversion; timed for NVLPROF_VERBOSE. */
+static void flush_and_drain(uint32_t flag)
+{
+	uint64_t t0 = nvlp_now();
+	nvlp_cu.cuptiActivityFlushAll(flag);
+	uint64_t t1 = nvlp_now();
+	nvlp_cupti_drain();
+	uint64_t t2 = nvlp_now();
+	pthread_mutex_lock(&Q.mu);
+	Q.flushes++;
+	Q.flush_ns += t1 - t0;
+	Q.drain_ns += t2 - t1;
+	if (t1 - t0 > Q.flush_max)
+		Q.flush_max = t1 - t0;
+	if (t2 - t1 > Q.drain_max)
+		Q.drain_max = t2 - t1;
+	pthread_mutex_unlock(&Q.mu);
 }
 
 /* ---- start / stop ---- */
@@ -852,7 +928,7 @@ void nvlp_cupti_periodic_flush(void)
 {
 	if (nvlp_cupti_state() != NVLP_CS_ACTIVE)
 		return;
-	nvlp_cu.cuptiActivityFlushAll(0);
+	flush_and_drain(0);
 	clock_pair();
 }
 
@@ -879,7 +955,7 @@ void nvlp_cupti_stop(void)
 		 * through libnvperf_host, whose fate at exit we control less. The sampler stops
 		 * first so that its periodic flush never runs alongside this one. */
 		nvlp_link_stop_thread();
-		nvlp_cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		flush_and_drain(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		clock_pair();
 		nvlp_kick_writer();
 		nvlp_link_stop();
@@ -889,10 +965,17 @@ void nvlp_cupti_stop(void)
 			          "%llu GPU activity records lost: the trace writer had no room "
 			          "within 1 s",
 			          (unsigned long long)lost);
-		if (nvlp_cfg()->verbose)
+		if (nvlp_cfg()->verbose) {
 			nvlp_warn("GPU activity: %llu records, %llu dropped by CUPTI, %llu lost",
 			          (unsigned long long)S.records,
 			          (unsigned long long)S.dropped_total, (unsigned long long)lost);
+			nvlp_warn(
+			    "CUPTI: %llu buffers; %llu forced flushes, in cuptiActivityFlushAll "
+			    "%.2f ms (max %.2f), converting after them %.2f ms (max %.2f)",
+			    (unsigned long long)Q.buffers, (unsigned long long)Q.flushes,
+			    Q.flush_ns / 1e6, Q.flush_max / 1e6, Q.drain_ns / 1e6,
+			    Q.drain_max / 1e6);
+		}
 		/* records arriving from now on (Kineto's flushes) are relayed, not recorded */
 		__atomic_store_n(&S.state, NVLP_CS_ASIDE, __ATOMIC_RELEASE);
 	}
@@ -907,6 +990,8 @@ void nvlp_cupti_atfork_child(void)
 	pthread_mutex_init(&S.buf_mu, NULL);
 	pthread_mutex_init(&S.conv_mu, NULL);
 	pthread_mutex_init(&S.load_mu, NULL);
+	pthread_mutex_init(&Q.mu, NULL);
+	Q.n = 0; /* the parent's queued buffers are its own to convert */
 	pthread_mutex_init(&start_mu, NULL);
 	memset(sid_cache, 0, sizeof sid_cache);
 	nvlp_link_atfork_child();

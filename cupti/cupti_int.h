@@ -166,6 +166,10 @@ int nvlp_cupti_we_enabled(int kind);
 void CUPTIAPI nvlp_cupti_buf_request(uint8_t **buf, size_t *size, size_t *max_records);
 void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
                                       size_t valid);
+/*! Convert the completed buffers the callback queued (after a flush returns). */
+void nvlp_cupti_drain(void);
+/*! share.c: 1 while another client (Kineto) has registered buffer callbacks with us. */
+int nvlp_share_client(void);
 /*! share.c: Kineto's request callback if it should supply this buffer, else NULL. */
 CUpti_BuffersCallbackRequestFunc nvlp_share_request_cb(void);
 /*! share.c: hand a completed buffer (already processed by us) to Kineto, filtered to its kinds.

@@ -75,7 +75,7 @@ typedef struct {
  * fields are per link (scopeId = link; scopeId 0 alone saw 1/18 of the traffic on H200): every
  * link is read and summed, links that do not exist answer an error and count nothing. */
 static const unsigned NVML_FIELDS[6] = {138, 139, 140, 141, 197, 198};
-#define NVML_LINKS 18                  /* NVML_NVLINK_MAX_LINKS */
+#define NVML_LINKS 18                /* NVML_NVLINK_MAX_LINKS */
 #define NVML_NV (4 * NVML_LINKS + 2) /* values read per sample */
 static struct {
 	int (*init)(void);
@@ -467,7 +467,8 @@ static void nvml_sample(int dev, struct gpu *g)
 	nvml_field_value v[NVML_NV];
 	memset(v, 0, sizeof v);
 	for (int i = 0; i < NVML_NV; i++) { /* [4 * link + field] for NVLink, then the 2 PCIe */
-		v[i].fieldId = i < 4 * NVML_LINKS ? NVML_FIELDS[i % 4] : NVML_FIELDS[4 + i - 4 * NVML_LINKS];
+		v[i].fieldId =
+		    i < 4 * NVML_LINKS ? NVML_FIELDS[i % 4] : NVML_FIELDS[4 + i - 4 * NVML_LINKS];
 		v[i].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0;
 	}
 	uint64_t t = nvlp_now();
@@ -620,13 +621,16 @@ static void *sampler(void *arg)
 {
 	(void)arg;
 	const struct nvlp_config *cfg = nvlp_cfg();
-	long flush_ms = cfg->flush_ms < 100 ? 100 : cfg->flush_ms > 1000 ? 1000 : cfg->flush_ms;
+	/* cuptiActivityFlushAll holds up the application's kernel launches for several ms (measured
+	 * on H200: 4-11 ms per flush, a stalled training step each time), so it runs rarely; CUPTI
+	 * hands over full buffers by itself, and those are converted at the next wake-up here. */
+	long flush_ms = cfg->gpu_flush_ms > 0 && cfg->gpu_flush_ms < 100 ? 100 : cfg->gpu_flush_ms;
 	uint64_t nvml_ns = cfg->sample_us * 1000ull < 10000000ull
 	                       ? 10000000ull
 	                       : (uint64_t)cfg->sample_us * 1000ull;
 	uint64_t now = nvlp_now();
-	uint64_t next_flush = now + ms_ns(flush_ms), next_decode = now + DECODE_NS,
-	         next_nvml = now + nvml_ns;
+	uint64_t next_flush = flush_ms ? now + ms_ns(flush_ms) : UINT64_MAX,
+	         next_decode = now + DECODE_NS, next_nvml = now + nvml_ns;
 	after_load(); /* libcuda and libcupti came in just before we were started */
 	pthread_mutex_lock(&L.mu);
 	while (!L.stop) {
@@ -676,6 +680,8 @@ static void *sampler(void *arg)
 		if (now >= next_flush) {
 			nvlp_cupti_periodic_flush();
 			next_flush = nvlp_now() + ms_ns(flush_ms);
+		} else {
+			nvlp_cupti_drain(); /* full buffers CUPTI completed on its own */
 		}
 		pthread_mutex_lock(&L.mu);
 	}

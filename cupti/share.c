@@ -34,7 +34,8 @@ static struct {
 	CUpti_BuffersCallbackRequestFunc req; /* the other client's (Kineto's) callbacks */
 	CUpti_BuffersCallbackCompleteFunc comp;
 	unsigned char kinds[CUPTI_ACTIVITY_KIND_COUNT]; /* kinds it has enabled */
-	unsigned char relay[CUPTI_ACTIVITY_KIND_COUNT]; /* enabled, or disabled since its last flush */
+	/* kinds enabled, or disabled since its last flush */
+	unsigned char relay[CUPTI_ACTIVITY_KIND_COUNT];
 	int nkinds, nrelay;
 	uint8_t *res; /* one of its buffers, held so that it always has one to flush */
 	size_t res_size;
@@ -133,7 +134,8 @@ static void reserve_take(void)
 		return;
 	K.res_size = size;
 	uint8_t *expect = NULL;
-	if (!__atomic_compare_exchange_n(&K.res, &expect, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	if (!__atomic_compare_exchange_n(&K.res, &expect, b, 0, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE) &&
 	    K.comp)
 		K.comp(NULL, 0, b, size, 0); /* another thread took one first */
 }
@@ -240,6 +242,11 @@ CUpti_BuffersCallbackRequestFunc nvlp_share_request_cb(void)
 	return (K.req && K.nkinds > 0) ? K.req : NULL;
 }
 
+int nvlp_share_client(void)
+{
+	return __atomic_load_n(&K.comp, __ATOMIC_ACQUIRE) != NULL;
+}
+
 int nvlp_share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
                         int ours)
 {
@@ -336,6 +343,8 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	/* completions come to us, then to the client; then it gets its reserve back (its flush
 	 * takes the buffers completed by then), and a new one if it still traces */
 	CUptiResult r = nvlp_cu.cuptiActivityFlushAll(flag);
+	nvlp_cupti_drain(); /* buffers queued before the client came, relayed before its flush ends
+	                     */
 	reserve_return();
 	relay_trim();
 	reserve_take();
@@ -367,7 +376,8 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 	/* torch.profiler (Kineto) drops every GPU record outside its window as measured by its
 	 * own clock (the system clock): keeping ours left its trace without a single kernel (seen
 	 * on the GPU machine). So its callback wins; ours tells the clocks apart by magnitude
-	 * (nvlp_cupti_ts: epoch-sized values are CLOCK_REALTIME, converted by the latest pairing). */
+	 * (nvlp_cupti_ts: epoch-sized values are CLOCK_REALTIME, converted by the latest pairing).
+	 */
 	if (collecting() && !__atomic_exchange_n(&K.noted_ts, 1, __ATOMIC_ACQ_REL))
 		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
 		          "another client's CUPTI timestamp callback installed: later activity "

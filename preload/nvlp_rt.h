@@ -1,4 +1,5 @@
-/* nvlp_rt.h: the shim's runtime, used by every hook: switch, config, clock, per-thread recording. */
+/* nvlp_rt.h: the shim's runtime, used by every hook: switch, config, clock, per-thread recording.
+ */
 #ifndef NVLP_RT_H
 #define NVLP_RT_H
 
@@ -26,19 +27,23 @@ static inline int nvlp_is_active(void)
 	return __atomic_load_n(&nvlp_active, __ATOMIC_RELAXED);
 }
 
-/* Configuration from the environment, parsed once at load; bad values warned once, defaults kept. */
+/* Configuration from the environment, parsed once at load; bad values warned once, defaults kept.
+ */
 struct nvlp_config {
-	int disable;      /* NVLPROF_DISABLE=1 */
-	int stacks;       /* NVLPROF_STACKS (default 1) */
-	int cupti;        /* NVLPROF_CUPTI (default 1) */
-	int um;           /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
-	int verbose;      /* NVLPROF_VERBOSE=1: print what was collected at exit */
-	long sample_us;   /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
-	int links_nvml;   /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
-	int nccl_plugin;  /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin interface */
-	long buffer_kb;   /* NVLPROF_BUFFER_KB per thread (default 1024) */
-	long flush_ms;    /* NVLPROF_FLUSH_MS (default 500, max 1000) */
-	char dir[4096];   /* NVLPROF_DIR (default ./nvlprof-traces) */
+	int disable;     /* NVLPROF_DISABLE=1 */
+	int stacks;      /* NVLPROF_STACKS (default 1) */
+	int cupti;       /* NVLPROF_CUPTI (default 1) */
+	int um;          /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
+	int verbose;     /* NVLPROF_VERBOSE=1: print what was collected at exit */
+	long sample_us;  /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
+	int links_nvml;  /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
+	int nccl_plugin; /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin interface
+	                  */
+	long buffer_kb;  /* NVLPROF_BUFFER_KB per thread (default 1024) */
+	long flush_ms;   /* NVLPROF_FLUSH_MS (default 500, max 1000) */
+	long gpu_flush_ms; /* NVLPROF_GPU_FLUSH_MS: forced CUPTI flush period (default 10000; 0 =
+	                    * only full buffers and exit) */
+	char dir[4096];    /* NVLPROF_DIR (default ./nvlprof-traces) */
 };
 const struct nvlp_config *nvlp_cfg(void);
 
@@ -54,7 +59,7 @@ struct nvlp_tls {
 };
 /* Defined in runtime.c; inline access so the hot path pays no call for it. */
 extern __thread struct nvlp_tls nvlp_tls_state
-	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern volatile unsigned nvlp_tls_epoch __attribute__((visibility("hidden")));
 /*! First use on a thread, or after a fork: (re)initialise the thread's state. */
 struct nvlp_tls *nvlp_tls_renew(void);
@@ -89,15 +94,16 @@ static inline void nvlp_emit_commit(const struct nvlp_emit_slot *slot)
 /*! Same for bulk producers off the application's threads (CUPTI buffer callbacks, samplers):
  * waits up to timeout_ms for room instead of dropping at once. */
 int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t blob_len,
-		   int timeout_ms);
+                   int timeout_ms);
 /*! Emit a NOTE record (code: enum nvlp_note_code) with a printf-style message. */
 void nvlp_note(unsigned code, int device, uint64_t value, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /*! Print "nvlprof: <message>" once per call site (msg_key: any stable pointer, e.g. a literal). */
 void nvlp_warn_once(const void *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*! Print "nvlprof: <message>" (not rate-limited; for startup only). */
 void nvlp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on failure. */
+/*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on failure.
+ */
 uint64_t nvlp_intern(const char *s);
 /*! Per-process unique increasing id for intercepted calls (correlation). */
 extern uint64_t nvlp_call_ids __attribute__((visibility("hidden")));
@@ -123,7 +129,8 @@ uint64_t nvlp_cupti_stream_id(void *stream);
 void nvlp_cupti_managed_seen(void);
 
 /* Provided by preload/stacks.c. */
-/*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if off. */
+/*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if off.
+ */
 uint64_t nvlp_stack_capture(void);
 
 #ifdef __cplusplus

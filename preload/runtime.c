@@ -51,6 +51,7 @@ static struct nvlp_config cfg = {
     .nccl_plugin = 1,
     .buffer_kb = 1024,
     .flush_ms = 500,
+    .gpu_flush_ms = 10000,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
@@ -134,6 +135,7 @@ static void cfg_parse(void)
 	/* 64 KiB floor: a ring must hold the largest ordinary record several times over. */
 	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 1L << 20);
 	cfg_long("NVLPROF_FLUSH_MS", &cfg.flush_ms, 1, 1000);
+	cfg_long("NVLPROF_GPU_FLUSH_MS", &cfg.gpu_flush_ms, 0, 3600000);
 
 	/* Resolved against the start-up directory, so a later chdir() does not move the traces. */
 	const char *dir = getenv("NVLPROF_DIR");
@@ -441,8 +443,8 @@ static void *writer_main(void *arg)
 			/* A signal handler asked for the end of the trace. It is done on a helper
 			 * thread (locks and allocation are fine there) while this one keeps
 			 * draining: CUPTI's flush and samplers emit through rings and wait for room
-			 * (seen on the GPU machine: ending on this thread alone missed the handler's
-			 * deadline). The helper answers the handler when done. */
+			 * (seen on the GPU machine: ending on this thread alone missed the
+			 * handler's deadline). The helper answers the handler when done. */
 			stopper_started = 1;
 			pthread_t t;
 			if (pthread_create(&t, NULL, stopper_main, NULL) == 0) {

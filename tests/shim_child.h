@@ -5,6 +5,7 @@
 #include <link.h>     /* dl_iterate_phdr */
 #include <limits.h>   /* PATH_MAX */
 #include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* setenv, unsetenv */
 #include <string.h>   /* strstr */
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* readlink */
@@ -42,6 +43,23 @@ static inline void shim_preload_value(char *out, size_t len, const char *lib)
 	char san[PATH_MAX] = "";
 	dl_iterate_phdr(shim_san_cb, san);
 	snprintf(out, len, "%s%s%s", san, san[0] ? ":" : "", lib);
+}
+
+/* In a forked child, before exec: run under the shim (after the sanitizer runtime if any), trace
+ * into dir, link counters every sample_us (the string as the variable takes it), everything else
+ * at its default (no inherited NVLPROF_UM/FLUSH_MS/GPU_FLUSH_MS/DISABLE, no injection path). */
+static inline void shim_child_env(const char *lib, const char *dir, const char *sample_us)
+{
+	char pre[2 * PATH_MAX + 64];
+	shim_preload_value(pre, sizeof pre, lib);
+	setenv("LD_PRELOAD", pre, 1);
+	setenv("NVLPROF_DIR", dir, 1);
+	setenv("NVLPROF_SAMPLE_US", sample_us, 1);
+	unsetenv("NVLPROF_UM");
+	unsetenv("NVLPROF_FLUSH_MS");
+	unsetenv("NVLPROF_GPU_FLUSH_MS");
+	unsetenv("NVLPROF_DISABLE");
+	unsetenv("CUDA_INJECTION64_PATH");
 }
 
 /* Wait for a child: its exit status, or 128 + the signal that killed it. */

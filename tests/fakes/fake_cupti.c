@@ -180,7 +180,11 @@ CUptiResult fake_nvperf_evaluate(CUpti_Profiler_Host_EvaluateToGpuValues_Params 
 #else /* libcupti */
 
 #include <cupti.h>
+#include <pthread.h> /* pthread_mutex_t */
 
+/* CUPTI is thread-safe: record production (the application's thread) and flushes (the shim's
+ * sampler thread) take this lock. Recursive: a completion callback may call back into CUPTI. */
+static pthread_mutex_t act_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static CUpti_BuffersCallbackRequestFunc req_cb;
 static CUpti_BuffersCallbackCompleteFunc comp_cb;
 static CUpti_TimestampCallbackFunc ts_cb;
@@ -191,7 +195,9 @@ static uint64_t serial;
 
 void fake_cupti_generate(int kind, int n)
 {
+	pthread_mutex_lock(&act_mu);
 	pending[kind] += n;
+	pthread_mutex_unlock(&act_mu);
 }
 int fake_cupti_enabled(int kind)
 {
@@ -208,10 +214,12 @@ static size_t held_size, held_used;
 void fake_cupti_hold_buffer(void)
 {
 	size_t max = 0;
+	pthread_mutex_lock(&act_mu);
 	if (req_cb && !held) {
 		req_cb(&held, &held_size, &max);
 		held_used = 0;
 	}
+	pthread_mutex_unlock(&act_mu);
 }
 
 static size_t rec_size(int kind)
@@ -334,19 +342,25 @@ CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                            CUpti_BuffersCallbackCompleteFunc c)
 {
+	pthread_mutex_lock(&act_mu);
 	req_cb = r, comp_cb = c;
+	pthread_mutex_unlock(&act_mu);
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 {
 	if (!rec_size((int)k) && k != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
 		return CUPTI_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&act_mu);
 	enabled[k] = 1;
+	pthread_mutex_unlock(&act_mu);
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
+	pthread_mutex_lock(&act_mu);
 	enabled[k] = 0;
+	pthread_mutex_unlock(&act_mu);
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityEnableContext(CUcontext c, CUpti_ActivityKind k)
@@ -398,20 +412,26 @@ static CUptiResult produce(void)
 /* Record now what was generated (as the GPU does while a kind is enabled), without completing. */
 void fake_cupti_materialize(void)
 {
+	pthread_mutex_lock(&act_mu);
 	if (req_cb && comp_cb)
 		produce();
+	pthread_mutex_unlock(&act_mu);
 }
 CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	(void)flag;
-	if (!req_cb || !comp_cb)
+	pthread_mutex_lock(&act_mu);
+	if (!req_cb || !comp_cb) {
+		pthread_mutex_unlock(&act_mu);
 		return CUPTI_SUCCESS;
+	}
 	CUptiResult r = produce();
 	if (held) {
 		uint8_t *b = held;
 		held = NULL;
 		comp_cb(NULL, 0, b, held_size, held_used);
 	}
+	pthread_mutex_unlock(&act_mu);
 	return r;
 }
 CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *n)

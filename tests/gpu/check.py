@@ -265,59 +265,83 @@ def cmd_torchprof(d, prefix, base_prefix=None):
 
 
 def cmd_launch(logdir):
-    """launch_cost side by side: host ns per kernel launch by configuration, and what it adds."""
+    """launch_cost side by side: per-kernel cost by configuration (host enqueue, GPU-bound, and
+    step-like latency with a sync every 54 kernels), and what each part of nvlprof adds."""
     import glob
     import re
     import statistics as st
-    med = {}
-    for kind in ("base", "prof", "nopm", "api"):
-        vals = []
+    pats = (("host", r"launch_cost: median ([0-9.]+) ns/launch", "ns per launch (host enqueue)"),
+            ("gpu", r"gpu_bound: median ([0-9.]+) ns/kernel", "ns per kernel (GPU-bound)"),
+            ("step", r"sync_steps: median ([0-9.]+) us/step", "us per 54-kernel synced step"))
+    kinds = ("base", "prof", "nopm", "api")
+    med = {m: {k: [] for k in kinds} for m, _, _ in pats}
+    for kind in kinds:
         for f in sorted(glob.glob(f"{logdir}/launch_{kind}_*.log")):
-            m = re.search(r"median ([0-9.]+) ns/launch", open(f).read())
-            if m:
-                vals.append(float(m.group(1)))
-        med[kind] = vals
-        print(f"launch_cost {kind}: {vals}")
-    check(all(med[k] for k in med), "launch: every configuration ran", str({k: len(v) for k, v in med.items()}))
-    if all(med[k] for k in med):
-        b = st.median(med["base"])
-        for k, what in (("prof", "everything on"), ("nopm", "CUPTI activity, no link counters"), ("api", "API capture only")):
-            print(f"launch_cost: {what}: +{st.median(med[k]) - b:.0f} ns per launch over {b:.0f} ns")
+            text = open(f).read()
+            for m, rx, _ in pats:
+                x = re.search(rx, text)
+                if x:
+                    med[m][kind].append(float(x.group(1)))
+    for m, _, unit in pats:
+        print(f"launch {m}: " + "; ".join(f"{k} {med[m][k]}" for k in kinds))
+    check(all(med["host"][k] for k in kinds), "launch: every configuration ran",
+          str({k: len(med["host"][k]) for k in kinds}))
+    for m, _, unit in pats:
+        if not all(med[m][k] for k in kinds):
+            continue
+        b = st.median(med[m]["base"])
+        for k, what in (("prof", "everything on"), ("nopm", "CUPTI activity, no link counters"),
+                        ("api", "API capture only")):
+            d = st.median(med[m][k]) - b
+            print(f"launch {m}: {what}: {d:+.2f} {unit} over {b:.2f} ({d / b * 100:+.1f}%)")
 
 
 def cmd_overhead(logdir, prefix="ovh"):
+    """Step time side by side, paired by round. The mean step time (after 5 warm-up steps) is what
+    a job pays, stalls included; the median is shown too, because it hides stalls."""
     import glob
-    def med(kind):
-        vals = []
-        for f in sorted(glob.glob(f"{logdir}/{prefix}_{kind}_*.json")):
-            vals.append(json.load(open(f))["median_ms"])
-        return vals
-    b, p, a = med("base"), med("prof"), med("api")
     import statistics as st
-    if not b or not p:
+    kinds = (("base", "without nvlprof"), ("prof", "everything on"), ("api", "API capture only"),
+             ("nopm", "no link counters"), ("alt", "other build (OVH_ALT)"))
+    runs = {}
+    for kind, _ in kinds:
+        runs[kind] = [t[5:] if len(t) > 5 else t for t in
+                      (json.load(open(f))["step_ms"] for f in sorted(glob.glob(f"{logdir}/{prefix}_{kind}_*.json")))]
+    if not runs["base"] or not runs["prof"]:
         check(False, "overhead: runs produced timings")
-        return
-    rb, rp = st.median(b), st.median(p)
-    ra = st.median(a) if a else float("nan")
-    print(f"overhead{'' if prefix == 'ovh' else ' ' + prefix}: base {b} prof {p} api-only {a}")
-    def paired(xs, ys, what):
+        return {}
+
+    def paired(kind, what, stat):
+        xs = [stat(t) for t in runs["base"]]
+        ys = [stat(t) for t in runs[kind]]
         if len(xs) != len(ys) or not xs:
             return float("nan")
         r = [y / x for x, y in zip(xs, ys)]
         m = st.mean(r)
         half = 2 * st.stdev(r) / len(r) ** 0.5 if len(r) > 1 else float("nan")
-        print(f"overhead per round ({what} / base): " + " ".join(f"{v:.3f}" for v in r) +
-              f"; mean {m:.4f} (+-{half:.4f}, 2 standard errors)")
+        print(f"overhead {stat.__name__} step ({what} / base): " + " ".join(f"{v:.3f}" for v in r) +
+              f"; mean {(m - 1) * 100:+.2f}% (+-{half * 100:.2f}%, 2 standard errors)")
         return m
-    mp = paired(b, p, "everything on")
-    ma = paired(b, a, "API only")
-    n = med("nopm")
-    if n:
-        paired(b, n, "no link counters")
-    check(mp <= 1.02, "overhead: everything on within 2% of step time (mean of paired rounds)",
-          f"medians: base {rb:.3f} ms, nvlprof {rp:.3f} ms; paired mean {(mp - 1) * 100:+.2f}%")
-    check(ma <= 1.01, "overhead: API capture within 1% of step time (mean of paired rounds)",
-          f"medians: base {rb:.3f} ms, api-only {ra:.3f} ms; paired mean {(ma - 1) * 100:+.2f}%")
+    res = {}
+    for stat in (st.mean, st.median):
+        print(f"overhead {stat.__name__} step ms: " + "; ".join(
+            f"{k} " + " ".join(f"{stat(t):.3f}" for t in runs[k]) for k, _ in kinds if runs[k]))
+        for kind, what in kinds[1:]:
+            if runs[kind]:
+                res[(kind, stat.__name__)] = paired(kind, what, stat)
+    # stalls: steps well above their run's median
+    for kind, _ in kinds:
+        if runs[kind]:
+            slow = sum(sum(1 for x in t if x > 1.25 * st.median(t)) for t in runs[kind])
+            n = sum(len(t) for t in runs[kind])
+            print(f"overhead stalls {kind}: {slow} of {n} steps above 1.25x their run's median")
+    mp, ma = res[("prof", "mean")], res.get(("api", "mean"), float("nan"))
+    check(mp <= 1.02, "overhead: everything on within 2% of mean step time (paired rounds)",
+          f"{(mp - 1) * 100:+.2f}%")
+    if runs["api"]:
+        check(ma <= 1.01, "overhead: API capture within 1% of mean step time (paired rounds)",
+              f"{(ma - 1) * 100:+.2f}%")
+    return res
 
 
 COLLS = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclBcast", "ncclReduce"}

@@ -1,7 +1,12 @@
-// launch_cost.cu: host time per kernel launch, the cost CUPTI kernel tracing adds to every launch.
+// launch_cost.cu: what CUPTI kernel tracing adds to every kernel, on the host and on the GPU.
 // Run it side by side without and with nvlprof (and with parts of nvlprof off) to split the
-// overhead seen on a training step into per-launch cost x launches per step (run_gpu.sh launch).
-//   launch_cost [LAUNCHES=200000] [ROUNDS=5]   prints: launch_cost: median N ns/launch ...
+// overhead seen on a training step into per-kernel cost x kernels per step (run_gpu.sh launch).
+//   launch_cost [LAUNCHES=200000] [ROUNDS=5]   prints three medians over ROUNDS:
+//     launch_cost: median N ns/launch        host enqueue time of an empty kernel (host cost)
+//     gpu_bound: median N ns/kernel          wall time per 2000-cycle kernel, queued back to back
+//                                            (the GPU is the bottleneck: GPU-side cost)
+//     sync_steps: median N us/step           54 such kernels then a stream sync, like one small
+//                                            training step (latency as a step sees it)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +19,21 @@ __global__ void empty_kernel(int *p)
 {
 	if (p && threadIdx.x == 1024) // never true: the kernel does nothing, but is not optimised away
 		*p = 1;
+}
+
+__global__ void spin_kernel(long long cycles, int *p)
+{
+	long long t0 = clock64();
+	while (clock64() - t0 < cycles) {
+	}
+	if (p && threadIdx.x == 1024)
+		*p = 1;
+}
+
+static double median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	return v[v.size() / 2];
 }
 
 #define CK(x)                                                                                      \
@@ -53,5 +73,41 @@ int main(int argc, char **argv)
 	std::sort(s.begin(), s.end());
 	printf("launch_cost: median %.1f ns/launch over %d rounds of %ld (min %.1f, max %.1f)\n",
 	       s[s.size() / 2], rounds, n, s.front(), s.back());
+	fflush(stdout);
+
+	// GPU-bound: kernels of 2000 cycles (~1 us) queued faster than the GPU runs them
+	const long long cyc = 2000;
+	long ng = n / 4;
+	std::vector<double> g;
+	for (int r = 0; r < rounds; r++) {
+		auto t0 = std::chrono::steady_clock::now();
+		for (long i = 0; i < ng; i++)
+			spin_kernel<<<1, 32, 0, st>>>(cyc, nullptr);
+		CK(cudaStreamSynchronize(st));
+		auto t1 = std::chrono::steady_clock::now();
+		g.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)ng);
+	}
+	CK(cudaGetLastError());
+	printf("gpu_bound: median %.1f ns/kernel over %d rounds of %ld kernels of %lld cycles\n",
+	       median(g), rounds, ng, cyc);
+	fflush(stdout);
+
+	// step-like: 54 kernels then a sync (the DDP example launches ~54 kernels per step)
+	const int per_step = 54;
+	long steps = n / 100;
+	std::vector<double> sv;
+	for (int r = 0; r < rounds; r++) {
+		auto t0 = std::chrono::steady_clock::now();
+		for (long k = 0; k < steps; k++) {
+			for (int i = 0; i < per_step; i++)
+				spin_kernel<<<1, 32, 0, st>>>(cyc, nullptr);
+			CK(cudaStreamSynchronize(st));
+		}
+		auto t1 = std::chrono::steady_clock::now();
+		sv.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)steps);
+	}
+	CK(cudaGetLastError());
+	printf("sync_steps: median %.2f us/step over %d rounds of %ld steps of %d kernels\n",
+	       median(sv), rounds, steps, per_step);
 	return 0;
 }

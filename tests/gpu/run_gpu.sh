@@ -87,16 +87,21 @@ if want overhead; then
 	ovh() {
 		case $1 in
 		base) $PY $DDP --steps $S --json $L/ovh_base_$2.json >$L/ovh_base_$2.log 2>&1 ;;
-		prof) $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
+		prof) NVLPROF_VERBOSE=1 $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
 		api) NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$2 -- $PY $DDP --steps $S --json $L/ovh_api_$2.json >$L/ovh_api_$2.log 2>&1 ;;
 		nopm) NVLPROF_SAMPLE_US=0 $NV run -o /tmp/nvlp-ovh-nopm-$2 -- $PY $DDP --steps $S --json $L/ovh_nopm_$2.json >$L/ovh_nopm_$2.log 2>&1 ;;
+		alt) env NVLPROF_VERBOSE=1 $OVH_ALT_ENV ${OVH_ALT_NV:-$NV} run -o /tmp/nvlp-ovh-alt-$2 -- $PY $DDP --steps $S --json $L/ovh_alt_$2.json >$L/ovh_alt_$2.log 2>&1 ;;
 		esac
 	}
 	for i in $(seq 1 $R); do
 		case $((i % 3)) in
 		1) order="base prof api" ;; 2) order="prof api base" ;; 0) order="api base prof" ;;
 		esac
+		# OVH_PAIRS=1: only without / everything on, order swapped every round (more pairs per minute)
+		if [ -n "${OVH_PAIRS:-}" ]; then [ $((i % 2)) = 1 ] && order="base prof" || order="prof base"; fi
 		[ -n "${OVH_NOPM:-}" ] && order="$order nopm" # everything but the link counters
+		# A/B of a change: OVH_ALT_ENV="VAR=value ..." and/or OVH_ALT_NV=another build's nvlprof
+		[ -n "${OVH_ALT_ENV:-}${OVH_ALT_NV:-}" ] && order="$order alt"
 		for k in $order; do ovh $k $i; done
 	done
 	$PY tests/gpu/check.py overhead $L

@@ -98,21 +98,14 @@ static int run_child(const char *self, const char *lib, const char *dir, const s
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		char pre[2 * PATH_MAX + 64], wait[16], base[16];
-		shim_preload_value(pre, sizeof pre, lib);
+		char wait[16], base[16];
 		snprintf(wait, sizeof wait, "%d", sc->wait_progress);
 		snprintf(base, sizeof base, "%u", uuid_base);
-		setenv("LD_PRELOAD", pre, 1);
-		setenv("NVLPROF_DIR", dir, 1);
-		setenv("NVLPROF_SAMPLE_US", "1000", 1);
+		shim_child_env(lib, dir, "1000"); /* default flushes: the program ends before one */
 		setenv("FAKE_CUPTI_PM", "1", 1);
 		setenv("FAKE_CUPTI_PM_SLOW_MS", sc->slow_ms, 1);
 		setenv("FAKE_CUPTI_PM_ENABLE_MS", sc->enable_ms, 1);
 		setenv("FAKE_CUDA_UUID_BASE", base, 1);
-		unsetenv("NVLPROF_FLUSH_MS"); /* default 500 ms: the program ends before a flush */
-		unsetenv("NVLPROF_UM");
-		unsetenv("CUDA_INJECTION64_PATH");
-		unsetenv("NVLPROF_DISABLE");
 		execl(self, self, "child", wait, (char *)NULL);
 		_exit(127);
 	}

@@ -184,14 +184,7 @@ static int run_child(const char *self, const char *lib, const char *dir, int no_
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		char pre[2 * PATH_MAX + 64];
-		shim_preload_value(pre, sizeof pre, lib);
-		setenv("LD_PRELOAD", pre, 1);
-		setenv("NVLPROF_DIR", dir, 1);
-		setenv("NVLPROF_SAMPLE_US", "1000", 1);
-		unsetenv("NVLPROF_UM");
-		unsetenv("CUDA_INJECTION64_PATH");
-		unsetenv("NVLPROF_DISABLE");
+		shim_child_env(lib, dir, "1000");
 		if (kineto_first)
 			setenv("KINETO_FIRST", "1", 1);
 		else
