@@ -241,7 +241,19 @@ def kineto_counts(prefix):
     return out
 
 
-def cmd_torchprof(d, prefix, base_prefix=None):
+def runtime_names(prefix):
+    """CUDA runtime call names in rank 0's torch.profiler trace, with their count."""
+    import collections
+    import glob
+    fs = sorted(glob.glob(prefix + ".rank*.json"))
+    try:
+        ev = json.load(open(fs[0])).get("traceEvents", []) if fs else []
+    except Exception:  # noqa
+        ev = []
+    return collections.Counter(e.get("name") for e in ev if e.get("cat") == "cuda_runtime")
+
+
+def cmd_torchprof(d, prefix, base_prefix=None, noplugin_prefix=None):
     got = kineto_counts(prefix)
     print(f"torch.profiler under nvlprof (kernels, nccl kernels, cuda_runtime, of which cudaPointerGetAttributes apart) per rank: {got}")
     ok = len(got) == 2 and all(k >= 50 and n >= 5 and rt >= 50 for k, n, rt, _ in got.values())
@@ -254,6 +266,15 @@ def cmd_torchprof(d, prefix, base_prefix=None):
             for r in base if r in got)
         check(same and base and all(v[0] > 0 for v in base.values()), "torch.profiler: as many kernels and runtime calls as without nvlprof (within 10%)",
               f"with {got} without {base}")
+        rb = runtime_names(base_prefix)
+        for what, pre in (("nvlprof", prefix), ("nvlprof, NVLPROF_NCCL_PLUGIN=0", noplugin_prefix)):
+            if not pre:
+                continue
+            r = runtime_names(pre)
+            diff = {n: r[n] - rb[n] for n in set(r) | set(rb) if r[n] != rb[n]}
+            print(f"torch.profiler runtime calls, rank 0, {what} minus without nvlprof: {diff}")
+    if noplugin_prefix:
+        print(f"torch.profiler under nvlprof with NVLPROF_NCCL_PLUGIN=0: {kineto_counts(noplugin_prefix)}")
     recs = dump(d)
     kern = [r for r in recs if r.get("kind") == "kernel"]
     ar = [r for r in recs if r.get("kind") == "nccl" and r.get("name") == "ncclAllReduce"]

@@ -68,7 +68,10 @@ if want profiler; then
 	log "DDP with torch.profiler inside the job"
 	$PY $DDP --steps $STEPS --torch-profiler $L/torchprof_base >$L/ddp_torchprof_base.log 2>&1
 	$NV run -o $T/ddp_torchprof -- $PY $DDP --steps $STEPS --torch-profiler $L/torchprof >$L/ddp_torchprof.log 2>&1
-	$PY tests/gpu/check.py torchprof $T/ddp_torchprof $L/torchprof $L/torchprof_base
+	# the same without the NCCL profiler plugin: which extra runtime calls it accounts for
+	NVLPROF_NCCL_PLUGIN=0 $NV run -o /tmp/nvlp-torchprof-noplugin -- $PY $DDP --steps $STEPS \
+		--torch-profiler $L/torchprof_noplugin >$L/ddp_torchprof_noplugin.log 2>&1
+	$PY tests/gpu/check.py torchprof $T/ddp_torchprof $L/torchprof $L/torchprof_base $L/torchprof_noplugin
 fi
 if want launch; then
 	R=${LAUNCH_ROUNDS:-3}
@@ -86,11 +89,11 @@ if want overhead; then
 	log "overhead: $R rounds of $S-step runs without nvlprof, with everything on, with API capture only (order rotated)"
 	ovh() {
 		case $1 in
-		base) $PY $DDP --steps $S --json $L/ovh_base_$2.json >$L/ovh_base_$2.log 2>&1 ;;
-		prof) NVLPROF_VERBOSE=1 $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
-		api) NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$2 -- $PY $DDP --steps $S --json $L/ovh_api_$2.json >$L/ovh_api_$2.log 2>&1 ;;
-		nopm) NVLPROF_SAMPLE_US=0 $NV run -o /tmp/nvlp-ovh-nopm-$2 -- $PY $DDP --steps $S --json $L/ovh_nopm_$2.json >$L/ovh_nopm_$2.log 2>&1 ;;
-		alt) env NVLPROF_VERBOSE=1 $OVH_ALT_ENV ${OVH_ALT_NV:-$NV} run -o /tmp/nvlp-ovh-alt-$2 -- $PY $DDP --steps $S --json $L/ovh_alt_$2.json >$L/ovh_alt_$2.log 2>&1 ;;
+		base) $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_base_$2.json >$L/ovh_base_$2.log 2>&1 ;;
+		prof) NVLPROF_VERBOSE=1 $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
+		api) NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_api_$2.json >$L/ovh_api_$2.log 2>&1 ;;
+		nopm) NVLPROF_SAMPLE_US=0 $NV run -o /tmp/nvlp-ovh-nopm-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_nopm_$2.json >$L/ovh_nopm_$2.log 2>&1 ;;
+		alt) env NVLPROF_VERBOSE=1 $OVH_ALT_ENV ${OVH_ALT_NV:-$NV} run -o /tmp/nvlp-ovh-alt-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_alt_$2.json >$L/ovh_alt_$2.log 2>&1 ;;
 		esac
 	}
 	for i in $(seq 1 $R); do
