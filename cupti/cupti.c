@@ -398,10 +398,11 @@ static void process_buffer(uint8_t *buf, size_t valid)
 }
 
 /* Completed buffers of ours wait here for the sampler thread. CUPTI calls the completion
- * callback from inside its flush (or its worker) and, measured on H200, the application's kernel
- * launches wait while it runs: converting there stalled a DDP step by 5-15 ms at every flush. The
- * callback therefore only queues the buffer; nvlp_cupti_drain converts it after the flush returns.
- * Buffers that Kineto shares are converted at once (its flush must see its records). */
+ * callback from inside its flush or its worker, where the application's kernel launches can wait
+ * on it (a flush itself held them up 4-11 ms on H200); converting a buffer took up to 5 ms more
+ * there. The callback therefore only queues the buffer; nvlp_cupti_drain converts it after the
+ * flush returns. Buffers that Kineto shares are converted at once (its flush must see its
+ * records). */
 #define PEND_MAX 64
 static struct {
 	pthread_mutex_t mu;

@@ -1,4 +1,5 @@
-/* shim_child.h: for C tests that re-run themselves under LD_PRELOAD=libnvlprof.so and read the traces. */
+/* shim_child.h: for C tests that re-run themselves under LD_PRELOAD=libnvlprof.so and read the
+ * traces. */
 #ifndef NVLP_SHIM_CHILD_H
 #define NVLP_SHIM_CHILD_H
 #include <dirent.h>   /* opendir */
@@ -74,7 +75,8 @@ static inline int shim_wait(pid_t pid)
  * file is read (e.g. for nvlp_reader_complete). Unreadable files are named on stdout.
  * @return the number of files read */
 static inline int trace_dir_each(const char *dir,
-                                 void (*on_record)(nvlp_reader *, const struct nvlp_record *, void *),
+                                 void (*on_record)(nvlp_reader *, const struct nvlp_record *,
+                                                   void *),
                                  void (*on_file)(nvlp_reader *, void *), void *arg)
 {
 	int files = 0;
@@ -101,5 +103,44 @@ static inline int trace_dir_each(const char *dir,
 	if (d)
 		closedir(d);
 	return files;
+}
+
+/* What the tests check in a directory of traces: records by kind, NOTEs by code (with the value of
+ * the last one of each code and every message as "name: text" lines), files read and complete. */
+struct trace_summary {
+	unsigned long long kinds[NVLP_K_COUNT], notes[NVLP_NOTE_CODE_COUNT];
+	uint64_t note_value[NVLP_NOTE_CODE_COUNT];
+	int files, complete;
+	char text[4096];
+};
+
+static inline void trace_summary_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct trace_summary *s = arg;
+	if (rec->kind < NVLP_K_COUNT)
+		s->kinds[rec->kind]++;
+	if (rec->kind == NVLP_K_NOTE) {
+		const struct nvlp_rec_note *n = (const void *)rec->f;
+		if (n->code < NVLP_NOTE_CODE_COUNT) {
+			s->notes[n->code]++;
+			s->note_value[n->code] = n->value;
+		}
+		size_t l = strlen(s->text);
+		snprintf(s->text + l, sizeof s->text - l, "%s: %.*s\n",
+		         nvlp_note_name((unsigned)n->code), (int)rec->blob_len,
+		         (const char *)rec->blob);
+	}
+}
+
+static inline void trace_summary_file(nvlp_reader *r, void *arg)
+{
+	((struct trace_summary *)arg)->complete += nvlp_reader_complete(r);
+}
+
+static inline void trace_summarize(const char *dir, struct trace_summary *s)
+{
+	memset(s, 0, sizeof *s);
+	s->files = trace_dir_each(dir, trace_summary_record, trace_summary_file, s);
 }
 #endif

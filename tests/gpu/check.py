@@ -222,34 +222,36 @@ def cmd_uma(d_thrash, d_adv):
     check(res[1][3] * 4 <= n_migr, "uma: advise/prefetch shows far fewer migrations", f"thrash {n_migr}, advised {res[1][3]}")
 
 
-def kineto_counts(prefix):
-    """Per rank file of a torch.profiler chrome trace: kernel, NCCL kernel and CUDA runtime events."""
+def kineto_events(prefix):
+    """The events of each rank's torch.profiler chrome trace, by file suffix (".rank0.json")."""
     import glob
     out = {}
     for f in sorted(glob.glob(prefix + ".rank*.json")):
         try:
-            ev = json.load(open(f)).get("traceEvents", [])
+            out[f[len(prefix):]] = json.load(open(f)).get("traceEvents", [])
         except Exception:  # noqa
-            ev = []
+            out[f[len(prefix):]] = []
+    return out
+
+
+def kineto_counts(prefix):
+    """Per rank file of a torch.profiler chrome trace: kernel, NCCL kernel and CUDA runtime events."""
+    out = {}
+    for rank, ev in kineto_events(prefix).items():
         k = [e for e in ev if e.get("cat") == "kernel"]
         # the shim's own cudaPointerGetAttributes calls (devices of a device-to-device copy) are
         # real runtime calls of the process and show up; they are counted apart
         rt = [e for e in ev if e.get("cat") == "cuda_runtime"]
         own = sum(1 for e in rt if e.get("name") == "cudaPointerGetAttributes")
-        out[f[len(prefix):]] = (len(k), sum(1 for e in k if "nccl" in e.get("name", "").lower()),
-                                len(rt) - own, own)
+        out[rank] = (len(k), sum(1 for e in k if "nccl" in e.get("name", "").lower()),
+                     len(rt) - own, own)
     return out
 
 
 def runtime_names(prefix):
     """CUDA runtime call names in rank 0's torch.profiler trace, with their count."""
     import collections
-    import glob
-    fs = sorted(glob.glob(prefix + ".rank*.json"))
-    try:
-        ev = json.load(open(fs[0])).get("traceEvents", []) if fs else []
-    except Exception:  # noqa
-        ev = []
+    ev = next(iter(kineto_events(prefix).values()), [])
     return collections.Counter(e.get("name") for e in ev if e.get("cat") == "cuda_runtime")
 
 
@@ -323,7 +325,7 @@ def cmd_overhead(logdir, prefix="ovh"):
     import glob
     import statistics as st
     kinds = (("base", "without nvlprof"), ("prof", "everything on"), ("api", "API capture only"),
-             ("nopm", "no link counters"), ("alt", "other build (OVH_ALT)"))
+             ("nopm", "no link counters"), ("alt", "A/B variant (OVH_ALT_ENV / OVH_ALT_NV)"))
     runs = {}
     for kind, _ in kinds:
         runs[kind] = [t[5:] if len(t) > 5 else t for t in
@@ -350,10 +352,12 @@ def cmd_overhead(logdir, prefix="ovh"):
         for kind, what in kinds[1:]:
             if runs[kind]:
                 res[(kind, stat.__name__)] = paired(kind, what, stat)
-    # stalls: steps well above their run's median
+    def slow_steps(t):  # stalls: steps well above their run's median
+        lim = 1.25 * st.median(t)
+        return sum(1 for x in t if x > lim)
     for kind, _ in kinds:
         if runs[kind]:
-            slow = sum(sum(1 for x in t if x > 1.25 * st.median(t)) for t in runs[kind])
+            slow = sum(slow_steps(t) for t in runs[kind])
             n = sum(len(t) for t in runs[kind])
             print(f"overhead stalls {kind}: {slow} of {n} steps above 1.25x their run's median")
     mp, ma = res[("prof", "mean")], res.get(("api", "mean"), float("nan"))

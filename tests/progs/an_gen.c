@@ -193,8 +193,10 @@ static void traffic_to(struct grank *g, int pcie, uint64_t s, uint64_t e, double
 	}
 }
 
-static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, int depth,
-                     int nranks, uint64_t seq, const struct an_gen_opts *o)
+/* The NCCL record of a call by rank g, t ns after its start, on the job's communicator. */
+static struct nvlp_rec_nccl nccl_fill(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes,
+                                      int depth, int nranks, uint64_t seq,
+                                      const struct an_gen_opts *o)
 {
 	struct nvlp_rec_nccl n = {.fn = fn,
 	                          .t_enter = g->mono0 + t,
@@ -221,6 +223,13 @@ static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, i
 		n.seq = 0;
 		n.dur = 1 * US;
 	}
+	return n;
+}
+
+static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, int depth,
+                     int nranks, uint64_t seq, const struct an_gen_opts *o)
+{
+	struct nvlp_rec_nccl n = nccl_fill(g, fn, t, bytes, depth, nranks, seq, o);
 	add(g, NVLP_K_NCCL, &n, NULL, 0);
 }
 
@@ -234,22 +243,9 @@ static void late_bcast(struct grank *G, int n, const struct an_gen_opts *o, uint
 	uint64_t bytes = 1 * MIB, launch[64], mx = 0;
 	for (int r = 0; r < n; r++) {
 		struct grank *g = &G[r];
-		struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_BROADCAST,
-		                          .t_enter = g->mono0 + at,
-		                          .dur = 6 * US,
-		                          .tid = 1000 + (uint64_t)g->rank,
-		                          .device = (uint64_t)g->dev,
-		                          .stream = 0x7f0000001000ull,
-		                          .cupti_stream = o->cupti_stream0 ? 0 : NCCL_STREAM,
-		                          .count = bytes / 2,
-		                          .dtype = 9,
-		                          .bytes = bytes,
-		                          .peer = 0,
-		                          .comm = COMM_HASH,
-		                          .rank = (uint64_t)g->rank,
-		                          .nranks = (uint64_t)n,
-		                          .seq = seq,
-		                          .call_id = ++g->call_id};
+		struct nvlp_rec_nccl c = nccl_fill(g, NVLP_NCCL_BROADCAST, at, bytes, 0, n, seq, o);
+		c.tid = 1000 + (uint64_t)g->rank; /* the main thread, not the autograd thread */
+		c.peer = 0;                       /* root */
 		if (g->nlp == g->lcap) {
 			g->lcap = g->lcap ? g->lcap * 2 : 16;
 			g->lp = realloc(g->lp, g->lcap * sizeof *g->lp);
@@ -710,14 +706,14 @@ int main(int argc, char **argv)
 	struct an_gen_opts o;
 	an_gen_defaults(&o);
 	static const struct option lo[] = {
-	    {"ranks", 1, 0, 'n'},        {"hosts", 1, 0, 'H'},     {"steps", 1, 0, 's'},
-	    {"clock-err-ms", 1, 0, 'c'}, {"late-rank", 1, 0, 'l'}, {"late-ms", 1, 0, 'L'},
-	    {"kill-rank", 1, 0, 'k'},    {"fallback", 0, 0, 'F'},  {"env-only", 0, 0, 'E'},
-	    {"staged", 0, 0, 'S'},       {"peer", 0, 0, 'P'},      {"thrash", 0, 0, 'T'},
-	    {"um-once", 0, 0, 'U'},      {"no-gpu", 0, 0, 'G'},    {"no-links", 0, 0, 'K'},
-	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},   {"cupti-stream0", 0, 0, 'Z'},
-	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},   {"nvswitch", 0, 0, 'V'},
-	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'},  {0, 0, 0, 0}};
+	    {"ranks", 1, 0, 'n'},        {"hosts", 1, 0, 'H'},      {"steps", 1, 0, 's'},
+	    {"clock-err-ms", 1, 0, 'c'}, {"late-rank", 1, 0, 'l'},  {"late-ms", 1, 0, 'L'},
+	    {"kill-rank", 1, 0, 'k'},    {"fallback", 0, 0, 'F'},   {"env-only", 0, 0, 'E'},
+	    {"staged", 0, 0, 'S'},       {"peer", 0, 0, 'P'},       {"thrash", 0, 0, 'T'},
+	    {"um-once", 0, 0, 'U'},      {"no-gpu", 0, 0, 'G'},     {"no-links", 0, 0, 'K'},
+	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},    {"cupti-stream0", 0, 0, 'Z'},
+	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
+	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {

@@ -53,39 +53,6 @@ static int child(int wait_progress)
 }
 
 /* ---- parent ---- */
-struct summary {
-	unsigned long long kinds[NVLP_K_COUNT], notes[NVLP_NOTE_CODE_COUNT];
-	int complete, files;
-	char text[4096]; /* every NOTE message */
-};
-
-static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
-{
-	(void)r;
-	struct summary *s = arg;
-	if (rec->kind < NVLP_K_COUNT)
-		s->kinds[rec->kind]++;
-	if (rec->kind == NVLP_K_NOTE) {
-		const struct nvlp_rec_note *n = (const void *)rec->f;
-		if (n->code < NVLP_NOTE_CODE_COUNT)
-			s->notes[n->code]++;
-		size_t l = strlen(s->text);
-		snprintf(s->text + l, sizeof s->text - l, "%.*s\n", (int)rec->blob_len,
-		         (const char *)rec->blob);
-	}
-}
-
-static void file_done(nvlp_reader *r, void *arg)
-{
-	((struct summary *)arg)->complete = nvlp_reader_complete(r);
-}
-
-static void summarize(const char *dir, struct summary *s)
-{
-	memset(s, 0, sizeof *s);
-	s->files = trace_dir_each(dir, count_record, file_done, s);
-}
-
 struct scenario {
 	const char *name;
 	int wait_progress; /* fake_cupti_pm_progress() to reach before exiting */
@@ -139,10 +106,10 @@ int main(int argc, char **argv)
 		uint64_t t0 = mono_ms();
 		int rc = run_child(self, lib, dir, sc, base);
 		uint64_t ms = mono_ms() - t0;
-		struct summary s;
-		summarize(dir, &s);
+		struct trace_summary s;
+		trace_summarize(dir, &s);
 		CHECK(rc == 0, "[%s] program exited normally (status %d)", sc->name, rc);
-		CHECK(s.files == 1 && s.complete, "[%s] trace is complete: END record present",
+		CHECK(s.files == 1 && s.complete == 1, "[%s] trace is complete: END record present",
 		      sc->name);
 		CHECK(s.kinds[NVLP_K_KERNEL] == NK,
 		      "[%s] all %d kernel records made before exit are there (%llu)", sc->name, NK,

@@ -12,15 +12,15 @@
  *  - NVLPROF_GPU_FLUSH_MS=200: the forced flush brought the partial buffer too: every record;
  *  - normal exit: every record, trace complete.
  */
-#include <cuda.h>    /* cuInit */
-#include <cupti.h>   /* CUpti_ActivityKernel10 */
-#include <limits.h>  /* PATH_MAX */
-#include <signal.h>  /* raise, SIGKILL */
-#include <stdio.h>   /* printf */
-#include <stdlib.h>  /* setenv, mkdtemp */
-#include <string.h>  /* strcmp */
-#include <time.h>    /* nanosleep */
-#include <unistd.h>  /* fork, execl */
+#include <cuda.h>   /* cuInit */
+#include <cupti.h>  /* CUpti_ActivityKernel10 */
+#include <limits.h> /* PATH_MAX */
+#include <signal.h> /* raise, SIGKILL */
+#include <stdio.h>  /* printf */
+#include <stdlib.h> /* setenv, mkdtemp */
+#include <string.h> /* strcmp */
+#include <time.h>   /* nanosleep */
+#include <unistd.h> /* fork, execl */
 
 #include "check.h"
 #include "nvlp_trace.h"
@@ -48,23 +48,6 @@ static int child(const char *how)
 }
 
 /* ---- parent ---- */
-struct summary {
-	unsigned long long kernels;
-	int complete, files;
-};
-
-static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
-{
-	(void)r;
-	if (rec->kind == NVLP_K_KERNEL)
-		((struct summary *)arg)->kernels++;
-}
-
-static void file_done(nvlp_reader *r, void *arg)
-{
-	((struct summary *)arg)->complete = nvlp_reader_complete(r);
-}
-
 static int run_child(const char *self, const char *lib, const char *dir, const char *how,
                      const char *gpu_flush_ms)
 {
@@ -100,15 +83,16 @@ int main(int argc, char **argv)
 		if (!mkdtemp(dir))
 			return 1;
 		int rc = run_child(self, lib, dir, scs[i].how, scs[i].gpu_flush_ms);
-		struct summary s = {0};
-		s.files = trace_dir_each(dir, count_record, file_done, &s);
+		struct trace_summary s;
+		trace_summarize(dir, &s);
 		CHECK(rc == scs[i].want_rc, "[%s] child status %d (want %d)", scs[i].name, rc,
 		      scs[i].want_rc);
-		CHECK(s.files == 1 && s.kernels == (unsigned long long)scs[i].want_kernels,
+		CHECK(s.files == 1 &&
+		          s.kinds[NVLP_K_KERNEL] == (unsigned long long)scs[i].want_kernels,
 		      "[%s] %d kernel records in the trace (%llu of %d made)", scs[i].name,
-		      scs[i].want_kernels, s.kernels, NK);
+		      scs[i].want_kernels, s.kinds[NVLP_K_KERNEL], NK);
 		if (scs[i].want_rc == 0)
-			CHECK(s.complete, "[%s] trace complete (END)", scs[i].name);
+			CHECK(s.complete == 1, "[%s] trace complete (END)", scs[i].name);
 		char cmd[PATH_MAX + 16];
 		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 		if (system(cmd) != 0)

@@ -29,42 +29,6 @@ static int child(void)
 	return rc == cudaSuccess ? 0 : 3;
 }
 
-struct summary {
-	unsigned long long kinds[NVLP_K_COUNT], notes[NVLP_NOTE_CODE_COUNT], end;
-	char text[4096]; /* all NOTE messages */
-	uint64_t no_driver_value;
-};
-
-static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
-{
-	(void)r;
-	struct summary *s = arg;
-	if (rec->kind < NVLP_K_COUNT)
-		s->kinds[rec->kind]++;
-	if (rec->kind == NVLP_K_NOTE) {
-		const struct nvlp_rec_note *n = (const void *)rec->f;
-		if (n->code < NVLP_NOTE_CODE_COUNT)
-			s->notes[n->code]++;
-		if (n->code == NVLP_NOTE_NO_DRIVER)
-			s->no_driver_value = n->value;
-		size_t l = strlen(s->text);
-		snprintf(s->text + l, sizeof s->text - l, "%s: %.*s\n",
-		         nvlp_note_name((unsigned)n->code), (int)rec->blob_len,
-		         (const char *)rec->blob);
-	}
-}
-
-static void file_done(nvlp_reader *r, void *arg)
-{
-	((struct summary *)arg)->end += nvlp_reader_complete(r);
-}
-
-static void summarize(const char *dir, struct summary *s)
-{
-	memset(s, 0, sizeof *s);
-	trace_dir_each(dir, count_record, file_done, s);
-}
-
 /* Run the child with extra "NAME=VALUE" settings (NULL-terminated); @return exit status. */
 static int run_child(const char *self, const char *lib, const char *dir, const char *const *env)
 {
@@ -101,14 +65,14 @@ static int run_child(const char *self, const char *lib, const char *dir, const c
 }
 
 static void scenario(const char *self, const char *lib, const char *name, const char *const *env,
-                     struct summary *s)
+                     struct trace_summary *s)
 {
 	char dir[] = "/tmp/nvlp-cupti-nodrv.XXXXXX", cmd[64];
 	if (!mkdtemp(dir))
 		return;
 	int rc = run_child(self, lib, dir, env);
-	summarize(dir, s);
-	CHECK(rc == 0 && s->end == 1, "[%s] program ran, trace complete (rc %d)", name, rc);
+	trace_summarize(dir, s);
+	CHECK(rc == 0 && s->complete == 1, "[%s] program ran, trace complete (rc %d)", name, rc);
 	CHECK(s->kinds[NVLP_K_MANAGED] >= 1, "[%s] API records captured (MANAGED %llu)", name,
 	      s->kinds[NVLP_K_MANAGED]);
 	CHECK(s->kinds[NVLP_K_KERNEL] + s->kinds[NVLP_K_GPUCOPY] + s->kinds[NVLP_K_UM] == 0,
@@ -133,7 +97,7 @@ int main(int argc, char **argv)
 	snprintf(link, sizeof link, "%s/libcuda.so.1", stubdir);
 	int have_stub = access(stub, R_OK) == 0 && symlink(stub, link) == 0;
 	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", stubdir);
-	struct summary s;
+	struct trace_summary s;
 
 	scenario(self, lib, "no libcuda", NULL, &s);
 	CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 && strstr(s.text, "libcuda.so.1") &&
@@ -144,15 +108,15 @@ int main(int argc, char **argv)
 	if (have_stub) {
 		const char *env[] = {ldpath, NULL};
 		scenario(self, lib, "stub libcuda", env, &s);
-		CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 && s.no_driver_value == 34 &&
-		          strstr(s.text, "stub"),
+		CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 &&
+		          s.note_value[NVLP_NOTE_NO_DRIVER] == 34 && strstr(s.text, "stub"),
 		      "[stub libcuda] NOTE no_driver with CUresult 34");
 
 		const char *env2[] = {ldpath, "CUDA_INJECTION64_PATH=/nonexistent/libuser.so",
 		                      NULL};
 		scenario(self, lib, "late start", env2, &s);
-		CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 && s.no_driver_value == 34 &&
-		          strstr(s.text, "cuInit"),
+		CHECK(s.notes[NVLP_NOTE_NO_DRIVER] == 1 &&
+		          s.note_value[NVLP_NOTE_NO_DRIVER] == 34 && strstr(s.text, "cuInit"),
 		      "[late start] user's injection path: started from the first call, cuInit "
 		      "refused by the stub");
 	}
