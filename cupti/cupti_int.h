@@ -88,7 +88,8 @@ struct nvlp_driver_table {
 	nvlp_cures (*cuDeviceGetAttribute)(int *, int, int);
 	nvlp_cures (*cuDeviceGetUuid)(CUuuid *, int);
 	nvlp_cures (*cuDeviceGetPCIBusId)(char *, int, int);
-	nvlp_cures (*cuDevicePrimaryCtxGetState)(int, unsigned *, int *); /* optional */
+	nvlp_cures (*cuDevicePrimaryCtxGetState)(int, unsigned *, int *);         /* optional */
+	nvlp_cures (*cuPointerGetAttributes)(unsigned, int *, void **, uint64_t); /* optional */
 };
 extern struct nvlp_driver_table nvlp_drv;
 

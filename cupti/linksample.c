@@ -686,6 +686,7 @@ static void *sampler(void *arg)
 		pthread_mutex_lock(&L.mu);
 	}
 	pthread_mutex_unlock(&L.mu);
+	nvlp_own_cpu_account("sampler");
 	return NULL;
 }
 

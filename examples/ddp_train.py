@@ -81,6 +81,8 @@ def worker(rank, world, args):
             print(f"rank {rank} dying at step {step}", flush=True)
             os._exit(9)
         torch.cuda.synchronize()
+        if step == args.warmup:
+            cpu0 = time.process_time()  # the process's CPU time, all threads (the profiler's too)
         t0 = time.perf_counter()
         if rank == args.sleep_rank and args.sleep_ms > 0:
             time.sleep(args.sleep_ms / 1e3)
@@ -96,6 +98,7 @@ def worker(rank, world, args):
             prof.__exit__(None, None, None)
             prof.export_chrome_trace(f"{args.torch_profiler}.rank{rank}.json")
             prof = None
+    cpu_ms = (time.process_time() - cpu0) * 1e3 / (len(times) - args.warmup) if len(times) > args.warmup else 0.0
     meas = times[args.warmup:] or times
     med = statistics.median(meas)
     print(f"rank {rank} steps {len(times)} step_ms median {med:.3f} mean {statistics.mean(meas):.3f}", flush=True)
@@ -104,7 +107,7 @@ def worker(rank, world, args):
         print("losses " + " ".join(f"{v:.6e}" for v in vals), flush=True)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"losses": vals, "step_ms": times, "median_ms": med}, f)
+                json.dump({"losses": vals, "step_ms": times, "median_ms": med, "cpu_ms_per_step": cpu_ms}, f)
     dist.barrier()
     dist.destroy_process_group()
 

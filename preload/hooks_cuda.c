@@ -215,9 +215,16 @@ struct plan {
 	unsigned managed; /* bit 0 src, bit 1 dst */
 };
 
-/* Device of p (-1 host), and whether it is managed, from the runtime; -1 if it cannot tell. */
+/* Device of p (-1 host), and whether it is managed: from the driver, else the runtime; -1 if
+ * neither can tell. */
 static int64_t pointer_device(const void *p, unsigned *managed_bit, unsigned bit)
 {
+	int dev, managed;
+	if (nvlp_cupti_pointer_info(p, &dev, &managed) == 0) {
+		if (managed)
+			*managed_bit |= bit;
+		return dev;
+	}
 	struct cudaPointerAttributes a;
 	real_cudaPointerGetAttributes_t f = REAL(POINTER_GET_ATTRIBUTES, cudaPointerGetAttributes);
 	if (!f || f(&a, p) != cudaSuccess)

@@ -116,6 +116,9 @@ void nvlp_init(void);
 /*! Flush everything now and write END (reason: enum nvlp_end_reason); recording stops after. */
 void nvlp_shutdown(unsigned reason);
 
+/*! For NVLPROF_VERBOSE: an nvlprof thread about to end adds the CPU time it used under its name. */
+void nvlp_own_cpu_account(const char *who);
+
 /* Provided by cupti/ (the runtime has weak no-op defaults so it links alone). */
 /*! Called from InitializeInjection or from the constructor when CUDA is already up. */
 void nvlp_cupti_start(void);
@@ -125,6 +128,10 @@ void nvlp_cupti_stop(void);
 void nvlp_cupti_atfork_child(void);
 /*! CUPTI's stream id for a cudaStream_t on the current device/context, 0 if unknown. */
 uint64_t nvlp_cupti_stream_id(void *stream);
+/*! Device of p (-1: host or unknown) and whether it is managed, from the driver (no runtime API
+ * call, so torch.profiler sees none). @return 0, or -1 when the driver cannot be asked (use the
+ * runtime). */
+int nvlp_cupti_pointer_info(const void *p, int *device, int *managed);
 /*! Notify that the process allocated managed memory (UM counters in auto mode). */
 void nvlp_cupti_managed_seen(void);
 

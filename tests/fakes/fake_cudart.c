@@ -138,7 +138,28 @@ cudaError_t cudaMalloc(void **p, size_t n)
 	RET(rc);
 }
 
+static _Atomic int pointer_queries;
+/* How many times the program (or the shim) asked the runtime about a pointer. */
+int fake_cuda_pointer_queries(void)
+{
+	return pointer_queries;
+}
+static void pointer_info(struct cudaPointerAttributes *a, const void *p);
+/* The same answer for the fake libcuda's cuPointerGetAttributes, without counting a runtime call. */
+void fake_cuda_pointer_info(const void *p, int *type, int *device)
+{
+	struct cudaPointerAttributes a;
+	pointer_info(&a, p);
+	*type = (int)a.type;
+	*device = a.device;
+}
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+	pointer_queries++;
+	pointer_info(a, p);
+	RET(cudaSuccess);
+}
+static void pointer_info(struct cudaPointerAttributes *a, const void *p)
 {
 	memset(a, 0, sizeof *a);
 	int d = arena_dev(p);
@@ -146,7 +167,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
 		a->type = cudaMemoryTypeDevice;
 		a->device = d;
 		a->devicePointer = (void *)p;
-		RET(cudaSuccess);
+		return;
 	}
 	pthread_mutex_lock(&mu);
 	int i = managed_find(p);
@@ -160,7 +181,6 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
 		a->hostPointer = (void *)p;
 	}
 	pthread_mutex_unlock(&mu);
-	RET(cudaSuccess);
 }
 
 /* Every fake copy really copies: device arenas and managed blocks are host memory here. */

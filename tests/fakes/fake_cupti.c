@@ -101,6 +101,27 @@ int cuDeviceGetPCIBusId(char *buf, int len, int dev)
 	snprintf(buf, (size_t)len, "00000000:%02X:00.0", 0x18 + dev);
 	return 0;
 }
+/* Pointer attributes (memory type 2, is-managed 8, device ordinal 9) from the fake cudart's memory
+ * model when that library is in the process; unknown pointers get the driver's zero answer. */
+int cuPointerGetAttributes(unsigned n, const int *attrs, void **data, unsigned long long ptr)
+{
+	void (*info)(const void *, int *, int *) =
+	    (void (*)(const void *, int *, int *))dlsym(RTLD_DEFAULT, "fake_cuda_pointer_info");
+	int type = 0, dev = -1; /* cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed */
+	if (info)
+		info((const void *)(uintptr_t)ptr, &type, &dev);
+	for (unsigned i = 0; i < n; i++) {
+		if (attrs[i] == 2)
+			*(unsigned *)data[i] = type == 1 ? 1 : type == 2 || type == 3 ? 2 : 0;
+		else if (attrs[i] == 8)
+			*(unsigned *)data[i] = type == 3;
+		else if (attrs[i] == 9)
+			*(int *)data[i] = type >= 2 ? dev : -1;
+		else
+			return 1; /* CUDA_ERROR_INVALID_VALUE: not modelled */
+	}
+	return 0;
+}
 
 #elif defined(FAKE_NVPERF)
 

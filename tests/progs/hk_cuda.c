@@ -67,6 +67,9 @@ static int mode_copies(void)
 	SHOW("free_device", cudaFree(a0));
 	SHOW("free_managed", cudaFree(m));
 	SHOW("free_bad", cudaFree(host));
+	/* pointer questions the runtime was asked (by the shim: the program asks none) */
+	int (*queries)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_pointer_queries");
+	printf("pointer_queries=%d\n", queries ? queries() : -1);
 	return 0;
 }
 

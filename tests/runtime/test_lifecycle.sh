@@ -59,11 +59,13 @@ run "$d" ls /proc/self/task
 check_eq "idle: no extra thread" 1 "$(wc -l <"$d/.out")"
 check "idle: no trace directory created" test ! -e "$d/tr"
 
-# --- NVLPROF_VERBOSE=1: one line at exit with file, records, drops ---
+# --- NVLPROF_VERBOSE=1: at exit, the file with records and drops, then the CPU time nvlprof took ---
 d=$(fresh verbose)
 run "$d" env NVLPROF_VERBOSE=1 "$APP" calls 10
-check_eq "verbose: one stderr line" 1 "$(wc -l <"$d/.err")"
+check_eq "verbose: two stderr lines" 2 "$(wc -l <"$d/.err")"
 check "verbose: names the file and counts" grep -q "^nvlprof: wrote $(one "$d"): [0-9]* records, 0 dropped" "$d/.err"
+check "verbose: CPU time of the process and of the writer" \
+	grep -qE "^nvlprof: CPU time: process [0-9]+\.[0-9] ms; nvlprof's threads: writer [0-9]+\.[0-9] ms" "$d/.err"
 
 # --- exit handlers of libraries loaded after recording began (CUPTI, libnvperf_host) run after
 # the trace is ended, so the final CUPTI flush still finds them alive ---
@@ -78,7 +80,7 @@ if ${CC:-gcc} -shared -fPIC -o "$d/late.so" "$d/late.c" 2>"$d/.cc"; then
 	run "$d" env NVLPROF_VERBOSE=1 NVLPROF_FLUSH_MS=20 "$APP" late "$d/late.so" 200
 	check_eq "late library: status" 0 "$(cat "$d/.rc")"
 	check_eq "late library: trace ended before its exit handler ran" \
-		"nvlprof: wrote|late exit handler" "$(sed 's/^\(nvlprof: wrote\).*/\1/' "$d/.err" | paste -sd'|')"
+		"nvlprof: wrote|late exit handler" "$(grep -v "^nvlprof: CPU time: " "$d/.err" | sed 's/^\(nvlprof: wrote\).*/\1/' | paste -sd'|')"
 else
 	fail "late library: cannot compile a test library: $(head -1 "$d/.cc")"
 fi
