@@ -189,12 +189,10 @@ static void main_choice(const struct an_job *j, unsigned fn, char *out, size_t n
 			best = x, best_calls = c;
 	}
 	out[0] = 0;
-	if (!best)
-		return;
-	if (best->ch_min == best->ch_max)
-		snprintf(out, n, "%s/%s %dch", best->algo, best->proto, best->ch_min);
-	else
-		snprintf(out, n, "%s/%s %d-%dch", best->algo, best->proto, best->ch_min, best->ch_max);
+	char ch[24];
+	if (best)
+		snprintf(out, n, "%s/%s %sch", best->algo, best->proto,
+		         an_choice_channels(best, ch, sizeof ch));
 }
 
 static void usage(FILE *o)

@@ -1,5 +1,5 @@
-/* findings.c: turns an analyzed job into findings (stable id, severity, title, evidence, advice).
- */
+/* findings.c: turns an analyzed job into findings (stable id, severity, title, evidence,
+ * advice). */
 #include "findings.h"
 
 #include <math.h>   /* fabs */
@@ -96,8 +96,8 @@ static void env_causes(const struct an_job *job, char *out, size_t len)
 				continue;
 			int bad =
 			    k == 1 ? (!strcmp(v, "LOC") || !strcmp(v, "0")) : strcmp(v, "0") != 0;
-			/* SHM_DISABLE alone keeps NVLink P2P; it matters only together with P2P off
-			 */
+			/* SHM_DISABLE alone keeps NVLink P2P; it matters only together with P2P
+			 * off */
 			if (bad && k == 2 && !strstr(out, "NCCL_P2P"))
 				bad = 0;
 			if (bad) {
@@ -524,14 +524,14 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			    n->code == NVLP_NOTE_UM_ON || n->code == NVLP_NOTE_CONFIG ||
 			    n->code == NVLP_NOTE_NCCL_PLUGIN)
 				continue;
-			/* a GPU sampled by another process of this job: its counters are in the job */
+			/* a GPU sampled by another process of this job (the NOTE's value is its pid):
+			 * its counters are in the job */
 			int sampled_here = 0;
-			for (size_t g = 0; n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value &&
-			                   g < job->nranks && !sampled_here;
-			     g++)
-				sampled_here = g != f && job->ranks[g].ok &&
-				               (uint64_t)job->ranks[g].pid == n->value &&
-				               !strcmp(job->ranks[g].host, r->host);
+			if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
+				for (size_t g = 0; g < job->nranks && !sampled_here; g++)
+					sampled_here = g != f && job->ranks[g].ok &&
+					               (uint64_t)job->ranks[g].pid == n->value &&
+					               !strcmp(job->ranks[g].host, r->host);
 			if (sampled_here)
 				continue;
 			int seen = 0;

@@ -268,11 +268,15 @@ static void on_choice(struct lctx *c, const struct nvlp_rec_ncclprof *p)
 	struct an_rank *r = c->r;
 	const char *algo = p->algo ? nvlp_reader_string(c->rd, p->algo) : NULL;
 	const char *proto = p->proto ? nvlp_reader_string(c->rd, p->proto) : NULL;
+	if (!algo)
+		algo = "?";
+	if (!proto)
+		proto = "?";
 	int fn = p->fn < NVLP_NCCL_FN_COUNT ? (int)p->fn : 0;
 	for (size_t i = 0; i < r->nchoices; i++) {
 		struct an_choice *x = &r->choices[i];
 		if (x->nccl_comm == p->nccl_comm && x->fn == fn && x->channels == (int)p->channels &&
-		    !strcmp(x->algo, algo ? algo : "?") && !strcmp(x->proto, proto ? proto : "?")) {
+		    !strcmp(x->algo, algo) && !strcmp(x->proto, proto)) {
 			x->calls++;
 			if (!x->comm)
 				x->comm = p->comm;
@@ -288,8 +292,8 @@ static void on_choice(struct lctx *c, const struct nvlp_rec_ncclprof *p)
 	x->nccl_comm = p->nccl_comm;
 	x->comm = p->comm;
 	x->fn = (uint8_t)fn;
-	snprintf(x->algo, sizeof x->algo, "%s", algo ? algo : "?");
-	snprintf(x->proto, sizeof x->proto, "%s", proto ? proto : "?");
+	snprintf(x->algo, sizeof x->algo, "%s", algo);
+	snprintf(x->proto, sizeof x->proto, "%s", proto);
 	x->channels = (int)p->channels;
 	x->warps = (int)p->warps;
 	x->calls = 1;
@@ -1173,8 +1177,8 @@ static int cmp_ival(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
-/* Sort (only when needed: CUPTI mostly delivers in order) and merge overlapping intervals in place.
- */
+/* Sort (only when needed: CUPTI mostly delivers in order) and merge overlapping intervals in
+ * place. */
 static uint64_t ivals_union(struct an_ivals *iv)
 {
 	size_t n = iv->n;
@@ -1619,6 +1623,15 @@ static void find_steps(struct an_job *job)
 	free(ix);
 }
 
+const char *an_choice_channels(const struct an_jchoice *x, char *buf, size_t len)
+{
+	if (x->ch_min == x->ch_max)
+		snprintf(buf, len, "%d", x->ch_min);
+	else
+		snprintf(buf, len, "%d-%d", x->ch_min, x->ch_max);
+	return buf;
+}
+
 static int choice_cmp(const void *a, const void *b)
 {
 	const struct an_jchoice *x = a, *y = b;
@@ -1982,8 +1995,8 @@ const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id)
 	return NULL;
 }
 
-/* Offline symbolization from the module file's .symtab (or .dynsym): no dladdr, no process needed.
- */
+/* Offline symbolization from the module file's .symtab (or .dynsym): no dladdr, no process
+ * needed. */
 static int elf_lookup(const char *path, uint64_t off, char *name, size_t len, uint64_t *symoff)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

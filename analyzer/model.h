@@ -69,15 +69,15 @@ enum an_coll {
 	AN_C_REDUCESCATTER,
 	AN_C_BROADCAST,
 	AN_C_REDUCE,
-	AN_C_SENDRECV, /* Send, Recv, AlltoAll, Gather, Scatter: NCCL runs them as SendRecv kernels
-	                */
+	/* Send, Recv, AlltoAll, Gather, Scatter: NCCL runs them as SendRecv kernels */
+	AN_C_SENDRECV,
 	AN_C_COUNT
 };
 const char *an_coll_name(int c);
 /*! @return the an_coll of an NCCL function (0 for non-kernel-launching ones) */
 int an_coll_of_fn(unsigned fn);
-/*! @return the an_coll named in an NCCL kernel name, 0 if not an NCCL kernel, -1 NCCL but unknown
- */
+/*! @return the an_coll named in an NCCL kernel name, 0 if not an NCCL kernel, -1 NCCL but
+ * unknown */
 int an_coll_of_kernel(const char *name);
 /*! nccl-tests bus bandwidth factor for fn on n ranks. */
 double an_busbw_factor(unsigned fn, int n);
@@ -183,6 +183,9 @@ struct an_jchoice {
 	int ch_min, ch_max;
 	uint64_t calls;
 };
+
+/*! The channel counts NCCL used for a choice, "24" or "4-24" (into buf). */
+const char *an_choice_channels(const struct an_jchoice *x, char *buf, size_t len);
 
 /* Per-communicator, per-process view. */
 struct an_rcomm {

@@ -244,12 +244,8 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			else
 				snprintf(h, sizeof h, "?");
 			snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
-			if (x->ch_min == x->ch_max)
-				snprintf(ch, sizeof ch, "%d", x->ch_min);
-			else
-				snprintf(ch, sizeof ch, "%d-%d", x->ch_min, x->ch_max);
 			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, nvlp_nccl_fn_name(x->fn), ap,
-			        (unsigned long long)x->calls, ch);
+			        (unsigned long long)x->calls, an_choice_channels(x, ch, sizeof ch));
 		}
 	}
 

@@ -1,5 +1,5 @@
-/* report.h: what report and diff share: loading + analysing a job, and a compact per-job summary.
- */
+/* report.h: what report and diff share: loading + analysing a job, and a compact per-job
+ * summary. */
 #ifndef NVLP_AN_REPORT_H
 #define NVLP_AN_REPORT_H
 

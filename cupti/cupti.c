@@ -206,8 +206,7 @@ const char *nvlp_cupti_path(void)
 	return S.path;
 }
 
-/* ---- the driver (libcuda.so.1), for stream contexts, device attributes, no-driver diagnosis ----
- */
+/* ---- the driver (libcuda.so.1): stream contexts, device attributes, no-driver diagnosis ---- */
 
 int nvlp_driver_load(char *why, size_t whylen)
 {
@@ -629,8 +628,8 @@ static void start_locked(void)
 		goto aside;
 	}
 	char list[256] = "";
-	/* topology first: DEVICE/NVLINK records are only produced when enabled before cuInit ends
-	 */
+	/* topology first: DEVICE/NVLINK records are only produced when enabled before cuInit
+	 * ends */
 	enable_kind(CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", list, sizeof list);
 	enable_kind(CUPTI_ACTIVITY_KIND_NVLINK, "NVLINK", list, sizeof list);
 	r = (CUptiResult)enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL",

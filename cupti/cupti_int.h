@@ -103,8 +103,7 @@ int nvlp_driver_load(char *why, size_t whylen);
 /*! CUPTI result as text (works before the table is loaded). */
 const char *nvlp_cupti_err(CUptiResult r);
 
-/* ---- clock conversion: mono = ts + offset (identity when our timestamp callback is in use) ----
- */
+/* ---- clock conversion: mono = ts + offset (identity with our timestamp callback) ---- */
 struct nvlp_cupti_clock {
 	int identity;     /* CUPTI already returns CLOCK_MONOTONIC ns (our timestamp callback) */
 	int64_t offset;   /* mono - cupti, from the latest CLOCK pairing */

@@ -77,6 +77,11 @@ typedef struct {
 static const unsigned NVML_FIELDS[6] = {138, 139, 140, 141, 197, 198};
 #define NVML_LINKS 18                /* NVML_NVLINK_MAX_LINKS */
 #define NVML_NV (4 * NVML_LINKS + 2) /* values read per sample */
+/* Which of NVML_FIELDS value i of a sample is: [4 * link + field] for NVLink, then the 2 PCIe. */
+static int nvml_field(int i)
+{
+	return i < 4 * NVML_LINKS ? i % 4 : 4 + i - 4 * NVML_LINKS;
+}
 static struct {
 	int (*init)(void);
 	int (*by_pci)(const char *, void **);
@@ -466,10 +471,9 @@ static void nvml_sample(int dev, struct gpu *g)
 {
 	nvml_field_value v[NVML_NV];
 	memset(v, 0, sizeof v);
-	for (int i = 0; i < NVML_NV; i++) { /* [4 * link + field] for NVLink, then the 2 PCIe */
-		v[i].fieldId =
-		    i < 4 * NVML_LINKS ? NVML_FIELDS[i % 4] : NVML_FIELDS[4 + i - 4 * NVML_LINKS];
-		v[i].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0;
+	for (int i = 0; i < NVML_NV; i++) {
+		v[i].fieldId = NVML_FIELDS[nvml_field(i)];
+		v[i].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0; /* the link; PCIe: 0 */
 	}
 	uint64_t t = nvlp_now();
 	if (N.fields(g->nvml, NVML_NV, v) != 0)
@@ -481,9 +485,8 @@ static void nvml_sample(int dev, struct gpu *g)
 		uint64_t d[6] = {0};
 		for (int i = 0; i < NVML_NV; i++) {
 			int ok = v[i].nvmlReturn == 0;
-			int f = i < 4 * NVML_LINKS ? i % 4 : 4 + i - 4 * NVML_LINKS;
 			if (ok && g->valid[i] && v[i].value.ull >= g->last[i])
-				d[f] += v[i].value.ull - g->last[i];
+				d[nvml_field(i)] += v[i].value.ull - g->last[i];
 			else if (ok && g->valid[i])
 				rec.flags |= 2; /* counter wrapped or reset */
 		}

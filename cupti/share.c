@@ -223,8 +223,8 @@ static void copy_to_kineto(CUcontext ctx, uint32_t sid, const uint8_t *buf, size
 					K.req(&kb, &ksize, &kmax);
 				out = 0;
 				if (!kb || ksize < len)
-					return; /* Kineto gave no room: its records are lost to it
-					         */
+					/* Kineto gave no room: its records are lost to it */
+					return;
 			}
 			memcpy(kb + out, buf + off, len);
 			out += len;
@@ -282,8 +282,8 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
     CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc comp)
 {
 	if (!collecting()) {
-		/* remembered, so that a start after this adopts the client instead of evicting it
-		 */
+		/* remembered, so that a start after this adopts the client instead of evicting
+		 * it */
 		K.req = req;
 		K.comp = comp;
 		PASS_THROUGH(cuptiActivityRegisterCallbacks, req, comp);
@@ -343,8 +343,8 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	/* completions come to us, then to the client; then it gets its reserve back (its flush
 	 * takes the buffers completed by then), and a new one if it still traces */
 	CUptiResult r = nvlp_cu.cuptiActivityFlushAll(flag);
-	nvlp_cupti_drain(); /* buffers queued before the client came, relayed before its flush ends
-	                     */
+	/* buffers queued before the client came, relayed before its flush ends */
+	nvlp_cupti_drain();
 	reserve_return();
 	relay_trim();
 	reserve_take();

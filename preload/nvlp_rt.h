@@ -1,5 +1,5 @@
-/* nvlp_rt.h: the shim's runtime, used by every hook: switch, config, clock, per-thread recording.
- */
+/* nvlp_rt.h: the shim's runtime, used by every hook: switch, config, clock, per-thread
+ * recording. */
 #ifndef NVLP_RT_H
 #define NVLP_RT_H
 
@@ -27,20 +27,19 @@ static inline int nvlp_is_active(void)
 	return __atomic_load_n(&nvlp_active, __ATOMIC_RELAXED);
 }
 
-/* Configuration from the environment, parsed once at load; bad values warned once, defaults kept.
- */
+/* Configuration from the environment, parsed once at load; bad values warned once, defaults
+ * kept. */
 struct nvlp_config {
-	int disable;     /* NVLPROF_DISABLE=1 */
-	int stacks;      /* NVLPROF_STACKS (default 1) */
-	int cupti;       /* NVLPROF_CUPTI (default 1) */
-	int um;          /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
-	int verbose;     /* NVLPROF_VERBOSE=1: print what was collected at exit */
-	long sample_us;  /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
-	int links_nvml;  /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
-	int nccl_plugin; /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin interface
-	                  */
-	long buffer_kb;  /* NVLPROF_BUFFER_KB per thread (default 1024) */
-	long flush_ms;   /* NVLPROF_FLUSH_MS (default 500, max 1000) */
+	int disable;       /* NVLPROF_DISABLE=1 */
+	int stacks;        /* NVLPROF_STACKS (default 1) */
+	int cupti;         /* NVLPROF_CUPTI (default 1) */
+	int um;            /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
+	int verbose;       /* NVLPROF_VERBOSE=1: print what was collected at exit */
+	long sample_us;    /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
+	int links_nvml;    /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
+	int nccl_plugin;   /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin */
+	long buffer_kb;    /* NVLPROF_BUFFER_KB per thread (default 1024) */
+	long flush_ms;     /* NVLPROF_FLUSH_MS (default 500, max 1000) */
 	long gpu_flush_ms; /* NVLPROF_GPU_FLUSH_MS: forced CUPTI flush period (default 10000; 0 =
 	                    * only full buffers and exit) */
 	char dir[4096];    /* NVLPROF_DIR (default ./nvlprof-traces) */
@@ -102,8 +101,8 @@ void nvlp_note(unsigned code, int device, uint64_t value, const char *fmt, ...)
 void nvlp_warn_once(const void *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*! Print "nvlprof: <message>" (not rate-limited; for startup only). */
 void nvlp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on failure.
- */
+/*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on
+ * failure. */
 uint64_t nvlp_intern(const char *s);
 /*! Per-process unique increasing id for intercepted calls (correlation). */
 extern uint64_t nvlp_call_ids __attribute__((visibility("hidden")));
@@ -136,8 +135,8 @@ int nvlp_cupti_pointer_info(const void *p, int *device, int *managed);
 void nvlp_cupti_managed_seen(void);
 
 /* Provided by preload/stacks.c. */
-/*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if off.
- */
+/*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if
+ * off. */
 uint64_t nvlp_stack_capture(void);
 
 #ifdef __cplusplus

@@ -1026,8 +1026,8 @@ int nvlp_rt_signal_request(int sig, int timeout_ms)
 
 void nvlp_rt_fork_prepare(void)
 {
-	/* No lock may be held mid-operation at the moment of fork: the child has only this thread.
-	 */
+	/* No lock may be held mid-operation at the moment of fork: the child has only this
+	 * thread. */
 	pthread_mutex_lock(&str_mu);
 	wlock();
 }

@@ -71,6 +71,33 @@ static inline int shim_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Run this test binary again as `self child [arg]` under the shim (shim_child_env), with env
+ * applied in order after it: "NAME=VALUE" sets, a bare "NAME" unsets (NULL-terminated list, or
+ * NULL).
+ * @return its status (shim_wait) */
+static inline int shim_run_child(const char *self, const char *lib, const char *dir,
+                                 const char *sample_us, const char *const *env, const char *arg)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		shim_child_env(lib, dir, sample_us);
+		for (; env && *env; env++) {
+			const char *eq = strchr(*env, '=');
+			char name[256];
+			snprintf(name, sizeof name, "%.*s",
+			         eq ? (int)(eq - *env) : (int)strlen(*env), *env);
+			if (eq)
+				setenv(name, eq + 1, 1);
+			else
+				unsetenv(name);
+		}
+		execl(self, self, "child", arg, (char *)NULL);
+		_exit(127);
+	}
+	return shim_wait(pid);
+}
+
 /* Read every *.nvlp trace in dir: on_record for each record, then on_file (may be NULL) once the
  * file is read (e.g. for nvlp_reader_complete). Unreadable files are named on stdout.
  * @return the number of files read */

@@ -6,9 +6,9 @@
  * like the real one. Records are produced on cuptiActivityFlushAll for the kinds enabled at that
  * moment, through whichever buffer callbacks are registered (last registration wins, as in CUPTI).
  * Test controls: fake_cupti_generate(kind, n), fake_cupti_enabled(kind),
- * fake_cupti_finalize_calls(), fake_cupti_hold_buffer(), fake_cupti_materialize(). Env: FAKE_CUPTI_VERSION (cuptiGetVersion),
- * FAKE_CUPTI_NO_TS_CB=1 (refuse timestamp callbacks), FAKE_CUPTI_DROPPED=n (report n dropped
- * records once).
+ * fake_cupti_finalize_calls(), fake_cupti_hold_buffer(), fake_cupti_materialize(). Env:
+ * FAKE_CUPTI_VERSION (cuptiGetVersion), FAKE_CUPTI_NO_TS_CB=1 (refuse timestamp callbacks),
+ * FAKE_CUPTI_DROPPED=n (report n dropped records once).
  *
  * PM sampling (off unless FAKE_CUPTI_PM=1; otherwise cuptiProfilerInitialize is refused): like the
  * real one, the profiler-host functions live in libnvperf_host.so, dlopen'ed from next to this
@@ -20,7 +20,8 @@
  * enable, 4 started. Each decode yields two samples covering the time since the previous one.
  *
  * libcuda: cuInit loads CUDA_INJECTION64_PATH and calls its InitializeInjection, as the driver
- * does; two devices, one context (device 0's primary context is active once cuInit ran).
+ * does; two devices, one context (device 0's primary context is active once cuInit ran);
+ * cuPointerGetAttributes answers from the fake cudart's memory model.
  * FAKE_CUDA_UUID_BASE=b (0-255): first byte of device UUIDs (default 0xa0), so that parallel
  * tests do not share the per-GPU sampling lock.
  */

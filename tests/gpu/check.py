@@ -242,7 +242,6 @@ def kineto_calls(ev):
     threads). The others are background threads, such as ProcessGroupNCCL's watchdog, whose periodic
     pass over its work list (cudaEventQuery under a capture-mode guard) lands in the 5 profiled steps
     or not, by timing (seen: 255 such calls in one run, none in the next, with the same build)."""
-    import collections
     op_tids = {e.get("tid") for e in ev if e.get("cat") == "cpu_op"}
     job, other = collections.Counter(), collections.Counter()
     for e in ev:
@@ -251,11 +250,11 @@ def kineto_calls(ev):
     return job, other
 
 
-def kineto_counts(prefix):
-    """Per rank file of a torch.profiler chrome trace: kernels, NCCL kernels, runtime calls on the
-    job's threads, runtime calls on background threads."""
+def kineto_counts(events):
+    """Per rank file of a torch.profiler chrome trace (kineto_events): kernels, NCCL kernels,
+    runtime calls on the job's threads, runtime calls on background threads."""
     out = {}
-    for rank, ev in kineto_events(prefix).items():
+    for rank, ev in events.items():
         k = [e for e in ev if e.get("cat") == "kernel"]
         job, other = kineto_calls(ev)
         out[rank] = (len(k), sum(1 for e in k if "nccl" in e.get("name", "").lower()),
@@ -268,22 +267,23 @@ def calls_diff(a, b):
 
 
 def cmd_torchprof(d, prefix, base_prefix=None, noplugin_prefix=None):
-    got = kineto_counts(prefix)
+    # each trace is read once: under nvlprof, without it, and under nvlprof without the plugin
+    ev_got = kineto_events(prefix)
+    ev_base = kineto_events(base_prefix) if base_prefix else {}
+    ev_noplugin = kineto_events(noplugin_prefix) if noplugin_prefix else {}
+    got = kineto_counts(ev_got)
     print(f"torch.profiler under nvlprof (kernels, nccl kernels, runtime calls on job threads, on background threads) per rank: {got}")
     ok = len(got) == 2 and all(k >= 50 and n >= 5 and rt >= 50 for k, n, rt, _ in got.values())
     check(ok, "torch.profiler: its trace is complete with GPU kernels, NCCL kernels and runtime calls on every rank", str(got))
     if base_prefix:
-        base = kineto_counts(base_prefix)
+        base = kineto_counts(ev_base)
         print(f"torch.profiler without nvlprof: {base}")
         same = len(base) == len(got) and all(
             r in got and abs(got[r][0] - base[r][0]) <= 0.1 * base[r][0] for r in base)
         check(same and base and all(v[0] > 0 for v in base.values()), "torch.profiler: as many kernels as without nvlprof (within 10%)",
               f"with {got} without {base}")
-        ev_base = kineto_events(base_prefix)
-        for what, pre in (("nvlprof", prefix), ("nvlprof, NVLPROF_NCCL_PLUGIN=0", noplugin_prefix)):
-            if not pre:
-                continue
-            ev = kineto_events(pre)
+        runs = [("nvlprof", ev_got)] + ([("nvlprof, NVLPROF_NCCL_PLUGIN=0", ev_noplugin)] if noplugin_prefix else [])
+        for what, ev in runs:
             diffs = {}
             for r in sorted(ev_base):
                 job_b, other_b = kineto_calls(ev_base[r])
@@ -291,13 +291,13 @@ def cmd_torchprof(d, prefix, base_prefix=None, noplugin_prefix=None):
                 diffs[r] = calls_diff(job, job_b)
                 print(f"torch.profiler runtime calls, {r}, {what} minus without nvlprof: job threads {diffs[r]}; "
                       f"background threads {calls_diff(other, other_b)}")
-            if pre == prefix:
+            if ev is ev_got:
                 bad = {r: {n: v for n, v in dd.items() if n not in POLLS} for r, dd in diffs.items()}
                 check(ev and all(not v for v in bad.values()),
                       "torch.profiler: the job's threads make the same runtime calls, by name and count, as without nvlprof "
                       f"(polls {', '.join(POLLS)} apart)", str(bad))
     if noplugin_prefix:
-        print(f"torch.profiler under nvlprof with NVLPROF_NCCL_PLUGIN=0: {kineto_counts(noplugin_prefix)}")
+        print(f"torch.profiler under nvlprof with NVLPROF_NCCL_PLUGIN=0: {kineto_counts(ev_noplugin)}")
     recs = dump(d)
     kern = [r for r in recs if r.get("kind") == "kernel"]
     ar = [r for r in recs if r.get("kind") == "nccl" and r.get("name") == "ncclAllReduce"]
@@ -344,10 +344,10 @@ def cmd_overhead(logdir, prefix="ovh"):
     """Step time side by side, paired by round. The mean step time (after 5 warm-up steps) is what
     a job pays, stalls included; the median is shown too, because it hides stalls."""
     import glob
+    import re
     import statistics as st
     kinds = (("base", "without nvlprof"), ("prof", "everything on"), ("api", "API capture only"),
              ("nopm", "no link counters"), ("alt", "A/B variant (OVH_ALT_ENV / OVH_ALT_NV)"))
-    import re
     # by round, so that a round cut short (time limit) leaves the complete ones paired
     files = {kind: {int(re.search(r"_(\d+)\.json$", f).group(1)): json.load(open(f))
                     for f in glob.glob(f"{logdir}/{prefix}_{kind}_*.json")} for kind, _ in kinds}

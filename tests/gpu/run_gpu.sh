@@ -87,14 +87,17 @@ fi
 if want overhead; then
 	R=${OVH_ROUNDS:-4} S=${OVH_STEPS:-200}
 	log "overhead: $R rounds of $S-step runs without nvlprof, with everything on, with API capture only (order rotated)"
-	ovh() {
-		case $1 in
-		base) $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_base_$2.json >$L/ovh_base_$2.log 2>&1 ;;
-		prof) NVLPROF_VERBOSE=1 $NV run -o /tmp/nvlp-ovh-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_prof_$2.json >$L/ovh_prof_$2.log 2>&1 ;;
-		api) NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh-api-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_api_$2.json >$L/ovh_api_$2.log 2>&1 ;;
-		nopm) NVLPROF_SAMPLE_US=0 $NV run -o /tmp/nvlp-ovh-nopm-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_nopm_$2.json >$L/ovh_nopm_$2.log 2>&1 ;;
-		alt) env NVLPROF_VERBOSE=1 $OVH_ALT_ENV ${OVH_ALT_NV:-$NV} run -o /tmp/nvlp-ovh-alt-$2 -- $PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_alt_$2.json >$L/ovh_alt_$2.log 2>&1 ;;
+	ovh() { # ovh KIND ROUND: one run of the DDP example, without nvlprof (base) or under it
+		local k=$1 i=$2 nv=$NV env=""
+		case $k in
+		prof) env="NVLPROF_VERBOSE=1" ;;
+		api) env="NVLPROF_CUPTI=0" ;;
+		nopm) env="NVLPROF_SAMPLE_US=0" ;;
+		alt) env="NVLPROF_VERBOSE=1 ${OVH_ALT_ENV:-}" nv=${OVH_ALT_NV:-$NV} ;;
 		esac
+		local job="$PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_${k}_$i.json"
+		if [ $k = base ]; then $job; else env $env $nv run -o /tmp/nvlp-ovh-$k-$i -- $job; fi \
+			>$L/ovh_${k}_$i.log 2>&1
 	}
 	for i in $(seq 1 $R); do
 		case $((i % 3)) in

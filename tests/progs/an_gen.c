@@ -565,8 +565,8 @@ int an_gen_run(const struct an_gen_opts *o)
 					mx = launch[r];
 			}
 			seq += nin;
-			if (killed_now) /* the survivors' kernels never complete: no KERNEL records
-			                 */
+			/* the survivors' kernels never complete: no KERNEL records */
+			if (killed_now)
 				continue;
 			uint64_t xfer = (uint64_t)((double)bytes * fac / busbw * 1e9) + 8 * US;
 			uint64_t end = mx + xfer;
@@ -606,8 +606,8 @@ int an_gen_run(const struct an_gen_opts *o)
 			defer(g0, NVLP_K_UM, &f, sizeof f);
 		}
 		if (killed_now) {
-			/* the survivors wait in the last collective until they are killed 2 s later
-			 */
+			/* the survivors wait in the last collective until they are killed 2 s
+			 * later */
 			for (int r = 0; r < n; r++) {
 				struct grank *g = &G[r];
 				if (g->dead)

@@ -59,24 +59,18 @@ struct scenario {
 	const char *slow_ms, *enable_ms;
 };
 
+/* The child runs under the shim with the fake's slow PM setup; default flushes: the program ends
+ * before one. */
 static int run_child(const char *self, const char *lib, const char *dir, const struct scenario *sc,
                      unsigned uuid_base)
 {
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char wait[16], base[16];
-		snprintf(wait, sizeof wait, "%d", sc->wait_progress);
-		snprintf(base, sizeof base, "%u", uuid_base);
-		shim_child_env(lib, dir, "1000"); /* default flushes: the program ends before one */
-		setenv("FAKE_CUPTI_PM", "1", 1);
-		setenv("FAKE_CUPTI_PM_SLOW_MS", sc->slow_ms, 1);
-		setenv("FAKE_CUPTI_PM_ENABLE_MS", sc->enable_ms, 1);
-		setenv("FAKE_CUDA_UUID_BASE", base, 1);
-		execl(self, self, "child", wait, (char *)NULL);
-		_exit(127);
-	}
-	return shim_wait(pid);
+	char wait[16], slow[64], enable[64], base[64];
+	snprintf(wait, sizeof wait, "%d", sc->wait_progress);
+	snprintf(slow, sizeof slow, "FAKE_CUPTI_PM_SLOW_MS=%s", sc->slow_ms);
+	snprintf(enable, sizeof enable, "FAKE_CUPTI_PM_ENABLE_MS=%s", sc->enable_ms);
+	snprintf(base, sizeof base, "FAKE_CUDA_UUID_BASE=%u", uuid_base);
+	const char *env[] = {"FAKE_CUPTI_PM=1", slow, enable, base, NULL};
+	return shim_run_child(self, lib, dir, "1000", env, wait);
 }
 
 int main(int argc, char **argv)

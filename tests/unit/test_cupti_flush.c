@@ -48,21 +48,6 @@ static int child(const char *how)
 }
 
 /* ---- parent ---- */
-static int run_child(const char *self, const char *lib, const char *dir, const char *how,
-                     const char *gpu_flush_ms)
-{
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		shim_child_env(lib, dir, "0");
-		if (gpu_flush_ms)
-			setenv("NVLPROF_GPU_FLUSH_MS", gpu_flush_ms, 1);
-		execl(self, self, "child", how, (char *)NULL);
-		_exit(127);
-	}
-	return shim_wait(pid);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "child"))
@@ -71,18 +56,20 @@ int main(int argc, char **argv)
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
 	static const struct {
-		const char *name, *how, *gpu_flush_ms;
+		const char *name, *how, *env; /* env: NAME=VALUE for the child, or NULL */
 		int want_rc, want_kernels;
 	} scs[] = {
 	    {"kill -9, default flush period", "kill", NULL, 128 + SIGKILL, NFULL * PER_BUF},
-	    {"kill -9, NVLPROF_GPU_FLUSH_MS=200", "kill", "200", 128 + SIGKILL, NK},
+	    {"kill -9, NVLPROF_GPU_FLUSH_MS=200", "kill", "NVLPROF_GPU_FLUSH_MS=200", 128 + SIGKILL,
+	     NK},
 	    {"normal exit", "exit", NULL, 0, NK},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++) {
 		char dir[] = "/tmp/nvlp-cupti-flush.XXXXXX";
 		if (!mkdtemp(dir))
 			return 1;
-		int rc = run_child(self, lib, dir, scs[i].how, scs[i].gpu_flush_ms);
+		const char *env[] = {scs[i].env, NULL};
+		int rc = shim_run_child(self, lib, dir, "0", env, scs[i].how);
 		struct trace_summary s;
 		trace_summarize(dir, &s);
 		CHECK(rc == scs[i].want_rc, "[%s] child status %d (want %d)", scs[i].name, rc,

@@ -91,7 +91,8 @@ static int child(void)
 	CHECK(k_req > k_comp, "kineto holds a buffer of its own at its stop, so it flushes (%d/%d)",
 	      k_comp, k_req);
 	if (k_req > k_comp)
-		CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS, "kineto: flush through the wrapper");
+		CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS,
+		      "kineto: flush through the wrapper");
 	CHECK(k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] == NK,
 	      "kineto got all %d kernels recorded before it disabled them (%d)", NK,
 	      k_got[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
@@ -181,24 +182,10 @@ static uint64_t mono(void)
 static int run_child(const char *self, const char *lib, const char *dir, int no_ts_cb,
                      int kineto_first)
 {
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		shim_child_env(lib, dir, "1000");
-		if (kineto_first)
-			setenv("KINETO_FIRST", "1", 1);
-		else
-			unsetenv("KINETO_FIRST");
-		if (no_ts_cb) {
-			setenv("FAKE_CUPTI_NO_TS_CB", "1", 1);
-			setenv("FAKE_CUPTI_DROPPED", "5", 1);
-		} else {
-			unsetenv("FAKE_CUPTI_DROPPED");
-		}
-		execl(self, self, "child", (char *)NULL);
-		_exit(127);
-	}
-	return shim_wait(pid);
+	const char *env[] = {kineto_first ? "KINETO_FIRST=1" : "KINETO_FIRST",
+	                     no_ts_cb ? "FAKE_CUPTI_NO_TS_CB=1" : "FAKE_CUPTI_DROPPED",
+	                     no_ts_cb ? "FAKE_CUPTI_DROPPED=5" : NULL, NULL};
+	return shim_run_child(self, lib, dir, "1000", env, NULL);
 }
 
 int main(int argc, char **argv)

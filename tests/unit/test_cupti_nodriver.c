@@ -29,48 +29,13 @@ static int child(void)
 	return rc == cudaSuccess ? 0 : 3;
 }
 
-/* Run the child with extra "NAME=VALUE" settings (NULL-terminated); @return exit status. */
-static int run_child(const char *self, const char *lib, const char *dir, const char *const *env)
-{
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		unsetenv("CUDA_INJECTION64_PATH");
-		unsetenv("NVLPROF_CUPTI");
-		unsetenv("NVLPROF_DISABLE");
-		unsetenv("LD_LIBRARY_PATH");
-		for (char **e = environ; *e;) /* no profiler markers from the outside */
-			if (!strncmp(*e, "NSYS_", 5)) {
-				char name[256];
-				snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') - *e),
-				         *e);
-				unsetenv(name);
-			} else {
-				e++;
-			}
-		for (; env && *env; env++) {
-			char name[256];
-			const char *eq = strchr(*env, '=');
-			snprintf(name, sizeof name, "%.*s", (int)(eq - *env), *env);
-			setenv(name, eq + 1, 1);
-		}
-		char pre[2 * PATH_MAX + 64];
-		shim_preload_value(pre, sizeof pre, lib);
-		setenv("LD_PRELOAD", pre, 1);
-		setenv("NVLPROF_DIR", dir, 1);
-		execl(self, self, "child", (char *)NULL);
-		_exit(127);
-	}
-	return shim_wait(pid);
-}
-
 static void scenario(const char *self, const char *lib, const char *name, const char *const *env,
                      struct trace_summary *s)
 {
 	char dir[] = "/tmp/nvlp-cupti-nodrv.XXXXXX", cmd[64];
 	if (!mkdtemp(dir))
 		return;
-	int rc = run_child(self, lib, dir, env);
+	int rc = shim_run_child(self, lib, dir, "1000", env, NULL);
 	trace_summarize(dir, s);
 	CHECK(rc == 0 && s->complete == 1, "[%s] program ran, trace complete (rc %d)", name, rc);
 	CHECK(s->kinds[NVLP_K_MANAGED] >= 1, "[%s] API records captured (MANAGED %llu)", name,
@@ -87,6 +52,18 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "child"))
 		return child();
+	/* the children find libcuda where each scenario says, CUPTI on, no profiler markers from
+	 * the outside */
+	unsetenv("NVLPROF_CUPTI");
+	unsetenv("LD_LIBRARY_PATH");
+	for (char **e = environ; *e;)
+		if (!strncmp(*e, "NSYS_", 5)) {
+			char name[256];
+			snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') - *e), *e);
+			unsetenv(name);
+		} else {
+			e++;
+		}
 	char self[PATH_MAX], lib[PATH_MAX + 32], stubdir[] = "/tmp/nvlp-cupti-stub.XXXXXX";
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0 || !mkdtemp(stubdir))
 		return 1;
