@@ -1,9 +1,12 @@
 /* linksample.c: sampler thread: NVLink/PCIe byte counters (PM sampling, NVML) and flushes. */
 /*
- * One background thread per process. Every ~100 ms it decodes PM samples into LINKSAMPLE records
- * (each sample's own start/end; the period is never assumed); every NVLPROF_FLUSH_MS (<= 1 s) it
- * flushes CUPTI activity and pairs the clocks. GPUs are sampled once they are known to be used:
- * the current context's device at a late start and any device nvlp_cupti_stream_id() sees.
+ * One background thread per process. Every 100 ms it decodes PM samples into LINKSAMPLE records
+ * (each sample's own start/end; the period is never assumed) and converts the activity buffers
+ * CUPTI completed; every NVLPROF_GPU_FLUSH_MS (10 s by default) it forces a CUPTI flush and pairs
+ * the clocks. It wakes for nothing else, except every 10 ms until a GPU is in use and at NVML's
+ * period when NVML is the source. GPUs are sampled once they are known to be used: the current
+ * context's device at a late start, any device nvlp_cupti_stream_id() sees and any device with an
+ * active primary context.
  *
  * Two processes on one GPU (two ranks sharing a device, or a data-loader that touched CUDA): the
  * counters are per GPU, not per process, and PM sampling can only be owned by one client. The first
@@ -50,6 +53,7 @@
 #define HW_BUFFER (64u << 20)  /* PM records in GPU memory between decodes (KEEP_LATEST) */
 #define MAX_SAMPLES 4000       /* decoded samples held per decode round */
 #define DECODE_NS 100000000ull /* decode PM samples every 100 ms */
+#define POLL_NS 10000000ull    /* look for the first context every 10 ms */
 #define EXIT_WAIT_MS 1500      /* at exit, wait this long for a GPU whose setup is running */
 
 /* Metric order = LINKSAMPLE field order after dur (nvl_tx .. pcie_wr). */
@@ -633,13 +637,13 @@ static void *sampler(void *arg)
 	                       : (uint64_t)cfg->sample_us * 1000ull;
 	uint64_t now = nvlp_now();
 	uint64_t next_flush = flush_ms ? now + ms_ns(flush_ms) : UINT64_MAX,
-	         next_decode = now + DECODE_NS, next_nvml = now + nvml_ns;
+	         next_decode = now + DECODE_NS, next_nvml = now + nvml_ns, next_tick = now + POLL_NS;
 	after_load(); /* libcuda and libcupti came in just before we were started */
 	pthread_mutex_lock(&L.mu);
 	while (!L.stop) {
 		uint64_t wake = next_flush < next_decode ? next_flush : next_decode;
-		if (next_nvml < wake)
-			wake = next_nvml;
+		if (next_tick < wake)
+			wake = next_tick;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t cur = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -674,12 +678,19 @@ static void *sampler(void *arg)
 					pm_decode(d, &L.g[d]);
 			next_decode = now + DECODE_NS;
 		}
-		if (now >= next_nvml) {
+		int nvml = 0, ready = cfg->sample_us <= 0; /* ready: no first context to look for */
+		for (int d = 0; d < MAX_GPUS; d++)
+			nvml |= L.g[d].source == 2, ready |= L.g[d].setup;
+		if (nvml && now >= next_nvml) {
 			for (int d = 0; d < MAX_GPUS; d++)
 				if (L.g[d].source == 2)
 					nvml_sample(d, &L.g[d]);
 			next_nvml = now + nvml_ns;
 		}
+		/* No reason to wake 100 times a second (the old 10 ms tick; its cost was within noise on
+		 * the DDP example): NVML's period when it is the source, else 10 ms only until a GPU is
+		 * in use (a short program's first context), then the decoding period. */
+		next_tick = nvml ? next_nvml : now + (ready ? DECODE_NS : POLL_NS);
 		if (now >= next_flush) {
 			nvlp_cupti_periodic_flush();
 			next_flush = nvlp_now() + ms_ns(flush_ms);

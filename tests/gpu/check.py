@@ -363,7 +363,7 @@ def cmd_overhead(logdir, prefix="ovh"):
     # the process's CPU time per step (rank 0; nvlprof's threads included), where the runs have it
     cpu = {kind: [files[kind][i].get("cpu_ms_per_step") for i in rounds if i in files[kind]] for kind, _ in kinds}
     if all(v is not None for v in cpu["base"] + cpu["prof"]):
-        print("overhead CPU ms per step (rank 0 process): " + "; ".join(
+        print("overhead CPU ms per step (rank 0 process, its spin in synchronize included): " + "; ".join(
             f"{k} " + " ".join(f"{v:.2f}" for v in cpu[k]) for k, _ in kinds if cpu[k] and None not in cpu[k]))
 
     def paired(kind, what, stat):

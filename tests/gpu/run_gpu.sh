@@ -91,11 +91,12 @@ if want overhead; then
 		local k=$1 i=$2 nv=$NV env=""
 		case $k in
 		prof) env="NVLPROF_VERBOSE=1" ;;
-		api) env="NVLPROF_CUPTI=0" ;;
-		nopm) env="NVLPROF_SAMPLE_US=0" ;;
+		api) env="NVLPROF_VERBOSE=1 NVLPROF_CUPTI=0" ;;
+		nopm) env="NVLPROF_VERBOSE=1 NVLPROF_SAMPLE_US=0" ;;
 		alt) env="NVLPROF_VERBOSE=1 ${OVH_ALT_ENV:-}" nv=${OVH_ALT_NV:-$NV} ;;
 		esac
-		local job="$PY $DDP --steps $S ${OVH_ARGS:-} --json $L/ovh_${k}_$i.json"
+		# --pin: each rank on the CPUs near its GPU (half the CPUs each here): less spread between runs
+		local job="$PY $DDP --steps $S --pin ${OVH_ARGS:-} --json $L/ovh_${k}_$i.json"
 		if [ $k = base ]; then $job; else env $env $nv run -o /tmp/nvlp-ovh-$k-$i -- $job; fi \
 			>$L/ovh_${k}_$i.log 2>&1
 	}

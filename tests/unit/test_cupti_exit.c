@@ -7,12 +7,13 @@
  * destructor. The parent re-runs itself under LD_PRELOAD=libnvlprof.so with the fake libcupti and
  * libcuda; the child starts CUDA (fake cuInit runs InitializeInjection), queues kernel records,
  * makes one intercepted call, waits for the chosen point of setup and returns from main. Each run
- * must exit 0 with a complete trace (END) holding every record made before exit.
+ * must exit 0 with a complete trace (END) holding every record made before exit. One more run
+ * stays idle for a second once sampling is on and counts the sampler thread's wake-ups.
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
 #include <cupti.h>            /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
 #include <limits.h>           /* PATH_MAX */
-#include <stdio.h>            /* printf */
+#include <stdio.h>            /* printf, fprintf */
 #include <stdlib.h>           /* setenv, mkdtemp */
 #include <string.h>           /* strstr */
 #include <time.h>             /* clock_gettime */
@@ -24,6 +25,7 @@
 
 void fake_cupti_generate(int kind, int n);
 int fake_cupti_pm_progress(void);
+int fake_cuda_device_counts(void);
 
 enum { NK = 500 };
 
@@ -35,7 +37,7 @@ static uint64_t mono_ms(void)
 }
 
 /* ---- child: a short CUDA program ---- */
-static int child(int wait_progress)
+static int child(int wait_progress, int idle_ms)
 {
 	cuInit(0); /* fake driver: InitializeInjection -> nvlprof attaches, sampler starts */
 	void *m = NULL;
@@ -49,6 +51,20 @@ static int child(int wait_progress)
 	}
 	if (fake_cupti_pm_progress() < wait_progress)
 		return 4;
+	if (idle_ms > 0) {
+		/* a GPU sampled, nothing else happening: the sampler wakes up every 100 ms (decoding);
+		 * it used to wake every 10 ms. One cuDeviceGetCount per wake-up (new contexts). */
+		struct timespec ts = {0, 100000000}; /* past setup's last steps */
+		nanosleep(&ts, NULL);
+		int n0 = fake_cuda_device_counts();
+		ts = (struct timespec){idle_ms / 1000, (idle_ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		int wakes = fake_cuda_device_counts() - n0, most = idle_ms / 100 + 3;
+		fprintf(stderr, "sampler wake-ups in %d ms idle: %d (at most %d, at least 1)\n",
+		        idle_ms, wakes, most);
+		if (wakes > most || wakes < 1)
+			return 5;
+	}
 	return 0; /* exit() now: the exit path under test */
 }
 
@@ -57,6 +73,7 @@ struct scenario {
 	const char *name;
 	int wait_progress; /* fake_cupti_pm_progress() to reach before exiting */
 	const char *slow_ms, *enable_ms;
+	int idle_ms; /* then stay idle this long, counting the sampler's wake-ups */
 };
 
 /* The child runs under the shim with the fake's slow PM setup; default flushes: the program ends
@@ -64,8 +81,8 @@ struct scenario {
 static int run_child(const char *self, const char *lib, const char *dir, const struct scenario *sc,
                      unsigned uuid_base)
 {
-	char wait[16], slow[64], enable[64], base[64];
-	snprintf(wait, sizeof wait, "%d", sc->wait_progress);
+	char wait[32], slow[64], enable[64], base[64];
+	snprintf(wait, sizeof wait, "%d/%d", sc->wait_progress, sc->idle_ms);
 	snprintf(slow, sizeof slow, "FAKE_CUPTI_PM_SLOW_MS=%s", sc->slow_ms);
 	snprintf(enable, sizeof enable, "FAKE_CUPTI_PM_ENABLE_MS=%s", sc->enable_ms);
 	snprintf(base, sizeof base, "FAKE_CUDA_UUID_BASE=%u", uuid_base);
@@ -76,7 +93,7 @@ static int run_child(const char *self, const char *lib, const char *dir, const s
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "child"))
-		return child(atoi(argv[2]));
+		return child(atoi(argv[2]), atoi(strchr(argv[2], '/') ? strchr(argv[2], '/') + 1 : "0"));
 	char self[PATH_MAX], lib[PATH_MAX + 32];
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
@@ -91,6 +108,8 @@ int main(int argc, char **argv)
 	    {"just after setup", 4, "20", "0"},
 	    /* setup stuck in one call longer than exit waits: bounded, samples dropped */
 	    {"setup stuck", 3, "20", "4000"},
+	    /* sampling, then a second of nothing: the sampler's wake-ups are few (status 5 if not) */
+	    {"idle after setup", 4, "20", "0", 1000},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++) {
 		const struct scenario *sc = &scs[i];
@@ -102,7 +121,8 @@ int main(int argc, char **argv)
 		uint64_t ms = mono_ms() - t0;
 		struct trace_summary s;
 		trace_summarize(dir, &s);
-		CHECK(rc == 0, "[%s] program exited normally (status %d)", sc->name, rc);
+		CHECK(rc == 0, "[%s] program exited normally (status %d%s)", sc->name, rc,
+		      rc == 5 ? ": the sampler woke up too often" : "");
 		CHECK(s.files == 1 && s.complete == 1, "[%s] trace is complete: END record present",
 		      sc->name);
 		CHECK(s.kinds[NVLP_K_KERNEL] == NK,
