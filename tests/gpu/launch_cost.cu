@@ -45,6 +45,25 @@ static double median(std::vector<double> v)
 		}                                                                                  \
 	} while (0)
 
+// ROUNDS rounds of BATCHES x (PER spin kernels of CYC cycles, then a stream sync): the wall time
+// of each round per batch, in ns, into out. @return 0, or 1 on a CUDA error (printed).
+static int synced_batches(cudaStream_t st, int rounds, long batches, long per, long long cyc,
+                          std::vector<double> &out)
+{
+	for (int r = 0; r < rounds; r++) {
+		auto t0 = std::chrono::steady_clock::now();
+		for (long b = 0; b < batches; b++) {
+			for (long i = 0; i < per; i++)
+				spin_kernel<<<1, 32, 0, st>>>(cyc, nullptr);
+			CK(cudaStreamSynchronize(st));
+		}
+		auto t1 = std::chrono::steady_clock::now();
+		out.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)batches);
+	}
+	CK(cudaGetLastError());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 200000;
@@ -69,45 +88,28 @@ int main(int argc, char **argv)
 		ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)n);
 	}
 	CK(cudaGetLastError());
-	std::vector<double> s = ns;
-	std::sort(s.begin(), s.end());
+	std::sort(ns.begin(), ns.end());
 	printf("launch_cost: median %.1f ns/launch over %d rounds of %ld (min %.1f, max %.1f)\n",
-	       s[s.size() / 2], rounds, n, s.front(), s.back());
+	       ns[ns.size() / 2], rounds, n, ns.front(), ns.back());
 	fflush(stdout);
 
 	// GPU-bound: kernels of 2000 cycles (~1 us) queued faster than the GPU runs them
 	const long long cyc = 2000;
 	long ng = n / 4;
 	std::vector<double> g;
-	for (int r = 0; r < rounds; r++) {
-		auto t0 = std::chrono::steady_clock::now();
-		for (long i = 0; i < ng; i++)
-			spin_kernel<<<1, 32, 0, st>>>(cyc, nullptr);
-		CK(cudaStreamSynchronize(st));
-		auto t1 = std::chrono::steady_clock::now();
-		g.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)ng);
-	}
-	CK(cudaGetLastError());
+	if (synced_batches(st, rounds, 1, ng, cyc, g))
+		return 1;
 	printf("gpu_bound: median %.1f ns/kernel over %d rounds of %ld kernels of %lld cycles\n",
-	       median(g), rounds, ng, cyc);
+	       median(g) / (double)ng, rounds, ng, cyc);
 	fflush(stdout);
 
 	// step-like: 54 kernels then a sync (the DDP example launches ~54 kernels per step)
 	const int per_step = 54;
 	long steps = n / 100;
 	std::vector<double> sv;
-	for (int r = 0; r < rounds; r++) {
-		auto t0 = std::chrono::steady_clock::now();
-		for (long k = 0; k < steps; k++) {
-			for (int i = 0; i < per_step; i++)
-				spin_kernel<<<1, 32, 0, st>>>(cyc, nullptr);
-			CK(cudaStreamSynchronize(st));
-		}
-		auto t1 = std::chrono::steady_clock::now();
-		sv.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)steps);
-	}
-	CK(cudaGetLastError());
+	if (synced_batches(st, rounds, steps, per_step, cyc, sv))
+		return 1;
 	printf("sync_steps: median %.2f us/step over %d rounds of %ld steps of %d kernels\n",
-	       median(sv), rounds, steps, per_step);
+	       median(sv) / 1e3, rounds, steps, per_step);
 	return 0;
 }
