@@ -128,6 +128,15 @@ enum nvlp_ftype {
 	F(X, comm) F(U, seq) F(U, fn) F(S, algo) F(S, proto) F(U, channels) F(T, start) F(U, dur)    \
 	F(U, warps) F(U, count) F(X, nccl_comm) F(I, rank) F(I, nranks)
 
+/* The GNU build-id of the MODULE with the same base (written right after that MODULE): blob = the
+ * raw build-id bytes (usually 20). The analyzer never symbolizes from a file whose id differs. */
+#define NVLP_FIELDS_BUILDID(F) F(X, base)
+
+/* A function symbol of the MODULE with the same base, saved at record time for the frames that
+ * trace's stacks hold (so symbols travel with the trace): offset = the symbol's address relative
+ * to the module's load bias (st_value), size = st_size; blob = the symbol name as in the file. */
+#define NVLP_FIELDS_SYMBOL(F) F(X, base) F(X, offset) F(U, size)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -147,7 +156,9 @@ enum nvlp_ftype {
 	R(DEVICE, device, 1, NVLP_FIELDS_DEVICE)                                                   \
 	R(LINKSAMPLE, linksample, 0, NVLP_FIELDS_LINKSAMPLE)                                       \
 	R(CLOCK, clock, 0, NVLP_FIELDS_CLOCK)                                                      \
-	R(NCCLPROF, ncclprof, 0, NVLP_FIELDS_NCCLPROF)
+	R(NCCLPROF, ncclprof, 0, NVLP_FIELDS_NCCLPROF)                                             \
+	R(BUILDID, buildid, 1, NVLP_FIELDS_BUILDID)                                                \
+	R(SYMBOL, symbol, 1, NVLP_FIELDS_SYMBOL)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
