@@ -2,7 +2,11 @@
 #   make            build          make test     CPU tests (no GPU needed)
 #   make bench      benchmarks     make DEBUG=1  -O0 build      make SAN=address|undefined|thread
 #   make deps       install missing Debian build dependencies (as root) or print the command
+#   make analyzer   build/nvlprof alone (needs no CUDA toolkit)    make install PREFIX=/usr/local
+#   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-13.0 /opt/cuda) /usr/local/cuda)
+NCCL_HOME ?=
+PREFIX ?= /usr/local
 CC ?= gcc
 CXX ?= g++
 ifeq ($(CC),cc)
@@ -20,7 +24,22 @@ BUILD := build/san-$(SAN)
 SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer
 endif
 
-CPPFLAGS := -D_GNU_SOURCE -I$(CUDA_HOME)/include -Itrace -Ipreload -Icupti -Ianalyzer
+# ---- headers of the CUDA runtime, CUPTI and NCCL: the shim and its tests need them, the analyzer
+# does not. Looked for where toolkits, runfile installs, libnccl-dev and pip put them.
+hdr_dir = $(patsubst %/$(1),%,$(firstword $(wildcard $(addsuffix /$(1),$(2)))))
+# pip's nvidia-nccl-cu* wheels (system, user and venv site-packages); asked only if needed
+PY_SITES = $(shell python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
+CUDA_INC := $(call hdr_dir,cuda_runtime_api.h,$(CUDA_HOME)/include)
+CUPTI_INC := $(call hdr_dir,cupti.h,$(CUDA_HOME)/include $(CUDA_HOME)/extras/CUPTI/include)
+NCCL_INC := $(or $(call hdr_dir,nccl.h,$(if $(NCCL_HOME),$(NCCL_HOME)/include) $(CUDA_HOME)/include /usr/include),$(call hdr_dir,nccl.h,$(addsuffix /nvidia/nccl/include,$(PY_SITES))))
+HDR_MISSING := $(if $(CUDA_INC),,cuda_runtime_api.h (in $(CUDA_HOME)/include)) \
+  $(if $(CUPTI_INC),,cupti.h (in $(CUDA_HOME)/include or $(CUDA_HOME)/extras/CUPTI/include)) \
+  $(if $(NCCL_INC),,nccl.h (in $(if $(NCCL_HOME),$(NCCL_HOME)/include, )$(CUDA_HOME)/include, /usr/include or pip's nvidia/nccl/include))
+HDR_MISSING := $(strip $(HDR_MISSING))
+uniq = $(if $(1),$(firstword $(1)) $(call uniq,$(filter-out $(firstword $(1)),$(1))))
+CUDA_CPPFLAGS := $(addprefix -I,$(call uniq,$(filter-out /usr/include,$(CUDA_INC) $(CUPTI_INC) $(NCCL_INC))))
+
+CPPFLAGS := -D_GNU_SOURCE $(CUDA_CPPFLAGS) -Itrace -Ipreload -Icupti -Ianalyzer
 WARN := -Wall -Wextra -Wno-missing-field-initializers
 CFLAGS := -std=gnu11 $(OPT) -g $(WARN) -fPIC -pthread $(SANFLAGS)
 CXXFLAGS := -std=gnu++17 $(OPT) -g $(WARN) -fPIC -pthread -fno-exceptions -fno-rtti $(SANFLAGS)
@@ -45,23 +64,42 @@ ANALYZER_OBJS := $(patsubst %.c,$(BUILD)/cli/%.o,$(ANALYZER_SRCS))
 LIB := $(BUILD)/libnvlprof.so
 CLI := $(BUILD)/nvlprof
 
-.PHONY: all deps test bench clean format
-all: deps-check $(LIB) $(CLI)
+.PHONY: all analyzer deps test bench clean format install
+all: $(LIB) $(CLI)
+analyzer: $(CLI)
 
 # ---- build dependencies --------------------------------------------------------------------
-DEB_DEPS := libzstd-dev:zstd.h libunwind-dev:libunwind.h
+# Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
+# build. The analyzer needs only libzstd-dev; the shim also libunwind-dev and the CUDA headers.
+NO_BUILD_GOALS := clean format help
+CLI_GOALS := analyzer demo fuzz fuzz-build $(CLI)
+GOALS := $(or $(MAKECMDGOALS),all)
+DEB_DEPS := libzstd-dev:zstd.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
+define DEPS_SCRIPT
+missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
+  echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+if [ -z "$$missing" ]; then echo ok; \
+elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+  echo "nvlprof: installing$$missing" >&2; \
+  if DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1 || \
+     { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1; }; \
+  then echo ok; else echo "apt-get install$$missing failed"; fi; \
+else echo "missing build dependencies; run: sudo apt-get install -y$$missing"; fi
+endef
+ifneq ($(filter-out $(NO_BUILD_GOALS),$(GOALS)),)
+DEPS_STATUS := $(shell $(DEPS_SCRIPT))
+ifneq ($(DEPS_STATUS),ok)
+$(error nvlprof: $(DEPS_STATUS))
+endif
+ifneq ($(filter-out $(CLI_GOALS) deps deps-check,$(GOALS)),)
+ifneq ($(HDR_MISSING),)
+$(error nvlprof: the shim ($(LIB)) needs headers not found: $(HDR_MISSING); set CUDA_HOME or NCCL_HOME (the analyzer alone needs none of them: make analyzer))
+endif
+endif
+endif
 .PHONY: deps-check
 deps-check:
-	@missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
-	  echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "nvlprof: installing$$missing"; \
-	    (apt-get install -y -q $$missing >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null)) \
-	      || { echo "nvlprof: apt-get install$$missing failed"; exit 1; }; \
-	  else echo "nvlprof: missing build dependencies; run: sudo apt-get install -y$$missing"; exit 1; fi; fi; \
-	test -f $(CUDA_HOME)/include/nccl.h -a -f $(CUDA_HOME)/include/cupti.h || \
-	  { echo "nvlprof: CUDA toolkit headers (cupti.h, nccl.h) not found under CUDA_HOME=$(CUDA_HOME); set CUDA_HOME"; exit 1; }
+	@echo "nvlprof: build dependencies present; headers: CUDA $(or $(CUDA_INC),-) CUPTI $(or $(CUPTI_INC),-) NCCL $(or $(NCCL_INC),-)"
 deps: deps-check
 
 $(BUILD)/lib/%.o: %.c $(wildcard trace/*.h preload/*.h cupti/*.h)
@@ -196,10 +234,48 @@ $(BUILD)/bench/%: tests/bench/%.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(wildcard test
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bash tests/bench/run.sh
 
+# bin/nvlprof finds lib/libnvlprof.so from where it is installed (analyzer/run.c)
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/nvlprof
+	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libnvlprof.so
+
 format:
 	clang-format -i $(wildcard */*.c */*.h */*.cc tests/*/*.c)
 clean:
 	rm -rf build
+
+# ---- fuzzing: libFuzzer over the reader and every analyzer command (tests/fuzz/) -------------------
+# The analyzer and trace objects are rebuilt with clang, ASan and UBSan (every UB report aborts);
+# seeds are the example traces cut to a few records per kind (mkseed), single ranks and pairs.
+# make fuzz FUZZ_SECONDS=N FUZZ_JOBS=N FUZZ_ARGS=...: crashers land in $(FUZZ_DIR)/crashes/.
+FUZZ_CC ?= clang
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC,$(CFLAGS)) -O1 -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS) tests/fuzz/codec.c)
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_trace
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard trace/*.h analyzer/*.h tests/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -c $< -o $@
+$(FUZZ_BIN): tests/fuzz/fuzz_trace.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(CLI_LDLIBS)
+$(FUZZ_DIR)/mkseed: tests/fuzz/mkseed.c tests/fuzz/codec.c tests/fuzz/codec.h $(TRACE_OBJS)
+	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) -o $@ tests/fuzz/mkseed.c tests/fuzz/codec.c $(TRACE_OBJS) $(CLI_LDLIBS)
+.PHONY: fuzz fuzz-build fuzz-seeds
+fuzz-seeds: $(FUZZ_DIR)/mkseed
+	@mkdir -p $(FUZZ_DIR)/seeds
+	@for d in examples/traces/*/; do n=$$(basename $$d); set -- $$d*.nvlp; \
+	  for k in 3 12; do $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-$$k $$k $$1 || exit 1; \
+	    [ $$# -lt 2 ] || $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-pair-$$k $$k $$1 $$2 || exit 1; done; done
+fuzz-build: $(FUZZ_BIN) fuzz-seeds
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  -max_len=131072 -jobs=$(FUZZ_JOBS) -workers=$(FUZZ_JOBS) -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_ARGS) $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 # ---- CUDA examples (need nvcc; shared cudart so that the shim sees their runtime calls) ----------
 NVCC ?= $(CUDA_HOME)/bin/nvcc
@@ -216,7 +292,7 @@ $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo
-demo: all
+demo: $(CLI)
 	@for d in examples/traces/*/; do echo "### nvlprof report $$d"; $(CLI) report $$d 2>/dev/null; echo; done
 	@echo "### nvlprof diff examples/traces/ddp_healthy examples/traces/ddp_p2p_disable"
 	@$(CLI) diff examples/traces/ddp_healthy examples/traces/ddp_p2p_disable 2>/dev/null

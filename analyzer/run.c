@@ -1,4 +1,4 @@
-/* run.c: `nvlprof run`: executes a command with libnvlprof.so (found next to this binary) preloaded. */
+/* run.c: `nvlprof run`: executes a command with libnvlprof.so (found next to this binary or in ../lib) preloaded. */
 #include <errno.h>    /* errno */
 #include <limits.h>   /* PATH_MAX */
 #include <stdio.h>    /* fprintf */
@@ -17,8 +17,10 @@ static void run_usage(FILE *f)
 		   "  -o, --output DIR   write traces to DIR (sets NVLPROF_DIR; default ./nvlprof-traces)\n");
 }
 
-/* The library lives next to the real nvlprof binary (symlinks resolved), as make builds it. */
-static int find_library(char *out, size_t len)
+/* The library lives next to the real nvlprof binary (symlinks resolved), as make builds it, or in
+ * ../lib, as `make install` puts it (PREFIX/bin/nvlprof, PREFIX/lib/libnvlprof.so).
+ * tried[0], tried[1]: the two places, for the message when neither has it. */
+static int find_library(char *out, char tried[2][PATH_MAX])
 {
 	char exe[PATH_MAX], real[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -31,9 +33,14 @@ static int find_library(char *out, size_t len)
 	if (!slash)
 		return -1;
 	*slash = 0;
-	if ((size_t)snprintf(out, len, "%s/%s", real, LIB_NAME) >= len)
-		return -1;
-	return 0;
+	static const char *const dirs[] = {"", "/../lib"};
+	for (size_t i = 0; i < 2; i++) {
+		if ((size_t)snprintf(tried[i], PATH_MAX, "%s%s/%s", real, dirs[i], LIB_NAME) >= PATH_MAX)
+			return -1;
+		if (access(tried[i], R_OK) == 0 && realpath(tried[i], out))
+			return 0;
+	}
+	return -1;
 }
 
 /* ld.so splits LD_PRELOAD on ':' and ' '. */
@@ -139,10 +146,12 @@ int nvlp_cmd_run(int argc, char **argv)
 		return 2;
 	}
 
-	char lib[PATH_MAX] = "(the nvlprof binary could not be located)";
-	if (find_library(lib, sizeof(lib)) < 0 || access(lib, R_OK) < 0) {
-		fprintf(stderr, "nvlprof run: %s not found next to the nvlprof binary (looked for %s)\n",
-			LIB_NAME, lib);
+	char lib[PATH_MAX], tried[2][PATH_MAX] = {"(the nvlprof binary could not be located)", "-"};
+	if (find_library(lib, tried) < 0) {
+		fprintf(stderr,
+			"nvlprof run: %s not found next to the nvlprof binary (looked for %s) nor in "
+			"../lib (looked for %s)\n",
+			LIB_NAME, tried[0], tried[1]);
 		return 1;
 	}
 	const char *old = getenv("LD_PRELOAD");
