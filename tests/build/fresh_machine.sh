@@ -4,7 +4,8 @@
 # libunwind-dev (overlay whiteouts) and, with --no-cuda, the CUDA toolkit (an empty tmpfs over it),
 # puts a stub apt-get first in PATH that brings the files back after APT_DELAY seconds, and logs
 # the start of every compile: each must come after the stub's install finished.
-#   tests/build/fresh_machine.sh [--no-cuda] REPO WORKDIR -- CMD...   (CMD runs in a clone of REPO)
+#   tests/build/fresh_machine.sh [--no-cuda] REPO WORKDIR -- CMD...   (CMD runs in a clone of REPO;
+#   REV=commit checks that out)
 set -eu
 nocuda=0
 [ "${1:-}" = --no-cuda ] && { nocuda=1; shift; }
@@ -13,6 +14,7 @@ repo=$1 work=$2; shift 2; [ "${1:-}" = -- ] && shift
 rm -rf "$work"; mkdir -p "$work"
 work=$(cd "$work" && pwd)
 git clone -q "$repo" "$work/clone"
+[ -z "${REV:-}" ] || git -C "$work/clone" checkout -q "$REV"
 export APT_DELAY=${APT_DELAY:-3} FM="$work" NOCUDA=$nocuda
 exec unshare -m --propagation private bash -s "$@" <<'INNER'
 set -eu
@@ -45,11 +47,11 @@ for h in $(echo $hdrs); do cp -a "$FM/orig/inc/\$h" "/usr/include/\$h"; done
 for l in $(echo $libs); do cp -a "$FM/orig/lib/\$l" "$M/\$l"; done
 echo "apt-get end \$(date +%s.%N)" >>"$FM/log"
 STUB
-# every compile logs when it started; cc -E (the dependency probe) is not a compile
+# every compile and link logs when it started; cc -E (the dependency probe) is neither
 for c in gcc g++; do
 	cat >"$FM/bin/$c" <<WRAP
 #!/bin/sh
-case " \$* " in *" -c "*) echo "compile \$(date +%s.%N) \$*" >>"$FM/log" ;; esac
+case " \$* " in *" -E "*) ;; *) echo "compile \$(date +%s.%N) \$*" >>"$FM/log" ;; esac
 exec /usr/bin/$c "\$@"
 WRAP
 done
