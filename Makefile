@@ -87,14 +87,14 @@ elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 else echo "missing build dependencies; run: sudo apt-get install -y$$missing"; fi
 endef
 ifneq ($(filter-out $(NO_BUILD_GOALS),$(GOALS)),)
-DEPS_STATUS := $(shell $(DEPS_SCRIPT))
-ifneq ($(DEPS_STATUS),ok)
-$(error nvlprof: $(DEPS_STATUS))
-endif
 ifneq ($(filter-out $(CLI_GOALS) deps deps-check,$(GOALS)),)
 ifneq ($(HDR_MISSING),)
 $(error nvlprof: the shim ($(LIB)) needs headers not found: $(HDR_MISSING); set CUDA_HOME or NCCL_HOME (the analyzer alone needs none of them: make analyzer))
 endif
+endif
+DEPS_STATUS := $(shell $(DEPS_SCRIPT))
+ifneq ($(DEPS_STATUS),ok)
+$(error nvlprof: $(DEPS_STATUS))
 endif
 endif
 .PHONY: deps-check
@@ -257,6 +257,12 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC,$(CFLAGS)) -O1 -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS) tests/fuzz/codec.c)
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_trace
+ifneq ($(filter fuzz fuzz-build,$(GOALS)),)
+FUZZ_PROBE := $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo ok)
+ifneq ($(FUZZ_PROBE),ok)
+$(error nvlprof: make fuzz needs clang with libFuzzer ($(FUZZ_CC) -fsanitize=fuzzer does not link; Debian: apt-get install clang libclang-rt-dev; FUZZ_CC= picks another clang))
+endif
+endif
 $(FUZZ_DIR)/obj/%.o: %.c $(wildcard trace/*.h analyzer/*.h tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -c $< -o $@
@@ -271,11 +277,16 @@ fuzz-seeds: $(FUZZ_DIR)/mkseed
 	  for k in 3 12; do $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-$$k $$k $$1 || exit 1; \
 	    [ $$# -lt 2 ] || $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-pair-$$k $$k $$1 $$2 || exit 1; done; done
 fuzz-build: $(FUZZ_BIN) fuzz-seeds
+# -fork: the target runs in child processes (a crash, OOM or timeout ends the round with an error
+# unless FUZZ_ARGS has -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1, as long campaigns do).
+# One malloc over 64 MiB from an input of at most 64 KiB is reported (memory must stay in
+# proportion to the input); malloc_context_size=4 keeps ASan's bookkeeping cheap.
 fuzz: fuzz-build
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
-	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	  -max_len=131072 -jobs=$(FUZZ_JOBS) -workers=$(FUZZ_JOBS) -print_final_stats=1 \
-	  -artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_ARGS) $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=4} $(FUZZ_BIN) -fork=$(FUZZ_JOBS) \
+	  -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 -max_len=65536 \
+	  -print_final_stats=1 -artifact_prefix=$(abspath $(FUZZ_DIR)/crashes)/ $(FUZZ_ARGS) \
+	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 # ---- CUDA examples (need nvcc; shared cudart so that the shim sees their runtime calls) ----------
 NVCC ?= $(CUDA_HOME)/bin/nvcc

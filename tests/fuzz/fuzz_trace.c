@@ -1,5 +1,8 @@
 /* fuzz_trace.c: libFuzzer target over the reader and every analyzer command (info, dump, report, diff), structure-aware. */
+#include <dirent.h>   /* opendir */
+#include <errno.h>    /* ESRCH */
 #include <fcntl.h>    /* open */
+#include <signal.h>   /* kill */
 #include <stdint.h>   /* uint8_t */
 #include <stdio.h>    /* snprintf, fopen */
 #include <stdlib.h>   /* malloc, free, getenv */
@@ -29,12 +32,40 @@ static void cleanup(void)
 	rmdir(dir);
 }
 
+/* A crashed run (fork mode: many) leaves its directory; the next start removes those whose
+ * process is gone. */
+static void remove_stale(const char *base)
+{
+	DIR *d = opendir(base);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid;
+		char tail;
+		if (sscanf(e->d_name, "nvlp-fuzz-%d%c", &pid, &tail) != 1 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char p[600];
+		static const char *const parts[] = {"job/r0.nvlp", "job/r1.nvlp", "solo/r0.nvlp",
+						    "decode.nvlp", "job", "solo", ""};
+		for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+			snprintf(p, sizeof p, "%s/%s/%s", base, e->d_name, parts[i]);
+			if (unlink(p) < 0)
+				rmdir(p);
+		}
+	}
+	closedir(d);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	/* tmpfs: no disk I/O per execution */
 	const char *base = getenv("NVLP_FUZZ_DIR") ? getenv("NVLP_FUZZ_DIR") : "/dev/shm";
+	remove_stale(base);
 	snprintf(dir, sizeof dir, "%s/nvlp-fuzz-%d", base, (int)getpid());
 	snprintf(job, sizeof job, "%s/job", dir);
 	snprintf(solo, sizeof solo, "%s/solo", dir);

@@ -16,6 +16,8 @@ for f in "$APP" "$READ" "$LIB" "$FAKES/libnccl.so.2"; do
 	[ -e "$f" ] || { fail "missing $f (build first)"; exit 1; }
 done
 
+# wait_ready DIR: until the app printed ready (60 s at most: a loaded machine starts it late)
+wait_ready() { for _ in $(seq 1200); do grep -q ready "$1/.out" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 # rd FILE KEY: one value from rt_read's summary
 rd() { "$READ" "$1" | sed -n "s/^$2=//p"; }
 # fresh DIR: an empty trace directory for one scenario
@@ -101,7 +103,7 @@ for sig in TERM HUP; do
 	mkdir -p "$d/tr"
 	(cd "$d" && NVLPROF_DIR="$d/tr" LD_PRELOAD="$PRELOAD" exec "$APP" loop >"$d/.out" 2>"$d/.err") &
 	p=$!
-	for _ in $(seq 100); do grep -q ready "$d/.out" 2>/dev/null && break; sleep 0.05; done
+	check "SIG$sig: app ready" wait_ready "$d"
 	sleep 0.2
 	kill -$sig $p
 	{ wait $p; } 2>/dev/null
@@ -119,7 +121,7 @@ d=$(fresh handler)
 mkdir -p "$d/tr"
 (cd "$d" && NVLPROF_DIR="$d/tr" LD_PRELOAD="$PRELOAD" exec "$APP" handler >"$d/.out" 2>"$d/.err") &
 p=$!
-for _ in $(seq 100); do grep -q ready "$d/.out" 2>/dev/null && break; sleep 0.05; done
+check "handler: app ready" wait_ready "$d"
 kill -TERM $p
 wait $p
 check_eq "handler: app exits normally" 0 "$?"
@@ -186,7 +188,15 @@ d=$(fresh kill9)
 mkdir -p "$d/tr"
 (cd "$d" && NVLPROF_DIR="$d/tr" LD_PRELOAD="$PRELOAD" exec "$APP" loop >"$d/.out" 2>"$d/.err") &
 p=$!
+# Two seconds of recording at least, then until the trace on disk spans 900 ms: the writer's
+# periodic flushes are what is tested, the wait only keeps a loaded machine from starting late.
+check "kill -9: app ready" wait_ready "$d"
 sleep 2
+for _ in $(seq 600); do
+	f=$(one "$d")
+	[ -n "$f" ] && [ "$(rd "$f" span_ms)" -ge 900 ] 2>/dev/null && break
+	sleep 0.1
+done
 kill -KILL $p
 { wait $p; } 2>/dev/null
 f=$(one "$d")

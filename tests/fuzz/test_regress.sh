@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# test_regress.sh: replays the fuzzer's regression inputs (tests/fuzz/regress/) through the normal
+# CLI: info, dump, report and diff neither crash (status < 128) nor hang, and a complaint's first
+# line names the file. An input holds one or two traces, one after the other (as the fuzzer writes
+# them: each starts with its preamble); they are written as the two files of one job.
+. "$(dirname "$0")/../lib.sh"
+# a sanitizer's report is a crash too
+export ASAN_OPTIONS="${ASAN_OPTIONS}:abort_on_error=1" UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:abort_on_error=1"
+LIMIT=${FUZZ_REGRESS_TIMEOUT:-60}
+# split IN DIR: the traces of IN as DIR/job/r0.nvlp [r1.nvlp], the last one again as DIR/solo/r0.nvlp
+split() {
+	local in=$1 d=$2
+	mkdir -p "$d/job" "$d/solo"
+	local offs
+	offs=$(LC_ALL=C grep -obUaP 'NVLPROF\x00' "$in" | cut -d: -f1 | awk '$1 > 0' | head -1)
+	if [ -n "$offs" ]; then
+		head -c "$offs" "$in" >"$d/job/r0.nvlp"
+		tail -c +$((offs + 1)) "$in" >"$d/job/r1.nvlp"
+		cp "$d/job/r1.nvlp" "$d/solo/r0.nvlp"
+	else
+		cp "$in" "$d/job/r0.nvlp"
+		cp "$in" "$d/solo/r0.nvlp"
+	fi
+}
+n=0
+for in in "$ROOT"/tests/fuzz/regress/*; do
+	[ -f "$in" ] || continue
+	case "$in" in *README*) continue ;; esac
+	name=$(basename "$in")
+	d="$T/$name"
+	split "$in" "$d"
+	n=$((n + 1))
+	for cmd in "info $d/job" "dump $d/job" "dump --json $d/job" "report $d/job" "report --json $d/job" \
+		"diff $d/solo $d/job"; do
+		timeout -s KILL "$LIMIT" "$CLI" $cmd >/dev/null 2>"$d/err"
+		rc=$?
+		if [ "$rc" -ge 128 ]; then
+			fail "$name: nvlprof $cmd: crashed or hung (status $rc)"
+			sed 's/^/    /' "$d/err" | head -20
+			continue
+		fi
+		first=$(head -1 "$d/err")
+		if [ -n "$first" ]; then
+			case "$first" in
+			*"$d/job/r0.nvlp"* | *"$d/job/r1.nvlp"* | *"$d/solo/r0.nvlp"*) pass "$name: nvlprof ${cmd%% *}: status $rc, names the file" ;;
+			*) fail "$name: nvlprof $cmd: first line of stderr does not name the file: $first" ;;
+			esac
+		else
+			pass "$name: nvlprof ${cmd%% *}: status $rc"
+		fi
+	done
+done
+check "fuzz regression inputs present" test "$n" -gt 0
+exit $((FAILED > 0))
