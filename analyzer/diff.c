@@ -210,7 +210,8 @@ static void usage(FILE *o)
 	    "  --fail-if-slower PCT  exit 1 when AFTER is slower than BEFORE by more than PCT "
 	    "percent\n"
 	    "                        (per step when steps are recognised in both, else wall time)\n"
-	    "  --threshold N=V, -j N as for `nvlprof report` (see nvlprof report --help)\n"
+	    "  --threshold N=V, --symbols DIR, -j N as for `nvlprof report` (see nvlprof report "
+	    "--help)\n"
 	    "Exit status: 0 done, 1 --fail-if-slower tripped, 2 usage error or unreadable "
 	    "input.\n");
 }

@@ -24,12 +24,28 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
 			fprintf(stderr, "nvlprof: skipping unreadable trace: %s\n", r->err);
+		else if (r->frames_skipped)
+			fprintf(stderr, "nvlprof: warning: trace damaged, %u frame(s) skipped: %s\n",
+			        r->frames_skipped, r->err);
 		else if (r->truncated)
 			fprintf(stderr,
 			        "nvlprof: warning: trace cut short, used up to its end: %s\n",
 			        r->err);
+		if (r->ok && r->nbad)
+			fprintf(stderr, "nvlprof: warning: %s: skipped (%llu bad record(s) in all)\n",
+			        r->bad, (unsigned long long)r->nbad);
 	}
 	an_job_analyze(job);
+	if (job->calls_dropped)
+		fprintf(stderr,
+		        "nvlprof: warning: more than %d communicators in the job: %llu calls of the "
+		        "others skipped\n",
+		        AN_MAX_COMMS, (unsigned long long)job->calls_dropped);
+	if (job->comms_unmatched)
+		fprintf(stderr,
+		        "nvlprof: warning: out of memory: %llu communicator(s) not matched across "
+		        "ranks\n",
+		        (unsigned long long)job->comms_unmatched);
 	if (an_findings_compute(job, th, f) != 0) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		an_job_free(job);
@@ -583,6 +599,9 @@ static void usage(FILE *o)
 	    "first).\n"
 	    "  --json               JSON output (documented in analyzer/REPORT_JSON.md)\n"
 	    "  -o FILE              write the report to FILE\n"
+	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
+	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
+	    "                       a file is used only if its build-id is the one in the trace\n"
 	    "  -j N                 reader threads (default: one per file, up to the number of "
 	    "CPUs)\n"
 	    "  --threshold N=V      change a threshold (repeatable); thresholds and defaults:\n");
@@ -606,6 +625,15 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 			fprintf(stderr, "nvlprof: bad threshold '%s' (see --help for names)\n", v);
 			return -1;
 		}
+		return 1;
+	}
+	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
+		if (a[9] == '=')
+			an_symbols_dir(a + 10);
+		else if (*i + 1 >= argc)
+			return -1;
+		else
+			an_symbols_dir(argv[++*i]);
 		return 1;
 	}
 	if (!strcmp(a, "-j")) {

@@ -1,6 +1,8 @@
 /* an_gen.c: deterministic synthetic job traces (DDP-like steps) with scenario options, for analyzer
  * tests and bench. */
 #include <dlfcn.h>    /* dladdr */
+#include <elf.h>      /* Elf64_Nhdr, NT_GNU_BUILD_ID */
+#include <link.h>     /* dl_iterate_phdr */
 #include <errno.h>    /* errno */
 #include <getopt.h>   /* getopt_long */
 #include <stdint.h>   /* uint64_t */
@@ -31,6 +33,11 @@ struct an_gen_opts {
 	int nvswitch;            /* topology: every GPU of the host on NVSwitches (HGX 8 x H200) */
 	int fsdp;                /* FSDP FULL_SHARD steps: AllGather / ReduceScatter per layer */
 	int interleave;          /* records in a DDP process's order: see late_bcast */
+	/* the allocation site's module (--thrash, --um-once): how its symbols travel */
+	int no_buildid;          /* no BUILDID record: the analyzer must not open the file */
+	int bad_buildid;         /* a BUILDID that is not the file's */
+	int sym_records;         /* SYMBOL record for the allocation site */
+	const char *module_path; /* path recorded in MODULE (default: this program) */
 	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
 	int quiet;
 };
@@ -87,6 +94,36 @@ __attribute__((noinline)) int an_gen_alloc_site(int n)
 	for (int i = 0; i < n; i++)
 		x += i;
 	return x;
+}
+
+/* The GNU build-id of this program, from its loaded PT_NOTE segments. */
+struct bid {
+	uint8_t id[64];
+	size_t len;
+};
+static int find_bid(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct bid *b = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + sizeof(Elf64_Nhdr) <= end) {
+			const Elf64_Nhdr *n = (const void *)p;
+			size_t nsz = (n->n_namesz + 3) & ~3u, dsz = (n->n_descsz + 3) & ~3u;
+			p += sizeof *n;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(p, "GNU", 4) &&
+			    n->n_descsz <= sizeof b->id) {
+				memcpy(b->id, p + nsz, n->n_descsz);
+				b->len = n->n_descsz;
+				return 1;
+			}
+			p += nsz + dsz;
+		}
+	}
+	return 1; /* the first object is the program itself */
 }
 
 struct pend { /* a GPU record held back: CUPTI delivers after the API records */
@@ -469,7 +506,22 @@ int an_gen_run(const struct an_gen_opts *o)
 			                            .start = (uint64_t)(uintptr_t)di.dli_fbase,
 			                            .end = (uint64_t)(uintptr_t)di.dli_fbase +
 			                                   64 * MIB};
-			add(g0, NVLP_K_MODULE, &m, exe, strlen(exe));
+			const char *mp = o->module_path ? o->module_path : exe;
+			add(g0, NVLP_K_MODULE, &m, mp, strlen(mp));
+			struct bid b = {0};
+			dl_iterate_phdr(find_bid, &b);
+			if (o->bad_buildid)
+				for (size_t i = 0; i < b.len; i++)
+					b.id[i] ^= 0xff;
+			struct nvlp_rec_buildid bi = {.base = m.base};
+			if (!o->no_buildid && b.len)
+				add(g0, NVLP_K_BUILDID, &bi, b.id, b.len);
+			struct nvlp_rec_symbol sy = {.base = m.base,
+			                             .offset = (uint64_t)(uintptr_t)&an_gen_alloc_site -
+			                                       m.base,
+			                             .size = 16};
+			if (o->sym_records)
+				add(g0, NVLP_K_SYMBOL, &sy, "an_gen_alloc_site", 17);
 		}
 		uint64_t pcs[3] = {pc, 0x100, 0x200};
 		struct nvlp_rec_stack st = {.id = 7};
@@ -698,7 +750,8 @@ static void usage(void)
 	                "[--peer] [--thrash]\n"
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
-	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave]\n");
+	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
+	                "       [--bad-buildid] [--sym-records] [--module-path PATH]\n");
 }
 
 int main(int argc, char **argv)
@@ -713,7 +766,9 @@ int main(int argc, char **argv)
 	    {"um-once", 0, 0, 'U'},      {"no-gpu", 0, 0, 'G'},     {"no-links", 0, 0, 'K'},
 	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},    {"cupti-stream0", 0, 0, 'Z'},
 	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
-	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {0, 0, 0, 0}};
+	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
+	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
+	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
@@ -788,6 +843,18 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			o.interleave = 1;
+			break;
+		case 'b':
+			o.no_buildid = 1;
+			break;
+		case 'B':
+			o.bad_buildid = 1;
+			break;
+		case 'y':
+			o.sym_records = 1;
+			break;
+		case 'M':
+			o.module_path = optarg;
 			break;
 		default:
 			usage();
