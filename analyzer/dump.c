@@ -420,8 +420,7 @@ int nvlp_cmd_dump(int argc, char **argv)
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	int rc = for_each_trace(argc - i, argv + i, dump_one, &o);
-	fflush(stdout);
-	return rc;
+	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
 }
 
 /* ---- info ---- */
@@ -564,5 +563,6 @@ int nvlp_cmd_info(int argc, char **argv)
 		return 2;
 	}
 	int nfiles = 0;
-	return for_each_trace(argc - i, argv + i, info_one, &nfiles);
+	int rc = for_each_trace(argc - i, argv + i, info_one, &nfiles);
+	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
 }

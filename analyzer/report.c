@@ -1,6 +1,7 @@
 /* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
 #include "report.h"
 
+#include <errno.h>  /* errno */
 #include <math.h>   /* NAN */
 #include <stdlib.h> /* atoi */
 #include <string.h> /* strcmp */
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "util.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -608,7 +610,8 @@ static void usage(FILE *o)
 	for (int i = 0; i < AN_TH_COUNT; i++)
 		fprintf(o, "      %-22s %-8g %s\n", an_threshold_names[i], an_threshold_defaults[i],
 		        an_threshold_docs[i]);
-	fprintf(o, "Exit status: 0 report written, 2 usage error or no readable trace.\n");
+	fprintf(o, "Exit status: 0 report written, 2 usage error, no readable trace, or the report could "
+	           "not be written.\n");
 }
 
 int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
@@ -693,18 +696,20 @@ int nvlp_cmd_report(int argc, char **argv)
 		return 2;
 	}
 	FILE *o = stdout;
+	int rc = 0;
 	if (outpath && !(o = fopen(outpath, "w"))) {
-		fprintf(stderr, "nvlprof: %s: cannot write\n", outpath);
-		o = stdout;
+		fprintf(stderr, "nvlprof: report: cannot write %s: %s\n", outpath, strerror(errno));
+		rc = 2;
+	} else {
+		if (json)
+			an_report_json(o, &job, &f);
+		else
+			an_report_text(o, &job, &f);
+		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
+			rc = 2;
 	}
-	if (json)
-		an_report_json(o, &job, &f);
-	else
-		an_report_text(o, &job, &f);
-	if (o != stdout)
-		fclose(o);
 	an_findings_free(&f);
 	an_job_free(&job);
 	free(paths);
-	return 0;
+	return rc;
 }

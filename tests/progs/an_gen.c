@@ -38,6 +38,7 @@ struct an_gen_opts {
 	int bad_buildid;         /* a BUILDID that is not the file's */
 	int sym_records;         /* SYMBOL record for the allocation site */
 	const char *module_path; /* path recorded in MODULE (default: this program) */
+	int drop_rank;           /* -1 none: that rank's buffers overflowed (DROPS, END.dropped) */
 	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
 	int quiet;
 };
@@ -712,8 +713,13 @@ int an_gen_run(const struct an_gen_opts *o)
 				add(g, NVLP_K_LINKSAMPLE, &l, NULL, 0);
 			}
 		}
+		if (g->rank == o->drop_rank) { /* one thread lost 1234 records in a burst */
+			struct nvlp_rec_drops dr = {.tid = 100, .dropped = 1234, .t = g->mono0 + t0};
+			add(g, NVLP_K_DROPS, &dr, NULL, 0);
+		}
 		struct nvlp_rec_end e = {.t = g->mono0 + t0,
 		                         .records = g->records,
+		                         .dropped = g->rank == o->drop_rank ? 1234 : 0,
 		                         .reason = g->signaled ? NVLP_END_SIGNAL : NVLP_END_EXIT};
 		add(g, NVLP_K_END, &e, NULL, 0);
 		nvlp_writer_close(g->w);
@@ -738,6 +744,7 @@ void an_gen_defaults(struct an_gen_opts *o)
 	o->late_rank = -1;
 	o->late_ms = 2;
 	o->kill_rank = -1;
+	o->drop_rank = -1;
 	o->hang_ms = 2000;
 }
 
@@ -751,7 +758,7 @@ static void usage(void)
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
 	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
-	                "       [--bad-buildid] [--sym-records] [--module-path PATH]\n");
+	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n");
 }
 
 int main(int argc, char **argv)
@@ -768,6 +775,7 @@ int main(int argc, char **argv)
 	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
 	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
 	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
+	    {"drop-rank", 1, 0, 'R'},
 	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
@@ -855,6 +863,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			o.module_path = optarg;
+			break;
+		case 'R':
+			o.drop_rank = atoi(optarg);
 			break;
 		default:
 			usage();
