@@ -134,57 +134,36 @@ static int cmp_centry(const void *a, const void *b)
 	return x->k < y->k ? -1 : x->k > y->k;
 }
 
-static int in_table(const struct an_call *c, uint16_t ci)
+/* Add a column (file f, device dev) to t. @return its index, or -1 out of memory */
+static int ctab_col(struct ctab *t, size_t *capcol, int f, int dev)
 {
-	return c->comm == ci && an_coll_of_fn(c->fn) != AN_C_SENDRECV;
+	if ((size_t)t->ncol + 1 > *capcol) {
+		size_t nc = *capcol ? *capcol * 2 : 4;
+		int *a = realloc(t->col_file, nc * sizeof *a);
+		if (a)
+			t->col_file = a;
+		int *b = realloc(t->col_dev, nc * sizeof *b);
+		if (b)
+			t->col_dev = b;
+		if (!a || !b)
+			return -1;
+		*capcol = nc;
+	}
+	t->col_file[t->ncol] = f;
+	t->col_dev[t->ncol] = dev;
+	return t->ncol++;
 }
 
-/* @return 0, or -1 out of memory (the table is then empty) */
-static int ctab_build(struct an_job *job, uint16_t ci, size_t ncalls, struct ctab *t)
+/* Sort one table's entries into rows; one entry per cell (a seq entered twice on one column keeps
+ * its later call). @return 0, or -1 out of memory */
+static int ctab_rows(struct ctab *t)
 {
-	memset(t, 0, sizeof *t);
-	size_t capcol = 0, cape = 0;
-	t->e = malloc((ncalls ? ncalls : 1) * sizeof *t->e);
-	cape = ncalls;
-	if (!t->e)
-		return -1;
-	for (size_t f = 0; f < job->nranks; f++) {
-		struct an_rank *r = &job->ranks[f];
-		int first = t->ncol;
-		for (size_t k = 0; k < r->ncalls; k++) {
-			struct an_call *c = &r->calls[k];
-			if (!in_table(c, ci))
-				continue;
-			int col;
-			for (col = first; col < t->ncol && t->col_dev[col] != c->device; col++)
-				;
-			if (col == t->ncol) {
-				if ((size_t)t->ncol + 1 > capcol) {
-					capcol = capcol ? capcol * 2 : 16;
-					int *a = realloc(t->col_file, capcol * sizeof *a);
-					if (a)
-						t->col_file = a;
-					int *b = realloc(t->col_dev, capcol * sizeof *b);
-					if (b)
-						t->col_dev = b;
-					if (!a || !b)
-						return -1;
-				}
-				t->col_file[t->ncol] = (int)f;
-				t->col_dev[t->ncol++] = c->device;
-			}
-			if (t->ne == cape)
-				return -1; /* cannot happen: ncalls counted them */
-			t->e[t->ne++] = (struct centry){c->seq, (uint32_t)col, (uint32_t)k};
-		}
-	}
 	if (!t->ncol)
 		return 0;
 	t->maxseq = calloc((size_t)t->ncol, sizeof *t->maxseq);
 	if (!t->maxseq)
 		return -1;
 	qsort(t->e, t->ne, sizeof *t->e, cmp_centry);
-	/* one entry per cell: a seq entered twice on one column keeps its later call */
 	size_t o = 0;
 	for (size_t i = 0; i < t->ne; i++) {
 		if (o && t->e[o - 1].seq == t->e[i].seq && t->e[o - 1].col == t->e[i].col)
@@ -199,9 +178,63 @@ static int ctab_build(struct an_job *job, uint16_t ci, size_t ncalls, struct cta
 	return 0;
 }
 
+/* All communicators' tables in one pass over the calls: entries go to their comm's slice of one
+ * array (ncalls[ci] calls each). @return the array (freed by the caller), NULL out of memory */
+static struct centry *ctab_build_all(struct an_job *job, const size_t *ncalls, struct ctab *tabs)
+{
+	size_t total = 0;
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		total += ncalls[ci];
+	struct centry *all = malloc((total ? total : 1) * sizeof *all);
+	size_t *capcol = calloc(job->ncomms ? job->ncomms : 1, sizeof *capcol);
+	int *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first);
+	int *last_f = malloc((job->ncomms ? job->ncomms : 1) * sizeof *last_f);
+	if (!all || !capcol || !first || !last_f)
+		goto fail;
+	size_t at = 0;
+	for (size_t ci = 0; ci < job->ncomms; ci++) {
+		tabs[ci].e = all + at;
+		at += ncalls[ci];
+		last_f[ci] = -1;
+	}
+	for (size_t f = 0; f < job->nranks; f++) {
+		struct an_rank *r = &job->ranks[f];
+		for (size_t k = 0; k < r->ncalls; k++) {
+			struct an_call *c = &r->calls[k];
+			if (an_coll_of_fn(c->fn) == AN_C_SENDRECV)
+				continue;
+			struct ctab *t = &tabs[c->comm];
+			if (last_f[c->comm] != (int)f) { /* this file's columns start here */
+				last_f[c->comm] = (int)f;
+				first[c->comm] = t->ncol;
+			}
+			int col;
+			for (col = first[c->comm]; col < t->ncol && t->col_dev[col] != c->device; col++)
+				;
+			if (col == t->ncol && ctab_col(t, &capcol[c->comm], (int)f, c->device) < 0)
+				goto fail;
+			t->e[t->ne++] = (struct centry){c->seq, (uint32_t)col, (uint32_t)k};
+		}
+	}
+	free(capcol);
+	free(first);
+	free(last_f);
+	return all;
+fail:
+	free(all);
+	free(capcol);
+	free(first);
+	free(last_f);
+	for (size_t ci = 0; ci < job->ncomms; ci++) {
+		free(tabs[ci].col_file);
+		free(tabs[ci].col_dev);
+		memset(&tabs[ci], 0, sizeof tabs[ci]);
+	}
+	return NULL;
+}
+
 static void ctab_free(struct ctab *t)
 {
-	free(t->e);
 	free(t->col_file);
 	free(t->col_dev);
 	free(t->maxseq);
@@ -472,12 +505,15 @@ void an_align_cross_rank(struct an_job *job)
 	job->rx = calloc(job->nranks, sizeof *job->rx);
 	struct ctab *tabs = calloc(job->ncomms ? job->ncomms : 1, sizeof *tabs);
 	size_t *ncalls = calloc(job->ncomms ? job->ncomms : 1, sizeof *ncalls);
+	struct centry *all = NULL;
 	int ok = tabs && job->rx && ncalls;
 	for (size_t f = 0; ok && f < job->nranks; f++)
 		for (size_t k = 0; k < job->ranks[f].ncalls; k++)
 			ncalls[job->ranks[f].calls[k].comm]++;
+	if (ok && !(all = ctab_build_all(job, ncalls, tabs)))
+		ok = 0;
 	for (size_t ci = 0; ok && ci < job->ncomms; ci++)
-		if (ctab_build(job, (uint16_t)ci, ncalls[ci], &tabs[ci]) < 0) {
+		if (ctab_rows(&tabs[ci]) < 0) {
 			ctab_free(&tabs[ci]);
 			memset(&tabs[ci], 0, sizeof tabs[ci]);
 			job->comms_unmatched++; /* said in the report: its cross-rank figures are missing */
@@ -485,9 +521,11 @@ void an_align_cross_rank(struct an_job *job)
 	if (ok) {
 		refine_clocks(job, tabs);
 		cross_rank(job, tabs);
-	}
+	} else if (job->ncomms)
+		job->comms_unmatched = job->ncomms;
 	for (size_t ci = 0; tabs && ci < job->ncomms; ci++)
 		ctab_free(&tabs[ci]);
+	free(all);
 	free(tabs);
 	free(ncalls);
 }

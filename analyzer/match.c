@@ -39,6 +39,10 @@ struct squeue {
 #define MATCH_KMAX 65536 /* pending kernels kept per stream; the oldest beyond are dropped */
 #define MATCH_SKIPS 256  /* a unit passed over this often launched no kernel we will see */
 #define MATCH_SORT 256   /* how far back a late unit is moved to its launch order */
+/* Pending calls kept per stream: CUPTI delivers kernels in buffers (flushed every 10 s by
+ * default), so calls may wait long, but not unboundedly (a trace of calls whose kernels never
+ * come, e.g. CUPTI off, would otherwise hold every call twice). The oldest beyond are given up. */
+#define MATCH_UMAX (1u << 20)
 struct gcall {
 	uint32_t idx;
 	uint64_t cs;
@@ -232,6 +236,12 @@ static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u)
 			if (c->q[i].dev == dev && c->q[i].kpend && take_oldest(c, &c->q[i], u))
 				return;
 	struct squeue *q = get_q(c, dev, cs, 1);
+	if (q && q->un - q->uh >= MATCH_UMAX) { /* give up the oldest call: it keeps host time */
+		struct unit *o = &q->u[q->uh++];
+		if (o->t < q->tmatch)
+			c->r->gpu_resync++;
+		free(o->list);
+	}
 	if (q && q->uh > 1024 && q->uh * 2 > q->un) {
 		memmove(q->u, q->u + q->uh, (q->un - q->uh) * sizeof *q->u);
 		q->un -= q->uh;
