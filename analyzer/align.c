@@ -134,6 +134,55 @@ static int cmp_centry(const void *a, const void *b)
 	return x->k < y->k ? -1 : x->k > y->k;
 }
 
+/* Entries in (seq, col, k) order. Each file's calls come in seq order, so the usual table (seq
+ * numbers dense, a few columns) is sorted by counting its seq numbers, in time linear in the
+ * calls; a sparse one (seq numbers far apart) by qsort. */
+static void sort_entries(struct ctab *t)
+{
+	size_t n = t->ne;
+	if (n < 2)
+		return;
+	uint32_t lo = UINT32_MAX, hi = 0;
+	int sorted = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (t->e[i].seq < lo)
+			lo = t->e[i].seq;
+		if (t->e[i].seq > hi)
+			hi = t->e[i].seq;
+		if (i && sorted && cmp_centry(&t->e[i - 1], &t->e[i]) > 0)
+			sorted = 0;
+	}
+	if (sorted)
+		return;
+	uint64_t span = (uint64_t)hi - lo + 1;
+	uint32_t *cnt = span <= 4 * (uint64_t)n + 1024 ? calloc(span + 1, sizeof *cnt) : NULL;
+	struct centry *tmp = cnt ? malloc(n * sizeof *tmp) : NULL;
+	if (!tmp) {
+		free(cnt);
+		qsort(t->e, n, sizeof *t->e, cmp_centry);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		cnt[t->e[i].seq - lo + 1]++;
+	for (uint64_t i = 1; i <= span; i++)
+		cnt[i] += cnt[i - 1];
+	for (size_t i = 0; i < n; i++) /* stable: file order within a seq */
+		tmp[cnt[t->e[i].seq - lo]++] = t->e[i];
+	/* within a row, (col, k) order: rows are short (one entry per rank) */
+	for (size_t i = 1; i < n; i++) {
+		struct centry x = tmp[i];
+		size_t j = i;
+		while (j > 0 && cmp_centry(&tmp[j - 1], &x) > 0) {
+			tmp[j] = tmp[j - 1];
+			j--;
+		}
+		tmp[j] = x;
+	}
+	memcpy(t->e, tmp, n * sizeof *tmp);
+	free(tmp);
+	free(cnt);
+}
+
 /* Add a column (file f, device dev) to t. @return its index, or -1 out of memory */
 static int ctab_col(struct ctab *t, size_t *capcol, int f, int dev)
 {
@@ -163,7 +212,7 @@ static int ctab_rows(struct ctab *t)
 	t->maxseq = calloc((size_t)t->ncol, sizeof *t->maxseq);
 	if (!t->maxseq)
 		return -1;
-	qsort(t->e, t->ne, sizeof *t->e, cmp_centry);
+	sort_entries(t);
 	size_t o = 0;
 	for (size_t i = 0; i < t->ne; i++) {
 		if (o && t->e[o - 1].seq == t->e[i].seq && t->e[o - 1].col == t->e[i].col)
@@ -438,10 +487,36 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 	return 1;
 }
 
-static int cmp_float(const void *a, const void *b)
+/* The k-th smallest of v[0..n) (v is reordered): what v[k] would be once sorted, in linear time. */
+static float nth_float(float *v, size_t n, size_t k)
 {
-	float x = *(const float *)a, y = *(const float *)b;
-	return x < y ? -1 : x > y;
+	size_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		float p = v[lo + (hi - lo) / 2];
+		size_t i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < p)
+				i++;
+			while (v[j] > p)
+				j--;
+			if (i <= j) {
+				float t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
 }
 
 static void cross_rank(struct an_job *job, struct ctab *tabs)
@@ -490,10 +565,8 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 	job->mean_skew_ns = job->matched_colls ? skew_sum / job->matched_colls : 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank_x *x = &job->rx[f];
-		if (x->nleads) {
-			qsort(x->leads, x->nleads, sizeof *x->leads, cmp_float);
-			x->median_lead_ns = x->leads[x->nleads / 2];
-		}
+		if (x->nleads)
+			x->median_lead_ns = nth_float(x->leads, x->nleads, x->nleads / 2);
 		free(x->leads);
 		x->leads = NULL;
 		x->nleads = x->capleads = 0;

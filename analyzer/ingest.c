@@ -29,6 +29,7 @@ struct lctx {
 	struct tdrop *drops;
 	size_t ndrops, capdrops;
 	struct an_index comm_ix, pair_ix, drop_ix;
+	int lastcomm; /* the latest communicator found (most calls are on one) */
 	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
 	size_t capchoices, capsyms;
 	int lastdev;
@@ -94,10 +95,13 @@ static struct an_dev *get_dev(struct lctx *c, int device)
 static int local_comm(struct lctx *c, uint64_t hash, int rank, int nranks, int device)
 {
 	struct an_rank *r = c->r;
+	if (c->lastcomm >= 0 && r->comms[c->lastcomm].hash == hash &&
+	    r->comms[c->lastcomm].rank == rank)
+		return c->lastcomm;
 	/* one process may hold several ranks of a comm */
 	long i = an_index_get(&c->comm_ix, hash, (uint64_t)(int64_t)rank);
 	if (i >= 0)
-		return (int)i;
+		return c->lastcomm = (int)i;
 	if (r->ncomms >= AN_MAX_COMMS)
 		return -1;
 	struct an_rcomm *x = PUSH(r->comms, r->ncomms, c->capcomms);
@@ -666,7 +670,7 @@ static void read_header(struct an_rank *r, nvlp_reader *rd)
 /* Read one file completely into r. */
 static void load_file(struct an_rank *r)
 {
-	struct lctx c = {.r = r, .lastdev = -1};
+	struct lctx c = {.r = r, .lastdev = -1, .lastcomm = -1};
 	c.rd = nvlp_reader_open(r->path, r->err, sizeof r->err);
 	if (!c.rd) {
 		r->ok = 0;
@@ -754,7 +758,7 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	 */
 	static int tuned;
 	if (!tuned++) {
-		mallopt(M_MMAP_THRESHOLD, 512 << 20);
+		mallopt(M_MMAP_THRESHOLD, 4 << 20);
 		mallopt(M_TRIM_THRESHOLD, 1 << 30);
 		/* reader threads allocate rarely (arrays double): one arena lets them reuse each
 		 * other's freed blocks instead of faulting in per-thread heaps */

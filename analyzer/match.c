@@ -42,7 +42,7 @@ struct squeue {
 /* Pending calls kept per stream: CUPTI delivers kernels in buffers (flushed every 10 s by
  * default), so calls may wait long, but not unboundedly (a trace of calls whose kernels never
  * come, e.g. CUPTI off, would otherwise hold every call twice). The oldest beyond are given up. */
-#define MATCH_UMAX (1u << 20)
+#define MATCH_UMAX (1u << 18)
 struct gcall {
 	uint32_t idx;
 	uint64_t cs;
@@ -62,15 +62,20 @@ struct an_match {
 	struct tgroup *g;
 	size_t ng, capg;
 	struct an_index gix; /* tid -> g */
+	long lastq, lastg;   /* the latest found: most records name the same stream and thread */
 };
 #define MATCH_MAXQ 4096 /* streams per process; kernels and calls of more are not matched */
 
 
 static struct squeue *get_q(struct an_match *c, int dev, uint64_t stream, int create)
 {
+	if (c->lastq >= 0 && c->q[c->lastq].dev == dev && c->q[c->lastq].stream == stream)
+		return &c->q[c->lastq];
 	long i = an_index_get(&c->qix, (uint64_t)(int64_t)dev, stream);
-	if (i >= 0)
+	if (i >= 0) {
+		c->lastq = i;
 		return &c->q[i];
+	}
 	if (!create || c->nq >= MATCH_MAXQ)
 		return NULL;
 	struct squeue *q = PUSH(c->q, c->nq, c->capq);
@@ -264,9 +269,13 @@ static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u)
 
 static struct tgroup *get_group(struct an_match *c, uint64_t tid)
 {
+	if (c->lastg >= 0 && c->g[c->lastg].tid == tid)
+		return &c->g[c->lastg];
 	long i = an_index_get(&c->gix, tid, 0);
-	if (i >= 0)
+	if (i >= 0) {
+		c->lastg = i;
 		return &c->g[i];
+	}
 	struct tgroup *g = PUSH(c->g, c->ng, c->capg);
 	if (!g)
 		return NULL;
@@ -355,8 +364,10 @@ static void flush_group(struct an_match *c, struct tgroup *g)
 struct an_match *an_match_open(struct an_rank *r)
 {
 	struct an_match *m = calloc(1, sizeof *m);
-	if (m)
+	if (m) {
 		m->r = r;
+		m->lastq = m->lastg = -1;
+	}
 	return m;
 }
 

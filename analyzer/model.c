@@ -65,7 +65,7 @@ void *an_grow(void *p, size_t *cap, size_t need, size_t elem)
 		return NULL;
 	void *q;
 	size_t bytes = nc * elem;
-	if (bytes >= (4u << 20)) {
+	if (0 && bytes >= (4u << 20)) {
 		/* Big per-rank arrays: first-touch page faults dominated loading (VMs make them
 		 * dear); 2 MiB-aligned blocks let the kernel back them with transparent huge pages.
 		 */

@@ -39,6 +39,8 @@ struct an_gen_opts {
 	int sym_records;         /* SYMBOL record for the allocation site */
 	const char *module_path; /* path recorded in MODULE (default: this program) */
 	int drop_rank;           /* -1 none: that rank's buffers overflowed (DROPS, END.dropped) */
+	uint64_t small_calls;    /* > 0: a plain NCCL-only trace instead: this many 4 KiB AllReduce
+	                          * per rank, as the shim writes them from the fake NCCL */
 	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
 	int quiet;
 };
@@ -318,9 +320,52 @@ static void flush_late(struct grank *g)
 /* Kernel name string ids. */
 enum { S_FWD = 1, S_BWD, S_OPT, S_BCAST, S_K0 };
 
+/* --small-allreduce N: each rank N back-to-back 4 KiB AllReduce on one communicator, no GPU. */
+static int gen_small(const struct an_gen_opts *o)
+{
+	mkdir(o->dir, 0755);
+	for (int r = 0; r < o->ranks; r++) {
+		char hdr[512], path[512];
+		uint64_t mono0 = 1000000ull * MS;
+		snprintf(hdr, sizeof hdr,
+		         "format=1\nversion=test\nhost=node0\npid=%d\nppid=1\nrank=%d\nlocal_rank=%d\n"
+		         "world_size=%d\ncmdline=all_reduce_perf -b 4K -e 4K\n",
+		         5000 + r, r, r, o->ranks);
+		snprintf(path, sizeof path, "%s/small-%d.nvlp", o->dir, 5000 + r);
+		nvlp_writer *w = nvlp_writer_open(path, hdr, mono0, REAL0);
+		if (!w) {
+			fprintf(stderr, "an_gen: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 9000 + (uint64_t)r,
+		                          .device = (uint64_t)r, .stream = 0x7f0000a000, .cupti_stream = 13,
+		                          .count = 1024, .dtype = 7, .bytes = 4096, .peer = (uint64_t)-1,
+		                          .comm = COMM_HASH, .rank = (uint64_t)r,
+		                          .nranks = (uint64_t)o->ranks, .aux = 0x7f0000b000};
+		uint64_t t = mono0 + MS;
+		for (uint64_t i = 0; i < o->small_calls; i++) {
+			c.t_enter = t;
+			c.dur = 3000 + i % 7 * 100;
+			c.seq = i;
+			c.call_id = i + 1;
+			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+			t += 8000 + i % 5 * 50;
+			if (nvlp_writer_pending(w) > 48 * 1024)
+				nvlp_writer_flush(w);
+		}
+		struct nvlp_rec_end e = {.t = t, .records = o->small_calls + 2};
+		nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+		if (nvlp_writer_close(w) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int an_gen_run(const struct an_gen_opts *o);
 int an_gen_run(const struct an_gen_opts *o)
 {
+	if (o->small_calls)
+		return gen_small(o);
 	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts;
 	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
 	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
@@ -758,7 +803,8 @@ static void usage(void)
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
 	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
-	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n");
+	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
+	                "       [--small-allreduce N]\n");
 }
 
 int main(int argc, char **argv)
@@ -775,7 +821,7 @@ int main(int argc, char **argv)
 	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
 	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
 	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
-	    {"drop-rank", 1, 0, 'R'},
+	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
 	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
@@ -866,6 +912,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			o.drop_rank = atoi(optarg);
+			break;
+		case 'A':
+			o.small_calls = strtoull(optarg, NULL, 10);
 			break;
 		default:
 			usage();
