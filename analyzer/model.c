@@ -8,7 +8,6 @@
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, qsort */
 #include <string.h>    /* strcmp */
-#include <sys/mman.h>  /* madvise */
 #include <unistd.h>    /* sysconf */
 
 #include "nvlp_trace.h"
@@ -63,19 +62,10 @@ void *an_grow(void *p, size_t *cap, size_t need, size_t elem)
 	}
 	if (nc > SIZE_MAX / elem)
 		return NULL;
-	void *q;
-	size_t bytes = nc * elem;
-	if (0 && bytes >= (4u << 20)) {
-		/* Big per-rank arrays: first-touch page faults dominated loading (VMs make them
-		 * dear); 2 MiB-aligned blocks let the kernel back them with transparent huge pages.
-		 */
-		if (posix_memalign(&q, 2u << 20, bytes))
-			return NULL;
-		madvise(q, bytes, MADV_HUGEPAGE);
-		if (p)
-			memcpy(q, p, *cap * elem);
-		free(p);
-	} else if (!(q = realloc(p, bytes)))
+	/* big arrays are above the 4 MiB mmap threshold (ingest.c): realloc moves their pages
+	 * (mremap) instead of copying them into freshly faulted ones */
+	void *q = realloc(p, nc * elem);
+	if (!q)
 		return NULL;
 	*cap = nc;
 	return q;
