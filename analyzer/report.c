@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "stages.h"
 #include "util.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -139,6 +140,13 @@ static double max_peak(const struct an_job *job)
 	return p;
 }
 
+/* Append to a row array (an_grow, see stages.h): the row, or NULL with the array unchanged. */
+#define PUSH_ROW(arr, n, cap)                                                                      \
+	({                                                                                         \
+		__typeof__(arr) q_ = an_grow((arr), &(cap), (n) + 1, sizeof *(arr));               \
+		q_ ? ((arr) = q_, &q_[(n)++]) : NULL;                                              \
+	})
+
 /* Per (comm, fn) derived figures shared by text and JSON. */
 struct arow {
 	const struct an_agg *a;
@@ -158,11 +166,112 @@ static void arow_of(const struct an_job *job, const struct an_agg *a, struct aro
 	r->time_ms_per_rank = ns / 1e6 / m;
 	r->algbw = r->busbw = r->peak_share = NAN;
 	if (!r->host_time && a->xfer_ns) { /* transfer time: see an_call_xfer_ns */
-		r->algbw = (double)a->bytes_gpu / (double)a->xfer_ns;
-		r->busbw = r->algbw * an_busbw_factor(a->fn, r->c->nranks);
+		r->algbw = an_algbw_gbps((double)a->bytes_gpu, (double)a->xfer_ns);
+		r->busbw = an_busbw_gbps((double)a->bytes_gpu, (double)a->xfer_ns, a->fn, r->c->nranks);
 		if (r->c->peak_Bps > 0)
 			r->peak_share = r->busbw * 1e9 / r->c->peak_Bps;
 	}
+}
+
+/* Per process derived figures shared by text and JSON. */
+struct rrow {
+	const struct an_rank *r;
+	const struct an_rank_x *x;
+	int rank, gpu;
+	double wall_ns, comm_ns, exposed_ns, span_ns;
+};
+/* One (rank, comm, fn) of the JSON's collectives_by_rank. */
+struct crow {
+	int rank;
+	size_t comm;
+	unsigned fn;
+	uint64_t calls, gcalls;
+	double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
+	double algbw, busbw;
+};
+/* The report's tables, computed once from the job; the text and JSON printers only format them. */
+struct tables {
+	struct an_summary s;
+	double peak;
+	struct arow *coll; /* one per job->aggs */
+	struct rrow *ranks;
+	size_t nranks;
+	struct crow *by_rank;
+	size_t nby_rank;
+};
+
+static void by_rank_rows(const struct an_job *job, struct tables *t)
+{
+	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT, cap = 0;
+	struct crow *cells = calloc(ncell ? ncell : 1, sizeof *cells);
+	for (size_t i = 0; cells && i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		memset(cells, 0, (ncell ? ncell : 1) * sizeof *cells);
+		for (size_t k = 0; k < r->ncalls; k++) { /* one pass per rank */
+			const struct an_call *c = &r->calls[k];
+			struct crow *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+			x->calls++;
+			x->bytes += (double)c->bytes;
+			x->hns += c->host_dur;
+			if (c->gpu_start) {
+				x->gcalls++;
+				x->gbytes += (double)c->bytes;
+				x->gns += c->gpu_dur;
+				x->xns += an_call_xfer_ns(job, c);
+			}
+		}
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			for (unsigned fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
+				struct crow *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
+				if (!x->calls)
+					continue;
+				struct crow *y = PUSH_ROW(t->by_rank, t->nby_rank, cap);
+				if (!y)
+					break;
+				*y = *x;
+				y->rank = rank_id(job, i);
+				y->comm = ci;
+				y->fn = fn;
+				y->algbw = an_algbw_gbps(x->gbytes, x->xns);
+				y->busbw = y->algbw * an_busbw_factor(fn, job->comms[ci].nranks);
+			}
+	}
+	free(cells);
+}
+
+static int tables_build(const struct an_job *job, struct tables *t)
+{
+	memset(t, 0, sizeof *t);
+	an_summarize(job, &t->s);
+	t->peak = max_peak(job);
+	t->coll = calloc(job->naggs ? job->naggs : 1, sizeof *t->coll);
+	t->ranks = calloc(job->nranks ? job->nranks : 1, sizeof *t->ranks);
+	if (!t->coll || !t->ranks)
+		return -1;
+	for (size_t i = 0; i < job->naggs; i++)
+		arow_of(job, &job->aggs[i], &t->coll[i]);
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		if (!r->ok)
+			continue;
+		struct rrow *w = &t->ranks[t->nranks++];
+		w->r = r;
+		w->x = &job->rx[i];
+		w->rank = rank_id(job, i);
+		w->gpu = r->kind_count[NVLP_K_KERNEL] != 0;
+		w->wall_ns = (double)an_rank_wall(r);
+		w->comm_ns = (double)an_rank_comm_ns(r, NULL);
+		an_rank_exposure(job, r, &w->exposed_ns, &w->span_ns, NULL);
+	}
+	by_rank_rows(job, t);
+	return 0;
+}
+
+static void tables_free(struct tables *t)
+{
+	free(t->coll);
+	free(t->ranks);
+	free(t->by_rank);
 }
 
 static const char *pair_path(const struct an_pair *p)
@@ -192,15 +301,20 @@ static void fmt_gbps(char *b, size_t n, double v)
 
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
 {
-	struct an_summary s;
-	an_summarize(job, &s);
+	struct tables t;
+	if (tables_build(job, &t) < 0) {
+		tables_free(&t);
+		fprintf(stderr, "nvlprof: out of memory\n");
+		return;
+	}
+	const struct an_summary s = t.s;
 	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
 	        job->nok == 1 ? "" : "es", s.hosts, s.hosts == 1 ? "" : "s", s.wall_ms);
 	if (job->step_ns > 0)
 		fprintf(o, ", %llu steps of %.2f ms", (unsigned long long)job->steps,
 		        job->step_ns / 1e6);
 	fputc('\n', o);
-	double pk = max_peak(job);
+	double pk = t.peak;
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
 	        job->have_gpu         ? "yes"
 	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
@@ -230,8 +344,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
 		        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
 		for (size_t i = 0; i < job->naggs; i++) {
-			struct arow r;
-			arow_of(job, &job->aggs[i], &r);
+			const struct arow r = t.coll[i];
 			char a[16], b[16], p[16];
 			fmt_gbps(a, sizeof a, r.algbw);
 			fmt_gbps(b, sizeof b, r.busbw);
@@ -270,15 +383,13 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fprintf(o, "\nRANKS\n");
 	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
 	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
-	for (size_t i = 0; i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		if (!r->ok)
-			continue;
-		const struct an_rank_x *x = &job->rx[i];
-		double wall = (double)an_rank_wall(r), ex, span;
-		an_rank_exposure(job, r, &ex, &span, NULL);
+	for (size_t i = 0; i < t.nranks; i++) {
+		const struct rrow *w = &t.ranks[i];
+		const struct an_rank *r = w->r;
+		const struct an_rank_x *x = w->x;
+		double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
 		char exs[16], exp_[16];
-		if (r->kind_count[NVLP_K_KERNEL]) {
+		if (w->gpu) {
 			snprintf(exs, sizeof exs, "%.2f", ex / 1e6);
 			snprintf(exp_, sizeof exp_, "%.1f", span > 0 ? ex / span * 100 : 0);
 		} else {
@@ -286,8 +397,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			snprintf(exp_, sizeof exp_, "-");
 		}
 		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f %10s %8s %7.0f %8.2f %9.2f%s\n",
-		        rank_id(job, i), r->host, r->pid, wall / 1e6,
-		        (double)an_rank_comm_ns(r, NULL) / 1e6, exs, exp_,
+		        w->rank, r->host, r->pid, wall / 1e6, w->comm_ns / 1e6, exs, exp_,
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
@@ -352,12 +462,18 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			        (unsigned long long)a->flips, (unsigned long long)a->gpu_faults,
 			        (double)a->migrate_ns / 1e6);
 		}
+	tables_free(&t);
 }
 
 void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f)
 {
-	struct an_summary s;
-	an_summarize(job, &s);
+	struct tables t;
+	if (tables_build(job, &t) < 0) {
+		tables_free(&t);
+		fprintf(stderr, "nvlprof: out of memory\n");
+		return;
+	}
+	const struct an_summary s = t.s;
 	struct jw w;
 	jw_init(&w, o);
 	jw_obj(&w, NULL);
@@ -373,7 +489,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_bool(&w, "gpu_data", job->have_gpu);
 	jw_bool(&w, "link_counters", job->have_links);
 	jw_bool(&w, "topology", job->have_topo);
-	double pk = max_peak(job);
+	double pk = t.peak;
 	jw_num(&w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	jw_num(&w, "comm_ms_per_rank", s.comm_ms);
 	jw_str(&w, "comm_time_source", job->have_gpu ? "gpu" : "host");
@@ -389,8 +505,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 
 	jw_arr(&w, "collectives");
 	for (size_t i = 0; i < job->naggs; i++) {
-		struct arow r;
-		arow_of(job, &job->aggs[i], &r);
+		const struct arow r = t.coll[i];
 		char h[32];
 		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
 		jw_obj(&w, NULL);
@@ -411,21 +526,19 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_arr_end(&w);
 
 	jw_arr(&w, "ranks");
-	for (size_t i = 0; i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		if (!r->ok)
-			continue;
-		const struct an_rank_x *x = &job->rx[i];
-		int gpu = r->kind_count[NVLP_K_KERNEL] != 0;
-		double wall = (double)an_rank_wall(r), ex, span;
-		an_rank_exposure(job, r, &ex, &span, NULL);
+	for (size_t i = 0; i < t.nranks; i++) {
+		const struct rrow *rw = &t.ranks[i];
+		const struct an_rank *r = rw->r;
+		const struct an_rank_x *x = rw->x;
+		int gpu = rw->gpu;
+		double wall = rw->wall_ns, ex = rw->exposed_ns, span = rw->span_ns;
 		jw_obj(&w, NULL);
-		jw_int(&w, "rank", rank_id(job, i));
+		jw_int(&w, "rank", rw->rank);
 		jw_str(&w, "host", r->host);
 		jw_int(&w, "pid", r->pid);
 		jw_bool(&w, "complete", r->complete);
 		jw_num(&w, "wall_ms", wall / 1e6);
-		jw_num(&w, "comm_ms", (double)an_rank_comm_ns(r, NULL) / 1e6);
+		jw_num(&w, "comm_ms", rw->comm_ns / 1e6);
 		jw_str(&w, "comm_time_source", gpu ? "gpu" : "host");
 		jw_num(&w, "exposed_ms", gpu ? ex / 1e6 : NAN);
 		jw_num(&w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
@@ -443,52 +556,22 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 
 	/* per rank x communicator x function: the attribution behind the "collectives" table */
 	jw_arr(&w, "collectives_by_rank");
-	struct cell {
-		uint64_t calls, gcalls;
-		double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
-	};
-	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT;
-	struct cell *cells = calloc(ncell ? ncell : 1, sizeof *cells);
-	for (size_t i = 0; cells && i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		memset(cells, 0, (ncell ? ncell : 1) * sizeof *cells);
-		for (size_t k = 0; k < r->ncalls; k++) { /* one pass per rank */
-			const struct an_call *c = &r->calls[k];
-			struct cell *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
-			x->calls++;
-			x->bytes += (double)c->bytes;
-			x->hns += c->host_dur;
-			if (c->gpu_start) {
-				x->gcalls++;
-				x->gbytes += (double)c->bytes;
-				x->gns += c->gpu_dur;
-				x->xns += an_call_xfer_ns(job, c);
-			}
-		}
-		for (size_t ci = 0; ci < job->ncomms; ci++)
-			for (unsigned fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
-				const struct cell *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
-				if (!x->calls)
-					continue;
-				char h[32];
-				snprintf(h, sizeof h, "%016llx",
-				         (unsigned long long)job->comms[ci].hash);
-				double alg = x->xns > 0 ? x->gbytes / x->xns : NAN;
-				jw_obj(&w, NULL);
-				jw_int(&w, "rank", rank_id(job, i));
-				jw_str(&w, "comm", h);
-				jw_str(&w, "collective", nvlp_nccl_fn_name(fn));
-				jw_int(&w, "calls", (int64_t)x->calls);
-				jw_num(&w, "bytes", x->bytes);
-				jw_num(&w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
-				jw_str(&w, "time_source", x->gcalls ? "gpu" : "host");
-				jw_num(&w, "algbw_gbps", alg);
-				jw_num(&w, "busbw_gbps",
-				       alg * an_busbw_factor(fn, job->comms[ci].nranks));
-				jw_obj_end(&w);
-			}
+	for (size_t i = 0; i < t.nby_rank; i++) {
+		const struct crow *x = &t.by_rank[i];
+		char h[32];
+		snprintf(h, sizeof h, "%016llx", (unsigned long long)job->comms[x->comm].hash);
+		jw_obj(&w, NULL);
+		jw_int(&w, "rank", x->rank);
+		jw_str(&w, "comm", h);
+		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
+		jw_int(&w, "calls", (int64_t)x->calls);
+		jw_num(&w, "bytes", x->bytes);
+		jw_num(&w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
+		jw_str(&w, "time_source", x->gcalls ? "gpu" : "host");
+		jw_num(&w, "algbw_gbps", x->algbw);
+		jw_num(&w, "busbw_gbps", x->busbw);
+		jw_obj_end(&w);
 	}
-	free(cells);
 	jw_arr_end(&w);
 
 	jw_arr(&w, "nccl_choices");
@@ -579,6 +662,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
+	tables_free(&t);
 }
 
 static void usage(FILE *o)
