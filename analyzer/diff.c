@@ -8,6 +8,7 @@
 #include "json.h"
 #include "nvlp_trace.h"
 #include "report.h"
+#include "util.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -99,8 +100,8 @@ static void judge(struct side *B, struct side *A, struct verdict *v)
 	v->a = steps ? A->s.step_ms : A->s.wall_ms;
 	v->slower_pct = pct(v->b, v->a);
 	v->cause[0] = 0;
-	int fb = an_findings_get(&B->f, "pcie_fallback") != NULL,
-	    fa = an_findings_get(&A->f, "pcie_fallback") != NULL;
+	int fb = an_findings_find(&B->f, AN_F_pcie_fallback) != NULL,
+	    fa = an_findings_find(&A->f, AN_F_pcie_fallback) != NULL;
 	double ratio = v->b > 0 ? v->a / v->b : NAN;
 	if (!fb && fa)
 		snprintf(v->cause, sizeof v->cause,
@@ -114,14 +115,14 @@ static void judge(struct side *B, struct side *A, struct verdict *v)
 		    an_findings_env_cause(&B->f), ratio <= 1 ? 1 / ratio : ratio,
 		    ratio <= 1 ? "faster" : "slower", steps ? "step" : "run");
 	else {
-		static const char *const ids[] = {"peer_access_disabled", "uma_thrashing",
-		                                  "straggler", "hang_suspect"};
+		static const enum an_fid ids[] = {AN_F_peer_access_disabled, AN_F_uma_thrashing,
+		                                  AN_F_straggler, AN_F_hang_suspect};
 		for (size_t i = 0; i < sizeof ids / sizeof ids[0] && !v->cause[0]; i++) {
-			int b = an_findings_get(&B->f, ids[i]) != NULL,
-			    a = an_findings_get(&A->f, ids[i]) != NULL;
+			int b = an_findings_find(&B->f, ids[i]) != NULL,
+			    a = an_findings_find(&A->f, ids[i]) != NULL;
 			if (a != b)
-				snprintf(v->cause, sizeof v->cause, "%s %s in AFTER", ids[i],
-				         a ? "appears" : "is gone");
+				snprintf(v->cause, sizeof v->cause, "%s %s in AFTER",
+				         an_fid_name(ids[i]), a ? "appears" : "is gone");
 		}
 	}
 }
@@ -210,7 +211,8 @@ static void usage(FILE *o)
 	    "  --fail-if-slower PCT  exit 1 when AFTER is slower than BEFORE by more than PCT "
 	    "percent\n"
 	    "                        (per step when steps are recognised in both, else wall time)\n"
-	    "  --threshold N=V, -j N as for `nvlprof report` (see nvlprof report --help)\n"
+	    "  --threshold N=V, --symbols DIR, -j N as for `nvlprof report` (see nvlprof report "
+	    "--help)\n"
 	    "Exit status: 0 done, 1 --fail-if-slower tripped, 2 usage error or unreadable "
 	    "input.\n");
 }
@@ -461,5 +463,7 @@ int nvlp_cmd_diff(int argc, char **argv)
 		an_findings_free(&S[k].f);
 		an_job_free(&S[k].job);
 	}
+	if (nvlp_out_finish(stdout, "standard output") < 0)
+		return 2;
 	return failed ? 1 : 0;
 }

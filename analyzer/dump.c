@@ -11,18 +11,7 @@
 
 /* ---- names for coded field values ---- */
 
-static const char *const memcpy_kinds[] = {"HostToHost", "HostToDevice", "DeviceToHost",
-					   "DeviceToDevice", "Default"}; /* cudaMemcpyKind */
-static const char *const cupti_copy_kinds[] = {"UNKNOWN", "HTOD", "DTOH", "HTOA", "ATOH", "ATOA",
-					       "ATOD",    "DTOA", "DTOD", "HTOH", "PTOP"};
-static const char *const um_counters[] = {"UNKNOWN",        "BYTES_TRANSFER_HTOD",
-					  "BYTES_TRANSFER_DTOH", "CPU_PAGE_FAULT_COUNT",
-					  "GPU_PAGE_FAULT", "THRASHING",
-					  "THROTTLING",     "REMOTE_MAP",
-					  "BYTES_TRANSFER_DTOD"};
 static const char *const red_ops[] = {"sum", "prod", "max", "min", "avg"};
-static const char *const end_reasons[] = {"exit", "signal", "_exit", "exec"};
-#define TABLE(t, v) ((v) < sizeof(t) / sizeof((t)[0]) ? (t)[v] : NULL)
 
 /* Field index by name within a kind, -1 if absent. */
 static int field_index(unsigned kind, const char *name)
@@ -46,11 +35,11 @@ static const char *field_label(unsigned kind, const char *field, uint64_t v)
 			return v < 5 ? red_ops[v] : "custom";
 		return NULL;
 	case NVLP_K_COPY:
-		return !strcmp(field, "copy_kind") ? TABLE(memcpy_kinds, v) : NULL;
+		return !strcmp(field, "copy_kind") ? nvlp_memcpy_kind_name(v) : NULL;
 	case NVLP_K_GPUCOPY:
-		return !strcmp(field, "copy_kind") ? TABLE(cupti_copy_kinds, v) : NULL;
+		return !strcmp(field, "copy_kind") ? nvlp_gpucopy_kind_name(v) : NULL;
 	case NVLP_K_UM:
-		return !strcmp(field, "counter") ? TABLE(um_counters, v) : NULL;
+		return !strcmp(field, "counter") ? nvlp_um_counter_name(v) : NULL;
 	default:
 		return NULL;
 	}
@@ -74,23 +63,24 @@ static const char *record_name(const nvlp_reader *r, const struct nvlp_record *r
 	case NVLP_K_NOTE:
 		return nvlp_note_name((unsigned)f[0]);
 	case NVLP_K_END:
-		s = TABLE(end_reasons, ((const struct nvlp_rec_end *)f)->reason);
+		s = nvlp_end_reason_name(((const struct nvlp_rec_end *)f)->reason);
 		return s ? s : "end";
 	case NVLP_K_KERNEL:
 		s = nvlp_reader_string(r, ((const struct nvlp_rec_kernel *)f)->name);
 		return s ? s : "?";
 	case NVLP_K_GPUCOPY:
-		s = TABLE(cupti_copy_kinds, ((const struct nvlp_rec_gpucopy *)f)->copy_kind);
+		s = nvlp_gpucopy_kind_name(((const struct nvlp_rec_gpucopy *)f)->copy_kind);
 		return s ? s : "?";
 	case NVLP_K_UM:
-		s = TABLE(um_counters, ((const struct nvlp_rec_um *)f)->counter);
+		s = nvlp_um_counter_name(((const struct nvlp_rec_um *)f)->counter);
 		return s ? s : "?";
 	case NVLP_K_LINKSAMPLE: {
-		uint64_t src = ((const struct nvlp_rec_linksample *)f)->source;
-		return src == 1 ? "pm_sampling" : src == 2 ? "nvml" : "linksample";
+		s = nvlp_link_source_name(((const struct nvlp_rec_linksample *)f)->source);
+		return s ? s : "linksample";
 	}
 	case NVLP_K_CLOCK:
-		return ((const struct nvlp_rec_clock *)f)->source == 1 ? "cupti" : "clock";
+		s = nvlp_clock_source_name(((const struct nvlp_rec_clock *)f)->source);
+		return s ? s : "clock";
 	case NVLP_K_MODULE:
 	case NVLP_K_DEVICE:
 		/* blob is a path / device name */
@@ -430,8 +420,7 @@ int nvlp_cmd_dump(int argc, char **argv)
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	int rc = for_each_trace(argc - i, argv + i, dump_one, &o);
-	fflush(stdout);
-	return rc;
+	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
 }
 
 /* ---- info ---- */
@@ -539,8 +528,8 @@ static int info_one(const char *path, nvlp_reader *r, void *arg)
 		printf("  status    read error: %s\n", nvlp_reader_error(r));
 	else if (nvlp_reader_complete(r))
 		printf("  status    complete (%s)\n",
-		       end_reason >= 0 && TABLE(end_reasons, (unsigned)end_reason)
-			       ? TABLE(end_reasons, (unsigned)end_reason)
+		       end_reason >= 0 && nvlp_end_reason_name((unsigned)end_reason)
+			       ? nvlp_end_reason_name((unsigned)end_reason)
 			       : "end");
 	else
 		printf("  status    truncated: %s\n", nvlp_reader_error(r));
@@ -574,5 +563,6 @@ int nvlp_cmd_info(int argc, char **argv)
 		return 2;
 	}
 	int nfiles = 0;
-	return for_each_trace(argc - i, argv + i, info_one, &nfiles);
+	int rc = for_each_trace(argc - i, argv + i, info_one, &nfiles);
+	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
 }

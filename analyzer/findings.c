@@ -16,9 +16,21 @@ const char *an_sev_name(int sev)
 	return sev == AN_SEV_CRITICAL ? "critical" : sev == AN_SEV_WARNING ? "warning" : "info";
 }
 
-static struct an_finding *add(struct an_findings *f, const char *id, int sev, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static struct an_finding *add(struct an_findings *f, const char *id, int sev, const char *fmt, ...)
+static const char *const fid_names[AN_F_COUNT] = {
+#define AN_F_NAME(id, doc) #id,
+    AN_FINDINGS(AN_F_NAME)
+#undef AN_F_NAME
+};
+
+const char *an_fid_name(enum an_fid fid)
+{
+	return (unsigned)fid < AN_F_COUNT ? fid_names[fid] : "?";
+}
+
+static struct an_finding *add(struct an_findings *f, enum an_fid fid, int sev, const char *fmt,
+                              ...) __attribute__((format(printf, 4, 5)));
+static struct an_finding *add(struct an_findings *f, enum an_fid fid, int sev, const char *fmt,
+                              ...)
 {
 	struct an_finding *x = realloc(f->v, (f->n + 1) * sizeof *x);
 	if (!x)
@@ -26,9 +38,11 @@ static struct an_finding *add(struct an_findings *f, const char *id, int sev, co
 	f->v = x;
 	x = &f->v[f->n++];
 	memset(x, 0, sizeof *x);
-	x->id = id;
+	x->fid = fid;
+	x->id = an_fid_name(fid);
 	x->sev = sev;
 	x->root_rank = -1;
+	x->comm = x->rank = x->device = -1;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(x->title, sizeof x->title, fmt, ap);
@@ -156,11 +170,12 @@ static int fallback(const struct an_job *job, const double *th, struct big *big,
 		return -1;
 	int sev = (counters || low) ? AN_SEV_CRITICAL : AN_SEV_WARNING;
 	struct an_finding *x =
-	    add(out, "pcie_fallback", sev,
+	    add(out, AN_F_pcie_fallback, sev,
 	        "NCCL traffic between NVLink-connected GPUs went over PCIe/host memory%s%s%s",
 	        cause[0] ? " (" : "", cause, cause[0] ? ")" : "");
 	if (cause[0])
 		ev_str(x, "env", "%s", cause);
+	x->comm = best;
 	ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
 	ev_num(x, "nranks", c->nranks, NULL);
 	if (job->have_links) {
@@ -218,9 +233,11 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 			if (!nvl && !(!known && slow))
 				continue;
 			struct an_finding *x = add(
-			    out, "peer_access_disabled", AN_SEV_WARNING,
+			    out, AN_F_peer_access_disabled, AN_SEV_WARNING,
 			    "Copies GPU%d->GPU%d staged through host memory although the GPUs %s",
 			    p->src, p->dst, nvl ? "share NVLink" : "can likely reach each other");
+			x->rank = rank_id(job, f);
+			x->device = p->src;
 			ev_num(x, "rank", rank_id(job, f), NULL);
 			ev_num(x, "device", p->src, NULL);
 			ev_num(x, "dst_device", p->dst, NULL);
@@ -253,10 +270,12 @@ static void thrashing(const struct an_job *job, const double *th, struct an_find
 			    ((double)a->flips < th[AN_TH_thrash_min_flips] && !a->thrash_events))
 				continue;
 			struct an_finding *x =
-			    add(out, "uma_thrashing", AN_SEV_WARNING,
+			    add(out, AN_F_uma_thrashing, AN_SEV_WARNING,
 			        "Managed allocation of %.0f MiB migrates back and forth (%llu "
 			        "direction changes)",
 			        (double)a->bytes / MIB, (unsigned long long)a->flips);
+			x->rank = rank_id(job, f);
+			x->device = a->device;
 			ev_num(x, "rank", rank_id(job, f), NULL);
 			ev_num(x, "device", a->device, NULL);
 			ev_str(x, "address", "0x%llx", (unsigned long long)a->ptr);
@@ -306,10 +325,11 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 			continue;
 		if (job->step_ns > 0 && lead * 1e6 < th[AN_TH_straggler_step_share] * job->step_ns)
 			continue;
-		struct an_finding *y = add(out, "straggler", AN_SEV_WARNING,
+		struct an_finding *y = add(out, AN_F_straggler, AN_SEV_WARNING,
 		                           "Rank %d arrives last at %.0f%% of collectives, "
 		                           "typically %.2f ms after the others",
 		                           rank_id(job, f), share * 100, lead);
+		y->rank = rank_id(job, f);
 		ev_num(y, "rank", rank_id(job, f), NULL);
 		ev_str(y, "host", "%s", job->ranks[f].host);
 		ev_num(y, "collectives", (double)x->colls, NULL);
@@ -340,12 +360,15 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 			snprintf(pres + strlen(pres), sizeof pres - strlen(pres), "%s%d",
 			         k ? "," : "", h->present[k]);
 		struct an_finding *x = add(
-		    out, "hang_suspect", AN_SEV_CRITICAL,
+		    out, AN_F_hang_suspect, AN_SEV_CRITICAL,
 		    "%s #%u on comm %016llx never entered by rank%s %s; others waited %.1f ms",
 		    nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
 		    h->nmissing > 1 ? "s" : "", miss, h->wait_ms);
-		if (h->nmissing == 1)
+		x->comm = h->comm;
+		if (h->nmissing == 1) {
+			x->rank = h->missing[0];
 			ev_num(x, "rank", h->missing[0], NULL);
+		}
 		ev_str(x, "missing_ranks", "%s", miss);
 		ev_str(x, "waiting_ranks", "%s", pres);
 		ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
@@ -386,7 +409,7 @@ static void exposed(const struct an_job *job, const double *th, struct an_findin
 	if (share < th[AN_TH_exposed_share] || !n)
 		return;
 	struct an_finding *x =
-	    add(out, "exposed_communication",
+	    add(out, AN_F_exposed_communication,
 	        share >= th[AN_TH_exposed_critical] ? AN_SEV_CRITICAL : AN_SEV_WARNING,
 	        "%.0f%% of %s is communication not hidden behind compute", share * 100,
 	        win ? "the training steps' time" : "wall time");
@@ -439,11 +462,12 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 			continue;
 		struct big *b = &big[ci * NVLP_NCCL_FN_COUNT + worst];
 		double busbw = b->sbus / b->ns;
-		struct an_finding *x = add(out, "low_bus_bandwidth", AN_SEV_WARNING,
+		struct an_finding *x = add(out, AN_F_low_bus_bandwidth, AN_SEV_WARNING,
 		                           "%s on %d ranks reaches %.1f GB/s bus bandwidth, %.0f%% "
 		                           "of the %.0f GB/s NVLink peak",
 		                           nvlp_nccl_fn_name((unsigned)worst), c->nranks, busbw,
 		                           busbw * 1e11 / c->peak_Bps, c->peak_Bps / 1e9);
+		x->comm = (int)ci;
 		ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name((unsigned)worst));
 		ev_num(x, "calls", (double)b->calls, NULL);
@@ -462,13 +486,35 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 	}
 }
 
+/* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
+static void dropped(const struct an_job *job, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok || !r->dropped)
+			continue;
+		struct an_finding *x =
+		    add(out, AN_F_dropped_records, AN_SEV_WARNING,
+		        "Rank %d (pid %d on %s) lost %llu records: its trace buffers were full",
+		        rank_id(job, f), r->pid, r->host, (unsigned long long)r->dropped);
+		x->rank = rank_id(job, f);
+		ev_num(x, "rank", rank_id(job, f), NULL);
+		ev_num(x, "pid", r->pid, NULL);
+		ev_str(x, "host", "%s", r->host);
+		ev_num(x, "dropped_records", (double)r->dropped, NULL);
+		ev_num(x, "recorded", (double)r->records, NULL);
+		advise(x, "This process's figures are partial. Give each thread a larger buffer "
+		          "(NVLPROF_BUFFER_KB, default 1024) or record fewer kinds.");
+	}
+}
+
 static void gaps(const struct an_job *job, struct an_findings *out)
 {
 	struct an_finding *x = NULL;
 #define GAP(...)                                                                                   \
 	do {                                                                                       \
 		if (!x)                                                                            \
-			x = add(out, "collection_gaps", AN_SEV_INFO,                               \
+			x = add(out, AN_F_collection_gaps, AN_SEV_INFO,                               \
 			        "Some data was not collected; related figures are partial");       \
 		ev_str(x, __VA_ARGS__);                                                            \
 	} while (0)
@@ -494,9 +540,8 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 	if (job->have_gpu_any && !job->have_topo)
 		GAP("topology",
 		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
-	uint64_t dropped = 0, unmatched = 0, resync = 0;
+	uint64_t unmatched = 0, resync = 0;
 	for (size_t f = 0; f < job->nranks; f++) {
-		dropped += job->ranks[f].dropped;
 		unmatched += job->ranks[f].gpu_unmatched_kernels;
 		resync += job->ranks[f].gpu_resync;
 	}
@@ -507,9 +552,6 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 		GAP("unfinished_kernels",
 		    "%llu NCCL kernels never finished (the job hung or was killed)",
 		    (unsigned long long)unfinished);
-	if (dropped)
-		GAP("dropped_records", "%llu records dropped (buffers full)",
-		    (unsigned long long)dropped);
 	if (unmatched || resync)
 		GAP("kernel_matching",
 		    "%llu NCCL kernels without a call, %llu calls skipped to resynchronise",
@@ -546,22 +588,6 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 	}
 	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
 #undef GAP
-}
-
-static const char *ev_get_str(const struct an_finding *x, const char *key)
-{
-	for (int i = 0; i < x->nev; i++)
-		if (x->ev[i].is_str && !strcmp(x->ev[i].key, key))
-			return x->ev[i].str;
-	return NULL;
-}
-
-static double ev_get_num(const struct an_finding *x, const char *key, double dflt)
-{
-	for (int i = 0; i < x->nev; i++)
-		if (!x->ev[i].is_str && !strcmp(x->ev[i].key, key))
-			return x->ev[i].num;
-	return dflt;
 }
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
@@ -607,21 +633,16 @@ static void explain(const struct an_job *job, const double *th, int fb_comm,
 {
 	struct an_finding *fb = NULL, *exp = NULL;
 	for (size_t i = 0; i < out->n; i++) {
-		if (!strcmp(out->v[i].id, "pcie_fallback"))
+		if (out->v[i].fid == AN_F_pcie_fallback)
 			fb = &out->v[i];
-		else if (!strcmp(out->v[i].id, "exposed_communication"))
+		else if (out->v[i].fid == AN_F_exposed_communication)
 			exp = &out->v[i];
 	}
 	explain_exposed(job, th, fb_comm, out, fb, exp); /* first: its root lists it first */
 	if (fb && fb_comm >= 0) {
-		char hash[32];
-		snprintf(hash, sizeof hash, "%016llx",
-		         (unsigned long long)job->comms[fb_comm].hash);
 		for (size_t i = 0; i < out->n; i++) {
 			struct an_finding *y = &out->v[i];
-			const char *c = ev_get_str(y, "comm");
-			if (!strcmp(y->id, "low_bus_bandwidth") && !y->explained_by && c &&
-			    !strcmp(c, hash))
+			if (y->fid == AN_F_low_bus_bandwidth && !y->explained_by && y->comm == fb_comm)
 				demote(fb, y, -1,
 				       "See pcie_fallback: the traffic is not on NVLink; fix that "
 				       "first.");
@@ -639,9 +660,9 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 	double best_share = 0;
 	for (size_t i = 0; i < out->n; i++) {
 		struct an_finding *x = &out->v[i];
-		if (strcmp(x->id, "straggler"))
+		if (x->fid != AN_F_straggler)
 			continue;
-		int rk = (int)ev_get_num(x, "rank", -1);
+		int rk = x->rank;
 		double es = -1, tot = 0, excess = 0;
 		for (size_t f = 0; f < job->nranks; f++)
 			if (rank_id(job, f) == rk && job->ranks[f].ok) {
@@ -667,7 +688,7 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 		}
 	}
 	if (best && best_share >= th[AN_TH_explained_share]) {
-		exp->root_rank = (int)ev_get_num(best, "rank", -1);
+		exp->root_rank = best->rank;
 		demote(
 		    best, exp, best_share,
 		    "See straggler: the other ranks' NCCL kernels wait for the late rank and that "
@@ -687,24 +708,13 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 
 /* Within a severity, causes before their consequences: a fallback or a straggler explains low
  * bandwidth and exposed communication, so it is read first. */
-static int prio(const char *id)
-{
-	static const char *const order[] = {
-	    "hang_suspect", "pcie_fallback",         "peer_access_disabled", "uma_thrashing",
-	    "straggler",    "exposed_communication", "low_bus_bandwidth",    "collection_gaps"};
-	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-		if (!strcmp(id, order[i]))
-			return (int)i;
-	return 99;
-}
-
 static int cmp_find(const void *a, const void *b)
 {
 	const struct an_finding *x = a, *y = b;
 	if (x->sev != y->sev)
 		return y->sev - x->sev;
-	if (prio(x->id) != prio(y->id))
-		return prio(x->id) - prio(y->id);
+	if (x->fid != y->fid) /* the list's order: causes first */
+		return x->fid < y->fid ? -1 : 1;
 	return strcmp(x->id, y->id);
 }
 
@@ -737,6 +747,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	hangs(job, th, out);
 	exposed(job, th, out);
 	low_bw(job, th, big, out);
+	dropped(job, out);
 	gaps(job, out);
 	free(big);
 	explain(job, th, fb_comm, out);
@@ -770,7 +781,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 		for (size_t k = 0; k < out->n; k++) {
 			const struct an_finding *y = &out->v[k];
 			if (!used[k] && y->explained_by && !strcmp(y->explained_by, x->id) &&
-			    (y->root_rank < 0 || y->root_rank == (int)ev_get_num(x, "rank", -1))) {
+			    (y->root_rank < 0 || y->root_rank == x->rank)) {
 				v[n++] = *y;
 				used[k] = 1;
 			}
@@ -792,6 +803,14 @@ void an_findings_free(struct an_findings *f)
 	f->n = 0;
 }
 
+const struct an_finding *an_findings_find(const struct an_findings *f, enum an_fid fid)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->v[i].fid == fid)
+			return &f->v[i];
+	return NULL;
+}
+
 const struct an_finding *an_findings_get(const struct an_findings *f, const char *id)
 {
 	for (size_t i = 0; i < f->n; i++)
@@ -802,95 +821,11 @@ const struct an_finding *an_findings_get(const struct an_findings *f, const char
 
 const char *an_findings_env_cause(const struct an_findings *f)
 {
-	const struct an_finding *x = an_findings_get(f, "pcie_fallback");
+	const struct an_finding *x = an_findings_find(f, AN_F_pcie_fallback);
 	if (!x)
 		return "";
 	for (int i = 0; i < x->nev; i++)
 		if (!strcmp(x->ev[i].key, "env"))
 			return x->ev[i].str;
 	return "link counters";
-}
-
-/* Numbers for people: bytes in binary units, rates and times with 3 significant digits. */
-static void fmt_ev(const struct an_ev *e, char *buf, size_t len)
-{
-	if (e->is_str) {
-		snprintf(buf, len, "%s", e->str);
-		return;
-	}
-	double v = e->num;
-	if (!strcmp(e->unit, "B")) {
-		const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-		int i = 0;
-		while (v >= 1024 && i < 4) {
-			v /= 1024;
-			i++;
-		}
-		snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-	} else if ((v == (double)(long long)v && !e->unit[0]) || fabs(v) >= 1000)
-		snprintf(buf, len, "%.0f%s%s", v, e->unit[0] ? " " : "", e->unit);
-	else
-		snprintf(buf, len, "%.3g%s%s", v, e->unit[0] ? " " : "", e->unit);
-}
-
-void an_findings_print(FILE *o, const struct an_findings *f)
-{
-	if (!f->n) {
-		fprintf(o, "No findings: nothing wrong was detected.\n");
-		return;
-	}
-	for (size_t i = 0; i < f->n; i++) {
-		const struct an_finding *x = &f->v[i];
-		if (x->explained_by)
-			fprintf(o, "[%s] %s (explained by %s): %s\n", an_sev_name(x->sev), x->id,
-			        x->explained_by, x->title);
-		else
-			fprintf(o, "[%s] %s: %s\n", an_sev_name(x->sev), x->id, x->title);
-		int col = 0;
-		for (int k = 0; k < x->nev; k++) {
-			char v[256];
-			if (x->explained_by && !strcmp(x->ev[k].key, "explained_by"))
-				continue; /* in the heading */
-			fmt_ev(&x->ev[k], v, sizeof v);
-			int w = (int)(strlen(x->ev[k].key) + strlen(v) + 3);
-			if (x->ev[k].is_str &&
-			    strlen(v) > 40) { /* long strings get their own line */
-				fprintf(o, "%s    %s: %s\n", col ? "\n" : "", x->ev[k].key, v);
-				col = 0;
-				continue;
-			}
-			if (col && col + w > 100) {
-				fputc('\n', o);
-				col = 0;
-			}
-			col += fprintf(o, "%s%s=%s", col ? "  " : "    ", x->ev[k].key, v);
-		}
-		if (col)
-			fputc('\n', o);
-		if (x->advice[0])
-			fprintf(o, "    advice: %s\n", x->advice);
-	}
-}
-
-void an_findings_json(struct jw *w, const char *key, const struct an_findings *f)
-{
-	jw_arr(w, key);
-	for (size_t i = 0; i < f->n; i++) {
-		const struct an_finding *x = &f->v[i];
-		jw_obj(w, NULL);
-		jw_str(w, "id", x->id);
-		jw_str(w, "severity", an_sev_name(x->sev));
-		jw_str(w, "title", x->title);
-		jw_obj(w, "evidence");
-		for (int k = 0; k < x->nev; k++) {
-			if (x->ev[k].is_str)
-				jw_str(w, x->ev[k].key, x->ev[k].str);
-			else
-				jw_num(w, x->ev[k].key, x->ev[k].num);
-		}
-		jw_obj_end(w);
-		jw_str(w, "advice", x->advice);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
 }

@@ -6,6 +6,29 @@
 #include "model.h"
 
 enum an_sev { AN_SEV_INFO = 0, AN_SEV_WARNING = 1, AN_SEV_CRITICAL = 2 };
+
+/*
+ * The findings: X(id, what it says). The id is stable (JSON, diff, tests); within a severity the
+ * list's order is the reading order: causes before the consequences they explain.
+ */
+#define AN_FINDINGS(X)                                                                             \
+	X(hang_suspect, "a collective some ranks never entered while others waited")             \
+	X(pcie_fallback, "NCCL traffic between NVLink-connected GPUs went over PCIe/host memory")  \
+	X(peer_access_disabled, "cross-device copies staged through host memory")                 \
+	X(uma_thrashing, "a managed allocation migrating back and forth")                         \
+	X(straggler, "a rank the others wait for in most collectives")                            \
+	X(exposed_communication, "communication not hidden behind compute")                       \
+	X(low_bus_bandwidth, "collectives far below the NVLink peak")                             \
+	X(dropped_records, "a process lost records because its buffers were full")                \
+	X(collection_gaps, "data that was not collected")
+enum an_fid {
+#define AN_F_ENUM(id, doc) AN_F_##id,
+	AN_FINDINGS(AN_F_ENUM)
+#undef AN_F_ENUM
+	    AN_F_COUNT
+};
+/*! "pcie_fallback", ... ("?" for an invalid id) */
+const char *an_fid_name(enum an_fid fid);
 const char *an_sev_name(int sev);
 
 /* One evidence item: a number (num, with unit for text) or a string. */
@@ -19,8 +42,12 @@ struct an_ev {
 
 #define AN_MAX_EV 20
 struct an_finding {
-	const char *id; /* stable: "pcie_fallback", "straggler", ... */
+	enum an_fid fid;
+	const char *id; /* an_fid_name(fid): "pcie_fallback", "straggler", ... */
 	int sev;
+	/* what the finding is about, -1 where it is not about one: job communicator index, rank
+	 * (as printed), device */
+	int comm, rank, device;
 	char title[200];
 	struct an_ev ev[AN_MAX_EV];
 	int nev;
@@ -42,8 +69,9 @@ struct an_findings {
  * th: thresholds (AN_TH_*). @return 0, or -1 out of memory */
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out);
 void an_findings_free(struct an_findings *f);
-/*! @return the finding with this id, or NULL */
+/*! @return the (first) finding with this id, or NULL */
 const struct an_finding *an_findings_get(const struct an_findings *f, const char *id);
+const struct an_finding *an_findings_find(const struct an_findings *f, enum an_fid fid);
 /*! Text: one block per finding. verbose=0 prints title and key evidence only. */
 void an_findings_print(FILE *o, const struct an_findings *f);
 /*! JSON array "findings" into an open object. */

@@ -61,6 +61,7 @@ extern const double an_threshold_defaults[AN_TH_COUNT];
 /*! Parse "name=value" into th. @return 0, or -1 (unknown name or bad number) */
 int an_threshold_set(double *th, const char *assign);
 
+/* ---- nccl_meta.c: NCCL's collectives as nccl-tests measure them ---- */
 /* Collective kinds as the analyzer groups them (several NCCL functions share one kernel type). */
 enum an_coll {
 	AN_C_NONE = 0,
@@ -81,6 +82,22 @@ int an_coll_of_fn(unsigned fn);
 int an_coll_of_kernel(const char *name);
 /*! nccl-tests bus bandwidth factor for fn on n ranks. */
 double an_busbw_factor(unsigned fn, int n);
+/*! nccl-tests algbw and busbw in GB/s of bytes moved in ns by fn on n ranks (NaN if ns is 0). */
+double an_algbw_gbps(double bytes, double ns);
+double an_busbw_gbps(double bytes, double ns, unsigned fn, int n);
+/*! Size class label of a byte count ("<64K", "64K-1M", "1M-16M", "16M-256M", ">=256M"). */
+int an_size_class(uint64_t bytes);
+const char *an_size_class_name(int c);
+#define AN_SIZE_CLASSES 5
+
+/* Limits on what one trace may make the analyzer keep: a record past them is skipped (and
+ * counted), so memory stays in proportion to the input and lookups stay short. */
+#define AN_MAX_DEVICE 127      /* device ids (an_call.device is an int8_t) */
+#define AN_MAX_COMMS 65535     /* communicators per process and per job (an_call.comm) */
+#define AN_MAX_NRANKS (1 << 20) /* ranks of one communicator */
+#define AN_MAX_ALLOCS 4096     /* managed allocations per process (kept sorted by address) */
+#define AN_MAX_LINKS 4096      /* distinct NVLink topology records per process */
+#define AN_MAX_SYMBOLS (1u << 20) /* SYMBOL records per process */
 
 /* One NCCL call, compact (40 bytes): all matching and attribution needs. */
 struct an_call {
@@ -114,7 +131,6 @@ struct an_sample {
 struct an_dev {
 	int device;
 	struct an_ivals compute, nccl; /* kernel intervals (local clock until aligned) */
-	uint64_t compute_ns, nccl_kernel_ns, nccl_kernels;
 	uint64_t nvl_tx, nvl_rx, pcie_rd, pcie_wr; /* link counter totals */
 	uint64_t nvl_coll, pcie_coll;              /* part of (tx+rx), (rd+wr) during collectives */
 	struct an_sample *samples;
@@ -127,11 +143,10 @@ struct an_dev {
 /* Cross-device copies between one (src, dst) device pair of one process. */
 struct an_pair {
 	int src, dst;
-	uint64_t api_copies, api_bytes, api_ns;     /* COPY records (host side) */
+	uint64_t api_copies, api_bytes;             /* COPY records (host side) */
 	uint64_t staged_copies, staged_bytes;       /* COPY with peer_enabled = 0 */
 	uint64_t p2p_copies, p2p_bytes, p2p_gpu_ns; /* GPUCOPY PTOP */
 	uint64_t sync_bytes, sync_ns; /* synchronous COPY calls: host time is copy time */
-	uint64_t gpu_dtoh, gpu_htod;  /* GPUCOPY staged legs seen (count) */
 };
 
 /* A managed allocation and what unified memory did to it. */
@@ -159,11 +174,19 @@ struct an_link {
 struct an_module {
 	uint64_t base, start, end;
 	char *path;
+	uint8_t build_id[64]; /* from the BUILDID record of this base */
+	unsigned build_id_len; /* 0: none recorded (the file at path is never opened) */
+};
+/* A function symbol recorded with the trace (SYMBOL): address relative to the module's bias. */
+struct an_sym {
+	uint64_t base, off, size;
+	char *name;
 };
 struct an_stack {
 	uint64_t id;
 	uint64_t *pc;
 	unsigned n;
+	size_t ord; /* file order, for the first of several stacks with one id */
 };
 
 /* What NCCL chose for collectives (NCCLPROF records from its profiler plugin): one entry per
@@ -172,7 +195,7 @@ struct an_choice {
 	uint64_t nccl_comm, comm; /* NCCL's commHash; the shim's hash (0 = not known) */
 	uint8_t fn;               /* enum nvlp_nccl_fn */
 	char algo[16], proto[16];
-	int channels, warps;
+	int channels;
 	uint64_t calls;
 };
 /* The same over the job: per (job comm, fn, algo, proto), channel range. */
@@ -199,17 +222,20 @@ struct an_rank {
 	char *path;
 	int ok;        /* 0: unreadable, skipped (err says why) */
 	char err[320]; /* open error, or truncation warning when ok */
+	char bad[320]; /* the first record skipped as invalid ("" if none) */
+	uint64_t nbad; /* records skipped as invalid */
 	int complete, truncated;
 	char *header; /* key=value lines */
 	char host[128];
-	int pid, rank, local_rank, world_size;
+	int pid, rank;
 	uint64_t t_mono0, t_real0;
 	int64_t offset;           /* job time = local + offset */
 	int64_t refine;           /* part of offset found from collective completions */
 	uint64_t t_first, t_last; /* local clock, any record with a time */
 	uint64_t records, kind_count[NVLP_K_COUNT];
+	unsigned frames_skipped; /* corrupt frames the reader skipped (resynchronised after) */
 	uint64_t dropped;
-	uint64_t gpu_matched, gpu_unmatched_kernels, gpu_resync;
+	uint64_t gpu_unmatched_kernels, gpu_resync;
 	uint64_t gpu_unfinished; /* NCCL calls whose kernel never finished (hung or killed job) */
 
 	struct an_call *calls;
@@ -223,16 +249,17 @@ struct an_rank {
 	size_t npairs;
 	struct an_alloc *allocs;
 	size_t nallocs;
-	uint64_t um_unknown_bytes; /* UM traffic outside any recorded allocation */
 	struct an_note *notes;
 	size_t nnotes;
 	struct an_link *links;
 	size_t nlinks;
 	struct an_module *modules;
 	size_t nmodules;
-	struct an_stack *stacks;
+	struct an_stack *stacks; /* sorted by id once the file is read */
 	size_t nstacks;
-	uint64_t peer_enable_ok, peer_enable_fail;
+	struct an_sym *syms; /* sorted by (base, off) once the file is read */
+	size_t nsyms;
+	uint64_t peer_enable_fail;
 	struct an_choice *choices;
 	size_t nchoices;
 };
@@ -244,12 +271,12 @@ struct an_comm {
 	int nmembers;     /* ranks (processes) that have a trace with calls on it */
 	int single_host;  /* all members on one host */
 	double peak_Bps;  /* NVLink peak per direction for this comm's GPUs (0 = unknown) */
-	uint32_t max_seq; /* highest seq seen */
-	/* Transfer time of collectives matched across all ranks, per seq (index seq - xfer_seq0):
-	 * the shortest GPU time among the ranks (the last to arrive barely waits), 0 = not
-	 * matched. One entry per collective, not per call. */
-	uint32_t *xfer;
-	uint32_t xfer_seq0, nxfer;
+	/* Transfer time of collectives matched across all ranks, per sequence number present
+	 * (xfer_seq, sorted): the shortest GPU time among the ranks (the last to arrive barely
+	 * waits), 0 = not matched. One entry per collective, not per call. */
+	uint32_t *xfer, *xfer_seq;
+	uint32_t nxfer;
+	int xfer_dense; /* xfer_seq is xfer_seq[0], +1, +2, ...: index by seq - xfer_seq[0] */
 };
 
 /* Per (comm, fn) aggregate over all ranks. */
@@ -259,7 +286,6 @@ struct an_agg {
 	uint64_t calls, bytes, gpu_ns, host_ns, calls_gpu;
 	uint64_t bytes_gpu; /* bytes of calls that have GPU time */
 	uint64_t xfer_ns;   /* transfer time of those calls (an_call_xfer_ns): bandwidths use it */
-	double max_call_bytes;
 };
 
 /* A collective some ranks entered and others never did. */
@@ -304,12 +330,13 @@ struct an_job {
 	double max_skew_ns, mean_skew_ns;
 	uint64_t matched_colls;
 	double step_ns;  /* period of the repeating collective pattern, 0 if none */
-	int step_period; /* calls per step on the main comm */
 	uint64_t steps;
 	int multi_host;
 	uint64_t win0,
 	    win1; /* step window (job time): steady-state steps, setup excluded; 0 = none */
 	double max_refine_ns; /* largest clock correction found from collectives */
+	uint64_t calls_dropped; /* calls of communicators beyond AN_MAX_COMMS in the job */
+	uint64_t comms_unmatched; /* communicators whose cross-rank table did not fit in memory */
 };
 
 /*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:
@@ -328,6 +355,12 @@ double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device
 int an_nvlink_between(const struct an_rank *r, int a, int b);
 /*! Header value (NULL if absent) of a process: key as in nvlp_trace.h ("env.NCCL_P2P_DISABLE"). */
 const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len);
+/* ---- symbols.c ---- */
+/*! Where files of the recorded modules may be found besides the trace's own SYMBOL records
+ * (--symbols DIR, like perf --symfs): DIR + recorded path, DIR/basename and
+ * DIR/.build-id/xx/rest.debug, each used only when its build-id equals the recorded one. NULL:
+ * files are looked for only at their recorded path, and only when the trace has their build-id. */
+void an_symbols_dir(const char *dir);
 /*! Symbolize pc of process r: "func+0x12 (libfoo.so+0x1234)" or "libfoo.so+0x1234" or "0x...". */
 void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len);
 const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
@@ -340,8 +373,6 @@ uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c);
 uint64_t an_rank_wall(const struct an_rank *r);
 /*! Communication GPU (or host) time of a process, ns; *host_only set when no GPU time. */
 uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only);
-/*! Exposed communication of a process (sum over its GPUs), ns. */
-uint64_t an_rank_exposed_ns(const struct an_rank *r);
 /*! Exposed communication and the time it is a share of: inside the step window when steps were
  * recognised (setup and startup excluded), else over the whole trace. @return 1 if windowed */
 int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *exposed_ns,
@@ -351,9 +382,5 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
  * step window when steps were recognised, summed over processes. *all_ns gets the same over all
  * communicators, so the ratio is the communicator's share of the exposed time. */
 double an_comm_exposed_ns(const struct an_job *job, int comm, double *all_ns);
-/*! Size class label of a byte count ("<64K", "64K-1M", "1M-16M", "16M-256M", ">=256M"). */
-int an_size_class(uint64_t bytes);
-const char *an_size_class_name(int c);
-#define AN_SIZE_CLASSES 5
 
 #endif /* NVLP_AN_MODEL_H */

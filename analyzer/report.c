@@ -1,6 +1,7 @@
 /* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
 #include "report.h"
 
+#include <errno.h>  /* errno */
 #include <math.h>   /* NAN */
 #include <stdlib.h> /* atoi */
 #include <string.h> /* strcmp */
@@ -8,6 +9,8 @@
 #include "commands.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "stages.h"
+#include "util.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -24,12 +27,28 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
 			fprintf(stderr, "nvlprof: skipping unreadable trace: %s\n", r->err);
+		else if (r->frames_skipped)
+			fprintf(stderr, "nvlprof: warning: trace damaged, %u frame(s) skipped: %s\n",
+			        r->frames_skipped, r->err);
 		else if (r->truncated)
 			fprintf(stderr,
 			        "nvlprof: warning: trace cut short, used up to its end: %s\n",
 			        r->err);
+		if (r->ok && r->nbad)
+			fprintf(stderr, "nvlprof: warning: %s: skipped (%llu bad record(s) in all)\n",
+			        r->bad, (unsigned long long)r->nbad);
 	}
 	an_job_analyze(job);
+	if (job->calls_dropped)
+		fprintf(stderr,
+		        "nvlprof: warning: more than %d communicators in the job: %llu calls of the "
+		        "others skipped\n",
+		        AN_MAX_COMMS, (unsigned long long)job->calls_dropped);
+	if (job->comms_unmatched)
+		fprintf(stderr,
+		        "nvlprof: warning: out of memory: %llu communicator(s) not matched across "
+		        "ranks\n",
+		        (unsigned long long)job->comms_unmatched);
 	if (an_findings_compute(job, th, f) != 0) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		an_job_free(job);
@@ -121,6 +140,13 @@ static double max_peak(const struct an_job *job)
 	return p;
 }
 
+/* Append to a row array (an_grow, see stages.h): the row, or NULL with the array unchanged. */
+#define PUSH_ROW(arr, n, cap)                                                                      \
+	({                                                                                         \
+		__typeof__(arr) q_ = an_grow((arr), &(cap), (n) + 1, sizeof *(arr));               \
+		q_ ? ((arr) = q_, &q_[(n)++]) : NULL;                                              \
+	})
+
 /* Per (comm, fn) derived figures shared by text and JSON. */
 struct arow {
 	const struct an_agg *a;
@@ -140,11 +166,112 @@ static void arow_of(const struct an_job *job, const struct an_agg *a, struct aro
 	r->time_ms_per_rank = ns / 1e6 / m;
 	r->algbw = r->busbw = r->peak_share = NAN;
 	if (!r->host_time && a->xfer_ns) { /* transfer time: see an_call_xfer_ns */
-		r->algbw = (double)a->bytes_gpu / (double)a->xfer_ns;
-		r->busbw = r->algbw * an_busbw_factor(a->fn, r->c->nranks);
+		r->algbw = an_algbw_gbps((double)a->bytes_gpu, (double)a->xfer_ns);
+		r->busbw = an_busbw_gbps((double)a->bytes_gpu, (double)a->xfer_ns, a->fn, r->c->nranks);
 		if (r->c->peak_Bps > 0)
 			r->peak_share = r->busbw * 1e9 / r->c->peak_Bps;
 	}
+}
+
+/* Per process derived figures shared by text and JSON. */
+struct rrow {
+	const struct an_rank *r;
+	const struct an_rank_x *x;
+	int rank, gpu;
+	double wall_ns, comm_ns, exposed_ns, span_ns;
+};
+/* One (rank, comm, fn) of the JSON's collectives_by_rank. */
+struct crow {
+	int rank;
+	size_t comm;
+	unsigned fn;
+	uint64_t calls, gcalls;
+	double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
+	double algbw, busbw;
+};
+/* The report's tables, computed once from the job; the text and JSON printers only format them. */
+struct tables {
+	struct an_summary s;
+	double peak;
+	struct arow *coll; /* one per job->aggs */
+	struct rrow *ranks;
+	size_t nranks;
+	struct crow *by_rank;
+	size_t nby_rank;
+};
+
+static void by_rank_rows(const struct an_job *job, struct tables *t)
+{
+	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT, cap = 0;
+	struct crow *cells = calloc(ncell ? ncell : 1, sizeof *cells);
+	for (size_t i = 0; cells && i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		memset(cells, 0, (ncell ? ncell : 1) * sizeof *cells);
+		for (size_t k = 0; k < r->ncalls; k++) { /* one pass per rank */
+			const struct an_call *c = &r->calls[k];
+			struct crow *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+			x->calls++;
+			x->bytes += (double)c->bytes;
+			x->hns += c->host_dur;
+			if (c->gpu_start) {
+				x->gcalls++;
+				x->gbytes += (double)c->bytes;
+				x->gns += c->gpu_dur;
+				x->xns += an_call_xfer_ns(job, c);
+			}
+		}
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			for (unsigned fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
+				struct crow *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
+				if (!x->calls)
+					continue;
+				struct crow *y = PUSH_ROW(t->by_rank, t->nby_rank, cap);
+				if (!y)
+					break;
+				*y = *x;
+				y->rank = rank_id(job, i);
+				y->comm = ci;
+				y->fn = fn;
+				y->algbw = an_algbw_gbps(x->gbytes, x->xns);
+				y->busbw = y->algbw * an_busbw_factor(fn, job->comms[ci].nranks);
+			}
+	}
+	free(cells);
+}
+
+static int tables_build(const struct an_job *job, struct tables *t)
+{
+	memset(t, 0, sizeof *t);
+	an_summarize(job, &t->s);
+	t->peak = max_peak(job);
+	t->coll = calloc(job->naggs ? job->naggs : 1, sizeof *t->coll);
+	t->ranks = calloc(job->nranks ? job->nranks : 1, sizeof *t->ranks);
+	if (!t->coll || !t->ranks)
+		return -1;
+	for (size_t i = 0; i < job->naggs; i++)
+		arow_of(job, &job->aggs[i], &t->coll[i]);
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		if (!r->ok)
+			continue;
+		struct rrow *w = &t->ranks[t->nranks++];
+		w->r = r;
+		w->x = &job->rx[i];
+		w->rank = rank_id(job, i);
+		w->gpu = r->kind_count[NVLP_K_KERNEL] != 0;
+		w->wall_ns = (double)an_rank_wall(r);
+		w->comm_ns = (double)an_rank_comm_ns(r, NULL);
+		an_rank_exposure(job, r, &w->exposed_ns, &w->span_ns, NULL);
+	}
+	by_rank_rows(job, t);
+	return 0;
+}
+
+static void tables_free(struct tables *t)
+{
+	free(t->coll);
+	free(t->ranks);
+	free(t->by_rank);
 }
 
 static const char *pair_path(const struct an_pair *p)
@@ -174,15 +301,20 @@ static void fmt_gbps(char *b, size_t n, double v)
 
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
 {
-	struct an_summary s;
-	an_summarize(job, &s);
+	struct tables t;
+	if (tables_build(job, &t) < 0) {
+		tables_free(&t);
+		fprintf(stderr, "nvlprof: out of memory\n");
+		return;
+	}
+	const struct an_summary s = t.s;
 	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
 	        job->nok == 1 ? "" : "es", s.hosts, s.hosts == 1 ? "" : "s", s.wall_ms);
 	if (job->step_ns > 0)
 		fprintf(o, ", %llu steps of %.2f ms", (unsigned long long)job->steps,
 		        job->step_ns / 1e6);
 	fputc('\n', o);
-	double pk = max_peak(job);
+	double pk = t.peak;
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
 	        job->have_gpu         ? "yes"
 	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
@@ -212,8 +344,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
 		        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
 		for (size_t i = 0; i < job->naggs; i++) {
-			struct arow r;
-			arow_of(job, &job->aggs[i], &r);
+			const struct arow r = t.coll[i];
 			char a[16], b[16], p[16];
 			fmt_gbps(a, sizeof a, r.algbw);
 			fmt_gbps(b, sizeof b, r.busbw);
@@ -252,15 +383,13 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fprintf(o, "\nRANKS\n");
 	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
 	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
-	for (size_t i = 0; i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		if (!r->ok)
-			continue;
-		const struct an_rank_x *x = &job->rx[i];
-		double wall = (double)an_rank_wall(r), ex, span;
-		an_rank_exposure(job, r, &ex, &span, NULL);
+	for (size_t i = 0; i < t.nranks; i++) {
+		const struct rrow *w = &t.ranks[i];
+		const struct an_rank *r = w->r;
+		const struct an_rank_x *x = w->x;
+		double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
 		char exs[16], exp_[16];
-		if (r->kind_count[NVLP_K_KERNEL]) {
+		if (w->gpu) {
 			snprintf(exs, sizeof exs, "%.2f", ex / 1e6);
 			snprintf(exp_, sizeof exp_, "%.1f", span > 0 ? ex / span * 100 : 0);
 		} else {
@@ -268,8 +397,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			snprintf(exp_, sizeof exp_, "-");
 		}
 		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f %10s %8s %7.0f %8.2f %9.2f%s\n",
-		        rank_id(job, i), r->host, r->pid, wall / 1e6,
-		        (double)an_rank_comm_ns(r, NULL) / 1e6, exs, exp_,
+		        w->rank, r->host, r->pid, wall / 1e6, w->comm_ns / 1e6, exs, exp_,
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
@@ -334,12 +462,18 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			        (unsigned long long)a->flips, (unsigned long long)a->gpu_faults,
 			        (double)a->migrate_ns / 1e6);
 		}
+	tables_free(&t);
 }
 
 void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f)
 {
-	struct an_summary s;
-	an_summarize(job, &s);
+	struct tables t;
+	if (tables_build(job, &t) < 0) {
+		tables_free(&t);
+		fprintf(stderr, "nvlprof: out of memory\n");
+		return;
+	}
+	const struct an_summary s = t.s;
 	struct jw w;
 	jw_init(&w, o);
 	jw_obj(&w, NULL);
@@ -355,7 +489,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_bool(&w, "gpu_data", job->have_gpu);
 	jw_bool(&w, "link_counters", job->have_links);
 	jw_bool(&w, "topology", job->have_topo);
-	double pk = max_peak(job);
+	double pk = t.peak;
 	jw_num(&w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	jw_num(&w, "comm_ms_per_rank", s.comm_ms);
 	jw_str(&w, "comm_time_source", job->have_gpu ? "gpu" : "host");
@@ -371,8 +505,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 
 	jw_arr(&w, "collectives");
 	for (size_t i = 0; i < job->naggs; i++) {
-		struct arow r;
-		arow_of(job, &job->aggs[i], &r);
+		const struct arow r = t.coll[i];
 		char h[32];
 		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
 		jw_obj(&w, NULL);
@@ -393,21 +526,19 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_arr_end(&w);
 
 	jw_arr(&w, "ranks");
-	for (size_t i = 0; i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		if (!r->ok)
-			continue;
-		const struct an_rank_x *x = &job->rx[i];
-		int gpu = r->kind_count[NVLP_K_KERNEL] != 0;
-		double wall = (double)an_rank_wall(r), ex, span;
-		an_rank_exposure(job, r, &ex, &span, NULL);
+	for (size_t i = 0; i < t.nranks; i++) {
+		const struct rrow *rw = &t.ranks[i];
+		const struct an_rank *r = rw->r;
+		const struct an_rank_x *x = rw->x;
+		int gpu = rw->gpu;
+		double wall = rw->wall_ns, ex = rw->exposed_ns, span = rw->span_ns;
 		jw_obj(&w, NULL);
-		jw_int(&w, "rank", rank_id(job, i));
+		jw_int(&w, "rank", rw->rank);
 		jw_str(&w, "host", r->host);
 		jw_int(&w, "pid", r->pid);
 		jw_bool(&w, "complete", r->complete);
 		jw_num(&w, "wall_ms", wall / 1e6);
-		jw_num(&w, "comm_ms", (double)an_rank_comm_ns(r, NULL) / 1e6);
+		jw_num(&w, "comm_ms", rw->comm_ns / 1e6);
 		jw_str(&w, "comm_time_source", gpu ? "gpu" : "host");
 		jw_num(&w, "exposed_ms", gpu ? ex / 1e6 : NAN);
 		jw_num(&w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
@@ -425,52 +556,22 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 
 	/* per rank x communicator x function: the attribution behind the "collectives" table */
 	jw_arr(&w, "collectives_by_rank");
-	struct cell {
-		uint64_t calls, gcalls;
-		double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
-	};
-	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT;
-	struct cell *cells = calloc(ncell ? ncell : 1, sizeof *cells);
-	for (size_t i = 0; cells && i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		memset(cells, 0, (ncell ? ncell : 1) * sizeof *cells);
-		for (size_t k = 0; k < r->ncalls; k++) { /* one pass per rank */
-			const struct an_call *c = &r->calls[k];
-			struct cell *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
-			x->calls++;
-			x->bytes += (double)c->bytes;
-			x->hns += c->host_dur;
-			if (c->gpu_start) {
-				x->gcalls++;
-				x->gbytes += (double)c->bytes;
-				x->gns += c->gpu_dur;
-				x->xns += an_call_xfer_ns(job, c);
-			}
-		}
-		for (size_t ci = 0; ci < job->ncomms; ci++)
-			for (unsigned fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
-				const struct cell *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
-				if (!x->calls)
-					continue;
-				char h[32];
-				snprintf(h, sizeof h, "%016llx",
-				         (unsigned long long)job->comms[ci].hash);
-				double alg = x->xns > 0 ? x->gbytes / x->xns : NAN;
-				jw_obj(&w, NULL);
-				jw_int(&w, "rank", rank_id(job, i));
-				jw_str(&w, "comm", h);
-				jw_str(&w, "collective", nvlp_nccl_fn_name(fn));
-				jw_int(&w, "calls", (int64_t)x->calls);
-				jw_num(&w, "bytes", x->bytes);
-				jw_num(&w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
-				jw_str(&w, "time_source", x->gcalls ? "gpu" : "host");
-				jw_num(&w, "algbw_gbps", alg);
-				jw_num(&w, "busbw_gbps",
-				       alg * an_busbw_factor(fn, job->comms[ci].nranks));
-				jw_obj_end(&w);
-			}
+	for (size_t i = 0; i < t.nby_rank; i++) {
+		const struct crow *x = &t.by_rank[i];
+		char h[32];
+		snprintf(h, sizeof h, "%016llx", (unsigned long long)job->comms[x->comm].hash);
+		jw_obj(&w, NULL);
+		jw_int(&w, "rank", x->rank);
+		jw_str(&w, "comm", h);
+		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
+		jw_int(&w, "calls", (int64_t)x->calls);
+		jw_num(&w, "bytes", x->bytes);
+		jw_num(&w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
+		jw_str(&w, "time_source", x->gcalls ? "gpu" : "host");
+		jw_num(&w, "algbw_gbps", x->algbw);
+		jw_num(&w, "busbw_gbps", x->busbw);
+		jw_obj_end(&w);
 	}
-	free(cells);
 	jw_arr_end(&w);
 
 	jw_arr(&w, "nccl_choices");
@@ -561,6 +662,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
+	tables_free(&t);
 }
 
 static void usage(FILE *o)
@@ -583,13 +685,17 @@ static void usage(FILE *o)
 	    "first).\n"
 	    "  --json               JSON output (documented in analyzer/REPORT_JSON.md)\n"
 	    "  -o FILE              write the report to FILE\n"
+	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
+	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
+	    "                       a file is used only if its build-id is the one in the trace\n"
 	    "  -j N                 reader threads (default: one per file, up to the number of "
 	    "CPUs)\n"
 	    "  --threshold N=V      change a threshold (repeatable); thresholds and defaults:\n");
 	for (int i = 0; i < AN_TH_COUNT; i++)
 		fprintf(o, "      %-22s %-8g %s\n", an_threshold_names[i], an_threshold_defaults[i],
 		        an_threshold_docs[i]);
-	fprintf(o, "Exit status: 0 report written, 2 usage error or no readable trace.\n");
+	fprintf(o, "Exit status: 0 report written, 2 usage error, no readable trace, or the report could "
+	           "not be written.\n");
 }
 
 int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
@@ -606,6 +712,15 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 			fprintf(stderr, "nvlprof: bad threshold '%s' (see --help for names)\n", v);
 			return -1;
 		}
+		return 1;
+	}
+	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
+		if (a[9] == '=')
+			an_symbols_dir(a + 10);
+		else if (*i + 1 >= argc)
+			return -1;
+		else
+			an_symbols_dir(argv[++*i]);
 		return 1;
 	}
 	if (!strcmp(a, "-j")) {
@@ -665,18 +780,20 @@ int nvlp_cmd_report(int argc, char **argv)
 		return 2;
 	}
 	FILE *o = stdout;
+	int rc = 0;
 	if (outpath && !(o = fopen(outpath, "w"))) {
-		fprintf(stderr, "nvlprof: %s: cannot write\n", outpath);
-		o = stdout;
+		fprintf(stderr, "nvlprof: report: cannot write %s: %s\n", outpath, strerror(errno));
+		rc = 2;
+	} else {
+		if (json)
+			an_report_json(o, &job, &f);
+		else
+			an_report_text(o, &job, &f);
+		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
+			rc = 2;
 	}
-	if (json)
-		an_report_json(o, &job, &f);
-	else
-		an_report_text(o, &job, &f);
-	if (o != stdout)
-		fclose(o);
 	an_findings_free(&f);
 	an_job_free(&job);
 	free(paths);
-	return 0;
+	return rc;
 }

@@ -197,3 +197,19 @@ const char *nvlp_basename(const char *path)
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
 }
+
+int nvlp_out_finish(FILE *f, const char *name)
+{
+	errno = 0;
+	int bad = fflush(f) != 0 || ferror(f);
+	int e = errno;
+	if (f != stdout && fclose(f) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad && e) /* errno is known only when this flush failed, not an earlier one */
+		fprintf(stderr, "nvlprof: %s: write error: %s\n", name, strerror(e));
+	else if (bad)
+		fprintf(stderr, "nvlprof: %s: write error\n", name);
+	return bad ? -1 : 0;
+}

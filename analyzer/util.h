@@ -27,6 +27,10 @@ void nvlp_json_cstr(FILE *f, const char *s);
 const char *nvlp_human_bytes(uint64_t n, char *buf, size_t len);
 /*! "850 ns", "12.3 us", "4.56 ms", "7.89 s". @return buf */
 const char *nvlp_human_ns(uint64_t ns, char *buf, size_t len);
+/*! End of a command's output to f (named name in messages, "standard output" for stdout): flushes,
+ * closes f unless it is stdout, and says on stderr why writing failed (full disk, closed pipe).
+ * @return 0, or -1 the output is incomplete (the command then exits 2) */
+int nvlp_out_finish(FILE *f, const char *name);
 /*! The part of path after its last '/'. */
 const char *nvlp_basename(const char *path);
 

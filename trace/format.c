@@ -162,3 +162,25 @@ uint32_t nvlp_crc32(const void *data, size_t len)
 		c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
 	return c ^ 0xffffffffu;
 }
+
+/* Labels of the coded value lists: a switch per list, generated from it. */
+#define NVLP_V_CASE(NAME, v, label)                                                                \
+	case v:                                                                                    \
+		return label;
+#define NVLP_V_NAMER(fn, LIST)                                                                     \
+	const char *fn(uint64_t v)                                                                 \
+	{                                                                                          \
+		switch (v) {                                                                       \
+			LIST(NVLP_V_CASE)                                                          \
+		default:                                                                           \
+			return NULL;                                                               \
+		}                                                                                  \
+	}
+NVLP_V_NAMER(nvlp_end_reason_name, NVLP_END_REASONS)
+NVLP_V_NAMER(nvlp_memcpy_kind_name, NVLP_MEMCPY_KINDS)
+NVLP_V_NAMER(nvlp_gpucopy_kind_name, NVLP_GPUCOPY_KINDS)
+NVLP_V_NAMER(nvlp_um_counter_name, NVLP_UM_COUNTERS)
+NVLP_V_NAMER(nvlp_link_source_name, NVLP_LINK_SOURCES)
+NVLP_V_NAMER(nvlp_clock_source_name, NVLP_CLOCK_SOURCES)
+#undef NVLP_V_NAMER
+#undef NVLP_V_CASE

@@ -270,12 +270,102 @@ enum nvlp_note_code {
 	NVLP_NOTE_CODE_COUNT
 };
 
-/* END reasons. */
+/*
+ * Coded field values, each list once: V(NAME, value, label). Writers and readers use the names;
+ * dump prints the labels (nvlp_value_label in nvlp_trace.h).
+ */
+
+/* END.reason: why the trace ended. */
+#define NVLP_END_REASONS(V)                                                                        \
+	V(EXIT, 0, "exit")    /* atexit / destructor */                                          \
+	V(SIGNAL, 1, "signal") /* SIGTERM / SIGINT handler */                                    \
+	V(UEXIT, 2, "_exit")  /* _exit / _Exit (os._exit) */                                     \
+	V(EXEC, 3, "exec")    /* before exec* */
 enum nvlp_end_reason {
-	NVLP_END_EXIT = 0,   /* atexit / destructor */
-	NVLP_END_SIGNAL = 1, /* SIGTERM / SIGINT handler */
-	NVLP_END_UEXIT = 2,  /* _exit / _Exit (os._exit) */
-	NVLP_END_EXEC = 3,   /* before exec* */
+#define NVLP_V_ENUM(NAME, v, label) NVLP_END_##NAME = v,
+	NVLP_END_REASONS(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
 };
+
+/* COPY.copy_kind: the cudaMemcpyKind of the call. */
+#define NVLP_MEMCPY_KINDS(V)                                                                       \
+	V(HOST_TO_HOST, 0, "HostToHost")                                                           \
+	V(HOST_TO_DEVICE, 1, "HostToDevice")                                                       \
+	V(DEVICE_TO_HOST, 2, "DeviceToHost")                                                       \
+	V(DEVICE_TO_DEVICE, 3, "DeviceToDevice")                                                   \
+	V(DEFAULT, 4, "Default")
+enum nvlp_memcpy_kind {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_MEMCPY_##NAME = v,
+	NVLP_MEMCPY_KINDS(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
+/* GPUCOPY.copy_kind: CUpti_ActivityMemcpyKind (PTOP: peer to peer, e.g. over NVLink). */
+#define NVLP_GPUCOPY_KINDS(V)                                                                      \
+	V(UNKNOWN, 0, "UNKNOWN")                                                                   \
+	V(HTOD, 1, "HTOD")                                                                         \
+	V(DTOH, 2, "DTOH")                                                                         \
+	V(HTOA, 3, "HTOA")                                                                         \
+	V(ATOH, 4, "ATOH")                                                                         \
+	V(ATOA, 5, "ATOA")                                                                         \
+	V(ATOD, 6, "ATOD")                                                                         \
+	V(DTOA, 7, "DTOA")                                                                         \
+	V(DTOD, 8, "DTOD")                                                                         \
+	V(HTOH, 9, "HTOH")                                                                         \
+	V(PTOP, 10, "PTOP")
+enum nvlp_gpucopy_kind {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_GPUCOPY_##NAME = v,
+	NVLP_GPUCOPY_KINDS(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
+/* UM.counter: CUpti_ActivityUnifiedMemoryCounterKind. */
+#define NVLP_UM_COUNTERS(V)                                                                        \
+	V(UNKNOWN, 0, "UNKNOWN")                                                                   \
+	V(BYTES_TRANSFER_HTOD, 1, "BYTES_TRANSFER_HTOD")                                           \
+	V(BYTES_TRANSFER_DTOH, 2, "BYTES_TRANSFER_DTOH")                                           \
+	V(CPU_PAGE_FAULT_COUNT, 3, "CPU_PAGE_FAULT_COUNT")                                         \
+	V(GPU_PAGE_FAULT, 4, "GPU_PAGE_FAULT")                                                     \
+	V(THRASHING, 5, "THRASHING")                                                               \
+	V(THROTTLING, 6, "THROTTLING")                                                             \
+	V(REMOTE_MAP, 7, "REMOTE_MAP")                                                             \
+	V(BYTES_TRANSFER_DTOD, 8, "BYTES_TRANSFER_DTOD")
+enum nvlp_um_counter {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_UM_##NAME = v,
+	NVLP_UM_COUNTERS(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
+/* NVLINK.type0/type1: CUpti_DevType. */
+#define NVLP_DEV_TYPES(V) V(INVALID, 0, "invalid") V(GPU, 1, "gpu") V(NPU, 2, "npu")
+enum nvlp_dev_type {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_DEV_TYPE_##NAME = v,
+	NVLP_DEV_TYPES(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
+/* LINKSAMPLE.source and CLOCK.source. */
+#define NVLP_LINK_SOURCES(V) V(PM_SAMPLING, 1, "pm_sampling") V(NVML, 2, "nvml")
+enum nvlp_link_source {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_LINK_##NAME = v,
+	NVLP_LINK_SOURCES(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+#define NVLP_CLOCK_SOURCES(V) V(CUPTI, 1, "cupti")
+enum nvlp_clock_source {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_CLOCK_##NAME = v,
+	NVLP_CLOCK_SOURCES(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
+/* Flag bits our writers set on top of (or instead of) CUPTI's own flags. */
+#define NVLP_KERNEL_F_NCCL 0x1ull        /* KERNEL.flags: the kernel's name starts with "nccl" */
+#define NVLP_GPUCOPY_F_PEER 0x100ull     /* GPUCOPY.flags: from a MEMCPY2 (peer) record */
+#define NVLP_NVLINK_F_NVSWITCH (1ull << 16) /* NVLINK.flags: connected through an NVSwitch */
+#define NVLP_LINKSAMPLE_F_GAP 0x1ull     /* LINKSAMPLE.flags: samples were lost before this one */
+#define NVLP_LINKSAMPLE_F_OVERFLOW 0x2ull /* LINKSAMPLE.flags: a counter wrapped */
+
+/* cudaError_t values the analyzer reads in rc fields. */
+#define NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED 704
 
 #endif /* NVLP_FORMAT_H */

@@ -29,6 +29,13 @@ char nvlp_nccl_fn_class(unsigned fn);
 const char *nvlp_cuda_fn_name(unsigned fn);
 /*! @return "cupti_unavailable" etc., or "?" */
 const char *nvlp_note_name(unsigned code);
+/*! Labels of coded values (the V lists of nvlp_format.h). @return the label, NULL if unknown */
+const char *nvlp_end_reason_name(uint64_t v);
+const char *nvlp_memcpy_kind_name(uint64_t v);
+const char *nvlp_gpucopy_kind_name(uint64_t v);
+const char *nvlp_um_counter_name(uint64_t v);
+const char *nvlp_link_source_name(uint64_t v);
+const char *nvlp_clock_source_name(uint64_t v);
 /*! @return size in bytes of an ncclDataType_t value, 0 if unknown. */
 unsigned nvlp_nccl_dtype_size(int dtype);
 /*! @return "f32", "bf16", ... for an ncclDataType_t value, "?" if unknown. */
@@ -103,6 +110,11 @@ const char *nvlp_reader_header(const nvlp_reader *r, const char *key);
 const char *nvlp_reader_header_text(const nvlp_reader *r);
 /*! String by id from STRING records read so far. NULL if unknown. */
 const char *nvlp_reader_string(const nvlp_reader *r, uint64_t id);
+/*! Where the record last handed out was: frame number (1 = first) and record number in the file
+ * (1 = the header), for messages about a bad record. */
+void nvlp_reader_position(const nvlp_reader *r, unsigned *frame, uint64_t *record);
+/*! Corrupt frames skipped so far (the reader resynchronised on the next valid frame after each). */
+unsigned nvlp_reader_frames_skipped(const nvlp_reader *r);
 /*! Bytes of the file consumed so far, and the file's size. */
 void nvlp_reader_progress(const nvlp_reader *r, uint64_t *offset, uint64_t *size);
 void nvlp_reader_close(nvlp_reader *r);

@@ -35,7 +35,8 @@ struct nvlp_reader {
 	size_t rcap;
 	const uint8_t *p, *end;
 	uint64_t size, offset, frame_offset; /* file size, bytes consumed, start of current frame */
-	unsigned frames;                     /* frames decompressed so far */
+	unsigned frames;                     /* frames met so far (decoded or skipped) */
+	unsigned skipped;                    /* corrupt frames skipped (resynchronised after) */
 	uint64_t records;                    /* records handed out (or decoded) so far */
 	struct nvlp_record first;
 	char *hdr_text;   /* header blob, NUL-terminated */
@@ -125,12 +126,57 @@ static void stop_cut(nvlp_reader *r)
 		(unsigned long long)r->records);
 }
 
-static void stop_corrupt(nvlp_reader *r, unsigned frame, uint64_t at, const char *why)
+/* A corrupt frame: the first one is named in the error; reading goes on at the next valid frame
+ * (see resync), so one bad byte loses one frame, not the rest of the file. */
+static void note_corrupt(nvlp_reader *r, unsigned frame, uint64_t at, const char *why)
 {
-	r->done = r->truncated = 1;
-	set_err(r, "corrupt frame %u at offset %llu of %llu (%s); read %llu records", frame,
-		(unsigned long long)at, (unsigned long long)r->size, why,
-		(unsigned long long)r->records);
+	r->skipped++;
+	if (r->skipped == 1)
+		set_err(r, "corrupt frame %u at offset %llu of %llu (%s) skipped; read %llu records before it",
+			frame, (unsigned long long)at, (unsigned long long)r->size, why,
+			(unsigned long long)r->records);
+}
+
+/* Continue reading at file offset off. @return 0, or -1 (errno) */
+static int seek_to(nvlp_reader *r, uint64_t off)
+{
+	if (lseek(r->fd, (off_t)off, SEEK_SET) < 0)
+		return -1;
+	r->ipos = r->ilen = 0;
+	r->offset = off;
+	return 0;
+}
+
+static int plausible(uint32_t csize, uint32_t usize)
+{
+	return usize != 0 && usize <= NVLP_MAX_FRAME && csize != 0 &&
+	       csize <= ZSTD_compressBound(NVLP_MAX_FRAME);
+}
+
+/* After a corrupt frame header: the next offset >= from holding a frame header whose magic, crc and
+ * sizes are valid. Each byte is looked at once. @return 1 found (reading continues there), 0 none */
+static int resync(nvlp_reader *r, uint64_t from)
+{
+	static const uint8_t magic[4] = {0x4e, 0x56, 0x4c, 0x46}; /* NVLP_FRAME_MAGIC, little-endian */
+	uint8_t buf[64 * 1024];
+	for (uint64_t at = from;;) {
+		ssize_t n = pread(r->fd, buf, sizeof(buf), (off_t)at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < NVLP_FRAME_HEADER_SIZE)
+			return 0;
+		size_t last = (size_t)n - NVLP_FRAME_HEADER_SIZE;
+		for (const uint8_t *p = buf; p <= buf + last;) {
+			p = memchr(p, magic[0], (size_t)(buf + last + 1 - p));
+			if (!p)
+				break;
+			if (!memcmp(p, magic, 4) && get_u32le(p + 12) == nvlp_crc32(p, 12) &&
+			    plausible(get_u32le(p + 4), get_u32le(p + 8)))
+				return seek_to(r, at + (uint64_t)(p - buf)) == 0;
+			p++;
+		}
+		at += last + 1;
+	}
 }
 
 static void stop_io(nvlp_reader *r, const char *what)
@@ -140,8 +186,9 @@ static void stop_io(nvlp_reader *r, const char *what)
 		(unsigned long long)r->offset, strerror(errno));
 }
 
-/* Loads the next frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error. */
-static int load_frame(nvlp_reader *r)
+/* Loads the next frame. @return 1 loaded, 2 a corrupt frame was skipped, 0 no more data (done
+ * set), -1 I/O or memory error. */
+static int load_one_frame(nvlp_reader *r)
 {
 	uint8_t h[NVLP_FRAME_HEADER_SIZE];
 	ssize_t n = read_full(r, h, sizeof(h));
@@ -153,33 +200,44 @@ static int load_frame(nvlp_reader *r)
 		r->done = 1;
 		if (!r->complete) {
 			r->truncated = 1;
-			set_err(r,
-				"ends after frame %u (offset %llu) without an END record (process "
-				"killed?); read %llu records",
-				r->frames, (unsigned long long)r->offset,
-				(unsigned long long)r->records);
+			if (r->skipped) {
+				size_t l = strlen(r->err);
+				snprintf(r->err + l, sizeof(r->err) - l,
+					 "; %u corrupt frame(s) in all, the file ends without an END record",
+					 r->skipped);
+			} else
+				set_err(r,
+					"ends after frame %u (offset %llu) without an END record (process "
+					"killed?); read %llu records",
+					r->frames, (unsigned long long)r->offset,
+					(unsigned long long)r->records);
 		}
 		return 0;
 	}
 	if (r->offset + (uint64_t)n > r->size) /* the file grew while we read it */
 		r->size = r->offset + (uint64_t)n;
+	/* after the END record, what follows (trailing bytes, a frame cut short) is not data */
+	if (r->complete) {
+		r->done = 1;
+		return 0;
+	}
 	if ((size_t)n < sizeof(h)) {
 		stop_cut(r);
 		return 0;
 	}
 	uint32_t csize = get_u32le(h + 4), usize = get_u32le(h + 8);
-	if (get_u32le(h) != NVLP_FRAME_MAGIC) {
-		stop_corrupt(r, r->frames + 1, r->offset, "bad frame magic");
-		return 0;
-	}
-	if (get_u32le(h + 12) != nvlp_crc32(h, 12)) {
-		stop_corrupt(r, r->frames + 1, r->offset, "frame header crc mismatch");
-		return 0;
-	}
-	if (usize == 0 || usize > NVLP_MAX_FRAME || csize == 0 ||
-	    csize > ZSTD_compressBound(NVLP_MAX_FRAME)) {
-		stop_corrupt(r, r->frames + 1, r->offset, "impossible frame size");
-		return 0;
+	const char *bad_header = get_u32le(h) != NVLP_FRAME_MAGIC	    ? "bad frame magic"
+				 : get_u32le(h + 12) != nvlp_crc32(h, 12) ? "frame header crc mismatch"
+				 : !plausible(csize, usize)		    ? "impossible frame size"
+									    : NULL;
+	if (bad_header) { /* its sizes cannot be trusted: look for the next frame header */
+		uint64_t at = r->offset;
+		note_corrupt(r, ++r->frames, at, bad_header);
+		if (!resync(r, at + 1)) {
+			r->done = r->truncated = 1;
+			return 0;
+		}
+		return 2;
 	}
 	if (reserve(&r->cbuf, &r->ccap, csize) < 0 || reserve(&r->rbuf, &r->rcap, usize + PAD) < 0) {
 		stop_io(r, "out of memory");
@@ -197,12 +255,13 @@ static int load_frame(nvlp_reader *r)
 		return 0;
 	}
 	size_t got = ZSTD_decompressDCtx(r->dctx, r->rbuf, usize, r->cbuf, csize);
-	if (ZSTD_isError(got) || got != usize) {
+	if (ZSTD_isError(got) || got != usize) { /* its header was sound: the next frame follows */
 		char why[160];
 		snprintf(why, sizeof(why), "zstd: %s",
 			 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong decoded size");
-		stop_corrupt(r, r->frames + 1, r->offset, why);
-		return 0;
+		note_corrupt(r, ++r->frames, r->offset, why);
+		r->offset += sizeof(h) + csize;
+		return 2;
 	}
 	memset(r->rbuf + usize, 0, PAD);
 	r->frame_offset = r->offset;
@@ -212,6 +271,15 @@ static int load_frame(nvlp_reader *r)
 	r->end = r->rbuf + usize;
 	memset(r->prev, 0, sizeof(r->prev));
 	return 1;
+}
+
+/* Loads the next good frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error */
+static int load_frame(nvlp_reader *r)
+{
+	int rc;
+	while ((rc = load_one_frame(r)) == 2)
+		;
+	return rc;
 }
 
 /* LEB128 with an overflow check; relies on the zero padding after the frame (see PAD). */
@@ -266,7 +334,7 @@ static void keep_string(nvlp_reader *r, uint64_t id, const uint8_t *s, uint32_t 
 	r->strings[id] = t;
 }
 
-/* @return 1 record, 0 stopped at a bad record (done set). */
+/* @return 1 record, 0 a bad record: the rest of its frame is skipped. */
 static int decode(nvlp_reader *r, struct nvlp_record *rec)
 {
 	const uint8_t *p = r->p;
@@ -317,7 +385,7 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 	return 1;
 bad:
 	r->p = r->end;
-	stop_corrupt(r, r->frames, r->frame_offset, why);
+	note_corrupt(r, r->frames, r->frame_offset, why);
 	return 0;
 }
 
@@ -331,8 +399,10 @@ int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)
 	for (;;) {
 		if (r->done)
 			return 0;
+		if (r->p < r->end && decode(r, rec))
+			return 1;
 		if (r->p < r->end)
-			return decode(r, rec);
+			continue;
 		int rc = load_frame(r);
 		if (rc <= 0)
 			return rc;
@@ -373,7 +443,9 @@ nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	memcpy(r->path, path, plen + 1);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO or device named like a trace must not block us; only regular files are
+	 * read (checked below) */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (r->fd < 0) {
 		set_err(r, "%s", strerror(errno));
 		goto fail;
@@ -385,6 +457,10 @@ nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		set_err(r, "is a directory");
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		set_err(r, "not a regular file");
 		goto fail;
 	}
 	r->size = (uint64_t)st.st_size;
@@ -458,12 +534,12 @@ fail:
 
 int nvlp_reader_truncated(const nvlp_reader *r)
 {
-	return r->truncated;
+	return r->truncated || r->skipped;
 }
 
 int nvlp_reader_complete(const nvlp_reader *r)
 {
-	return r->complete && !r->truncated;
+	return r->complete && !r->truncated && !r->skipped;
 }
 
 const char *nvlp_reader_error(const nvlp_reader *r)
@@ -488,6 +564,19 @@ const char *nvlp_reader_header_text(const nvlp_reader *r)
 const char *nvlp_reader_string(const nvlp_reader *r, uint64_t id)
 {
 	return id < r->nstrings ? r->strings[id] : NULL;
+}
+
+void nvlp_reader_position(const nvlp_reader *r, unsigned *frame, uint64_t *record)
+{
+	if (frame)
+		*frame = r->frames ? r->frames : 1;
+	if (record)
+		*record = r->pending_first ? 0 : r->records;
+}
+
+unsigned nvlp_reader_frames_skipped(const nvlp_reader *r)
+{
+	return r->skipped;
 }
 
 void nvlp_reader_progress(const nvlp_reader *r, uint64_t *offset, uint64_t *size)

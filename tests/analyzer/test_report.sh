@@ -23,6 +23,7 @@ gen umonce --um-once
 gen nogpu --no-gpu
 gen hosts --ranks 4 --hosts 2 --clock-err-ms 3
 gen exposed --exposed
+gen drops --drop-rank 1
 
 # json NAME [report args...]: report --json into $T/NAME.json (stderr to $T/NAME.err)
 json() { local n=$1; shift; "$CLI" report --json "$@" >"$T/$n.json" 2>"$T/$n.err"; }
@@ -127,6 +128,11 @@ check "peer_access_disabled: staged copies on an NVLink pair" has staged peer_ac
 check_eq "peer_access_disabled: evidence has rank and device" "0 0" "$(v staged_rd)"
 check "peer_access_disabled: not with peer access" hasnt peer peer_access_disabled
 check_eq "copies table: path staged-host / nvlink-p2p" "staged-host nvlink-p2p" "$(v staged_path) $(v peer_path)"
+# dropped_records: a process that lost records is named, with its rank and count
+"$CLI" report "$T/drops" >"$T/drops_plain.txt" 2>&1
+check "dropped_records: a warning naming the process, rank and count" grep -Eq \
+	"^\[warning\] dropped_records: Rank 1 \(pid [0-9]+ on [^)]+\) lost 1234 records" "$T/drops_plain.txt"
+check "dropped_records: not in a run without drops" bash -c "! '$CLI' report '$T/healthy' | grep -q dropped_records"
 # uma_thrashing
 check "uma_thrashing: ping-pong migrations" has thrash uma_thrashing
 check "uma_thrashing: allocation site symbolized from the ELF symtab" grep -q "an_gen_alloc_site+0x" "$T/thrash.json"
@@ -190,7 +196,7 @@ check "report --help lists every threshold" bash -c "grep -q exposed_share '$T/h
 norm() { sed -E -e "s#$T#DIR#g" -e "s#$ROOT/##g" -e 's/an_gen\+0x[0-9a-f]+/an_gen+OFF/' -e 's/frame [0-9]+/frame N/g' \
 	-e 's/offset [0-9]+/offset N/g' -e 's/read [0-9]+ records/read N records/g' \
 	-e 's/^(    truncated: rank [0-9]+: [^:]*): .*/\1: REASON/' -e 's/^(nvlprof: warning: trace cut short, used up to its end: [^:]*): .*/\1: REASON/'; }
-for s in healthy fallback late kill thrash; do
+for s in healthy fallback late kill thrash drops; do
 	"$CLI" report "$T/$s" 2>&1 | norm >"$T/$s.txt"
 	if [ -n "${UPDATE_GOLDEN:-}" ]; then cp "$T/$s.txt" "$GOLD/$s.txt"; fi
 	if diff -u "$GOLD/$s.txt" "$T/$s.txt" >"$T/$s.diff"; then pass "golden: $s"; else

@@ -1,6 +1,8 @@
 /* an_gen.c: deterministic synthetic job traces (DDP-like steps) with scenario options, for analyzer
  * tests and bench. */
 #include <dlfcn.h>    /* dladdr */
+#include <elf.h>      /* Elf64_Nhdr, NT_GNU_BUILD_ID */
+#include <link.h>     /* dl_iterate_phdr */
 #include <errno.h>    /* errno */
 #include <getopt.h>   /* getopt_long */
 #include <stdint.h>   /* uint64_t */
@@ -31,6 +33,14 @@ struct an_gen_opts {
 	int nvswitch;            /* topology: every GPU of the host on NVSwitches (HGX 8 x H200) */
 	int fsdp;                /* FSDP FULL_SHARD steps: AllGather / ReduceScatter per layer */
 	int interleave;          /* records in a DDP process's order: see late_bcast */
+	/* the allocation site's module (--thrash, --um-once): how its symbols travel */
+	int no_buildid;          /* no BUILDID record: the analyzer must not open the file */
+	int bad_buildid;         /* a BUILDID that is not the file's */
+	int sym_records;         /* SYMBOL record for the allocation site */
+	const char *module_path; /* path recorded in MODULE (default: this program) */
+	int drop_rank;           /* -1 none: that rank's buffers overflowed (DROPS, END.dropped) */
+	uint64_t small_calls;    /* > 0: a plain NCCL-only trace instead: this many 4 KiB AllReduce
+	                          * per rank, as the shim writes them from the fake NCCL */
 	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
 	int quiet;
 };
@@ -87,6 +97,36 @@ __attribute__((noinline)) int an_gen_alloc_site(int n)
 	for (int i = 0; i < n; i++)
 		x += i;
 	return x;
+}
+
+/* The GNU build-id of this program, from its loaded PT_NOTE segments. */
+struct bid {
+	uint8_t id[64];
+	size_t len;
+};
+static int find_bid(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct bid *b = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + sizeof(Elf64_Nhdr) <= end) {
+			const Elf64_Nhdr *n = (const void *)p;
+			size_t nsz = (n->n_namesz + 3) & ~3u, dsz = (n->n_descsz + 3) & ~3u;
+			p += sizeof *n;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(p, "GNU", 4) &&
+			    n->n_descsz <= sizeof b->id) {
+				memcpy(b->id, p + nsz, n->n_descsz);
+				b->len = n->n_descsz;
+				return 1;
+			}
+			p += nsz + dsz;
+		}
+	}
+	return 1; /* the first object is the program itself */
 }
 
 struct pend { /* a GPU record held back: CUPTI delivers after the API records */
@@ -280,9 +320,52 @@ static void flush_late(struct grank *g)
 /* Kernel name string ids. */
 enum { S_FWD = 1, S_BWD, S_OPT, S_BCAST, S_K0 };
 
+/* --small-allreduce N: each rank N back-to-back 4 KiB AllReduce on one communicator, no GPU. */
+static int gen_small(const struct an_gen_opts *o)
+{
+	mkdir(o->dir, 0755);
+	for (int r = 0; r < o->ranks; r++) {
+		char hdr[512], path[512];
+		uint64_t mono0 = 1000000ull * MS;
+		snprintf(hdr, sizeof hdr,
+		         "format=1\nversion=test\nhost=node0\npid=%d\nppid=1\nrank=%d\nlocal_rank=%d\n"
+		         "world_size=%d\ncmdline=all_reduce_perf -b 4K -e 4K\n",
+		         5000 + r, r, r, o->ranks);
+		snprintf(path, sizeof path, "%s/small-%d.nvlp", o->dir, 5000 + r);
+		nvlp_writer *w = nvlp_writer_open(path, hdr, mono0, REAL0);
+		if (!w) {
+			fprintf(stderr, "an_gen: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 9000 + (uint64_t)r,
+		                          .device = (uint64_t)r, .stream = 0x7f0000a000, .cupti_stream = 13,
+		                          .count = 1024, .dtype = 7, .bytes = 4096, .peer = (uint64_t)-1,
+		                          .comm = COMM_HASH, .rank = (uint64_t)r,
+		                          .nranks = (uint64_t)o->ranks, .aux = 0x7f0000b000};
+		uint64_t t = mono0 + MS;
+		for (uint64_t i = 0; i < o->small_calls; i++) {
+			c.t_enter = t;
+			c.dur = 3000 + i % 7 * 100;
+			c.seq = i;
+			c.call_id = i + 1;
+			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+			t += 8000 + i % 5 * 50;
+			if (nvlp_writer_pending(w) > 48 * 1024)
+				nvlp_writer_flush(w);
+		}
+		struct nvlp_rec_end e = {.t = t, .records = o->small_calls + 2};
+		nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+		if (nvlp_writer_close(w) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int an_gen_run(const struct an_gen_opts *o);
 int an_gen_run(const struct an_gen_opts *o)
 {
+	if (o->small_calls)
+		return gen_small(o);
 	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts;
 	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
 	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
@@ -469,7 +552,22 @@ int an_gen_run(const struct an_gen_opts *o)
 			                            .start = (uint64_t)(uintptr_t)di.dli_fbase,
 			                            .end = (uint64_t)(uintptr_t)di.dli_fbase +
 			                                   64 * MIB};
-			add(g0, NVLP_K_MODULE, &m, exe, strlen(exe));
+			const char *mp = o->module_path ? o->module_path : exe;
+			add(g0, NVLP_K_MODULE, &m, mp, strlen(mp));
+			struct bid b = {0};
+			dl_iterate_phdr(find_bid, &b);
+			if (o->bad_buildid)
+				for (size_t i = 0; i < b.len; i++)
+					b.id[i] ^= 0xff;
+			struct nvlp_rec_buildid bi = {.base = m.base};
+			if (!o->no_buildid && b.len)
+				add(g0, NVLP_K_BUILDID, &bi, b.id, b.len);
+			struct nvlp_rec_symbol sy = {.base = m.base,
+			                             .offset = (uint64_t)(uintptr_t)&an_gen_alloc_site -
+			                                       m.base,
+			                             .size = 16};
+			if (o->sym_records)
+				add(g0, NVLP_K_SYMBOL, &sy, "an_gen_alloc_site", 17);
 		}
 		uint64_t pcs[3] = {pc, 0x100, 0x200};
 		struct nvlp_rec_stack st = {.id = 7};
@@ -660,8 +758,13 @@ int an_gen_run(const struct an_gen_opts *o)
 				add(g, NVLP_K_LINKSAMPLE, &l, NULL, 0);
 			}
 		}
+		if (g->rank == o->drop_rank) { /* one thread lost 1234 records in a burst */
+			struct nvlp_rec_drops dr = {.tid = 100, .dropped = 1234, .t = g->mono0 + t0};
+			add(g, NVLP_K_DROPS, &dr, NULL, 0);
+		}
 		struct nvlp_rec_end e = {.t = g->mono0 + t0,
 		                         .records = g->records,
+		                         .dropped = g->rank == o->drop_rank ? 1234 : 0,
 		                         .reason = g->signaled ? NVLP_END_SIGNAL : NVLP_END_EXIT};
 		add(g, NVLP_K_END, &e, NULL, 0);
 		nvlp_writer_close(g->w);
@@ -686,6 +789,7 @@ void an_gen_defaults(struct an_gen_opts *o)
 	o->late_rank = -1;
 	o->late_ms = 2;
 	o->kill_rank = -1;
+	o->drop_rank = -1;
 	o->hang_ms = 2000;
 }
 
@@ -698,7 +802,9 @@ static void usage(void)
 	                "[--peer] [--thrash]\n"
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
-	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave]\n");
+	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
+	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
+	                "       [--small-allreduce N]\n");
 }
 
 int main(int argc, char **argv)
@@ -713,7 +819,10 @@ int main(int argc, char **argv)
 	    {"um-once", 0, 0, 'U'},      {"no-gpu", 0, 0, 'G'},     {"no-links", 0, 0, 'K'},
 	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},    {"cupti-stream0", 0, 0, 'Z'},
 	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
-	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {0, 0, 0, 0}};
+	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
+	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
+	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
+	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
@@ -788,6 +897,24 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			o.interleave = 1;
+			break;
+		case 'b':
+			o.no_buildid = 1;
+			break;
+		case 'B':
+			o.bad_buildid = 1;
+			break;
+		case 'y':
+			o.sym_records = 1;
+			break;
+		case 'M':
+			o.module_path = optarg;
+			break;
+		case 'R':
+			o.drop_rank = atoi(optarg);
+			break;
+		case 'A':
+			o.small_calls = strtoull(optarg, NULL, 10);
 			break;
 		default:
 			usage();

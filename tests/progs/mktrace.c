@@ -9,14 +9,115 @@
 static void usage(void)
 {
 	fprintf(stderr, "usage: mktrace -o FILE [-n NCCL_CALLS] [-r RANK] [-p PID] [--no-end] [--cut BYTES]\n"
-			"  --cut BYTES: drop the last BYTES bytes of the file (a job killed mid-write)\n");
+			"               [--evil NAME [--count N]]\n"
+			"  --cut BYTES: drop the last BYTES bytes of the file (a job killed mid-write)\n"
+			"  --evil NAME: add hostile but well-formed records (what a fuzzer found), before END:\n"
+			"    seqwrap  one communicator holding seq 0 and 0xffffffff on two devices\n"
+			"    bigseq   N collectives whose seq numbers are spread over 32 bits\n"
+			"    times    times near 2^64 and a realtime anchor that overflows the clock offset\n"
+			"    comms    N communicators (default 70000), one collective each\n"
+			"    flood    N identical NCCL records (default 15000000): a small file, many records\n"
+			"    baddev   records naming devices 70000 and -5, between good ones\n"
+			"    group    one ncclGroup of N calls on N streams\n"
+			"    allocs   N managed allocations at decreasing addresses\n"
+			"    stacks   N stacks, and one whose blob is not whole addresses\n");
+}
+
+/* Hostile but well-formed records (see usage). */
+static void evil(nvlp_writer *w, const char *name, long count, uint64_t t)
+{
+	struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 778, .stream = 0x5600,
+				  .cupti_stream = 21, .count = 256, .dtype = 7, .bytes = 1024,
+				  .peer = (uint64_t)-1, .comm = 0xbad0c0ffee, .nranks = 2,
+				  .t_enter = t, .dur = 5000};
+	if (!strcmp(name, "seqwrap") || !strcmp(name, "bigseq")) {
+		long n = !strcmp(name, "seqwrap") ? 2 : (count ? count : 1000);
+		for (long i = 0; i < n; i++)
+			for (int d = 0; d < 2; d++) {
+				c.device = (uint64_t)d;
+				c.rank = (uint64_t)d;
+				c.seq = n == 2 ? (i ? 0xffffffffull : 0) : (uint64_t)i * 0x10000001ull % (1ull << 32);
+				c.t_enter = t + (uint64_t)i * 1000;
+				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+			}
+	} else if (!strcmp(name, "times")) {
+		for (int i = 0; i < 4; i++)
+			for (int d = 0; d < 2; d++) {
+				c.device = c.rank = (uint64_t)d;
+				c.seq = (uint64_t)i;
+				c.t_enter = d ? UINT64_MAX - (uint64_t)i : (uint64_t)i;
+				c.dur = UINT64_MAX;
+				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+				struct nvlp_rec_kernel k = {.start = (1ull << 62) - 1, .dur = 86400000000000ull,
+							    .device = (uint64_t)d, .stream = 21, .name = 1};
+				nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
+			}
+	} else if (!strcmp(name, "comms")) {
+		long n = count ? count : 70000;
+		for (long i = 0; i < n; i++)
+			for (int d = 0; d < 2; d++) {
+				c.comm = 0x100000000ull + (uint64_t)i;
+				c.device = c.rank = (uint64_t)d;
+				c.seq = 1;
+				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+			}
+	} else if (!strcmp(name, "flood")) {
+		long n = count ? count : 15000000;
+		c.seq = 7;
+		for (long i = 0; i < n; i++) {
+			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+			if (i % 1000000 == 999999)
+				nvlp_writer_flush(w);
+		}
+	} else if (!strcmp(name, "baddev")) {
+		for (int i = 0; i < 3; i++) {
+			c.seq = 100 + (uint64_t)i;
+			c.device = i == 1 ? 70000 : 0;
+			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+		}
+		struct nvlp_rec_kernel k = {.start = t, .dur = 1000, .device = (uint64_t)-5, .stream = 21,
+					    .name = 1};
+		nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
+	} else if (!strcmp(name, "group")) {
+		long n = count ? count : 100000;
+		struct nvlp_rec_nccl g = c;
+		g.fn = NVLP_NCCL_GROUP_START;
+		nvlp_writer_add(w, NVLP_K_NCCL, &g, NULL, 0);
+		c.fn = NVLP_NCCL_SEND;
+		for (long i = 0; i < n; i++) {
+			c.cupti_stream = 1000 + (uint64_t)i;
+			c.group_depth = 1;
+			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+		}
+		g.fn = NVLP_NCCL_GROUP_END;
+		nvlp_writer_add(w, NVLP_K_NCCL, &g, NULL, 0);
+	} else if (!strcmp(name, "allocs")) {
+		long n = count ? count : 100000;
+		struct nvlp_rec_managed mg = {.fn = NVLP_CUDA_MALLOC_MANAGED, .t_enter = t, .dur = 100,
+					      .tid = 777, .bytes = 4096, .flags = 1,
+					      .target = (uint64_t)-1};
+		for (long i = 0; i < n; i++) {
+			mg.ptr = 0x7f0000000000ull - (uint64_t)i * 8192;
+			nvlp_writer_add(w, NVLP_K_MANAGED, &mg, NULL, 0);
+		}
+	} else if (!strcmp(name, "stacks")) {
+		long n = count ? count : 100000;
+		uint64_t pcs[2] = {0x400100, 0x400200};
+		for (long i = 0; i < n; i++) {
+			struct nvlp_rec_stack st = {.id = 1000 + (uint64_t)i};
+			nvlp_writer_add(w, NVLP_K_STACK, &st, pcs, sizeof pcs);
+		}
+		struct nvlp_rec_stack st = {.id = 5};
+		nvlp_writer_add(w, NVLP_K_STACK, &st, pcs, 7);
+	}
 }
 
 int main(int argc, char **argv)
 {
 	const char *out = NULL;
-	long n = 10, rank = 0, pid = 4242, cut = 0;
+	long n = 10, rank = 0, pid = 4242, cut = 0, count = 0;
 	int end = 1;
+	const char *evil_name = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
@@ -30,6 +131,10 @@ int main(int argc, char **argv)
 			cut = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--no-end"))
 			end = 0;
+		else if (!strcmp(argv[i], "--evil") && i + 1 < argc)
+			evil_name = argv[++i];
+		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
+			count = atol(argv[++i]);
 		else {
 			usage();
 			return 2;
@@ -43,9 +148,10 @@ int main(int argc, char **argv)
 	snprintf(hdr, sizeof(hdr),
 		 "format=%u\nversion=0.1.0\nhost=node-a\npid=%ld\nppid=1\nrank=%ld\nlocal_rank=%ld\n"
 		 "world_size=2\ncmdline=python3 train.py --name \"x\\y\" caf\xc3\xa9 \xff\n"
-		 "t_real=1764439857000000000\nt_mono=1000000000\nenv.NCCL_P2P_DISABLE=1\n"
+		 "t_real=%s\nt_mono=1000000000\nenv.NCCL_P2P_DISABLE=1\n"
 		 "env.NCCL_DEBUG=WARN\n",
-		 NVLP_FORMAT_VERSION, pid, rank, rank);
+		 NVLP_FORMAT_VERSION, pid, rank, rank,
+		 evil_name && !strcmp(evil_name, "times") ? "18446744073709551615" : "1764439857000000000");
 	const uint64_t t0 = 1000000000ull;
 	nvlp_writer *w = nvlp_writer_open(out, hdr, t0, 1764439857000000000ull);
 	if (!w) {
@@ -134,6 +240,8 @@ int main(int argc, char **argv)
 	nvlp_writer_add(w, NVLP_K_DROPS, &dr, NULL, 0);
 	dr.dropped = 5;
 	nvlp_writer_add(w, NVLP_K_DROPS, &dr, NULL, 0);
+	if (evil_name)
+		evil(w, evil_name, count, t + 50);
 	if (end) {
 		uint64_t recs = 0;
 		nvlp_writer_stats(w, &recs, NULL, NULL);

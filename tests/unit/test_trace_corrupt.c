@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -93,11 +94,18 @@ static int read_all(int *trunc, int *prefix_ok, char *err, size_t errlen)
 		return -1;
 	struct nvlp_record rec;
 	int got = 0;
+	uint64_t prev = 0;
 	*prefix_ok = 1;
 	while (nvlp_reader_next(r, &rec) == 1) {
-		/* record i (1-based, after the header) of the intact file is NCCL with seq i */
-		if (got >= 1 && got <= FRAMES * PER_FRAME &&
-		    (rec.kind != NVLP_K_NCCL || rec.f[17] != (uint64_t)got || rec.f[14] != 0xabc))
+		/* record i (1-based, after the header) of the intact file is NCCL with seq i; a
+		 * corrupt frame is skipped whole, so the next record read opens a later frame */
+		if (got >= 1 && rec.kind == NVLP_K_NCCL) {
+			uint64_t seq = rec.f[17];
+			if (rec.f[14] != 0xabc || seq > FRAMES * PER_FRAME ||
+			    !(seq == prev + 1 || (seq > prev + 1 && (seq - 1) % PER_FRAME == 0)))
+				*prefix_ok = 0;
+			prev = seq;
+		} else if (got >= 1 && rec.kind != NVLP_K_END)
 			*prefix_ok = 0;
 		if (got == 0 && rec.kind != NVLP_K_HEADER)
 			*prefix_ok = 0;
@@ -280,6 +288,81 @@ static void test_garbage(void)
 	CHECK(weird == 0, "300 garbage files: never crash, never read past the header (%u odd)", weird);
 }
 
+/* Reads the whole file: records, last kind, frames skipped, truncated/complete. */
+static int read_stats(unsigned *last_kind, unsigned *skipped, int *trunc, int *complete)
+{
+	char err[512];
+	nvlp_reader *r = nvlp_reader_open(path, err, sizeof(err));
+	if (!r)
+		return -1;
+	struct nvlp_record rec;
+	int got = 0;
+	while (nvlp_reader_next(r, &rec) == 1) {
+		*last_kind = rec.kind;
+		got++;
+	}
+	*skipped = nvlp_reader_frames_skipped(r);
+	*trunc = nvlp_reader_truncated(r);
+	*complete = nvlp_reader_complete(r);
+	nvlp_reader_close(r);
+	return got;
+}
+
+/* One bad byte loses one frame: the reader resynchronises on the next valid frame header. */
+static void test_resync(void)
+{
+	uint8_t *buf = malloc(good_len + 64);
+	unsigned last = 0, skipped = 0;
+	int trunc = 0, complete = 0, got;
+	size_t f3 = frame_end[3]; /* frame 4 (the third data frame) starts here */
+	const char *where[3] = {"its magic", "its header crc", "its compressed data"};
+	size_t at[3] = {f3, f3 + 13, f3 + NVLP_FRAME_HEADER_SIZE + (frame_end[4] - f3 - 16) / 2};
+	for (int k = 0; k < 3; k++) {
+		memcpy(buf, good, good_len);
+		buf[at[k]] ^= 0x5a;
+		put_file(buf, good_len);
+		got = read_stats(&last, &skipped, &trunc, &complete);
+		CHECK(got == TOTAL - PER_FRAME && skipped == 1 && last == NVLP_K_END && trunc && !complete,
+		      "a byte flipped in %s of frame 4 of %d loses that frame only: %d of %d records, "
+		      "%u skipped, ends with END",
+		      where[k], FRAMES + 1, got, TOTAL, skipped);
+	}
+	/* every other frame flipped: each loses itself only */
+	memcpy(buf, good, good_len);
+	for (unsigned i = 2; i <= FRAMES; i += 2)
+		buf[frame_end[i] + 1] ^= 0xff; /* the magic of frame i + 1 */
+	put_file(buf, good_len);
+	got = read_stats(&last, &skipped, &trunc, &complete);
+	CHECK(skipped == 2 && last == NVLP_K_END &&
+		      got == TOTAL - (int)skipped * PER_FRAME,
+	      "frames 3, 5, ... damaged: %u skipped, %d records, END read", skipped, got);
+	/* bytes after the END record are not a cut-short trace */
+	memcpy(buf, good, good_len);
+	memcpy(buf + good_len, "trailing garbage", 16);
+	put_file(buf, good_len + 16);
+	got = read_stats(&last, &skipped, &trunc, &complete);
+	CHECK(got == TOTAL && !trunc && complete && !skipped,
+	      "trailing garbage after END: complete, not truncated (%d records, trunc %d)", got, trunc);
+	put_file(buf, good_len + 7); /* a cut-short frame header after END */
+	got = read_stats(&last, &skipped, &trunc, &complete);
+	CHECK(got == TOTAL && !trunc && complete, "7 stray bytes after END: complete (trunc %d)", trunc);
+	free(buf);
+}
+
+/* Only regular files are read, and opening never blocks (a FIFO named like a trace). */
+static void test_not_regular(void)
+{
+	char fifo[300], err[512];
+	snprintf(fifo, sizeof(fifo), "%s/fifo.nvlp", dir);
+	int made = mkfifo(fifo, 0600) == 0;
+	nvlp_reader *r = made ? nvlp_reader_open(fifo, err, sizeof(err)) : NULL;
+	CHECK(made && !r && strstr(err, "not a regular file"), "a FIFO is refused without blocking: %s",
+	      made ? err : "mkfifo failed");
+	unlink(fifo);
+	r = nvlp_reader_open("/dev/null", err, sizeof(err));
+	CHECK(!r && strstr(err, "not a regular file"), "a device is refused: %s", err);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -292,6 +375,8 @@ int main(void)
 	test_bitflips();
 	test_crafted();
 	test_garbage();
+	test_resync();
+	test_not_regular();
 	unlink(path);
 	rmdir(dir);
 	free(good);

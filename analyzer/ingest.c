@@ -1,0 +1,817 @@
+/* ingest.c: reads one trace file into its process's tables (one thread per file): one handler per
+ * record kind, in a table generated from NVLP_RECORD_KINDS; the handler checks every decoded value
+ * it uses, and a record it cannot use is skipped with one warning naming file, frame and record. */
+#include <malloc.h>    /* mallopt */
+#include <pthread.h>   /* pthread_create */
+#include <stdarg.h>    /* va_list */
+#include <stdatomic.h> /* atomic_fetch_add */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* malloc, qsort */
+#include <string.h>    /* strcmp */
+#include <unistd.h>    /* sysconf */
+
+#include "model.h"
+#include "nvlp_trace.h"
+#include "stages.h"
+#include "util.h"
+
+struct tdrop {
+	uint64_t tid, dropped;
+};
+/* Loading state of one file (freed after it). */
+struct lctx {
+	struct an_rank *r;
+	nvlp_reader *rd;
+	const struct nvlp_record *rec; /* the record being handled */
+	struct an_match *m;
+	int8_t *scls; /* per string id: an_coll_of_kernel + 2, 0 = not looked up */
+	size_t nscls;
+	struct tdrop *drops;
+	size_t ndrops, capdrops;
+	struct an_index comm_ix, pair_ix, drop_ix;
+	int lastcomm; /* the latest communicator found (most calls are on one) */
+	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
+	size_t capchoices, capsyms;
+	int lastdev;
+};
+
+/* The record is unusable: skip it, and say so once per file (the count says how many). */
+static int bad(struct lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(struct lctx *c, const char *fmt, ...)
+{
+	struct an_rank *r = c->r;
+	if (!r->nbad++) {
+		unsigned frame = 0;
+		uint64_t rec = 0;
+		nvlp_reader_position(c->rd, &frame, &rec);
+		int n = snprintf(r->bad, sizeof r->bad, "%s: frame %u, record %llu: %s record ", r->path,
+		                 frame, (unsigned long long)rec, nvlp_kind_info(c->rec->kind)->name);
+		if (n > 0 && (size_t)n < sizeof r->bad) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(r->bad + n, sizeof r->bad - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return -1;
+}
+
+static int dev_ok(uint64_t d)
+{
+	int64_t v = (int64_t)d;
+	return v >= -1 && v <= AN_MAX_DEVICE;
+}
+
+static inline void seen_time(struct an_rank *r, uint64_t s, uint64_t e)
+{
+	if (!s)
+		return;
+	if (s < r->t_first || !r->t_first)
+		r->t_first = s;
+	if (e > r->t_last)
+		r->t_last = e;
+}
+
+static struct an_dev *get_dev(struct lctx *c, int device)
+{
+	struct an_rank *r = c->r;
+	if (c->lastdev >= 0 && r->devs[c->lastdev].device == device)
+		return &r->devs[c->lastdev];
+	for (size_t i = 0; i < r->ndevs; i++) /* at most AN_MAX_DEVICE + 2 */
+		if (r->devs[i].device == device) {
+			c->lastdev = (int)i;
+			return &r->devs[i];
+		}
+	struct an_dev *d = PUSH(r->devs, r->ndevs, c->capdevs);
+	if (!d)
+		return NULL;
+	memset(d, 0, sizeof *d);
+	d->device = device;
+	c->lastdev = (int)(r->ndevs - 1);
+	return d;
+}
+
+/* ---- NCCL calls ---- */
+static int local_comm(struct lctx *c, uint64_t hash, int rank, int nranks, int device)
+{
+	struct an_rank *r = c->r;
+	if (c->lastcomm >= 0 && r->comms[c->lastcomm].hash == hash &&
+	    r->comms[c->lastcomm].rank == rank)
+		return c->lastcomm;
+	/* one process may hold several ranks of a comm */
+	long i = an_index_get(&c->comm_ix, hash, (uint64_t)(int64_t)rank);
+	if (i >= 0)
+		return c->lastcomm = (int)i;
+	if (r->ncomms >= AN_MAX_COMMS)
+		return -1;
+	struct an_rcomm *x = PUSH(r->comms, r->ncomms, c->capcomms);
+	if (!x)
+		return -1;
+	if (an_index_put(&c->comm_ix, hash, (uint64_t)(int64_t)rank, (uint32_t)(r->ncomms - 1))) {
+		r->ncomms--;
+		return -1;
+	}
+	x->hash = hash;
+	x->rank = rank;
+	x->nranks = nranks;
+	x->device = device;
+	return (int)(r->ncomms - 1);
+}
+
+static int on_nccl(struct lctx *c)
+{
+	const struct nvlp_rec_nccl *n = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	char cls = nvlp_nccl_fn_class((unsigned)n->fn);
+	seen_time(r, n->t_enter, n->t_enter + n->dur);
+	if (cls == 'G') {
+		if (n->fn == NVLP_NCCL_GROUP_START || n->fn == NVLP_NCCL_GROUP_END)
+			an_match_group(c->m, n->tid, n->fn == NVLP_NCCL_GROUP_START);
+		return 0;
+	}
+	if ((cls != 'C' && cls != 'P') || (int64_t)n->rc != 0)
+		return 0;
+	int64_t rank = (int64_t)n->rank, nranks = (int64_t)n->nranks;
+	if (!dev_ok(n->device))
+		return bad(c, "with device %lld", (long long)(int64_t)n->device);
+	if (nranks < -1 || nranks > AN_MAX_NRANKS || rank < -1 || (nranks > 0 && rank >= nranks))
+		return bad(c, "with rank %lld of %lld", (long long)rank, (long long)nranks);
+	if (r->ncalls >= UINT32_MAX - 1)
+		return bad(c, "beyond 4G calls");
+	int comm = local_comm(c, n->comm, (int)rank, (int)nranks, (int)(int64_t)n->device);
+	if (comm < 0)
+		return bad(c, "of communicator %016llx: more than %d communicators",
+		           (unsigned long long)n->comm, AN_MAX_COMMS);
+	struct an_call *cl = PUSH(r->calls, r->ncalls, r->capcalls);
+	if (!cl)
+		return bad(c, "not kept: out of memory");
+	cl->t_enter = n->t_enter;
+	cl->bytes = n->bytes;
+	cl->gpu_start = 0;
+	cl->gpu_dur = 0;
+	cl->host_dur = n->dur > UINT32_MAX ? UINT32_MAX : (uint32_t)n->dur;
+	cl->seq = (uint32_t)n->seq;
+	cl->fn = (uint8_t)n->fn;
+	cl->device = (int8_t)n->device;
+	cl->comm = (uint16_t)comm;
+	an_match_call(c->m, (uint32_t)(r->ncalls - 1), n->tid, n->group_depth, n->cupti_stream);
+	return 0;
+}
+
+/* NCCLPROF: count the choice; the distinct ones of a process are few (a linear scan). */
+static int on_ncclprof(struct lctx *c)
+{
+	const struct nvlp_rec_ncclprof *p = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	const char *algo = p->algo ? nvlp_reader_string(c->rd, p->algo) : NULL;
+	const char *proto = p->proto ? nvlp_reader_string(c->rd, p->proto) : NULL;
+	if (!algo)
+		algo = "?";
+	if (!proto)
+		proto = "?";
+	int fn = p->fn < NVLP_NCCL_FN_COUNT ? (int)p->fn : 0;
+	int channels = p->channels > 4096 ? -1 : (int)p->channels;
+	for (size_t i = 0; i < r->nchoices; i++) {
+		struct an_choice *x = &r->choices[i];
+		if (x->nccl_comm == p->nccl_comm && x->fn == fn && x->channels == channels &&
+		    !strcmp(x->algo, algo) && !strcmp(x->proto, proto)) {
+			x->calls++;
+			if (!x->comm)
+				x->comm = p->comm;
+			return 0;
+		}
+	}
+	if (r->nchoices >= 4096)
+		return 0;
+	struct an_choice *x = PUSH(r->choices, r->nchoices, c->capchoices);
+	if (!x)
+		return 0;
+	memset(x, 0, sizeof *x);
+	x->nccl_comm = p->nccl_comm;
+	x->comm = p->comm;
+	x->fn = (uint8_t)fn;
+	snprintf(x->algo, sizeof x->algo, "%s", algo);
+	snprintf(x->proto, sizeof x->proto, "%s", proto);
+	x->channels = channels;
+	x->calls = 1;
+	return 0;
+}
+
+/* ---- GPU activity ---- */
+static int kernel_class(struct lctx *c, uint64_t id, uint64_t flags)
+{
+	if (id < c->nscls && c->scls[id])
+		return c->scls[id] - 2;
+	int k = an_coll_of_kernel(nvlp_reader_string(c->rd, id));
+	if ((flags & NVLP_KERNEL_F_NCCL) && k == 0)
+		k = -1;
+	if (id < (1u << 24)) {
+		if (id >= c->nscls) {
+			size_t n = c->nscls ? c->nscls : 64;
+			while (n <= id)
+				n *= 2;
+			int8_t *p = realloc(c->scls, n);
+			if (p) {
+				memset(p + c->nscls, 0, n - c->nscls);
+				c->scls = p;
+				c->nscls = n;
+			}
+		}
+		if (id < c->nscls)
+			c->scls[id] = (int8_t)(k + 2);
+	}
+	return k;
+}
+
+static int on_kernel(struct lctx *c)
+{
+	const struct nvlp_rec_kernel *k = (const void *)c->rec->f;
+	if (!dev_ok(k->device))
+		return bad(c, "with device %lld", (long long)(int64_t)k->device);
+	uint64_t s = k->start, e = k->start + k->dur;
+	struct an_dev *d = get_dev(c, (int)(int64_t)k->device);
+	if (!d)
+		return 0;
+	int kc = kernel_class(c, k->name, k->flags);
+	if (an_bad_gpu_time(k->start, k->dur)) {
+		if (kc) /* still the k-th kernel of its stream: consume its call */
+			an_match_kernel(c->m, d->device, k->stream, 0, 0, kc);
+		return 0;
+	}
+	seen_time(c->r, s, e);
+	if (kc) {
+		an_ivals_push(&d->nccl, s, e);
+		an_match_kernel(c->m, d->device, k->stream, s, e, kc);
+	} else
+		an_ivals_push(&d->compute, s, e);
+	return 0;
+}
+
+static int on_linksample(struct lctx *c)
+{
+	const struct nvlp_rec_linksample *l = (const void *)c->rec->f;
+	if (an_bad_gpu_time(l->start, l->dur))
+		return 0;
+	if (!dev_ok(l->device))
+		return bad(c, "with device %lld", (long long)(int64_t)l->device);
+	seen_time(c->r, l->start, l->start + l->dur);
+	struct an_dev *d = get_dev(c, (int)(int64_t)l->device);
+	if (!d)
+		return 0;
+	d->nvl_tx += l->nvl_tx;
+	d->nvl_rx += l->nvl_rx;
+	d->pcie_rd += l->pcie_rd;
+	d->pcie_wr += l->pcie_wr;
+	struct an_sample *sm = PUSH(d->samples, d->nsamples, d->capsamples);
+	if (sm) {
+		sm->s = l->start;
+		sm->e = l->start + l->dur;
+		sm->nvl = l->nvl_tx + l->nvl_rx;
+		sm->pcie = l->pcie_rd + l->pcie_wr;
+	}
+	return 0;
+}
+
+static struct an_pair *get_pair(struct lctx *c, int src, int dst)
+{
+	struct an_rank *r = c->r;
+	long i = an_index_get(&c->pair_ix, (uint64_t)(int64_t)src, (uint64_t)(int64_t)dst);
+	if (i >= 0)
+		return &r->pairs[i];
+	struct an_pair *p = PUSH(r->pairs, r->npairs, c->cappairs);
+	if (!p)
+		return NULL;
+	if (an_index_put(&c->pair_ix, (uint64_t)(int64_t)src, (uint64_t)(int64_t)dst,
+	                 (uint32_t)(r->npairs - 1))) {
+		r->npairs--;
+		return NULL;
+	}
+	memset(p, 0, sizeof *p);
+	p->src = src;
+	p->dst = dst;
+	return p;
+}
+
+static int on_copy(struct lctx *c)
+{
+	const struct nvlp_rec_copy *cp = (const void *)c->rec->f;
+	seen_time(c->r, cp->t_enter, cp->t_enter + cp->dur);
+	int64_t sd = (int64_t)cp->src_device, dd = (int64_t)cp->dst_device;
+	if ((int64_t)cp->rc != 0 || sd < 0 || dd < 0 || sd == dd)
+		return 0;
+	if (!dev_ok(cp->src_device) || !dev_ok(cp->dst_device))
+		return bad(c, "with devices %lld -> %lld", (long long)sd, (long long)dd);
+	struct an_pair *p = get_pair(c, (int)sd, (int)dd);
+	if (!p)
+		return 0;
+	p->api_copies++;
+	p->api_bytes += cp->bytes;
+	if ((int64_t)cp->peer_enabled == 0) {
+		p->staged_copies++;
+		p->staged_bytes += cp->bytes;
+	}
+	if (cp->fn == NVLP_CUDA_MEMCPY || cp->fn == NVLP_CUDA_MEMCPY_PEER ||
+	    cp->fn == NVLP_CUDA_MEMCPY_PTDS || cp->fn == NVLP_CUDA_MEMCPY_PEER_PTDS) {
+		p->sync_bytes += cp->bytes;
+		p->sync_ns += cp->dur;
+	}
+	return 0;
+}
+
+static int on_gpucopy(struct lctx *c)
+{
+	const struct nvlp_rec_gpucopy *g = (const void *)c->rec->f;
+	if (an_bad_gpu_time(g->start, g->dur))
+		return 0;
+	seen_time(c->r, g->start, g->start + g->dur);
+	if (g->copy_kind != NVLP_GPUCOPY_PTOP) /* PTOP: direct over NVLink */
+		return 0;
+	if (!dev_ok(g->src_device) || !dev_ok(g->dst_device))
+		return bad(c, "with devices %lld -> %lld", (long long)(int64_t)g->src_device,
+		           (long long)(int64_t)g->dst_device);
+	struct an_pair *p = get_pair(c, (int)(int64_t)g->src_device, (int)(int64_t)g->dst_device);
+	if (p) {
+		p->p2p_copies++;
+		p->p2p_bytes += g->bytes;
+		p->p2p_gpu_ns += g->dur;
+	}
+	return 0;
+}
+
+/* ---- managed memory ---- */
+static struct an_alloc *find_alloc(struct an_rank *r, uint64_t addr)
+{
+	/* allocs are kept sorted by ptr; the last one starting at or below addr may hold it */
+	size_t lo = 0, hi = r->nallocs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->allocs[mid].ptr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	struct an_alloc *a = &r->allocs[lo - 1];
+	return addr - a->ptr < a->bytes ? a : NULL;
+}
+
+static int on_managed(struct lctx *c)
+{
+	const struct nvlp_rec_managed *m = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	seen_time(r, m->t_enter, m->t_enter + m->dur);
+	if ((int64_t)m->rc != 0)
+		return 0;
+	if (m->fn == NVLP_CUDA_MALLOC_MANAGED) {
+		if (!dev_ok(m->device))
+			return bad(c, "with device %lld", (long long)(int64_t)m->device);
+		if (r->nallocs >= AN_MAX_ALLOCS)
+			return bad(c, "beyond %d managed allocations", AN_MAX_ALLOCS);
+		if (!PUSH(r->allocs, r->nallocs, c->capallocs))
+			return 0;
+		size_t i = r->nallocs - 1;
+		while (i > 0 && r->allocs[i - 1].ptr > m->ptr) {
+			r->allocs[i] = r->allocs[i - 1];
+			i--;
+		}
+		struct an_alloc *a = &r->allocs[i];
+		memset(a, 0, sizeof *a);
+		a->ptr = m->ptr;
+		a->bytes = m->bytes;
+		a->stack = m->stack;
+		a->t = m->t_enter;
+		a->last_dst = -2;
+		a->device = (int)(int64_t)m->device;
+		return 0;
+	}
+	struct an_alloc *a = find_alloc(r, m->ptr);
+	if (!a)
+		return 0;
+	if (m->fn == NVLP_CUDA_MEM_PREFETCH_ASYNC)
+		a->prefetched++;
+	else if (m->fn == NVLP_CUDA_MEM_ADVISE)
+		a->advised++;
+	return 0;
+}
+
+static int on_um(struct lctx *c)
+{
+	const struct nvlp_rec_um *u = (const void *)c->rec->f;
+	if (an_bad_gpu_time(u->start, u->dur))
+		return 0;
+	seen_time(c->r, u->start, u->start + u->dur);
+	struct an_alloc *a = find_alloc(c->r, u->address);
+	int dst;
+	switch (u->counter) {
+	case NVLP_UM_BYTES_TRANSFER_HTOD:
+	case NVLP_UM_BYTES_TRANSFER_DTOD:
+		if (!dev_ok(u->dst))
+			return bad(c, "with device %lld", (long long)(int64_t)u->dst);
+		dst = (int)(int64_t)u->dst;
+		break;
+	case NVLP_UM_BYTES_TRANSFER_DTOH:
+		dst = -1;
+		break;
+	case NVLP_UM_CPU_PAGE_FAULT_COUNT:
+		if (a) /* one record per fault group; CUPTI's value is not a count here (seen: ~1e14) */
+			a->cpu_faults += 1;
+		return 0;
+	case NVLP_UM_GPU_PAGE_FAULT:
+		if (a) {
+			a->gpu_faults += u->value;
+			a->migrate_ns += u->dur;
+		}
+		return 0;
+	case NVLP_UM_THRASHING:
+		if (a)
+			a->thrash_events++;
+		return 0;
+	default:
+		return 0;
+	}
+	if (!a)
+		return 0;
+	if (u->counter == NVLP_UM_BYTES_TRANSFER_HTOD)
+		a->htod += u->value;
+	else if (u->counter == NVLP_UM_BYTES_TRANSFER_DTOH)
+		a->dtoh += u->value;
+	else
+		a->dtod += u->value;
+	a->migrations++;
+	a->migrate_ns += u->dur;
+	if (a->last_dst != -2 && a->last_dst != dst)
+		a->flips++;
+	a->last_dst = dst;
+	return 0;
+}
+
+static int on_peer(struct lctx *c)
+{
+	const struct nvlp_rec_peer *p = (const void *)c->rec->f;
+	/* still enabled after "already enabled" */
+	if (p->fn == NVLP_CUDA_ENABLE_PEER_ACCESS && (int64_t)p->rc != 0 &&
+	    (int64_t)p->rc != NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+		c->r->peer_enable_fail++;
+	return 0;
+}
+
+static int on_nvlink(struct lctx *c)
+{
+	const struct nvlp_rec_nvlink *n = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	/* CUPTI documents kB/s per link, but H200 (NVLink 4, 18 links) reported 849960000, i.e.
+	 * 850 GB/s for the whole bundle. Trust the field only when it is plausible for one link;
+	 * else use the per-link, per-direction rate of the NVLink version (the figure nvidia-smi
+	 * nvlink -s shows: 26.562 GB/s for NVLink 4). */
+	static const double per_version[] = {0, 20e9, 25e9, 25e9, 26.5625e9, 50e9};
+	double per = n->version < 6 ? per_version[n->version] : 50e9;
+	uint64_t bw = n->bandwidth * 1000ull;
+	if (!n->bandwidth || n->bandwidth > UINT64_MAX / 1000 || (double)bw > 60e9)
+		bw = (uint64_t)(per ? per : 25e9);
+	if (!dev_ok(n->dev0) || !dev_ok(n->dev1) || n->type0 > 16 || n->type1 > 16 ||
+	    n->links > 1024)
+		return bad(c, "with devices %lld, %lld of types %llu, %llu, %llu links",
+		           (long long)(int64_t)n->dev0, (long long)(int64_t)n->dev1,
+		           (unsigned long long)n->type0, (unsigned long long)n->type1,
+		           (unsigned long long)n->links);
+	for (size_t i = 0; i < r->nlinks; i++)
+		if (r->links[i].dev0 == (int)(int64_t)n->dev0 &&
+		    r->links[i].dev1 == (int)(int64_t)n->dev1 && r->links[i].type0 == (int)n->type0 &&
+		    r->links[i].type1 == (int)n->type1)
+			return 0;
+	if (r->nlinks >= AN_MAX_LINKS)
+		return bad(c, "beyond %d distinct links", AN_MAX_LINKS);
+	struct an_link *l = PUSH(r->links, r->nlinks, c->caplinks);
+	if (l) {
+		l->dev0 = (int)(int64_t)n->dev0;
+		l->dev1 = (int)(int64_t)n->dev1;
+		l->type0 = (int)n->type0;
+		l->type1 = (int)n->type1;
+		l->links = n->links;
+		l->bw_Bps = bw;
+	}
+	return 0;
+}
+
+/* ---- process metadata ---- */
+static int on_note(struct lctx *c)
+{
+	const struct nvlp_rec_note *n = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	if (r->nnotes >= 64)
+		return 0;
+	struct an_note *x = PUSH(r->notes, r->nnotes, c->capnotes);
+	if (!x)
+		return 0;
+	x->code = n->code < NVLP_NOTE_CODE_COUNT ? (unsigned)n->code : NVLP_NOTE_CODE_COUNT;
+	x->device = dev_ok(n->device) ? (int)(int64_t)n->device : -1;
+	x->value = n->value;
+	const struct nvlp_record *rec = c->rec;
+	size_t len = rec->blob_len < sizeof x->msg - 1 ? rec->blob_len : sizeof x->msg - 1;
+	if (!rec->blob)
+		len = 0;
+	memcpy(x->msg, rec->blob ? (const char *)rec->blob : "", len);
+	x->msg[len] = 0;
+	for (char *p = x->msg; *p; p++)
+		if (*p == '\n' || *p == '"' || *p == '\\')
+			*p = ' ';
+	return 0;
+}
+
+static int on_stack(struct lctx *c)
+{
+	const struct nvlp_rec_stack *s = (const void *)c->rec->f;
+	const struct nvlp_record *rec = c->rec;
+	if (rec->blob_len % 8)
+		return bad(c, "of %u bytes, not a whole number of addresses", rec->blob_len);
+	struct an_stack *x = PUSH(c->r->stacks, c->r->nstacks, c->capstacks);
+	if (!x)
+		return 0;
+	x->id = s->id;
+	x->n = rec->blob_len / 8;
+	x->pc = malloc(x->n ? x->n * 8 : 1);
+	if (x->pc && rec->blob)
+		memcpy(x->pc, rec->blob, (size_t)x->n * 8);
+	else
+		x->n = 0;
+	return 0;
+}
+
+static int on_module(struct lctx *c)
+{
+	const struct nvlp_rec_module *m = (const void *)c->rec->f;
+	const struct nvlp_record *rec = c->rec;
+	if (m->end < m->start)
+		return bad(c, "ending before it starts");
+	struct an_module *x = PUSH(c->r->modules, c->r->nmodules, c->capmods);
+	if (!x)
+		return 0;
+	memset(x, 0, sizeof *x);
+	x->base = m->base;
+	x->start = m->start;
+	x->end = m->end;
+	x->path = strndup(rec->blob ? (const char *)rec->blob : "", rec->blob_len);
+	if (!x->path)
+		c->r->nmodules--;
+	return 0;
+}
+
+static int on_buildid(struct lctx *c)
+{
+	const struct nvlp_rec_buildid *b = (const void *)c->rec->f;
+	const struct nvlp_record *rec = c->rec;
+	if (!rec->blob_len || rec->blob_len > sizeof c->r->modules[0].build_id)
+		return bad(c, "of %u bytes", rec->blob_len);
+	an_sym_buildid(c->r, b->base, rec->blob, rec->blob_len);
+	return 0;
+}
+
+static int on_symbol(struct lctx *c)
+{
+	const struct nvlp_rec_symbol *s = (const void *)c->rec->f;
+	const struct nvlp_record *rec = c->rec;
+	if (!rec->blob_len || s->size > (1ull << 32))
+		return bad(c, "of size %llu named by %u bytes", (unsigned long long)s->size,
+		           rec->blob_len);
+	struct an_rank *r = c->r;
+	if (r->nsyms >= AN_MAX_SYMBOLS)
+		return bad(c, "beyond %u symbols", AN_MAX_SYMBOLS);
+	char *name = strndup((const char *)rec->blob, rec->blob_len);
+	struct an_sym *x = name ? PUSH(r->syms, r->nsyms, c->capsyms) : NULL;
+	if (!x) {
+		free(name);
+		return 0;
+	}
+	x->base = s->base;
+	x->off = s->offset;
+	x->size = s->size;
+	x->name = name;
+	return 0;
+}
+
+static int on_drops(struct lctx *c)
+{
+	const struct nvlp_rec_drops *d = (const void *)c->rec->f;
+	long i = an_index_get(&c->drop_ix, d->tid, 0);
+	if (i < 0) {
+		struct tdrop *x = PUSH(c->drops, c->ndrops, c->capdrops);
+		if (!x)
+			return 0;
+		if (an_index_put(&c->drop_ix, d->tid, 0, (uint32_t)(c->ndrops - 1))) {
+			c->ndrops--;
+			return 0;
+		}
+		x->tid = d->tid;
+		x->dropped = 0;
+		i = (long)(c->ndrops - 1);
+	}
+	if (d->dropped > c->drops[i].dropped) /* cumulative per thread */
+		c->drops[i].dropped = d->dropped;
+	return 0;
+}
+
+static int on_end(struct lctx *c)
+{
+	const struct nvlp_rec_end *e = (const void *)c->rec->f;
+	seen_time(c->r, e->t, e->t);
+	c->r->dropped = e->dropped;
+	return 0;
+}
+
+static int on_header(struct lctx *c)
+{
+	const struct nvlp_rec_header *hd = (const void *)c->rec->f;
+	if (!c->r->t_mono0)
+		c->r->t_mono0 = hd->t_mono;
+	if (!c->r->t_real0)
+		c->r->t_real0 = hd->t_real;
+	return 0;
+}
+
+/* Kinds the model does not use: the reader keeps STRING texts, the rest is for dump. */
+static int on_ignored(struct lctx *c)
+{
+	(void)c;
+	return 0;
+}
+#define on_string on_ignored
+#define on_device on_ignored
+#define on_clock on_ignored
+
+/* One handler per kind, generated from the kind list: a new kind without a handler does not
+ * compile. @return 0, or -1 the record was skipped (bad() said why). */
+typedef int (*handler)(struct lctx *c);
+static const handler handlers[NVLP_K_COUNT] = {
+#define AN_HANDLER(NAME, name, blob, FIELDS) [NVLP_K_##NAME] = on_##name,
+    NVLP_RECORD_KINDS(AN_HANDLER)
+#undef AN_HANDLER
+};
+
+static void read_header(struct an_rank *r, nvlp_reader *rd)
+{
+	const char *h = nvlp_reader_header_text(rd);
+	r->header = strdup(h ? h : "");
+	char buf[128];
+	const char *v;
+	r->rank = -1;
+	if ((v = an_header_get(r, NVLP_HDR_HOST, buf, sizeof buf)))
+		snprintf(r->host, sizeof r->host, "%s", v);
+	if ((v = an_header_get(r, NVLP_HDR_PID, buf, sizeof buf)))
+		r->pid = atoi(v);
+	if ((v = an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf)))
+		r->rank = atoi(v);
+	if ((v = an_header_get(r, NVLP_HDR_T_MONO, buf, sizeof buf)))
+		r->t_mono0 = strtoull(v, NULL, 10);
+	if ((v = an_header_get(r, NVLP_HDR_T_REAL, buf, sizeof buf)))
+		r->t_real0 = strtoull(v, NULL, 10);
+}
+
+/* Read one file completely into r. */
+static void load_file(struct an_rank *r)
+{
+	struct lctx c = {.r = r, .lastdev = -1, .lastcomm = -1};
+	c.rd = nvlp_reader_open(r->path, r->err, sizeof r->err);
+	if (!c.rd) {
+		r->ok = 0;
+		return;
+	}
+	r->ok = 1;
+	read_header(r, c.rd);
+	c.m = an_match_open(r);
+	struct nvlp_record rec;
+	int rc;
+	c.rec = &rec;
+	while (c.m && (rc = nvlp_reader_next(c.rd, &rec)) == 1) {
+		r->records++;
+		r->kind_count[rec.kind]++; /* the reader hands out valid kinds only */
+		handlers[rec.kind](&c);
+	}
+	if (!c.m)
+		rc = -1;
+	r->complete = nvlp_reader_complete(c.rd);
+	r->truncated = rc < 0 || nvlp_reader_truncated(c.rd) || !r->complete;
+	if (r->truncated)
+		snprintf(r->err, sizeof r->err, "%s",
+		         *nvlp_reader_error(c.rd) ? nvlp_reader_error(c.rd)
+		         : !c.m                   ? "out of memory"
+		                                  : "no END record (process did not exit cleanly)");
+	r->frames_skipped = nvlp_reader_frames_skipped(c.rd);
+	/* mp.spawn jobs leave RANK unset: the rank in the largest communicator is the global one */
+	if (r->rank < 0) {
+		int best = 0;
+		for (size_t i = 0; i < r->ncomms; i++)
+			if (r->comms[i].nranks > best && r->comms[i].rank >= 0) {
+				best = r->comms[i].nranks;
+				r->rank = r->comms[i].rank;
+			}
+	}
+	if (!r->dropped)
+		for (size_t i = 0; i < c.ndrops; i++)
+			r->dropped += c.drops[i].dropped;
+	an_match_close(c.m);
+	an_sym_finish(r);
+	free(c.scls);
+	free(c.drops);
+	an_index_free(&c.comm_ix);
+	an_index_free(&c.pair_ix);
+	an_index_free(&c.drop_ix);
+	nvlp_reader_close(c.rd);
+}
+
+/* ---- input listing and parallel load ---- */
+struct loadq {
+	struct an_rank *r;
+	size_t n;
+	atomic_size_t next;
+};
+static void *load_worker(void *arg)
+{
+	struct loadq *q = arg;
+	size_t i;
+	while ((i = atomic_fetch_add(&q->next, 1)) < q->n)
+		load_file(&q->r[i]);
+	return NULL;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct an_rank *x = a, *y = b;
+	if (x->ok != y->ok)
+		return y->ok - x->ok;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	int c = strcmp(x->host, y->host);
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
+                size_t errlen)
+{
+	memset(job, 0, sizeof *job);
+	/* Fresh pages are dear (zeroing dominated loading on a VM): arrays of 4 MiB and more are
+	 * mmapped, so growing one moves its pages (mremap) instead of copying them into new ones
+	 * (measured: peak 420 -> 266 MB and 15% less CPU on 2 x 2M NCCL calls); smaller freed
+	 * blocks stay in the heap for reuse. The CLI is the only user of this file. */
+	static int tuned;
+	if (!tuned++) {
+		mallopt(M_MMAP_THRESHOLD, 4 << 20);
+		mallopt(M_TRIM_THRESHOLD, 1 << 30);
+		/* reader threads allocate rarely (arrays double): one arena lets them reuse each
+		 * other's freed blocks instead of faulting in per-thread heaps */
+		mallopt(M_ARENA_MAX, 1);
+	}
+	struct nvlp_paths ps = {0};
+	for (int i = 0; i < npaths; i++)
+		if (nvlp_paths_add(&ps, paths[i], err, errlen) < 0) {
+			nvlp_paths_free(&ps);
+			return -1;
+		}
+	size_t nf = ps.n;
+	if (!nf) {
+		snprintf(err, errlen, "no traces found (expected *.nvlp files in %s)",
+		         npaths ? paths[0] : "the arguments");
+		nvlp_paths_free(&ps);
+		return -1;
+	}
+	job->ranks = calloc(nf, sizeof *job->ranks);
+	if (!job->ranks) {
+		snprintf(err, errlen, "out of memory");
+		nvlp_paths_free(&ps);
+		return -1;
+	}
+	job->nranks = nf;
+	for (size_t i = 0; i < nf; i++) {
+		job->ranks[i].path = ps.v[i];
+		ps.v[i] = NULL;
+	}
+	nvlp_paths_free(&ps);
+	long np = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nthreads <= 0)
+		nthreads = np > 0 ? (int)np : 1;
+	if ((size_t)nthreads > nf)
+		nthreads = (int)nf;
+	struct loadq q = {.r = job->ranks, .n = nf};
+	atomic_init(&q.next, 0);
+	pthread_t th[256];
+	int started = 0;
+	for (int i = 1; i < nthreads && i < 256; i++)
+		if (pthread_create(&th[started], NULL, load_worker, &q) == 0)
+			started++;
+	load_worker(&q);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
+	for (size_t i = 0; i < nf; i++)
+		job->nok += job->ranks[i].ok;
+	if (!job->nok) {
+		snprintf(err, errlen, "no readable trace among %zu file(s): %s", nf,
+		         job->ranks[0].err);
+		return -1;
+	}
+	return 0;
+}

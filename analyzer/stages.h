@@ -1,0 +1,102 @@
+/* stages.h: the interfaces between the analyzer's stages, in data-flow order: ingest (records into
+ * per-process tables) -> match (kernels to calls) -> align (clocks, cross-rank figures) -> steps
+ * -> analyze (model.c); symbols and nccl_meta serve them. Internal to analyzer/. */
+#ifndef NVLP_AN_STAGES_H
+#define NVLP_AN_STAGES_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+
+#include "model.h"
+
+/* ---- growable arrays (model.c) ---- */
+/*! Room for need elements of elem bytes in p (capacity *cap, doubled as needed).
+ * @return the (maybe moved) array, or NULL when the size overflows or memory is short: then p is
+ * left as it was, still owned by the caller */
+void *an_grow(void *p, size_t *cap, size_t need, size_t elem);
+/* Append one element: a pointer to it (count advanced), or NULL with array and count unchanged. */
+#define PUSH(arr, n, cap)                                                                          \
+	({                                                                                         \
+		__typeof__(arr) push_q_ = an_grow((arr), &(cap), (n) + 1, sizeof *(arr));          \
+		push_q_ ? ((arr) = push_q_, &push_q_[(n)++]) : NULL;                               \
+	})
+
+/* An open-addressing index from a two-word key to an entry number of the caller's array: lookups
+ * stay O(1) however many streams, threads or communicators a trace names. */
+struct an_index {
+	struct an_slot {
+		uint64_t a, b;
+		uint32_t v; /* entry number + 1, 0 = empty */
+	} *slot;
+	size_t cap, n;
+};
+/*! @return the entry number stored for (a, b), or -1 */
+long an_index_get(const struct an_index *ix, uint64_t a, uint64_t b);
+/*! Store entry v for (a, b) (not present yet). @return 0, or -1 out of memory */
+int an_index_put(struct an_index *ix, uint64_t a, uint64_t b, uint32_t v);
+void an_index_free(struct an_index *ix);
+
+/* GPU records of work that never ran or never finished (job hung or killed) come with start
+ * 0 or ~0 (-1 converted), or an end before the start: they carry no time. */
+static inline int an_bad_gpu_time(uint64_t s, uint64_t d)
+{
+	return s == 0 || s > (1ull << 62) || d > 86400ull * 1000000000ull;
+}
+
+/* Wrapping time arithmetic: trace times are untrusted, and a signed overflow is undefined. */
+static inline int64_t an_add_i64(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+static inline int64_t an_sub_i64(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+/* job time of a local time t of process r */
+static inline uint64_t an_job_time(const struct an_rank *r, uint64_t t)
+{
+	return t + (uint64_t)r->offset;
+}
+
+/* ---- GPU intervals (model.c) ---- */
+/*! Add [s, e); overlapping the last interval widens it (only the union is ever used). */
+void an_ivals_push(struct an_ivals *iv, uint64_t s, uint64_t e);
+/*! Length of [s, e) covered by the sorted disjoint intervals iv, scanning from *pos. */
+uint64_t an_ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, uint64_t e);
+
+/* ---- match.c: NCCL kernels and calls of one process ---- */
+struct an_match;
+/*! Matching state for process r (its calls array is read and given GPU times). NULL: no memory. */
+struct an_match *an_match_open(struct an_rank *r);
+/*! ncclGroupStart (start = 1) / ncclGroupEnd (start = 0) on thread tid. */
+void an_match_group(struct an_match *m, uint64_t tid, int start);
+/*! Call r->calls[idx] (just added) was issued by tid at group depth group_depth on CUPTI stream
+ * cs (0 = unknown): it waits for its kernel, or for the end of its group. */
+void an_match_call(struct an_match *m, uint32_t idx, uint64_t tid, uint64_t group_depth,
+                   uint64_t cs);
+/*! An NCCL kernel [s, e) of collective kcoll (an_coll_of_kernel; -1 unknown) ran on (dev, stream);
+ * s == 0: it never finished (its call keeps no GPU time). */
+void an_match_kernel(struct an_match *m, int dev, uint64_t stream, uint64_t s, uint64_t e,
+                     int kcoll);
+/*! End of the file: open groups are flushed, units and kernels left over counted; frees m. */
+void an_match_close(struct an_match *m);
+
+/* ---- align.c: communicators, clocks and cross-rank figures of the job ---- */
+/*! The job's communicator table (calls' comm fields become job indices) and clock anchors.
+ * @return 0, or -1 out of memory */
+int an_align_comms(struct an_job *job);
+/*! Clock refinement across hosts, then skew, lead, transfer time and hangs per collective. */
+void an_align_cross_rank(struct an_job *job);
+
+/* ---- steps.c ---- */
+/*! The period of the repeating collective pattern, and the step window with exposure in it. */
+void an_steps_find(struct an_job *job);
+
+/* ---- symbols.c ---- */
+/*! A BUILDID record of process r (blob = build-id bytes of the MODULE at base). */
+void an_sym_buildid(struct an_rank *r, uint64_t base, const uint8_t *id, size_t len);
+/*! Once a file is read: symbols sorted for lookup. */
+void an_sym_finish(struct an_rank *r);
+void an_sym_free(struct an_rank *r);
+
+#endif
