@@ -50,7 +50,7 @@ static struct nvlp_config cfg = {
     .um = -1,
     .sample_us = 1000,
     .nccl_plugin = 1,
-    .buffer_kb = 1024,
+    .buffer_kb = 65536,
     .flush_ms = 500,
     .gpu_flush_ms = 10000,
 };
@@ -134,7 +134,7 @@ static void cfg_parse(void)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
 	cfg_long("NVLPROF_SAMPLE_US", &cfg.sample_us, 0, 10000000);
 	/* 64 KiB floor: a ring must hold the largest ordinary record several times over. */
-	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 1L << 20);
+	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 4L << 20);
 	cfg_long("NVLPROF_FLUSH_MS", &cfg.flush_ms, 1, 1000);
 	cfg_long("NVLPROF_GPU_FLUSH_MS", &cfg.gpu_flush_ms, 0, 3600000);
 
@@ -149,13 +149,27 @@ static void cfg_parse(void)
 		snprintf(cfg.dir, sizeof cfg.dir, "%s", dir);
 }
 
-/* The ring size: NVLPROF_BUFFER_KB rounded up to a power of two (index arithmetic by mask). */
-static uint64_t ring_cap(void)
+/* What a thread's ring holds resident: 1 MiB (~6,000 NCCL records, plenty between two wake-ups
+ * of the writer). NVLPROF_BUFFER_KB up to that is the ring itself (small, for tests that force
+ * drops); above, it is the spill ring's reservation behind a 1 MiB ring, touched only in bursts
+ * (rt_ring.h). Powers of two: index arithmetic by mask. */
+#define RING_RESIDENT (1u << 20)
+static uint64_t pow2_at_least(uint64_t want)
 {
-	uint64_t want = (uint64_t)cfg.buffer_kb * 1024, cap = 4096;
+	uint64_t cap = 4096;
 	while (cap < want)
 		cap <<= 1;
 	return cap;
+}
+static uint64_t ring_cap(void)
+{
+	uint64_t want = pow2_at_least((uint64_t)cfg.buffer_kb * 1024);
+	return want < RING_RESIDENT ? want : RING_RESIDENT;
+}
+static uint64_t spill_cap(void)
+{
+	uint64_t want = pow2_at_least((uint64_t)cfg.buffer_kb * 1024);
+	return want > RING_RESIDENT ? want : 0;
 }
 
 /* ---- warnings ------------------------------------------------------------------------------- */
@@ -783,7 +797,7 @@ static struct nvlp_ring *register_thread(struct nvlp_tls *t)
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
-	struct nvlp_ring *r = nvlp_ring_acquire(ring_cap(), t->tid);
+	struct nvlp_ring *r = nvlp_ring_acquire(ring_cap(), spill_cap(), t->tid);
 	if (!r) {
 		nvlp_warn_once(register_thread, "cannot map a %llu-byte thread buffer: %s",
 		               (unsigned long long)ring_cap(), strerror(errno));
@@ -844,14 +858,9 @@ void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
 	struct nvlp_ring *r = tls_get()->ring;
 	if (NVLP_UNLIKELY(!r))
 		return NULL;
-	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8, h, t;
-	void *p = nvlp_ring_reserve(r, kind, fbytes, &h, &t);
-	if (NVLP_LIKELY(p != NULL)) {
-		uint64_t half = r->cap / 2;
-		slot->head = (uint64_t *)&r->head;
-		slot->end = h + 8 + fbytes;
-		slot->wake = h - t < half && slot->end - t >= half;
-	}
+	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
+	void *p = nvlp_ring_reserve(r, kind, fbytes, &slot->end, &slot->wake);
+	slot->head = (uint64_t *)&r->head;
 	return p;
 }
 
