@@ -20,6 +20,7 @@
 #include "nvlp_trace.h"
 #include "rt_internal.h"
 #include "rt_ring.h"
+#include "rt_symbols.h"
 
 #if __has_include("nvlp_version.h")
 #include "nvlp_version.h"
@@ -380,6 +381,8 @@ uint64_t nvlp_intern(const char *s)
 static int sink(void *ctx, unsigned kind, const void *fields, const void *blob, size_t blob_len)
 {
 	(void)ctx;
+	if (kind == NVLP_K_STACK || kind == NVLP_K_MODULE || kind == NVLP_K_BUILDID)
+		nvlp_syms_seen(kind, fields, blob, blob_len);
 	return nvlp_writer_add(writer, kind, fields, blob, blob_len);
 }
 
@@ -958,6 +961,8 @@ static void own_cpu_report(void)
 	pthread_mutex_unlock(&own_cpu.mu);
 }
 
+#define SYMBOLS_BUDGET_NS 1000000000ull
+
 void nvlp_rt_finish(unsigned reason)
 {
 	int join = 0;
@@ -966,6 +971,10 @@ void nvlp_rt_finish(unsigned reason)
 		drain_locked(0);
 	}
 	if (atomic_load(&wstate) == W_RUNNING && writer) {
+		/* Symbols for the frames of the trace's stacks (bounded: a signal handler waits
+		 * 3 s for all of the end). */
+		nvlp_syms_write(writer, SYMBOLS_BUDGET_NS);
+		nvlp_syms_reset();
 		uint64_t records = 0;
 		nvlp_writer_stats(writer, &records, NULL, NULL);
 		struct nvlp_rec_end end = {
@@ -1070,6 +1079,7 @@ int nvlp_rt_fork_child(void)
 	atomic_store(&w_waiters, 0); /* waiters of the parent do not exist here */
 	sig_req = 0;
 	total_drops = 0;
+	nvlp_syms_reset(); /* the parent's modules and frames, which its trace has */
 	nvlp_ring_reset_all();
 	nvlp_clock_atfork_child();
 	nvlp_tls_epoch = nvlp_tls_epoch + 1;
