@@ -4,6 +4,7 @@
 #include <link.h>     /* dl_iterate_phdr */
 #include <pthread.h>  /* pthread_once */
 #include <stdatomic.h>
+#include <stdlib.h>   /* malloc */
 #include <string.h>   /* strlen */
 #include <unistd.h>   /* readlink */
 
@@ -131,17 +132,21 @@ static int set_add(_Atomic uint64_t *set, unsigned nslots, uint64_t v)
 
 static void report_modules(const uint64_t *pc, int n)
 {
-	static __thread struct module m; /* 4 KiB: kept off the job's stack */
+	/* 4 KiB: kept off the job's stack, made once per thread (freed when it exits). */
+	struct nvlp_tls *t = nvlp_tls();
+	if (!t->stack_scratch && !(t->stack_scratch = malloc(sizeof(struct module))))
+		return;
+	struct module *m = t->stack_scratch;
 	for (int i = 0; i < n; i++) {
-		if (!find_module(&m, (uintptr_t)pc[i]))
+		if (!find_module(m, (uintptr_t)pc[i]))
 			continue;
-		if (set_add((_Atomic uint64_t *)module_bases, MODULE_SLOTS, m.base ? m.base : 1) == 0)
+		if (set_add((_Atomic uint64_t *)module_bases, MODULE_SLOTS, m->base ? m->base : 1) == 0)
 			continue;
-		struct nvlp_rec_module r = {.base = m.base, .start = m.lo, .end = m.hi};
-		nvlp_emit(NVLP_K_MODULE, &r, m.path, strlen(m.path));
-		if (m.id_len) {
-			struct nvlp_rec_buildid b = {.base = m.base};
-			nvlp_emit(NVLP_K_BUILDID, &b, m.id, m.id_len);
+		struct nvlp_rec_module r = {.base = m->base, .start = m->lo, .end = m->hi};
+		nvlp_emit(NVLP_K_MODULE, &r, m->path, strlen(m->path));
+		if (m->id_len) {
+			struct nvlp_rec_buildid b = {.base = m->base};
+			nvlp_emit(NVLP_K_BUILDID, &b, m->id, m->id_len);
 		}
 	}
 }
