@@ -41,7 +41,9 @@ static uint8_t scratch[8 * NVLP_MAX_FIELDS + NVLP_MAX_BLOB + 8];
  * first trace of the process and kept: a signal handler may write to them at any time. */
 static int kick_rd = -1, kick_wr = -1, ans_rd = -1, ans_wr = -1;
 static _Atomic int kick_pending;
-static volatile sig_atomic_t sig_req;
+/* Set by a signal handler, read by the writer thread: a lock-free atomic int is both
+ * async-signal-safe and what ThreadSanitizer expects between threads. */
+static int sig_req;
 /* Threads waiting for w_mu. The writer holds it for long stretches under load and glibc mutexes
  * are not fair, so it steps aside between rings while anyone waits (fork must not starve). */
 static _Atomic int w_waiters;
@@ -191,7 +193,7 @@ static void *writer_main(void *arg)
 		nvlp_clock_refresh();
 		if (hooks.tick)
 			hooks.tick();
-		if (sig_req && !stopper_started) {
+		if (__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE) && !stopper_started) {
 			/* A signal handler asked for the end of the trace. It is done on a helper
 			 * thread (locks and allocation are fine there) while this one keeps
 			 * draining: CUPTI's flush and samplers emit through rings and wait for room
@@ -403,7 +405,7 @@ int nvlp_rt_signal_request(int sig, int timeout_ms)
 {
 	if (atomic_load(&wstate) != W_RUNNING || kick_wr < 0)
 		return -1;
-	sig_req = sig;
+	__atomic_store_n(&sig_req, sig, __ATOMIC_RELEASE);
 	(void)!write(kick_wr, "s", 1);
 	/* Other handlers (SIGCHLD from dying DataLoader workers, seen under torch) interrupt poll:
 	 * keep waiting until the deadline. */
@@ -445,6 +447,6 @@ void nvlp_wr_fork_child_locked(void)
 		}
 	atomic_store(&kick_pending, 0);
 	atomic_store(&w_waiters, 0); /* waiters of the parent do not exist here */
-	sig_req = 0;
+	__atomic_store_n(&sig_req, 0, __ATOMIC_RELAXED);
 	total_drops = 0;
 }

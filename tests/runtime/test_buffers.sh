@@ -33,8 +33,12 @@ check_eq "burst: no drops" 0 "$(rd "$f" end_dropped)"
 check_eq "burst: no DROPS record" 0 "$(rd "$f" drops_records)"
 check_eq "burst: all recorded" 100001 "$(rd "$f" allreduce)"
 check_eq "burst: in call order" 0 "$(rd "$f" out_of_order)"
-check_eq "burst: memory back within 8 MiB after the drain ($(sed -n 's/rss_burst_kb=//p' "$d/.out") KiB during it)" \
-	1 "$(sed -n 's/rss_back=//p' "$d/.out")"
+# (Not under ThreadSanitizer: the shadow memory of the spilled pages stays resident after the
+# pages themselves are given back.)
+if [ "${SAN:-}" != thread ]; then
+	check_eq "burst: memory back within 8 MiB after the drain ($(sed -n 's/rss_burst_kb=//p' "$d/.out") KiB during it)" \
+		1 "$(sed -n 's/rss_back=//p' "$d/.out")"
+fi
 
 # --- 16 threads x 20,000 calls back to back, default settings: nothing dropped ---
 d="$T/burst16"
