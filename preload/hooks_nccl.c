@@ -191,23 +191,18 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how,
 	  ncclResult_t rc)
 {
-	/* Most threads drive one communicator on one stream: remember the last entry (its key is
-	 * checked, it may have been removed) and the CUPTI id of the last stream used with it (the
-	 * same stream handle on the same communicator's device is the same stream). */
-	static __thread __attribute__((tls_model("initial-exec"))) struct {
-		struct nvlp_comm *c;
-		void *stream;
-		uint64_t cupti_stream;
-	} last;
-	struct nvlp_comm *c = last.c;
+	/* The last communicator entry and stream of this thread (the same stream handle on the same
+	 * communicator's device is the same stream). */
+	__typeof__(tls->nccl_last) *last = &tls->nccl_last;
+	struct nvlp_comm *c = last->c;
 	if (NVLP_UNLIKELY(!c || atomic_load_explicit(&c->key, memory_order_relaxed) != comm ||
 			  atomic_load_explicit(&c->known, memory_order_relaxed) != NVLP_COMM_ALL)) {
-		last.c = c = comm_entry(comm, rc);
-		last.cupti_stream = 0;
+		last->c = c = comm_entry(comm, rc);
+		last->cupti_stream = 0;
 	}
-	if (!last.cupti_stream || last.stream != (void *)st) {
-		last.stream = st;
-		last.cupti_stream = nvlp_cupti_stream_id(st); /* 0 (not cached) while CUPTI is off */
+	if (!last->cupti_stream || last->stream != (void *)st) {
+		last->stream = st;
+		last->cupti_stream = nvlp_cupti_stream_id(st); /* 0 (not cached) while CUPTI is off */
 	}
 	int64_t rank = -1, nranks = -1, device = -1;
 	uint64_t hash = 0, seq = 0, bytes = (uint64_t)n * nvlp_nccl_dtype_size(dt);
@@ -241,7 +236,7 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		.tid = tls->tid,
 		.device = (uint64_t)device,
 		.stream = (uintptr_t)st,
-		.cupti_stream = last.cupti_stream,
+		.cupti_stream = last->cupti_stream,
 		.count = n,
 		.dtype = (uint64_t)(int64_t)dt,
 		.bytes = bytes,

@@ -1,10 +1,11 @@
-/* lifecycle.c: ends every trace whole: exit, _exit, signals, exec, and fork children. */
-#include <dlfcn.h>       /* dlsym */
+/* lifecycle.c: decides when recording starts and ends: init, exit, _exit, signals, exec, and fork children. */
+#include <dlfcn.h>       /* dlsym, dladdr */
 #include <link.h>        /* dl_iterate_phdr */
 #include <errno.h>       /* errno */
+#include <limits.h>      /* PATH_MAX */
 #include <pthread.h>     /* pthread_atfork */
 #include <signal.h>      /* sigaction */
-#include <stdlib.h>      /* atexit */
+#include <stdlib.h>      /* atexit, getenv, setenv, realpath */
 #include <sys/syscall.h> /* SYS_exit_group */
 #include <time.h>        /* nanosleep */
 #include <unistd.h>      /* execve */
@@ -12,7 +13,8 @@
 #include "nvlp_rt.h"
 #include "rt_internal.h"
 
-volatile int nvlp_lc_shut_state;
+/* 0 none, 1 shutting down, 2 done (reset by rearm and in a fork child). */
+static volatile int nvlp_lc_shut_state;
 /* The thread running nvlp_shutdown (a signal handler must not wait for itself). */
 static volatile pid_t shut_tid;
 
@@ -147,7 +149,9 @@ static void on_term_signal(int sig)
 	errno = err;
 }
 
-void nvlp_lc_install_signals(void)
+/* When the first trace file opens: take over SIGTERM/SIGINT/SIGHUP/SIGQUIT if they still have the
+ * default disposition (so handlers the program installed during start-up win). */
+static void install_signals(void)
 {
 	static int done;
 	if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
@@ -193,13 +197,66 @@ static void fork_child(void)
 		nvlp_rt_set_active(1);
 }
 
-void nvlp_lc_init(void)
+/* Let the CUDA driver load us as its injection library (InitializeInjection, in cupti/), which
+ * is the only way to see NVLink topology records. */
+static void set_path_env(const char *var)
 {
-	resolve();
-	if (nvlp_cfg()->disable)
+	if (getenv(var))
 		return;
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	atexit(at_exit);
+	Dl_info di;
+	char path[PATH_MAX];
+	if (dladdr((void *)nvlp_init, &di) && di.dli_fname && realpath(di.dli_fname, path))
+		setenv(var, path, 0);
+}
+
+/* What the runtime tells us: a trace opened (take the signals, register at exit again), the
+ * writer's period (libraries may have been loaded: register at exit again), a signal's end. */
+static void trace_opened(void)
+{
+	install_signals();
+	nvlp_lc_refresh_atexit();
+}
+
+static void end_for_signal(void)
+{
+	nvlp_shutdown(NVLP_END_SIGNAL);
+}
+
+static void init_once(void)
+{
+	int err = errno;
+	nvlp_rt_pid = (pid_t)syscall(SYS_getpid);
+	nvlp_cfg_parse();
+	resolve();
+	const struct nvlp_config *cfg = nvlp_cfg();
+	if (!cfg->disable) {
+		static const struct nvlp_rt_hooks hooks = {
+		    .trace_opened = trace_opened, .tick = nvlp_lc_refresh_atexit, .end_for_signal = end_for_signal};
+		nvlp_rt_set_hooks(&hooks);
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		atexit(at_exit);
+		nvlp_emit_init();
+		if (cfg->cupti)
+			set_path_env("CUDA_INJECTION64_PATH");
+		/* NCCL loads its profiler plugin from this path: us (preload/ncclprof.c) */
+		if (cfg->nccl_plugin)
+			set_path_env("NCCL_PROFILER_PLUGIN");
+		nvlp_rt_set_active(1);
+	}
+	errno = err;
+}
+
+void nvlp_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, init_once);
+}
+
+/* Cheap on purpose: parse the environment, register handlers; no thread, no file until the
+ * first record. */
+__attribute__((constructor)) static void lc_ctor(void)
+{
+	nvlp_init();
 }
 
 /* ---- exported wrappers ---------------------------------------------------------------------- */

@@ -46,17 +46,27 @@ struct nvlp_config {
 };
 const struct nvlp_config *nvlp_cfg(void);
 
-/* Per-thread state: one struct, reached through nvlp_tls(). */
+/* Per-thread state: one struct, reached through nvlp_tls() (the only __thread of the shim). */
 struct nvlp_ring;
+struct nvlp_comm;
 struct nvlp_tls {
 	int in_hook;            /* recursion guard: only the outermost intercepted call records */
 	int group_depth;        /* ncclGroupStart/End nesting on this thread */
 	uint64_t tid;           /* gettid() */
 	struct nvlp_ring *ring; /* this thread's buffer (NULL until the first record) */
 	unsigned epoch;         /* runtime epoch the ring belongs to (changes in a fork child) */
+	int is_writer;          /* this is nvlprof's writer thread */
 	const void *nccl_comm;  /* ncclComm_t of this thread's latest collective (plugin hint) */
+	/* Most threads drive one communicator on one stream (hooks_nccl.c): the last entry (its key
+	 * is checked, it may have been removed) and the CUPTI id of the last stream used with it. */
+	struct {
+		struct nvlp_comm *c;
+		void *stream;
+		uint64_t cupti_stream;
+	} nccl_last;
+	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
 };
-/* Defined in runtime.c; inline access so the hot path pays no call for it. */
+/* Defined in rt_tls.c; inline access so the hot path pays no call for it. */
 extern __thread struct nvlp_tls nvlp_tls_state
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern volatile unsigned nvlp_tls_epoch __attribute__((visibility("hidden")));
@@ -118,7 +128,7 @@ void nvlp_shutdown(unsigned reason);
 /*! For NVLPROF_VERBOSE: an nvlprof thread about to end adds the CPU time it used under its name. */
 void nvlp_own_cpu_account(const char *who);
 
-/* Provided by cupti/ (the runtime has weak no-op defaults so it links alone). */
+/* Provided by cupti/. */
 /*! Called from InitializeInjection or from the constructor when CUDA is already up. */
 void nvlp_cupti_start(void);
 /*! Flush CUPTI buffers and samplers into the trace; called once before the final flush. */

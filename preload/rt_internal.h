@@ -1,44 +1,113 @@
-/* rt_internal.h: shim-private glue between runtime.c and lifecycle.c (not the hooks' API). */
+/* rt_internal.h: shim-private interfaces between the runtime's files and lifecycle.c (not the hooks' API). */
 #ifndef NVLP_RT_INTERNAL_H
 #define NVLP_RT_INTERNAL_H
 
-#include <sys/types.h> /* pid_t */
+#include <stddef.h>    /* size_t */
+#include <stdint.h>    /* uint64_t */
+#include <sys/types.h> /* pid_t, clockid_t */
 
+/*
+ * Who calls whom (one way; lifecycle.c decides when a trace starts and ends and calls the runtime,
+ * which reaches lifecycle.c only through the hooks it registered):
+ *   lifecycle.c  -> rt_fork.c, rt_writer.c, rt_emit.c, rt_config.c
+ *   rt_fork.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, symbols.c, nvlp_clock.c
+ *   rt_emit.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, rt_config.c, rt_warn.c
+ *   rt_strings.c -> rt_writer.c
+ *   rt_writer.c  -> rt_tracefile.c, rt_ring.c, symbols.c, rt_cpu.c, rt_config.c, rt_warn.c
+ *   rt_tracefile.c, rt_cpu.c -> rt_config.c, rt_warn.c
+ */
+
+/* ---- rt_config.c: configuration (nvlp_cfg() in nvlp_rt.h) and the global switch ----------- */
+/*! Parse the environment once (bad values: warned, kept as notes for the trace). */
+void nvlp_cfg_parse(void);
+/*! Configuration problems found by nvlp_cfg_parse, to be written as NOTE(CONFIG). */
+unsigned nvlp_cfg_note_count(void);
+const char *nvlp_cfg_note(unsigned i);
+/*! The global switch with acquire/release ordering (nvlp_is_active() is the relaxed read). */
+int nvlp_rt_active(void);
+void nvlp_rt_set_active(int on);
+
+/* ---- lifecycle's hooks, called by the runtime (set once by lifecycle.c at init) ------------- */
+struct nvlp_rt_hooks {
+	void (*trace_opened)(void); /* a trace file of this image just opened (any thread) */
+	void (*tick)(void);         /* on the writer thread, every period */
+	void (*end_for_signal)(void); /* a signal handler asked for the end (on a helper thread) */
+};
+void nvlp_rt_set_hooks(const struct nvlp_rt_hooks *h);
+
+/* ---- rt_tracefile.c: where a trace goes and what its header says ---------------------------- */
+/*! Create the trace file (NVLPROF_DIR, made if needed; host-pid[.n].nvlp). @return its fd, its path
+ * in path; -1 with errno set. */
+int nvlp_tf_create(char *path, size_t len);
+/*! The header's key=value text (malloc'ed, NULL when out of memory), with the clocks sampled back
+ * to back for it. */
+char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real);
+
+/* ---- rt_writer.c: the trace being written and its writer thread ----------------------------- */
 /* Pid of this process as of init or the last fork. A different answer from the kernel means we are
  * running in a vfork child (or clone(CLONE_VM)) that shares the parent's memory: touch nothing. */
 extern volatile pid_t nvlp_rt_pid;
 int nvlp_rt_in_vfork_child(void);
-
-/* runtime.c */
 /*! 1 while a trace file is open and its writer thread runs. */
 int nvlp_rt_trace_open(void);
-/*! Final drain: every ring, DROPS, END(reason), close, stop and join the writer thread (unless the
- * caller is the writer thread). Recording must already be off. Safe when no trace exists. */
+/*! 1 when nothing was opened yet (first record of the image, fork child, failed exec). */
+int nvlp_wr_idle(void);
+/*! The writer lock: guards the trace, its file, the drain. Lock order: strings before it. */
+void nvlp_wr_lock(void);
+void nvlp_wr_unlock(void);
+/*! Holding the lock: open the file, write the header and the notes it starts with. @return 0, or -1
+ * (warned, recording off). */
+int nvlp_wr_open_locked(void);
+/*! Holding the lock: one record straight into the file, when a trace is open. */
+void nvlp_wr_add_locked(unsigned kind, const void *fields, const void *blob, size_t blob_len);
+/*! Holding the lock, after nvlp_wr_open_locked: start the writer thread. @return 0, or -1 (warned,
+ * the file removed, recording off). */
+int nvlp_wr_start_locked(void);
+/*! After nvlp_wr_start_locked succeeded, with no lock held: tell lifecycle.c (its hook installs
+ * signal handlers and registers at exit, which may take the loader's lock). */
+void nvlp_wr_opened(void);
+/*! 1 on the writer thread. */
+int nvlp_wr_is_writer_thread(void);
+/*! Drain every ring now, on the calling thread (the writer producing into a full ring). */
+void nvlp_wr_drain_now(void);
+/*! Final drain: every ring, SYMBOLs, DROPS, END(reason), close, stop and join the writer thread
+ * (unless the caller is the writer thread). Recording must already be off. Safe when no trace
+ * exists. */
 void nvlp_rt_finish(unsigned reason);
 /*! After a failed exec: allow a new file to open. @return 1 if recording may resume. */
 int nvlp_rt_rearm(void);
-/*! Set the global switch (with the ordering the runtime relies on). */
-void nvlp_rt_set_active(int on);
 /*! Async-signal-safe: ask the writer thread to shut down for signal sig and wait up to
  * timeout_ms for it to finish. @return 0 if it answered, -1 otherwise (or no writer). */
 int nvlp_rt_signal_request(int sig, int timeout_ms);
-/*! pthread_atfork pieces for the recording state (locks, writer, rings, strings). */
-void nvlp_rt_fork_prepare(void);
-void nvlp_rt_fork_parent(void);
-/*! @return 1 if the child may record (into its own file, opened on its first record). */
-int nvlp_rt_fork_child(void);
+/*! Fork child, holding the lock: the parent's file and thread are not ours; back to idle. */
+void nvlp_wr_fork_child_locked(void);
 
-/* lifecycle.c */
-/*! Called once from nvlp_init: resolve the real exit/exec functions, register atexit and atfork. */
-void nvlp_lc_init(void);
-/*! Called when the first trace file opens: take over SIGTERM/SIGINT/SIGHUP/SIGQUIT if they still
- * have the default disposition (so handlers the program installed during start-up win). */
-void nvlp_lc_install_signals(void);
+/* ---- rt_strings.c --------------------------------------------------------------------------- */
+void nvlp_str_lock(void);
+void nvlp_str_unlock(void);
+/*! Holding both locks: write every known string into the newly opened trace. */
+void nvlp_str_replay_locked(void);
+
+/* ---- rt_emit.c ------------------------------------------------------------------------------ */
+/*! At init: the thread-exit key that retires a thread's ring. */
+void nvlp_emit_init(void);
+
+/* ---- rt_cpu.c ------------------------------------------------------------------------------- */
+/*! CPU time of a thread's clock in ms (0 if it cannot be read). */
+double nvlp_thread_cpu_ms(clockid_t c);
+/*! NVLPROF_VERBOSE: print the process's CPU time and that of nvlprof's threads. */
+void nvlp_cpu_report(double writer_ms);
+
+/* ---- lifecycle.c (for cupti/, which loads libraries on its own threads) -------------------- */
 /*! Register the exit handler again if libraries were loaded since it was last registered:
  * exit() runs handlers last-registered-first, and libraries loaded later (CUPTI, libnvperf_host,
  * torch) register their own destructors; ending the trace needs them still alive. */
 void nvlp_lc_refresh_atexit(void);
-/*! 0 none, 1 shutting down, 2 done (reset by rearm and in a fork child). */
-extern volatile int nvlp_lc_shut_state;
+
+/* ---- rt_fork.c: pthread_atfork pieces for the recording state -------------------------------- */
+void nvlp_rt_fork_prepare(void);
+void nvlp_rt_fork_parent(void);
+/*! @return 1 if the child may record (into its own file, opened on its first record). */
+int nvlp_rt_fork_child(void);
 
 #endif /* NVLP_RT_INTERNAL_H */

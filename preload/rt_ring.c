@@ -32,19 +32,10 @@ unsigned nvlp_ring_count(void)
 	return atomic_load(&ring_count);
 }
 
-struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t tid)
+/* One mapping holds the control block and the data; pages are only touched as used, so an idle
+ * thread costs one page of memory. */
+static struct nvlp_ring *map_ring(uint64_t cap)
 {
-	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
-		int expect = NVLP_RING_FREE;
-		if (r->cap == cap &&
-		    atomic_load_explicit(&r->state, memory_order_relaxed) == expect &&
-		    atomic_compare_exchange_strong(&r->state, &expect, NVLP_RING_ACTIVE)) {
-			r->tid = tid;
-			return r;
-		}
-	}
-	/* One mapping holds the control block and the data; pages are only touched as used, so an
-	 * idle thread costs one page of memory. */
 	size_t ctl = 4096;
 	void *m = mmap(NULL, ctl + cap, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -60,6 +51,28 @@ struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t tid)
 	struct nvlp_ring *r = m;
 	r->cap = cap;
 	r->data = (uint8_t *)m + ctl;
+	return r;
+}
+
+struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t tid)
+{
+	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
+		int expect = NVLP_RING_FREE;
+		if (r->cap == cap &&
+		    atomic_load_explicit(&r->state, memory_order_relaxed) == expect &&
+		    atomic_compare_exchange_strong(&r->state, &expect, NVLP_RING_ACTIVE)) {
+			r->tid = tid;
+			r->spilling = 0;
+			return r;
+		}
+	}
+	struct nvlp_ring *r = map_ring(cap);
+	if (!r)
+		return NULL;
+	for (; spill_cap >= cap && !r->spill; spill_cap /= 2)
+		r->spill = map_ring(spill_cap);
+	if (r->spill)
+		r->spill->release = 1;
 	r->tid = tid;
 	atomic_store_explicit(&r->state, NVLP_RING_ACTIVE, memory_order_relaxed);
 	struct nvlp_ring *old = atomic_load_explicit(&registry, memory_order_relaxed);
@@ -96,10 +109,10 @@ static inline void ring_read(const struct nvlp_ring *r, uint64_t pos, void *dst,
 	}
 }
 
-int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
-                  size_t blob_len)
+/* Append to one ring: @return as nvlp_ring_put. */
+static int put_one(struct nvlp_ring *r, unsigned kind, uint64_t fbytes, const void *fields,
+                   const void *blob, size_t blob_len)
 {
-	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
 	uint64_t need = 8 + fbytes + ((blob_len + 7) & ~(uint64_t)7);
 	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
@@ -115,10 +128,48 @@ int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const 
 	return (h - t < half && h + need - t >= half) ? 1 : 0;
 }
 
-uint64_t nvlp_ring_drain(struct nvlp_ring *r, nvlp_ring_sink sink, void *ctx, uint8_t *scratch)
+int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
+                  size_t blob_len)
 {
-	uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
+	struct nvlp_ring *s = r->spill;
+	if (r->spilling) {
+		/* Back to the ring only once the writer has taken everything spilled. */
+		if (atomic_load_explicit(&s->tail, memory_order_acquire) !=
+		    atomic_load_explicit(&s->head, memory_order_relaxed))
+			return put_one(s, kind, fbytes, fields, blob, blob_len);
+		r->spilling = 0;
+	}
+	int rc = put_one(r, kind, fbytes, fields, blob, blob_len);
+	if (rc >= 0 || !s)
+		return rc;
+	rc = put_one(s, kind, fbytes, fields, blob, blob_len);
+	if (rc < 0)
+		return -1;
+	r->spilling = 1;
+	return 1; /* the writer is behind: wake it */
+}
+
+/* Give back the pages that the drained positions [a, b) covered entirely; called before tail
+ * moves past b, so the producer cannot be writing there. */
+static void release_pages(struct nvlp_ring *r, uint64_t a, uint64_t b)
+{
+	const uint64_t pg = 4096;
+	a = (a + pg - 1) & ~(pg - 1);
+	b &= ~(pg - 1);
+	while (a < b) {
+		uint64_t off = a & (r->cap - 1);
+		uint64_t len = b - a < r->cap - off ? b - a : r->cap - off;
+		madvise(r->data + off, len, MADV_DONTNEED);
+		a += len;
+	}
+}
+
+/* Drain r up to position h. */
+static uint64_t drain_one(struct nvlp_ring *r, uint64_t h, nvlp_ring_sink sink, void *ctx,
+                          uint8_t *scratch)
+{
+	uint64_t t0 = atomic_load_explicit(&r->tail, memory_order_relaxed), t = t0;
 	uint64_t n = 0;
 	while (t < h) {
 		uint32_t hdr[2];
@@ -130,16 +181,38 @@ uint64_t nvlp_ring_drain(struct nvlp_ring *r, nvlp_ring_sink sink, void *ctx, ui
 		t += 8 + fbytes + ((blen + 7) & ~(uint64_t)7);
 		n++;
 	}
+	if (t == t0)
+		return 0;
+	if (r->release)
+		release_pages(r, t0, t);
 	/* Release only after the copies: the producer may then overwrite the space. */
 	atomic_store_explicit(&r->tail, t, memory_order_release);
 	return n;
 }
 
+uint64_t nvlp_ring_drain(struct nvlp_ring *r, nvlp_ring_sink sink, void *ctx, uint8_t *scratch)
+{
+	struct nvlp_ring *s = r->spill;
+	if (!s)
+		return drain_one(r, atomic_load_explicit(&r->head, memory_order_acquire), sink, ctx,
+		                 scratch);
+	/* The spill's head first: every ring record written before those spilled records is then
+	 * visible, and the producer writes the ring again only after the spill was emptied, so
+	 * ring-then-spill up to these heads is the order the records were made in. */
+	uint64_t hs = atomic_load_explicit(&s->head, memory_order_acquire);
+	uint64_t n = drain_one(r, atomic_load_explicit(&r->head, memory_order_acquire), sink, ctx,
+	                       scratch);
+	return n + drain_one(s, hs, sink, ctx, scratch);
+}
+
 void nvlp_ring_reset_all(void)
 {
 	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
-		atomic_store(&r->head, 0);
-		atomic_store(&r->tail, 0);
+		for (struct nvlp_ring *x = r; x; x = x == r ? r->spill : NULL) {
+			atomic_store(&x->head, 0);
+			atomic_store(&x->tail, 0);
+		}
+		r->spilling = 0;
 		atomic_store(&r->drops, 0);
 		r->drops_reported = 0;
 		atomic_store(&r->state, NVLP_RING_FREE);

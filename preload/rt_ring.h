@@ -15,6 +15,14 @@ enum { NVLP_RING_FREE = 0, NVLP_RING_ACTIVE = 1, NVLP_RING_RETIRED = 2 };
  *   u32 kind, u32 blob_len, then the kind's fields (u64 each), then the blob padded to 8.
  * head and tail are free-running byte counters; the producer owns head, the consumer owns tail,
  * and each lives on its own cache line so the two sides do not false-share.
+ *
+ * Bursts: a thread's ring (1 MiB by default, ~6,000 NCCL records) is backed by a spill ring, a
+ * large reservation (63 MiB by default, MAP_NORESERVE) that takes the records when the ring is
+ * full, until the writer has emptied it. Its pages cost memory only while they hold records: the
+ * writer gives them back (MADV_DONTNEED) after draining them and before releasing the space to
+ * the producer, so the producer never writes a page being discarded. Order is kept: once spilling,
+ * the producer writes to the spill only, until it is empty; the writer drains the ring before the
+ * spill (see nvlp_ring_drain).
  */
 struct nvlp_ring {
 	_Atomic uint64_t head;
@@ -28,35 +36,45 @@ struct nvlp_ring {
 	uint64_t cap;           /* power of two */
 	struct nvlp_ring *next; /* registry link; rings are never unlinked or unmapped */
 	uint8_t *data;
+	struct nvlp_ring *spill; /* overflow ring (none when the buffer fits the ring), or NULL */
+	int spilling;            /* producer only: records go to the spill until it is empty */
+	int release;             /* consumer gives drained pages back (the spill) */
 };
 
 /*! Size of the fixed part (u64 fields) of a kind, or 0 if the kind is invalid. */
 unsigned nvlp_ring_nfields(unsigned kind);
 
-/*! Take a FREE ring or map a new one (cap bytes, a power of two) and mark it ACTIVE for tid.
+/*! Take a FREE ring or map a new one (cap bytes, a power of two, with a spill ring of spill_cap
+ * bytes when spill_cap > 0) and mark it ACTIVE for tid. A spill that cannot be mapped (strict
+ * overcommit ignores MAP_NORESERVE) is tried at half the size, down to cap, then left out.
  * @return the ring, or NULL when memory could not be mapped. */
-struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t tid);
+struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t tid);
 
-/*! Producer side: append one record. @return 0, 1 when the ring just crossed half full (caller
- * should wake the consumer), -1 when there is no room (nothing written, nothing counted). */
+/*! Producer side: append one record (to the spill when the ring is full). @return 0, 1 when the
+ * caller should wake the consumer (the ring crossed half full, or spilling began), -1 when there
+ * is no room in either (nothing written, nothing counted). */
 int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
                   size_t blob_len);
 
 /* Producer side in two steps, for a record without blob built in place (no copy): nothing is
  * visible to the consumer before head is stored (with release) past it; see nvlp_emit_reserve. */
 /*! Room for one record of kind with fbytes of fields at the head of r, contiguous: @return where
- * the fields go (with the positions seen in *head, *tail), or NULL when the ring is full or the
- * record would wrap (then nvlp_ring_put, which splits it or reports the ring full). */
+ * the fields go (with the head to publish in *end, and in *wake whether that crosses half full),
+ * or NULL when the ring is full, spilling, or the record would wrap (then nvlp_ring_put, which
+ * spills it, splits it or reports the buffer full). */
 static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64_t fbytes,
-                                      uint64_t *head, uint64_t *tail)
+                                      uint64_t *end, int *wake)
 {
+	if (__builtin_expect(r->spilling, 0))
+		return NULL; /* nvlp_ring_put decides between spill and ring */
 	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
 	uint64_t off = h & (r->cap - 1);
 	if (__builtin_expect(h - t + 8 + fbytes > r->cap || off + 8 + fbytes > r->cap, 0))
 		return NULL;
-	*head = h;
-	*tail = t;
+	uint64_t half = r->cap / 2;
+	*end = h + 8 + fbytes;
+	*wake = h - t < half && *end - t >= half;
 	uint8_t *p = r->data + off;
 	const uint32_t hdr[2] = {kind, 0};
 	__builtin_memcpy(p, hdr, 8);
@@ -65,7 +83,8 @@ static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64
 /* Consumer side. */
 typedef int (*nvlp_ring_sink)(void *ctx, unsigned kind, const void *fields, const void *blob,
                               size_t blob_len);
-/*! Hand every published record of r to sink (in order) and release the space.
+/*! Hand every published record of r and then of its spill to sink (in order) and release the
+ * space.
  * scratch must hold 8 * NVLP_MAX_FIELDS + NVLP_MAX_BLOB + 8 bytes. @return records consumed. */
 uint64_t nvlp_ring_drain(struct nvlp_ring *r, nvlp_ring_sink sink, void *ctx, uint8_t *scratch);
 

@@ -4,10 +4,12 @@
 #include <link.h>     /* dl_iterate_phdr */
 #include <pthread.h>  /* pthread_once */
 #include <stdatomic.h>
+#include <stdlib.h>   /* malloc */
 #include <string.h>   /* strlen */
 #include <unistd.h>   /* readlink */
 
 #include "nvlp_rt.h"
+#include "rt_symbols.h"          /* nvlp_build_id_mem */
 #include "../trace/nvlp_trace.h" /* nvlp_hash64 */
 
 /*
@@ -16,6 +18,9 @@
  * first time a stack is seen, every module it touches that was not reported yet gets a MODULE
  * record (load bias, address range, path), written before the STACK: the analyzer symbolizes
  * offline as (address - 1 - base) in that file. Return addresses point after the call, hence -1.
+ * The MODULE is followed by its BUILDID (read from the image in memory), which lets the writer
+ * check the file before saving its symbols at the end (symbols.c) and the analyzer check any
+ * other copy of it.
  */
 #define MAX_FRAMES 32
 #define SKIP_FRAMES 8 /* more than the shim's own depth, which is dropped by address */
@@ -35,6 +40,8 @@ struct module {
 	uintptr_t base, lo, hi;
 	char path[4096];
 	int found;
+	uint8_t id[NVLP_BUILD_ID_MAX];
+	size_t id_len;
 };
 
 static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
@@ -58,6 +65,7 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
 	m->lo = lo;
 	m->hi = hi;
 	m->found = 1;
+	m->id_len = nvlp_build_id_mem(info, m->id, sizeof m->id);
 	const char *name = info->dlpi_name;
 	if (name && name[0]) {
 		size_t n = strlen(name);
@@ -124,14 +132,22 @@ static int set_add(_Atomic uint64_t *set, unsigned nslots, uint64_t v)
 
 static void report_modules(const uint64_t *pc, int n)
 {
-	static __thread struct module m; /* 4 KiB: kept off the job's stack */
+	/* 4 KiB: kept off the job's stack, made once per thread (freed when it exits). */
+	struct nvlp_tls *t = nvlp_tls();
+	if (!t->stack_scratch && !(t->stack_scratch = malloc(sizeof(struct module))))
+		return;
+	struct module *m = t->stack_scratch;
 	for (int i = 0; i < n; i++) {
-		if (!find_module(&m, (uintptr_t)pc[i]))
+		if (!find_module(m, (uintptr_t)pc[i]))
 			continue;
-		if (set_add((_Atomic uint64_t *)module_bases, MODULE_SLOTS, m.base ? m.base : 1) == 0)
+		if (set_add((_Atomic uint64_t *)module_bases, MODULE_SLOTS, m->base ? m->base : 1) == 0)
 			continue;
-		struct nvlp_rec_module r = {.base = m.base, .start = m.lo, .end = m.hi};
-		nvlp_emit(NVLP_K_MODULE, &r, m.path, strlen(m.path));
+		struct nvlp_rec_module r = {.base = m->base, .start = m->lo, .end = m->hi};
+		nvlp_emit(NVLP_K_MODULE, &r, m->path, strlen(m->path));
+		if (m->id_len) {
+			struct nvlp_rec_buildid b = {.base = m->base};
+			nvlp_emit(NVLP_K_BUILDID, &b, m->id, m->id_len);
+		}
 	}
 }
 

@@ -1,5 +1,8 @@
-/* bench_shim.c: the shim's added cost per ncclAllReduce and its trace bytes per record, on the fake NCCL. */
+/* bench_shim.c: the shim's added cost per ncclAllReduce, its trace bytes per record, and what it keeps of bursts on busy cores, on the fake NCCL. */
 #include <dirent.h>   /* opendir */
+#include <pthread.h>  /* pthread_create */
+#include <signal.h>   /* kill */
+#include <sys/wait.h> /* waitpid */
 #include <limits.h>   /* PATH_MAX */
 #include <stdio.h>    /* printf, popen */
 #include <stdlib.h>   /* qsort, setenv */
@@ -17,7 +20,14 @@
  * (ROUNDS times each, so that machine noise hits both alike), and takes the median of each side.
  * CUPTI collection is switched off in the child: without a GPU driver there is no CUPTI, and this
  * measures the interposition and recording path itself; a third run per round adds NCCL's profiler
- * plugin (the fake NCCL calls it per collective, as NCCL does).
+ * plugin (the fake NCCL calls it per collective, as NCCL does). A fourth run per round uses the
+ * ring as it was before spill rings (NVLPROF_BUFFER_KB=1024: a 1 MiB ring, nothing behind it).
+ *
+ * Bursts (issue 12): with every core of the machine busy with spinning processes this program
+ * starts and stops itself, a child makes N calls back to back on T threads, or paces 1 M calls/s
+ * for 10 s; each with the default buffers and with the old ring, counting records kept and
+ * dropped in the trace. The burst child also reports its resident memory before, right after, and
+ * 1.5 s after the burst (when the writer has drained the spill and given its pages back).
  */
 #define ROUNDS 5
 #define DEFAULT_CALLS 400000
@@ -48,6 +58,92 @@ static int child(long calls)
 	return bad != 0;
 }
 
+static int trace_stats(const char *dir, double *bytes, double *records, double *dropped);
+/* ncclAllReduce records in the trace trace_stats read last */
+static double allreduces;
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static ncclComm_t burst_comm;
+static long burst_calls;
+
+static void *burst_thread(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < burst_calls; i++)
+		ncclAllReduce(NULL, NULL, 1024 + (i & 7), ncclFloat32, ncclSum, burst_comm, NULL);
+	return NULL;
+}
+
+/* --burst N T: T threads x N calls at once; prints ns per call and RSS (KiB) before, right after
+ * and 1.5 s after the burst. */
+static int child_burst(long calls, int threads)
+{
+	ncclUniqueId id;
+	if (ncclGetUniqueId(&id) != ncclSuccess ||
+	    ncclCommInitRank(&burst_comm, 1, id, 0) != ncclSuccess)
+		return 1;
+	ncclAllReduce(NULL, NULL, 1, ncclFloat32, ncclSum, burst_comm, NULL); /* trace open */
+	struct timespec rest = {0, 200000000};
+	nanosleep(&rest, NULL);
+	long rss0 = rss_kb();
+	burst_calls = calls;
+	pthread_t t[64];
+	threads = threads < 1 ? 1 : threads > 64 ? 64 : threads;
+	double t0 = now_ns();
+	for (int i = 1; i < threads; i++)
+		pthread_create(&t[i], NULL, burst_thread, NULL);
+	burst_thread(NULL);
+	for (int i = 1; i < threads; i++)
+		pthread_join(t[i], NULL);
+	double t1 = now_ns();
+	long rss1 = rss_kb();
+	struct timespec drain = {1, 500000000};
+	nanosleep(&drain, NULL);
+	printf("%.3f %ld %ld %ld\n", (t1 - t0) / (double)calls, rss0, rss1, rss_kb());
+	ncclCommDestroy(burst_comm);
+	return 0;
+}
+
+/* --rate R S: R calls per second for S seconds, in 1 ms slices (a slice late behind busy cores is
+ * made up at once, as a job's step would be); prints the calls made and the achieved rate. */
+static int child_rate(long rate, long secs)
+{
+	ncclUniqueId id;
+	ncclComm_t comm;
+	if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess)
+		return 1;
+	long per_ms = rate / 1000, made = 0;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	double t0 = now_ns();
+	for (long ms = 0; ms < secs * 1000; ms++) {
+		for (long i = 0; i < per_ms; i++, made++)
+			ncclAllReduce(NULL, NULL, 1024 + (i & 7), ncclFloat32, ncclSum, comm, NULL);
+		next.tv_nsec += 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	double t1 = now_ns();
+	ncclCommDestroy(comm);
+	printf("%ld %.0f\n", made, made / ((t1 - t0) / 1e9));
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -56,13 +152,14 @@ static int cmp_double(const void *a, const void *b)
 
 /* Run ourselves as a child; @return ns per call, or -1. */
 static double run_child(const char *self, long calls, const char *preload, const char *dir,
-                        int plugin)
+                        int plugin, const char *env)
 {
 	char cmd[3 * PATH_MAX];
 	snprintf(cmd, sizeof cmd,
 	         "env -u NCCL_PROFILER_PLUGIN %s%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
-	         "NVLPROF_NCCL_PLUGIN=%d '%s' --child %ld",
-		 preload ? "LD_PRELOAD=" : "", preload ? preload : "", dir, plugin, self, calls);
+	         "NVLPROF_NCCL_PLUGIN=%d %s '%s' --child %ld",
+		 preload ? "LD_PRELOAD=" : "", preload ? preload : "", dir, plugin, env, self,
+		 calls);
 	FILE *p = popen(cmd, "r");
 	double ns = -1;
 	if (!p || fscanf(p, "%lf", &ns) != 1)
@@ -70,6 +167,98 @@ static double run_child(const char *self, long calls, const char *preload, const
 	if (p && pclose(p) != 0)
 		ns = -1;
 	return ns;
+}
+
+/* Spinning processes, one per core, so the writer thread competes for CPU as on a busy node. */
+static int busy_start(pid_t *pids, int max)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	int k = 0;
+	for (; k < n && k < max; k++) {
+		pids[k] = fork();
+		if (pids[k] == 0)
+			for (volatile unsigned long x = 0;; x++)
+				;
+		if (pids[k] < 0)
+			break;
+	}
+	return k;
+}
+
+static void busy_stop(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+}
+
+/* One burst/rate child under LD_PRELOAD with env; fills out[] from its line, and the trace's
+ * record and drop counts. @return 0 or -1. */
+static int run_load(const char *self, const char *preload, const char *dir, const char *env,
+                    const char *mode, double *out, int nout, double *records, double *dropped)
+{
+	char cmd[4 * PATH_MAX];
+	snprintf(cmd, sizeof cmd,
+	         "env -u NCCL_PROFILER_PLUGIN LD_PRELOAD=%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
+	         "NVLPROF_STACKS=0 NVLPROF_NCCL_PLUGIN=0 %s '%s' %s",
+	         preload, dir, env, self, mode);
+	FILE *p = popen(cmd, "r");
+	int ok = p != NULL;
+	for (int i = 0; ok && i < nout; i++)
+		ok = fscanf(p, "%lf", &out[i]) == 1;
+	if (p && pclose(p) != 0)
+		ok = 0;
+	double bytes;
+	if (!ok || trace_stats(dir, &bytes, records, dropped) != 0)
+		return -1;
+	*records = allreduces;
+	return 0;
+}
+
+static int bench_bursts(const char *self, const char *preload, const char *tmpl)
+{
+	static const struct {
+		const char *name, *env;
+	} sides[] = {{"default buffers", ""}, {"old ring (1 MiB)", "NVLPROF_BUFFER_KB=1024"}};
+	static const struct {
+		const char *what, *mode;
+		long calls;
+	} loads[] = {{"1 thread x 100,000 calls back to back", "--burst 100000 1", 100000},
+	             {"16 threads x 20,000 calls back to back", "--burst 20000 16", 320000},
+	             {"1 M calls/s for 10 s", "--rate 1000000 10", 0}};
+	pid_t busy[256];
+	int nbusy = busy_start(busy, 256);
+	printf("bench_shim: bursts with %d spinning processes keeping every core busy\n", nbusy);
+	int bad = 0;
+	for (size_t l = 0; l < sizeof loads / sizeof *loads; l++)
+		for (size_t s = 0; s < sizeof sides / sizeof *sides; s++) {
+			char dir[PATH_MAX + 64];
+			snprintf(dir, sizeof dir, "%s/b%zu%zu", tmpl, l, s);
+			mkdir(dir, 0755);
+			double o[4] = {0}, rec = 0, drop = 0;
+			int burst = loads[l].calls > 0;
+			if (run_load(self, preload, dir, sides[s].env, loads[l].mode, o, burst ? 4 : 2,
+			             &rec, &drop) < 0) {
+				printf("bench_shim: %s, %s: child failed\n", loads[l].what,
+				       sides[s].name);
+				bad = 1;
+				continue;
+			}
+			/* The trace holds the calls plus a few records of its own (NCCL setup). */
+			if (burst)
+				printf("bench_shim:   %-40s %-17s %7.0f calls kept, %7.0f dropped, "
+				       "%6.1f ns/call; RSS +%.0f KiB in the burst, +%.0f KiB 1.5 s "
+				       "after\n",
+				       loads[l].what, sides[s].name, rec, drop, o[0], o[2] - o[1],
+				       o[3] - o[1]);
+			else
+				printf("bench_shim:   %-40s %-17s %7.0f calls kept, %7.0f dropped, "
+				       "of %.0f made at %.0f calls/s\n",
+				       loads[l].what, sides[s].name, rec, drop, o[0], o[1]);
+		}
+	busy_stop(busy, nbusy);
+	return bad;
 }
 
 /* Size of the one trace in dir and its record count. */
@@ -94,8 +283,12 @@ static int trace_stats(const char *dir, double *bytes, double *records, double *
 	struct nvlp_record rec;
 	*records = 0;
 	*dropped = 0;
+	allreduces = 0;
 	while (nvlp_reader_next(r, &rec) == 1) {
 		*records += 1;
+		if (rec.kind == NVLP_K_NCCL &&
+		    ((const struct nvlp_rec_nccl *)rec.f)->fn == NVLP_NCCL_ALL_REDUCE)
+			allreduces += 1;
 		if (rec.kind == NVLP_K_END)
 			*dropped = (double)((const struct nvlp_rec_end *)rec.f)->dropped;
 	}
@@ -108,6 +301,10 @@ int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "--child"))
 		return child(atol(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "--burst"))
+		return child_burst(atol(argv[2]), atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "--rate"))
+		return child_rate(atol(argv[2]), atol(argv[3]));
 	long calls = argc >= 2 ? atol(argv[1]) : DEFAULT_CALLS;
 	char self[PATH_MAX - 64], lib[PATH_MAX], tmpl[] = "/tmp/nvlp-bench.XXXXXX";
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -125,26 +322,33 @@ int main(int argc, char **argv)
 
 	/* traced: the interception alone (NCCL's profiler plugin off); plugged: with the plugin,
 	 * which the fake NCCL then calls once per collective, as NCCL 2.27+ does */
-	double plain[ROUNDS], traced[ROUNDS], plugged[ROUNDS];
-	char dir[PATH_MAX + 32], pdir[PATH_MAX + 32];
+	double plain[ROUNDS], traced[ROUNDS], plugged[ROUNDS], oldring[ROUNDS];
+	char dir[PATH_MAX + 32], pdir[PATH_MAX + 32], odir[PATH_MAX + 32];
 	for (int i = 0; i < ROUNDS; i++) {
 		snprintf(dir, sizeof dir, "%s/r%d", tmpl, i);
 		snprintf(pdir, sizeof pdir, "%s/p%d", tmpl, i);
+		snprintf(odir, sizeof odir, "%s/o%d", tmpl, i);
 		mkdir(dir, 0755);
 		mkdir(pdir, 0755);
-		plain[i] = run_child(self, calls, NULL, dir, 0);
-		traced[i] = run_child(self, calls, preload, dir, 0);
-		plugged[i] = run_child(self, calls, preload, pdir, 1);
-		if (plain[i] < 0 || traced[i] < 0 || plugged[i] < 0) {
+		mkdir(odir, 0755);
+		plain[i] = run_child(self, calls, NULL, dir, 0, "");
+		traced[i] = run_child(self, calls, preload, dir, 0, "");
+		plugged[i] = run_child(self, calls, preload, pdir, 1, "");
+		oldring[i] = run_child(self, calls, preload, odir, 0, "NVLPROF_BUFFER_KB=1024");
+		if (plain[i] < 0 || traced[i] < 0 || plugged[i] < 0 || oldring[i] < 0) {
 			printf("bench_shim: a child run failed (shim %s)\n", preload);
 			return 1;
 		}
 	}
-	double bytes = 0, records = 0, dropped = 0;
+	double bytes = 0, records = 0, dropped = 0, ob = 0, orec = 0, odrop = 0;
 	int stats = trace_stats(dir, &bytes, &records, &dropped);
+	/* A ring that fills drops records instead of keeping them, which is cheaper: say how many,
+	 * so that the two figures compare the same work. */
+	trace_stats(odir, &ob, &orec, &odrop);
 	qsort(plain, ROUNDS, sizeof plain[0], cmp_double);
 	qsort(traced, ROUNDS, sizeof traced[0], cmp_double);
 	qsort(plugged, ROUNDS, sizeof plugged[0], cmp_double);
+	qsort(oldring, ROUNDS, sizeof oldring[0], cmp_double);
 	double added = traced[ROUNDS / 2] - plain[ROUNDS / 2];
 	printf("bench_shim: %ld ncclAllReduce calls x %d rounds: %.1f ns/call without, %.1f with: "
 	       "added %.1f ns/call (target <= 100)\n",
@@ -152,13 +356,18 @@ int main(int argc, char **argv)
 	printf("bench_shim: with NCCL's profiler plugin served too (one more record per "
 	       "collective): %.1f ns/call, %.1f more\n",
 	       plugged[ROUNDS / 2], plugged[ROUNDS / 2] - traced[ROUNDS / 2]);
+	printf("bench_shim: the same with the old ring (1 MiB, no spill): %.1f ns/call, added %.1f; "
+	       "its last round dropped %.0f of %.0f calls, the default buffers' %.0f\n",
+	       oldring[ROUNDS / 2], oldring[ROUNDS / 2] - plain[ROUNDS / 2], odrop,
+	       (double)calls + 10000, dropped);
 	if (stats == 0)
 		printf("bench_shim: trace %.0f bytes, %.0f records, %.0f dropped: %.2f bytes/record "
 		       "(target <= 8)\n",
 		       bytes, records, dropped, bytes / (records > 0 ? records : 1));
 	else
 		printf("bench_shim: no readable trace in %s\n", dir);
+	int bursts = getenv("NVLPROF_BENCH_NO_BURSTS") ? 0 : bench_bursts(self, preload, tmpl);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-	return system(cmd) != 0 || stats != 0;
+	return system(cmd) != 0 || stats != 0 || bursts != 0;
 }

@@ -3,6 +3,8 @@
 #include <errno.h>  /* errno */
 #include <stdio.h>  /* printf */
 #include <string.h> /* strcmp */
+#include <time.h>   /* nanosleep */
+#include <unistd.h> /* access */
 
 #include <cuda_runtime_api.h>
 
@@ -121,14 +123,32 @@ static int mode_unresolved(void)
 	return 0;
 }
 
+/* copies-wait READY GO: the copies, then create READY and wait (20 s at most) for GO to exist, so
+ * that a test can change this program's file before the trace ends. */
+static int mode_copies_wait(const char *ready, const char *go)
+{
+	int rc = mode_copies();
+	fflush(stdout);
+	FILE *f = fopen(ready, "w");
+	if (f)
+		fclose(f);
+	for (int i = 0; i < 2000 && access(go, F_OK) != 0; i++) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && !strcmp(argv[1], "copies-wait"))
+		return mode_copies_wait(argv[2], argv[3]);
 	if (argc >= 2 && !strcmp(argv[1], "copies"))
 		return mode_copies();
 	if (argc >= 2 && !strcmp(argv[1], "outparams"))
 		return mode_outparams();
 	if (argc >= 2 && !strcmp(argv[1], "unresolved"))
 		return mode_unresolved();
-	fprintf(stderr, "usage: hk_cuda copies | outparams | unresolved\n");
+	fprintf(stderr, "usage: hk_cuda copies | copies-wait READY GO | outparams | unresolved\n");
 	return 2;
 }

@@ -3,7 +3,7 @@
 
 #include "nvlp_trace.h"
 
-/* Blobs: text kinds as text, stacks as addresses. */
+/* Blobs: text kinds as text, stacks as addresses, build-ids in hex. */
 static void print_blob(const struct nvlp_record *rec)
 {
 	if (!rec->blob)
@@ -15,6 +15,12 @@ static void print_blob(const struct nvlp_record *rec)
 			__builtin_memcpy(&a, rec->blob + i, 8);
 			printf("%s0x%llx", i ? "," : "", (unsigned long long)a);
 		}
+		return;
+	}
+	if (rec->kind == NVLP_K_BUILDID) {
+		printf(" id=");
+		for (uint32_t i = 0; i < rec->blob_len; i++)
+			printf("%02x", rec->blob[i]);
 		return;
 	}
 	printf(" blob=");

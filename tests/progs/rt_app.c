@@ -77,17 +77,23 @@ static void on_term(int sig)
 	got_term = 1;
 }
 
-static long vm_size_kb(void)
+static long status_kb(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
+	char line[256], fmt[64];
 	long kb = -1;
+	snprintf(fmt, sizeof fmt, "%s: %%ld", key);
 	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "VmSize: %ld", &kb) == 1)
+		if (sscanf(line, fmt, &kb) == 1)
 			break;
 	if (f)
 		fclose(f);
 	return kb;
+}
+
+static long vm_size_kb(void)
+{
+	return status_kb("VmSize");
 }
 
 int main(int argc, char **argv)
@@ -205,6 +211,23 @@ int main(int argc, char **argv)
 		}
 		allreduce();
 		sleep_ms(b);
+		return 0;
+	}
+	if (!strcmp(mode, "burst")) { /* burst N: N calls back to back, then wait (20 s at most)
+	                                * until the resident memory is back within 8 MiB of before */
+		allreduce();
+		sleep_ms(100);
+		long rss0 = status_kb("VmRSS");
+		worker((void *)a);
+		long peak = status_kb("VmRSS");
+		long rss = peak;
+		for (int i = 0; i < 400 && rss > rss0 + 8192; i++) {
+			sleep_ms(50);
+			rss = status_kb("VmRSS");
+		}
+		printf("calls=%ld\n", atomic_load(&calls));
+		printf("rss_burst_kb=%ld\n", peak - rss0);
+		printf("rss_back=%d\n", rss <= rss0 + 8192);
 		return 0;
 	}
 	if (!strcmp(mode, "churn")) { /* churn K: K short threads, 4 at a time, 3 calls each */

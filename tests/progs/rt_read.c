@@ -20,6 +20,9 @@ int main(int argc, char **argv)
 	unsigned long long kinds[NVLP_K_COUNT] = {0}, allreduce = 0, records = 0, config_notes = 0;
 	unsigned long long fork_notes = 0, last_nccl_t = 0, drops_max = 0, strings_ok = 1;
 	struct nvlp_rec_end end = {0};
+	/* Per thread, calls must come out in the order they were made (call ids increase): a burst
+	 * that spilled out of a thread's ring must not reorder it. Threads by tid, 64 at most. */
+	unsigned long long order_tid[64] = {0}, order_last[64] = {0}, out_of_order = 0;
 	int got_end = 0, after_end = 0, rc;
 	struct nvlp_record rec;
 	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
@@ -35,6 +38,13 @@ int main(int argc, char **argv)
 				allreduce++;
 			if (n->t_enter > last_nccl_t)
 				last_nccl_t = n->t_enter;
+			for (int i = 0; i < 64; i++)
+				if (order_tid[i] == n->tid || !order_tid[i]) {
+					order_tid[i] = n->tid;
+					out_of_order += n->call_id <= order_last[i];
+					order_last[i] = n->call_id;
+					break;
+				}
 			break;
 		}
 		case NVLP_K_NOTE: {
@@ -79,6 +89,7 @@ int main(int argc, char **argv)
 	printf("end_records=%llu\n", (unsigned long long)end.records);
 	printf("end_dropped=%llu\n", (unsigned long long)end.dropped);
 	printf("end_reason=%llu\n", (unsigned long long)end.reason);
+	printf("out_of_order=%llu\n", out_of_order);
 	printf("span_ms=%llu\n", last_nccl_t > t_mono ? (last_nccl_t - t_mono) / 1000000 : 0);
 	static const char *const keys[] = {
 	    NVLP_HDR_FORMAT,  NVLP_HDR_VERSION, NVLP_HDR_HOST,       NVLP_HDR_PID,

@@ -1,0 +1,137 @@
+/* rt_config.c: the shim's configuration from the environment, and the global recording switch. */
+#include <errno.h>  /* errno */
+#include <limits.h> /* PATH_MAX */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* getenv, strtol */
+#include <string.h> /* strcmp */
+#include <unistd.h> /* getcwd */
+
+#include "nvlp_rt.h"
+#include "rt_internal.h"
+
+volatile int nvlp_active;
+
+int nvlp_rt_active(void)
+{
+	return __atomic_load_n(&nvlp_active, __ATOMIC_ACQUIRE);
+}
+
+void nvlp_rt_set_active(int on)
+{
+	__atomic_store_n(&nvlp_active, on, __ATOMIC_RELEASE);
+}
+
+static struct nvlp_config cfg = {
+    .stacks = 1,
+    .cupti = 1,
+    .um = -1,
+    .sample_us = 1000,
+    .nccl_plugin = 1,
+    .buffer_kb = 65536,
+    .flush_ms = 500,
+    .gpu_flush_ms = 10000,
+};
+/* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
+#define MAX_CFG_NOTES 16
+static char cfg_notes[MAX_CFG_NOTES][320];
+static int n_cfg_notes;
+
+const struct nvlp_config *nvlp_cfg(void)
+{
+	return &cfg;
+}
+
+static void cfg_bad(const char *var, const char *val, const char *expected, const char *def)
+{
+	char msg[320];
+	snprintf(msg, sizeof msg, "%s='%.64s': expected %s; using default %s", var, val, expected,
+	         def);
+	nvlp_warn("%s", msg);
+	if (n_cfg_notes < MAX_CFG_NOTES)
+		snprintf(cfg_notes[n_cfg_notes++], sizeof cfg_notes[0], "%s", msg);
+}
+
+static void cfg_bool(const char *var, int *out)
+{
+	const char *v = getenv(var);
+	if (!v || !*v)
+		return;
+	if (!strcmp(v, "0") || !strcmp(v, "1")) {
+		*out = v[0] == '1';
+		return;
+	}
+	char def[8];
+	snprintf(def, sizeof def, "%d", *out);
+	cfg_bad(var, v, "0 or 1", def);
+}
+
+static void cfg_long(const char *var, long *out, long lo, long hi)
+{
+	const char *v = getenv(var);
+	if (!v || !*v)
+		return;
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < lo || x > hi) {
+		char exp[64], def[32];
+		snprintf(exp, sizeof exp, "an integer %ld..%ld", lo, hi);
+		snprintf(def, sizeof def, "%ld", *out);
+		cfg_bad(var, v, exp, def);
+		return;
+	}
+	*out = x;
+}
+
+void nvlp_cfg_parse(void)
+{
+	cfg_bool("NVLPROF_DISABLE", &cfg.disable);
+	cfg_bool("NVLPROF_STACKS", &cfg.stacks);
+	cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
+	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
+	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
+	const char *um = getenv("NVLPROF_UM");
+	if (um && *um) {
+		if (!strcmp(um, "auto"))
+			cfg.um = -1;
+		else if (!strcmp(um, "0") || !strcmp(um, "1"))
+			cfg.um = um[0] == '1';
+		else
+			cfg_bad("NVLPROF_UM", um, "auto, 0 or 1", "auto");
+	}
+	const char *links = getenv("NVLPROF_LINKS");
+	if (links && *links) {
+		if (!strcmp(links, "auto") || !strcmp(links, "nvml"))
+			cfg.links_nvml = links[0] == 'n';
+		else
+			cfg_bad("NVLPROF_LINKS", links, "auto or nvml", "auto");
+	}
+	const char *clk = getenv("NVLPROF_CLOCK");
+	if (nvlp_clock_init(clk) < 0)
+		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
+	cfg_long("NVLPROF_SAMPLE_US", &cfg.sample_us, 0, 10000000);
+	/* 64 KiB floor: a ring must hold the largest ordinary record several times over. */
+	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 4L << 20);
+	cfg_long("NVLPROF_FLUSH_MS", &cfg.flush_ms, 1, 1000);
+	cfg_long("NVLPROF_GPU_FLUSH_MS", &cfg.gpu_flush_ms, 0, 3600000);
+
+	/* Resolved against the start-up directory, so a later chdir() does not move the traces. */
+	const char *dir = getenv("NVLPROF_DIR");
+	if (!dir || !*dir)
+		dir = "./nvlprof-traces";
+	char cwd[PATH_MAX];
+	const char *rel = dir[0] == '.' && dir[1] == '/' ? dir + 2 : dir;
+	if (dir[0] == '/' || !getcwd(cwd, sizeof cwd) ||
+	    snprintf(cfg.dir, sizeof cfg.dir, "%s/%s", cwd, rel) >= (int)sizeof cfg.dir)
+		snprintf(cfg.dir, sizeof cfg.dir, "%s", dir);
+}
+
+unsigned nvlp_cfg_note_count(void)
+{
+	return (unsigned)n_cfg_notes;
+}
+
+const char *nvlp_cfg_note(unsigned i)
+{
+	return i < (unsigned)n_cfg_notes ? cfg_notes[i] : "";
+}

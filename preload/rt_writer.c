@@ -1,0 +1,452 @@
+/* rt_writer.c: the trace being written: its state, lock and writer thread (drain every ring, flush, end). */
+#include <errno.h>       /* errno */
+#include <fcntl.h>       /* O_CLOEXEC */
+#include <limits.h>      /* PATH_MAX */
+#include <poll.h>        /* poll */
+#include <pthread.h>     /* pthread_* */
+#include <signal.h>      /* sigset_t */
+#include <stdatomic.h>   /* atomic_* */
+#include <stdio.h>       /* snprintf */
+#include <stdlib.h>      /* free */
+#include <string.h>      /* strerror */
+#include <sys/syscall.h> /* SYS_getpid */
+#include <time.h>        /* clock_gettime */
+#include <unistd.h>      /* write, pipe2 */
+
+#include "nvlp_rt.h"
+#include "nvlp_trace.h"
+#include "rt_internal.h"
+#include "rt_ring.h"
+#include "rt_symbols.h"
+
+/* Symbols for the frames of the trace's stacks are bounded: a signal handler waits 3 s for all of
+ * the end. */
+#define SYMBOLS_BUDGET_NS 1000000000ull
+
+enum { W_IDLE, W_RUNNING, W_CLOSED, W_FAILED };
+static _Atomic int wstate;
+/* Lock order: the strings' lock before w_mu. w_mu guards the writer, the drain and everything
+ * below. */
+static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
+static nvlp_writer *writer;
+static char trace_path[PATH_MAX + 64];
+static pthread_t wthread;
+static int wthread_live;
+static uint64_t total_drops;
+static pid_t forked_from;
+volatile pid_t nvlp_rt_pid;
+static struct nvlp_rt_hooks hooks;
+static uint8_t scratch[8 * NVLP_MAX_FIELDS + NVLP_MAX_BLOB + 8];
+/* Wake-up pipe (kicks, signal requests) and the answer pipe for signal handlers. Created with the
+ * first trace of the process and kept: a signal handler may write to them at any time. */
+static int kick_rd = -1, kick_wr = -1, ans_rd = -1, ans_wr = -1;
+static _Atomic int kick_pending;
+/* Set by a signal handler, read by the writer thread: a lock-free atomic int is both
+ * async-signal-safe and what ThreadSanitizer expects between threads. */
+static int sig_req;
+/* Threads waiting for w_mu. The writer holds it for long stretches under load and glibc mutexes
+ * are not fair, so it steps aside between rings while anyone waits (fork must not starve). */
+static _Atomic int w_waiters;
+
+static void wlock(void)
+{
+	atomic_fetch_add(&w_waiters, 1);
+	pthread_mutex_lock(&w_mu);
+	atomic_fetch_sub(&w_waiters, 1);
+}
+
+/* Writer thread only, holding w_mu: let waiting threads in. */
+static void yield_locked(void)
+{
+	if (!atomic_load_explicit(&w_waiters, memory_order_relaxed))
+		return;
+	pthread_mutex_unlock(&w_mu);
+	for (int i = 0; i < 100000 && atomic_load(&w_waiters); i++) {
+		struct timespec ts = {0, 50000};
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&w_mu);
+}
+
+void nvlp_rt_set_hooks(const struct nvlp_rt_hooks *h)
+{
+	hooks = *h;
+}
+
+void nvlp_wr_lock(void)
+{
+	wlock();
+}
+
+void nvlp_wr_unlock(void)
+{
+	pthread_mutex_unlock(&w_mu);
+}
+
+int nvlp_rt_trace_open(void)
+{
+	return atomic_load(&wstate) == W_RUNNING;
+}
+
+void nvlp_kick_writer(void)
+{
+	if (atomic_load_explicit(&wstate, memory_order_relaxed) != W_RUNNING)
+		return;
+	/* Coalesce: one byte in the pipe is enough until the writer wakes. */
+	if (atomic_exchange(&kick_pending, 1))
+		return;
+	int e = errno;
+	(void)!write(kick_wr, "k", 1);
+	errno = e;
+}
+
+int nvlp_wr_idle(void)
+{
+	return atomic_load(&wstate) == W_IDLE;
+}
+
+int nvlp_rt_in_vfork_child(void)
+{
+	return (pid_t)syscall(SYS_getpid) != nvlp_rt_pid;
+}
+
+/* ---- the writer thread ---------------------------------------------------------------------- */
+
+static int sink(void *ctx, unsigned kind, const void *fields, const void *blob, size_t blob_len)
+{
+	(void)ctx;
+	if (kind == NVLP_K_STACK || kind == NVLP_K_MODULE || kind == NVLP_K_BUILDID)
+		nvlp_syms_seen(kind, fields, blob, blob_len);
+	return nvlp_writer_add(writer, kind, fields, blob, blob_len);
+}
+
+static void write_failed_locked(int err)
+{
+	nvlp_warn("cannot write trace %s: %s; recording stopped", trace_path, strerror(err));
+	nvlp_rt_set_active(0);
+	nvlp_writer_abandon(writer);
+	writer = NULL;
+	atomic_store(&wstate, W_FAILED);
+}
+
+static void flush_locked(void)
+{
+	if (nvlp_writer_flush(writer) < 0)
+		write_failed_locked(errno);
+}
+
+/* Move every ring's records into the writer; report drop counts; recycle rings of dead threads. */
+static void drain_locked(int can_yield)
+{
+	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
+		if (can_yield)
+			yield_locked();
+		/* The trace may have been ended (or failed) while we stepped aside. */
+		if (!writer || atomic_load(&wstate) != W_RUNNING)
+			return;
+		int st = atomic_load_explicit(&r->state, memory_order_acquire);
+		if (st == NVLP_RING_FREE)
+			continue;
+		nvlp_ring_drain(r, sink, NULL, scratch);
+		uint64_t d = atomic_load_explicit(&r->drops, memory_order_relaxed);
+		if (d != r->drops_reported) {
+			struct nvlp_rec_drops rec = {.tid = r->tid, .dropped = d, .t = nvlp_now()};
+			nvlp_writer_add(writer, NVLP_K_DROPS, &rec, NULL, 0);
+			total_drops += d - r->drops_reported;
+			r->drops_reported = d;
+		}
+		if (st == NVLP_RING_RETIRED) {
+			atomic_store_explicit(&r->drops, 0, memory_order_relaxed);
+			r->drops_reported = 0;
+			atomic_store_explicit(&r->state, NVLP_RING_FREE, memory_order_release);
+			atomic_fetch_sub(&nvlp_ring_retired, 1);
+		}
+		/* Keep frames bounded when a burst filled many rings. */
+		if (nvlp_writer_pending(writer) > (8u << 20))
+			flush_locked();
+	}
+}
+
+/* Ends the trace for a signal handler (see writer_main); inherits the writer's signal mask. */
+static void *stopper_main(void *arg)
+{
+	(void)arg;
+	if (hooks.end_for_signal)
+		hooks.end_for_signal();
+	(void)!write(ans_wr, "a", 1);
+	return NULL;
+}
+
+static void *writer_main(void *arg)
+{
+	int stopper_started = 0;
+	(void)arg;
+	nvlp_tls()->is_writer = 1;
+	for (;;) {
+		struct pollfd p = {.fd = kick_rd, .events = POLLIN};
+		if (poll(&p, 1, (int)nvlp_cfg()->flush_ms) > 0) {
+			char b[64];
+			while (read(kick_rd, b, sizeof b) > 0)
+				;
+		}
+		atomic_store(&kick_pending, 0);
+		nvlp_clock_refresh();
+		if (hooks.tick)
+			hooks.tick();
+		if (__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE) && !stopper_started) {
+			/* A signal handler asked for the end of the trace. It is done on a helper
+			 * thread (locks and allocation are fine there) while this one keeps
+			 * draining: CUPTI's flush and samplers emit through rings and wait for room
+			 * (seen on the GPU machine: ending on this thread alone missed the
+			 * handler's deadline). The helper answers the handler when done. */
+			stopper_started = 1;
+			pthread_t t;
+			if (pthread_create(&t, NULL, stopper_main, NULL) == 0) {
+				pthread_detach(t);
+			} else {
+				stopper_main(NULL);
+				return NULL;
+			}
+		}
+		pthread_mutex_lock(&w_mu);
+		if (atomic_load(&wstate) == W_RUNNING) {
+			drain_locked(1);
+			if (writer && atomic_load(&wstate) == W_RUNNING)
+				flush_locked();
+		}
+		int st = atomic_load(&wstate);
+		pthread_mutex_unlock(&w_mu);
+		if (st != W_RUNNING)
+			return NULL;
+	}
+}
+
+/* ---- opening the trace ---------------------------------------------------------------------- */
+
+static void note_locked(unsigned code, uint64_t value, const char *msg)
+{
+	struct nvlp_rec_note rec = {
+	    .code = code, .t = nvlp_now(), .device = (uint64_t)-1, .value = value};
+	nvlp_writer_add(writer, NVLP_K_NOTE, &rec, msg, strlen(msg));
+}
+
+static int make_pipe(int *rd, int *wr)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	*rd = p[0];
+	*wr = p[1];
+	return 0;
+}
+
+/* The writer thread must never take the job's signals: they belong to the application. */
+static int start_thread(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+	for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
+		sigdelset(&all, sync_sigs[i]);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&wthread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -1;
+	pthread_setname_np(wthread, "nvlprof-writer");
+	wthread_live = 1;
+	return 0;
+}
+
+int nvlp_wr_open_locked(void)
+{
+	int fd = nvlp_tf_create(trace_path, sizeof trace_path);
+	if (fd < 0) {
+		nvlp_warn("cannot write traces to %s: %s; recording disabled", nvlp_cfg()->dir,
+		          strerror(errno));
+		nvlp_rt_set_active(0);
+		atomic_store(&wstate, W_FAILED);
+		return -1;
+	}
+	uint64_t t_mono, t_real;
+	char *hdr = nvlp_tf_header(&t_mono, &t_real);
+	writer = nvlp_writer_open_fd(fd, hdr, t_mono, t_real);
+	free(hdr);
+	if (!writer) {
+		nvlp_warn("cannot write traces to %s: %s; recording disabled", nvlp_cfg()->dir,
+		          strerror(errno));
+		close(fd);
+		unlink(trace_path);
+		nvlp_rt_set_active(0);
+		atomic_store(&wstate, W_FAILED);
+		return -1;
+	}
+	for (unsigned i = 0; i < nvlp_cfg_note_count(); i++)
+		note_locked(NVLP_NOTE_CONFIG, 0, nvlp_cfg_note(i));
+	if (forked_from) {
+		char m[64];
+		snprintf(m, sizeof m, "fork child of pid %d", (int)forked_from);
+		note_locked(NVLP_NOTE_FORK_CHILD, (uint64_t)forked_from, m);
+	}
+	return 0;
+}
+
+void nvlp_wr_add_locked(unsigned kind, const void *fields, const void *blob, size_t blob_len)
+{
+	if (writer)
+		nvlp_writer_add(writer, kind, fields, blob, blob_len);
+}
+
+int nvlp_wr_start_locked(void)
+{
+	int ok = 0;
+	if (kick_rd < 0 &&
+	    (make_pipe(&kick_rd, &kick_wr) < 0 || make_pipe(&ans_rd, &ans_wr) < 0)) {
+		nvlp_warn("cannot create a pipe: %s; recording disabled", strerror(errno));
+	} else {
+		atomic_store(&wstate, W_RUNNING);
+		if (start_thread() == 0)
+			ok = 1;
+		else
+			nvlp_warn("cannot start the writer thread; recording disabled");
+	}
+	if (!ok) {
+		nvlp_writer_close(writer);
+		writer = NULL;
+		unlink(trace_path);
+		nvlp_rt_set_active(0);
+		atomic_store(&wstate, W_FAILED);
+		return -1;
+	}
+	return 0;
+}
+
+void nvlp_wr_opened(void)
+{
+	if (hooks.trace_opened)
+		hooks.trace_opened();
+}
+
+int nvlp_wr_is_writer_thread(void)
+{
+	return nvlp_tls()->is_writer;
+}
+
+void nvlp_wr_drain_now(void)
+{
+	pthread_mutex_lock(&w_mu);
+	if (atomic_load(&wstate) == W_RUNNING)
+		drain_locked(0);
+	pthread_mutex_unlock(&w_mu);
+}
+
+/* ---- end of a trace ------------------------------------------------------------------------- */
+
+void nvlp_rt_finish(unsigned reason)
+{
+	int join = 0;
+	wlock();
+	if (atomic_load(&wstate) == W_RUNNING && writer) {
+		drain_locked(0);
+	}
+	if (atomic_load(&wstate) == W_RUNNING && writer) {
+		/* Symbols for the frames of the trace's stacks (bounded: a signal handler waits
+		 * 3 s for all of the end). */
+		uint64_t t0 = nvlp_now();
+		uint64_t nsyms = nvlp_syms_write(writer, SYMBOLS_BUDGET_NS);
+		uint64_t syms_ns = nvlp_now() - t0;
+		nvlp_syms_reset();
+		uint64_t records = 0;
+		nvlp_writer_stats(writer, &records, NULL, NULL);
+		struct nvlp_rec_end end = {
+		    .t = nvlp_now(), .records = records, .dropped = total_drops, .reason = reason};
+		nvlp_writer_add(writer, NVLP_K_END, &end, NULL, 0);
+		if (nvlp_writer_close(writer) < 0)
+			nvlp_warn("cannot write trace %s: %s", trace_path, strerror(errno));
+		else if (nvlp_cfg()->verbose) {
+			nvlp_warn("wrote %s: %llu records, %llu dropped, %llu symbols (%.1f ms), %u "
+			          "thread buffers",
+			          trace_path, (unsigned long long)records,
+			          (unsigned long long)total_drops, (unsigned long long)nsyms,
+			          syms_ns / 1e6, nvlp_ring_count());
+			clockid_t c;
+			nvlp_cpu_report(wthread_live && pthread_getcpuclockid(wthread, &c) == 0
+			                    ? nvlp_thread_cpu_ms(c)
+			                    : 0);
+		}
+		writer = NULL;
+		atomic_store(&wstate, W_CLOSED);
+	}
+	join = wthread_live;
+	wthread_live = 0;
+	pthread_mutex_unlock(&w_mu);
+	if (join) {
+		(void)!write(kick_wr, "q", 1);
+		if (nvlp_tls()->is_writer)
+			pthread_detach(pthread_self());
+		else
+			pthread_join(wthread, NULL);
+	}
+}
+
+int nvlp_rt_rearm(void)
+{
+	wlock();
+	if (atomic_load(&wstate) == W_CLOSED) {
+		atomic_store(&wstate, W_IDLE);
+		total_drops = 0;
+	}
+	int ok = atomic_load(&wstate) == W_IDLE;
+	pthread_mutex_unlock(&w_mu);
+	return ok && !nvlp_cfg()->disable;
+}
+
+int nvlp_rt_signal_request(int sig, int timeout_ms)
+{
+	if (atomic_load(&wstate) != W_RUNNING || kick_wr < 0)
+		return -1;
+	__atomic_store_n(&sig_req, sig, __ATOMIC_RELEASE);
+	(void)!write(kick_wr, "s", 1);
+	/* Other handlers (SIGCHLD from dying DataLoader workers, seen under torch) interrupt poll:
+	 * keep waiting until the deadline. */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long end = now.tv_sec * 1000LL + now.tv_nsec / 1000000 + timeout_ms;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long left = end - (now.tv_sec * 1000LL + now.tv_nsec / 1000000);
+		if (left <= 0)
+			return -1;
+		struct pollfd p = {.fd = ans_rd, .events = POLLIN};
+		int n = poll(&p, 1, (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* ---- fork ----------------------------------------------------------------------------------- */
+
+void nvlp_wr_fork_child_locked(void)
+{
+	forked_from = nvlp_rt_pid;
+	nvlp_rt_pid = (pid_t)syscall(SYS_getpid);
+	/* The parent owns its file and its writer thread does not exist here. */
+	if (writer)
+		nvlp_writer_abandon(writer);
+	writer = NULL;
+	wthread_live = 0;
+	if (atomic_load(&wstate) != W_FAILED)
+		atomic_store(&wstate, W_IDLE);
+	int *fds[] = {&kick_rd, &kick_wr, &ans_rd, &ans_wr};
+	for (int i = 0; i < 4; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+	atomic_store(&kick_pending, 0);
+	atomic_store(&w_waiters, 0); /* waiters of the parent do not exist here */
+	__atomic_store_n(&sig_req, 0, __ATOMIC_RELAXED);
+	total_drops = 0;
+}
