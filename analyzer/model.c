@@ -1,5 +1,6 @@
 /* model.c: loads a job's traces (one thread per file), matches NCCL kernels to calls, aligns hosts,
  * attributes time. */
+#include "kernelch.h"
 #include "model.h"
 
 #include <elf.h>       /* Elf64_Ehdr, Elf64_Sym */
@@ -1725,6 +1726,7 @@ void an_job_analyze(struct an_job *job)
 				job->comms[c->comm].max_seq = c->seq;
 		}
 	}
+	an_kch_apply(job); /* collectives' GPU times from NCCL's kernel-channel stamps */
 	/* comm membership, host locality and NVLink peak */
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
 		struct an_comm *c = &job->comms[ci];
@@ -1865,6 +1867,7 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 
 void an_job_free(struct an_job *job)
 {
+	an_kch_free(job);
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
 		free(r->path);

@@ -310,6 +310,7 @@ struct an_job {
 	uint64_t win0,
 	    win1; /* step window (job time): steady-state steps, setup excluded; 0 = none */
 	double max_refine_ns; /* largest clock correction found from collectives */
+	struct an_kch *kch;   /* KernelCh results (kernelch.c) */
 };
 
 /*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:
