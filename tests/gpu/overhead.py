@@ -2,7 +2,7 @@
 """overhead.py: step-time cost of nvlprof's modes and of torch.profiler, side by side in rotated paired rounds.
 
 One long-lived worker process per configuration (so start-up is paid once), each pinned to its own
-CPUs; the driver hands a turn to one worker at a time (the others idle, the GPU is theirs alone),
+CPUs, the CPU sets rotating with the rounds (run 2 showed a +-0.3% bias between fixed placements); the driver hands a turn to one worker at a time (the others idle, the GPU is theirs alone),
 in an order rotated every round. A turn is BLOCK steps after a synchronize; the worker answers with
 the mean step time of the turn. Per round, each configuration's time is divided by the no-profiler
 time of the same round (paired); the report gives the mean ratio, its 2-standard-error interval,
@@ -86,13 +86,18 @@ def build_ddp(dev, port):
     return step
 
 
-def worker(a):
-    cpus = [int(c) for c in a.cpus.split(",")]
+def pin_all(cpus):
+    """Every thread of the process (torch's, CUDA's, nvlprof's) on these CPUs."""
     for tid in os.listdir("/proc/self/task"):
         try:
             os.sched_setaffinity(int(tid), cpus)
         except OSError:
             pass
+
+
+def worker(a):
+    cpus = [int(c) for c in a.cpus.split(",")]
+    pin_all(cpus)
     import torch
     torch.set_num_threads(max(1, len(cpus)))
     torch.cuda.set_device(a.gpu)
@@ -117,6 +122,8 @@ def worker(a):
         if not cmd or cmd[0] == "quit":
             break
         k = int(cmd[1])
+        if len(cmd) > 2:  # this turn's CPUs: placement rotates with the rounds
+            pin_all([int(c) for c in cmd[2].split(",")])
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(k):
@@ -151,6 +158,10 @@ def driver(a):
     nv = os.environ.get("NVLPROF", os.path.join(here, "..", "..", "build", "nvlprof"))
     os.makedirs(a.out, exist_ok=True)
     procs = {}
+
+    def slot_cpus(i):
+        lo = (i * per) % len(allc)
+        return ",".join(str(c) for c in allc[lo:lo + per])
     for i, name in enumerate(names):
         spec = name.split("=", 1)
         env = dict(os.environ)
@@ -160,7 +171,7 @@ def driver(a):
             sys.exit("overhead.py: unknown configuration %s" % key)
         r1, w1 = os.pipe()  # driver -> worker
         r2, w2 = os.pipe()  # worker -> driver
-        cpus = ",".join(str(c) for c in allc[(i * per) % len(allc):(i * per) % len(allc) + per])
+        cpus = slot_cpus(i)
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--workload", a.workload,
                "--cpus", cpus, "--gpu", str(i % a.gpus), "--rfd", str(r1), "--wfd", str(w2),
                "--warmup", str(a.warmup), "--port", str(29600 + i)]
@@ -188,7 +199,8 @@ def driver(a):
             order.reverse()
         for name in order:
             p, w, r = procs[name]
-            w.write("run %d\n" % a.block)
+            slot = (names.index(name) + rnd) % len(names)  # CPUs rotate too: no config keeps good ones
+            w.write("run %d %s\n" % (a.block, slot_cpus(slot)))
             w.flush()
             times[name].append(float(r.readline()))
         if a.budget_s and time.time() - t_start > a.budget_s:

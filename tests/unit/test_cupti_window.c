@@ -5,7 +5,7 @@
  * then (the fake drops records of a disabled kind, as CUPTI does), waits until the next window
  * opens and generates more: only those reach the trace, and each closed window is a KWINDOW
  * record. Off: the kind is never enabled and nothing of it is recorded, CUPTI still attached.
- * A bad value: one warning, a NOTE, and the default windows.
+ * A bad value: one warning, a NOTE, and the default windows (20 ms of every 10 s).
  */
 #include <cuda.h>   /* cuInit */
 #include <cupti.h>  /* CUPTI_ACTIVITY_KIND_* */
@@ -52,6 +52,8 @@ static int child(const char *how)
 	cuInit(0); /* fake driver: InitializeInjection -> nvlprof attaches */
 	if (!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE))
 		return 6;
+	if (!strcmp(how, "idle"))
+		return 0;
 	if (!strcmp(how, "off")) {
 		for (int i = 0; i < 5; i++, sleep_ms(100))
 			if (fake_cupti_enabled(KK) || fake_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMCPY))
@@ -104,7 +106,9 @@ static int run(const char *self, const char *lib, const struct sc *c)
 		CHECK(s.kinds[NVLP_K_KERNEL] == (unsigned long long)c->want_kernels,
 		      "[%s] %d kernel records (%llu)", c->name, c->want_kernels,
 		      s.kinds[NVLP_K_KERNEL]);
-		if (c->want_windows < 0)
+		if (c->want_windows == -2)
+			; /* the process ends before its first window closes: the last is cut short */
+		else if (c->want_windows < 0)
 			CHECK(s.kinds[NVLP_K_KWINDOW] >= 1, "[%s] KWINDOW records (%llu)", c->name,
 			      s.kinds[NVLP_K_KWINDOW]);
 		else
@@ -129,8 +133,9 @@ int main(int argc, char **argv)
 	    {"window:40/300", "window", "window:40/300", N_OPEN, -1,
 	     "kernels and copies traced 40 ms of every 300 ms"},
 	    {"off", "off", "off", 0, 0, "kernels and copies not traced"},
-	    {"bad value", "window", "window:500/100", N_OPEN, -1,
+	    {"bad value", "idle", "window:500/100", 0, -2,
 	     "NVLPROF_KERNELS=window:500/100 not understood"},
+	    {"default", "idle", "", 0, -2, "kernels and copies traced 20 ms of every 10000 ms"},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++)
 		if (run(self, lib, &scs[i]))
