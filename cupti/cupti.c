@@ -148,7 +148,9 @@ static void um_tick(void)
 	int n = 0;
 	if (nvlp_driver_load(NULL, 0) != 0 || nvlp_drv.cuDeviceGetCount(&n) != 0 || n <= 0)
 		return; /* still inside cuInit */
-	pthread_mutex_lock(&start_mu);
+	/* never wait for start_mu here: stop holds it while it waits for this thread */
+	if (pthread_mutex_trylock(&start_mu) != 0)
+		return;
 	um_enable_locked();
 	pthread_mutex_unlock(&start_mu);
 	__atomic_store_n(&S.um_pending, 0, __ATOMIC_RELEASE);
