@@ -222,6 +222,20 @@ $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
 
+# issue 15's host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
+GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases
+.PHONY: gpu-probes
+gpu-probes: $(GPU_PROBES)
+$(BUILD)/gpu/launch_cost: tests/gpu/launch_cost.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $<
+$(BUILD)/gpu/coll_cost: tests/gpu/coll_cost.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< -lnccl
+$(BUILD)/gpu/cupti_phases: tests/gpu/cupti_phases.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< -lcupti
+
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo
 demo: all

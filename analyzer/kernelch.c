@@ -215,7 +215,7 @@ static int64_t rt_offset(const struct file_data *d, uint64_t gt)
 	size_t b = lo;
 	if (lo + 1 < d->nrt && d->rt[lo + 1].other - gt < gt - d->rt[lo].other)
 		b = lo + 1;
-	return (int64_t)d->rt[b].mono - (int64_t)d->rt[b].other;
+	return (int64_t)(d->rt[b].mono - d->rt[b].other); /* wraps, never overflows */
 }
 
 /* Calls of one communicator of rank r, by shim seq (collectives only). */
@@ -278,12 +278,10 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 	}
 	int64_t *p = GROW(*diffs, *ndiffs, *capdiffs);
 	if (p)
-		*p = (int64_t)part - (int64_t)c->gpu_dur;
-	int64_t sd = (int64_t)start - (int64_t)c->gpu_start;
-	if (sd < 0)
-		sd = -sd;
-	if ((uint64_t)sd > s->xcheck_max_start_ns)
-		s->xcheck_max_start_ns = (uint64_t)sd;
+		*p = (int64_t)(part - (uint64_t)c->gpu_dur);
+	uint64_t sd = start > c->gpu_start ? start - c->gpu_start : c->gpu_start - start;
+	if (sd > s->xcheck_max_start_ns)
+		s->xcheck_max_start_ns = sd;
 }
 
 static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *d,
@@ -337,10 +335,11 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 	int64_t worst = INT64_MIN, tight = INT64_MAX;
 	for (size_t i = 0; i < nin; i++) {
 		int64_t off = have_rt ? rt_offset(d, in[i].ge) : 0;
-		int64_t v = (int64_t)in[i].ge + off - (int64_t)in[i].host; /* must be <= 0 */
+		/* must be <= 0; unsigned arithmetic: a corrupt stamp wraps instead of overflowing */
+		int64_t v = (int64_t)(in[i].ge + (uint64_t)off - in[i].host);
 		if (v > worst)
 			worst = v;
-		int64_t ub = (int64_t)in[i].host - (int64_t)in[i].ge;
+		int64_t ub = (int64_t)(in[i].host - in[i].ge);
 		if (ub < tight)
 			tight = ub;
 	}
@@ -411,7 +410,7 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 		for (size_t k = i; k < j; k++)
 			if (in[k].call >= 0)
 				total += r->calls[in[k].call].bytes, n++;
-		uint64_t at = (uint64_t)((int64_t)in[i].gs + in[i].off);
+		uint64_t at = in[i].gs + (uint64_t)in[i].off;
 		for (size_t k = i; k < j; k++) {
 			if (in[k].call < 0)
 				continue;
@@ -457,9 +456,10 @@ void an_kch_apply(struct an_job *job)
 	if (ndiffs) {
 		qsort(diffs, ndiffs, sizeof *diffs, cmp_i64);
 		s->xcheck_median_ns = diffs[ndiffs / 2];
-		int64_t lo = diffs[0] < 0 ? -diffs[0] : diffs[0];
-		int64_t hi = diffs[ndiffs - 1] < 0 ? -diffs[ndiffs - 1] : diffs[ndiffs - 1];
-		s->xcheck_max_ns = (uint64_t)(lo > hi ? lo : hi);
+		uint64_t lo = diffs[0] < 0 ? 0 - (uint64_t)diffs[0] : (uint64_t)diffs[0];
+		uint64_t hi = diffs[ndiffs - 1] < 0 ? 0 - (uint64_t)diffs[ndiffs - 1]
+		                                    : (uint64_t)diffs[ndiffs - 1];
+		s->xcheck_max_ns = lo > hi ? lo : hi;
 	}
 	free(diffs);
 }

@@ -297,9 +297,11 @@ static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
 	h->gpu_start = d->kernelCh.pTimer;
 	h->gpu_stop = 0;
 	h->flags = 0;
-	if (p >= c->colls && p < c->colls + KCH_COLLS && p->type == PROFILE_COLL) {
-		h->seq = p->seq;
-		h->fn = p->fn;
+	/* the slot may be refilled by the next KCH_COLLS-th collective meanwhile: atomic reads */
+	if (p >= c->colls && p < c->colls + KCH_COLLS &&
+	    __atomic_load_n(&p->type, __ATOMIC_ACQUIRE) == PROFILE_COLL) {
+		h->seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+		h->fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
 	} else {
 		h->seq = 0, h->fn = 0;
 		h->flags = NVLP_KCH_NOPARENT;
@@ -351,10 +353,10 @@ static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 		/* the parent of this collective's channels */
 		uint64_t i = __atomic_fetch_add(&c->next_coll, 1, __ATOMIC_RELAXED);
 		struct coll_h *h = &c->colls[i & (KCH_COLLS - 1)];
-		h->type = PROFILE_COLL;
-		h->seq = r.seq;
-		h->fn = r.fn;
+		__atomic_store_n(&h->seq, r.seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->fn, r.fn, __ATOMIC_RELAXED);
 		h->ctx = c;
+		__atomic_store_n(&h->type, (uint64_t)PROFILE_COLL, __ATOMIC_RELEASE);
 		*handle = h;
 	}
 	return ncclSuccess;
