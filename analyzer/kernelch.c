@@ -514,10 +514,24 @@ void an_kch_report_text(FILE *o, const struct an_job *job)
 			        (unsigned long long)s->shared_channels, (unsigned long long)s->replays,
 			        s->replay_ns / 1e6, (unsigned long long)s->unmatched);
 	}
-	if (s->windows)
+	if (!s->windows)
+		return;
+	fprintf(o,
+	        "kernel tracing windows (NVLPROF_KERNELS): %llu windows, %.2f%% of the run; "
+	        "compute overlap and exposure figures come from those windows only\n",
+	        (unsigned long long)s->windows,
+	        s->span_ns ? 100.0 * (double)s->window_ns / (double)s->span_ns : 0.0);
+	/* kernels exist only inside windows: the model's exposed time is the windows' */
+	double ex = 0;
+	for (size_t f = 0; f < job->nranks; f++)
+		for (size_t d = 0; d < job->ranks[f].ndevs; d++)
+			ex += (double)job->ranks[f].devs[d].exposed_ns;
+	if (s->window_ns && ex > 0)
 		fprintf(o,
-		        "kernel tracing windows (NVLPROF_KERNELS): %llu windows, %.2f%% of the run; "
-		        "compute overlap and exposure figures come from those windows only\n",
-		        (unsigned long long)s->windows,
+		        "  exposed communication inside the windows: %.2f ms of %.1f ms (%.1f%%); "
+		        "the run's share estimated from them: %.1f%% (an estimate, from %.2f%% of the "
+		        "run)\n",
+		        ex / 1e6, s->window_ns / 1e6, 100.0 * ex / (double)s->window_ns,
+		        100.0 * ex / (double)s->window_ns,
 		        s->span_ns ? 100.0 * (double)s->window_ns / (double)s->span_ns : 0.0);
 }
