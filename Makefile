@@ -201,6 +201,14 @@ $(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUP
 $(BUILD)/tests/test_cupti_flush: tests/unit/test_cupti_flush.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# shim on the fake libcupti: NVLPROF_KERNELS windows turn kernel activity off and on
+$(BUILD)/tests/test_cupti_window: tests/unit/test_cupti_window.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# two ranks of the fake NCCL under the shim with KernelCh events; the analyzer gives every collective its GPU time
+$(BUILD)/tests/test_kernelch: tests/unit/test_kernelch.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(FAKE_LIBS) $(LIB) tests/check.h tests/shim_child.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim with the REAL libcupti and no driver / the stub libcuda
 $(BUILD)/tests/test_cupti_nodriver: tests/unit/test_cupti_nodriver.c $(TRACE_OBJS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
@@ -300,6 +308,20 @@ $(BUILD)/examples/%: examples/%.cu
 $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
+
+# issue 15's host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
+GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases
+.PHONY: gpu-probes
+gpu-probes: $(GPU_PROBES)
+$(BUILD)/gpu/launch_cost: tests/gpu/launch_cost.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $<
+$(BUILD)/gpu/coll_cost: tests/gpu/coll_cost.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< -lnccl
+$(BUILD)/gpu/cupti_phases: tests/gpu/cupti_phases.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< -lcupti
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo

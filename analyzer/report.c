@@ -1,4 +1,5 @@
 /* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
+#include "kernelch.h"
 #include "report.h"
 
 #include <errno.h>  /* errno */
@@ -335,6 +336,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		    o,
 		    "communication: %.2f ms per rank in NCCL calls (host time; exposure unknown)\n",
 		    s.comm_ms);
+	an_kch_report_text(o, job);
 	fprintf(o, "\nFINDINGS\n");
 	an_findings_print(o, f);
 

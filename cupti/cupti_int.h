@@ -102,6 +102,9 @@ const char *nvlp_cupti_path(void);
 int nvlp_driver_load(char *why, size_t whylen);
 /*! CUPTI result as text (works before the table is loaded). */
 const char *nvlp_cupti_err(CUptiResult r);
+/*! 1 once nvlp_driver_load succeeded (one load, no lock). */
+int nvlp_driver_loaded(void);
+void nvlp_driver_atfork_child(void);
 
 /* ---- clock conversion: mono = ts + offset (identity with our timestamp callback) ---- */
 struct nvlp_cupti_clock {
@@ -122,6 +125,18 @@ static inline uint64_t nvlp_cupti_ts(const struct nvlp_cupti_clock *c, uint64_t 
 		return ts;
 	return (uint64_t)((int64_t)ts + c->offset);
 }
+
+/* ---- clock.c: the one owner of the conversion offsets ---- */
+/*! Register our CLOCK_MONOTONIC timestamp callback with CUPTI. @return 1 if CUPTI took it. */
+int nvlp_cupti_clock_register(void);
+/*! 1 if CUPTI stamps activity with our callback's clock. */
+int nvlp_cupti_clock_identity(void);
+/*! Current conversion. */
+void nvlp_cupti_clock_get(struct nvlp_cupti_clock *c);
+/*! Emit CLOCK pairs (sources 1 and 2) and refresh the offsets. */
+void nvlp_cupti_clock_pair(void);
+/*! Current clock conversion for PM sample timestamps (GPU time, not CUPTI's callback clock). */
+uint64_t nvlp_cupti_gpu_ts_to_mono(uint64_t gpu_ts);
 
 /* Converted GPU-side record (one of the nvlp_rec_* structs). */
 union nvlp_cupti_rec {
@@ -152,7 +167,7 @@ unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clo
 /*! 1 if the CUPTI activity kind is one we collect (the others are only relayed to Kineto). */
 int nvlp_cupti_kind_is_ours(int kind);
 
-/* ---- cupti.c <-> share.c (Kineto coexistence) ---- */
+/* ---- activity.c: the one owner of the activity buffers ---- */
 enum nvlp_cupti_state {
 	NVLP_CS_OFF = 0,      /* not started */
 	NVLP_CS_STARTING = 1, /* a thread is in start */
@@ -160,35 +175,67 @@ enum nvlp_cupti_state {
 	NVLP_CS_ASIDE = 3,    /* disabled, unavailable, stepped aside, or stopped */
 };
 int nvlp_cupti_state(void);
-/*! 1 if we enabled this activity kind for ourselves. */
+void nvlp_act_set_state(int state);
+/*! 1 if we collect this activity kind (enabled it, even if a window has it off now). */
 int nvlp_cupti_we_enabled(int kind);
-/* Our buffer callbacks (share.c forwards to Kineto's from them). */
+/*! Enable a kind for ourselves; appends name to list on success, NOTE on failure.
+ * @return 0 or the CUptiResult. */
+int nvlp_act_enable(CUpti_ActivityKind kind, const char *name, char *list, size_t listlen);
+/*! Record that we collect kind (enabled through another call, e.g. UM counters). */
+void nvlp_act_mark_enabled(CUpti_ActivityKind kind);
+/* Our buffer callbacks (they forward to Kineto's through the share hooks). */
 void CUPTIAPI nvlp_cupti_buf_request(uint8_t **buf, size_t *size, size_t *max_records);
 void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
                                       size_t valid);
 /*! Convert the completed buffers the callback queued (after a flush returns). */
 void nvlp_cupti_drain(void);
-/*! share.c: 1 while another client (Kineto) has registered buffer callbacks with us. */
-int nvlp_share_client(void);
-/*! share.c: Kineto's request callback if it should supply this buffer, else NULL. */
-CUpti_BuffersCallbackRequestFunc nvlp_share_request_cb(void);
-/*! share.c: hand a completed buffer (already processed by us) to Kineto, filtered to its kinds.
- * @return 1 if Kineto took ownership of the buffer, 0 if the caller still owns it. */
-int nvlp_share_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid,
-                        int ours);
-/*! share.c: called once from start, after our callbacks are registered: adopt a client that
- * registered before us. */
+/*! cuptiActivityFlushAll(flag), then convert what it completed (timed for NVLPROF_VERBOSE). */
+void nvlp_act_flush(uint32_t flag);
+void nvlp_act_stats(uint64_t *records, uint64_t *dropped, uint64_t *lost);
+void nvlp_act_report_verbose(void);
+void nvlp_act_atfork_child(void);
+/* What the Kineto side (share.c, above this layer) supplies, registered at start. */
+struct nvlp_act_share {
+	/*! 1 while another client (Kineto) has registered buffer callbacks with us. */
+	int (*client)(void);
+	/*! Kineto's request callback if it should supply this buffer, else NULL. */
+	CUpti_BuffersCallbackRequestFunc (*request_cb)(void);
+	/*! Hand a completed buffer (already processed by us) to Kineto, filtered to its kinds.
+	 * @return 1 if Kineto took ownership of the buffer, 0 if the caller still owns it. */
+	int (*complete)(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid,
+	                int ours);
+};
+void nvlp_act_set_share(const struct nvlp_act_share *share);
+
+/* ---- share.c: Kineto coexistence (calls activity.c, driver.c) ---- */
+/*! Called once from start, after our callbacks are registered: registers the share hooks with
+ * activity.c and adopts a client that registered before us. */
 void nvlp_share_on_start(void);
-/*! share.c: reset in a fork child. */
+/*! Reset in a fork child. */
 void nvlp_share_atfork_child(void);
-/*! share.c: compact a buffer in place to the records whose kind passes keep(); @return new valid
- * size. */
+/*! 1 if Kineto has this activity kind enabled (a kernel window must leave it on). */
+int nvlp_share_wants(int kind);
+/*! Compact a buffer in place to the records whose kind passes keep(); @return new valid size. */
 size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void *arg), void *arg);
+
+/* ---- streams.c: pure lookups for the hot path ---- */
+#define NVLP_LINK_MAX_GPUS 64
+/*! CUPTI's id of a CUDA stream (0 if unknown or CUPTI is not collecting). No side effects beyond
+ * its own cache. */
+uint64_t nvlp_streams_lookup(void *stream);
+/*! Devices of the streams looked up so far (bit per device). */
+void nvlp_streams_devices(uint64_t out[NVLP_LINK_MAX_GPUS / 64]);
+void nvlp_streams_atfork_child(void);
+
+/* ---- cupti.c ---- */
+/*! An intercepted call reached the shim: start late if injection will not (rate-limited; does
+ * nothing once started). */
+void nvlp_cupti_note_call(void);
 
 /* ---- linksample.c: link traffic counters (PM sampling, NVML fallback) ---- */
 /*! Note that this process uses CUDA device dev (sampler picks it up). */
 void nvlp_link_device_seen(int dev);
-/*! Start the sampler thread (also does periodic activity flushes). @return 0 or -1. */
+/*! Start the sampler thread. @return 0 or -1. */
 int nvlp_link_start(void);
 /*! At exit: ask the thread to stop and wait for it, at most ~1.5 s (it may be inside PM setup). */
 void nvlp_link_stop_thread(void);
@@ -196,10 +243,6 @@ void nvlp_link_stop_thread(void);
  * NVML once more. Tears nothing down (the process is ending). */
 void nvlp_link_stop(void);
 void nvlp_link_atfork_child(void);
-/*! Periodic hook from the sampler thread into cupti.c: flush activity + CLOCK record. */
-void nvlp_cupti_periodic_flush(void);
-/*! Current clock conversion for PM sample timestamps (GPU time, not CUPTI's callback clock). */
-uint64_t nvlp_cupti_gpu_ts_to_mono(uint64_t gpu_ts);
 
 /* ---- pm_host.cc: profiler-host config image (C++ header, tiny TU) ---- */
 struct nvlp_pmh_fns {

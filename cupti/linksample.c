@@ -1,12 +1,11 @@
-/* linksample.c: sampler thread: NVLink/PCIe byte counters (PM sampling, NVML) and flushes. */
+/* linksample.c: sampler thread: NVLink/PCIe byte counters (PM sampling, NVML). */
 /*
  * One background thread per process. Every 100 ms it decodes PM samples into LINKSAMPLE records
- * (each sample's own start/end; the period is never assumed) and converts the activity buffers
- * CUPTI completed; every NVLPROF_GPU_FLUSH_MS (10 s by default) it forces a CUPTI flush and pairs
- * the clocks. It wakes for nothing else, except every 10 ms until a GPU is in use and at NVML's
- * period when NVML is the source. GPUs are sampled once they are known to be used: the current
- * context's device at a late start, any device nvlp_cupti_stream_id() sees and any device with an
- * active primary context.
+ * (each sample's own start/end; the period is never assumed). It wakes for nothing else, except
+ * every 10 ms until a GPU is in use and at NVML's period when NVML is the source (activity
+ * flushes have their own schedule, in cupti.c). GPUs are sampled once they are known to be used:
+ * the current context's device at a late start, any device whose streams the intercepted calls
+ * used (streams.c's memo) and any device with an active primary context.
  *
  * Two processes on one GPU (two ranks sharing a device, or a data-loader that touched CUDA): the
  * counters are per GPU, not per process, and PM sampling can only be owned by one client. The first
@@ -602,11 +601,6 @@ static void setup_gpu(int dev)
 	__atomic_store_n(&L.in_setup, 0, __ATOMIC_RELEASE);
 }
 
-static uint64_t ms_ns(long ms)
-{
-	return (uint64_t)ms * 1000000ull;
-}
-
 /* A GPU the process has a context on is "used" as soon as the context exists: waiting for the
  * first intercepted call with a stream missed short programs (their copies were over before the
  * counters came up, about a second after setup starts). */
@@ -624,24 +618,29 @@ static void seen_by_context(void)
 	}
 }
 
+/* GPUs whose streams the intercepted calls used (streams.c remembers them, on the hot path). */
+static void seen_by_streams(void)
+{
+	uint64_t s[NVLP_LINK_MAX_GPUS / 64];
+	nvlp_streams_devices(s);
+	for (int d = 0; d < MAX_GPUS && d < NVLP_LINK_MAX_GPUS; d++)
+		if (s[d / 64] >> (d % 64) & 1)
+			nvlp_link_device_seen(d);
+}
+
 static void *sampler(void *arg)
 {
 	(void)arg;
 	const struct nvlp_config *cfg = nvlp_cfg();
-	/* cuptiActivityFlushAll holds up the application's kernel launches for several ms (measured
-	 * on H200: 4-11 ms per flush, a stalled training step each time), so it runs rarely; CUPTI
-	 * hands over full buffers by itself, and those are converted at the next wake-up here. */
-	long flush_ms = cfg->gpu_flush_ms > 0 && cfg->gpu_flush_ms < 100 ? 100 : cfg->gpu_flush_ms;
 	uint64_t nvml_ns = cfg->sample_us * 1000ull < 10000000ull
 	                       ? 10000000ull
 	                       : (uint64_t)cfg->sample_us * 1000ull;
 	uint64_t now = nvlp_now();
-	uint64_t next_flush = flush_ms ? now + ms_ns(flush_ms) : UINT64_MAX,
-	         next_decode = now + DECODE_NS, next_nvml = now + nvml_ns, next_tick = now + POLL_NS;
+	uint64_t next_decode = now + DECODE_NS, next_nvml = now + nvml_ns, next_tick = now + POLL_NS;
 	after_load(); /* libcuda and libcupti came in just before we were started */
 	pthread_mutex_lock(&L.mu);
 	while (!L.stop) {
-		uint64_t wake = next_flush < next_decode ? next_flush : next_decode;
+		uint64_t wake = next_decode;
 		if (next_tick < wake)
 			wake = next_tick;
 		struct timespec ts;
@@ -657,8 +656,10 @@ static void *sampler(void *arg)
 			break;
 		pthread_mutex_unlock(&L.mu);
 		after_load(); /* the program's own dlopens, between flushes of the writer */
-		if (cfg->sample_us > 0)
+		if (cfg->sample_us > 0) {
 			seen_by_context();
+			seen_by_streams();
+		}
 		if (cfg->sample_us > 0)
 			for (int d = 0; d < MAX_GPUS && !stopping(); d++)
 				if ((__atomic_load_n(&L.seen[d / 64], __ATOMIC_ACQUIRE) >>
@@ -691,12 +692,6 @@ static void *sampler(void *arg)
 		 * the DDP example): NVML's period when it is the source, else 10 ms only until a GPU is
 		 * in use (a short program's first context), then the decoding period. */
 		next_tick = nvml ? next_nvml : now + (ready ? DECODE_NS : POLL_NS);
-		if (now >= next_flush) {
-			nvlp_cupti_periodic_flush();
-			next_flush = nvlp_now() + ms_ns(flush_ms);
-		} else {
-			nvlp_cupti_drain(); /* full buffers CUPTI completed on its own */
-		}
 		pthread_mutex_lock(&L.mu);
 	}
 	pthread_mutex_unlock(&L.mu);

@@ -237,18 +237,18 @@ static void copy_to_kineto(CUcontext ctx, uint32_t sid, const uint8_t *buf, size
 		K.comp(ctx, sid, kb, ksize, out);
 }
 
-CUpti_BuffersCallbackRequestFunc nvlp_share_request_cb(void)
+static CUpti_BuffersCallbackRequestFunc share_request_cb(void)
 {
 	return (K.req && K.nkinds > 0) ? K.req : NULL;
 }
 
-int nvlp_share_client(void)
+static int share_client(void)
 {
 	return __atomic_load_n(&K.comp, __ATOMIC_ACQUIRE) != NULL;
 }
 
-int nvlp_share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
-                        int ours)
+static int share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
+                          int ours)
 {
 	if (!K.comp)
 		return 0;
@@ -263,8 +263,17 @@ int nvlp_share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, 
 	return 1;
 }
 
+static const struct nvlp_act_share hooks = {share_client, share_request_cb, share_complete};
+
+int nvlp_share_wants(int kind)
+{
+	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT &&
+	       __atomic_load_n(&K.kinds[kind], __ATOMIC_RELAXED);
+}
+
 void nvlp_share_on_start(void)
 {
+	nvlp_act_set_share(&hooks);
 	if (K.comp) {
 		note_shared();
 		reserve_take();

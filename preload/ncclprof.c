@@ -1,11 +1,21 @@
-/* ncclprof.c: NCCL's profiler plugin interface (v5), served by the shim: what NCCL chose for each collective. */
+/* ncclprof.c: NCCL's profiler plugin interface (v5), served by the shim: what NCCL chose for each collective, and its kernels' per-channel GPU times. */
 /*
  * NCCL (2.27 and later) loads a profiler plugin from NCCL_PROFILER_PLUGIN; the runtime's
  * constructor points it at this library unless the user set it (NVLPROF_NCCL_PLUGIN=0: never).
- * NCCL looks up the symbol ncclProfiler_v5 here, calls init once per communicator and, with only
+ * NCCL looks up the symbol ncclProfiler_v5 here, calls init once per communicator and, with
  * collective events activated, startEvent once per collective with the algorithm, protocol,
- * channel and warp counts it picked. Each becomes an NCCLPROF record; nothing else is activated
- * (no proxy, kernel-channel or network events), so NCCL does no extra work on the GPU.
+ * channel and warp counts it picked. Each becomes an NCCLPROF record.
+ *
+ * Kernel channels (KernelCh, on unless NVLPROF_KCH=0): NCCL's kernels write a GPU globaltimer
+ * stamp when each channel's work starts and stops into host-mapped memory, and NCCL's proxy thread
+ * reports them here: startEvent(KernelCh, parent = our collective handle, pTimer = start), then
+ * recordEventState(KernelChStop, pTimer = stop), then stopEvent. Each channel becomes one KCH
+ * record, so every collective has a GPU time without CUPTI kernel tracing (the analyzer takes the
+ * longest channel, and converts globaltimer to the trace clock: kernelch.c). Handles come from
+ * fixed rings per communicator (no allocation on NCCL's threads); a collective handle is reused
+ * KCH_COLLS collectives later, so a channel of a graph replayed after that many collectives on one
+ * communicator is attributed to a later one (its seq is then wrong; noted in README). A channel
+ * NCCL never stops is recorded NOSTOP when its slot is reused or at finalize.
  *
  * NCCL passes its own communicator hash, not the ncclComm_t. The shim's hash is found from the
  * ncclComm_t of the calling thread's latest collective (set by the collective wrappers before the
@@ -20,6 +30,7 @@
 #include <stdint.h>  /* uint64_t */
 #include <stdlib.h>  /* calloc, free */
 #include <string.h>  /* strcmp */
+#include <time.h>    /* clock_gettime */
 
 #include <nccl.h> /* ncclResult_t */
 
@@ -27,7 +38,8 @@
 #include "nvlp_trace.h" /* nvlp_nccl_fn_name */
 #include "nvlp_rt.h"
 
-enum { PROFILE_COLL = 1 << 1 }; /* ncclProfileColl */
+enum { PROFILE_COLL = 1 << 1, PROFILE_KERNEL_CH = 1 << 6 }; /* ncclProfileColl, ...KernelCh */
+enum { STATE_KERNEL_CH_STOP = 22 };                        /* ncclProfilerKernelChStop */
 
 typedef struct {
 	uint64_t type;   /* ncclProfile* event type */
@@ -48,9 +60,21 @@ typedef struct {
 			const char *proto; /* "LL", "LL128", "SIMPLE" */
 			void *parentGroup;
 		} coll;
+		struct {
+			uint8_t channelId;
+			uint64_t pTimer; /* GPU globaltimer at the channel's start */
+		} kernelCh;
 		uint64_t align; /* other event kinds: not read */
 	};
 } nvlp_nccl_descr_v5;
+
+/* recordEventState's argument: only the KernelCh member is read. */
+typedef union {
+	struct {
+		uint64_t pTimer; /* GPU globaltimer at the channel's stop */
+	} kernelCh;
+	uint64_t align[2];
+} nvlp_nccl_state_args_v5;
 
 typedef struct {
 	const char *name;
@@ -62,11 +86,36 @@ typedef struct {
 	ncclResult_t (*finalize)(void *context);
 } nvlp_nccl_profiler_v5;
 
+/* Every handle starts with NCCL's 64-bit type word (NCCL reads it; #1973). */
+struct coll_h {
+	uint64_t type; /* PROFILE_COLL */
+	uint64_t seq, fn;
+	struct pctx *ctx;
+};
+struct kch_h {
+	uint64_t type;  /* PROFILE_KERNEL_CH */
+	uint32_t state; /* KS_* */
+	uint32_t channel;
+	uint64_t seq, fn, gpu_start, gpu_stop, flags;
+	struct pctx *ctx;
+};
+enum { KS_FREE = 0, KS_STARTED = 1, KS_EMITTING = 2 };
+#define KCH_COLLS 4096  /* collective handles per communicator (power of two) */
+#define KCH_SLOTS 16384 /* channel handles per communicator (power of two) */
+
 struct pctx {
 	uint64_t nccl_comm; /* NCCL's commHash */
 	uint64_t comm;      /* the shim's hash, once known (atomic) */
 	int rank, nranks;
+	int kch;            /* KernelCh activated */
+	uint64_t next_coll, next_kch;
+	struct coll_h *colls; /* KCH_COLLS, or NULL without KernelCh */
+	struct kch_h *kchs;   /* KCH_SLOTS */
 };
+
+/* CLOCK pairs for the globaltimer fit: at most one per KCH_CLOCK_NS per process. */
+#define KCH_CLOCK_NS 100000000ull
+static uint64_t kch_next_clock;
 
 /* Strings NCCL passes are its own constants: their ids (or fn) are cached by pointer. Readers are
  * lock-free (a slot's value is written before its key is published); inserts take a mutex. The
@@ -143,24 +192,32 @@ static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const cha
 	c->nccl_comm = commId;
 	c->rank = rank;
 	c->nranks = nranks;
+	const char *kv = getenv("NVLPROF_KCH");
+	if (!(kv && !strcmp(kv, "0"))) {
+		c->colls = calloc(KCH_COLLS, sizeof *c->colls);
+		c->kchs = calloc(KCH_SLOTS, sizeof *c->kchs);
+		c->kch = c->colls && c->kchs;
+		if (!c->kch) {
+			free(c->colls), free(c->kchs);
+			c->colls = NULL, c->kchs = NULL;
+		}
+	}
 	*context = c;
 	if (mask)
-		*mask = PROFILE_COLL;
+		*mask = PROFILE_COLL | (c->kch ? PROFILE_KERNEL_CH : 0);
 	static int noted;
 	if (!__atomic_exchange_n(&noted, 1, __ATOMIC_ACQ_REL))
 		nvlp_note(NVLP_NOTE_NCCL_PLUGIN, -1, 5,
 		          "NCCL profiler plugin (v5) active: algorithm, protocol and channels of "
-		          "every collective");
+		          "every collective%s",
+		          c->kch ? "; kernel channels' GPU timestamps (KernelCh)"
+		                 : (kv ? " (NVLPROF_KCH=0: no kernel-channel timestamps)"
+		                       : " (no memory for kernel-channel handles)"));
 	return ncclSuccess;
 }
 
-static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
+static uint64_t ctx_comm(struct pctx *c)
 {
-	if (handle)
-		*handle = NULL; /* no stop or state events wanted */
-	struct pctx *c = context;
-	if (!c || !d || d->type != PROFILE_COLL || !nvlp_is_active())
-		return ncclSuccess;
 	uint64_t comm = __atomic_load_n(&c->comm, __ATOMIC_RELAXED);
 	if (NVLP_UNLIKELY(!comm)) {
 		const void *hint = nvlp_tls()->nccl_comm;
@@ -171,6 +228,103 @@ static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 			__atomic_store_n(&c->comm, comm, __ATOMIC_RELAXED);
 		}
 	}
+	return comm;
+}
+
+static void kch_emit(struct kch_h *h, uint64_t flags)
+{
+	struct pctx *c = h->ctx;
+	uint64_t now = nvlp_now();
+	if (!h->gpu_start || !h->gpu_stop)
+		flags |= NVLP_KCH_ZERO;
+	else if (h->gpu_stop < h->gpu_start)
+		flags |= NVLP_KCH_REVERSED;
+	struct nvlp_rec_kch r = {
+	    .comm = ctx_comm(c),
+	    .seq = h->seq,
+	    .channel = h->channel,
+	    .gpu_start = h->gpu_start,
+	    .gpu_stop = h->gpu_stop,
+	    .host = now,
+	    .flags = flags | h->flags,
+	    .nccl_comm = c->nccl_comm,
+	    .fn = h->fn,
+	};
+	struct nvlp_emit_slot slot;
+	struct nvlp_rec_kch *w = nvlp_emit_reserve(NVLP_K_KCH, &slot);
+	if (NVLP_LIKELY(w != NULL)) {
+		*w = r;
+		nvlp_emit_commit(&slot);
+	} else {
+		nvlp_emit(NVLP_K_KCH, &r, NULL, 0);
+	}
+	/* the fit's pairs: (when the host learnt of a stop, that stop) bound the GPU clock's offset
+	 * from above; a CLOCK_REALTIME pair beside it gives the usual time base (kernelch.c) */
+	uint64_t next = __atomic_load_n(&kch_next_clock, __ATOMIC_RELAXED);
+	if (!(flags & (NVLP_KCH_ZERO | NVLP_KCH_REVERSED | NVLP_KCH_NOSTOP)) && now >= next &&
+	    __atomic_compare_exchange_n(&kch_next_clock, &next, now + KCH_CLOCK_NS, 0,
+	                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		struct nvlp_rec_clock k = {.source = NVLP_CLOCK_KCH, .mono = now, .other = h->gpu_stop};
+		nvlp_emit(NVLP_K_CLOCK, &k, NULL, 0);
+		struct timespec ts;
+		uint64_t m0 = nvlp_now();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t m1 = nvlp_now();
+		struct nvlp_rec_clock rt = {
+		    .source = NVLP_CLOCK_REALTIME,
+		    .mono = m0 + (m1 - m0) / 2,
+		    .other = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec};
+		nvlp_emit(NVLP_K_CLOCK, &rt, NULL, 0);
+	}
+}
+
+/* A channel started: take the next slot of the ring (recording a channel that never stopped,
+ * if that slot still holds one). */
+static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
+{
+	uint64_t i = __atomic_fetch_add(&c->next_kch, 1, __ATOMIC_RELAXED);
+	struct kch_h *h = &c->kchs[i & (KCH_SLOTS - 1)];
+	uint32_t st = KS_STARTED;
+	if (__atomic_compare_exchange_n(&h->state, &st, KS_EMITTING, 0, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_RELAXED))
+		kch_emit(h, NVLP_KCH_NOSTOP);
+	else if (st == KS_EMITTING)
+		return; /* another thread is recording the old one: drop this channel */
+	struct coll_h *p = d->parentObj;
+	h->type = PROFILE_KERNEL_CH;
+	h->ctx = c;
+	h->channel = d->kernelCh.channelId;
+	h->gpu_start = d->kernelCh.pTimer;
+	h->gpu_stop = 0;
+	h->flags = 0;
+	/* the slot may be refilled by the next KCH_COLLS-th collective meanwhile: atomic reads */
+	if (p >= c->colls && p < c->colls + KCH_COLLS &&
+	    __atomic_load_n(&p->type, __ATOMIC_ACQUIRE) == PROFILE_COLL) {
+		h->seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+		h->fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
+	} else {
+		h->seq = 0, h->fn = 0;
+		h->flags = NVLP_KCH_NOPARENT;
+	}
+	__atomic_store_n(&h->state, KS_STARTED, __ATOMIC_RELEASE);
+	*handle = h;
+}
+
+static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
+{
+	if (handle)
+		*handle = NULL; /* no stop or state events wanted */
+	struct pctx *c = context;
+	if (!c || !d || !handle || !nvlp_is_active())
+		return ncclSuccess;
+	if (d->type == PROFILE_KERNEL_CH) {
+		if (c->kch)
+			kch_start(c, handle, d);
+		return ncclSuccess;
+	}
+	if (d->type != PROFILE_COLL)
+		return ncclSuccess;
+	uint64_t comm = ctx_comm(c);
 	struct nvlp_rec_ncclprof r = {
 	    .comm = comm,
 	    .seq = d->coll.seqNumber,
@@ -195,23 +349,58 @@ static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 	} else {
 		nvlp_emit(NVLP_K_NCCLPROF, &r, NULL, 0);
 	}
+	if (c->kch) {
+		/* the parent of this collective's channels */
+		uint64_t i = __atomic_fetch_add(&c->next_coll, 1, __ATOMIC_RELAXED);
+		struct coll_h *h = &c->colls[i & (KCH_COLLS - 1)];
+		__atomic_store_n(&h->seq, r.seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->fn, r.fn, __ATOMIC_RELAXED);
+		h->ctx = c;
+		__atomic_store_n(&h->type, (uint64_t)PROFILE_COLL, __ATOMIC_RELEASE);
+		*handle = h;
+	}
 	return ncclSuccess;
 }
 
 static ncclResult_t p_stop(void *handle)
 {
-	(void)handle;
+	struct kch_h *h = handle;
+	if (!h || h->type != PROFILE_KERNEL_CH)
+		return ncclSuccess; /* a collective: nothing to do at its stop */
+	uint32_t st = KS_STARTED;
+	if (!__atomic_compare_exchange_n(&h->state, &st, KS_EMITTING, 0, __ATOMIC_ACQUIRE,
+	                                 __ATOMIC_RELAXED))
+		return ncclSuccess; /* already recorded (reused as NOSTOP) */
+	if (nvlp_is_active())
+		kch_emit(h, 0);
+	__atomic_store_n(&h->state, KS_FREE, __ATOMIC_RELEASE);
 	return ncclSuccess;
 }
 
 static ncclResult_t p_state(void *handle, int state, void *args)
 {
-	(void)handle, (void)state, (void)args;
+	struct kch_h *h = handle;
+	nvlp_nccl_state_args_v5 *a = args;
+	if (h && a && h->type == PROFILE_KERNEL_CH && state == STATE_KERNEL_CH_STOP &&
+	    __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == KS_STARTED)
+		h->gpu_stop = a->kernelCh.pTimer;
 	return ncclSuccess;
 }
 
 static ncclResult_t p_finalize(void *context)
 {
+	struct pctx *c = context;
+	if (c && c->kch && nvlp_is_active())
+		for (unsigned i = 0; i < KCH_SLOTS; i++) {
+			uint32_t st = KS_STARTED;
+			if (__atomic_compare_exchange_n(&c->kchs[i].state, &st, KS_EMITTING, 0,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				kch_emit(&c->kchs[i], NVLP_KCH_NOSTOP);
+		}
+	if (c) {
+		free(c->colls);
+		free(c->kchs);
+	}
 	free(context);
 	return ncclSuccess;
 }

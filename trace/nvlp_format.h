@@ -137,6 +137,18 @@ enum nvlp_ftype {
  * to the module's load bias (st_value), size = st_size; blob = the symbol name as in the file. */
 #define NVLP_FIELDS_SYMBOL(F) F(X, base) F(X, offset) F(U, size)
 
+/* One channel of one NCCL collective, from NCCL's profiler plugin (KernelCh events): the GPU
+ * globaltimer (ns) when the channel's work started and stopped, as NCCL's kernel wrote them; host =
+ * the shim's clock when NCCL's proxy thread reported the stop (an upper bound on the stop time).
+ * comm/nccl_comm/seq as in NCCLPROF. flags: NVLP_KCH_* below. */
+#define NVLP_FIELDS_KCH(F)                                                                         \
+	F(X, comm) F(U, seq) F(U, channel) F(U, gpu_start) F(U, gpu_stop) F(T, host) F(U, flags)    \
+	F(X, nccl_comm) F(U, fn)
+
+/* A window of CUPTI kernel and copy tracing (NVLPROF_KERNELS=window:ON/PERIOD): [start, start+dur]
+ * had kernels traced; period = the configured period (ns); kinds = how many activity kinds. */
+#define NVLP_FIELDS_KWINDOW(F) F(T, start) F(U, dur) F(U, period) F(U, kinds)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -158,7 +170,9 @@ enum nvlp_ftype {
 	R(CLOCK, clock, 0, NVLP_FIELDS_CLOCK)                                                      \
 	R(NCCLPROF, ncclprof, 0, NVLP_FIELDS_NCCLPROF)                                             \
 	R(BUILDID, buildid, 1, NVLP_FIELDS_BUILDID)                                                \
-	R(SYMBOL, symbol, 1, NVLP_FIELDS_SYMBOL)
+	R(SYMBOL, symbol, 1, NVLP_FIELDS_SYMBOL)                                                   \
+	R(KCH, kch, 0, NVLP_FIELDS_KCH)                                                            \
+	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
@@ -270,6 +284,19 @@ enum nvlp_note_code {
 	NVLP_NOTE_CODE_COUNT
 };
 
+/* KCH flags: what was wrong with a channel's stamps (the analyzer drops flagged ones). */
+#define NVLP_KCH_FLAGS(X)                                                                          \
+	X(ZERO, 0x1, zero)         /* a start or stop stamp was 0 */                               \
+	X(REVERSED, 0x2, reversed) /* stop before start */                                         \
+	X(NOSTOP, 0x4, nostop)     /* never stopped (stop event missing at finalize/exit) */        \
+	X(NOPARENT, 0x8, noparent) /* parent collective unknown (handle recycled or none) */
+
+enum nvlp_kch_flag {
+#define NVLP_X_ENUM(E, v, name) NVLP_KCH_##E = v,
+	NVLP_KCH_FLAGS(NVLP_X_ENUM)
+#undef NVLP_X_ENUM
+};
+
 /*
  * Coded field values, each list once: V(NAME, value, label). Writers and readers use the names;
  * dump prints the labels (nvlp_value_label in nvlp_trace.h).
@@ -351,7 +378,10 @@ enum nvlp_link_source {
 	NVLP_LINK_SOURCES(NVLP_V_ENUM)
 #undef NVLP_V_ENUM
 };
-#define NVLP_CLOCK_SOURCES(V) V(CUPTI, 1, "cupti")
+/* CLOCK.source: CUPTI: other = cuptiGetTimestamp(); REALTIME: other = CLOCK_REALTIME ns (the GPU
+ * globaltimer's time base); KCH: other = a KernelCh GPU stop stamp, mono = when the host got it (an
+ * upper bound on the stamp's host time, from ncclprof.c). */
+#define NVLP_CLOCK_SOURCES(V) V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch")
 enum nvlp_clock_source {
 #define NVLP_V_ENUM(NAME, v, label) NVLP_CLOCK_##NAME = v,
 	NVLP_CLOCK_SOURCES(NVLP_V_ENUM)

@@ -229,7 +229,10 @@ void fake_cupti_generate(int kind, int n)
 }
 int fake_cupti_enabled(int kind)
 {
-	return enabled[kind];
+	pthread_mutex_lock(&act_mu); /* nvlprof's flush thread turns kinds on and off */
+	int on = enabled[kind];
+	pthread_mutex_unlock(&act_mu);
+	return on;
 }
 int fake_cupti_finalize_calls(void)
 {

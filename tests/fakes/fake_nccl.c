@@ -1,5 +1,6 @@
 /* fake_nccl.c: a CPU-only libnccl.so.2 (strong pnccl*, weak nccl* aliases like the real one), for shim tests. */
 #include <dlfcn.h>   /* dlopen: the profiler plugin */
+#include <time.h>    /* clock_gettime */
 #include <errno.h>   /* errno */
 #include <fcntl.h>   /* open */
 #include <pthread.h> /* pthread_mutex_t */
@@ -50,6 +51,10 @@ typedef struct {
 			const char *algo, *proto;
 			void *parentGroup;
 		} coll;
+		struct {
+			uint8_t channelId;
+			uint64_t pTimer;
+		} kernelCh;
 		char pad[64];
 	};
 } fake_descr_v5;
@@ -88,6 +93,90 @@ static void prof_comm_init(struct ncclComm *c)
 	pthread_mutex_unlock(&prof_mu);
 }
 
+static __thread int group_depth;
+
+/* ---- kernel-channel events (FAKE_NCCL_KCH=1), as NCCL's proxy thread reports its kernels'
+ * globaltimer stamps (here: CLOCK_REALTIME, the H100's globaltimer base). Each collective's
+ * "kernel" runs [launch, launch + 2 us + bytes / 64 ns] (launch: the call, or its group's end); channel c starts 7c ns later and stops
+ * 3c ns earlier, so the span is exactly that. The events come once the kernel is over (the fake
+ * waits for its end). Collectives in one group share their stamps (one fused kernel).
+ * FAKE_NCCL_KCH_BAD=1 adds, by seq % 10: 3 a channel with a zero stamp, 5 a reversed one, 7 one
+ * that never stops; seq % 50 == 11 is replayed once (a CUDA graph). FAKE_NCCL_KCH_LOG=PATH
+ * appends "seq fn span share" per collective: what the analyzer must find. */
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#define KCH_GROUP_MAX 64
+static __thread struct {
+	void *h[KCH_GROUP_MAX];
+	uint64_t seq[KCH_GROUP_MAX];
+	const char *fn[KCH_GROUP_MAX];
+	int nch[KCH_GROUP_MAX];
+	struct ncclComm *c[KCH_GROUP_MAX];
+	int n;
+	uint64_t start, dur;
+} kg;
+
+static void kch_channels(const fake_profiler_v5 *pf, struct ncclComm *c, void *parent, int nch,
+                         uint64_t seq, uint64_t g0, uint64_t dur, int bad)
+{
+	for (int ch = 0; ch < nch; ch++) {
+		fake_descr_v5 d;
+		memset(&d, 0, sizeof d);
+		d.type = 1 << 6;
+		d.parentObj = parent;
+		d.rank = c->rank;
+		d.kernelCh.channelId = (uint8_t)ch;
+		d.kernelCh.pTimer = g0 + 7ull * ch;
+		uint64_t stop = g0 + dur - 3ull * ch;
+		int last = ch == nch - 1 && nch > 1;
+		if (bad && last && seq % 10 == 3)
+			d.kernelCh.pTimer = 0;
+		if (bad && last && seq % 10 == 5)
+			stop = d.kernelCh.pTimer - 100;
+		void *h = NULL;
+		pf->startEvent(c->prof, &h, &d);
+		if (!h || (bad && last && seq % 10 == 7))
+			continue; /* never stopped */
+		struct {
+			uint64_t pTimer;
+			uint64_t pad;
+		} st = {stop, 0};
+		pf->recordEventState(h, 22 /* ncclProfilerKernelChStop */, &st);
+		pf->stopEvent(h);
+	}
+}
+
+static void kch_flush(void)
+{
+	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
+	if (!kg.n || !pf)
+		return;
+	kg.start = real_ns(); /* launched at the end of the group, as NCCL does */
+	while (real_ns() < kg.start + kg.dur) /* the events come after the kernel ended */
+		;
+	int bad = getenv("FAKE_NCCL_KCH_BAD") != NULL;
+	const char *logp = getenv("FAKE_NCCL_KCH_LOG");
+	FILE *lf = logp ? fopen(logp, "a") : NULL;
+	for (int i = 0; i < kg.n; i++) {
+		kch_channels(pf, kg.c[i], kg.h[i], kg.nch[i], kg.seq[i], kg.start, kg.dur, bad);
+		if (lf)
+			fprintf(lf, "%llu %s %llu %d\n", (unsigned long long)kg.seq[i], kg.fn[i],
+			        (unsigned long long)kg.dur, kg.n);
+		if (bad && kg.seq[i] % 50 == 11) /* a graph replay, later */
+			kch_channels(pf, kg.c[i], kg.h[i], kg.nch[i], kg.seq[i] + 1,
+			             kg.start + kg.dur + 5000, kg.dur, 0);
+	}
+	if (lf)
+		fclose(lf);
+	for (int i = 0; i < kg.n; i++)
+		pf->stopEvent(kg.h[i]);
+	kg.n = 0;
+}
+
 static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t)
 {
 	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
@@ -111,12 +200,24 @@ static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataTy
 	d.coll.proto = bytes >= (1u << 20) ? "SIMPLE" : "LL";
 	void *h = NULL;
 	pf->startEvent(c->prof, &h, &d);
+	if (h && getenv("FAKE_NCCL_KCH") && (prof_mask & (1 << 6)) && kg.n < KCH_GROUP_MAX) {
+		uint64_t dur = 2000 + bytes / 64;
+		if (!kg.n)
+			kg.dur = 0;
+		if (dur > kg.dur)
+			kg.dur = dur; /* a fused kernel lasts as long as its longest part */
+		kg.h[kg.n] = h, kg.seq[kg.n] = d.coll.seqNumber, kg.fn[kg.n] = func;
+		kg.nch[kg.n] = d.coll.nChannels, kg.c[kg.n] = c;
+		kg.n++;
+		if (!group_depth)
+			kch_flush();
+		return;
+	}
 	if (h)
 		pf->stopEvent(h);
 }
 
 static int forced_rc = -1;
-static __thread int group_depth;
 
 __attribute__((constructor)) static void fake_init(void)
 {
@@ -500,7 +601,8 @@ ncclResult_t pncclGroupEnd(void)
 		RET((ncclResult_t)forced_rc);
 	if (group_depth == 0)
 		RET(ncclInvalidUsage);
-	group_depth--;
+	if (--group_depth == 0)
+		kch_flush();
 	RET(ncclSuccess);
 }
 ALIAS(ncclGroupEnd)

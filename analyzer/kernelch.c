@@ -1,0 +1,537 @@
+/* kernelch.c: every collective's GPU time from NCCL's own kernel-channel timestamps (KCH records), checked against CUPTI where both exist. */
+/*
+ * Input, per trace: KCH records (one per channel of a collective: GPU globaltimer start/stop, the
+ * host time the stop was reported), CLOCK pairs (source REALTIME: mono vs CLOCK_REALTIME; source
+ * KCH: a stop stamp and when the host got it), NCCLPROF records (NCCL's commHash -> the shim's
+ * communicator), KWINDOW records (when CUPTI kernel tracing was on).
+ *
+ * Clock fit. The H100/H200 globaltimer runs on the driver-synchronised PTIMER, whose ns are
+ * CLOCK_REALTIME's (the PM samples' time base, FACTS.md), so mono = gt + (mono - realtime) from
+ * the nearest REALTIME pair. The fit is then checked against what must hold: a channel stops before
+ * the host hears of it (gt_stop + off <= host, every record) and starts after its call entered
+ * NCCL (gt_start + off >= t_enter). A violated upper bound shifts the offset down by the largest
+ * violation (the fit is reported with that correction); without REALTIME pairs the offset is the
+ * tightest upper bound.
+ *
+ * Per collective: the channels' span (latest stop - earliest start). Channels repeating within
+ * one (communicator, seq) are graph replays (counted, not attributed: the call was made once, at
+ * capture); stamps shared by several seqs on one channel are collectives fused into one kernel,
+ * whose span is split evenly among them (as model.c splits a group's CUPTI kernel). Records with
+ * zero or reversed stamps, channels that never stopped and channels without a parent collective
+ * are dropped and counted. Calls match by communicator and sequence number: NCCL's seqNumber
+ * counts from 0, the shim's from 1; the offset that makes the most functions agree is used.
+ */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* calloc, qsort */
+#include <string.h> /* memset */
+
+#include "kernelch.h"
+#include "model.h"
+#include "nvlp_trace.h"
+
+struct kch {
+	uint64_t comm, seq, gs, ge, host;
+	uint32_t ch, share;
+	uint8_t fn;
+};
+struct pair {
+	uint64_t mono, other;
+};
+struct cmap {
+	uint64_t nccl_comm, comm;
+};
+
+#define GROW(arr, n, cap)                                                                          \
+	((n) < (cap) || grow((void **)&(arr), &(cap), sizeof *(arr)) == 0 ? &(arr)[(n)++] : NULL)
+static int grow(void **p, size_t *cap, size_t sz)
+{
+	size_t nc = *cap ? *cap * 2 : 256;
+	void *q = realloc(*p, nc * sz);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+struct file_data {
+	struct kch *k;
+	size_t nk, capk;
+	struct pair *rt;
+	size_t nrt, caprt;
+	struct cmap *cm;
+	size_t ncm, capcm;
+};
+
+static uint64_t map_comm(const struct file_data *d, uint64_t nccl_comm)
+{
+	for (size_t i = 0; i < d->ncm; i++)
+		if (d->cm[i].nccl_comm == nccl_comm)
+			return d->cm[i].comm;
+	return 0;
+}
+
+/* Read what kernelch needs from one trace (a second pass: only traces with KCH or KWINDOW). */
+static void read_file(const char *path, struct file_data *d, struct an_kch *s)
+{
+	char err[320];
+	nvlp_reader *rd = nvlp_reader_open(path, err, sizeof err);
+	if (!rd)
+		return;
+	struct nvlp_record rec;
+	while (nvlp_reader_next(rd, &rec) == 1) {
+		if (rec.kind == NVLP_K_KCH) {
+			const struct nvlp_rec_kch *r = (const void *)rec.f;
+			s->channels++;
+			if (r->flags & NVLP_KCH_NOSTOP) {
+				s->nostop++;
+				continue;
+			}
+			if (r->flags & NVLP_KCH_NOPARENT) {
+				s->noparent++;
+				continue;
+			}
+			if ((r->flags & NVLP_KCH_ZERO) || !r->gpu_start || !r->gpu_stop) {
+				s->zero++;
+				continue;
+			}
+			if ((r->flags & NVLP_KCH_REVERSED) || r->gpu_stop < r->gpu_start ||
+			    r->gpu_stop - r->gpu_start > AN_KCH_MAX_NS) {
+				s->reversed++;
+				continue;
+			}
+			struct kch *k = GROW(d->k, d->nk, d->capk);
+			if (!k)
+				break;
+			*k = (struct kch){r->comm ? r->comm : map_comm(d, r->nccl_comm),
+			                  r->seq,
+			                  r->gpu_start,
+			                  r->gpu_stop,
+			                  r->host,
+			                  (uint32_t)r->channel,
+			                  1,
+			                  (uint8_t)r->fn};
+			if (!k->comm)
+				k->comm = r->nccl_comm | 1ull << 63; /* resolved after the file */
+		} else if (rec.kind == NVLP_K_CLOCK) {
+			const struct nvlp_rec_clock *c = (const void *)rec.f;
+			if (c->source == NVLP_CLOCK_REALTIME) {
+				struct pair *p = GROW(d->rt, d->nrt, d->caprt);
+				if (p)
+					*p = (struct pair){c->mono, c->other};
+			}
+		} else if (rec.kind == NVLP_K_NCCLPROF) {
+			const struct nvlp_rec_ncclprof *n = (const void *)rec.f;
+			if (n->comm && !map_comm(d, n->nccl_comm)) {
+				struct cmap *m = GROW(d->cm, d->ncm, d->capcm);
+				if (m)
+					*m = (struct cmap){n->nccl_comm, n->comm};
+			}
+		} else if (rec.kind == NVLP_K_KWINDOW) {
+			const struct nvlp_rec_kwindow *w = (const void *)rec.f;
+			s->windows++;
+			s->window_ns += w->dur;
+		}
+	}
+	nvlp_reader_close(rd);
+	for (size_t i = 0; i < d->nk; i++)
+		if (d->k[i].comm >> 63) {
+			uint64_t c = map_comm(d, d->k[i].comm & ~(1ull << 63));
+			d->k[i].comm = c ? c : d->k[i].comm;
+		}
+}
+
+static int by_comm_seq(const void *a, const void *b)
+{
+	const struct kch *x = a, *y = b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	if (x->gs != y->gs)
+		return x->gs < y->gs ? -1 : 1;
+	return x->ch < y->ch ? -1 : x->ch > y->ch;
+}
+static int by_stamp(const void *a, const void *b)
+{
+	const struct kch *x = *(struct kch *const *)a, *y = *(struct kch *const *)b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->ch != y->ch)
+		return x->ch < y->ch ? -1 : 1;
+	if (x->gs != y->gs)
+		return x->gs < y->gs ? -1 : 1;
+	if (x->ge != y->ge)
+		return x->ge < y->ge ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+static int by_other(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+	return x->other < y->other ? -1 : x->other > y->other;
+}
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Fused collectives: the same stamps on one channel for several seqs; each gets share = how
+ * many. */
+static void mark_shared(struct file_data *d, struct an_kch *s)
+{
+	struct kch **v = malloc(d->nk * sizeof *v);
+	if (!v)
+		return;
+	for (size_t i = 0; i < d->nk; i++)
+		v[i] = &d->k[i];
+	qsort(v, d->nk, sizeof *v, by_stamp);
+	for (size_t i = 0; i < d->nk;) {
+		size_t j = i + 1;
+		while (j < d->nk && v[j]->comm == v[i]->comm && v[j]->ch == v[i]->ch &&
+		       v[j]->gs == v[i]->gs && v[j]->ge == v[i]->ge)
+			j++;
+		if (j - i > 1) {
+			s->shared_channels += j - i;
+			for (size_t k = i; k < j; k++)
+				v[k]->share = (uint32_t)(j - i);
+		}
+		i = j;
+	}
+	free(v);
+}
+
+/* The globaltimer -> local mono offset nearest (in GPU time) to gt. */
+static int64_t rt_offset(const struct file_data *d, uint64_t gt)
+{
+	size_t lo = 0, hi = d->nrt;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (d->rt[mid].other <= gt)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	size_t b = lo;
+	if (lo + 1 < d->nrt && d->rt[lo + 1].other - gt < gt - d->rt[lo].other)
+		b = lo + 1;
+	return (int64_t)(d->rt[b].mono - d->rt[b].other); /* wraps, never overflows */
+}
+
+/* Calls of one communicator of rank r, by shim seq (collectives only). */
+struct cidx {
+	uint32_t seq;
+	uint32_t call;
+};
+static int by_seq(const void *a, const void *b)
+{
+	const struct cidx *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+static const struct cidx *find_seq(const struct cidx *v, size_t n, uint64_t seq)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].seq == seq ? &v[lo] : NULL;
+}
+
+/* One collective instance: d->k[i..j) (one comm, one seq, each channel once). */
+struct inst {
+	uint64_t comm, seq, gs, ge, host;
+	uint32_t share;
+	uint8_t fn;
+	int64_t call; /* matched call index, -1 none */
+	int64_t off;  /* globaltimer -> local mono */
+};
+static int by_fused(const void *a, const void *b)
+{
+	const struct inst *x = a, *y = b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->gs != y->gs)
+		return x->gs < y->gs ? -1 : 1;
+	if (x->ge != y->ge)
+		return x->ge < y->ge ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Give an instance's time to its call (or check CUPTI's). part: its share of a fused kernel. */
+static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64_t part,
+                 struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
+{
+	struct an_call *c = &r->calls[x->call];
+	if (start < c->t_enter)
+		s->before_call++; /* the fit puts the kernel before its call */
+	s->matched++;
+	if (!c->gpu_start) {
+		c->gpu_start = start ? start : 1;
+		c->gpu_dur = part > UINT32_MAX ? UINT32_MAX : (uint32_t)part;
+		s->timed++;
+		s->timed_ns += part;
+		return;
+	}
+	int64_t *p = GROW(*diffs, *ndiffs, *capdiffs);
+	if (p)
+		*p = (int64_t)(part - (uint64_t)c->gpu_dur);
+	uint64_t sd = start > c->gpu_start ? start - c->gpu_start : c->gpu_start - start;
+	if (sd > s->xcheck_max_start_ns)
+		s->xcheck_max_start_ns = sd;
+}
+
+static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *d,
+                       struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
+{
+	qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
+	mark_shared(d, s);
+	qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
+	/* instances: a channel that repeats within (comm, seq) starts a graph replay */
+	struct inst *in = NULL;
+	size_t nin = 0, capin = 0;
+	for (size_t i = 0; i < d->nk;) {
+		size_t j = i;
+		uint64_t seen[4] = {0}; /* channels 0..255 */
+		int instance = 0;
+		while (j < d->nk && d->k[j].comm == d->k[i].comm && d->k[j].seq == d->k[i].seq) {
+			size_t a = j;
+			memset(seen, 0, sizeof seen);
+			struct inst x = {d->k[a].comm, d->k[a].seq, d->k[a].gs, d->k[a].ge,
+			                 d->k[a].host, 1,          d->k[a].fn, -1, 0};
+			for (; j < d->nk && d->k[j].comm == d->k[a].comm && d->k[j].seq == d->k[a].seq;
+			     j++) {
+				uint32_t c = d->k[j].ch & 255;
+				if (seen[c / 64] >> (c % 64) & 1)
+					break; /* the same channel again: the next replay */
+				seen[c / 64] |= 1ull << (c % 64);
+				if (d->k[j].gs < x.gs)
+					x.gs = d->k[j].gs;
+				if (d->k[j].ge > x.ge)
+					x.ge = d->k[j].ge;
+				if (d->k[j].host > x.host)
+					x.host = d->k[j].host;
+				if (d->k[j].share > x.share)
+					x.share = d->k[j].share;
+			}
+			if (instance++) {
+				s->replays++;
+				s->replay_ns += x.ge - x.gs;
+				continue;
+			}
+			struct inst *p = GROW(in, nin, capin);
+			if (p)
+				*p = x;
+		}
+		i = j;
+	}
+	s->collectives += nin;
+	/* clock: REALTIME pairs, checked against the stop bound */
+	int64_t corr = 0;
+	int have_rt = d->nrt > 0;
+	int64_t worst = INT64_MIN, tight = INT64_MAX;
+	for (size_t i = 0; i < nin; i++) {
+		int64_t off = have_rt ? rt_offset(d, in[i].ge) : 0;
+		/* must be <= 0; unsigned arithmetic: a corrupt stamp wraps instead of overflowing */
+		int64_t v = (int64_t)(in[i].ge + (uint64_t)off - in[i].host);
+		if (v > worst)
+			worst = v;
+		int64_t ub = (int64_t)(in[i].host - in[i].ge);
+		if (ub < tight)
+			tight = ub;
+	}
+	if (nin) {
+		if (!have_rt) {
+			s->fit_bound_only = 1;
+		} else if (worst > 0) {
+			corr = -worst;
+			s->fit_corrections++;
+			if ((uint64_t)worst > s->fit_max_corr_ns)
+				s->fit_max_corr_ns = (uint64_t)worst;
+		}
+		if (have_rt)
+			s->fit_pairs += d->nrt;
+	}
+	/* the rank's calls per communicator hash, by seq */
+	struct cidx *ci = calloc(r->ncalls ? r->ncalls : 1, sizeof *ci);
+	if (!ci) {
+		free(in);
+		return;
+	}
+	for (size_t i = 0; i < nin;) {
+		uint64_t comm = in[i].comm;
+		size_t j = i;
+		while (j < nin && in[j].comm == comm)
+			j++;
+		size_t nc = 0;
+		for (size_t k = 0; k < r->ncalls; k++) {
+			struct an_call *c = &r->calls[k];
+			if (job->comms[c->comm].hash == comm && nvlp_nccl_fn_class(c->fn) == 'C')
+				ci[nc++] = (struct cidx){c->seq, (uint32_t)k};
+		}
+		qsort(ci, nc, sizeof *ci, by_seq);
+		/* NCCL's seqNumber vs the shim's seq: the offset that makes functions agree */
+		int64_t best = 1;
+		size_t best_ok = 0;
+		for (int64_t dd = -1; dd <= 2; dd++) {
+			size_t ok = 0;
+			for (size_t k = i; k < j && k < i + 1000; k++) {
+				const struct cidx *x = find_seq(ci, nc, (uint64_t)((int64_t)in[k].seq + dd));
+				if (x && (!in[k].fn || r->calls[x->call].fn == in[k].fn))
+					ok++;
+			}
+			if (ok > best_ok)
+				best_ok = ok, best = dd;
+		}
+		for (size_t k = i; k < j; k++) {
+			const struct cidx *x = find_seq(ci, nc, (uint64_t)((int64_t)in[k].seq + best));
+			if (!x || (in[k].fn && r->calls[x->call].fn != in[k].fn)) {
+				s->unmatched++;
+				continue;
+			}
+			in[k].call = x->call;
+			in[k].off = (have_rt ? rt_offset(d, in[k].ge) : tight) + corr;
+		}
+		i = j;
+	}
+	/* fused collectives (one kernel, shared stamps) split its time by bytes, laid end to end, as
+	 * model.c splits a group's CUPTI kernel */
+	qsort(in, nin, sizeof *in, by_fused);
+	for (size_t i = 0; i < nin;) {
+		size_t j = i + 1;
+		while (j < nin && in[j].comm == in[i].comm && in[j].gs == in[i].gs &&
+		       in[j].ge == in[i].ge)
+			j++;
+		uint64_t total = 0, dur = in[i].ge - in[i].gs;
+		size_t n = 0;
+		for (size_t k = i; k < j; k++)
+			if (in[k].call >= 0)
+				total += r->calls[in[k].call].bytes, n++;
+		uint64_t at = in[i].gs + (uint64_t)in[i].off;
+		for (size_t k = i; k < j; k++) {
+			if (in[k].call < 0)
+				continue;
+			uint64_t b = r->calls[in[k].call].bytes;
+			uint64_t part = n == 1 ? dur
+			                : total ? (uint64_t)((double)dur * (double)b / (double)total)
+			                        : dur / n;
+			give(r, &in[k], at, part, s, diffs, ndiffs, capdiffs);
+			at += part;
+		}
+		i = j;
+	}
+	free(ci);
+	free(in);
+}
+
+void an_kch_apply(struct an_job *job)
+{
+	struct an_kch *s = calloc(1, sizeof *s);
+	if (!s)
+		return;
+	job->kch = s;
+	int64_t *diffs = NULL;
+	size_t ndiffs = 0, capdiffs = 0;
+	for (size_t f = 0; f < job->nranks; f++) {
+		struct an_rank *r = &job->ranks[f];
+		if (!r->ok || (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KWINDOW]))
+			continue;
+		struct file_data d = {0};
+		read_file(r->path, &d, s);
+		if (r->kind_count[NVLP_K_KWINDOW] && r->t_last > r->t_first)
+			s->span_ns += r->t_last - r->t_first;
+		apply_rank(job, r, &d, s, &diffs, &ndiffs, &capdiffs);
+		for (size_t k = 0; k < r->ncalls; k++)
+			if (nvlp_nccl_fn_class(r->calls[k].fn) == 'C') {
+				s->calls++;
+				if (!r->calls[k].gpu_start)
+					s->untimed++;
+			}
+		free(d.k), free(d.rt), free(d.cm);
+	}
+	s->xcheck = ndiffs;
+	if (ndiffs) {
+		qsort(diffs, ndiffs, sizeof *diffs, cmp_i64);
+		s->xcheck_median_ns = diffs[ndiffs / 2];
+		uint64_t lo = diffs[0] < 0 ? 0 - (uint64_t)diffs[0] : (uint64_t)diffs[0];
+		uint64_t hi = diffs[ndiffs - 1] < 0 ? 0 - (uint64_t)diffs[ndiffs - 1]
+		                                    : (uint64_t)diffs[ndiffs - 1];
+		s->xcheck_max_ns = lo > hi ? lo : hi;
+	}
+	free(diffs);
+}
+
+void an_kch_free(struct an_job *job)
+{
+	free(job->kch);
+	job->kch = NULL;
+}
+
+void an_kch_report_text(FILE *o, const struct an_job *job)
+{
+	const struct an_kch *s = job->kch;
+	if (!s || (!s->channels && !s->windows))
+		return;
+	if (s->channels) {
+		fprintf(o,
+		        "kernel channels (NCCL KernelCh): %llu collectives from %llu channel records; "
+		        "%llu calls given their GPU time from them, %llu already timed by CUPTI",
+		        (unsigned long long)s->collectives, (unsigned long long)s->channels,
+		        (unsigned long long)s->timed, (unsigned long long)s->xcheck);
+		if (s->untimed)
+			fprintf(o, ", %llu of %llu collective calls without GPU time",
+			        (unsigned long long)s->untimed, (unsigned long long)s->calls);
+		fputc('\n', o);
+		if (s->xcheck)
+			fprintf(o,
+			        "  vs CUPTI kernels: duration differs by %+.1f us (median), at most "
+			        "%.1f us; start at most %.1f us apart\n",
+			        s->xcheck_median_ns / 1e3, s->xcheck_max_ns / 1e3,
+			        s->xcheck_max_start_ns / 1e3);
+		fprintf(o, "  clock: %s", s->fit_bound_only
+		                              ? "no CLOCK_REALTIME pairs: offset from the stop bounds"
+		                              : "globaltimer = CLOCK_REALTIME (CLOCK pairs)");
+		if (s->fit_corrections)
+			fprintf(o, ", corrected by up to %.1f us where a stop came after the host heard "
+			           "of it",
+			        s->fit_max_corr_ns / 1e3);
+		if (s->before_call)
+			fprintf(o, "; %llu collectives placed before their call (clock fit off)",
+			        (unsigned long long)s->before_call);
+		fputc('\n', o);
+		uint64_t bad = s->zero + s->reversed + s->nostop + s->noparent;
+		if (bad || s->shared_channels || s->replays || s->unmatched)
+			fprintf(o,
+			        "  dropped channels: %llu zero stamps, %llu reversed, %llu never stopped, "
+			        "%llu without parent; %llu channels shared by fused collectives; %llu "
+			        "graph replays (%.2f ms GPU, not attributed to calls); %llu collectives "
+			        "matched no call\n",
+			        (unsigned long long)s->zero, (unsigned long long)s->reversed,
+			        (unsigned long long)s->nostop, (unsigned long long)s->noparent,
+			        (unsigned long long)s->shared_channels, (unsigned long long)s->replays,
+			        s->replay_ns / 1e6, (unsigned long long)s->unmatched);
+	}
+	if (!s->windows)
+		return;
+	fprintf(o,
+	        "kernel tracing windows (NVLPROF_KERNELS): %llu windows, %.2f%% of the run; "
+	        "compute overlap and exposure figures come from those windows only\n",
+	        (unsigned long long)s->windows,
+	        s->span_ns ? 100.0 * (double)s->window_ns / (double)s->span_ns : 0.0);
+	/* kernels exist only inside windows: the model's exposed time is the windows' */
+	double ex = 0;
+	for (size_t f = 0; f < job->nranks; f++)
+		for (size_t d = 0; d < job->ranks[f].ndevs; d++)
+			ex += (double)job->ranks[f].devs[d].exposed_ns;
+	if (s->window_ns && ex > 0)
+		fprintf(o,
+		        "  exposed communication inside the windows: %.2f ms of %.1f ms (%.1f%%); "
+		        "the run's share estimated from them: %.1f%% (an estimate, from %.2f%% of the "
+		        "run)\n",
+		        ex / 1e6, s->window_ns / 1e6, 100.0 * ex / (double)s->window_ns,
+		        100.0 * ex / (double)s->window_ns,
+		        s->span_ns ? 100.0 * (double)s->window_ns / (double)s->span_ns : 0.0);
+}

@@ -1,0 +1,41 @@
+/* kernelch.h: collectives' GPU times from NCCL's kernel-channel timestamps (KCH records): the interface the analyzer calls. */
+#ifndef AN_KERNELCH_H
+#define AN_KERNELCH_H
+
+#include <stdint.h> /* uint64_t */
+#include <stdio.h>  /* FILE */
+
+struct an_job;
+
+/* A channel longer than this is not a real stamp pair. */
+#define AN_KCH_MAX_NS 60000000000ull
+
+/* What kernelch found in a job. */
+struct an_kch {
+	uint64_t channels;    /* KCH records read */
+	uint64_t collectives; /* collective instances built from them (first of each seq) */
+	uint64_t matched;     /* instances matched to an intercepted call */
+	uint64_t timed, timed_ns; /* calls that had no CUPTI GPU time and got it from KCH */
+	uint64_t xcheck;      /* calls timed by both: CUPTI kept, difference measured */
+	int64_t xcheck_median_ns; /* KCH duration - CUPTI duration, median */
+	uint64_t xcheck_max_ns, xcheck_max_start_ns;
+	uint64_t calls, untimed; /* collective calls of traces with KCH; those still without GPU time */
+	uint64_t zero, reversed, nostop, noparent; /* dropped channels */
+	uint64_t shared_channels; /* channels whose stamps several fused collectives share */
+	uint64_t replays, replay_ns; /* graph replays (a seq's channels seen again) */
+	uint64_t unmatched, before_call;
+	uint64_t fit_pairs, fit_corrections, fit_max_corr_ns;
+	int fit_bound_only;
+	uint64_t windows, window_ns, span_ns; /* KWINDOW coverage */
+};
+
+/*! Read the KCH/CLOCK/NCCLPROF/KWINDOW records of every trace that has KCH or KWINDOW records,
+ * give collective calls without CUPTI GPU time their KernelCh time (local clock, as model.c keeps
+ * calls before alignment), cross-check the others; results in job->kch. Call after the job's
+ * communicator table is built and before clocks are aligned. */
+void an_kch_apply(struct an_job *job);
+void an_kch_free(struct an_job *job);
+/*! A few report lines (nothing when the job has no KCH or KWINDOW records). */
+void an_kch_report_text(FILE *o, const struct an_job *job);
+
+#endif /* AN_KERNELCH_H */

@@ -1,0 +1,294 @@
+/* activity.c: the one owner of CUPTI's activity buffers: which kinds are on, buffer callbacks, conversion to trace records, flushes. */
+/*
+ * Kineto (share.c) sits above this file: it registers its hooks here (nvlp_act_set_share) and
+ * calls down into the flush and drain; nothing here calls share.c by name.
+ */
+#include <pthread.h> /* pthread_mutex_t */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* aligned_alloc, free */
+#include <string.h>  /* memcpy, strlen */
+
+#include "cupti_int.h"
+#include "nvlp_rt.h"
+
+
+/* Activity buffer: the low end of CUPTI's recommended 1-10 MiB range. CUPTI hands a buffer over
+ * when it is full (a few thousand records), which is how records reach the trace between the
+ * rare forced flushes (NVLPROF_GPU_FLUSH_MS). */
+#define BUF_SIZE (1u << 20)
+#define MAX_OWN_BUFS 256
+
+static struct {
+	volatile int state;                               /* enum nvlp_cupti_state */
+	unsigned char enabled[CUPTI_ACTIVITY_KIND_COUNT]; /* kinds we enabled */
+	pthread_mutex_t buf_mu;  /* own-buffer set (taken on the buffer-request path: kept short) */
+	pthread_mutex_t conv_mu; /* record conversion (devmap); may wait on the trace writer */
+	uint8_t *own[MAX_OWN_BUFS];
+	struct nvlp_cupti_devmap devmap;
+	uint64_t dropped_total, lost, records;
+	const struct nvlp_act_share *share; /* Kineto's side, once share.c registered it */
+} S = {
+    .buf_mu = PTHREAD_MUTEX_INITIALIZER,
+    .conv_mu = PTHREAD_MUTEX_INITIALIZER,
+};
+
+int nvlp_cupti_state(void)
+{
+	return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+}
+
+void nvlp_act_set_state(int state)
+{
+	__atomic_store_n(&S.state, state, __ATOMIC_RELEASE);
+}
+
+int nvlp_cupti_we_enabled(int kind)
+{
+	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT &&
+	       __atomic_load_n(&S.enabled[kind], __ATOMIC_RELAXED);
+}
+
+void nvlp_act_set_share(const struct nvlp_act_share *share)
+{
+	__atomic_store_n(&S.share, share, __ATOMIC_RELEASE);
+}
+
+static const struct nvlp_act_share *share(void)
+{
+	return __atomic_load_n(&S.share, __ATOMIC_ACQUIRE);
+}
+
+static void own_add(uint8_t *b)
+{
+	pthread_mutex_lock(&S.buf_mu);
+	for (int i = 0; i < MAX_OWN_BUFS; i++)
+		if (!S.own[i]) {
+			S.own[i] = b;
+			break;
+		}
+	pthread_mutex_unlock(&S.buf_mu);
+}
+
+/* @return 1 if b was ours (and forgets it) */
+static int own_take(uint8_t *b)
+{
+	int found = 0;
+	pthread_mutex_lock(&S.buf_mu);
+	for (int i = 0; i < MAX_OWN_BUFS; i++)
+		if (S.own[i] == b) {
+			S.own[i] = NULL;
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&S.buf_mu);
+	return found;
+}
+
+void CUPTIAPI nvlp_cupti_buf_request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	CUpti_BuffersCallbackRequestFunc k = share() ? share()->request_cb() : NULL;
+	if (k) {
+		/* Kineto is tracing: let it allocate, so the buffers it gets back are its own */
+		k(buf, size, max_records);
+		if (*buf)
+			return;
+	}
+	*buf = aligned_alloc(8, BUF_SIZE);
+	*size = *buf ? BUF_SIZE : 0;
+	*max_records = 0;
+	if (*buf)
+		own_add(*buf);
+}
+
+static uint64_t pci_attr(int dev, int attr)
+{
+	int v = 0;
+	if (nvlp_drv.cuDeviceGetAttribute && nvlp_drv.cuDeviceGetAttribute(&v, attr, dev) == 0)
+		return (uint64_t)v;
+	return 0;
+}
+
+static void emit(unsigned kind, const void *rec, const void *blob, size_t len)
+{
+	if (nvlp_emit_wait(kind, rec, blob, len, 1000) != 0)
+		__atomic_fetch_add(&S.lost, 1, __ATOMIC_RELAXED);
+}
+
+/* Convert and emit every record of ours in a completed buffer. */
+static void process_buffer(uint8_t *buf, size_t valid)
+{
+	CUpti_Activity *a = NULL;
+	struct nvlp_cupti_clock clk;
+	nvlp_cupti_clock_get(&clk);
+	pthread_mutex_lock(&S.conv_mu); /* devmap; CUPTI may complete buffers on several threads */
+	while (nvlp_cu.cuptiActivityGetNextRecord(buf, valid, &a) == CUPTI_SUCCESS) {
+		if (!nvlp_cupti_we_enabled((int)a->kind))
+			continue; /* only Kineto asked for this kind */
+		union nvlp_cupti_rec r;
+		const char *text;
+		unsigned kind = nvlp_cupti_convert(a, &clk, &S.devmap, &r, &text);
+		if (!kind)
+			continue;
+		S.records++;
+		if (kind == NVLP_K_KERNEL) {
+			r.kernel.name = text ? nvlp_intern(text) : 0;
+			emit(kind, &r, NULL, 0);
+		} else if (kind == NVLP_K_DEVICE) {
+			int d = (int)r.device.device;
+			r.device.pci_domain =
+			    pci_attr(d, 50 /* CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID */);
+			r.device.pci_bus = pci_attr(d, 33 /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */);
+			r.device.pci_dev = pci_attr(d, 34 /* CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID */);
+			emit(kind, &r, text, text ? strlen(text) : 0);
+		} else {
+			emit(kind, &r, NULL, 0);
+		}
+	}
+	pthread_mutex_unlock(&S.conv_mu);
+}
+
+/* Completed buffers of ours wait here for the flush schedule (cupti.c). CUPTI calls the completion
+ * callback from inside its flush or its worker, where the application's kernel launches can wait
+ * on it (a flush itself held them up 4-11 ms on H200); converting a buffer took up to 5 ms more
+ * there. The callback therefore only queues the buffer; nvlp_cupti_drain converts it after the
+ * flush returns. Buffers that Kineto shares are converted at once (its flush must see its
+ * records). */
+#define PEND_MAX 64
+static struct {
+	pthread_mutex_t mu;
+	int n;
+	struct pend {
+		CUcontext ctx;
+		uint32_t sid;
+		uint8_t *buf;
+		size_t size, valid;
+	} b[PEND_MAX];
+	/* cost of our flushes, for NVLPROF_VERBOSE */
+	uint64_t flushes, flush_ns, flush_max, drain_ns, drain_max, buffers;
+} Q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void finish_buffer(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
+                          int ours)
+{
+	if (buf && share() && share()->complete(ctx, sid, buf, size, valid, ours))
+		return;
+	if (ours)
+		free(buf);
+}
+
+void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
+                                      size_t valid)
+{
+	int st = nvlp_cupti_state();
+	size_t dropped = 0;
+	if (st == NVLP_CS_ACTIVE && nvlp_cu.cuptiActivityGetNumDroppedRecords &&
+	    nvlp_cu.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+	    dropped) {
+		__atomic_fetch_add(&S.dropped_total, dropped, __ATOMIC_RELAXED);
+		nvlp_note(NVLP_NOTE_ACTIVITY_DROPPED, -1, dropped,
+		          "CUPTI dropped %zu activity records (buffers full before they were "
+		          "completed)",
+		          dropped);
+	}
+	int ours = buf ? own_take(buf) : 0;
+	if (ours && st == NVLP_CS_ACTIVE && !(share() && share()->client())) {
+		pthread_mutex_lock(&Q.mu);
+		if (Q.n < PEND_MAX) {
+			Q.b[Q.n++] = (struct pend){ctx, stream_id, buf, size, valid};
+			Q.buffers++;
+			pthread_mutex_unlock(&Q.mu);
+			return;
+		}
+		pthread_mutex_unlock(&Q.mu); /* queue full: convert here rather than lose them */
+	}
+	if (buf && valid && st == NVLP_CS_ACTIVE)
+		process_buffer(buf, valid);
+	finish_buffer(ctx, stream_id, buf, size, valid, ours);
+}
+
+void nvlp_cupti_drain(void)
+{
+	for (;;) {
+		struct pend b[PEND_MAX];
+		pthread_mutex_lock(&Q.mu);
+		int n = Q.n;
+		memcpy(b, Q.b, (size_t)n * sizeof b[0]);
+		Q.n = 0;
+		pthread_mutex_unlock(&Q.mu);
+		if (!n)
+			return;
+		for (int i = 0; i < n; i++) {
+			if (b[i].valid)
+				process_buffer(b[i].buf, b[i].valid);
+			finish_buffer(b[i].ctx, b[i].sid, b[i].buf, b[i].size, b[i].valid, 1);
+		}
+	}
+}
+
+/* One flush of CUPTI's buffers, then their conversion; timed for NVLPROF_VERBOSE. */
+static void flush_and_drain(uint32_t flag)
+{
+	uint64_t t0 = nvlp_now();
+	nvlp_cu.cuptiActivityFlushAll(flag);
+	uint64_t t1 = nvlp_now();
+	nvlp_cupti_drain();
+	uint64_t t2 = nvlp_now();
+	pthread_mutex_lock(&Q.mu);
+	Q.flushes++;
+	Q.flush_ns += t1 - t0;
+	Q.drain_ns += t2 - t1;
+	if (t1 - t0 > Q.flush_max)
+		Q.flush_max = t1 - t0;
+	if (t2 - t1 > Q.drain_max)
+		Q.drain_max = t2 - t1;
+	pthread_mutex_unlock(&Q.mu);
+}
+
+void nvlp_act_flush(uint32_t flag)
+{
+	flush_and_drain(flag);
+}
+
+int nvlp_act_enable(CUpti_ActivityKind kind, const char *name, char *list, size_t listlen)
+{
+	CUptiResult r = nvlp_cu.cuptiActivityEnable(kind);
+	size_t l = list ? strlen(list) : 0;
+	if (r == CUPTI_SUCCESS) {
+		__atomic_store_n(&S.enabled[kind], 1, __ATOMIC_RELAXED);
+		if (list)
+			snprintf(list + l, listlen - l, "%s%s", l ? " " : "", name);
+		return 0;
+	}
+	nvlp_note(NVLP_NOTE_ACTIVITY_ON, -1, (uint64_t)r, "CUPTI activity kind %s not enabled: %s",
+	          name, nvlp_cupti_err(r));
+	return (int)r;
+}
+
+void nvlp_act_mark_enabled(CUpti_ActivityKind kind)
+{
+	__atomic_store_n(&S.enabled[kind], 1, __ATOMIC_RELAXED);
+}
+
+void nvlp_act_stats(uint64_t *records, uint64_t *dropped, uint64_t *lost)
+{
+	*records = S.records;
+	*dropped = __atomic_load_n(&S.dropped_total, __ATOMIC_RELAXED);
+	*lost = __atomic_load_n(&S.lost, __ATOMIC_RELAXED);
+}
+
+void nvlp_act_report_verbose(void)
+{
+	nvlp_warn("CUPTI: %llu buffers; %llu forced flushes, in cuptiActivityFlushAll "
+	          "%.2f ms (max %.2f), converting after them %.2f ms (max %.2f)",
+	          (unsigned long long)Q.buffers, (unsigned long long)Q.flushes, Q.flush_ns / 1e6,
+	          Q.flush_max / 1e6, Q.drain_ns / 1e6, Q.drain_max / 1e6);
+}
+
+void nvlp_act_atfork_child(void)
+{
+	S.state = NVLP_CS_ASIDE;
+	pthread_mutex_init(&S.buf_mu, NULL);
+	pthread_mutex_init(&S.conv_mu, NULL);
+	pthread_mutex_init(&Q.mu, NULL);
+	Q.n = 0; /* the parent's queued buffers are its own to convert */
+}

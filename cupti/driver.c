@@ -1,0 +1,218 @@
+/* driver.c: the one owner of the CUPTI and driver function tables: finds libcupti and libcuda, fills nvlp_cu / nvlp_drv. */
+/*
+ * Finding CUPTI. Never linked: libcupti.so.13 already in the process (torch loads it), else the one
+ * next to the loaded libcudart (also the pip-wheel layout nvidia/cuda_cupti/lib), else
+ * $CUDA_HOME and /usr/local/cuda. Every function we call is in one table (cupti_int.h), resolved
+ * with dlsym on that handle, so our own calls never reach our exported cupti* wrappers.
+ */
+#include <dlfcn.h>   /* dlopen, dlsym, dladdr */
+#include <link.h>    /* dl_iterate_phdr */
+#include <limits.h>  /* PATH_MAX */
+#include <pthread.h> /* pthread_mutex_t */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* getenv */
+#include <string.h>  /* strcmp, strrchr */
+
+#include "cupti_int.h"
+
+struct nvlp_cupti_table nvlp_cu;
+struct nvlp_driver_table nvlp_drv;
+
+static struct {
+	void *handle;        /* libcupti */
+	char path[PATH_MAX]; /* its path */
+	pthread_mutex_t load_mu;
+	int loaded; /* 1 ok, -1 failed */
+	char load_why[512];
+	int drv_loaded; /* 1 ok, -1 failed */
+} S = {.load_mu = PTHREAD_MUTEX_INITIALIZER};
+
+const char *nvlp_cupti_err(CUptiResult r)
+{
+	const char *s = NULL;
+	if (nvlp_cu.cuptiGetResultString && nvlp_cu.cuptiGetResultString(r, &s) == CUPTI_SUCCESS &&
+	    s)
+		return s;
+	return "CUPTI error";
+}
+
+
+/* ---- finding libcupti ---- */
+
+struct cudart_dir {
+	char dir[PATH_MAX];
+};
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct cudart_dir *d = arg;
+	const char *name = info->dlpi_name, *slash;
+	if (!name || !(slash = strrchr(name, '/')) || strncmp(slash + 1, "libcudart.so", 12) != 0)
+		return 0;
+	snprintf(d->dir, sizeof d->dir, "%.*s", (int)(slash - name), name);
+	return 1;
+}
+
+static void *try_open(const char *path, int flags)
+{
+	void *h = dlopen(path, flags);
+	if (h) {
+		size_t n = strnlen(path, sizeof S.path - 1);
+		memcpy(S.path, path, n);
+		S.path[n] = 0;
+	}
+	return h;
+}
+
+static void *open_cupti(void)
+{
+	void *h = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		/* record where it is, for the NOTE */
+		void *f = dlsym(h, "cuptiGetVersion");
+		Dl_info di;
+		if (f && dladdr(f, &di) && di.dli_fname)
+			snprintf(S.path, sizeof S.path, "%s", di.dli_fname);
+		else
+			snprintf(S.path, sizeof S.path, "libcupti.so.13 (already loaded)");
+		return h;
+	}
+	char p[PATH_MAX + 64];
+	struct cudart_dir d = {""};
+	dl_iterate_phdr(find_cudart, &d);
+	if (d.dir[0]) {
+		/* toolkit layout (lib64/), then pip wheels (nvidia/cuda_runtime/lib ->
+		 * cuda_cupti/lib) */
+		const char *rel[] = {"", "/../extras/CUPTI/lib64", "/../../cuda_cupti/lib"};
+		for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+			snprintf(p, sizeof p, "%s%s/libcupti.so.13", d.dir, rel[i]);
+			if ((h = try_open(p, RTLD_LAZY | RTLD_LOCAL)))
+				return h;
+		}
+	}
+	const char *home = getenv("CUDA_HOME");
+	const char *roots[] = {home, "/usr/local/cuda"};
+	const char *sub[] = {"extras/CUPTI/lib64", "targets/x86_64-linux/lib", "lib64"};
+	for (size_t i = 0; i < 2; i++) {
+		if (!roots[i] || !roots[i][0])
+			continue;
+		for (size_t j = 0; j < 3; j++) {
+			snprintf(p, sizeof p, "%s/%s/libcupti.so.13", roots[i], sub[j]);
+			if ((h = try_open(p, RTLD_LAZY | RTLD_LOCAL)))
+				return h;
+		}
+	}
+	return try_open("libcupti.so.13",
+	                RTLD_LAZY | RTLD_LOCAL); /* LD_LIBRARY_PATH, ld.so.cache */
+}
+
+int nvlp_cupti_load(char *why, size_t whylen)
+{
+	pthread_mutex_lock(&S.load_mu);
+	if (!S.loaded) {
+		S.handle = open_cupti();
+		if (!S.handle) {
+			snprintf(S.load_why, sizeof S.load_why,
+			         "libcupti.so.13 not found (not loaded, not next to libcudart, not "
+			         "under "
+			         "$CUDA_HOME or /usr/local/cuda): %s",
+			         dlerror());
+			S.loaded = -1;
+		} else {
+			struct nvlp_cupti_table t;
+			int missing = 0;
+			char names[256] = "";
+#define NVLP_RESOLVE(name, req)                                                                    \
+	t.name = (__typeof__(t.name))dlsym(S.handle, #name);                                       \
+	if (!t.name && #req[0] == 'R') {                                                           \
+		missing++;                                                                         \
+		size_t l_ = strlen(names);                                                         \
+		snprintf(names + l_, sizeof names - l_, "%s%s", l_ ? " " : "", #name);             \
+	}
+			NVLP_CUPTI_FUNCS(NVLP_RESOLVE, NVLP_RESOLVE)
+#undef NVLP_RESOLVE
+			nvlp_cu = t;
+			if (missing) {
+				snprintf(S.load_why, sizeof S.load_why, "%.300s lacks %.200s",
+				         S.path, names);
+				S.loaded = -1;
+			} else {
+				S.loaded = 1;
+			}
+		}
+	}
+	int rc = S.loaded == 1 ? 0 : -1;
+	if (rc && why)
+		snprintf(why, whylen, "%s", S.load_why);
+	pthread_mutex_unlock(&S.load_mu);
+	return rc;
+}
+
+const char *nvlp_cupti_path(void)
+{
+	return S.path;
+}
+
+/* ---- the driver (libcuda.so.1): stream contexts, device attributes, no-driver diagnosis ---- */
+
+int nvlp_driver_load(char *why, size_t whylen)
+{
+	if (__atomic_load_n(&S.drv_loaded, __ATOMIC_ACQUIRE) == 1)
+		return 0; /* hot path (stream ids): no lock once loaded */
+	pthread_mutex_lock(&S.load_mu);
+	if (S.drv_loaded != 1) {
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+		if (!h) {
+			if (why)
+				snprintf(why, whylen, "libcuda.so.1 cannot be loaded (%s)",
+				         dlerror());
+			S.drv_loaded = -1;
+			pthread_mutex_unlock(&S.load_mu);
+			return -1;
+		}
+		struct nvlp_driver_table t;
+		/* the _v2 names are the current ABI of these functions */
+		t.cuInit = (__typeof__(t.cuInit))dlsym(h, "cuInit");
+		t.cuDriverGetVersion =
+		    (__typeof__(t.cuDriverGetVersion))dlsym(h, "cuDriverGetVersion");
+		t.cuCtxGetCurrent = (__typeof__(t.cuCtxGetCurrent))dlsym(h, "cuCtxGetCurrent");
+		t.cuStreamGetCtx = (__typeof__(t.cuStreamGetCtx))dlsym(h, "cuStreamGetCtx");
+		t.cuCtxGetDevice = (__typeof__(t.cuCtxGetDevice))dlsym(h, "cuCtxGetDevice");
+		t.cuDeviceGetCount = (__typeof__(t.cuDeviceGetCount))dlsym(h, "cuDeviceGetCount");
+		t.cuDevicePrimaryCtxGetState = (__typeof__(t.cuDevicePrimaryCtxGetState))dlsym(
+		    h, "cuDevicePrimaryCtxGetState");
+		t.cuDeviceGetAttribute =
+		    (__typeof__(t.cuDeviceGetAttribute))dlsym(h, "cuDeviceGetAttribute");
+		t.cuDeviceGetUuid = (__typeof__(t.cuDeviceGetUuid))dlsym(h, "cuDeviceGetUuid_v2");
+		if (!t.cuDeviceGetUuid)
+			t.cuDeviceGetUuid =
+			    (__typeof__(t.cuDeviceGetUuid))dlsym(h, "cuDeviceGetUuid");
+		t.cuDeviceGetPCIBusId =
+		    (__typeof__(t.cuDeviceGetPCIBusId))dlsym(h, "cuDeviceGetPCIBusId");
+		t.cuPointerGetAttributes =
+		    (__typeof__(t.cuPointerGetAttributes))dlsym(h, "cuPointerGetAttributes");
+		if (!t.cuInit || !t.cuCtxGetCurrent || !t.cuDeviceGetCount) {
+			if (why)
+				snprintf(why, whylen, "libcuda.so.1 lacks cuInit/cuCtxGetCurrent");
+			S.drv_loaded = -1;
+			pthread_mutex_unlock(&S.load_mu);
+			return -1;
+		}
+		nvlp_drv = t;
+		__atomic_store_n(&S.drv_loaded, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&S.load_mu);
+	return 0;
+}
+
+int nvlp_driver_loaded(void)
+{
+	return __atomic_load_n(&S.drv_loaded, __ATOMIC_ACQUIRE) == 1;
+}
+
+void nvlp_driver_atfork_child(void)
+{
+	pthread_mutex_init(&S.load_mu, NULL);
+}

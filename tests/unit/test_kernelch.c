@@ -1,0 +1,216 @@
+/* test_kernelch.c: every collective of a two-rank run of the fakes gets its GPU time from NCCL's kernel-channel stamps. */
+/*
+ * The parent runs itself twice under the shim (ranks 0 and 1 of one communicator of the fake
+ * NCCL, FAKE_NCCL_KCH=1: KernelCh events for every collective, collectives in a group share one
+ * fused kernel's stamps; rank 1 also gets the bad cases: zero and reversed stamps, a channel that
+ * never stops, graph replays). The fake logs each collective's true kernel span; the analyzer
+ * (kernelch.c via an_job_analyze) must give every collective call exactly that GPU time (a fused
+ * kernel split by bytes, as CUPTI group kernels are), drop and count the bad channels, count the
+ * replays, and keep the shim's seq / NCCL's seqNumber match.
+ */
+#include <limits.h> /* PATH_MAX */
+#include <nccl.h>   /* ncclAllReduce */
+#include <stdio.h>  /* fopen */
+#include <stdlib.h> /* setenv, mkdtemp */
+#include <string.h> /* strcmp */
+#include <unistd.h> /* fork */
+
+#include "check.h"
+#include "kernelch.h"
+#include "model.h"
+#include "nvlp_trace.h"
+#include "shim_child.h"
+
+#define NCOLL 300
+
+/* ---- child: rank r of 2 ---- */
+static int child(int rank)
+{
+	ncclUniqueId id;
+	ncclComm_t comm;
+	memset(&id, 0, sizeof id);
+	if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess)
+		return 3;
+	static float buf[1 << 20];
+	for (int i = 0; i < NCOLL; i++) {
+		size_t n = 1024u << (i % 9); /* 4 KiB .. 1 MiB: 2 and 16 channels */
+		if (i % 10 == 9) {           /* a group: two collectives, one kernel */
+			ncclGroupStart();
+			ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, NULL);
+			ncclAllReduce(buf, buf, n / 2, ncclFloat32, ncclSum, comm, NULL);
+			ncclGroupEnd();
+		} else if (i % 7 == 3) {
+			ncclAllGather(buf, buf, n / 2, ncclFloat32, comm, NULL);
+		} else {
+			ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, NULL);
+		}
+	}
+	ncclCommDestroy(comm); /* the plugin's finalize: channels never stopped are recorded */
+	return 0;
+}
+
+struct truth {
+	uint64_t span;
+	int share;
+	int seen;
+};
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "child"))
+		return child(atoi(argv[2]));
+	char self[PATH_MAX], lib[PATH_MAX + 32];
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
+		return 1;
+	char dir[] = "/tmp/nvlp-kch.XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	char d[2][PATH_MAX], logf[2][PATH_MAX + 16];
+	for (int r = 0; r < 2; r++) {
+		snprintf(d[r], sizeof d[r], "%s/r%d", dir, r);
+		snprintf(logf[r], sizeof logf[r], "%s/truth%d", dir, r);
+		char e1[2 * PATH_MAX + 64], e2[32], e3[32];
+		snprintf(e1, sizeof e1, "FAKE_NCCL_KCH_LOG=%s", logf[r]);
+		snprintf(e2, sizeof e2, "RANK=%d", r);
+		snprintf(e3, sizeof e3, "LOCAL_RANK=%d", r);
+		const char *env[] = {"FAKE_NCCL_KCH=1", e1,  e2, e3, "WORLD_SIZE=2",
+		                     r ? "FAKE_NCCL_KCH_BAD=1" : "FAKE_NCCL_KCH_BAD", NULL};
+		char arg[8];
+		snprintf(arg, sizeof arg, "%d", r);
+		int rc = shim_run_child(self, lib, d[r], "0", env, arg);
+		CHECK(rc == 0, "rank %d ran (status %d)", r, rc);
+	}
+	/* what the fake's kernels took, by NCCL seq */
+	static struct truth t[2][2 * NCOLL];
+	int bad_zero = 0, bad_rev = 0, bad_nostop = 0, replays = 0, groups = 0;
+	for (int r = 0; r < 2; r++) {
+		FILE *f = fopen(logf[r], "r");
+		CHECK(f != NULL, "rank %d: truth log written", r);
+		if (!f)
+			return CHECK_DONE();
+		unsigned long long seq, span;
+		char fn[32];
+		int share;
+		while (fscanf(f, "%llu %31s %llu %d", &seq, fn, &span, &share) == 4)
+			if (seq < 2 * NCOLL) {
+				t[r][seq] = (struct truth){span, share, 1};
+				groups += share > 1 && r == 0;
+				if (r == 1) {
+					bad_zero += seq % 10 == 3;
+					bad_rev += seq % 10 == 5;
+					bad_nostop += seq % 10 == 7;
+					replays += seq % 50 == 11;
+				}
+			}
+		fclose(f);
+	}
+	char *paths[2] = {d[0], d[1]};
+	struct an_job job;
+	memset(&job, 0, sizeof job);
+	char err[512];
+	CHECK(an_job_load(&job, paths, 2, 1, err, sizeof err) == 0, "job loads (%s)", err);
+	an_job_analyze(&job);
+	CHECK(job.nok == 2, "two traces (%zu)", job.nok);
+	size_t colls = 0, timed = 0, exact = 0;
+	for (size_t f = 0; f < job.nranks; f++) {
+		struct an_rank *r = &job.ranks[f];
+		int rk = r->rank == 1;
+		for (size_t k = 0; k < r->ncalls; k++) {
+			struct an_call *c = &r->calls[k];
+			if (nvlp_nccl_fn_class(c->fn) != 'C')
+				continue;
+			colls++;
+			timed += c->gpu_start != 0;
+			uint64_t ns = c->seq - 1; /* NCCL counts from 0, the shim from 1 */
+			if (ns >= 2 * NCOLL || !t[rk][ns].seen)
+				continue;
+			/* a fused kernel: by bytes, end to end (the first of the two is twice the second) */
+			uint64_t want = t[rk][ns].span;
+			if (t[rk][ns].share == 2)
+				exact += c->gpu_start != 0; /* fused: checked as a pair below */
+			else
+				exact += c->gpu_dur == want;
+		}
+	}
+	CHECK(colls == 2 * (NCOLL + NCOLL / 10), "collective calls recorded: %zu (%d)", colls,
+	      2 * (NCOLL + NCOLL / 10));
+	CHECK(timed == colls, "every collective call has a KernelCh GPU time (%zu of %zu)", timed,
+	      colls);
+	CHECK(exact == colls, "each equals the fake kernel's span (%zu of %zu)", exact, colls);
+	/* fused pairs: their parts add up to the kernel's span, the first (twice the bytes) gets 2/3 */
+	size_t pairs_ok = 0, pairs = 0;
+	for (size_t f = 0; f < job.nranks; f++) {
+		struct an_rank *r = &job.ranks[f];
+		int rk = r->rank == 1;
+		for (size_t k = 0; k + 1 < r->ncalls; k++) {
+			struct an_call *a = &r->calls[k], *b = &r->calls[k + 1];
+			uint64_t ns = a->seq - 1;
+			if (nvlp_nccl_fn_class(a->fn) != 'C' || nvlp_nccl_fn_class(b->fn) != 'C' ||
+			    ns >= 2 * NCOLL || t[rk][ns].share != 2 || b->seq != a->seq + 1 ||
+			    a->bytes != 2 * b->bytes)
+				continue;
+			pairs++;
+			uint64_t span = t[rk][ns].span;
+			uint64_t pa = (uint64_t)((double)span * 2.0 / 3.0);
+			pairs_ok += a->gpu_dur == pa &&
+			            b->gpu_dur == (uint64_t)((double)span * 1.0 / 3.0) &&
+			            b->gpu_start == a->gpu_start + pa;
+		}
+	}
+	CHECK(pairs == 2 * (NCOLL / 10) && pairs_ok == pairs,
+	      "fused pairs split by bytes, end to end (%zu of %zu, %d groups)", pairs_ok, pairs,
+	      2 * (NCOLL / 10));
+	const struct an_kch *s = job.kch;
+	CHECK(s != NULL, "kernelch results");
+	if (s) {
+		CHECK(s->zero == (uint64_t)bad_zero && s->reversed == (uint64_t)bad_rev &&
+		          s->nostop == (uint64_t)bad_nostop,
+		      "bad channels dropped and counted: zero %llu (%d), reversed %llu (%d), never "
+		      "stopped %llu (%d)",
+		      (unsigned long long)s->zero, bad_zero, (unsigned long long)s->reversed, bad_rev,
+		      (unsigned long long)s->nostop, bad_nostop);
+		CHECK(s->replays == (uint64_t)replays, "graph replays counted: %llu (%d)",
+		      (unsigned long long)s->replays, replays);
+		CHECK(s->shared_channels > 0 && s->unmatched == 0 && s->before_call == 0,
+		      "fused channels seen (%llu), every instance matched (%llu unmatched), none "
+		      "before its call (%llu)",
+		      (unsigned long long)s->shared_channels, (unsigned long long)s->unmatched,
+		      (unsigned long long)s->before_call);
+		CHECK(s->xcheck == 0 && s->timed == colls, "no CUPTI kernels: all %zu timed by KCH",
+		      colls);
+	}
+	/* where CUPTI timed a call too, kernelch keeps CUPTI's time and reports the difference: apply
+	 * again over calls that now all have a GPU time, one of them 500 ns longer than its stamps */
+	struct an_call *moved = NULL;
+	for (size_t k = 0; k < job.ranks[0].ncalls && !moved; k++)
+		if (nvlp_nccl_fn_class(job.ranks[0].calls[k].fn) == 'C')
+			moved = &job.ranks[0].calls[k];
+	uint32_t kept = moved ? moved->gpu_dur + 500 : 0;
+	if (moved)
+		moved->gpu_dur = kept;
+	an_kch_free(&job);
+	an_kch_apply(&job);
+	s = job.kch;
+	CHECK(s && s->timed == 0 && s->xcheck == colls && s->xcheck_median_ns == 0 &&
+	          s->xcheck_max_ns == 500 && s->xcheck_max_start_ns == 0 && moved &&
+	          moved->gpu_dur == kept,
+	      "cross-check: %zu calls timed by both, median difference %lld ns, largest %llu ns "
+	      "(500), the other time kept",
+	      s ? (size_t)s->xcheck : 0, s ? (long long)s->xcheck_median_ns : -1,
+	      s ? (unsigned long long)s->xcheck_max_ns : 0);
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *o = open_memstream(&buf, &blen);
+	an_kch_report_text(o, &job);
+	fclose(o);
+	CHECK(buf && strstr(buf, "kernel channels (NCCL KernelCh)") && strstr(buf, "graph replays") &&
+	          strstr(buf, "vs CUPTI kernels"),
+	      "report says where the GPU times came from:\n%s", buf ? buf : "");
+	free(buf);
+	an_job_free(&job);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return 1;
+	return CHECK_DONE();
+}
