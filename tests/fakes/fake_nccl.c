@@ -150,6 +150,12 @@ static void kch_channels(const fake_profiler_v5 *pf, struct ncclComm *c, void *p
 	}
 }
 
+static int kch_on; /* FAKE_NCCL_KCH, read once (a getenv per collective would be in bench_shim) */
+__attribute__((constructor)) static void kch_init(void)
+{
+	kch_on = getenv("FAKE_NCCL_KCH") != NULL;
+}
+
 static void kch_flush(void)
 {
 	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
@@ -200,7 +206,7 @@ static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataTy
 	d.coll.proto = bytes >= (1u << 20) ? "SIMPLE" : "LL";
 	void *h = NULL;
 	pf->startEvent(c->prof, &h, &d);
-	if (h && getenv("FAKE_NCCL_KCH") && (prof_mask & (1 << 6)) && kg.n < KCH_GROUP_MAX) {
+	if (h && kch_on && (prof_mask & (1 << 6)) && kg.n < KCH_GROUP_MAX) {
 		uint64_t dur = 2000 + bytes / 64;
 		if (!kg.n)
 			kg.dur = 0;
