@@ -638,6 +638,9 @@ static int on_ignored(struct lctx *c)
 #define on_string on_ignored
 #define on_device on_ignored
 #define on_clock on_ignored
+/* KCH and KWINDOW (and their CLOCK pairs) are read by kernelch.c in its own pass over the file. */
+#define on_kch on_ignored
+#define on_kwindow on_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not
  * compile. @return 0, or -1 the record was skipped (bad() said why). */
