@@ -10,8 +10,8 @@
  * the nearest REALTIME pair. The fit is then checked against what must hold: a channel stops before
  * the host hears of it (gt_stop + off <= host, every record) and starts after its call entered
  * NCCL (gt_start + off >= t_enter). A violated upper bound shifts the offset down by the largest
- * violation (the fit is reported with that correction); without REALTIME pairs the offset is the
- * tightest upper bound.
+ * violation, then a violated lower bound shifts it up as far as the upper bound allows (the fit is
+ * reported with those corrections); without REALTIME pairs the offset is the tightest upper bound.
  *
  * Per collective: the channels' span (latest stop - earliest start). Channels repeating within
  * one (communicator, seq) are graph replays (counted, not attributed: the call was made once, at
@@ -396,6 +396,30 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 			in[k].off = (have_rt ? rt_offset(d, in[k].ge) : tight) + corr;
 		}
 		i = j;
+	}
+	/* The other bound: a channel starts after its call entered NCCL. A REALTIME pair read while
+	 * the thread was preempted, or realtime slewed by NTP, can put kernels before their calls;
+	 * shift the offset up by the largest such violation, as far as the stop bound allows. */
+	if (have_rt && nin) {
+		int64_t need = 0, slack = INT64_MAX;
+		for (size_t k = 0; k < nin; k++) {
+			if (in[k].call < 0)
+				continue;
+			int64_t v = (int64_t)(r->calls[in[k].call].t_enter - (in[k].gs + (uint64_t)in[k].off));
+			if (v > need)
+				need = v;
+			int64_t u = (int64_t)(in[k].host - (in[k].ge + (uint64_t)in[k].off));
+			if (u < slack)
+				slack = u;
+		}
+		int64_t up = need < slack ? need : slack;
+		if (up > 0) {
+			for (size_t k = 0; k < nin; k++)
+				in[k].off += up;
+			s->fit_corrections++;
+			if ((uint64_t)up > s->fit_max_corr_ns)
+				s->fit_max_corr_ns = (uint64_t)up;
+		}
 	}
 	/* fused collectives (one kernel, shared stamps) split its time by bytes, laid end to end, as
 	 * model.c splits a group's CUPTI kernel */

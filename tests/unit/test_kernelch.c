@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	char *paths[2] = {d[0], d[1]};
 	struct an_job job;
 	memset(&job, 0, sizeof job);
-	char err[512];
+	char err[512] = "";
 	CHECK(an_job_load(&job, paths, 2, 1, err, sizeof err) == 0, "job loads (%s)", err);
 	an_job_analyze(&job);
 	CHECK(job.nok == 2, "two traces (%zu)", job.nok);
