@@ -29,7 +29,7 @@ LIB_CFLAGS := -fvisibility=hidden
 ZSTD_LIB := -Wl,-Bstatic -lzstd -Wl,-Bdynamic
 LIB_LDFLAGS := -shared -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(SANFLAGS)
 LIB_LDLIBS := $(ZSTD_LIB) -ldl -lpthread
-CLI_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl
+CLI_LDLIBS := $(ZSTD_LIB) -lsqlite3 -lpthread -lm -ldl
 
 TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
@@ -49,7 +49,7 @@ CLI := $(BUILD)/nvlprof
 all: deps-check $(LIB) $(CLI)
 
 # ---- build dependencies --------------------------------------------------------------------
-DEB_DEPS := libzstd-dev:zstd.h libunwind-dev:libunwind.h
+DEB_DEPS := libzstd-dev:zstd.h libunwind-dev:libunwind.h libsqlite3-dev:sqlite3.h
 .PHONY: deps-check
 deps-check:
 	@missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
