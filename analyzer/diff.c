@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "export.h" /* xh_wanted, xh_cmd */
 #include "report.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -217,6 +218,8 @@ static void usage(FILE *o)
 
 int nvlp_cmd_diff(int argc, char **argv)
 {
+	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
+		return xh_cmd(argc, argv, 1);
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;

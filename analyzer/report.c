@@ -6,6 +6,7 @@
 #include <string.h> /* strcmp */
 
 #include "commands.h"
+#include "export.h" /* xh_wanted, xh_cmd */
 #include "json.h"
 #include "nvlp_trace.h"
 
@@ -619,6 +620,8 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 
 int nvlp_cmd_report(int argc, char **argv)
 {
+	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
+		return xh_cmd(argc, argv, 0);
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;
