@@ -25,7 +25,7 @@ uint64_t xe_flow_coll(uint64_t comm_hash, uint64_t seq)
 /* NCCL calls with GPU time, by (device, gpu start): a kernel finds the calls it ran */
 struct gcall {
 	int device;
-	uint64_t s;
+	uint64_t s, d;
 	long k;
 };
 static int cmp_gcall(const void *a, const void *b)
@@ -69,7 +69,7 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 			struct xm_call c;
 			xm_call(x, ri, k, &c);
 			if (c.gpu_start)
-				g[ng++] = (struct gcall){c.device, c.gpu_start, (long)k};
+				g[ng++] = (struct gcall){c.device, c.gpu_start, c.gpu_dur, (long)k};
 		}
 		qsort(g, ng, sizeof *g, cmp_gcall);
 		if (s->rank)
@@ -131,8 +131,9 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 				e.dur = k->dur;
 				const char *nm = nvlp_reader_string(rd, k->name);
 				e.name = nm ? nm : "";
-				/* the calls whose GPU time starts inside this kernel on its device */
-				struct gcall key = {(int)(int64_t)k->device, e.ts, 0};
+				/* the calls this kernel ran: the model gives a kernel's first call its
+				 * start and the group's next calls the following shares, back to back */
+				struct gcall key = {(int)(int64_t)k->device, e.ts, 0, 0};
 				size_t lo = 0, hi = ng;
 				while (lo < hi) {
 					size_t mid = (lo + hi) / 2;
@@ -142,8 +143,11 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 						hi = mid;
 				}
 				size_t n = 0;
-				for (size_t i = lo; i < ng && g[i].device == key.device &&
-				                    g[i].s < e.ts + (e.dur ? e.dur : 1);
+				uint64_t next = e.ts;
+				if (!xm_is_nccl_kernel(e.name))
+					lo = ng; /* another stream's kernel starting at the same ns */
+				for (size_t i = lo; i < ng && g[i].device == key.device && g[i].s == next &&
+				                    (n == 0 || g[i].s < e.ts + e.dur);
 				     i++) {
 					if (n == kcap) {
 						size_t nk = kcap ? 2 * kcap : 16;
@@ -154,6 +158,7 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 						kcap = nk;
 					}
 					kc[n++] = g[i].k;
+					next = g[i].s + g[i].d;
 				}
 				e.calls = kc;
 				e.ncalls = n;

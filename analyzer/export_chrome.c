@@ -180,7 +180,19 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		const struct nvlp_rec_kernel *k = e->f;
 		const char *nm = e->name[0] ? e->name : "kernel";
 		char buf[300];
-		if (e->ncalls && strncmp(nm, "nccl", 4)) { /* tools look for the nccl prefix */
+		const char *p = strstr(nm, "nccl");
+		if (p && p != nm) {
+			/* tools look for the nccl prefix: "_Z39ncclDevKernel_AllReduce_..." becomes
+			 * "ncclDevKernel_AllReduce_..." (its identifier) */
+			size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			                     "0123456789_");
+			char *end;
+			unsigned long len = nm[0] == '_' && nm[1] == 'Z' ? strtoul(nm + 2, &end, 10) : 0;
+			if (len && end == p && len <= n) /* Itanium mangling: _Z<len><name>... */
+				n = len;
+			snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), p);
+			nm = buf;
+		} else if (e->ncalls && !p) {
 			snprintf(buf, sizeof buf, "nccl:%s", nm);
 			nm = buf;
 		}

@@ -286,3 +286,5 @@ const char *xm_fn_coll(int fn)
 	int c = an_coll_of_fn((unsigned)fn);
 	return c > 0 && c < AN_C_COUNT ? n[c] : "";
 }
+
+int xm_is_nccl_kernel(const char *name) { return name && an_coll_of_kernel(name) != 0; }

@@ -115,6 +115,8 @@ struct xm_summary {
 };
 void xm_summary(const struct xm_job *x, struct xm_summary *s);
 
+/*! @return 1 if a kernel name is an NCCL kernel's (mangled or not) */
+int xm_is_nccl_kernel(const char *name);
 /*! Name of an NCCL function ("ncclAllReduce"), of a collective kind for Kineto ("allreduce") */
 const char *xm_fn_name(int fn);
 const char *xm_fn_coll(int fn);
