@@ -49,7 +49,7 @@ static const char schema[] =
 
 static const char indexes[] =
     "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL(start);\n"
-    "CREATE INDEX kernel_stream ON CUPTI_ACTIVITY_KIND_KERNEL(rankId, deviceId, streamId);\n"
+    "CREATE INDEX kernel_dev ON CUPTI_ACTIVITY_KIND_KERNEL(rankId, deviceId, start);\n"
     "CREATE INDEX memcpy_start ON CUPTI_ACTIVITY_KIND_MEMCPY(start);\n"
     "CREATE INDEX runtime_start ON CUPTI_ACTIVITY_KIND_RUNTIME(start);\n"
     "CREATE INDEX nccl_coll ON NCCL_CALLS(commId, seq);\n"

@@ -95,6 +95,30 @@ for d in "$TRACES"/*/; do
 	else fail "$n html report: $(head -3 "$T/err")"; fi
 done
 
+# ---- the example queries of analyzer/EXPORT.md run and answer
+python3 - "$ROOT/analyzer/EXPORT.md" "$T" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+for i, q in enumerate(re.findall(r"```sql\n(.*?)```", t, re.S)):
+    open("%s/q%d.sql" % (sys.argv[2], i), "w").write(q)
+PY
+nq=0
+for q in "$T"/q*.sql; do
+	nq=$((nq + 1))
+	for n in ddp_p2p_disable uma_thrash ddp_straggler; do
+		rows=$(sqlite3 "$T/$n.sqlite" <"$q" 2>"$T/err" | wc -l)
+		[ -s "$T/err" ] && fail "EXPORT.md query $(basename "$q") on $n: $(head -2 "$T/err")"
+		echo "$n $(basename "$q") $rows" >>"$T/qrows"
+	done
+done
+[ "$nq" -ge 4 ] && pass "EXPORT.md has $nq example queries" || fail "EXPORT.md: $nq queries"
+grep -q '^ddp_p2p_disable q0.sql [1-9]' "$T/qrows" && pass "query: top exposed collectives answers" || fail "query q0 no rows"
+grep -q '^ddp_p2p_disable q1.sql [1-9]' "$T/qrows" && pass "query: bytes per link answers" || fail "query q1 no rows"
+grep -q '^uma_thrash q2.sql [1-9]' "$T/qrows" && pass "query: migrations of one allocation answers" || fail "query q2 no rows"
+grep -q '^ddp_straggler q3.sql 2' "$T/qrows" && pass "query: skew of one collective, both ranks" || fail "query q3: $(grep q3 "$T/qrows")"
+[ "$(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql" | awk -F'|' '$4 > 10 && $3 < 1' | wc -l)" = 2 ] &&
+	pass "query: the P2P-disabled run moved its bytes over PCIe, not NVLink" || fail "bytes per link: $(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql")"
+
 # ---- expected content, beyond the goldens
 grep -q '^finding r straggler' "$G/ddp_straggler.html" && grep -q '^plot r skew' "$G/ddp_straggler.html" &&
 	pass "straggler report: finding with its heatmap" || fail "straggler report lacks its heatmap"
