@@ -11,15 +11,21 @@
 #include "report.h" /* an_common_opt */
 #include "model.h"  /* AN_TH_COUNT, an_threshold_defaults */
 
+static inline uint64_t mix(uint64_t x) /* splitmix64's finaliser */
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
 uint64_t xe_flow_call(size_t r, long k)
 {
-	uint64_t v[2] = {(uint64_t)r, (uint64_t)k};
-	return nvlp_hash64(v, sizeof v, 0x63616c6cULL) | 1;
+	return mix(mix((uint64_t)r ^ 0x63616c6cULL) ^ (uint64_t)k) | 1;
 }
 uint64_t xe_flow_coll(uint64_t comm_hash, uint64_t seq)
 {
-	uint64_t v[2] = {comm_hash, seq};
-	return nvlp_hash64(v, sizeof v, 0x636f6c6cULL) | 1;
+	return mix(mix(comm_hash ^ 0x636f6c6cULL) ^ seq) | 1;
 }
 
 /* NCCL calls with GPU time, by (device, gpu start): a kernel finds the calls it ran */
@@ -36,20 +42,47 @@ static int cmp_gcall(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
+/* per trace: NCCL kernel or not, by kernel name id (0 unknown, 1 no, 2 yes) */
+struct kname {
+	uint8_t *v;
+	size_t n;
+};
+static int is_nccl(struct kname *c, uint64_t id, const char *name)
+{
+	if (id < c->n && c->v[id])
+		return c->v[id] == 2;
+	int y = xm_is_nccl_kernel(name);
+	if (id < (1u << 24)) { /* ids are small and dense (STRING records, per file) */
+		if (id >= c->n) {
+			size_t n = c->n ? c->n : 64;
+			while (n <= id)
+				n *= 2;
+			uint8_t *v = realloc(c->v, n);
+			if (v) {
+				memset(v + c->n, 0, n - c->n);
+				c->v = v;
+				c->n = n;
+			}
+		}
+		if (id < c->n)
+			c->v[id] = (uint8_t)(1 + y);
+	}
+	return y;
+}
+
 static inline uint64_t job_t(const struct xm_rank *r, uint64_t local)
 {
 	return (uint64_t)((int64_t)local + r->offset);
 }
 
-int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
+int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_t *records)
 {
-	*records = 0;
 	long *kc = NULL; /* calls of the current kernel */
 	size_t kcap = 0;
-	for (size_t ri = 0; ri < xm_nranks(x); ri++) {
+	{
 		const struct xm_rank *R = xm_rank(x, ri);
 		if (!R->ok)
-			continue;
+			return 0;
 		char err[320];
 		nvlp_reader *rd = nvlp_reader_open(R->path, err, sizeof err);
 		if (!rd) {
@@ -75,6 +108,7 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 		if (s->rank)
 			s->rank(s->ctx, x, ri);
 		struct nvlp_record rec;
+		struct kname kn = {0};
 		long ncall = 0; /* NCCL records that became calls, in file order (as the model) */
 		int rc;
 		while ((rc = nvlp_reader_next(rd, &rec)) == 1) {
@@ -144,7 +178,7 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 				}
 				size_t n = 0;
 				uint64_t next = e.ts;
-				if (!xm_is_nccl_kernel(e.name))
+				if (!is_nccl(&kn, k->name, e.name))
 					lo = ng; /* another stream's kernel starting at the same ns */
 				for (size_t i = lo; i < ng && g[i].device == key.device && g[i].s == next &&
 				                    (n == 0 || g[i].s < e.ts + e.dur);
@@ -196,9 +230,19 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 		if (s->rank_end)
 			s->rank_end(s->ctx, x, ri);
 		free(g);
+		free(kn.v);
 		nvlp_reader_close(rd);
 	}
 	free(kc);
+	return 0;
+}
+
+int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
+{
+	*records = 0;
+	for (size_t ri = 0; ri < xm_nranks(x); ri++)
+		if (xe_stream_rank(x, s, ri, records) != 0)
+			return -1;
 	return 0;
 }
 

@@ -37,6 +37,9 @@ struct xe_sink {
 /*! Stream every readable trace of the job through sink. *records: records read.
  * @return 0, or -1 (a trace could not be reopened: message printed) */
 int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records);
+/*! The same for process r only (adds to *records); callable from several threads at once for
+ * different r, each with its own sink. */
+int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t r, uint64_t *records);
 
 /*! Flow ids shared by the formats: NCCL call k of process r -> its kernel; one collective
  * (communicator hash, seq) across ranks. */

@@ -46,10 +46,22 @@ def getall(node, key):
 
 def perfetto(path):
     pk = [v for k, v in parse_text(open(path)) if k == "packet"]
-    need(pk and get(pk[0], "sequence_flags") == "1", "first packet clears incremental state")
     tracks, kinds = {}, collections.Counter()
+    interned = {}  # per packet sequence: its interning tables
     for p in pk:
-        need(get(p, "trusted_packet_sequence_id") == "1", "every packet on sequence 1")
+        seq = get(p, "trusted_packet_sequence_id")
+        need(seq is not None, "every packet on a sequence")
+        if seq not in interned:
+            need(get(p, "sequence_flags") == "1", "a sequence starts by clearing its state")
+            interned[seq] = {"event_categories": {}, "event_names": {}, "debug_annotation_names": {}}
+        idata = get(p, "interned_data")
+        for kind, table in interned[seq].items():
+            for ent in getall(idata or [], kind):
+                iid = get(ent, "iid")
+                need(iid not in table, "iid %s of %s interned once" % (iid, kind))
+                table[iid] = get(ent, "name")
+        need(idata is None or get(p, "sequence_flags") == "2",
+             "packets with interned data need incremental state")
         td = get(p, "track_descriptor")
         if td is not None:
             u = get(td, "uuid")
@@ -66,9 +78,10 @@ def perfetto(path):
                 kind = "track:" + get(td, "name", "")
             tracks[u] = kind
             kinds[kind] += 1
+    out_seqs = len(interned)
     ev = collections.Counter()
     depth = collections.Counter()
-    flows, tflows, findings = set(), set(), []
+    flows, tflows, findings, names_used = set(), set(), [], set()
     for p in pk:
         te = get(p, "track_event")
         if te is None:
@@ -77,7 +90,16 @@ def perfetto(path):
         t = get(te, "track_uuid")
         need(t in tracks, "event on a described track")
         ty = get(te, "type")
-        cats = getall(te, "categories")
+        tab = interned[get(p, "trusted_packet_sequence_id")]
+        cats = [tab["event_categories"].get(i) for i in getall(te, "category_iids")]
+        need(None not in cats, "category iids interned before use")
+        if get(te, "name_iid") is not None:
+            need(get(te, "name_iid") in tab["event_names"], "name iid interned before use")
+            names_used.add(tab["event_names"].get(get(te, "name_iid")))
+        for da in getall(te, "debug_annotations"):
+            if get(da, "name_iid") is not None:
+                need(get(da, "name_iid") in tab["debug_annotation_names"],
+                     "arg name iid interned before use")
         if ty == "TYPE_SLICE_BEGIN":
             ev["begin:%s:%s" % (cats[0] if cats else "", tracks.get(t))] += 1
             depth[t] += 1
@@ -95,9 +117,11 @@ def perfetto(path):
     need(tflows <= flows, "every terminating flow was started by an NCCL call")
     begins = sum(v for k, v in ev.items() if k.startswith("begin:"))
     need(begins == ev["end"], "as many slice ends as begins")
-    out = ["tracks %s %d" % kv for kv in sorted(kinds.items())]
+    out = ["sequences %d" % out_seqs]
+    out += ["tracks %s %d" % kv for kv in sorted(kinds.items())]
     out += ["events %s %d" % kv for kv in sorted(ev.items())]
     out.append("flows started %d, terminated at kernels %d" % (len(flows), len(tflows)))
+    out += ["name %s" % n for n in sorted(names_used) if n.startswith("nccl") and "Kernel" not in n]
     out += ["finding %s" % f for f in findings]
     return out
 
