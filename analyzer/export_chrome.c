@@ -2,9 +2,11 @@
  * HTA's loaders take it: distributedInfo.rank, baseTimeNanoseconds, traceEvents (ph X) with cat
  * kernel / gpu_memcpy / cuda_runtime / cpu_op / user_annotation, args.stream, args.correlation
  * and the communication args of Kineto's record_param_comms. */
-#include <errno.h>  /* errno */
-#include <stdlib.h> /* malloc */
-#include <string.h> /* strerror */
+#include <errno.h>   /* errno */
+#include <pthread.h> /* pthread_create */
+#include <stdlib.h>  /* malloc */
+#include <string.h>  /* strerror */
+#include <unistd.h>  /* sysconf */
 
 #include "export.h"
 #include "json.h" /* jw_quote */
@@ -19,20 +21,72 @@ struct ch {
 	int pid;
 };
 
+/* Formatting by hand, unlocked: fprintf's parsing and locking were most of the export's time */
+static inline void put_s(FILE *o, const char *t) { fputs_unlocked(t, o); }
+static inline void put_u(FILE *o, uint64_t v)
+{
+	char b[24];
+	int i = 24;
+	do
+		b[--i] = (char)('0' + v % 10);
+	while (v /= 10);
+	fwrite_unlocked(b + i, 1, (size_t)(24 - i), o);
+}
+static inline void put_i(FILE *o, int64_t v)
+{
+	if (v < 0) {
+		putc_unlocked('-', o);
+		put_u(o, (uint64_t)0 - (uint64_t)v);
+	} else
+		put_u(o, (uint64_t)v);
+}
+static inline void put_milli(FILE *o, uint64_t v) /* v / 1000 with 3 decimals */
+{
+	put_u(o, v / 1000);
+	char b[4] = {'.', (char)('0' + v / 100 % 10), (char)('0' + v / 10 % 10), (char)('0' + v % 10)};
+	fwrite_unlocked(b, 1, 4, o);
+}
+static inline void put_fix3(FILE *o, double v) /* v >= 0, 3 decimals */
+{
+	put_milli(o, v > 0 && v < 1e15 ? (uint64_t)(v * 1000 + 0.5) : 0);
+}
+static void put_q(FILE *o, const char *t) /* a JSON string */
+{
+	for (const char *c = t; *c; c++)
+		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
+			jw_quote(o, t);
+			return;
+		}
+	putc_unlocked('"', o);
+	fputs_unlocked(t, o);
+	putc_unlocked('"', o);
+}
+
 /* µs with ns precision, relative to the base, as Kineto writes them */
 static void ts_us(FILE *o, const char *key, uint64_t t)
 {
-	fprintf(o, ",\"%s\":%llu.%03u", key, (unsigned long long)(t / 1000), (unsigned)(t % 1000));
+	putc_unlocked(',', o);
+	putc_unlocked('"', o);
+	put_s(o, key);
+	put_s(o, "\":");
+	put_milli(o, t);
 }
 
 static void head(struct ch *s, const char *ph, const char *cat, const char *name, int pid,
                  uint64_t tid, uint64_t ts, uint64_t base)
 {
-	fputs(s->nev++ ? ",\n{" : "\n{", s->o);
-	fprintf(s->o, "\"ph\":\"%s\",\"cat\":\"%s\",\"name\":", ph, cat);
-	jw_quote(s->o, name);
-	fprintf(s->o, ",\"pid\":%d,\"tid\":%llu", pid, (unsigned long long)tid);
-	ts_us(s->o, "ts", ts >= base ? ts - base : 0);
+	FILE *o = s->o;
+	put_s(o, s->nev++ ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
+	put_s(o, ph);
+	put_s(o, "\",\"cat\":\"");
+	put_s(o, cat);
+	put_s(o, "\",\"name\":");
+	put_q(o, name);
+	put_s(o, ",\"pid\":");
+	put_i(o, pid);
+	put_s(o, ",\"tid\":");
+	put_u(o, tid);
+	ts_us(o, "ts", ts >= base ? ts - base : 0);
 }
 
 static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
@@ -125,8 +179,8 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		/* the host call as Kineto's record_param_comms cpu_op */
 		head(s, "X", "cpu_op", e->name, s->pid, n->tid, e->ts, s->base);
 		ts_us(o, "dur", e->dur);
-		fputs(",\"args\":{", o);
-		fprintf(o, "\"External id\":%lld", (long long)(e->call >= 0 ? e->call + 1 : 0));
+		put_s(o, ",\"args\":{\"External id\":");
+		put_i(o, e->call >= 0 ? e->call + 1 : 0);
 		if (e->call >= 0) {
 			char cls = nvlp_nccl_fn_class((unsigned)n->fn);
 			unsigned sz = nvlp_nccl_dtype_size((int)(int64_t)n->dtype);
@@ -135,25 +189,39 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 				out = n->count * (n->nranks ? n->nranks : 1);
 			else if (n->fn == NVLP_NCCL_REDUCE_SCATTER)
 				nel = n->count * (n->nranks ? n->nranks : 1);
-			fputs(",\"Collective name\":", o);
-			jw_quote(o, xm_fn_coll((int)n->fn));
-			fprintf(o, ",\"In msg nelems\":%llu,\"Out msg nelems\":%llu", (unsigned long long)nel,
-			        (unsigned long long)out);
-			fprintf(o, ",\"In msg size\":%llu", (unsigned long long)(nel * sz));
-			fprintf(o, ",\"Group size\":%lld,\"dtype\":", (long long)(int64_t)n->nranks);
-			jw_quote(o, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
-			fprintf(o, ",\"Process Group Name\":\"%d\"", e->comm);
-			fprintf(o, ",\"Process Group Description\":\"comm %016llx\"",
-			        (unsigned long long)n->comm);
-			fprintf(o, ",\"Rank\":%lld,\"Seq\":%llu", (long long)(int64_t)n->rank,
-			        (unsigned long long)n->seq);
-			if (cls == 'P')
-				fprintf(o, ",\"Peer\":%lld", (long long)(int64_t)n->peer);
+			put_s(o, ",\"Collective name\":\"");
+			put_s(o, xm_fn_coll((int)n->fn));
+			put_s(o, "\",\"In msg nelems\":");
+			put_u(o, nel);
+			put_s(o, ",\"Out msg nelems\":");
+			put_u(o, out);
+			put_s(o, ",\"In msg size\":");
+			put_u(o, nel * sz);
+			put_s(o, ",\"Group size\":");
+			put_i(o, (int64_t)n->nranks);
+			put_s(o, ",\"dtype\":\"");
+			put_s(o, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
+			put_s(o, "\",\"Process Group Name\":\"");
+			put_i(o, e->comm);
+			char hx[96];
+			snprintf(hx, sizeof hx, "\",\"Process Group Description\":\"comm %016llx\"",
+			         (unsigned long long)n->comm);
+			put_s(o, hx);
+			put_s(o, ",\"Rank\":");
+			put_i(o, (int64_t)n->rank);
+			put_s(o, ",\"Seq\":");
+			put_u(o, n->seq);
+			if (cls == 'P') {
+				put_s(o, ",\"Peer\":");
+				put_i(o, (int64_t)n->peer);
+			}
 		}
 		fputs("}}", o);
 		if (e->call >= 0 && e->has_gpu) {
 			head(s, "s", "ac2g", "ac2g", s->pid, n->tid, e->ts, s->base);
-			fprintf(o, ",\"id\":%llu}", (unsigned long long)xe_flow_call(e->rank, e->call));
+			put_s(o, ",\"id\":");
+			put_u(o, xe_flow_call(e->rank, e->call));
+			putc_unlocked('}', o);
 		}
 		break;
 	}
@@ -199,19 +267,32 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		int pid = gpu_pid(s, (int64_t)k->device);
 		head(s, "X", "kernel", nm, pid, k->stream, e->ts, s->base);
 		ts_us(o, "dur", e->dur);
-		fprintf(o,
-		        ",\"args\":{\"device\":%lld,\"stream\":%llu,\"correlation\":%llu,"
-		        "\"External id\":%lld,\"grid\":[%llu,%llu,%llu],\"block\":[%llu,%llu,%llu]}}",
-		        (long long)(int64_t)k->device, (unsigned long long)k->stream,
-		        (unsigned long long)k->correlation,
-		        (long long)(e->ncalls ? e->calls[0] + 1 : 0), (unsigned long long)k->grid_x,
-		        (unsigned long long)k->grid_y, (unsigned long long)k->grid_z,
-		        (unsigned long long)k->block_x, (unsigned long long)k->block_y,
-		        (unsigned long long)k->block_z);
+		put_s(o, ",\"args\":{\"device\":");
+		put_i(o, (int64_t)k->device);
+		put_s(o, ",\"stream\":");
+		put_u(o, k->stream);
+		put_s(o, ",\"correlation\":");
+		put_u(o, k->correlation);
+		put_s(o, ",\"External id\":");
+		put_i(o, e->ncalls ? e->calls[0] + 1 : 0);
+		put_s(o, ",\"grid\":[");
+		put_u(o, k->grid_x);
+		putc_unlocked(',', o);
+		put_u(o, k->grid_y);
+		putc_unlocked(',', o);
+		put_u(o, k->grid_z);
+		put_s(o, "],\"block\":[");
+		put_u(o, k->block_x);
+		putc_unlocked(',', o);
+		put_u(o, k->block_y);
+		putc_unlocked(',', o);
+		put_u(o, k->block_z);
+		put_s(o, "]}}");
 		for (size_t i = 0; i < e->ncalls; i++) {
 			head(s, "f", "ac2g", "ac2g", pid, k->stream, e->ts, s->base);
-			fprintf(o, ",\"bp\":\"e\",\"id\":%llu}",
-			        (unsigned long long)xe_flow_call(e->rank, e->calls[i]));
+			put_s(o, ",\"bp\":\"e\",\"id\":");
+			put_u(o, xe_flow_call(e->rank, e->calls[i]));
+			putc_unlocked('}', o);
 		}
 		break;
 	}
@@ -223,24 +304,36 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		head(s, "X", "gpu_memcpy", nm, gpu_pid(s, (int64_t)c->device), c->stream, e->ts,
 		     s->base);
 		ts_us(o, "dur", e->dur);
-		fprintf(o,
-		        ",\"args\":{\"device\":%lld,\"stream\":%llu,\"correlation\":%llu,\"bytes\":%llu,"
-		        "\"copy_kind\":%llu}}",
-		        (long long)(int64_t)c->device, (unsigned long long)c->stream,
-		        (unsigned long long)(c->call_id ? c->call_id : c->correlation),
-		        (unsigned long long)c->bytes, (unsigned long long)c->copy_kind);
+		put_s(o, ",\"args\":{\"device\":");
+		put_i(o, (int64_t)c->device);
+		put_s(o, ",\"stream\":");
+		put_u(o, c->stream);
+		put_s(o, ",\"correlation\":");
+		put_u(o, c->call_id ? c->call_id : c->correlation);
+		put_s(o, ",\"bytes\":");
+		put_u(o, c->bytes);
+		put_s(o, ",\"copy_kind\":");
+		put_u(o, c->copy_kind);
+		put_s(o, "}}");
 		break;
 	}
 	case XE_SAMPLE: {
 		const struct nvlp_rec_linksample *l = e->f;
 		if (!e->dur)
 			break;
+		static const char *const gpu_nm[] = {"GPU 0 link GB/s", "GPU 1 link GB/s", "GPU 2 link GB/s",
+		                                     "GPU 3 link GB/s", "GPU 4 link GB/s", "GPU 5 link GB/s",
+		                                     "GPU 6 link GB/s", "GPU 7 link GB/s"};
 		char nm[48];
-		snprintf(nm, sizeof nm, "GPU %lld link GB/s", (long long)(int64_t)l->device);
-		head(s, "C", "link", nm, s->pid, 0, e->ts, s->base);
-		fprintf(o, ",\"args\":{\"NVLink\":%.3f,\"PCIe\":%.3f}}",
-		        (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur,
-		        (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
+		int64_t dv = (int64_t)l->device;
+		if (dv < 0 || dv >= 8)
+			snprintf(nm, sizeof nm, "GPU %lld link GB/s", (long long)dv);
+		head(s, "C", "link", dv >= 0 && dv < 8 ? gpu_nm[dv] : nm, s->pid, 0, e->ts, s->base);
+		put_s(o, ",\"args\":{\"NVLink\":");
+		put_fix3(o, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
+		put_s(o, ",\"PCIe\":");
+		put_fix3(o, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
+		put_s(o, "}}");
 		break;
 	}
 	case XE_UM: {
@@ -304,21 +397,111 @@ static void ch_rank_end(void *ctx, const struct xm_job *x, size_t r)
 	}
 }
 
+/* Processes are written in parallel: into their own files (per-rank layout), or into temporary
+ * files concatenated in order (one file; every chunk but the first starts with a comma). */
+struct ch_pool {
+	const struct xm_job *x;
+	const char *dir;
+	FILE **tmp;
+	uint64_t *recs, base;
+	int *err, single_rank;
+	size_t next, first;
+	pthread_mutex_t mu;
+};
+
+static void *ch_worker(void *arg)
+{
+	struct ch_pool *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		size_t r = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (r >= xm_nranks(p->x))
+			return NULL;
+		if (!xm_rank(p->x, r)->ok)
+			continue;
+		struct ch s = {.o = p->dir ? NULL : p->tmp[r], .dir = p->dir, .base = p->base,
+		               .single_rank = p->single_rank, .nev = !p->dir && r != p->first};
+		struct xe_sink sink = {.ctx = &s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
+		if (xe_stream_rank(p->x, &sink, r, &p->recs[r]) != 0)
+			p->err[r] = 1;
+		if (s.err || (s.o && fflush(s.o) != 0))
+			p->err[r] = 2;
+	}
+}
+
 int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *records)
 {
 	struct ch s = {.o = o, .dir = out_dir};
-	size_t nok = 0, one = 0;
-	for (size_t i = 0; i < xm_nranks(x); i++)
-		if (xm_rank(x, i)->ok)
+	size_t n = xm_nranks(x), nok = 0, one = 0, first = n;
+	for (size_t i = 0; i < n; i++)
+		if (xm_rank(x, i)->ok) {
 			nok++, one = i;
+			if (first == n)
+				first = i;
+		}
 	s.single_rank = nok == 1;
+	uint64_t t0, t1;
+	xm_span(x, &t0, &t1);
 	if (!out_dir) {
 		const struct xm_rank *R = xm_rank(x, one);
 		/* distributedInfo names one rank: only when the file holds one process */
 		open_file(&s, x, nok == 1 ? (R->rank >= 0 ? R->rank : 0) : -1, (int)nok);
 	}
-	struct xe_sink sink = {.ctx = &s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
-	int rc = xe_stream(x, &sink, records);
+	struct ch_pool pool = {.x = x, .dir = out_dir, .base = t0, .single_rank = s.single_rank,
+	                       .first = first, .tmp = calloc(n + 1, sizeof(FILE *)),
+	                       .recs = calloc(n + 1, sizeof(uint64_t)), .err = calloc(n + 1, sizeof(int))};
+	int rc = 0;
+	*records = 0;
+	if (!pool.tmp || !pool.recs || !pool.err) {
+		fprintf(stderr, "nvlprof: export: out of memory\n");
+		rc = -1;
+	}
+	for (size_t r = 0; !rc && !out_dir && r < n; r++)
+		if (xm_rank(x, r)->ok && !(pool.tmp[r] = tmpfile())) {
+			fprintf(stderr, "nvlprof: export: cannot create a temporary file\n");
+			rc = -1;
+		}
+	if (!rc) {
+		pthread_mutex_init(&pool.mu, NULL);
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		size_t nt = ncpu > 0 && (size_t)ncpu < n ? (size_t)ncpu : n;
+		if (nt > 64)
+			nt = 64;
+		pthread_t th[64];
+		size_t started = 0;
+		for (size_t t = 1; t < nt; t++)
+			if (pthread_create(&th[started], NULL, ch_worker, &pool) == 0)
+				started++;
+		ch_worker(&pool);
+		for (size_t t = 0; t < started; t++)
+			pthread_join(th[t], NULL);
+		pthread_mutex_destroy(&pool.mu);
+		char *buf = out_dir ? NULL : malloc(1 << 20);
+		for (size_t r = 0; r < n; r++) {
+			*records += pool.recs[r];
+			if (pool.err[r] == 1)
+				rc = -1;
+			else if (pool.err[r] == 2)
+				s.err = 1;
+			if (!pool.tmp[r] || !buf)
+				continue;
+			rewind(pool.tmp[r]);
+			size_t k;
+			while ((k = fread(buf, 1, 1 << 20, pool.tmp[r])) > 0)
+				if (fwrite(buf, 1, k, o) != k)
+					s.err = 1;
+		}
+		if (!out_dir && !buf)
+			rc = -1;
+		free(buf);
+	}
+	for (size_t r = 0; pool.tmp && r < n; r++)
+		if (pool.tmp[r])
+			fclose(pool.tmp[r]);
+	free(pool.tmp);
+	free(pool.recs);
+	free(pool.err);
 	if (!out_dir)
 		close_file(&s);
 	if (s.err && !rc)
