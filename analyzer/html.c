@@ -137,7 +137,9 @@ static int plot_bw(struct ctx *c)
 			svg_legend(&s, 0, "nvl", "NVLink");
 			svg_legend(&s, 1, "pcie", "PCIe");
 			svg_legend(&s, 2, "coll", "NCCL kernels");
-			svg_text(&s, c->W - s.mr, 16, "end", "al", title);
+			char shortt[64]; /* in narrow plots the legend leaves room for less */
+			snprintf(shortt, sizeof shortt, "%s GPU %d", xm_rank(x, r)->label, xm_dev(x, r, d));
+			svg_text(&s, c->W - s.mr, 16, "end", "al", c->W < 700 ? shortt : title);
 			svg_end(&s);
 			free(xs);
 			drawn++;
@@ -627,7 +629,7 @@ static const char css[] =
     "letter-spacing:.05em;color:#fff;background:#888;padding:1px 6px;border-radius:3px}"
     ".sev-critical .sev{background:#c62828}.sev-warning .sev{background:#ef6c00}"
     ".sev-info .sev{background:#1565c0}.ev{margin:4px 0;padding-left:18px;columns:2;"
-    "font-size:13px;color:#333}.advice{margin:6px 0}.expl{margin:2px 0;color:#555}"
+    "font-size:13px;color:#333;overflow-wrap:anywhere}.advice{margin:6px 0}.expl{margin:2px 0;color:#555}"
     "figure{margin:8px 0}figcaption{font-size:13px;color:#444;margin-bottom:4px}"
     "svg{display:block;max-width:100%;height:auto;margin:4px 0;background:#fff}"
     "svg .area{fill:#fff;stroke:#999}svg .tick{stroke:#888}svg .grid{stroke:#eee}"

@@ -180,7 +180,7 @@ void svg_text(struct svg *s, double px, double py, const char *anchor, const cha
 
 void svg_legend(struct svg *s, int k, const char *cls, const char *label)
 {
-	double x = s->ml + 150.0 * k, y = 8;
+	double x = s->ml + (s->w < 700 ? 90.0 : 150.0) * k, y = 8; /* narrow: diff's columns */
 	fprintf(s->o, "<rect class=\"%s sw\" x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"8\"/>", cls,
 	        x, y);
 	svg_text(s, x + 18, y + 8, "start", "tl", label);
