@@ -202,6 +202,8 @@ static void usage(FILE *o)
 	    o,
 	    "usage: nvlprof diff [--json] [--fail-if-slower PCT] [--threshold NAME=VALUE]... "
 	    "BEFORE AFTER\n"
+	    "       nvlprof diff --html FILE BEFORE AFTER  (one HTML page, the two runs side by "
+	    "side)\n"
 	    "Compares two runs (each a trace directory or file): wall and step time, "
 	    "communication, exposed\n"
 	    "communication, bus bandwidth per collective and size class, bytes per link type, "

@@ -324,6 +324,11 @@ int nvlp_cmd_export(int argc, char **argv)
 	static const char *const defaults[] = {"nvlprof.pftrace", "nvlprof.json", "nvlprof.sqlite"};
 	if (!out)
 		out = defaults[f];
+	if (f == 2 && !strcmp(out, "-")) {
+		fprintf(stderr, "nvlprof: export: sqlite needs a file (-o FILE), not stdout\n");
+		free(paths);
+		return 2;
+	}
 	double t = now_s();
 	struct xm_job *x = xm_open(paths, np, threads, th);
 	free(paths);

@@ -753,6 +753,15 @@ int xh_cmd(int argc, char **argv, int diff)
 		}
 		if (c)
 			continue;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf(diff ? "usage: nvlprof diff --html FILE [options] BEFORE AFTER\n"
+			            : "usage: nvlprof report --html FILE [options] FILE|DIR...\n");
+			printf("One self-contained HTML file (no script, no network): findings first, "
+			       "each with its plot.\nOptions: --threshold NAME=VALUE, -j N (as without "
+			       "--html). See analyzer/EXPORT.md.\n");
+			free(paths);
+			return 0;
+		}
 		if (!strcmp(argv[i], "--html") && i + 1 < argc)
 			out = argv[++i];
 		else if (!strncmp(argv[i], "--html=", 7))

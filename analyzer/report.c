@@ -570,6 +570,8 @@ static void usage(FILE *o)
 	    o,
 	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--threshold NAME=VALUE]... "
 	    "TRACE_DIR|FILE...\n"
+	    "       nvlprof report --html FILE TRACE_DIR|FILE...  (one self-contained HTML page, "
+	    "plots included)\n"
 	    "Explains where the communication time of a multi-GPU job went: findings first, then "
 	    "tables.\n"
 	    "A finding explained by a root cause is listed right after it as \"[info] ID "

@@ -159,4 +159,9 @@ $CLI export -q -f perfetto -o "$T/cut.pftrace" "$T/cut.nvlp" 2>"$T/err" &&
 	protoc --proto_path="$ROOT/analyzer" --decode=perfetto.protos.Trace "$PROTO" <"$T/cut.pftrace" >/dev/null &&
 	pass "truncated trace: exported up to its end" || fail "truncated trace: $(head -2 "$T/err")"
 $CLI report --html "$T/x.html" --json "$TRACES/ddp_healthy" 2>"$T/err"; check_eq "--html with --json: exit 2" 2 $?
+$CLI export -f sqlite -o - "$TRACES/ddp_healthy" >/dev/null 2>"$T/err"; check_eq "sqlite to stdout: exit 2" 2 $?
+grep -q 'sqlite needs a file' "$T/err" && pass "sqlite to stdout: said why" || fail "sqlite to stdout: $(cat "$T/err")"
+$CLI report --html "$T/x.html" --help >"$T/out" 2>&1; check_eq "report --html --help: exit 0" 0 $?
+$CLI export -f perfetto -o - "$TRACES/p2p_staged" 2>/dev/null | protoc --proto_path="$ROOT/analyzer" --decode=perfetto.protos.Trace "$PROTO" >/dev/null 2>&1 &&
+	pass "perfetto to stdout decodes" || fail "perfetto to stdout"
 exit 0
