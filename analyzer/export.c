@@ -8,8 +8,6 @@
 
 #include "export.h"
 #include "nvlp_trace.h"
-#include "report.h" /* an_common_opt */
-#include "model.h"  /* AN_TH_COUNT, an_threshold_defaults */
 
 static inline uint64_t mix(uint64_t x) /* splitmix64's finaliser */
 {
@@ -273,16 +271,16 @@ static double now_s(void)
 
 int nvlp_cmd_export(int argc, char **argv)
 {
-	double th[AN_TH_COUNT];
-	memcpy(th, an_threshold_defaults, sizeof th);
-	int threads = 0, quiet = 0;
+	struct xm_opts opts;
+	xm_opts_init(&opts);
+	int quiet = 0;
 	const char *fmt = NULL, *out = NULL;
 	char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	int np = 0;
 	if (!paths)
 		return 2;
 	for (int i = 1; i < argc; i++) {
-		int c = an_common_opt(argc, argv, &i, th, &threads);
+		int c = xm_opt(argc, argv, &i, &opts);
 		if (c < 0) {
 			free(paths);
 			return 2;
@@ -330,7 +328,7 @@ int nvlp_cmd_export(int argc, char **argv)
 		return 2;
 	}
 	double t = now_s();
-	struct xm_job *x = xm_open(paths, np, threads, th);
+	struct xm_job *x = xm_open(paths, np, &opts);
 	free(paths);
 	if (!x)
 		return 2;

@@ -18,10 +18,29 @@ struct xm_job {
 	int main_comm;
 };
 
-struct xm_job *xm_open(char **paths, int npaths, int threads, const double *th)
+_Static_assert(AN_TH_COUNT <= 64, "struct xm_opts holds every threshold");
+
+void xm_opts_init(struct xm_opts *o)
 {
+	memset(o, 0, sizeof *o);
+	memcpy(o->th, an_threshold_defaults, sizeof an_threshold_defaults);
+}
+
+int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
+{
+	return an_common_opt(argc, argv, i, o->th, &o->threads);
+}
+
+struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
+{
+	struct xm_opts def;
+	if (!o) {
+		xm_opts_init(&def);
+		o = &def;
+	}
+	int threads = o->threads;
 	double thd[AN_TH_COUNT];
-	memcpy(thd, th ? th : an_threshold_defaults, sizeof thd);
+	memcpy(thd, o->th, sizeof thd);
 	struct xm_job *x = calloc(1, sizeof *x);
 	if (!x) {
 		fprintf(stderr, "nvlprof: out of memory\n");

@@ -50,9 +50,19 @@ struct xm_alloc {
 	int device;
 };
 
-/*! Load, analyze and diagnose (as `report` does; warnings on stderr). th: thresholds or NULL for
- * the defaults. @return the job, or NULL after printing the error */
-struct xm_job *xm_open(char **paths, int npaths, int threads, const double *th);
+/* The options report and diff share (--threshold NAME=VALUE, -j N), for export and --html */
+struct xm_opts {
+	double th[64]; /* thresholds, the model's order */
+	int threads;   /* loader threads, 0 = one per CPU */
+};
+void xm_opts_init(struct xm_opts *o);
+/*! One of the shared options at argv[*i]? @return 1 consumed (advances *i), 0 not one, -1 bad
+ * (message printed) */
+int xm_opt(int argc, char **argv, int *i, struct xm_opts *o);
+
+/*! Load, analyze and diagnose (as `report` does; warnings on stderr). o: NULL for the defaults.
+ * @return the job, or NULL after printing the error */
+struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o);
 void xm_close(struct xm_job *x);
 
 size_t xm_nranks(const struct xm_job *x);

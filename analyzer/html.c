@@ -8,8 +8,6 @@
 #include <string.h> /* strcmp */
 
 #include "export.h"
-#include "model.h" /* AN_TH_COUNT, an_threshold_defaults */
-#include "report.h" /* an_common_opt */
 #include "svg.h"
 
 enum { P_BW, P_SKEW, P_HANG, P_UM, P_COUNT };
@@ -737,16 +735,16 @@ int xh_wanted(int argc, char **argv)
 
 int xh_cmd(int argc, char **argv, int diff)
 {
-	double th[AN_TH_COUNT];
-	memcpy(th, an_threshold_defaults, sizeof th);
-	int threads = 0, np = 0;
+	struct xm_opts opts;
+	xm_opts_init(&opts);
+	int np = 0;
 	const char *out = NULL;
 	char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	if (!paths)
 		return 2;
 	const char *cmd = diff ? "diff" : "report";
 	for (int i = 1; i < argc; i++) {
-		int c = an_common_opt(argc, argv, &i, th, &threads);
+		int c = xm_opt(argc, argv, &i, &opts);
 		if (c < 0) {
 			free(paths);
 			return 2;
@@ -780,9 +778,9 @@ int xh_cmd(int argc, char **argv, int diff)
 		free(paths);
 		return 2;
 	}
-	struct xm_job *x = xm_open(diff ? paths : paths, diff ? 1 : np, threads, th), *y = NULL;
+	struct xm_job *x = xm_open(paths, diff ? 1 : np, &opts), *y = NULL;
 	if (x && diff)
-		y = xm_open(paths + 1, 1, threads, th);
+		y = xm_open(paths + 1, 1, &opts);
 	if (!x || (diff && !y)) {
 		xm_close(x);
 		free(paths);

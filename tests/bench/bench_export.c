@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 		return 1;
 	char *p = dir;
 	double t = now();
-	struct xm_job *x = xm_open(&p, 1, 0, NULL);
+	struct xm_job *x = xm_open(&p, 1, NULL);
 	if (!x)
 		return 1;
 	double tload = now() - t;
