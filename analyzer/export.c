@@ -111,7 +111,11 @@ int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_
 		int rc;
 		while ((rc = nvlp_reader_next(rd, &rec)) == 1) {
 			(*records)++;
-			struct xe_ev e = {.rank = ri, .f = rec.f, .name = "", .comm = -1, .call = -1,
+			struct xe_ev e = {.rank = ri,
+			                  .f = rec.f,
+			                  .name = "",
+			                  .comm = -1,
+			                  .call = -1,
 			                  .alloc = -1};
 			switch (rec.kind) {
 			case NVLP_K_NCCL: {
@@ -163,8 +167,9 @@ int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_
 				e.dur = k->dur;
 				const char *nm = nvlp_reader_string(rd, k->name);
 				e.name = nm ? nm : "";
-				/* the calls this kernel ran: the model gives a kernel's first call its
-				 * start and the group's next calls the following shares, back to back */
+				/* the calls this kernel ran: the model gives a kernel's first call
+				 * its start and the group's next calls the following shares, back
+				 * to back */
 				struct gcall key = {(int)(int64_t)k->device, e.ts, 0, 0};
 				size_t lo = 0, hi = ng;
 				while (lo < hi) {
@@ -177,9 +182,11 @@ int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_
 				size_t n = 0;
 				uint64_t next = e.ts;
 				if (!is_nccl(&kn, k->name, e.name))
-					lo = ng; /* another stream's kernel starting at the same ns */
-				for (size_t i = lo; i < ng && g[i].device == key.device && g[i].s == next &&
-				                    (n == 0 || g[i].s < e.ts + e.dur);
+					lo = ng; /* another stream's kernel starting at the same ns
+					          */
+				for (size_t i = lo;
+				     i < ng && g[i].device == key.device && g[i].s == next &&
+				     (n == 0 || g[i].s < e.ts + e.dur);
 				     i++) {
 					if (n == kcap) {
 						size_t nk = kcap ? 2 * kcap : 16;
@@ -246,20 +253,21 @@ int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
 
 static void usage(FILE *o)
 {
-	fprintf(o,
-	        "usage: nvlprof export --format perfetto|chrome|sqlite [-o FILE] [options] "
-	        "FILE|DIR...\n"
-	        "  Writes the job's timeline, hosts aligned as in `report`:\n"
-	        "    perfetto  Perfetto protobuf (open in https://ui.perfetto.dev); default "
-	        "nvlprof.pftrace\n"
-	        "    chrome    Chrome/Kineto JSON (Perfetto, chrome://tracing, HTA); -o DIR/ writes\n"
-	        "              one file per rank (rank<N>.json), the layout HTA's TraceAnalysis "
-	        "reads;\n"
-	        "              default nvlprof.json\n"
-	        "    sqlite    SQLite database (schema: analyzer/EXPORT.md); default nvlprof.sqlite\n"
-	        "  -o -  writes perfetto/chrome to stdout.\n"
-	        "  --threshold NAME=VALUE, -j N: as for report (the findings become events).\n"
-	        "Exit status: 0 written, 2 usage error, no readable trace or write error.\n");
+	fprintf(
+	    o,
+	    "usage: nvlprof export --format perfetto|chrome|sqlite [-o FILE] [options] "
+	    "FILE|DIR...\n"
+	    "  Writes the job's timeline, hosts aligned as in `report`:\n"
+	    "    perfetto  Perfetto protobuf (open in https://ui.perfetto.dev); default "
+	    "nvlprof.pftrace\n"
+	    "    chrome    Chrome/Kineto JSON (Perfetto, chrome://tracing, HTA); -o DIR/ writes\n"
+	    "              one file per rank (rank<N>.json), the layout HTA's TraceAnalysis "
+	    "reads;\n"
+	    "              default nvlprof.json\n"
+	    "    sqlite    SQLite database (schema: analyzer/EXPORT.md); default nvlprof.sqlite\n"
+	    "  -o -  writes perfetto/chrome to stdout.\n"
+	    "  --threshold NAME=VALUE, -j N: as for report (the findings become events).\n"
+	    "Exit status: 0 written, 2 usage error, no readable trace or write error.\n");
 }
 
 static double now_s(void)
@@ -308,13 +316,16 @@ int nvlp_cmd_export(int argc, char **argv)
 		} else
 			paths[np++] = argv[i];
 	}
-	int f = !fmt ? -1 : !strcmp(fmt, "perfetto") ? 0 : !strcmp(fmt, "chrome") ? 1
-	                                           : !strcmp(fmt, "sqlite")     ? 2
-	                                                                         : -1;
+	int f = !fmt                       ? -1
+	        : !strcmp(fmt, "perfetto") ? 0
+	        : !strcmp(fmt, "chrome")   ? 1
+	        : !strcmp(fmt, "sqlite")   ? 2
+	                                   : -1;
 	if (f < 0 || !np) {
-		fprintf(stderr, f < 0 ? "nvlprof: export: --format perfetto|chrome|sqlite is needed\n"
-		                      : "nvlprof: export: no input: give a trace directory or .nvlp "
-		                        "files\n");
+		fprintf(stderr, f < 0
+		                    ? "nvlprof: export: --format perfetto|chrome|sqlite is needed\n"
+		                    : "nvlprof: export: no input: give a trace directory or .nvlp "
+		                      "files\n");
 		usage(stderr);
 		free(paths);
 		return 2;
@@ -340,7 +351,8 @@ int nvlp_cmd_export(int argc, char **argv)
 	else {
 		size_t ol = strlen(out);
 		struct stat st;
-		int dir = f == 1 && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
+		int dir =
+		    f == 1 && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
 		if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
 			fprintf(stderr, "nvlprof: export: %s: cannot create directory\n", out);
 			xm_close(x);
@@ -348,12 +360,13 @@ int nvlp_cmd_export(int argc, char **argv)
 		}
 		FILE *o = stdout;
 		if (!dir && strcmp(out, "-") && !(o = fopen(out, "wb"))) {
-			fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out, strerror(errno));
+			fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out,
+			        strerror(errno));
 			xm_close(x);
 			return 2;
 		}
-		rc = f == 0 ? xe_perfetto(x, o, &recs) : xe_chrome(x, dir ? NULL : o, dir ? out : NULL,
-		                                                   &recs);
+		rc = f == 0 ? xe_perfetto(x, o, &recs)
+		            : xe_chrome(x, dir ? NULL : o, dir ? out : NULL, &recs);
 		if (o != stdout && fclose(o) != 0 && !rc) {
 			fprintf(stderr, "nvlprof: export: %s: write error\n", out);
 			rc = -1;

@@ -13,17 +13,17 @@
 enum xe_type { XE_NCCL, XE_COPY, XE_MANAGED, XE_PEER, XE_KERNEL, XE_GPUCOPY, XE_UM, XE_SAMPLE };
 
 struct xe_ev {
-	int type;            /* enum xe_type */
-	size_t rank;         /* index of the process (xm_rank) */
-	uint64_t ts, dur;    /* job time, ns */
-	const void *f;       /* the record's fields: struct nvlp_rec_nccl, _copy, ... by type */
-	const char *name;    /* kernel name / API function name ("" if unknown) */
-	int comm;            /* XE_NCCL: job communicator index, -1 unknown */
-	long call;           /* XE_NCCL: index of the call in xm_call order, -1 not one */
-	int has_gpu;         /* XE_NCCL: the analyzer matched GPU time to the call */
-	const long *calls;   /* XE_KERNEL: the NCCL calls (xm_call indices) this kernel ran */
+	int type;          /* enum xe_type */
+	size_t rank;       /* index of the process (xm_rank) */
+	uint64_t ts, dur;  /* job time, ns */
+	const void *f;     /* the record's fields: struct nvlp_rec_nccl, _copy, ... by type */
+	const char *name;  /* kernel name / API function name ("" if unknown) */
+	int comm;          /* XE_NCCL: job communicator index, -1 unknown */
+	long call;         /* XE_NCCL: index of the call in xm_call order, -1 not one */
+	int has_gpu;       /* XE_NCCL: the analyzer matched GPU time to the call */
+	const long *calls; /* XE_KERNEL: the NCCL calls (xm_call indices) this kernel ran */
 	size_t ncalls;
-	long alloc;          /* XE_UM: allocation index (xm_alloc), -1 none */
+	long alloc; /* XE_UM: allocation index (xm_alloc), -1 none */
 };
 
 struct xe_sink {

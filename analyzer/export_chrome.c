@@ -13,16 +13,19 @@
 #include "nvlp_trace.h"
 
 struct ch {
-	FILE *o;        /* current output */
+	FILE *o;         /* current output */
 	const char *dir; /* per-rank files into this directory, NULL: one file */
 	int err, nev, single_rank;
-	uint64_t base;   /* job time of ts 0 */
-	uint64_t tid0;   /* first NCCL thread of the process: where ProfilerStep#N go */
+	uint64_t base; /* job time of ts 0 */
+	uint64_t tid0; /* first NCCL thread of the process: where ProfilerStep#N go */
 	int pid;
 };
 
 /* Formatting by hand, unlocked: fprintf's parsing and locking were most of the export's time */
-static inline void put_s(FILE *o, const char *t) { fputs_unlocked(t, o); }
+static inline void put_s(FILE *o, const char *t)
+{
+	fputs_unlocked(t, o);
+}
 static inline void put_u(FILE *o, uint64_t v)
 {
 	char b[24];
@@ -43,7 +46,8 @@ static inline void put_i(FILE *o, int64_t v)
 static inline void put_milli(FILE *o, uint64_t v) /* v / 1000 with 3 decimals */
 {
 	put_u(o, v / 1000);
-	char b[4] = {'.', (char)('0' + v / 100 % 10), (char)('0' + v / 10 % 10), (char)('0' + v % 10)};
+	char b[4] = {'.', (char)('0' + v / 100 % 10), (char)('0' + v / 10 % 10),
+	             (char)('0' + v % 10)};
 	fwrite_unlocked(b, 1, 4, o);
 }
 static inline void put_fix3(FILE *o, double v) /* v >= 0, 3 decimals */
@@ -102,7 +106,8 @@ static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
 		if (R->ok && R->t_real0)
 			real = R->t_real0 + (t0 - (uint64_t)((int64_t)R->t_mono0 + R->offset));
 	}
-	fprintf(s->o, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"baseTimeNanoseconds\":%llu",
+	fprintf(s->o,
+	        "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"baseTimeNanoseconds\":%llu",
 	        (unsigned long long)real);
 	if (rank >= 0)
 		fprintf(s->o,
@@ -121,8 +126,9 @@ static void close_file(struct ch *s)
 static void meta(struct ch *s, const char *what, int pid, uint64_t tid, const char *name)
 {
 	fputs(s->nev++ ? ",\n{" : "\n{", s->o);
-	fprintf(s->o, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%llu,\"args\":{\"name\":",
-	        what, pid, (unsigned long long)tid);
+	fprintf(s->o,
+	        "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%llu,\"args\":{\"name\":", what,
+	        pid, (unsigned long long)tid);
 	jw_quote(s->o, name);
 	fputs("}}", s->o);
 }
@@ -240,7 +246,8 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		ts_us(o, "dur", e->dur);
 		fprintf(o, ",\"args\":{\"correlation\":%llu", (unsigned long long)corr);
 		if (e->type == XE_COPY)
-			fprintf(o, ",\"bytes\":%llu", (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
+			fprintf(o, ",\"bytes\":%llu",
+			        (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
 		fputs("}}", o);
 		break;
 	}
@@ -255,10 +262,12 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 			size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			                     "0123456789_");
 			char *end;
-			unsigned long len = nm[0] == '_' && nm[1] == 'Z' ? strtoul(nm + 2, &end, 10) : 0;
+			unsigned long len =
+			    nm[0] == '_' && nm[1] == 'Z' ? strtoul(nm + 2, &end, 10) : 0;
 			if (len && end == p && len <= n) /* Itanium mangling: _Z<len><name>... */
 				n = len;
-			snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), p);
+			snprintf(buf, sizeof buf, "%.*s",
+			         (int)(n < sizeof buf ? n : sizeof buf - 1), p);
 			nm = buf;
 		} else if (e->ncalls && !p) {
 			snprintf(buf, sizeof buf, "nccl:%s", nm);
@@ -321,14 +330,15 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		const struct nvlp_rec_linksample *l = e->f;
 		if (!e->dur)
 			break;
-		static const char *const gpu_nm[] = {"GPU 0 link GB/s", "GPU 1 link GB/s", "GPU 2 link GB/s",
-		                                     "GPU 3 link GB/s", "GPU 4 link GB/s", "GPU 5 link GB/s",
-		                                     "GPU 6 link GB/s", "GPU 7 link GB/s"};
+		static const char *const gpu_nm[] = {
+		    "GPU 0 link GB/s", "GPU 1 link GB/s", "GPU 2 link GB/s", "GPU 3 link GB/s",
+		    "GPU 4 link GB/s", "GPU 5 link GB/s", "GPU 6 link GB/s", "GPU 7 link GB/s"};
 		char nm[48];
 		int64_t dv = (int64_t)l->device;
 		if (dv < 0 || dv >= 8)
 			snprintf(nm, sizeof nm, "GPU %lld link GB/s", (long long)dv);
-		head(s, "C", "link", dv >= 0 && dv < 8 ? gpu_nm[dv] : nm, s->pid, 0, e->ts, s->base);
+		head(s, "C", "link", dv >= 0 && dv < 8 ? gpu_nm[dv] : nm, s->pid, 0, e->ts,
+		     s->base);
 		put_s(o, ",\"args\":{\"NVLink\":");
 		put_fix3(o, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
 		put_s(o, ",\"PCIe\":");
@@ -340,7 +350,10 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		const struct nvlp_rec_um *u = e->f;
 		if (u->counter < 1 || (u->counter > 2 && u->counter != 8))
 			break;
-		head(s, "X", "um_migration", u->counter == 2 ? "UM DtoH" : u->counter == 1 ? "UM HtoD" : "UM DtoD",
+		head(s, "X", "um_migration",
+		     u->counter == 2   ? "UM DtoH"
+		     : u->counter == 1 ? "UM HtoD"
+		                       : "UM DtoD",
 		     s->pid, 1, e->ts, s->base);
 		ts_us(o, "dur", e->dur);
 		fprintf(o, ",\"args\":{\"bytes\":%llu,\"address\":%llu,\"allocation\":%ld}}",
@@ -420,9 +433,13 @@ static void *ch_worker(void *arg)
 			return NULL;
 		if (!xm_rank(p->x, r)->ok)
 			continue;
-		struct ch s = {.o = p->dir ? NULL : p->tmp[r], .dir = p->dir, .base = p->base,
-		               .single_rank = p->single_rank, .nev = !p->dir && r != p->first};
-		struct xe_sink sink = {.ctx = &s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
+		struct ch s = {.o = p->dir ? NULL : p->tmp[r],
+		               .dir = p->dir,
+		               .base = p->base,
+		               .single_rank = p->single_rank,
+		               .nev = !p->dir && r != p->first};
+		struct xe_sink sink = {
+		    .ctx = &s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
 		if (xe_stream_rank(p->x, &sink, r, &p->recs[r]) != 0)
 			p->err[r] = 1;
 		if (s.err || (s.o && fflush(s.o) != 0))
@@ -448,9 +465,14 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 		/* distributedInfo names one rank: only when the file holds one process */
 		open_file(&s, x, nok == 1 ? (R->rank >= 0 ? R->rank : 0) : -1, (int)nok);
 	}
-	struct ch_pool pool = {.x = x, .dir = out_dir, .base = t0, .single_rank = s.single_rank,
-	                       .first = first, .tmp = calloc(n + 1, sizeof(FILE *)),
-	                       .recs = calloc(n + 1, sizeof(uint64_t)), .err = calloc(n + 1, sizeof(int))};
+	struct ch_pool pool = {.x = x,
+	                       .dir = out_dir,
+	                       .base = t0,
+	                       .single_rank = s.single_rank,
+	                       .first = first,
+	                       .tmp = calloc(n + 1, sizeof(FILE *)),
+	                       .recs = calloc(n + 1, sizeof(uint64_t)),
+	                       .err = calloc(n + 1, sizeof(int))};
 	int rc = 0;
 	*records = 0;
 	if (!pool.tmp || !pool.recs || !pool.err) {

@@ -99,15 +99,24 @@ void xm_close(struct xm_job *x)
 	free(x);
 }
 
-size_t xm_nranks(const struct xm_job *x) { return x->job.nranks; }
-const struct xm_rank *xm_rank(const struct xm_job *x, size_t i) { return &x->r[i]; }
+size_t xm_nranks(const struct xm_job *x)
+{
+	return x->job.nranks;
+}
+const struct xm_rank *xm_rank(const struct xm_job *x, size_t i)
+{
+	return &x->r[i];
+}
 void xm_span(const struct xm_job *x, uint64_t *t0, uint64_t *t1)
 {
 	*t0 = x->job.t0;
 	*t1 = x->job.t1;
 }
 
-size_t xm_ncomms(const struct xm_job *x) { return x->job.ncomms; }
+size_t xm_ncomms(const struct xm_job *x)
+{
+	return x->job.ncomms;
+}
 int xm_comm_of_hash(const struct xm_job *x, uint64_t hash)
 {
 	for (size_t c = 0; c < x->job.ncomms; c++)
@@ -123,7 +132,10 @@ int xm_comm_nranks(const struct xm_job *x, int comm)
 {
 	return comm >= 0 && (size_t)comm < x->job.ncomms ? x->job.comms[comm].nranks : 0;
 }
-int xm_main_comm(const struct xm_job *x) { return x->main_comm; }
+int xm_main_comm(const struct xm_job *x)
+{
+	return x->main_comm;
+}
 
 int xm_steps(const struct xm_job *x, uint64_t *s0, uint64_t *len)
 {
@@ -139,7 +151,10 @@ int xm_steps(const struct xm_job *x, uint64_t *s0, uint64_t *len)
 	return n > 1000000 ? 1000000 : (int)n;
 }
 
-size_t xm_ncalls(const struct xm_job *x, size_t rank) { return x->job.ranks[rank].ncalls; }
+size_t xm_ncalls(const struct xm_job *x, size_t rank)
+{
+	return x->job.ranks[rank].ncalls;
+}
 void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c)
 {
 	const struct an_rank *r = &x->job.ranks[rank];
@@ -163,7 +178,10 @@ static double ev_rank(const struct an_finding *f)
 	return -1;
 }
 
-size_t xm_nfindings(const struct xm_job *x) { return x->f.n; }
+size_t xm_nfindings(const struct xm_job *x)
+{
+	return x->f.n;
+}
 void xm_finding(const struct xm_job *x, size_t i, struct xm_finding *o)
 {
 	const struct an_finding *f = &x->f.v[i];
@@ -191,7 +209,10 @@ int xm_has_finding(const struct xm_job *x, const char *id)
 	return an_findings_get(&x->f, id) != NULL;
 }
 
-size_t xm_nhangs(const struct xm_job *x) { return x->job.nhangs; }
+size_t xm_nhangs(const struct xm_job *x)
+{
+	return x->job.nhangs;
+}
 void xm_hang(const struct xm_job *x, size_t i, struct xm_hang *h)
 {
 	const struct an_hang *a = &x->job.hangs[i];
@@ -205,7 +226,10 @@ void xm_hang(const struct xm_job *x, size_t i, struct xm_hang *h)
 	memcpy(h->present, a->present, sizeof h->present);
 }
 
-size_t xm_ndevs(const struct xm_job *x, size_t rank) { return x->job.ranks[rank].ndevs; }
+size_t xm_ndevs(const struct xm_job *x, size_t rank)
+{
+	return x->job.ranks[rank].ndevs;
+}
 int xm_dev(const struct xm_job *x, size_t rank, size_t d)
 {
 	return x->job.ranks[rank].devs[d].device;
@@ -227,8 +251,7 @@ size_t xm_ncoll_ivals(const struct xm_job *x, size_t rank, size_t d)
 {
 	return x->job.ranks[rank].devs[d].nccl.n;
 }
-void xm_coll_ival(const struct xm_job *x, size_t rank, size_t d, size_t k, uint64_t *s,
-                  uint64_t *e)
+void xm_coll_ival(const struct xm_job *x, size_t rank, size_t d, size_t k, uint64_t *s, uint64_t *e)
 {
 	const struct an_rank *r = &x->job.ranks[rank];
 	const struct an_ival *v = &r->devs[d].nccl.v[k];
@@ -240,7 +263,10 @@ double xm_dev_peak(const struct xm_job *x, size_t rank, int device)
 	return an_dev_peak(&x->job, &x->job.ranks[rank], device);
 }
 
-size_t xm_nallocs(const struct xm_job *x, size_t rank) { return x->job.ranks[rank].nallocs; }
+size_t xm_nallocs(const struct xm_job *x, size_t rank)
+{
+	return x->job.ranks[rank].nallocs;
+}
 void xm_alloc(const struct xm_job *x, size_t rank, size_t k, struct xm_alloc *o)
 {
 	const struct an_alloc *a = &x->job.ranks[rank].allocs[k];
@@ -277,7 +303,10 @@ void xm_rank_last(const struct xm_job *x, size_t rank, uint64_t *last, uint64_t 
 	}
 }
 
-void xm_report_text(FILE *o, const struct xm_job *x) { an_report_text(o, &x->job, &x->f); }
+void xm_report_text(FILE *o, const struct xm_job *x)
+{
+	an_report_text(o, &x->job, &x->f);
+}
 
 void xm_summary(const struct xm_job *x, struct xm_summary *s)
 {
@@ -296,14 +325,19 @@ void xm_summary(const struct xm_job *x, struct xm_summary *s)
 	s->processes = a.processes;
 }
 
-const char *xm_fn_name(int fn) { return nvlp_nccl_fn_name((unsigned)fn); }
+const char *xm_fn_name(int fn)
+{
+	return nvlp_nccl_fn_name((unsigned)fn);
+}
 const char *xm_fn_coll(int fn)
 {
-	static const char *const n[AN_C_COUNT] = {"",          "allreduce", "allgather",
-	                                          "reduce_scatter", "broadcast", "reduce",
-	                                          "send_recv"};
+	static const char *const n[AN_C_COUNT] = {
+	    "", "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "send_recv"};
 	int c = an_coll_of_fn((unsigned)fn);
 	return c > 0 && c < AN_C_COUNT ? n[c] : "";
 }
 
-int xm_is_nccl_kernel(const char *name) { return name && an_coll_of_kernel(name) != 0; }
+int xm_is_nccl_kernel(const char *name)
+{
+	return name && an_coll_of_kernel(name) != 0;
+}

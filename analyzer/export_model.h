@@ -10,8 +10,8 @@
 struct xm_job; /* opaque: the loaded, analyzed and diagnosed job */
 
 struct xm_rank {
-	int ok;           /* 0: unreadable, skipped */
-	int rank, pid;    /* rank: -1 unknown */
+	int ok;        /* 0: unreadable, skipped */
+	int rank, pid; /* rank: -1 unknown */
 	const char *host, *path;
 	int64_t offset;   /* job time = local time + offset (ns) */
 	uint64_t t_real0; /* CLOCK_REALTIME ns at the job time of the trace's start (0 unknown) */
@@ -28,7 +28,7 @@ struct xm_call { /* one NCCL collective or point-to-point call, job time */
 
 struct xm_finding {
 	const char *id, *sev, *title, *advice, *explained_by; /* explained_by NULL if none */
-	int sev_level; /* 0 info, 1 warning, 2 critical */
+	int sev_level;                                        /* 0 info, 1 warning, 2 critical */
 	int root_rank; /* rank index the finding points at, -1 the job */
 	int nev;
 };

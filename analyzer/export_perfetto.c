@@ -2,9 +2,9 @@
  * API calls, GPU tracks per stream, counter tracks for link bandwidth and UM migrations, flows
  * from NCCL calls to their kernels and across the ranks of a collective, findings as instants. */
 #include <pthread.h> /* pthread_create */
-#include <stdlib.h> /* calloc */
-#include <unistd.h> /* sysconf */
-#include <string.h> /* strcmp */
+#include <stdlib.h>  /* calloc */
+#include <unistd.h>  /* sysconf */
+#include <string.h>  /* strcmp */
 
 #include "export.h"
 #include "nvlp_trace.h"
@@ -68,7 +68,7 @@ struct ctr { /* a counter track: its last sample's end gets a closing 0 */
 struct map {
 	struct slot {
 		uint64_t k, v;
-	} *s;
+	} * s;
 	size_t n, cap;
 };
 
@@ -167,7 +167,7 @@ static uint64_t intern(struct pf *s, int kind, uint64_t key, const char *text)
 /* keys for intern(): a tag in the top byte */
 #define K_STATIC(p) ((uint64_t)(uintptr_t)(p)) /* static strings: their address */
 #define K_KERNEL(rank, id) (1ULL << 58 | (uint64_t)(rank) << 32 | (id))
-#define K_COPY(src, dst) (2ULL << 58 | (uint64_t)((src) & 0xffff) << 16 | ((dst) & 0xffff))
+#define K_COPY(src, dst) (2ULL << 58 | (uint64_t)((src)&0xffff) << 16 | ((dst)&0xffff))
 
 static void maybe_flush(struct pf *s)
 {
@@ -176,8 +176,8 @@ static void maybe_flush(struct pf *s)
 }
 
 /* A track descriptor packet: kind 0 plain child track, 1 process, 2 thread, 3 counter */
-static void desc(struct pf *s, uint64_t uuid, uint64_t parent, int kind, const char *name,
-                 int tid, const char *unit)
+static void desc(struct pf *s, uint64_t uuid, uint64_t parent, int kind, const char *name, int tid,
+                 const char *unit)
 {
 	size_t pk = pb_begin(&s->p, TRACE_PACKET);
 	pb_varint(&s->p, TP_SEQ_ID, s->seq);
@@ -208,7 +208,10 @@ static void desc(struct pf *s, uint64_t uuid, uint64_t parent, int kind, const c
 	pb_end(&s->p, pk);
 }
 
-static uint64_t proc_uuid(size_t r) { return uuid_of(r, 'P', 0, 0); }
+static uint64_t proc_uuid(size_t r)
+{
+	return uuid_of(r, 'P', 0, 0);
+}
 
 static uint64_t thread_track(struct pf *s, size_t r, uint64_t tid)
 {
@@ -254,7 +257,8 @@ static struct ctr *counter_track(struct pf *s, size_t r, int what, int64_t dev)
 	if (what == 'U')
 		snprintf(nm, sizeof nm, "UM migration GB/s");
 	else
-		snprintf(nm, sizeof nm, "GPU %lld %s GB/s", (long long)dev, what == 'N' ? "NVLink" : "PCIe");
+		snprintf(nm, sizeof nm, "GPU %lld %s GB/s", (long long)dev,
+		         what == 'N' ? "NVLink" : "PCIe");
 	desc(s, u, proc_uuid(r), 3, nm, 0, "GB/s");
 	if (s->nctr == s->capctr) {
 		size_t cap = s->capctr ? 2 * s->capctr : 16;
@@ -287,12 +291,30 @@ static void ev_end(struct pf *s, size_t pk, size_t te)
 }
 
 /* Argument names and categories, interned once at the start (iid = index + 1) */
-enum ann { A_SEQ, A_COMM, A_BYTES, A_COUNT, A_DTYPE, A_RANK, A_NRANKS, A_PEER, A_SRC, A_DST,
-	   A_PEER_EN, A_PTR, A_STREAM, A_CORR, A_COPY_KIND, A_SEV, A_ADVICE, A_COUNT_ };
+enum ann {
+	A_SEQ,
+	A_COMM,
+	A_BYTES,
+	A_COUNT,
+	A_DTYPE,
+	A_RANK,
+	A_NRANKS,
+	A_PEER,
+	A_SRC,
+	A_DST,
+	A_PEER_EN,
+	A_PTR,
+	A_STREAM,
+	A_CORR,
+	A_COPY_KIND,
+	A_SEV,
+	A_ADVICE,
+	A_COUNT_
+};
 static const char *const ann_names[A_COUNT_] = {
-    "seq", "comm", "bytes", "count", "dtype", "rank", "nranks", "peer", "src_device",
-    "dst_device", "peer_enabled", "ptr", "stream", "correlation", "copy_kind", "severity",
-    "advice"};
+    "seq",    "comm",        "bytes",      "count",      "dtype",        "rank",
+    "nranks", "peer",        "src_device", "dst_device", "peer_enabled", "ptr",
+    "stream", "correlation", "copy_kind",  "severity",   "advice"};
 enum cat { C_NCCL, C_CUDA, C_KERNEL, C_NCCL_KERNEL, C_MEMCPY, C_FINDING, C_COUNT };
 static const char *const cat_names[C_COUNT] = {"nccl",        "cuda_runtime", "kernel",
                                                "nccl_kernel", "gpu_memcpy",   "finding"};
@@ -432,9 +454,10 @@ static void pf_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	case XE_COPY:
 	case XE_MANAGED:
 	case XE_PEER: {
-		uint64_t tid = e->type == XE_COPY      ? ((const struct nvlp_rec_copy *)e->f)->tid
-		               : e->type == XE_MANAGED ? ((const struct nvlp_rec_managed *)e->f)->tid
-		                                       : ((const struct nvlp_rec_peer *)e->f)->tid;
+		uint64_t tid = e->type == XE_COPY ? ((const struct nvlp_rec_copy *)e->f)->tid
+		               : e->type == XE_MANAGED
+		                   ? ((const struct nvlp_rec_managed *)e->f)->tid
+		                   : ((const struct nvlp_rec_peer *)e->f)->tid;
 		track = thread_track(s, e->rank, tid);
 		nm = intern(s, ID_NAMES, K_STATIC(e->name), e->name);
 		pk = slice_begin(s, e->ts, track, C_CUDA, nm, &te);
@@ -456,7 +479,8 @@ static void pf_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	case XE_KERNEL: {
 		const struct nvlp_rec_kernel *k = e->f;
 		track = stream_track(s, e->rank, (int64_t)k->device, k->stream);
-		nm = intern(s, ID_NAMES, K_KERNEL(e->rank, k->name), e->name[0] ? e->name : "kernel");
+		nm = intern(s, ID_NAMES, K_KERNEL(e->rank, k->name),
+		            e->name[0] ? e->name : "kernel");
 		pk = slice_begin(s, e->ts, track, e->ncalls ? C_NCCL_KERNEL : C_KERNEL, nm, &te);
 		ann_u(s, A_STREAM, k->stream);
 		ann_u(s, A_CORR, k->correlation);
@@ -475,7 +499,8 @@ static void pf_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 			nm = x->v;
 		else {
 			char t[64];
-			snprintf(t, sizeof t, "Memcpy %lld -> %lld", (long long)(int64_t)c->src_device,
+			snprintf(t, sizeof t, "Memcpy %lld -> %lld",
+			         (long long)(int64_t)c->src_device,
 			         (long long)(int64_t)c->dst_device);
 			nm = intern(s, ID_NAMES, key, t);
 		}
@@ -601,8 +626,10 @@ int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
 	pb_init(&s.p);
 	seq_start(&s);
 	size_t n = xm_nranks(x), pk;
-	struct pf_pool pool = {.x = x, .tmp = calloc(n + 1, sizeof(FILE *)),
-	                       .recs = calloc(n + 1, sizeof(uint64_t)), .err = calloc(n + 1, sizeof(int))};
+	struct pf_pool pool = {.x = x,
+	                       .tmp = calloc(n + 1, sizeof(FILE *)),
+	                       .recs = calloc(n + 1, sizeof(uint64_t)),
+	                       .err = calloc(n + 1, sizeof(int))};
 	int rc = 0;
 	*records = 0;
 	if (!pool.tmp || !pool.recs || !pool.err) {

@@ -77,7 +77,7 @@ struct sq {
 	struct sstr {
 		uint64_t h;
 		int64_t id;
-	} *str;
+	} * str;
 	size_t nstr, capstr;
 	int64_t next_id, ncall;
 	long *kcall; /* per process: NCCL_CALLS.id of each xm_call index */
@@ -276,9 +276,9 @@ static void sq_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	}
 	case XE_UM: {
 		const struct nvlp_rec_um *u = e->f;
-		static const char *const kinds[] = {"",           "bytes_htod",      "bytes_dtoh",
-		                                    "cpu_fault",  "gpu_fault",       "thrashing",
-		                                    "throttling", "remote_map",      "bytes_dtod"};
+		static const char *const kinds[] = {"",           "bytes_htod", "bytes_dtoh",
+		                                    "cpu_fault",  "gpu_fault",  "thrashing",
+		                                    "throttling", "remote_map", "bytes_dtod"};
 		st = s->st[S_UM];
 		BI(st, 1, e->ts);
 		BI(st, 2, e->ts + e->dur);
@@ -432,7 +432,8 @@ int xe_sqlite(const struct xm_job *x, const char *path, uint64_t *records)
 	exec(&s, schema);
 	exec(&s, "BEGIN");
 	for (int i = 0; i < S_COUNT && !s.err; i++)
-		if (sqlite3_prepare_v3(s.db, stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &s.st[i], NULL))
+		if (sqlite3_prepare_v3(s.db, stmts[i], -1, SQLITE_PREPARE_PERSISTENT, &s.st[i],
+		                       NULL))
 			fail(&s, "prepare");
 	int rc = -1;
 	if (!s.err) {

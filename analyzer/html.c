@@ -55,7 +55,10 @@ struct ctx {
 	double xa, xb; /* time range of the bandwidth plots, ms */
 };
 
-static double ms(const struct ctx *c, uint64_t t) { return ((double)t - (double)c->t0) / 1e6; }
+static double ms(const struct ctx *c, uint64_t t)
+{
+	return ((double)t - (double)c->t0) / 1e6;
+}
 
 static void figure_begin(struct ctx *c, int kind, const char *caption)
 {
@@ -95,10 +98,11 @@ static int plot_bw(struct ctx *c)
 					ymax = yp[k];
 			}
 			if (!drawn)
-				figure_begin(c, P_BW,
-				             "Link bandwidth per GPU over time (GB/s, tx+rx; over the "
-				             "recognised training steps when there are some); shaded: NCCL "
-				             "kernels running");
+				figure_begin(
+				    c, P_BW,
+				    "Link bandwidth per GPU over time (GB/s, tx+rx; over the "
+				    "recognised training steps when there are some); shaded: NCCL "
+				    "kernels running");
 			char title[160];
 			snprintf(title, sizeof title, "%s GPU %d: NVLink and PCIe GB/s",
 			         xm_rank(x, r)->label, xm_dev(x, r, d));
@@ -136,7 +140,8 @@ static int plot_bw(struct ctx *c)
 			svg_legend(&s, 1, "pcie", "PCIe");
 			svg_legend(&s, 2, "coll", "NCCL kernels");
 			char shortt[64]; /* in narrow plots the legend leaves room for less */
-			snprintf(shortt, sizeof shortt, "%s GPU %d", xm_rank(x, r)->label, xm_dev(x, r, d));
+			snprintf(shortt, sizeof shortt, "%s GPU %d", xm_rank(x, r)->label,
+			         xm_dev(x, r, d));
 			svg_text(&s, c->W - s.mr, 16, "end", "al", c->W < 700 ? shortt : title);
 			svg_end(&s);
 			free(xs);
@@ -247,7 +252,8 @@ static int plot_skew(struct ctx *c)
 	if (sat < 0.01)
 		sat = maxskew > 0.01 ? 0.01 : maxskew;
 	int plotw = c->W - 64 - 16 - 60;
-	size_t per = (ncol + (size_t)plotw / 3 - 1) / ((size_t)plotw / 3); /* collectives per cell */
+	size_t per =
+	    (ncol + (size_t)plotw / 3 - 1) / ((size_t)plotw / 3); /* collectives per cell */
 	if (per < 1)
 		per = 1;
 	size_t cells = (ncol + per - 1) / per;
@@ -286,8 +292,8 @@ static int plot_skew(struct ctx *c)
 			         xm_rank(x, rank_of[i])->label, cell * per,
 			         (cell + 1) * per - 1 < ncol ? (cell + 1) * per - 1 : ncol - 1, mx);
 			svg_cell(&s, (double)(cell * per), y + 0.08,
-			         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84, fill,
-			         tip);
+			         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84,
+			         fill, tip);
 		}
 		uint64_t last, colls;
 		xm_rank_last(x, rank_of[i], &last, &colls);
@@ -295,7 +301,8 @@ static int plot_skew(struct ctx *c)
 		snprintf(lab, sizeof lab, "%s: last %.0f%%", xm_rank(x, rank_of[i])->label,
 		         colls ? 100.0 * (double)last / (double)colls : 0.0);
 		int strag = xm_rank(x, rank_of[i])->rank == strag_rank;
-		svg_text(&s, s.ml - 6, svg_py(&s, y + 0.5) + 4, "end", strag ? "al strag" : "al", lab);
+		svg_text(&s, s.ml - 6, svg_py(&s, y + 0.5) + 4, "end", strag ? "al strag" : "al",
+		         lab);
 	}
 	svg_end(&s);
 	fputs("</figure>\n", c->o);
@@ -377,7 +384,8 @@ static int plot_hang(struct ctx *c)
 			if (px < 0 || px > cols || hit[px])
 				continue;
 			hit[px] = 1;
-			svg_cell(&s, ms(c, cl.t), y + 0.2, 0, 0.6, missing ? "#c62828" : "#1565c0", NULL);
+			svg_cell(&s, ms(c, cl.t), y + 0.2, 0, 0.6, missing ? "#c62828" : "#1565c0",
+			         NULL);
 		}
 		free(hit);
 		char lab[96];
@@ -386,8 +394,8 @@ static int plot_hang(struct ctx *c)
 		         lab);
 		if (missing && lastt) {
 			char note[96];
-			snprintf(note, sizeof note, "last call at %.0f ms; never entered #%u", ms(c, lastt),
-			         h.seq);
+			snprintf(note, sizeof note, "last call at %.0f ms; never entered #%u",
+			         ms(c, lastt), h.seq);
 			double px = svg_px(&s, ms(c, lastt));
 			int right = px < s.w - s.mr - 260; /* room for the note on the right */
 			svg_text(&s, px + (right ? 6 : -6), svg_py(&s, y + 0.5) + 4,
@@ -397,8 +405,8 @@ static int plot_hang(struct ctx *c)
 	if (hang_t) {
 		double px = svg_px(&s, ms(c, hang_t));
 		fprintf(c->o,
-		        "<line class=\"hangline\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", px,
-		        s.mt, px, s.h - s.mb);
+		        "<line class=\"hangline\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>",
+		        px, s.mt, px, s.h - s.mb);
 		svg_text(&s, px - 4, s.mt - 4, "end", "al strag", "the others wait here");
 	}
 	svg_end(&s);
@@ -438,9 +446,10 @@ static int plot_um(struct ctx *c)
 		}
 	if (!nt)
 		return 0;
-	figure_begin(c, P_UM,
-	             "Unified-memory migrations over time by allocation (blue: to a GPU, orange: to "
-	             "the CPU; dot area ~ bytes per pixel)");
+	figure_begin(
+	    c, P_UM,
+	    "Unified-memory migrations over time by allocation (blue: to a GPU, orange: to "
+	    "the CPU; dot area ~ bytes per pixel)");
 	double ua = 1e300, ub = -1e300;
 	for (size_t i = 0; i < c->um.n; i++) {
 		double t = ms(c, c->um.v[i].t);
@@ -464,7 +473,8 @@ static int plot_um(struct ctx *c)
 					int px = (int)(svg_px(&s, ms(c, e->t)) - s.ml);
 					if (px < 0 || px > cols)
 						break;
-					uint64_t *v = &b[((size_t)k * 2 + (size_t)e->dir) * ((size_t)cols + 1) +
+					uint64_t *v = &b[((size_t)k * 2 + (size_t)e->dir) *
+					                     ((size_t)cols + 1) +
 					                 (size_t)px];
 					*v += e->bytes;
 					if (*v > bmax)
@@ -475,15 +485,16 @@ static int plot_um(struct ctx *c)
 		for (int k = 0; k < nt; k++)
 			for (int dir = 0; dir < 2; dir++)
 				for (int px = 0; px <= cols; px++) {
-					uint64_t v = b[((size_t)k * 2 + (size_t)dir) * ((size_t)cols + 1) +
-					               (size_t)px];
+					uint64_t v =
+					    b[((size_t)k * 2 + (size_t)dir) * ((size_t)cols + 1) +
+					      (size_t)px];
 					if (!v)
 						continue;
 					double y = nt - 1 - k + (dir ? 0.35 : 0.65);
 					double xv = s.x0 + (px + 0.5) / cols * (s.x1 - s.x0);
 					char tip[64];
-					snprintf(tip, sizeof tip, "%.2f MiB %s", (double)v / 1048576.0,
-					         dir ? "to CPU" : "to GPU");
+					snprintf(tip, sizeof tip, "%.2f MiB %s",
+					         (double)v / 1048576.0, dir ? "to CPU" : "to GPU");
 					svg_dot(&s, xv, y, 1 + 3.5 * sqrt((double)v / (double)bmax),
 					        dir ? "dtoh" : "htod", tip);
 				}
@@ -565,7 +576,8 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 	for (size_t i = 0; i < xm_nfindings(x); i++) {
 		struct xm_finding f;
 		xm_finding(x, i, &f);
-		fprintf(o, "<article class=\"finding sev-%s\" id=\"%s-f-%s\"><h3><span class=\"sev\">",
+		fprintf(o,
+		        "<article class=\"finding sev-%s\" id=\"%s-f-%s\"><h3><span class=\"sev\">",
 		        f.sev, pfx, f.id);
 		svg_esc(o, f.sev);
 		fputs("</span> <code>", o);
@@ -600,7 +612,8 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 		if (!c.done[k])
 			c.done[k] = plots[k](&c) ? 1 : -1;
 	fputs("</section>\n", o);
-	fprintf(o, "<details class=\"text\" id=\"%s-text\"><summary>Full text report</summary><pre>",
+	fprintf(o,
+	        "<details class=\"text\" id=\"%s-text\"><summary>Full text report</summary><pre>",
 	        pfx);
 	char *buf = NULL;
 	size_t blen = 0;
@@ -627,7 +640,8 @@ static const char css[] =
     "letter-spacing:.05em;color:#fff;background:#888;padding:1px 6px;border-radius:3px}"
     ".sev-critical .sev{background:#c62828}.sev-warning .sev{background:#ef6c00}"
     ".sev-info .sev{background:#1565c0}.ev{margin:4px 0;padding-left:18px;columns:2;"
-    "font-size:13px;color:#333;overflow-wrap:anywhere}.advice{margin:6px 0}.expl{margin:2px 0;color:#555}"
+    "font-size:13px;color:#333;overflow-wrap:anywhere}.advice{margin:6px 0}.expl{margin:2px "
+    "0;color:#555}"
     "figure{margin:8px 0}figcaption{font-size:13px;color:#444;margin-bottom:4px}"
     "svg{display:block;max-width:100%;height:auto;margin:4px 0;background:#fff}"
     "svg .area{fill:#fff;stroke:#999}svg .tick{stroke:#888}svg .grid{stroke:#eee}"
@@ -674,8 +688,7 @@ int xh_report(FILE *o, const struct xm_job *x, const char *title)
 	return ferror(o) ? -1 : 0;
 }
 
-int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char *tb,
-            const char *ta)
+int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char *tb, const char *ta)
 {
 	char t[600];
 	snprintf(t, sizeof t, "nvlprof diff: %s vs %s", tb, ta);
@@ -754,9 +767,11 @@ int xh_cmd(int argc, char **argv, int diff)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf(diff ? "usage: nvlprof diff --html FILE [options] BEFORE AFTER\n"
 			            : "usage: nvlprof report --html FILE [options] FILE|DIR...\n");
-			printf("One self-contained HTML file (no script, no network): findings first, "
-			       "each with its plot.\nOptions: --threshold NAME=VALUE, -j N (as without "
-			       "--html). See analyzer/EXPORT.md.\n");
+			printf(
+			    "One self-contained HTML file (no script, no network): findings first, "
+			    "each with its plot.\nOptions: --threshold NAME=VALUE, -j N (as "
+			    "without "
+			    "--html). See analyzer/EXPORT.md.\n");
 			free(paths);
 			return 0;
 		}
@@ -765,8 +780,9 @@ int xh_cmd(int argc, char **argv, int diff)
 		else if (!strncmp(argv[i], "--html=", 7))
 			out = argv[i] + 7;
 		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "nvlprof: %s --html: option %s is not for the HTML report\n",
-			        cmd, argv[i]);
+			fprintf(stderr,
+			        "nvlprof: %s --html: option %s is not for the HTML report\n", cmd,
+			        argv[i]);
 			free(paths);
 			return 2;
 		} else

@@ -5,7 +5,10 @@
 
 #include "pb.h"
 
-void pb_init(struct pb *p) { memset(p, 0, sizeof *p); }
+void pb_init(struct pb *p)
+{
+	memset(p, 0, sizeof *p);
+}
 void pb_free(struct pb *p)
 {
 	free(p->buf);
@@ -41,7 +44,10 @@ void pb_bytes(struct pb *p, unsigned field, const void *s, size_t len)
 	p->n += len;
 }
 
-void pb_str(struct pb *p, unsigned field, const char *s) { pb_bytes(p, field, s, strlen(s)); }
+void pb_str(struct pb *p, unsigned field, const char *s)
+{
+	pb_bytes(p, field, s, strlen(s));
+}
 
 int pb_flush(struct pb *p, FILE *f)
 {

@@ -9,27 +9,51 @@ void svg_esc(FILE *o, const char *t)
 {
 	for (; t && *t; t++)
 		switch (*t) {
-		case '&': fputs("&amp;", o); break;
-		case '<': fputs("&lt;", o); break;
-		case '>': fputs("&gt;", o); break;
-		case '"': fputs("&quot;", o); break;
-		case '\'': fputs("&#39;", o); break;
-		default: fputc(*t, o);
+		case '&':
+			fputs("&amp;", o);
+			break;
+		case '<':
+			fputs("&lt;", o);
+			break;
+		case '>':
+			fputs("&gt;", o);
+			break;
+		case '"':
+			fputs("&quot;", o);
+			break;
+		case '\'':
+			fputs("&#39;", o);
+			break;
+		default:
+			fputc(*t, o);
 		}
 }
 
 void svg_begin(struct svg *s, FILE *o, int w, int h, const char *cls, const char *title)
 {
-	*s = (struct svg){.o = o, .w = w, .h = h, .ml = 64, .mr = 16, .mt = 26, .mb = 36,
-	                  .x0 = 0, .x1 = 1, .y0 = 0, .y1 = 1};
-	fprintf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"%s\" viewBox=\"0 0 %d %d\" "
-	           "width=\"%d\" height=\"%d\" role=\"img\"><title>",
+	*s = (struct svg){.o = o,
+	                  .w = w,
+	                  .h = h,
+	                  .ml = 64,
+	                  .mr = 16,
+	                  .mt = 26,
+	                  .mb = 36,
+	                  .x0 = 0,
+	                  .x1 = 1,
+	                  .y0 = 0,
+	                  .y1 = 1};
+	fprintf(o,
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"%s\" viewBox=\"0 0 %d %d\" "
+	        "width=\"%d\" height=\"%d\" role=\"img\"><title>",
 	        cls, w, h, w, h);
 	svg_esc(o, title);
 	fputs("</title>\n", o);
 }
 
-void svg_end(struct svg *s) { fputs("</svg>\n", s->o); }
+void svg_end(struct svg *s)
+{
+	fputs("</svg>\n", s->o);
+}
 
 void svg_range(struct svg *s, double x0, double x1, double y0, double y1)
 {
@@ -74,8 +98,8 @@ void svg_axes(struct svg *s, const char *xlabel, const char *ylabel, int yticks)
 	char num[32];
 	for (double v = ceil(s->x0 / st) * st; v <= s->x1 + st * 1e-9; v += st) {
 		double x = svg_px(s, v);
-		fprintf(o, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
-		        b, x, b + 4);
+		fprintf(o, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
+		        x, b, x, b + 4);
 		fmt_num(num, sizeof num, v, st);
 		svg_text(s, x, b + 15, "middle", "tl", num);
 	}
@@ -83,7 +107,9 @@ void svg_axes(struct svg *s, const char *xlabel, const char *ylabel, int yticks)
 		st = svg_nice_step(s->y1 - s->y0, 4);
 		for (double v = ceil(s->y0 / st) * st; v <= s->y1 + st * 1e-9; v += st) {
 			double y = svg_py(s, v);
-			fprintf(o, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
+			fprintf(o,
+			        "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+			        "y2=\"%.1f\"/>",
 			        l, y, r, y);
 			fmt_num(num, sizeof num, v, st);
 			svg_text(s, l - 4, y + 4, "end", "tl", num);
@@ -91,8 +117,9 @@ void svg_axes(struct svg *s, const char *xlabel, const char *ylabel, int yticks)
 	}
 	svg_text(s, (l + r) / 2, s->h - 4, "middle", "al", xlabel);
 	if (ylabel && *ylabel) {
-		fprintf(o, "<text class=\"al\" text-anchor=\"middle\" transform=\"translate(12 %.1f) "
-		           "rotate(-90)\">",
+		fprintf(o,
+		        "<text class=\"al\" text-anchor=\"middle\" transform=\"translate(12 %.1f) "
+		        "rotate(-90)\">",
 		        (t + b) / 2);
 		svg_esc(o, ylabel);
 		fputs("</text>\n", o);
@@ -104,8 +131,8 @@ void svg_band(struct svg *s, double xa, double xb, const char *cls)
 	double a = svg_px(s, xa), b = svg_px(s, xb);
 	if (b - a < 0.5)
 		b = a + 0.5;
-	fprintf(s->o, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", cls, a,
-	        s->mt, b - a, s->h - s->mt - s->mb);
+	fprintf(s->o, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>", cls,
+	        a, s->mt, b - a, s->h - s->mt - s->mb);
 }
 
 void svg_series(struct svg *s, const double *xs, const double *ys, size_t n, const char *cls)
@@ -181,8 +208,8 @@ void svg_text(struct svg *s, double px, double py, const char *anchor, const cha
 void svg_legend(struct svg *s, int k, const char *cls, const char *label)
 {
 	double x = s->ml + (s->w < 700 ? 90.0 : 150.0) * k, y = 8; /* narrow: diff's columns */
-	fprintf(s->o, "<rect class=\"%s sw\" x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"8\"/>", cls,
-	        x, y);
+	fprintf(s->o, "<rect class=\"%s sw\" x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"8\"/>",
+	        cls, x, y);
 	svg_text(s, x + 18, y + 8, "start", "tl", label);
 }
 

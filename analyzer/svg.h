@@ -8,9 +8,9 @@
 
 struct svg {
 	FILE *o;
-	int w, h;                 /* pixels */
-	int ml, mr, mt, mb;       /* margins around the plot area */
-	double x0, x1, y0, y1;    /* data range of the plot area */
+	int w, h;              /* pixels */
+	int ml, mr, mt, mb;    /* margins around the plot area */
+	double x0, x1, y0, y1; /* data range of the plot area */
 };
 
 /*! Open an <svg> of w x h pixels (scales to its container) with an accessible title. */

@@ -59,7 +59,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)recs0, best0, recs0 / best0 / 1e6);
 	static const char *const names[3] = {"perfetto", "chrome", "sqlite"};
 	int rc = 0;
-	for (int f = 0; f < (getenv("BENCH_EXPORT_FORMATS") ? atoi(getenv("BENCH_EXPORT_FORMATS")) : 3); f++) {
+	for (int f = 0;
+	     f < (getenv("BENCH_EXPORT_FORMATS") ? atoi(getenv("BENCH_EXPORT_FORMATS")) : 3); f++) {
 		double best = 1e30;
 		uint64_t recs = 0;
 		long size = 0;
@@ -73,7 +74,8 @@ int main(int argc, char **argv)
 				FILE *fo = fopen(out, "wb");
 				if (!fo)
 					return 1;
-				r = f == 0 ? xe_perfetto(x, fo, &recs) : xe_chrome(x, fo, NULL, &recs);
+				r = f == 0 ? xe_perfetto(x, fo, &recs)
+				           : xe_chrome(x, fo, NULL, &recs);
 				fclose(fo);
 			}
 			double dt = now() - t;

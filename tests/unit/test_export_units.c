@@ -82,7 +82,8 @@ int main(void)
 	pb_free(&p);
 
 	/* svg */
-	CHECK(svg_nice_step(100, 8) == 10 && svg_nice_step(7, 4) == 2 && svg_nice_step(0.9, 4) == 0.2,
+	CHECK(svg_nice_step(100, 8) == 10 && svg_nice_step(7, 4) == 2 &&
+	          svg_nice_step(0.9, 4) == 0.2,
 	      "svg nice ticks: 1, 2, 5 x 10^k");
 	struct svg s = {.w = 200, .h = 100, .ml = 10, .mr = 10, .mt = 10, .mb = 10};
 	svg_range(&s, 0, 10, 0, 1);
@@ -100,7 +101,8 @@ int main(void)
 	size_t l1, l2;
 	char *a = render(draw_series, &small, &l1), *b = render(draw_series, &big, &l2);
 	CHECK(count(a, "<svg ") == 1 && count(a, "</svg>") == 1, "svg document closed");
-	CHECK(strstr(a, "a &lt;title&gt; &amp; &quot;quotes&quot;") != NULL, "svg escapes the title");
+	CHECK(strstr(a, "a &lt;title&gt; &amp; &quot;quotes&quot;") != NULL,
+	      "svg escapes the title");
 	CHECK(l2 < l1 * 3 && l2 < 40000, "svg series size bounded by the width, not the points");
 	CHECK(count(b, ",") <= 2 * 400 + 64, "svg series: at most two points per pixel column");
 	free(a);
