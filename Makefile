@@ -48,7 +48,7 @@ LIB_CFLAGS := -fvisibility=hidden
 ZSTD_LIB := -Wl,-Bstatic -lzstd -Wl,-Bdynamic
 LIB_LDFLAGS := -shared -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(SANFLAGS)
 LIB_LDLIBS := $(ZSTD_LIB) -ldl -lpthread
-CLI_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl
+CLI_LDLIBS := $(ZSTD_LIB) -lsqlite3 -lpthread -lm -ldl
 
 TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
@@ -70,11 +70,11 @@ analyzer: $(CLI)
 
 # ---- build dependencies --------------------------------------------------------------------
 # Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
-# build. The analyzer needs only libzstd-dev; the shim also libunwind-dev and the CUDA headers.
+# build. The analyzer needs only libzstd-dev and libsqlite3-dev; the shim also libunwind-dev and the CUDA headers.
 NO_BUILD_GOALS := clean format help
 CLI_GOALS := analyzer demo fuzz fuzz-build $(CLI)
 GOALS := $(or $(MAKECMDGOALS),all)
-DEB_DEPS := libzstd-dev:zstd.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
+DEB_DEPS := libzstd-dev:zstd.h libsqlite3-dev:sqlite3.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
 define DEPS_SCRIPT
 missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
   echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \

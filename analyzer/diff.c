@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "export.h" /* xh_wanted, xh_cmd */
 #include "report.h"
 #include "util.h"
 
@@ -202,6 +203,8 @@ static void usage(FILE *o)
 	    o,
 	    "usage: nvlprof diff [--json] [--fail-if-slower PCT] [--threshold NAME=VALUE]... "
 	    "BEFORE AFTER\n"
+	    "       nvlprof diff --html FILE BEFORE AFTER  (one HTML page, the two runs side by "
+	    "side)\n"
 	    "Compares two runs (each a trace directory or file): wall and step time, "
 	    "communication, exposed\n"
 	    "communication, bus bandwidth per collective and size class, bytes per link type, "
@@ -219,6 +222,8 @@ static void usage(FILE *o)
 
 int nvlp_cmd_diff(int argc, char **argv)
 {
+	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
+		return xh_cmd(argc, argv, 1);
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;

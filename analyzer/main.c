@@ -3,6 +3,7 @@
 #include <string.h> /* strcmp */
 
 #include "commands.h"
+#include "export.h" /* nvlp_cmd_export */
 #include "nvlp_version.h"
 
 static const struct {
@@ -16,6 +17,7 @@ static const struct {
 	{"dump", nvlp_cmd_dump, "[--json] FILE|DIR...", "print every record (--json: one object per line)"},
 	{"report", nvlp_cmd_report, "[options] FILE|DIR...", "explain where the communication time went"},
 	{"diff", nvlp_cmd_diff, "[options] BEFORE AFTER", "compare two runs"},
+	{"export", nvlp_cmd_export, "-f FMT [-o OUT] FILE|DIR...", "timeline: perfetto, chrome (Kineto JSON), sqlite"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

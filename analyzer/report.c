@@ -8,6 +8,7 @@
 #include <string.h> /* strcmp */
 
 #include "commands.h"
+#include "export.h" /* xh_wanted, xh_cmd */
 #include "json.h"
 #include "nvlp_trace.h"
 #include "stages.h"
@@ -673,6 +674,8 @@ static void usage(FILE *o)
 	    o,
 	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--threshold NAME=VALUE]... "
 	    "TRACE_DIR|FILE...\n"
+	    "       nvlprof report --html FILE TRACE_DIR|FILE...  (one self-contained HTML page, "
+	    "plots included)\n"
 	    "Explains where the communication time of a multi-GPU job went: findings first, then "
 	    "tables.\n"
 	    "A finding explained by a root cause is listed right after it as \"[info] ID "
@@ -736,6 +739,8 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 
 int nvlp_cmd_report(int argc, char **argv)
 {
+	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
+		return xh_cmd(argc, argv, 0);
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;

@@ -1,0 +1,383 @@
+/* export.c: `nvlprof export`: streams each trace's records in job time (aligned as `report`
+ * aligns them), with the analyzer's call/kernel matches attached, into one format's sink. */
+#include <errno.h>    /* errno */
+#include <stdlib.h>   /* malloc */
+#include <string.h>   /* strcmp */
+#include <sys/stat.h> /* stat */
+#include <time.h>     /* clock_gettime */
+
+#include "export.h"
+#include "nvlp_trace.h"
+
+static inline uint64_t mix(uint64_t x) /* splitmix64's finaliser */
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+uint64_t xe_flow_call(size_t r, long k)
+{
+	return mix(mix((uint64_t)r ^ 0x63616c6cULL) ^ (uint64_t)k) | 1;
+}
+uint64_t xe_flow_coll(uint64_t comm_hash, uint64_t seq)
+{
+	return mix(mix(comm_hash ^ 0x636f6c6cULL) ^ seq) | 1;
+}
+
+/* NCCL calls with GPU time, by (device, gpu start): a kernel finds the calls it ran */
+struct gcall {
+	int device;
+	uint64_t s, d;
+	long k;
+};
+static int cmp_gcall(const void *a, const void *b)
+{
+	const struct gcall *x = a, *y = b;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* per trace: NCCL kernel or not, by kernel name id (0 unknown, 1 no, 2 yes) */
+struct kname {
+	uint8_t *v;
+	size_t n;
+};
+static int is_nccl(struct kname *c, uint64_t id, const char *name)
+{
+	if (id < c->n && c->v[id])
+		return c->v[id] == 2;
+	int y = xm_is_nccl_kernel(name);
+	if (id < (1u << 24)) { /* ids are small and dense (STRING records, per file) */
+		if (id >= c->n) {
+			size_t n = c->n ? c->n : 64;
+			while (n <= id)
+				n *= 2;
+			uint8_t *v = realloc(c->v, n);
+			if (v) {
+				memset(v + c->n, 0, n - c->n);
+				c->v = v;
+				c->n = n;
+			}
+		}
+		if (id < c->n)
+			c->v[id] = (uint8_t)(1 + y);
+	}
+	return y;
+}
+
+static inline uint64_t job_t(const struct xm_rank *r, uint64_t local)
+{
+	return (uint64_t)((int64_t)local + r->offset);
+}
+
+int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_t *records)
+{
+	long *kc = NULL; /* calls of the current kernel */
+	size_t kcap = 0;
+	{
+		const struct xm_rank *R = xm_rank(x, ri);
+		if (!R->ok)
+			return 0;
+		char err[320];
+		nvlp_reader *rd = nvlp_reader_open(R->path, err, sizeof err);
+		if (!rd) {
+			fprintf(stderr, "nvlprof: export: %s\n", err);
+			free(kc);
+			return -1;
+		}
+		size_t nc = xm_ncalls(x, ri), ng = 0;
+		struct gcall *g = malloc((nc ? nc : 1) * sizeof *g);
+		if (!g) {
+			nvlp_reader_close(rd);
+			free(kc);
+			fprintf(stderr, "nvlprof: export: out of memory\n");
+			return -1;
+		}
+		for (size_t k = 0; k < nc; k++) {
+			struct xm_call c;
+			xm_call(x, ri, k, &c);
+			if (c.gpu_start)
+				g[ng++] = (struct gcall){c.device, c.gpu_start, c.gpu_dur, (long)k};
+		}
+		qsort(g, ng, sizeof *g, cmp_gcall);
+		if (s->rank)
+			s->rank(s->ctx, x, ri);
+		struct nvlp_record rec;
+		struct kname kn = {0};
+		long ncall = 0; /* NCCL records that became calls, in file order (as the model) */
+		int rc;
+		while ((rc = nvlp_reader_next(rd, &rec)) == 1) {
+			(*records)++;
+			struct xe_ev e = {.rank = ri,
+			                  .f = rec.f,
+			                  .name = "",
+			                  .comm = -1,
+			                  .call = -1,
+			                  .alloc = -1};
+			switch (rec.kind) {
+			case NVLP_K_NCCL: {
+				const struct nvlp_rec_nccl *n = (const void *)rec.f;
+				char cls = nvlp_nccl_fn_class((unsigned)n->fn);
+				e.type = XE_NCCL;
+				e.ts = job_t(R, n->t_enter);
+				e.dur = n->dur;
+				e.name = nvlp_nccl_fn_name((unsigned)n->fn);
+				if ((cls == 'C' || cls == 'P') && (int64_t)n->rc == 0 &&
+				    (size_t)ncall < nc) {
+					e.call = ncall++;
+					struct xm_call c;
+					xm_call(x, ri, (size_t)e.call, &c);
+					e.comm = c.comm;
+					e.has_gpu = c.gpu_start != 0;
+				} else if (n->comm)
+					e.comm = xm_comm_of_hash(x, n->comm);
+				break;
+			}
+			case NVLP_K_COPY: {
+				const struct nvlp_rec_copy *c = (const void *)rec.f;
+				e.type = XE_COPY;
+				e.ts = job_t(R, c->t_enter);
+				e.dur = c->dur;
+				e.name = nvlp_cuda_fn_name((unsigned)c->fn);
+				break;
+			}
+			case NVLP_K_MANAGED: {
+				const struct nvlp_rec_managed *m = (const void *)rec.f;
+				e.type = XE_MANAGED;
+				e.ts = job_t(R, m->t_enter);
+				e.dur = m->dur;
+				e.name = nvlp_cuda_fn_name((unsigned)m->fn);
+				break;
+			}
+			case NVLP_K_PEER: {
+				const struct nvlp_rec_peer *p = (const void *)rec.f;
+				e.type = XE_PEER;
+				e.ts = job_t(R, p->t_enter);
+				e.dur = p->dur;
+				e.name = nvlp_cuda_fn_name((unsigned)p->fn);
+				break;
+			}
+			case NVLP_K_KERNEL: {
+				const struct nvlp_rec_kernel *k = (const void *)rec.f;
+				e.type = XE_KERNEL;
+				e.ts = job_t(R, k->start);
+				e.dur = k->dur;
+				const char *nm = nvlp_reader_string(rd, k->name);
+				e.name = nm ? nm : "";
+				/* the calls this kernel ran: the model gives a kernel's first call
+				 * its start and the group's next calls the following shares, back
+				 * to back */
+				struct gcall key = {(int)(int64_t)k->device, e.ts, 0, 0};
+				size_t lo = 0, hi = ng;
+				while (lo < hi) {
+					size_t mid = (lo + hi) / 2;
+					if (cmp_gcall(&g[mid], &key) < 0)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				size_t n = 0;
+				uint64_t next = e.ts;
+				if (!is_nccl(&kn, k->name, e.name))
+					lo = ng; /* another stream's kernel starting at the same ns
+					          */
+				for (size_t i = lo;
+				     i < ng && g[i].device == key.device && g[i].s == next &&
+				     (n == 0 || g[i].s < e.ts + e.dur);
+				     i++) {
+					if (n == kcap) {
+						size_t nk = kcap ? 2 * kcap : 16;
+						long *p = realloc(kc, nk * sizeof *p);
+						if (!p)
+							break;
+						kc = p;
+						kcap = nk;
+					}
+					kc[n++] = g[i].k;
+					next = g[i].s + g[i].d;
+				}
+				e.calls = kc;
+				e.ncalls = n;
+				break;
+			}
+			case NVLP_K_GPUCOPY: {
+				const struct nvlp_rec_gpucopy *c = (const void *)rec.f;
+				e.type = XE_GPUCOPY;
+				e.ts = job_t(R, c->start);
+				e.dur = c->dur;
+				break;
+			}
+			case NVLP_K_UM: {
+				const struct nvlp_rec_um *u = (const void *)rec.f;
+				e.type = XE_UM;
+				e.ts = job_t(R, u->start);
+				e.dur = u->dur;
+				e.alloc = xm_alloc_of(x, ri, u->address);
+				break;
+			}
+			case NVLP_K_LINKSAMPLE: {
+				const struct nvlp_rec_linksample *l = (const void *)rec.f;
+				e.type = XE_SAMPLE;
+				e.ts = job_t(R, l->start);
+				e.dur = l->dur;
+				break;
+			}
+			default:
+				continue;
+			}
+			s->ev(s->ctx, x, &e);
+		}
+		if (rc < 0)
+			fprintf(stderr, "nvlprof: export: %s\n", nvlp_reader_error(rd));
+		if (s->rank_end)
+			s->rank_end(s->ctx, x, ri);
+		free(g);
+		free(kn.v);
+		nvlp_reader_close(rd);
+	}
+	free(kc);
+	return 0;
+}
+
+int xe_stream(const struct xm_job *x, struct xe_sink *s, uint64_t *records)
+{
+	*records = 0;
+	for (size_t ri = 0; ri < xm_nranks(x); ri++)
+		if (xe_stream_rank(x, s, ri, records) != 0)
+			return -1;
+	return 0;
+}
+
+static void usage(FILE *o)
+{
+	fprintf(
+	    o,
+	    "usage: nvlprof export --format perfetto|chrome|sqlite [-o FILE] [options] "
+	    "FILE|DIR...\n"
+	    "  Writes the job's timeline, hosts aligned as in `report`:\n"
+	    "    perfetto  Perfetto protobuf (open in https://ui.perfetto.dev); default "
+	    "nvlprof.pftrace\n"
+	    "    chrome    Chrome/Kineto JSON (Perfetto, chrome://tracing, HTA); -o DIR/ writes\n"
+	    "              one file per rank (rank<N>.json), the layout HTA's TraceAnalysis "
+	    "reads;\n"
+	    "              default nvlprof.json\n"
+	    "    sqlite    SQLite database (schema: analyzer/EXPORT.md); default nvlprof.sqlite\n"
+	    "  -o -  writes perfetto/chrome to stdout.\n"
+	    "  --threshold NAME=VALUE, -j N: as for report (the findings become events).\n"
+	    "Exit status: 0 written, 2 usage error, no readable trace or write error.\n");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int nvlp_cmd_export(int argc, char **argv)
+{
+	struct xm_opts opts;
+	xm_opts_init(&opts);
+	int quiet = 0;
+	const char *fmt = NULL, *out = NULL;
+	char **paths = calloc((size_t)argc + 1, sizeof *paths);
+	int np = 0;
+	if (!paths)
+		return 2;
+	for (int i = 1; i < argc; i++) {
+		int c = xm_opt(argc, argv, &i, &opts);
+		if (c < 0) {
+			free(paths);
+			return 2;
+		}
+		if (c)
+			continue;
+		const char *a = argv[i];
+		if ((!strcmp(a, "--format") || !strcmp(a, "-f")) && i + 1 < argc)
+			fmt = argv[++i];
+		else if (!strncmp(a, "--format=", 9))
+			fmt = a + 9;
+		else if (!strcmp(a, "-o") && i + 1 < argc)
+			out = argv[++i];
+		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+			quiet = 1;
+		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			free(paths);
+			return 0;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "nvlprof: export: unknown option %s\n", a);
+			usage(stderr);
+			free(paths);
+			return 2;
+		} else
+			paths[np++] = argv[i];
+	}
+	int f = !fmt                       ? -1
+	        : !strcmp(fmt, "perfetto") ? 0
+	        : !strcmp(fmt, "chrome")   ? 1
+	        : !strcmp(fmt, "sqlite")   ? 2
+	                                   : -1;
+	if (f < 0 || !np) {
+		fprintf(stderr, f < 0
+		                    ? "nvlprof: export: --format perfetto|chrome|sqlite is needed\n"
+		                    : "nvlprof: export: no input: give a trace directory or .nvlp "
+		                      "files\n");
+		usage(stderr);
+		free(paths);
+		return 2;
+	}
+	static const char *const defaults[] = {"nvlprof.pftrace", "nvlprof.json", "nvlprof.sqlite"};
+	if (!out)
+		out = defaults[f];
+	if (f == 2 && !strcmp(out, "-")) {
+		fprintf(stderr, "nvlprof: export: sqlite needs a file (-o FILE), not stdout\n");
+		free(paths);
+		return 2;
+	}
+	double t = now_s();
+	struct xm_job *x = xm_open(paths, np, &opts);
+	free(paths);
+	if (!x)
+		return 2;
+	double tload = now_s() - t;
+	uint64_t recs = 0;
+	int rc = 0;
+	if (f == 2)
+		rc = xe_sqlite(x, out, &recs);
+	else {
+		size_t ol = strlen(out);
+		struct stat st;
+		int dir =
+		    f == 1 && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
+		if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
+			fprintf(stderr, "nvlprof: export: %s: cannot create directory\n", out);
+			xm_close(x);
+			return 2;
+		}
+		FILE *o = stdout;
+		if (!dir && strcmp(out, "-") && !(o = fopen(out, "wb"))) {
+			fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out,
+			        strerror(errno));
+			xm_close(x);
+			return 2;
+		}
+		rc = f == 0 ? xe_perfetto(x, o, &recs)
+		            : xe_chrome(x, dir ? NULL : o, dir ? out : NULL, &recs);
+		if (o != stdout && fclose(o) != 0 && !rc) {
+			fprintf(stderr, "nvlprof: export: %s: write error\n", out);
+			rc = -1;
+		}
+	}
+	double tall = now_s() - t;
+	if (!rc && !quiet && strcmp(out, "-"))
+		fprintf(stderr,
+		        "nvlprof: export: %s written: %llu records in %.2f s (load and analysis "
+		        "%.2f s)\n",
+		        out, (unsigned long long)recs, tall, tload);
+	xm_close(x);
+	return rc ? 2 : 0;
+}

@@ -1,0 +1,343 @@
+/* export_model.c: the adapter between today's analyzer model (model.h, findings.h, report.h) and
+ * the exporters / HTML report; the only file of export/html that reads struct an_job. */
+#include <math.h>   /* NAN */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc */
+#include <string.h> /* strcmp */
+
+#include "export_model.h"
+#include "findings.h"
+#include "model.h"
+#include "nvlp_trace.h"
+#include "report.h"
+
+struct xm_job {
+	struct an_job job;
+	struct an_findings f;
+	struct xm_rank *r;
+	int main_comm;
+};
+
+_Static_assert(AN_TH_COUNT <= 64, "struct xm_opts holds every threshold");
+
+void xm_opts_init(struct xm_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	memcpy(o->th, an_threshold_defaults, sizeof an_threshold_defaults);
+}
+
+int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
+{
+	return an_common_opt(argc, argv, i, o->th, &o->threads);
+}
+
+struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
+{
+	struct xm_opts def;
+	if (!o) {
+		xm_opts_init(&def);
+		o = &def;
+	}
+	int threads = o->threads;
+	double thd[AN_TH_COUNT];
+	memcpy(thd, o->th, sizeof thd);
+	struct xm_job *x = calloc(1, sizeof *x);
+	if (!x) {
+		fprintf(stderr, "nvlprof: out of memory\n");
+		return NULL;
+	}
+	if (an_open_job(paths, npaths, threads, thd, &x->job, &x->f) != 0) {
+		free(x);
+		return NULL;
+	}
+	const struct an_job *j = &x->job;
+	x->r = calloc(j->nranks ? j->nranks : 1, sizeof *x->r);
+	if (!x->r) {
+		fprintf(stderr, "nvlprof: out of memory\n");
+		xm_close(x);
+		return NULL;
+	}
+	for (size_t i = 0; i < j->nranks; i++) {
+		const struct an_rank *a = &j->ranks[i];
+		struct xm_rank *o = &x->r[i];
+		o->ok = a->ok;
+		o->rank = a->rank;
+		o->pid = a->pid;
+		o->host = a->host;
+		o->path = a->path;
+		o->offset = a->offset;
+		o->t_mono0 = a->t_mono0;
+		o->t_real0 = a->t_real0;
+		if (a->rank >= 0)
+			snprintf(o->label, sizeof o->label, "rank %d", a->rank);
+		else
+			snprintf(o->label, sizeof o->label, "pid %d", a->pid);
+	}
+	/* the main communicator: most calls over all processes */
+	x->main_comm = -1;
+	size_t *cnt = calloc(j->ncomms + 1, sizeof *cnt);
+	if (cnt) {
+		for (size_t i = 0; i < j->nranks; i++)
+			for (size_t k = 0; k < j->ranks[i].ncalls; k++)
+				if (j->ranks[i].calls[k].comm < j->ncomms)
+					cnt[j->ranks[i].calls[k].comm]++;
+		for (size_t c = 0; c < j->ncomms; c++)
+			if (cnt[c] && (x->main_comm < 0 || cnt[c] > cnt[x->main_comm]))
+				x->main_comm = (int)c;
+		free(cnt);
+	}
+	return x;
+}
+
+void xm_close(struct xm_job *x)
+{
+	if (!x)
+		return;
+	an_findings_free(&x->f);
+	an_job_free(&x->job);
+	free(x->r);
+	free(x);
+}
+
+size_t xm_nranks(const struct xm_job *x)
+{
+	return x->job.nranks;
+}
+const struct xm_rank *xm_rank(const struct xm_job *x, size_t i)
+{
+	return &x->r[i];
+}
+void xm_span(const struct xm_job *x, uint64_t *t0, uint64_t *t1)
+{
+	*t0 = x->job.t0;
+	*t1 = x->job.t1;
+}
+
+size_t xm_ncomms(const struct xm_job *x)
+{
+	return x->job.ncomms;
+}
+int xm_comm_of_hash(const struct xm_job *x, uint64_t hash)
+{
+	for (size_t c = 0; c < x->job.ncomms; c++)
+		if (x->job.comms[c].hash == hash)
+			return (int)c;
+	return -1;
+}
+uint64_t xm_comm_hash(const struct xm_job *x, int comm)
+{
+	return comm >= 0 && (size_t)comm < x->job.ncomms ? x->job.comms[comm].hash : 0;
+}
+int xm_comm_nranks(const struct xm_job *x, int comm)
+{
+	return comm >= 0 && (size_t)comm < x->job.ncomms ? x->job.comms[comm].nranks : 0;
+}
+int xm_main_comm(const struct xm_job *x)
+{
+	return x->main_comm;
+}
+
+int xm_steps(const struct xm_job *x, uint64_t *s0, uint64_t *len)
+{
+	const struct an_job *j = &x->job;
+	*s0 = *len = 0;
+	if (j->step_ns <= 0 || j->win1 <= j->win0)
+		return 0;
+	*s0 = j->win0;
+	*len = (uint64_t)j->step_ns;
+	if (!*len)
+		return 0;
+	uint64_t n = (j->win1 - j->win0) / *len;
+	return n > 1000000 ? 1000000 : (int)n;
+}
+
+size_t xm_ncalls(const struct xm_job *x, size_t rank)
+{
+	return x->job.ranks[rank].ncalls;
+}
+void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c)
+{
+	const struct an_rank *r = &x->job.ranks[rank];
+	const struct an_call *a = &r->calls[k];
+	c->t = (uint64_t)((int64_t)a->t_enter + r->offset);
+	c->host_dur = a->host_dur;
+	c->gpu_start = a->gpu_start ? (uint64_t)((int64_t)a->gpu_start + r->offset) : 0;
+	c->gpu_dur = a->gpu_dur;
+	c->bytes = a->bytes;
+	c->seq = a->seq;
+	c->comm = a->comm < x->job.ncomms ? a->comm : -1; /* the job's index once analyzed */
+	c->fn = a->fn;
+	c->device = a->device;
+}
+
+static double ev_rank(const struct an_finding *f)
+{
+	for (int k = 0; k < f->nev; k++)
+		if (!f->ev[k].is_str && !strcmp(f->ev[k].key, "rank"))
+			return f->ev[k].num;
+	return -1;
+}
+
+size_t xm_nfindings(const struct xm_job *x)
+{
+	return x->f.n;
+}
+void xm_finding(const struct xm_job *x, size_t i, struct xm_finding *o)
+{
+	const struct an_finding *f = &x->f.v[i];
+	o->id = f->id;
+	o->sev = an_sev_name(f->sev);
+	o->sev_level = f->sev;
+	o->title = f->title;
+	o->advice = f->advice;
+	o->explained_by = f->explained_by;
+	o->nev = f->nev;
+	o->root_rank = (int)ev_rank(f);
+	if (o->root_rank < 0)
+		o->root_rank = f->root_rank;
+}
+void xm_finding_ev(const struct xm_job *x, size_t i, int k, char *buf, size_t len)
+{
+	const struct an_ev *e = &x->f.v[i].ev[k];
+	if (e->is_str)
+		snprintf(buf, len, "%s: %s", e->key, e->str);
+	else
+		snprintf(buf, len, "%s: %.4g%s%s", e->key, e->num, e->unit[0] ? " " : "", e->unit);
+}
+int xm_has_finding(const struct xm_job *x, const char *id)
+{
+	return an_findings_get(&x->f, id) != NULL;
+}
+
+size_t xm_nhangs(const struct xm_job *x)
+{
+	return x->job.nhangs;
+}
+void xm_hang(const struct xm_job *x, size_t i, struct xm_hang *h)
+{
+	const struct an_hang *a = &x->job.hangs[i];
+	h->comm = a->comm;
+	h->fn = a->fn;
+	h->seq = a->seq;
+	h->wait_ms = a->wait_ms;
+	h->nmissing = a->nmissing > 16 ? 16 : a->nmissing;
+	h->npresent = a->npresent > 16 ? 16 : a->npresent;
+	memcpy(h->missing, a->missing, sizeof h->missing);
+	memcpy(h->present, a->present, sizeof h->present);
+}
+
+size_t xm_ndevs(const struct xm_job *x, size_t rank)
+{
+	return x->job.ranks[rank].ndevs;
+}
+int xm_dev(const struct xm_job *x, size_t rank, size_t d)
+{
+	return x->job.ranks[rank].devs[d].device;
+}
+size_t xm_nsamples(const struct xm_job *x, size_t rank, size_t d)
+{
+	return x->job.ranks[rank].devs[d].nsamples;
+}
+void xm_sample(const struct xm_job *x, size_t rank, size_t d, size_t k, struct xm_sample *s)
+{
+	const struct an_rank *r = &x->job.ranks[rank];
+	const struct an_sample *a = &r->devs[d].samples[k];
+	s->s = (uint64_t)((int64_t)a->s + r->offset);
+	s->e = (uint64_t)((int64_t)a->e + r->offset);
+	s->nvl = a->nvl;
+	s->pcie = a->pcie;
+}
+size_t xm_ncoll_ivals(const struct xm_job *x, size_t rank, size_t d)
+{
+	return x->job.ranks[rank].devs[d].nccl.n;
+}
+void xm_coll_ival(const struct xm_job *x, size_t rank, size_t d, size_t k, uint64_t *s, uint64_t *e)
+{
+	const struct an_rank *r = &x->job.ranks[rank];
+	const struct an_ival *v = &r->devs[d].nccl.v[k];
+	*s = (uint64_t)((int64_t)v->s + r->offset);
+	*e = (uint64_t)((int64_t)v->e + r->offset);
+}
+double xm_dev_peak(const struct xm_job *x, size_t rank, int device)
+{
+	return an_dev_peak(&x->job, &x->job.ranks[rank], device);
+}
+
+size_t xm_nallocs(const struct xm_job *x, size_t rank)
+{
+	return x->job.ranks[rank].nallocs;
+}
+void xm_alloc(const struct xm_job *x, size_t rank, size_t k, struct xm_alloc *o)
+{
+	const struct an_alloc *a = &x->job.ranks[rank].allocs[k];
+	o->ptr = a->ptr;
+	o->bytes = a->bytes;
+	o->migrations = a->migrations;
+	o->flips = a->flips;
+	o->htod = a->htod;
+	o->dtoh = a->dtoh;
+	o->device = a->device;
+}
+long xm_alloc_of(const struct xm_job *x, size_t rank, uint64_t addr)
+{
+	const struct an_rank *r = &x->job.ranks[rank];
+	size_t lo = 0, hi = r->nallocs; /* kept sorted by ptr */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->allocs[mid].ptr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= r->allocs[lo - 1].ptr + r->allocs[lo - 1].bytes)
+		return -1;
+	return (long)lo - 1;
+}
+
+void xm_rank_last(const struct xm_job *x, size_t rank, uint64_t *last, uint64_t *colls)
+{
+	*last = *colls = 0;
+	if (x->job.rx) {
+		*last = x->job.rx[rank].last_count;
+		*colls = x->job.rx[rank].colls;
+	}
+}
+
+void xm_report_text(FILE *o, const struct xm_job *x)
+{
+	an_report_text(o, &x->job, &x->f);
+}
+
+void xm_summary(const struct xm_job *x, struct xm_summary *s)
+{
+	struct an_summary a;
+	an_summarize(&x->job, &a);
+	s->wall_ms = a.wall_ms;
+	s->step_ms = a.step_ms;
+	s->comm_ms = a.comm_ms;
+	s->exposed_ms = a.exposed_ms;
+	s->exposed_share = a.exposed_share;
+	s->nvlink_mib = a.nvlink_bytes / 1048576.0;
+	s->pcie_mib = a.pcie_bytes / 1048576.0;
+	s->copy_p2p_mib = a.copy_p2p_bytes / 1048576.0;
+	s->copy_staged_mib = a.copy_staged_bytes / 1048576.0;
+	s->steps = a.steps;
+	s->processes = a.processes;
+}
+
+const char *xm_fn_name(int fn)
+{
+	return nvlp_nccl_fn_name((unsigned)fn);
+}
+const char *xm_fn_coll(int fn)
+{
+	static const char *const n[AN_C_COUNT] = {
+	    "", "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "send_recv"};
+	int c = an_coll_of_fn((unsigned)fn);
+	return c > 0 && c < AN_C_COUNT ? n[c] : "";
+}
+
+int xm_is_nccl_kernel(const char *name)
+{
+	return name && an_coll_of_kernel(name) != 0;
+}

@@ -1,0 +1,134 @@
+/* export_model.h: the one adapter between the analyzed job (model.h, findings.h, report.h) and the
+ * exporters / HTML report: every read of the model goes through these functions. */
+#ifndef NVLP_AN_EXPORT_MODEL_H
+#define NVLP_AN_EXPORT_MODEL_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+#include <stdio.h>  /* FILE */
+
+struct xm_job; /* opaque: the loaded, analyzed and diagnosed job */
+
+struct xm_rank {
+	int ok;        /* 0: unreadable, skipped */
+	int rank, pid; /* rank: -1 unknown */
+	const char *host, *path;
+	int64_t offset;   /* job time = local time + offset (ns) */
+	uint64_t t_real0; /* CLOCK_REALTIME ns at the job time of the trace's start (0 unknown) */
+	uint64_t t_mono0; /* local clock at the same instant */
+	char label[48];   /* "rank 0", or "pid 123" when the rank is unknown */
+};
+
+struct xm_call { /* one NCCL collective or point-to-point call, job time */
+	uint64_t t, host_dur, gpu_start, gpu_dur; /* gpu_start 0: no GPU time */
+	uint64_t bytes;
+	uint32_t seq;
+	int comm, fn, device;
+};
+
+struct xm_finding {
+	const char *id, *sev, *title, *advice, *explained_by; /* explained_by NULL if none */
+	int sev_level;                                        /* 0 info, 1 warning, 2 critical */
+	int root_rank; /* rank index the finding points at, -1 the job */
+	int nev;
+};
+
+struct xm_hang {
+	int comm, fn;
+	uint32_t seq;
+	int nmissing, missing[16]; /* rank numbers */
+	int npresent, present[16];
+	double wait_ms;
+};
+
+struct xm_sample { /* link counters over [s, e), job time */
+	uint64_t s, e, nvl, pcie;
+};
+
+struct xm_alloc {
+	uint64_t ptr, bytes, migrations, flips, htod, dtoh;
+	int device;
+};
+
+/* The options report and diff share (--threshold NAME=VALUE, -j N), for export and --html */
+struct xm_opts {
+	double th[64]; /* thresholds, the model's order */
+	int threads;   /* loader threads, 0 = one per CPU */
+};
+void xm_opts_init(struct xm_opts *o);
+/*! One of the shared options at argv[*i]? @return 1 consumed (advances *i), 0 not one, -1 bad
+ * (message printed) */
+int xm_opt(int argc, char **argv, int *i, struct xm_opts *o);
+
+/*! Load, analyze and diagnose (as `report` does; warnings on stderr). o: NULL for the defaults.
+ * @return the job, or NULL after printing the error */
+struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o);
+void xm_close(struct xm_job *x);
+
+size_t xm_nranks(const struct xm_job *x);
+const struct xm_rank *xm_rank(const struct xm_job *x, size_t i);
+/*! Job time span (ns) */
+void xm_span(const struct xm_job *x, uint64_t *t0, uint64_t *t1);
+
+size_t xm_ncomms(const struct xm_job *x);
+/*! @return the job's index of a communicator hash, -1 unknown */
+int xm_comm_of_hash(const struct xm_job *x, uint64_t hash);
+uint64_t xm_comm_hash(const struct xm_job *x, int comm);
+int xm_comm_nranks(const struct xm_job *x, int comm);
+/*! The communicator with the most calls (the training loop's), -1 none */
+int xm_main_comm(const struct xm_job *x);
+
+/*! Recognised steps: n steps, step k over [s0 + k*len, s0 + (k+1)*len), job time. @return n */
+int xm_steps(const struct xm_job *x, uint64_t *s0, uint64_t *len);
+
+size_t xm_ncalls(const struct xm_job *x, size_t rank);
+void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c);
+
+size_t xm_nfindings(const struct xm_job *x);
+void xm_finding(const struct xm_job *x, size_t i, struct xm_finding *f);
+/*! Evidence item k of finding i as "key: value unit" into buf. */
+void xm_finding_ev(const struct xm_job *x, size_t i, int k, char *buf, size_t len);
+/*! @return 1 if the job has a finding with this id */
+int xm_has_finding(const struct xm_job *x, const char *id);
+
+size_t xm_nhangs(const struct xm_job *x);
+void xm_hang(const struct xm_job *x, size_t i, struct xm_hang *h);
+
+/*! Devices of a process (count) and the device number of index d. */
+size_t xm_ndevs(const struct xm_job *x, size_t rank);
+int xm_dev(const struct xm_job *x, size_t rank, size_t d);
+size_t xm_nsamples(const struct xm_job *x, size_t rank, size_t d);
+void xm_sample(const struct xm_job *x, size_t rank, size_t d, size_t k, struct xm_sample *s);
+/*! NCCL kernel intervals of a device (job time): count, then each. */
+size_t xm_ncoll_ivals(const struct xm_job *x, size_t rank, size_t d);
+void xm_coll_ival(const struct xm_job *x, size_t rank, size_t d, size_t k, uint64_t *s,
+                  uint64_t *e);
+/*! NVLink peak per direction of a device, bytes/s (0 unknown). */
+double xm_dev_peak(const struct xm_job *x, size_t rank, int device);
+
+size_t xm_nallocs(const struct xm_job *x, size_t rank);
+void xm_alloc(const struct xm_job *x, size_t rank, size_t k, struct xm_alloc *a);
+/*! The allocation holding addr, -1 none */
+long xm_alloc_of(const struct xm_job *x, size_t rank, uint64_t addr);
+
+/*! Straggler view: times rank i arrived last, collectives matched. */
+void xm_rank_last(const struct xm_job *x, size_t rank, uint64_t *last, uint64_t *colls);
+
+/*! The text report, as `nvlprof report` prints it. */
+void xm_report_text(FILE *o, const struct xm_job *x);
+
+/* Figures for diff's side-by-side table. */
+struct xm_summary {
+	double wall_ms, step_ms, comm_ms, exposed_ms, exposed_share;
+	double nvlink_mib, pcie_mib, copy_p2p_mib, copy_staged_mib;
+	int steps, processes;
+};
+void xm_summary(const struct xm_job *x, struct xm_summary *s);
+
+/*! @return 1 if a kernel name is an NCCL kernel's (mangled or not) */
+int xm_is_nccl_kernel(const char *name);
+/*! Name of an NCCL function ("ncclAllReduce"), of a collective kind for Kineto ("allreduce") */
+const char *xm_fn_name(int fn);
+const char *xm_fn_coll(int fn);
+
+#endif

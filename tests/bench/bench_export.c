@@ -1,0 +1,103 @@
+/* bench_export.c: export throughput: a large synthetic job (8 ranks x 1M records), exported to
+ * perfetto, chrome and sqlite; records/s of the export pass (best of 3) and with loading. */
+#define AN_GEN_NO_MAIN 1
+#include "../progs/an_gen.c"
+
+#include <time.h> /* clock_gettime */
+
+#include "export.h"
+
+static void null_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
+{
+	(void)x;
+	*(uint64_t *)ctx += e->ts;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	int ranks = argc > 1 ? atoi(argv[1]) : 8;
+	uint64_t per_rank = argc > 2 ? strtoull(argv[2], NULL, 10) : 1000000;
+	char dir[64], out[128];
+	snprintf(dir, sizeof dir, "/tmp/nvlp-bench-export.XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	struct an_gen_opts o;
+	an_gen_defaults(&o);
+	o.dir = dir;
+	o.ranks = ranks;
+	o.target_records = per_rank;
+	if (an_gen_run(&o) != 0)
+		return 1;
+	char *p = dir;
+	double t = now();
+	struct xm_job *x = xm_open(&p, 1, NULL);
+	if (!x)
+		return 1;
+	double tload = now() - t;
+	/* the floor: reading the traces into events, no output */
+	double best0 = 1e30;
+	uint64_t recs0 = 0, sink0 = 0;
+	for (int rep = 0; rep < 3; rep++) {
+		struct xe_sink ns = {.ctx = &sink0, .ev = null_ev};
+		t = now();
+		xe_stream(x, &ns, &recs0);
+		double dt = now() - t;
+		if (dt < best0)
+			best0 = dt;
+	}
+	printf("bench_export: read only %llu records in %.3f s: %.2f M records/s (the floor of "
+	       "every format)\n",
+	       (unsigned long long)recs0, best0, recs0 / best0 / 1e6);
+	static const char *const names[3] = {"perfetto", "chrome", "sqlite"};
+	int rc = 0;
+	for (int f = 0;
+	     f < (getenv("BENCH_EXPORT_FORMATS") ? atoi(getenv("BENCH_EXPORT_FORMATS")) : 3); f++) {
+		double best = 1e30;
+		uint64_t recs = 0;
+		long size = 0;
+		for (int rep = 0; rep < 3; rep++) {
+			snprintf(out, sizeof out, "%s/out.%s", dir, names[f]);
+			t = now();
+			int r;
+			if (f == 2)
+				r = xe_sqlite(x, out, &recs);
+			else {
+				FILE *fo = fopen(out, "wb");
+				if (!fo)
+					return 1;
+				r = f == 0 ? xe_perfetto(x, fo, &recs)
+				           : xe_chrome(x, fo, NULL, &recs);
+				fclose(fo);
+			}
+			double dt = now() - t;
+			rc |= r != 0;
+			if (dt < best)
+				best = dt;
+			FILE *fs = fopen(out, "rb");
+			if (fs) {
+				fseek(fs, 0, SEEK_END);
+				size = ftell(fs);
+				fclose(fs);
+			}
+			remove(out);
+		}
+		printf("bench_export: %-8s %llu records in %.3f s: %.2f M records/s export pass "
+		       "(best of 3), %.2f M records/s with load + analysis (%.3f s); %.0f MB "
+		       "written\n",
+		       names[f], (unsigned long long)recs, best, recs / best / 1e6,
+		       recs / (best + tload) / 1e6, tload, size / 1e6);
+	}
+	xm_close(x);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	return system(cmd) == 0 ? rc : 1;
+}
