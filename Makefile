@@ -285,13 +285,14 @@ fuzz-seeds: $(FUZZ_DIR)/mkseed
 	  for k in 3 12; do $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-$$k $$k $$1 || exit 1; \
 	    [ $$# -lt 2 ] || $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-pair-$$k $$k $$1 $$2 || exit 1; done; done
 fuzz-build: $(FUZZ_BIN) fuzz-seeds
-# -fork: the target runs in child processes (a crash, OOM or timeout ends the round with an error
-# unless FUZZ_ARGS has -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1, as long campaigns do).
-# One malloc over 64 MiB from an input of at most 64 KiB is reported (memory must stay in
-# proportion to the input); malloc_context_size=4 keeps ASan's bookkeeping cheap.
+# One process (FUZZ_JOBS=1) stops at the first crash, hang (-timeout), sanitizer report or malloc
+# over 64 MiB (memory must stay in proportion to an input of at most 64 KiB), with an error;
+# FUZZ_JOBS=N runs libFuzzer's -fork=N instead (add -ignore_crashes=1 -ignore_ooms=1
+# -ignore_timeouts=1 to FUZZ_ARGS for a long campaign). malloc_context_size=4 keeps ASan cheap.
+FUZZ_MODE = $(if $(filter-out 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS))
 fuzz: fuzz-build
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
-	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=4} $(FUZZ_BIN) -fork=$(FUZZ_JOBS) \
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=4} $(FUZZ_BIN) $(FUZZ_MODE) \
 	  -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 -max_len=65536 \
 	  -print_final_stats=1 -artifact_prefix=$(abspath $(FUZZ_DIR)/crashes)/ $(FUZZ_ARGS) \
 	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds

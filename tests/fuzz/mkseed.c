@@ -27,14 +27,15 @@ static size_t keep_of(unsigned kind, size_t per_kind)
 
 static void cut(struct fz_trace *t, size_t per_kind)
 {
-	size_t seen[NVLP_K_COUNT] = {0};
-	for (size_t i = 0; i < t->n;) {
+	size_t seen[NVLP_K_COUNT] = {0}, n = 0;
+	for (size_t i = 0; i < t->n; i++) { /* one pass: traces hold 100,000s of records */
 		unsigned k = t->r[i].kind < NVLP_K_COUNT ? t->r[i].kind : 0;
 		if (seen[k]++ >= keep_of(k, per_kind))
-			fz_delete(t, i);
+			free(t->r[i].blob);
 		else
-			i++;
+			t->r[n++] = t->r[i];
 	}
+	t->n = n;
 	/* a few frames, so frame boundaries are in the seeds */
 	for (size_t i = 0; i < t->n; i++)
 		t->r[i].flush_after = i % 16 == 15;
