@@ -83,7 +83,8 @@ static const char *record_name(const nvlp_reader *r, const struct nvlp_record *r
 		return s ? s : "clock";
 	case NVLP_K_MODULE:
 	case NVLP_K_DEVICE:
-		/* blob is a path / device name */
+	case NVLP_K_SYMBOL:
+		/* blob is a path / device name / symbol name */
 		snprintf(buf, len, "%.*s", (int)rec->blob_len, rec->blob ? (const char *)rec->blob : "");
 		return buf;
 	default:
@@ -200,7 +201,13 @@ static void dump_text(FILE *o, const nvlp_reader *r, const struct nvlp_record *r
 			break;
 		case NVLP_K_MODULE:
 		case NVLP_K_DEVICE:
+		case NVLP_K_SYMBOL:
 			break; /* the blob is the name, printed above */
+		case NVLP_K_BUILDID:
+			fputs(" build_id=", o);
+			for (uint32_t j = 0; j < rec->blob_len; j++)
+				fprintf(o, "%02x", rec->blob[j]);
+			break;
 		default:
 			fputs(rec->kind == NVLP_K_NOTE ? " msg=" : rec->kind == NVLP_K_STRING ? " text=" : " blob=", o);
 			text_quoted(o, rec->blob, rec->blob_len);
@@ -305,7 +312,14 @@ static void dump_json(FILE *o, const struct file_ctx *c, const nvlp_reader *r,
 			nvlp_json_string(o, (const char *)rec->blob, rec->blob_len);
 			break;
 		case NVLP_K_DEVICE:
+		case NVLP_K_SYMBOL:
 			break; /* name */
+		case NVLP_K_BUILDID:
+			fputs(",\"build_id\":\"", o);
+			for (uint32_t j = 0; j < rec->blob_len; j++)
+				fprintf(o, "%02x", rec->blob[j]);
+			putc('"', o);
+			break;
 		default:
 			fputs(rec->kind == NVLP_K_NOTE ? ",\"message\":" : rec->kind == NVLP_K_STRING ? ",\"text\":" : ",\"blob\":", o);
 			nvlp_json_string(o, (const char *)rec->blob, rec->blob_len);

@@ -63,8 +63,8 @@ void *an_grow(void *p, size_t *cap, size_t need, size_t elem)
 	}
 	if (nc > SIZE_MAX / elem)
 		return NULL;
-	/* big arrays are above the 4 MiB mmap threshold (ingest.c): realloc moves their pages
-	 * (mremap) instead of copying them into freshly faulted ones */
+	/* plain realloc, which extends in place when it can (the earlier 2 MiB-aligned copy for
+	 * transparent huge pages always copied into fresh pages) */
 	void *q = realloc(p, nc * elem);
 	if (!q)
 		return NULL;

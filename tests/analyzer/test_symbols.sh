@@ -55,6 +55,9 @@ check "--symbols=DIR: DIR/.build-id/xx/rest.debug" grep -Eq "$SITE" <(rep sd3 "$
 cp "$CLI" "$T/sd4/an_gen" # another ELF file under the module's name
 check "--symbols DIR: a file of another build-id is not used" grep -Eq "$PLAIN" <(rep sd4 "$T/moved" --symbols "$T/sd4")
 check_eq "--symbols DIR: the other build-id is said once" "1" "$(grep -c "^nvlprof: warning: $T/sd4/an_gen: build-id differs" "$T/sd4.err")"
+f=$(ls "$T/trace"/*.nvlp | head -1)
+check "dump: BUILDID as the hex build-id of the file" grep -q "^buildid buildid base=0x[0-9a-f]* build_id=$bid$" <("$CLI" dump "$f")
+check "dump: SYMBOL named by its blob" grep -Eq "^symbol an_gen_alloc_site base=0x[0-9a-f]+ offset=0x[0-9a-f]+ size=16$" <("$CLI" dump "$f")
 "$CLI" diff --symbols "$T/sd1" "$T/moved" "$T/moved" >/dev/null 2>&1
 check_eq "diff takes --symbols DIR" "0" "$?"
 [ "$FAILED" -eq 0 ]
