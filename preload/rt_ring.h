@@ -58,21 +58,29 @@ int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const 
 
 /* Producer side in two steps, for a record without blob built in place (no copy): nothing is
  * visible to the consumer before head is stored (with release) past it; see nvlp_emit_reserve. */
-/*! Room for one record of kind with fbytes of fields at the head of r, contiguous: @return where
- * the fields go (with the head to publish in *end, and in *wake whether that crosses half full),
- * or NULL when the ring is full, spilling, or the record would wrap (then nvlp_ring_put, which
- * spills it, splits it or reports the buffer full). */
+/*! Room for one record of kind with fbytes of fields at the head of r (or of its spill while
+ * spilling), contiguous: @return where the fields go (with the head to store *end into in *headp,
+ * and in *wake whether that crosses half full), or NULL when that ring is full or the record
+ * would wrap (then nvlp_ring_put, which spills it, splits it or reports the buffer full). */
 static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64_t fbytes,
-                                      uint64_t *end, int *wake)
+                                      _Atomic uint64_t **headp, uint64_t *end, int *wake)
 {
-	if (__builtin_expect(r->spilling, 0))
-		return NULL; /* nvlp_ring_put decides between spill and ring */
+	if (__builtin_expect(r->spilling, 0)) {
+		/* Stay on the spill until the writer has emptied it (the order of records). */
+		struct nvlp_ring *s = r->spill;
+		if (atomic_load_explicit(&s->tail, memory_order_acquire) !=
+		    atomic_load_explicit(&s->head, memory_order_relaxed))
+			r = s;
+		else
+			r->spilling = 0;
+	}
 	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
 	uint64_t off = h & (r->cap - 1);
 	if (__builtin_expect(h - t + 8 + fbytes > r->cap || off + 8 + fbytes > r->cap, 0))
 		return NULL;
 	uint64_t half = r->cap / 2;
+	*headp = &r->head;
 	*end = h + 8 + fbytes;
 	*wake = h - t < half && *end - t >= half;
 	uint8_t *p = r->data + off;
