@@ -39,6 +39,7 @@ struct nvlp_ring {
 	struct nvlp_ring *spill; /* overflow ring (none when the buffer fits the ring), or NULL */
 	int spilling;            /* producer only: records go to the spill until it is empty */
 	int release;             /* consumer gives drained pages back (the spill) */
+	unsigned wake_shift;     /* the spill: wake the writer at every 2^wake_shift bytes written */
 };
 
 /*! Size of the fixed part (u64 fields) of a kind, or 0 if the kind is invalid. */
@@ -82,7 +83,8 @@ static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64
 	uint64_t half = r->cap / 2;
 	*headp = &r->head;
 	*end = h + 8 + fbytes;
-	*wake = h - t < half && *end - t >= half;
+	*wake = r->wake_shift ? (h >> r->wake_shift) != (*end >> r->wake_shift)
+	                      : h - t < half && *end - t >= half;
 	uint8_t *p = r->data + off;
 	const uint32_t hdr[2] = {kind, 0};
 	__builtin_memcpy(p, hdr, 8);
