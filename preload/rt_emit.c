@@ -141,8 +141,9 @@ void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
 	if (NVLP_UNLIKELY(!r))
 		return NULL;
 	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
-	void *p = nvlp_ring_reserve(r, kind, fbytes, &slot->end, &slot->wake);
-	slot->head = (uint64_t *)&r->head;
+	_Atomic uint64_t *head = NULL;
+	void *p = nvlp_ring_reserve(r, kind, fbytes, &head, &slot->end, &slot->wake);
+	slot->head = (uint64_t *)head;
 	return p;
 }
 

@@ -71,8 +71,16 @@ struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t t
 		return NULL;
 	for (; spill_cap >= cap && !r->spill; spill_cap /= 2)
 		r->spill = map_ring(spill_cap);
-	if (r->spill)
+	if (r->spill) {
 		r->spill->release = 1;
+		/* A spill in use means the writer is behind: wake it as often as a ring would (at
+		 * every half ring written), not at half the spill, so that it catches up and the
+		 * producer returns to its resident ring (spilled pages cost a fault each). */
+		unsigned shift = 0;
+		while ((2ull << shift) < cap)
+			shift++;
+		r->spill->wake_shift = shift;
+	}
 	r->tid = tid;
 	atomic_store_explicit(&r->state, NVLP_RING_ACTIVE, memory_order_relaxed);
 	struct nvlp_ring *old = atomic_load_explicit(&registry, memory_order_relaxed);
@@ -124,6 +132,8 @@ static int put_one(struct nvlp_ring *r, unsigned kind, uint64_t fbytes, const vo
 	if (blob_len)
 		ring_write(r, h + 8 + fbytes, blob, blob_len);
 	atomic_store_explicit(&r->head, h + need, memory_order_release);
+	if (r->wake_shift)
+		return (h >> r->wake_shift) != ((h + need) >> r->wake_shift);
 	uint64_t half = r->cap / 2;
 	return (h - t < half && h + need - t >= half) ? 1 : 0;
 }
@@ -176,8 +186,15 @@ static uint64_t drain_one(struct nvlp_ring *r, uint64_t h, nvlp_ring_sink sink, 
 		ring_read(r, t, hdr, 8);
 		uint64_t fbytes = (uint64_t)nvlp_ring_nfields(hdr[0]) * 8;
 		uint64_t blen = hdr[1];
-		ring_read(r, t + 8, scratch, fbytes + blen);
-		sink(ctx, hdr[0], scratch, blen ? scratch + fbytes : NULL, blen);
+		uint64_t off = (t + 8) & (r->cap - 1);
+		/* In place unless it wraps: the space is ours until tail moves past it, and a copy
+		 * per record was a tenth of the writer's time. */
+		const uint8_t *f = r->data + off;
+		if (off + fbytes + blen > r->cap) {
+			ring_read(r, t + 8, scratch, fbytes + blen);
+			f = scratch;
+		}
+		sink(ctx, hdr[0], f, blen ? f + fbytes : NULL, blen);
 		t += 8 + fbytes + ((blen + 7) & ~(uint64_t)7);
 		n++;
 	}

@@ -39,6 +39,7 @@ struct nvlp_ring {
 	struct nvlp_ring *spill; /* overflow ring (none when the buffer fits the ring), or NULL */
 	int spilling;            /* producer only: records go to the spill until it is empty */
 	int release;             /* consumer gives drained pages back (the spill) */
+	unsigned wake_shift;     /* the spill: wake the writer at every 2^wake_shift bytes written */
 };
 
 /*! Size of the fixed part (u64 fields) of a kind, or 0 if the kind is invalid. */
@@ -58,23 +59,32 @@ int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const 
 
 /* Producer side in two steps, for a record without blob built in place (no copy): nothing is
  * visible to the consumer before head is stored (with release) past it; see nvlp_emit_reserve. */
-/*! Room for one record of kind with fbytes of fields at the head of r, contiguous: @return where
- * the fields go (with the head to publish in *end, and in *wake whether that crosses half full),
- * or NULL when the ring is full, spilling, or the record would wrap (then nvlp_ring_put, which
- * spills it, splits it or reports the buffer full). */
+/*! Room for one record of kind with fbytes of fields at the head of r (or of its spill while
+ * spilling), contiguous: @return where the fields go (with the head to store *end into in *headp,
+ * and in *wake whether that crosses half full), or NULL when that ring is full or the record
+ * would wrap (then nvlp_ring_put, which spills it, splits it or reports the buffer full). */
 static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64_t fbytes,
-                                      uint64_t *end, int *wake)
+                                      _Atomic uint64_t **headp, uint64_t *end, int *wake)
 {
-	if (__builtin_expect(r->spilling, 0))
-		return NULL; /* nvlp_ring_put decides between spill and ring */
+	if (__builtin_expect(r->spilling, 0)) {
+		/* Stay on the spill until the writer has emptied it (the order of records). */
+		struct nvlp_ring *s = r->spill;
+		if (atomic_load_explicit(&s->tail, memory_order_acquire) !=
+		    atomic_load_explicit(&s->head, memory_order_relaxed))
+			r = s;
+		else
+			r->spilling = 0;
+	}
 	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
 	uint64_t off = h & (r->cap - 1);
 	if (__builtin_expect(h - t + 8 + fbytes > r->cap || off + 8 + fbytes > r->cap, 0))
 		return NULL;
 	uint64_t half = r->cap / 2;
+	*headp = &r->head;
 	*end = h + 8 + fbytes;
-	*wake = h - t < half && *end - t >= half;
+	*wake = r->wake_shift ? (h >> r->wake_shift) != (*end >> r->wake_shift)
+	                      : h - t < half && *end - t >= half;
 	uint8_t *p = r->data + off;
 	const uint32_t hdr[2] = {kind, 0};
 	__builtin_memcpy(p, hdr, 8);
