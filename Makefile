@@ -193,6 +193,10 @@ $(BUILD)/tests/test_cupti_gh100: tests/unit/test_cupti_gh100.c $(BUILD)/lib/cupt
 $(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# driver-level capture: a driver-only ("static runtime") program, a runtime one, Kineto subscribing beside us
+$(BUILD)/tests/test_cupti_drv: tests/unit/test_cupti_drv.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim on the fake libcupti with slow PM setup: exit before / during / after it
 $(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
