@@ -308,8 +308,10 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 	set_kind((int)kind, 1);
 	if (!collecting())
 		PASS_THROUGH(cuptiActivityEnable, kind);
-	if (nvlp_cupti_we_enabled((int)kind))
-		return CUPTI_SUCCESS;
+	/* Enabled for real even when the kind is ours: a kernel window may have it off right now
+	 * (NVLPROF_KERNELS=window, the default), and the window leaves on what the client wants.
+	 * Returning early left torch.profiler without a single kernel on the H200 (20 memsets of
+	 * 140 CUDA events; 140 with NVLPROF_CUPTI=0). */
 	return nvlp_cu.cuptiActivityEnable(kind);
 }
 
@@ -328,8 +330,8 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext ctx, CUpti
 	set_kind((int)kind, 1);
 	if (!collecting())
 		PASS_THROUGH(cuptiActivityEnableContext, ctx, kind);
-	if (nvlp_cupti_we_enabled((int)kind))
-		return CUPTI_SUCCESS; /* already on for every context */
+	if (nvlp_cupti_we_enabled((int)kind)) /* ours: on for every context (window or not) */
+		return nvlp_cu.cuptiActivityEnable(kind);
 	return nvlp_cu.cuptiActivityEnableContext ? nvlp_cu.cuptiActivityEnableContext(ctx, kind)
 	                                          : CUPTI_ERROR_NOT_INITIALIZED;
 }
