@@ -158,6 +158,9 @@ PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_hk_cuda := -l:libcudart.so.13
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
+# bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
+BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
+$(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cupti/libcuda.so.1
 # runtime: rt_app drives the fake NCCL (through the preloaded shim); rt_read only reads traces.
 PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 # the clock behind nvlp_now(): compiled straight in (it needs nothing else of the shim)

@@ -121,8 +121,15 @@ int cuDeviceGetPCIBusId(char *buf, int len, int dev)
 static int drv_pointer_info(uint64_t p, int *type, int *dev);
 int cuPointerGetAttributes(unsigned n, const int *attrs, void **data, unsigned long long ptr)
 {
-	void (*info)(const void *, int *, int *) =
-	    (void (*)(const void *, int *, int *))dlsym(RTLD_DEFAULT, "fake_cuda_pointer_info");
+	/* looked up once found (bench_drv's loops), again while absent (cudart may come later) */
+	static void (*cached)(const void *, int *, int *);
+	static int misses;
+	void (*info)(const void *, int *, int *) = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+	if (!info && __atomic_fetch_add(&misses, 1, __ATOMIC_RELAXED) < 64) {
+		info = (void (*)(const void *, int *, int *))dlsym(RTLD_DEFAULT,
+		                                                   "fake_cuda_pointer_info");
+		__atomic_store_n(&cached, info, __ATOMIC_RELEASE);
+	}
 	int type = 0, dev = -1; /* cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed */
 	if (!drv_pointer_info(ptr, &type, &dev) && info)
 		info((const void *)(uintptr_t)ptr, &type, &dev);
