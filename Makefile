@@ -158,6 +158,9 @@ PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_hk_cuda := -l:libcudart.so.13
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
+# bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
+BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
+$(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cupti/libcuda.so.1
 # runtime: rt_app drives the fake NCCL (through the preloaded shim); rt_read only reads traces.
 PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 # the clock behind nvlp_now(): compiled straight in (it needs nothing else of the shim)
@@ -191,6 +194,10 @@ $(BUILD)/tests/test_cupti_gh100: tests/unit/test_cupti_gh100.c $(BUILD)/lib/cupt
 	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(BUILD)/lib/cupti/pm_host.o -ldl
 # shim + Kineto stand-in on the fake libcupti/libcuda (re-runs itself under LD_PRELOAD)
 $(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# driver-level capture: a driver-only ("static runtime") program, a runtime one, Kineto subscribing beside us
+$(BUILD)/tests/test_cupti_drv: tests/unit/test_cupti_drv.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim on the fake libcupti with slow PM setup: exit before / during / after it

@@ -310,8 +310,9 @@ static int on_copy(struct lctx *c)
 		p->staged_copies++;
 		p->staged_bytes += cp->bytes;
 	}
-	if (cp->fn == NVLP_CUDA_MEMCPY || cp->fn == NVLP_CUDA_MEMCPY_PEER ||
-	    cp->fn == NVLP_CUDA_MEMCPY_PTDS || cp->fn == NVLP_CUDA_MEMCPY_PEER_PTDS) {
+	unsigned fn = nvlp_cuda_fn_base(cp->fn); /* cu* records count as their cuda* twin */
+	if (fn == NVLP_CUDA_MEMCPY || fn == NVLP_CUDA_MEMCPY_PEER || fn == NVLP_CUDA_MEMCPY_PTDS ||
+	    fn == NVLP_CUDA_MEMCPY_PEER_PTDS) {
 		p->sync_bytes += cp->bytes;
 		p->sync_ns += cp->dur;
 	}
@@ -363,7 +364,8 @@ static int on_managed(struct lctx *c)
 	seen_time(r, m->t_enter, m->t_enter + m->dur);
 	if ((int64_t)m->rc != 0)
 		return 0;
-	if (m->fn == NVLP_CUDA_MALLOC_MANAGED) {
+	unsigned fn = nvlp_cuda_fn_base(m->fn);
+	if (fn == NVLP_CUDA_MALLOC_MANAGED) {
 		if (!dev_ok(m->device))
 			return bad(c, "with device %lld", (long long)(int64_t)m->device);
 		if (r->nallocs >= AN_MAX_ALLOCS)
@@ -388,9 +390,9 @@ static int on_managed(struct lctx *c)
 	struct an_alloc *a = find_alloc(r, m->ptr);
 	if (!a)
 		return 0;
-	if (m->fn == NVLP_CUDA_MEM_PREFETCH_ASYNC)
+	if (fn == NVLP_CUDA_MEM_PREFETCH_ASYNC)
 		a->prefetched++;
-	else if (m->fn == NVLP_CUDA_MEM_ADVISE)
+	else if (fn == NVLP_CUDA_MEM_ADVISE)
 		a->advised++;
 	return 0;
 }
@@ -450,7 +452,7 @@ static int on_peer(struct lctx *c)
 {
 	const struct nvlp_rec_peer *p = (const void *)c->rec->f;
 	/* still enabled after "already enabled" */
-	if (p->fn == NVLP_CUDA_ENABLE_PEER_ACCESS && (int64_t)p->rc != 0 &&
+	if (nvlp_cuda_fn_base(p->fn) == NVLP_CUDA_ENABLE_PEER_ACCESS && (int64_t)p->rc != 0 &&
 	    (int64_t)p->rc != NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
 		c->r->peer_enable_fail++;
 	return 0;

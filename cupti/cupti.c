@@ -411,6 +411,7 @@ static void start_locked(void)
 	                       "injection ran): NVLINK/DEVICE topology records missing");
 	nvlp_act_set_state(NVLP_CS_ACTIVE);
 	nvlp_share_on_start();
+	nvlp_drv_start(); /* driver-API callbacks: managed memory and copies from any runtime */
 	if (cfg->um == 1 && !S.injected)
 		um_enable_locked();
 	else if (cfg->um == 1)
@@ -671,4 +672,6 @@ void nvlp_cupti_atfork_child(void)
 	nvlp_streams_atfork_child();
 	nvlp_link_atfork_child();
 	nvlp_share_atfork_child();
+	nvlp_sub_atfork_child();
+	nvlp_drv_atfork_child();
 }

@@ -44,6 +44,11 @@ typedef CUptiResult (*nvlp_cupti_pfn)(void *params);
 	T(cuptiFinalize, O)                                                                        \
 	T(cuptiSubscribe, O)                                                                       \
 	T(cuptiUnsubscribe, O)                                                                     \
+	T(cuptiSubscribe_v2, O)                                                                    \
+	T(cuptiEnableCallback, O)                                                                  \
+	T(cuptiEnableDomain, O)                                                                    \
+	T(cuptiEnableAllDomains, O)                                                                \
+	T(cuptiGetCallbackState, O)                                                                \
 	T(cuptiDeviceGetChipName, O)                                                               \
 	T(cuptiProfilerInitialize, O)                                                              \
 	T(cuptiPmSamplingSetConfig, O)                                                             \
@@ -217,6 +222,25 @@ void nvlp_share_atfork_child(void);
 int nvlp_share_wants(int kind);
 /*! Compact a buffer in place to the records whose kind passes keep(); @return new valid size. */
 size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void *arg), void *arg);
+
+/*! The definition of a cupti* function the caller would have bound to without us (a tool's
+ * private libcupti), or NULL: the process's (nvlp_cu). self: our exported wrapper. */
+void *nvlp_share_caller_real(const char *name, void *caller, void *self);
+
+/* ---- subscribe.c: the one CUPTI callback subscription, shared with one client (Kineto) ---- */
+/*! Called once from start: take the process's one subscription (or share the one a client made
+ * through us). @return 0, or the CUptiResult that refused it. */
+int nvlp_sub_start(void);
+/*! Enable or disable one callback for ourselves (the client's own state is kept). */
+int nvlp_sub_enable(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int on);
+void nvlp_sub_atfork_child(void);
+
+/* ---- callbacks.c: driver-API capture (managed memory, peer access, copies), any runtime ---- */
+/*! Called once from start, after activity is on: enables the driver callbacks we record. */
+void nvlp_drv_start(void);
+/*! A driver-API callback for a cbid we enabled (from subscribe.c's dispatcher). */
+void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+void nvlp_drv_atfork_child(void);
 
 /* ---- streams.c: pure lookups for the hot path ---- */
 #define NVLP_LINK_MAX_GPUS 64

@@ -17,7 +17,7 @@
  *    buffers, so while it has kinds enabled we hold one of its buffers in reserve (the first to
  *    fill when relaying) and hand it back, empty if unused, at the end of its flush.
  *  - cuptiFinalize and Kineto's timestamp callback are ignored (ours keeps CLOCK_MONOTONIC).
- *  - cuptiSubscribe/Unsubscribe pass through (we use no subscriber).
+ *  - cuptiSubscribe and the callback API: subscribe.c (one real subscription, multiplexed).
  * When we are not collecting (not started, disabled, stepped aside, stopped) everything passes
  * through, and a client that registered before our start is adopted at start. A pass-through
  * goes to the definition the caller would have bound to without us (its own dependencies first),
@@ -59,7 +59,7 @@ static struct {
 	const char *name;
 	void *fn;
 } ccache[CALLER_CACHE];
-static void *caller_real(const char *name, void *caller, void *self)
+void *nvlp_share_caller_real(const char *name, void *caller, void *self)
 {
 	Dl_info di, me;
 	if (!dladdr(caller, &di) || !di.dli_fname || !dladdr(self, &me) ||
@@ -92,7 +92,7 @@ static void *caller_real(const char *name, void *caller, void *self)
 /* Pass a call through: to the caller's own CUPTI if it has one, else to the process's. */
 #define PASS_THROUGH(name, ...)                                                                    \
 	do {                                                                                       \
-		__typeof__(&name) f_ = (__typeof__(&name))caller_real(                             \
+		__typeof__(&name) f_ = (__typeof__(&name))nvlp_share_caller_real(                             \
 		    #name, __builtin_return_address(0), (void *)name);                             \
 		if (!f_ && real_ok())                                                              \
 			f_ = nvlp_cu.name;                                                         \
@@ -308,8 +308,10 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 	set_kind((int)kind, 1);
 	if (!collecting())
 		PASS_THROUGH(cuptiActivityEnable, kind);
-	if (nvlp_cupti_we_enabled((int)kind))
-		return CUPTI_SUCCESS;
+	/* Enabled for real even when the kind is ours: a kernel window may have it off right now
+	 * (NVLPROF_KERNELS=window, the default), and the window leaves on what the client wants.
+	 * Returning early left torch.profiler without a single kernel on the H200 (20 memsets of
+	 * 140 CUDA events; 140 with NVLPROF_CUPTI=0). */
 	return nvlp_cu.cuptiActivityEnable(kind);
 }
 
@@ -328,8 +330,8 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext ctx, CUpti
 	set_kind((int)kind, 1);
 	if (!collecting())
 		PASS_THROUGH(cuptiActivityEnableContext, ctx, kind);
-	if (nvlp_cupti_we_enabled((int)kind))
-		return CUPTI_SUCCESS; /* already on for every context */
+	if (nvlp_cupti_we_enabled((int)kind)) /* ours: on for every context (window or not) */
+		return nvlp_cu.cuptiActivityEnable(kind);
 	return nvlp_cu.cuptiActivityEnableContext ? nvlp_cu.cuptiActivityEnableContext(ctx, kind)
 	                                          : CUPTI_ERROR_NOT_INITIALIZED;
 }
@@ -394,13 +396,4 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 	PASS_THROUGH(cuptiActivityRegisterTimestampCallback, f);
 }
 
-NVLP_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,
-                                                void *data)
-{
-	PASS_THROUGH(cuptiSubscribe, sub, cb, data);
-}
-
-NVLP_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle sub)
-{
-	PASS_THROUGH(cuptiUnsubscribe, sub);
-}
+/* cuptiSubscribe and the callback API: subscribe.c */

@@ -247,7 +247,23 @@ enum nvlp_nccl_fn {
 	X(MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync)                                                \
 	X(MEM_ADVISE, cudaMemAdvise)                                                               \
 	X(ENABLE_PEER_ACCESS, cudaDeviceEnablePeerAccess)                                          \
-	X(DISABLE_PEER_ACCESS, cudaDeviceDisablePeerAccess)
+	X(DISABLE_PEER_ACCESS, cudaDeviceDisablePeerAccess)                                         \
+	X(CU_MEM_ALLOC_MANAGED, cuMemAllocManaged)                                                 \
+	X(CU_MEM_FREE, cuMemFree)                                                                  \
+	X(CU_MEM_PREFETCH_ASYNC, cuMemPrefetchAsync)                                               \
+	X(CU_MEM_ADVISE, cuMemAdvise)                                                              \
+	X(CU_CTX_ENABLE_PEER_ACCESS, cuCtxEnablePeerAccess)                                        \
+	X(CU_CTX_DISABLE_PEER_ACCESS, cuCtxDisablePeerAccess)                                      \
+	X(CU_MEMCPY, cuMemcpy)                                                                     \
+	X(CU_MEMCPY_ASYNC, cuMemcpyAsync)                                                          \
+	X(CU_MEMCPY_HTOD, cuMemcpyHtoD)                                                            \
+	X(CU_MEMCPY_HTOD_ASYNC, cuMemcpyHtoDAsync)                                                 \
+	X(CU_MEMCPY_DTOH, cuMemcpyDtoH)                                                            \
+	X(CU_MEMCPY_DTOH_ASYNC, cuMemcpyDtoHAsync)                                                 \
+	X(CU_MEMCPY_DTOD, cuMemcpyDtoD)                                                            \
+	X(CU_MEMCPY_DTOD_ASYNC, cuMemcpyDtoDAsync)                                                 \
+	X(CU_MEMCPY_PEER, cuMemcpyPeer)                                                            \
+	X(CU_MEMCPY_PEER_ASYNC, cuMemcpyPeerAsync)
 
 enum nvlp_cuda_fn {
 #define NVLP_X_ENUM(E, sym) NVLP_CUDA_##E,
@@ -255,6 +271,32 @@ enum nvlp_cuda_fn {
 #undef NVLP_X_ENUM
 	NVLP_CUDA_FN_COUNT
 };
+
+/* The runtime function a driver function's record stands for (cu* rows above are recorded by the
+ * driver-API callbacks, cupti/callbacks.c, for calls no runtime hook saw): the analyzer treats a
+ * cuMemAllocManaged like a cudaMallocManaged, a synchronous cuMemcpy* like a cudaMemcpy. */
+static inline unsigned nvlp_cuda_fn_base(uint64_t fn)
+{
+	switch (fn) {
+	case NVLP_CUDA_CU_MEM_ALLOC_MANAGED: return NVLP_CUDA_MALLOC_MANAGED;
+	case NVLP_CUDA_CU_MEM_FREE: return NVLP_CUDA_FREE;
+	case NVLP_CUDA_CU_MEM_PREFETCH_ASYNC: return NVLP_CUDA_MEM_PREFETCH_ASYNC;
+	case NVLP_CUDA_CU_MEM_ADVISE: return NVLP_CUDA_MEM_ADVISE;
+	case NVLP_CUDA_CU_CTX_ENABLE_PEER_ACCESS: return NVLP_CUDA_ENABLE_PEER_ACCESS;
+	case NVLP_CUDA_CU_CTX_DISABLE_PEER_ACCESS: return NVLP_CUDA_DISABLE_PEER_ACCESS;
+	case NVLP_CUDA_CU_MEMCPY:
+	case NVLP_CUDA_CU_MEMCPY_HTOD:
+	case NVLP_CUDA_CU_MEMCPY_DTOH:
+	case NVLP_CUDA_CU_MEMCPY_DTOD: return NVLP_CUDA_MEMCPY;
+	case NVLP_CUDA_CU_MEMCPY_ASYNC:
+	case NVLP_CUDA_CU_MEMCPY_HTOD_ASYNC:
+	case NVLP_CUDA_CU_MEMCPY_DTOH_ASYNC:
+	case NVLP_CUDA_CU_MEMCPY_DTOD_ASYNC: return NVLP_CUDA_MEMCPY_ASYNC;
+	case NVLP_CUDA_CU_MEMCPY_PEER: return NVLP_CUDA_MEMCPY_PEER;
+	case NVLP_CUDA_CU_MEMCPY_PEER_ASYNC: return NVLP_CUDA_MEMCPY_PEER_ASYNC;
+	default: return (unsigned)fn;
+	}
+}
 
 /* NOTE codes: what was or was not collected, and why. */
 #define NVLP_NOTE_CODES(X)                                                                         \

@@ -7,6 +7,8 @@
 #include <sys/mman.h> /* mmap */
 
 #include <cuda_runtime_api.h>
+#include <cupti_driver_cbid.h> /* the driver calls the real runtime makes inside its own */
+#include <dlfcn.h>             /* dlsym */
 
 #include "fake.h"
 
@@ -75,6 +77,25 @@ static int managed_find(const void *p)
 		    (const char *)p < managed[i].p + managed[i].n)
 			return i;
 	return -1;
+}
+
+/* Like the real runtime, managed allocation, free and cudaMemcpy end in a driver call: when the
+ * fake libcuda is in the process, its driver-API callbacks fire inside the runtime call. */
+typedef void (*echo_fn)(unsigned cbid, const char *name, const void *params, int site, int *rc,
+                        unsigned long long *corr);
+static void echo(unsigned cbid, const char *name, const void *params, int site, int rc,
+                 unsigned long long *corr)
+{
+	static echo_fn f;
+	static int looked;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&f, (echo_fn)dlsym(RTLD_DEFAULT, "fake_cuda_drv_echo"),
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	echo_fn g = __atomic_load_n(&f, __ATOMIC_ACQUIRE);
+	if (g)
+		g(cbid, name, params, site, &rc, corr);
 }
 
 const char *cudaGetErrorString(cudaError_t e)
@@ -196,8 +217,19 @@ static cudaError_t do_copy(void *dst, const void *src, size_t n)
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
-	(void)kind;
-	RET(do_copy(dst, src, n));
+	struct {
+		const void *dst, *src;
+		size_t n;
+	} prm = {dst, src, n};
+	unsigned cbid = kind == cudaMemcpyHostToDevice ? CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2
+			: kind == cudaMemcpyDeviceToHost ? CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2
+			: kind == cudaMemcpyDeviceToDevice ? CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2
+							   : CUPTI_DRIVER_TRACE_CBID_cuMemcpy;
+	unsigned long long corr = 0;
+	echo(cbid, "cuMemcpy", &prm, 0, 0, &corr);
+	cudaError_t rc = do_copy(dst, src, n);
+	echo(cbid, "cuMemcpy", &prm, 1, (int)rc, &corr);
+	RET(rc);
 }
 cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
@@ -253,10 +285,18 @@ cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 			break;
 		}
 	pthread_mutex_unlock(&mu);
+	struct {
+		void **p;
+		size_t n;
+		unsigned flags;
+	} prm = {p, n, flags};
+	unsigned long long corr = 0;
+	echo(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, "cuMemAllocManaged", &prm, 0, 0, &corr);
 	if (rc != cudaSuccess)
 		free(m);
 	else
 		*p = m;
+	echo(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, "cuMemAllocManaged", &prm, 1, (int)rc, &corr);
 	RET(rc);
 }
 
@@ -266,6 +306,8 @@ cudaError_t cudaFree(void *p)
 		RET((cudaError_t)forced_rc);
 	if (!p || arena_dev(p) >= 0)
 		RET(cudaSuccess); /* device arenas are bump-allocated: nothing to give back */
+	unsigned long long corr = 0;
+	echo(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &p, 0, 0, &corr);
 	pthread_mutex_lock(&mu);
 	int i = managed_find(p);
 	char *m = NULL;
@@ -275,6 +317,7 @@ cudaError_t cudaFree(void *p)
 	}
 	pthread_mutex_unlock(&mu);
 	free(m);
+	echo(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &p, 1, m ? 0 : 1, &corr);
 	RET(m ? cudaSuccess : cudaErrorInvalidValue);
 }
 

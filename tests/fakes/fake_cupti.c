@@ -57,10 +57,18 @@ int cuDriverGetVersion(int *v)
 	*v = 13000;
 	return 0;
 }
+/* Contexts: device d's primary context is 0x1000 + 0x100 * d (the fake libcupti decodes it). */
+static __thread int cur_dev;
+#define FAKE_CTX(d) ((void *)(uintptr_t)(0x1000 + 0x100 * (d)))
 int cuCtxGetCurrent(void **ctx)
 {
-	*ctx = inited ? (void *)0x1000 : NULL;
+	*ctx = inited ? FAKE_CTX(cur_dev) : NULL;
 	return 0;
+}
+/* Make device dev current on this thread (the driver-API test's cuCtxSetCurrent). */
+void fake_cuda_set_device(int dev)
+{
+	cur_dev = dev;
 }
 int cuStreamGetCtx(void *stream, void **ctx)
 {
@@ -70,7 +78,7 @@ int cuStreamGetCtx(void *stream, void **ctx)
 }
 int cuCtxGetDevice(int *dev)
 {
-	*dev = 0;
+	*dev = cur_dev;
 	return 0;
 }
 static int device_counts; /* cuDeviceGetCount calls: the sampler makes one per wake-up */
@@ -110,12 +118,20 @@ int cuDeviceGetPCIBusId(char *buf, int len, int dev)
 }
 /* Pointer attributes (memory type 2, is-managed 8, device ordinal 9) from the fake cudart's memory
  * model when that library is in the process; unknown pointers get the driver's zero answer. */
+static int drv_pointer_info(uint64_t p, int *type, int *dev);
 int cuPointerGetAttributes(unsigned n, const int *attrs, void **data, unsigned long long ptr)
 {
-	void (*info)(const void *, int *, int *) =
-	    (void (*)(const void *, int *, int *))dlsym(RTLD_DEFAULT, "fake_cuda_pointer_info");
+	/* looked up once found (bench_drv's loops), again while absent (cudart may come later) */
+	static void (*cached)(const void *, int *, int *);
+	static int misses;
+	void (*info)(const void *, int *, int *) = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+	if (!info && __atomic_fetch_add(&misses, 1, __ATOMIC_RELAXED) < 64) {
+		info = (void (*)(const void *, int *, int *))dlsym(RTLD_DEFAULT,
+		                                                   "fake_cuda_pointer_info");
+		__atomic_store_n(&cached, info, __ATOMIC_RELEASE);
+	}
 	int type = 0, dev = -1; /* cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed */
-	if (info)
+	if (!drv_pointer_info(ptr, &type, &dev) && info)
 		info((const void *)(uintptr_t)ptr, &type, &dev);
 	for (unsigned i = 0; i < n; i++) {
 		if (attrs[i] == 2)
@@ -128,6 +144,223 @@ int cuPointerGetAttributes(unsigned n, const int *attrs, void **data, unsigned l
 			return 1; /* CUDA_ERROR_INVALID_VALUE: not modelled */
 	}
 	return 0;
+}
+
+/*
+ * Driver entry points of memory and peer access, for programs that reach the driver without the
+ * runtime (CuPy's static runtime, JAX): each issues the CUPTI driver-API callbacks around its work
+ * (through the fake libcupti's fake_cupti_driver_api, as the real driver calls into CUPTI), and the
+ * fake cudart's managed calls echo theirs here (fake_cuda_drv_echo) as the real runtime's inner
+ * driver calls would. Memory: device arenas bump-allocated per device, managed blocks malloc'ed.
+ */
+#include <cupti_driver_cbid.h> /* CUPTI_DRIVER_TRACE_CBID_* */
+#include <pthread.h>           /* pthread_mutex_t */
+#include <sys/mman.h>          /* mmap */
+
+typedef void (*fake_api_fn)(unsigned cbid, const char *name, const void *params, int site,
+                            int *rc, uint64_t *corr, void *ctx);
+static fake_api_fn api_fn(void)
+{
+	static fake_api_fn f;
+	static int looked;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&f, (fake_api_fn)dlsym(RTLD_DEFAULT, "fake_cupti_driver_api"),
+		                 __ATOMIC_RELEASE);
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&f, __ATOMIC_ACQUIRE);
+}
+void fake_cuda_drv_echo(unsigned cbid, const char *name, const void *params, int site, int *rc,
+                        uint64_t *corr)
+{
+	fake_api_fn f = api_fn();
+	if (f)
+		f(cbid, name, params, site, rc, corr, inited ? FAKE_CTX(cur_dev) : NULL);
+}
+#define API(name, params, ...)                                                                    \
+	do {                                                                                       \
+		uint64_t corr_ = 0;                                                                \
+		int rc_ = 0;                                                                       \
+		fake_cuda_drv_echo(CUPTI_DRIVER_TRACE_CBID_##name, #name, &params, 0, &rc_,        \
+		                   &corr_);                                                        \
+		__VA_ARGS__;                                                                       \
+		fake_cuda_drv_echo(CUPTI_DRIVER_TRACE_CBID_##name, #name, &params, 1, &rc_,        \
+		                   &corr_);                                                        \
+		return rc_;                                                                        \
+	} while (0)
+
+#define DRV_MAX_DEV 4
+#define DRV_ARENA (64ull << 20)
+#define DRV_MAX_MANAGED 256
+static pthread_mutex_t drv_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *drv_arena[DRV_MAX_DEV];
+static size_t drv_used[DRV_MAX_DEV];
+static struct {
+	char *p;
+	size_t n;
+	int dev;
+} drv_managed[DRV_MAX_MANAGED];
+
+/* @return 1 if p is driver-allocated memory (type, dev filled), else 0 */
+static int drv_pointer_info(uint64_t p, int *type, int *dev)
+{
+	int hit = 0;
+	pthread_mutex_lock(&drv_mu);
+	for (int d = 0; d < DRV_MAX_DEV && !hit; d++)
+		if (drv_arena[d] && p >= (uintptr_t)drv_arena[d] &&
+		    p < (uintptr_t)drv_arena[d] + DRV_ARENA)
+			*type = 2, *dev = d, hit = 1;
+	for (int i = 0; i < DRV_MAX_MANAGED && !hit; i++)
+		if (drv_managed[i].p && p >= (uintptr_t)drv_managed[i].p &&
+		    p < (uintptr_t)drv_managed[i].p + drv_managed[i].n)
+			*type = 3, *dev = drv_managed[i].dev, hit = 1;
+	pthread_mutex_unlock(&drv_mu);
+	return hit;
+}
+
+struct p_alloc_managed {
+	uint64_t *dptr;
+	size_t bytesize;
+	unsigned flags;
+};
+int cuMemAllocManaged(uint64_t *dptr, size_t n, unsigned flags)
+{
+	struct p_alloc_managed p = {dptr, n, flags};
+	API(cuMemAllocManaged, p, {
+		char *m = n ? malloc(n) : NULL;
+		rc_ = 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+		pthread_mutex_lock(&drv_mu);
+		for (int i = 0; m && i < DRV_MAX_MANAGED; i++)
+			if (!drv_managed[i].p) {
+				drv_managed[i].p = m, drv_managed[i].n = n;
+				drv_managed[i].dev = cur_dev;
+				rc_ = 0;
+				break;
+			}
+		pthread_mutex_unlock(&drv_mu);
+		if (rc_)
+			free(m);
+		else
+			*dptr = (uintptr_t)m;
+	});
+}
+struct p_alloc {
+	uint64_t *dptr;
+	size_t bytesize;
+};
+int cuMemAlloc_v2(uint64_t *dptr, size_t n)
+{
+	struct p_alloc p = {dptr, n};
+	API(cuMemAlloc_v2, p, {
+		n = (n + 255) & ~(size_t)255;
+		rc_ = 2;
+		pthread_mutex_lock(&drv_mu);
+		if (!drv_arena[cur_dev]) {
+			void *a = mmap(NULL, DRV_ARENA, PROT_READ | PROT_WRITE,
+			               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			drv_arena[cur_dev] = a == MAP_FAILED ? NULL : a;
+		}
+		if (drv_arena[cur_dev] && drv_used[cur_dev] + n <= DRV_ARENA) {
+			*dptr = (uintptr_t)drv_arena[cur_dev] + drv_used[cur_dev];
+			drv_used[cur_dev] += n;
+			rc_ = 0;
+		}
+		pthread_mutex_unlock(&drv_mu);
+	});
+}
+struct p_free {
+	uint64_t dptr;
+};
+int cuMemFree_v2(uint64_t ptr)
+{
+	struct p_free p = {ptr};
+	API(cuMemFree_v2, p, {
+		char *m = NULL;
+		int in_arena = 0;
+		pthread_mutex_lock(&drv_mu);
+		for (int d = 0; d < DRV_MAX_DEV; d++)
+			in_arena |= drv_arena[d] && ptr >= (uintptr_t)drv_arena[d] &&
+			            ptr < (uintptr_t)drv_arena[d] + DRV_ARENA;
+		for (int i = 0; i < DRV_MAX_MANAGED; i++)
+			if (drv_managed[i].p && (uintptr_t)drv_managed[i].p == ptr) {
+				m = drv_managed[i].p;
+				drv_managed[i].p = NULL;
+			}
+		pthread_mutex_unlock(&drv_mu);
+		free(m);
+		rc_ = m || in_arena ? 0 : 1; /* CUDA_ERROR_INVALID_VALUE */
+	});
+}
+struct p_copy3 {
+	uint64_t dst, src;
+	size_t n;
+	void *stream;
+};
+#define COPY3(name, async)                                                                         \
+	int name(uint64_t dst, uint64_t src, size_t n, void *stream)                               \
+	{                                                                                          \
+		struct p_copy3 p = {dst, src, n, async ? stream : NULL};                           \
+		API(name, p, memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n));   \
+	}
+COPY3(cuMemcpyHtoD_v2, 0)
+COPY3(cuMemcpyDtoH_v2, 0)
+COPY3(cuMemcpyDtoD_v2, 0)
+COPY3(cuMemcpyAsync, 1)
+COPY3(cuMemcpyDtoDAsync_v2, 1)
+struct p_peer_copy {
+	uint64_t dst;
+	void *dctx;
+	uint64_t src;
+	void *sctx;
+	size_t n;
+};
+int cuMemcpyPeer(uint64_t dst, void *dctx, uint64_t src, void *sctx, size_t n)
+{
+	struct p_peer_copy p = {dst, dctx, src, sctx, n};
+	API(cuMemcpyPeer, p, memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n));
+}
+struct p_loc {
+	int type, id;
+};
+struct p_prefetch {
+	uint64_t ptr;
+	size_t n;
+	struct p_loc loc;
+	unsigned flags;
+	void *stream;
+};
+int cuMemPrefetchAsync_v2(uint64_t ptr, size_t n, struct p_loc loc, unsigned flags, void *st)
+{
+	struct p_prefetch p = {ptr, n, loc, flags, st};
+	API(cuMemPrefetchAsync_v2, p, {});
+}
+struct p_advise {
+	uint64_t ptr;
+	size_t n;
+	int advice;
+	struct p_loc loc;
+};
+int cuMemAdvise_v2(uint64_t ptr, size_t n, int advice, struct p_loc loc)
+{
+	struct p_advise p = {ptr, n, advice, loc};
+	API(cuMemAdvise_v2, p, {});
+}
+static unsigned char drv_peer[DRV_MAX_DEV][DRV_MAX_DEV];
+struct p_peer {
+	void *ctx;
+	unsigned flags;
+};
+int cuCtxEnablePeerAccess(void *peer_ctx, unsigned flags)
+{
+	struct p_peer p = {peer_ctx, flags};
+	int peer = (int)(((uintptr_t)peer_ctx - 0x1000) / 0x100) % DRV_MAX_DEV;
+	API(cuCtxEnablePeerAccess, p, {
+		rc_ = __atomic_exchange_n(&drv_peer[cur_dev][peer], 1, __ATOMIC_ACQ_REL) ? 704 : 0;
+	});
+}
+void *fake_cuda_ctx(int dev)
+{
+	return FAKE_CTX(dev);
 }
 
 #elif defined(FAKE_NVPERF)
@@ -500,8 +733,8 @@ CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t per_thread, uint
 }
 CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *dev)
 {
-	(void)c;
-	*dev = 0;
+	uintptr_t x = (uintptr_t)c; /* the fake libcuda's contexts: 0x1000 + 0x100 * device */
+	*dev = x >= 0x1000 && x < 0x1000 + 0x100 * 16 ? (uint32_t)((x - 0x1000) / 0x100) : 0;
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiFinalize(void)
@@ -509,16 +742,130 @@ CUptiResult cuptiFinalize(void)
 	finalize_calls++;
 	return CUPTI_SUCCESS;
 }
+/*
+ * The callback API: one subscriber per process, as CUPTI (a second cuptiSubscribe fails with
+ * MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED). The fake libcuda issues driver-API callbacks through
+ * fake_cupti_driver_api; fake_cupti_fire issues one of any domain (a resource callback, say).
+ * fake_cupti_cb_enabled(domain, cbid) and fake_cupti_cb_calls() let tests check the real state.
+ */
+#define FAKE_MAXCB 2048
+static CUpti_CallbackFunc sub_cb;
+static void *sub_data;
+static int subscribed;
+static unsigned char cb_on[CUPTI_CB_DOMAIN_SIZE][FAKE_MAXCB];
+static uint64_t cb_calls;
+#define SUB_HANDLE ((CUpti_SubscriberHandle)(uintptr_t)0x5ab)
+static CUptiResult subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *d)
+{
+	if (!s)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&act_mu);
+	CUptiResult r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	if (!subscribed) {
+		subscribed = 1, sub_cb = f, sub_data = d;
+		memset(cb_on, 0, sizeof cb_on);
+		*s = SUB_HANDLE;
+		r = CUPTI_SUCCESS;
+	}
+	pthread_mutex_unlock(&act_mu);
+	return r;
+}
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *d)
 {
-	(void)f, (void)d;
-	*s = (CUpti_SubscriberHandle)0x1;
-	return CUPTI_SUCCESS;
+	return subscribe(s, f, d);
+}
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *d,
+                              CUpti_SubscriberParams *p)
+{
+	CUptiResult r = subscribe(s, f, d); /* not through the exported name (nvlprof's) */
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && p && p->oldSubscriberName &&
+	    p->oldSubscriberSize)
+		snprintf(p->oldSubscriberName, p->oldSubscriberSize, "CUPTI for fake tool");
+	return r;
 }
 CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
 {
-	(void)s;
+	if (s != SUB_HANDLE || !subscribed)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&act_mu);
+	subscribed = 0, sub_cb = NULL;
+	memset(cb_on, 0, sizeof cb_on);
+	pthread_mutex_unlock(&act_mu);
 	return CUPTI_SUCCESS;
+}
+static int bad_sub(CUpti_SubscriberHandle s, int d)
+{
+	return s != SUB_HANDLE || !subscribed || d <= 0 || d >= CUPTI_CB_DOMAIN_SIZE;
+}
+CUptiResult cuptiEnableCallback(uint32_t en, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+                                CUpti_CallbackId cbid)
+{
+	if (bad_sub(s, (int)d) || cbid >= FAKE_MAXCB)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	__atomic_store_n(&cb_on[d][cbid], (unsigned char)(en != 0), __ATOMIC_RELAXED);
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiEnableDomain(uint32_t en, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
+{
+	if (bad_sub(s, (int)d))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	memset(cb_on[d], en != 0, FAKE_MAXCB);
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiEnableAllDomains(uint32_t en, CUpti_SubscriberHandle s)
+{
+	if (bad_sub(s, 1))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	for (int d = 1; d < CUPTI_CB_DOMAIN_SIZE; d++)
+		memset(cb_on[d], en != 0, FAKE_MAXCB);
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetCallbackState(uint32_t *en, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+                                  CUpti_CallbackId cbid)
+{
+	if (bad_sub(s, (int)d) || cbid >= FAKE_MAXCB || !en)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*en = cb_on[d][cbid];
+	return CUPTI_SUCCESS;
+}
+int fake_cupti_cb_enabled(int d, int cbid)
+{
+	return d > 0 && d < CUPTI_CB_DOMAIN_SIZE && cbid >= 0 && cbid < FAKE_MAXCB &&
+	       __atomic_load_n(&cb_on[d][cbid], __ATOMIC_RELAXED);
+}
+uint64_t fake_cupti_cb_calls(void)
+{
+	return __atomic_load_n(&cb_calls, __ATOMIC_RELAXED);
+}
+static void issue(int d, unsigned cbid, const void *data)
+{
+	CUpti_CallbackFunc f = sub_cb;
+	if (!subscribed || !f || cbid >= FAKE_MAXCB || !__atomic_load_n(&cb_on[d][cbid], __ATOMIC_RELAXED))
+		return;
+	__atomic_fetch_add(&cb_calls, 1, __ATOMIC_RELAXED);
+	f(sub_data, (CUpti_CallbackDomain)d, (CUpti_CallbackId)cbid, data);
+}
+/* A driver-API callback (site 0 enter, 1 exit), as the driver issues them around its work. */
+void fake_cupti_driver_api(unsigned cbid, const char *name, const void *params, int site, int *rc,
+                           uint64_t *corr, void *ctx)
+{
+	static uint32_t corr_ids;
+	CUpti_CallbackData cd = {
+	    .callbackSite = site ? CUPTI_API_EXIT : CUPTI_API_ENTER,
+	    .functionName = name,
+	    .functionParams = params,
+	    .functionReturnValue = rc,
+	    .context = (CUcontext)ctx,
+	    .correlationData = corr,
+	    .correlationId = __atomic_add_fetch(&corr_ids, site ? 0 : 1, __ATOMIC_RELAXED),
+	};
+	issue(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+}
+/* A callback of any domain with no data of its own (resource, synchronize...). */
+void fake_cupti_fire(int d, unsigned cbid)
+{
+	if (d > 0 && d < CUPTI_CB_DOMAIN_SIZE)
+		issue(d, cbid, NULL);
 }
 
 /* ---- PM sampling ---- */

@@ -67,10 +67,19 @@ static int child(void)
 	cuInit(0);              /* fake driver: runs InitializeInjection -> nvlprof attaches */
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_DEVICE, 2);
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_NVLINK, 1);
+	if (getenv("KINETO_LATE")) {
+		/* NVLPROF_KERNELS=window:1/...: the first window closes before Kineto starts */
+		for (int i = 0; i < 500 && fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); i++)
+			usleep(10000);
+		CHECK(!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+		      "kernel window closed before kineto starts");
+	}
 	if (!first) {
 		fake_cupti_hold_buffer(); /* nvlprof's buffer, in flight while Kineto starts */
 		kineto_start();
 	}
+	CHECK(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+	      "kernels really enabled once kineto enabled them (window closed or not)");
 	void *m = NULL;
 	cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal); /* auto mode: UM counters on */
 	usleep(200000); /* let the sampler thread claim GPU 0 */
@@ -185,15 +194,19 @@ static int run_child(const char *self, const char *lib, const char *dir, int no_
 	const char *env[] = {kineto_first ? "KINETO_FIRST=1" : "KINETO_FIRST",
 	                     no_ts_cb ? "FAKE_CUPTI_NO_TS_CB=1" : "FAKE_CUPTI_DROPPED",
 	                     no_ts_cb ? "FAKE_CUPTI_DROPPED=5" : NULL, NULL};
+	const char *late[] = {"KINETO_LATE=1", "NVLPROF_KERNELS=window:1/3600000", NULL};
+	if (kineto_first == 2)
+		return shim_run_child(self, lib, dir, "1000", late, NULL);
 	return shim_run_child(self, lib, dir, "1000", env, NULL);
 }
 
 int main(int argc, char **argv)
 {
 	/* these runs count every kernel and copy: traced all the time, not in windows */
-	setenv("NVLPROF_KERNELS", "all", 1);
+	setenv("NVLPROF_KERNELS", "all", 0); /* a child keeps what its parent chose */
 	if (argc > 1 && !strcmp(argv[1], "child"))
 		return child();
+	setenv("NVLPROF_KERNELS", "all", 1);
 	char self[PATH_MAX], lib[PATH_MAX + 32];
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
@@ -217,6 +230,19 @@ int main(int argc, char **argv)
 		}
 		uint64_t t0 = mono();
 		int rc = run_child(self, lib, dir, pass, run == 2);
+		if (run == 2) {
+			/* then once more, Kineto starting after the first kernel window closed */
+			char dir2[] = "/tmp/nvlp-cupti-kineto.XXXXXX";
+			if (!mkdtemp(dir2))
+				return 1;
+			int rc2 = run_child(self, lib, dir2, 0, 2);
+			CHECK(rc2 == 0, "[kineto after a window] child ran and its checks passed (rc %d)",
+			      rc2);
+			char rm[PATH_MAX + 16];
+			snprintf(rm, sizeof rm, "rm -rf %s", dir2);
+			if (system(rm) != 0)
+				return 1;
+		}
 		if (lock >= 0) {
 			if (ftruncate(lock, 0) != 0)
 				printf("    could not truncate the GPU lock\n");
