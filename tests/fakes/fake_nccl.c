@@ -77,7 +77,11 @@ static void prof_comm_init(struct ncclComm *c)
 	if (!prof_tried) {
 		prof_tried = 1;
 		const char *name = getenv("NCCL_PROFILER_PLUGIN");
+#ifdef FAKE_NCCL_2_18 /* NCCL before 2.23 has no profiler plugin interface */
+		void *h = NULL;
+#else
 		void *h = name && *name && strcmp(name, "none") ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
+#endif
 		__atomic_store_n(&prof, h ? (const fake_profiler_v5 *)dlsym(h, "ncclProfiler_v5") : NULL,
 		                 __ATOMIC_RELEASE);
 		if (getenv("FAKE_NCCL_PROFILER_LOG"))
