@@ -367,8 +367,12 @@ struct fake_op {
 };
 struct fake_graph {
 	unsigned long long id;
-	int nops;
+	int nops, nhost;
 	struct fake_op op[MAX_CAPTURE];
+	struct {
+		cudaHostFn_t fn;
+		void *arg;
+	} host[MAX_CAPTURE];
 };
 static struct {
 	cudaStream_t st;
@@ -395,6 +399,23 @@ static int fake_capture_copy(void *dst, const void *src, size_t n, cudaStream_t 
 		capturing[i].g->op[capturing[i].g->nops++] = (struct fake_op){dst, src, n};
 	pthread_mutex_unlock(&mu);
 	return i >= 0;
+}
+
+/* A host function: run now, or at each replay when st is capturing (NCCL reports a captured
+ * collective's profiler events this way). */
+cudaError_t cudaLaunchHostFunc(cudaStream_t st, cudaHostFn_t fn, void *arg)
+{
+	pthread_mutex_lock(&mu);
+	int i = capture_slot(st);
+	int ok = i < 0 || capturing[i].g->nhost < MAX_CAPTURE;
+	if (i >= 0 && ok) {
+		struct fake_graph *g = capturing[i].g;
+		g->host[g->nhost].fn = fn, g->host[g->nhost].arg = arg, g->nhost++;
+	}
+	pthread_mutex_unlock(&mu);
+	if (i < 0)
+		fn(arg);
+	RET(ok ? cudaSuccess : cudaErrorUnknown);
 }
 
 int fake_cuda_graph_launches(void)
@@ -488,6 +509,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t st)
 		RET(cudaErrorInvalidValue);
 	for (int i = 0; i < g->nops; i++)
 		memmove(g->op[i].dst, g->op[i].src, g->op[i].n);
+	for (int i = 0; i < g->nhost; i++)
+		g->host[i].fn(g->host[i].arg);
 	__atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
 	RET(cudaSuccess);
 }
