@@ -187,6 +187,13 @@ $(CUPTI_FAKES)/libcupti.so.13: tests/fakes/fake_cupti.c
 $(CUPTI_FAKES)/libcuda.so.1: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_LIBCUDA -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+# the same fake as CUDA 12's libcupti.so.12 (records of the shared layouts; FAKE_CUPTI_VERSION=22
+# makes it report 12.4's API version), in its own directory
+CUPTI_FAKE_LIBS += $(CUPTI_FAKES)/12/libcupti.so.12
+fakes: $(CUPTI_FAKES)/12/libcupti.so.12
+$(CUPTI_FAKES)/12/libcupti.so.12: tests/fakes/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcupti.so.12 -o $@ $<
 # the profiler-host half, dlopen'ed by the fake libcupti as CUPTI does (C++: its params header is)
 $(CUPTI_FAKES)/libnvperf_host.so: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)

@@ -1,4 +1,4 @@
-/* convert.c: CUPTI activity records (CUDA 13.0 layouts) -> nvlprof GPU records; pure, no I/O. */
+/* convert.c: CUPTI activity records (CUDA 12.x and 13.x layouts) -> nvlprof GPU records; pure, no I/O. */
 #include <string.h> /* memset, memcpy, strncmp */
 
 #include "cupti_int.h"
@@ -6,8 +6,34 @@
 /*
  * Layouts: the structs named below are the ones cupti_activity.h of CUDA 13.0 (CUPTI_API_VERSION
  * 130001) defines for these kinds. CUPTI only appends fields within a major version, so reading
- * the prefix of a newer 13.x record is safe; cupti.c refuses other majors (NOTE CUPTI_VERSION).
+ * the prefix of a newer 13.x record is safe. CUDA 12.4's CUPTI (API version 22) produces
+ * Kernel9, Memcpy5, MemcpyPtoP4, UnifiedMemoryCounter2, NvLink4 and Device5 for the same kinds:
+ * every field read below sits at the same offset with the same size there (measured from the
+ * 12.4 headers of Debian's libcupti-dev 12.4.127; the asserts below pin those offsets against
+ * the headers we build with), and the activity kind values we enable are the same. So one
+ * reader serves both; cupti.c refuses other versions (NOTE CUPTI_VERSION).
  */
+#include <stddef.h> /* offsetof */
+#define AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved from CUDA 12.4's offset");
+AT(CUpti_ActivityKernel10, start, 16) AT(CUpti_ActivityKernel10, end, 24)
+AT(CUpti_ActivityKernel10, deviceId, 40) AT(CUpti_ActivityKernel10, contextId, 44)
+AT(CUpti_ActivityKernel10, streamId, 48) AT(CUpti_ActivityKernel10, gridX, 52)
+AT(CUpti_ActivityKernel10, blockZ, 72) AT(CUpti_ActivityKernel10, correlationId, 92)
+AT(CUpti_ActivityKernel10, name, 104)
+AT(CUpti_ActivityMemcpy6, copyKind, 4) AT(CUpti_ActivityMemcpy6, flags, 7)
+AT(CUpti_ActivityMemcpy6, bytes, 8) AT(CUpti_ActivityMemcpy6, start, 16)
+AT(CUpti_ActivityMemcpy6, deviceId, 32) AT(CUpti_ActivityMemcpy6, streamId, 40)
+AT(CUpti_ActivityMemcpy6, correlationId, 44)
+AT(CUpti_ActivityMemcpyPtoP4, srcDeviceId, 44) AT(CUpti_ActivityMemcpyPtoP4, dstDeviceId, 52)
+AT(CUpti_ActivityMemcpyPtoP4, correlationId, 60)
+AT(CUpti_ActivityUnifiedMemoryCounter3, value, 8) AT(CUpti_ActivityUnifiedMemoryCounter3, address, 32)
+AT(CUpti_ActivityUnifiedMemoryCounter3, srcId, 40) AT(CUpti_ActivityUnifiedMemoryCounter3, streamId, 48)
+AT(CUpti_ActivityUnifiedMemoryCounter3, flags, 56)
+AT(CUpti_ActivityNvLink4, idDev0, 16) AT(CUpti_ActivityNvLink4, bandwidth, 120)
+AT(CUpti_ActivityNvLink4, nvswitchConnected, 128)
+AT(CUpti_ActivityDevice5, globalMemorySize, 16) AT(CUpti_ActivityDevice5, id, 112)
+AT(CUpti_ActivityDevice5, uuid, 120) AT(CUpti_ActivityDevice5, name, 136)
+#undef AT
 
 int nvlp_cupti_kind_is_ours(int kind)
 {

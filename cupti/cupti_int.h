@@ -96,6 +96,16 @@ extern struct nvlp_driver_table nvlp_drv;
 /*! Find and open the process's libcupti and fill nvlp_cu (idempotent, thread-safe).
  * @return 0 when every required function resolved; -1 otherwise, with a reason in why. */
 int nvlp_cupti_load(char *why, size_t whylen);
+/*! A handle of a libcupti.so.13 or .12 already in the process (nothing loaded), or NULL. */
+void *nvlp_cupti_loaded(void);
+/*! Which record layouts a CUPTI API version has: 13 (130001...), 12 (CUDA 12.x: 18..29), or 0
+ * (a version nvlprof does not read). */
+static inline int nvlp_cupti_layout(uint32_t ver)
+{
+	if (ver / 10000 == 13)
+		return 13;
+	return ver >= 18 && ver < 100 ? 12 : 0;
+}
 /*! Path of the libcupti that was loaded ("" if none). */
 const char *nvlp_cupti_path(void);
 /*! Resolve nvlp_drv from a loaded libcuda.so.1. @return 0, or -1 with a reason. */

@@ -71,6 +71,22 @@ check_eq g12_no_warning 0 "$(grep -c 'cannot find the real' "$T/g12.err")"
 # the 13 run read the same words as a location: both give device 1
 check_eq g13_prefetch_record 1 "$(count "$T/g13.txt" '^managed fn=cudaMemPrefetchAsync ' ' target=1 ' ' stream=0x5100 ')"
 
+# ---- CUPTI of CUDA 12: a CUDA 12 runtime gets libcupti.so.12 (even with 13 in /usr/local/cuda) --
+C="$FAKES/cupti"
+cupti12() { # NAME VERSION: hk_graph on the 12 runtime with the fake CUPTI 12 reporting VERSION
+	NVLPROF_CUPTI=1 NVLPROF_KERNELS=all FAKE_CUPTI_VERSION=$2 HK_CUPTI=libcupti.so.12 \
+		run_traced "$1" "$FAKES/cuda12:$C/12:$C" "$GRAPHP" libcudart.so.12 12 3
+}
+cupti12 c12 22
+check_eq c12_exit 0 "$?"
+check_eq c12_cupti12_loaded 1 "$(grep -c '^cupti_loaded=1' "$T/c12.out")"
+check_eq c12_activity_on 1 "$(count "$T/c12.txt" '^note code=activity_on ' ' value=22 ' 'libcupti\.so\.12')"
+check_eq c12_kernel_records 4 "$(count "$T/c12.txt" '^kernel ' ' grid_x=4 ' ' block_x=256 ' ' dur=100[0-3] ')"
+cupti12 c12bad 999
+check_eq c12_unknown_version_noted 1 "$(count "$T/c12bad.txt" '^note code=cupti_version ' ' value=999 ')"
+check_eq c12_unknown_version_no_kernels 0 "$(count "$T/c12bad.txt" '^kernel ')"
+check_eq c12_unknown_version_job_ok 1 "$(grep -c 'launches ok=3 of 3' "$T/c12bad.out")"
+
 # ---- NCCL 2.18: no profiler plugin, fewer functions; the API records still come ---------------------
 run_traced n218 "$FAKES/nccl218" "$GRAPHP" libcudart.so.13 13 2 libnccl.so.2
 check_eq n218_exit 0 "$?"

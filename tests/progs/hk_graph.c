@@ -33,6 +33,11 @@ int main(int argc, char **argv)
 		printf("dlopen failed: %s\n", dlerror());
 		return 1;
 	}
+	if (getenv("HK_CUPTI")) { /* bring the (fake) driver up: it loads the shim's injection */
+		void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+		int (*init)(unsigned) = drv ? (int (*)(unsigned))dlsym(drv, "cuInit") : NULL;
+		printf("cuinit rc=%d\n", init ? init(0) : -1);
+	}
 	void *m = NULL;
 	cudaStream_t st = (cudaStream_t)(uintptr_t)0x5100;
 	int rc = F(cudaError_t(*)(void **, size_t, unsigned), cudaMallocManaged)(&m, 4096, 1);
@@ -92,5 +97,12 @@ int main(int argc, char **argv)
 	       F(int (*)(void), fake_cuda_graph_launches)(), b[0] == 7 && b[255] == 7);
 	if (ar)
 		ar(a, a, 64, ncclFloat, ncclSum, comm, st); /* eager, after */
+	/* HK_CUPTI=libcupti.so.N: have that (fake) CUPTI, which the shim loaded, make kernel records */
+	const char *cupti = getenv("HK_CUPTI");
+	void *h = cupti ? dlopen(cupti, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	void (*gen)(int, int) = h ? (void (*)(int, int))dlsym(h, "fake_cupti_generate") : NULL;
+	printf("cupti_loaded=%d\n", gen != NULL);
+	if (gen)
+		gen(10 /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */, 4);
 	return 0;
 }
