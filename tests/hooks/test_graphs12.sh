@@ -22,6 +22,13 @@ filt() { if [ $# -eq 0 ]; then cat; else local p=$1; shift; grep -E -- "$p" | fi
 count() { local f=$1; shift; filt "$@" <"$f" | wc -l; }
 field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
 
+# ---- the graph and CUDA 12 entry points are exported ---------------------------------------------
+exports=$(nm -D --defined-only "$LIB" | awk '{print $3}')
+for s in cudaStreamBeginCapture cudaStreamEndCapture_ptsz cudaGraphInstantiate cudaGraphInstantiateWithFlags \
+	cudaGraphInstantiateWithParams cudaGraphLaunch cudaGraphLaunch_ptsz cudaMemPrefetchAsync_v2 cudaMemAdvise_v2; do
+	check_eq "export_$s" 1 "$(printf '%s\n' "$exports" | grep -cx "$s")"
+done
+
 # ---- the same program, without the shim: what it must print under it too ------------------------
 LD_LIBRARY_PATH="$FAKES" "$GRAPHP" libcudart.so.13 13 5 libnccl.so.2 >"$T/plain13.out" 2>&1
 check_eq plain_replays_copy 1 "$(grep -c 'launches ok=5 of 5 fake_saw=5 data_ok=1' "$T/plain13.out")"
