@@ -4,6 +4,7 @@
 
 #include "graphs.h"
 #include "json.h"
+#include "kernelch.h"
 #include "model.h"
 #include "../trace/nvlp_trace.h"
 
@@ -92,8 +93,9 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 				add_pair(&d->launch, &d->nlaunch, &d->caplaunch, r->exec, r->t_enter);
 		} else if (rec.kind == NVLP_K_KCH) {
 			const struct nvlp_rec_kch *r = (const void *)rec.f;
-			if (r->flags || !r->gpu_start || r->gpu_stop < r->gpu_start)
-				continue;
+			if (r->flags || !r->gpu_start || r->gpu_stop < r->gpu_start ||
+			    r->gpu_stop - r->gpu_start > AN_KCH_MAX_NS)
+				continue; /* dropped as kernelch.c drops them */
 			struct stamp *s = GROW(d->k, d->nk, d->capk);
 			if (s)
 				*s = (struct stamp){r->comm, r->seq, r->gpu_start, r->gpu_stop, r->fn};

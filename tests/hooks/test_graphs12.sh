@@ -111,4 +111,19 @@ check_eq n218_all_missing_noted 9 "$(count "$T/n218np.txt" '^note code=unresolve
 check_eq nographs_json_null 1 "$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["graphs"] is None))' "$T/n218np.json")"
 check_eq n218_init_recorded 1 "$(count "$T/n218np.txt" '^nccl fn=ncclCommInitRank ' ' rc=0 ')"
 
+# ---- Debian's real CUDA 12.4 runtime and CUPTI, no driver (only with NVLP_CUDA12_DIR: the
+# libraries from tests/build/fetch_cuda12.sh DIR, in DIR/lib): they load, every call fails soft ----
+if [ -n "${NVLP_CUDA12_DIR:-}" ] && [ -f "$NVLP_CUDA12_DIR/lib/libcudart.so.12" ]; then
+	L12="$NVLP_CUDA12_DIR/lib"
+	LD_LIBRARY_PATH="$L12" "$GRAPHP" libcudart.so.12 12 3 >"$T/real12.plain" 2>&1
+	NVLPROF_CUPTI=1 run_traced real12 "$L12" "$GRAPHP" libcudart.so.12 12 3
+	check_eq real12_exit 0 "$?"
+	check real12_output_unchanged cmp "$T/real12.plain" "$T/real12.out"
+	check_eq real12_calls_failed_soft 1 "$(grep -c '^no device memory' "$T/real12.out")"
+	check_eq real12_managed_recorded_failed 1 "$(count "$T/real12.txt" '^managed fn=cudaMallocManaged ' ' rc=(35|100) ')"
+	check_eq real12_capture_recorded 1 "$(count "$T/real12.txt" '^graph op=1 ')"
+	check_eq real12_no_unresolved 0 "$(count "$T/real12.txt" '^note code=unresolved ')"
+	check_eq real12_complete 1 "$(count "$T/real12.txt" '^complete=1 ')"
+fi
+
 [ "$FAILED" -eq 0 ]
