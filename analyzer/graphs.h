@@ -15,7 +15,18 @@ struct an_gcoll {
 	int rank;                  /* process index in the job */
 	uint64_t graph;            /* the graph it was captured into (trace's handle) */
 	uint64_t executions;       /* launches of execs instantiated from that graph */
-	uint64_t timed, gpu_ns, gpu_min_ns, gpu_max_ns; /* executions with a GPU time (KernelCh) */
+	uint64_t timed, gpu_ns, gpu_min_ns, gpu_max_ns; /* executions with a GPU time */
+	int source; /* of the times: 0 none, 1 KernelCh stamps, 2 CUPTI kernels of the graph */
+};
+
+/* One CUDA graph as CUPTI saw it run (GPUGRAPH records), tied to an exec of the trace. */
+struct an_ggpu {
+	int rank;
+	uint64_t graph_id;         /* CUPTI's */
+	uint64_t exec;             /* the exec it was matched to (order of first use), 0 none */
+	uint64_t launches;         /* of that exec */
+	uint64_t executions;       /* distinct launch correlations seen on the GPU */
+	uint64_t span_ns, span_min_ns, span_max_ns; /* first node start to last node end */
 };
 
 struct an_graphs {
@@ -25,6 +36,8 @@ struct an_graphs {
 	uint64_t eager_colls;                       /* collective calls executed when issued */
 	struct an_gcoll *c;
 	size_t n, cap;
+	struct an_ggpu *gpu; /* graphs CUPTI saw executed */
+	size_t ngpu, capgpu;
 };
 
 /*! Read GRAPH/CAPTURED (and KCH, for per-execution times) of every trace that has GRAPH records;

@@ -33,6 +33,9 @@ AT(CUpti_ActivityNvLink4, idDev0, 16) AT(CUpti_ActivityNvLink4, bandwidth, 120)
 AT(CUpti_ActivityNvLink4, nvswitchConnected, 128)
 AT(CUpti_ActivityDevice5, globalMemorySize, 16) AT(CUpti_ActivityDevice5, id, 112)
 AT(CUpti_ActivityDevice5, uuid, 120) AT(CUpti_ActivityDevice5, name, 136)
+AT(CUpti_ActivityKernel10, graphNodeId, 144) AT(CUpti_ActivityKernel10, graphId, 156)
+AT(CUpti_ActivityMemcpy6, graphNodeId, 64) AT(CUpti_ActivityMemcpy6, graphId, 72)
+AT(CUpti_ActivityMemcpyPtoP4, graphId, 80)
 #undef AT
 
 int nvlp_cupti_kind_is_ours(int kind)
@@ -135,6 +138,45 @@ static void nvlink_end(int type, const uint8_t *id, const struct nvlp_cupti_devm
 		*dev = (uint64_t)-1;
 		*ident = (uint64_t)domain << 32 | index;
 	}
+}
+
+int nvlp_cupti_graph_node(const CUpti_Activity *a, const union nvlp_cupti_rec *rec, unsigned kind,
+                           struct nvlp_rec_gpugraph *out)
+{
+	uint64_t graph = 0, node = 0;
+	switch (a->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		graph = ((const CUpti_ActivityKernel10 *)a)->graphId;
+		node = ((const CUpti_ActivityKernel10 *)a)->graphNodeId;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		graph = ((const CUpti_ActivityMemcpy6 *)a)->graphId;
+		node = ((const CUpti_ActivityMemcpy6 *)a)->graphNodeId;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		graph = ((const CUpti_ActivityMemcpyPtoP4 *)a)->graphId;
+		node = ((const CUpti_ActivityMemcpyPtoP4 *)a)->graphNodeId;
+		break;
+	default:
+		return 0;
+	}
+	if (!graph)
+		return 0;
+	memset(out, 0, sizeof *out);
+	out->kind = kind;
+	out->graph_id = graph;
+	out->node_id = node;
+	if (kind == NVLP_K_KERNEL) {
+		const struct nvlp_rec_kernel *k = &rec->kernel;
+		out->correlation = k->correlation, out->start = k->start, out->dur = k->dur;
+		out->device = k->device, out->stream = k->stream, out->flags = k->flags;
+	} else {
+		const struct nvlp_rec_gpucopy *c = &rec->gpucopy;
+		out->correlation = c->correlation, out->start = c->start, out->dur = c->dur;
+		out->device = c->device, out->stream = c->stream, out->flags = c->flags;
+	}
+	return 1;
 }
 
 unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,

@@ -174,6 +174,11 @@ struct nvlp_cupti_devmap {
 unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
                             struct nvlp_cupti_devmap *map, union nvlp_cupti_rec *out,
                             const char **text);
+/*! For a kernel or copy that a CUDA graph launch ran (CUPTI graphId != 0): its GPUGRAPH record,
+ * from the activity a and its converted record rec of kind kind. @return 1, or 0 (not from a
+ * graph) */
+int nvlp_cupti_graph_node(const CUpti_Activity *a, const union nvlp_cupti_rec *rec, unsigned kind,
+                           struct nvlp_rec_gpugraph *out);
 /*! 1 if the CUPTI activity kind is one we collect (the others are only relayed to Kineto). */
 int nvlp_cupti_kind_is_ours(int kind);
 

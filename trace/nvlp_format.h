@@ -161,6 +161,13 @@ enum nvlp_ftype {
  * made from that capture executes it once. */
 #define NVLP_FIELDS_CAPTURED(F) F(U, call_id) F(U, capture_id) F(X, stream) F(U, kind)
 
+/* Follows the KERNEL or GPUCOPY record (kind) of work a CUDA graph launch ran: CUPTI's graph id
+ * and node id; correlation = the graph launch's (the same for every node of one execution);
+ * start/dur/device/stream as in that record; flags: that record's flags. */
+#define NVLP_FIELDS_GPUGRAPH(F)                                                                    \
+	F(U, kind) F(U, graph_id) F(U, node_id) F(U, correlation) F(T, start) F(U, dur)            \
+	F(I, device) F(U, stream) F(U, flags)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -186,7 +193,8 @@ enum nvlp_ftype {
 	R(KCH, kch, 0, NVLP_FIELDS_KCH)                                                            \
 	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)                                                \
 	R(GRAPH, graph, 0, NVLP_FIELDS_GRAPH)                                                      \
-	R(CAPTURED, captured, 0, NVLP_FIELDS_CAPTURED)
+	R(CAPTURED, captured, 0, NVLP_FIELDS_CAPTURED)                                             \
+	R(GPUGRAPH, gpugraph, 0, NVLP_FIELDS_GPUGRAPH)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {

@@ -50,7 +50,7 @@ check_eq g13_copy_captured 1 "$(count "$T/g13.txt" '^captured ' ' kind=4 ')"
 check_eq g13_eager_not_captured 2 "$(count "$T/g13.txt" '^captured ')"
 "$CLI" report "$T/g13" >"$T/g13.rep" 2>&1
 check_eq g13_report_executions 1 "$(grep -c '1 collective calls captured (recorded at capture, not executed) ran 5 times in graph replays (5 of them timed), beside 2 executed when called; 1 copies captured' "$T/g13.rep")"
-check_eq g13_report_per_call 1 "$(grep -c 'ncclAllReduce seq 2 (256 B, comm [0-9a-f]*): 5 executions, 5 timed: 2.0 us mean (2.0-2.0)' "$T/g13.rep")"
+check_eq g13_report_per_call 1 "$(grep -c 'ncclAllReduce seq 2 (256 B, comm [0-9a-f]*): 5 executions, 5 timed (KernelCh): 2.0 us mean (2.0-2.0)' "$T/g13.rep")"
 "$CLI" report --json "$T/g13" >"$T/g13.json" 2>&1
 check_eq g13_json 1 "$(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["graphs"]; c=g["captured"][0]; print(int(g["replay_executions"]==5 and g["eager_executions"]==2 and c["executions"]==5 and c["timed"]==5 and abs(c["gpu_mean_us"]-2.0)<0.01))' "$T/g13.json")"
 # golden: the graph lines, communicator hash masked
@@ -58,6 +58,19 @@ mkdir -p "$T/gold"
 grep -A1 '^CUDA graphs' "$T/g13.rep" | sed 's/comm [0-9a-f]*/comm HASH/' >"$T/gold/graphs.txt"
 if diff -u "$GOLD/graphs.txt" "$T/gold/graphs.txt" >"$T/gold.diff"; then pass "golden: graphs"; else
 	fail "golden: graphs differs"; head -20 "$T/gold.diff"; fi
+# executions timed from CUPTI's graph records (no KernelCh): a synthetic trace (mkgraph.c)
+mkdir -p "$T/mg" && "$PROGS/mkgraph" "$T/mg/a.nvlp"
+"$CLI" report "$T/mg" >"$T/mg.rep" 2>&1
+check_eq mg_totals 1 "$(grep -c '2 collective calls captured (recorded at capture, not executed) ran 8 times in graph replays (8 of them timed), beside 2 executed when called' "$T/mg.rep")"
+check_eq mg_allreduce_kth_nccl_node 1 "$(grep -c 'ncclAllReduce seq 3 (1024 B, comm 00000000c0ffee00): 4 executions, 4 timed (CUPTI kernels): 11.5 us mean (10.0-13.0)' "$T/mg.rep")"
+check_eq mg_allgather_kth_nccl_node 1 "$(grep -c 'ncclAllGather seq 4 (1024 B, comm 00000000c0ffee00): 4 executions, 4 timed (CUPTI kernels): 20.0 us mean (20.0-20.0)' "$T/mg.rep")"
+check_eq mg_graph_span 1 "$(grep -c 'graph 4 on the GPU: 4 executions (of 4 launches), 40.0 us each (40.0-40.0)' "$T/mg.rep")"
+check_eq mg_foreign_graph 1 "$(grep -c 'graph 9 on the GPU: 2 executions (no launch intercepted' "$T/mg.rep")"
+"$CLI" report --json "$T/mg" >"$T/mg.json" 2>&1
+check_eq mg_json 1 "$(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["graphs"]; c=g["captured"]; u=g["gpu"]; print(int(c[0]["time_source"]=="cupti" and abs(c[0]["gpu_mean_us"]-11.5)<0.01 and u[0]["executions"]==4 and u[0]["launch_seen"] and not u[1]["launch_seen"] and abs(u[1]["span_mean_us"]-7.0)<0.01))' "$T/mg.json")"
+grep -A5 '^CUDA graphs' "$T/mg.rep" >"$T/gold/mkgraph.txt"
+if diff -u "$GOLD/mkgraph.txt" "$T/gold/mkgraph.txt" >"$T/gold.diff"; then pass "golden: mkgraph"; else
+	fail "golden: mkgraph differs"; head -20 "$T/gold.diff"; fi
 # without graphs, the report has no graph section and JSON says null
 run_traced nog "$FAKES" "$GRAPHP" libcudart.so.13 13 0
 "$CLI" report --json "$T/nog" >"$T/nog.json" 2>&1
