@@ -108,11 +108,12 @@ check_eq c12_unknown_version_no_kernels 0 "$(count "$T/c12bad.txt" '^kernel ')"
 check_eq c12_unknown_version_job_ok 1 "$(grep -c 'launches ok=3 of 3' "$T/c12bad.out")"
 
 # ---- NCCL 2.18: no profiler plugin, fewer functions; the API records still come ---------------------
-run_traced n218 "$FAKES/nccl218" "$GRAPHP" libcudart.so.13 13 2 libnccl.so.2
+# ($FAKES after it: under ASan, dlopen is called from libasan, so the program's RUNPATH does not apply)
+run_traced n218 "$FAKES/nccl218:$FAKES" "$GRAPHP" libcudart.so.13 13 2 libnccl.so.2
 check_eq n218_exit 0 "$?"
 check_eq n218_allreduce_records 3 "$(count "$T/n218.txt" '^nccl fn=ncclAllReduce ' ' rc=0 ')"
 check_eq n218_no_plugin_records 0 "$(count "$T/n218.txt" '^(ncclprof|kch) ')"
-run_traced n218np "$FAKES/nccl218" "$PROGS/hk_nccl" outparams
+run_traced n218np "$FAKES/nccl218:$FAKES" "$PROGS/hk_nccl" outparams
 check_eq n218_outparams_exit 0 "$?"
 # functions 2.18 lacks fail with ncclSystemError (2), are not recorded, and are noted once
 check_eq n218_shrink_fails_soft 1 "$(grep -c '^shrink rc=2 ' "$T/n218np.out")"
