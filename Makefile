@@ -190,7 +190,7 @@ $(CUPTI_FAKES)/libcuda.so.1: tests/fakes/fake_cupti.c
 # the same fake as CUDA 12's libcupti.so.12 (records of the shared layouts; FAKE_CUPTI_VERSION=22
 # makes it report 12.4's API version), in its own directory
 CUPTI_FAKE_LIBS += $(CUPTI_FAKES)/12/libcupti.so.12
-fakes: $(CUPTI_FAKES)/12/libcupti.so.12
+fakes: $(CUPTI_FAKES)/12/libcupti.so.12 $(CUPTI_FAKES)/libcuda.so.1
 $(CUPTI_FAKES)/12/libcupti.so.12: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcupti.so.12 -o $@ $<

@@ -256,7 +256,8 @@ static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_
 			break;
 		*f = (struct gfirst){d->gn[i].graph_id, d->gn[i].s, i};
 	}
-	qsort(gf, ngf, sizeof *gf, cmp_gfirst);
+	if (ngf)
+		qsort(gf, ngf, sizeof *gf, cmp_gfirst);
 	/* execs by first launch (launch records are in time order per thread; take the minimum) */
 	struct pair *ex = NULL; /* exec, first launch */
 	size_t nex = 0, capex = 0;
@@ -331,8 +332,10 @@ static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_
 static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 {
 	size_t c0 = g->n;
-	qsort(d->call, d->ncall, sizeof *d->call, cmp_call);
-	qsort(d->k, d->nk, sizeof *d->k, cmp_stamp);
+	if (d->ncall) /* qsort and bsearch take no NULL array, even empty */
+		qsort(d->call, d->ncall, sizeof *d->call, cmp_call);
+	if (d->nk)
+		qsort(d->k, d->nk, sizeof *d->k, cmp_stamp);
 	int64_t dd = d->nk ? seq_offset(d) : 0;
 	g->graphs += d->nend;
 	g->execs += d->ninst;
@@ -341,7 +344,8 @@ static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 	size_t captured = 0;
 	for (size_t i = 0; i < d->ncapt; i++) {
 		struct call key = {.call_id = d->capt[i].a};
-		struct call *c = bsearch(&key, d->call, d->ncall, sizeof *d->call, cmp_call);
+		struct call *c =
+		    d->ncall ? bsearch(&key, d->call, d->ncall, sizeof *d->call, cmp_call) : NULL;
 		if (!c || !c->ok)
 			continue;
 		c->ok = 2; /* captured: not an eager execution */
