@@ -1,4 +1,5 @@
-/* graphs.c: CUDA graph attribution: calls captured into a graph are executed once per launch of an exec of that graph, timed per execution from KernelCh stamps. */
+/* graphs.c: CUDA graph attribution: calls captured into a graph are executed once per launch of an
+ * exec of that graph, timed per execution from KernelCh stamps. */
 #include <math.h>   /* NAN */
 #include <stdlib.h> /* calloc, qsort, bsearch */
 
@@ -48,7 +49,8 @@ struct fdata {
 	size_t ngn, capgn;
 	struct call *call;
 	size_t ncall, capcall;
-	struct pair *capt, *end, *inst, *launch; /* call->capture, capture->graph, graph->exec, exec */
+	struct pair *capt, *end, *inst,
+	    *launch; /* call->capture, capture->graph, graph->exec, exec */
 	size_t ncapt, capcapt, nend, capend, ninst, capinst, nlaunch, caplaunch;
 	struct stamp *k;
 	size_t nk, capk;
@@ -77,12 +79,13 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 				continue;
 			struct call *c = GROW(d->call, d->ncall, d->capcall);
 			if (c)
-				*c = (struct call){r->call_id, r->comm, r->seq, r->bytes,
-				                   (unsigned)r->fn, r->rc == 0};
+				*c = (struct call){r->call_id, r->comm,         r->seq,
+				                   r->bytes,   (unsigned)r->fn, r->rc == 0};
 		} else if (rec.kind == NVLP_K_CAPTURED) {
 			const struct nvlp_rec_captured *r = (const void *)rec.f;
 			if (r->kind == NVLP_K_NCCL)
-				add_pair(&d->capt, &d->ncapt, &d->capcapt, r->call_id, r->capture_id);
+				add_pair(&d->capt, &d->ncapt, &d->capcapt, r->call_id,
+				         r->capture_id);
 			else
 				d->copies++;
 		} else if (rec.kind == NVLP_K_GRAPH) {
@@ -96,16 +99,21 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 			else if (r->op == NVLP_GRAPH_INSTANTIATE && r->exec)
 				add_pair(&d->inst, &d->ninst, &d->capinst, r->graph, r->exec);
 			else if (r->op == NVLP_GRAPH_LAUNCH)
-				add_pair(&d->launch, &d->nlaunch, &d->caplaunch, r->exec, r->t_enter);
+				add_pair(&d->launch, &d->nlaunch, &d->caplaunch, r->exec,
+				         r->t_enter);
 		} else if (rec.kind == NVLP_K_GPUGRAPH) {
 			const struct nvlp_rec_gpugraph *r = (const void *)rec.f;
 			if (r->dur > AN_KCH_MAX_NS)
 				continue;
 			struct gnode *n = GROW(d->gn, d->ngn, d->capgn);
 			if (n)
-				*n = (struct gnode){r->graph_id, r->correlation, r->node_id, r->start,
-				                    r->start + r->dur,
-				                    r->kind == NVLP_K_KERNEL && (r->flags & NVLP_KERNEL_F_NCCL)};
+				*n = (struct gnode){
+				    r->graph_id,
+				    r->correlation,
+				    r->node_id,
+				    r->start,
+				    r->start + r->dur,
+				    r->kind == NVLP_K_KERNEL && (r->flags & NVLP_KERNEL_F_NCCL)};
 		} else if (rec.kind == NVLP_K_KCH) {
 			const struct nvlp_rec_kch *r = (const void *)rec.f;
 			if (r->flags || !r->gpu_start || r->gpu_stop < r->gpu_start ||
@@ -113,7 +121,8 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 				continue; /* dropped as kernelch.c drops them */
 			struct stamp *s = GROW(d->k, d->nk, d->capk);
 			if (s)
-				*s = (struct stamp){r->comm, r->seq, r->gpu_start, r->gpu_stop, r->fn};
+				*s = (struct stamp){r->comm, r->seq, r->gpu_start, r->gpu_stop,
+				                    r->fn};
 		}
 	}
 	nvlp_reader_close(rd);
@@ -232,11 +241,12 @@ static int cmp_gfirst(const void *a, const void *b)
 }
 
 /*
- * Executions as CUPTI saw them: the nodes of one CUDA graph launch share its correlation id. CUPTI's
- * graph id is not a handle the trace knows, so CUPTI's graphs are matched to the execs in order of
- * first use (first node start vs first launch); graphs.c says how many executions each showed.
- * A captured collective without KernelCh times takes, in each execution, the time of the k-th NCCL
- * kernel node (node ids follow capture order) when it is the k-th collective of its capture.
+ * Executions as CUPTI saw them: the nodes of one CUDA graph launch share its correlation id.
+ * CUPTI's graph id is not a handle the trace knows, so CUPTI's graphs are matched to the execs in
+ * order of first use (first node start vs first launch); graphs.c says how many executions each
+ * showed. A captured collective without KernelCh times takes, in each execution, the time of the
+ * k-th NCCL kernel node (node ids follow capture order) when it is the k-th collective of its
+ * capture.
  */
 static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_t c0)
 {
@@ -279,8 +289,8 @@ static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_
 		struct an_ggpu *o = GROW(g->gpu, g->ngpu, g->capgpu);
 		if (!o)
 			break;
-		*o = (struct an_ggpu){.rank = rank, .graph_id = gf[i].graph_id,
-		                      .exec = i < nex ? ex[i].a : 0};
+		*o = (struct an_ggpu){
+		    .rank = rank, .graph_id = gf[i].graph_id, .exec = i < nex ? ex[i].a : 0};
 		for (size_t l = 0; o->exec && l < d->nlaunch; l++)
 			o->launches += d->launch[l].a == o->exec;
 		uint64_t graph = o->exec ? lookup_rev(d->inst, d->ninst, o->exec) : 0;
@@ -353,8 +363,11 @@ static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 		struct an_gcoll *o = GROW(g->c, g->n, g->cap);
 		if (!o)
 			break;
-		*o = (struct an_gcoll){.comm = c->comm, .seq = c->seq, .bytes = c->bytes,
-		                       .fn = c->fn, .rank = rank,
+		*o = (struct an_gcoll){.comm = c->comm,
+		                       .seq = c->seq,
+		                       .bytes = c->bytes,
+		                       .fn = c->fn,
+		                       .rank = rank,
 		                       .graph = lookup(d->end, d->nend, d->capt[i].b)};
 		for (size_t x = 0; o->graph && x < d->ninst; x++)
 			if (d->inst[x].a == o->graph)
@@ -368,7 +381,8 @@ static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 	gpu_executions(g, d, rank, c0);
 	for (size_t k = c0; k < g->n; k++) {
 		struct an_gcoll *o = &g->c[k];
-		if (o->timed > o->executions) /* stamps of eager runs of the same seq: none expected */
+		if (o->timed >
+		    o->executions) /* stamps of eager runs of the same seq: none expected */
 			o->timed = o->executions;
 		g->timed += o->timed;
 	}
@@ -407,14 +421,15 @@ void an_graphs_report_text(FILE *o, const struct an_job *job)
 	const struct an_graphs *g = job->graphs;
 	if (!g)
 		return;
-	fprintf(o,
-	        "CUDA graphs: %llu captures, %llu graphs, %llu execs, %llu launches; %llu collective "
-	        "calls captured (recorded at capture, not executed) ran %llu times in graph replays "
-	        "(%llu of them timed), beside %llu executed when called",
-	        (unsigned long long)g->captures, (unsigned long long)g->graphs,
-	        (unsigned long long)g->execs, (unsigned long long)g->launches,
-	        (unsigned long long)g->captured_colls, (unsigned long long)g->executions,
-	        (unsigned long long)g->timed, (unsigned long long)g->eager_colls);
+	fprintf(
+	    o,
+	    "CUDA graphs: %llu captures, %llu graphs, %llu execs, %llu launches; %llu collective "
+	    "calls captured (recorded at capture, not executed) ran %llu times in graph replays "
+	    "(%llu of them timed), beside %llu executed when called",
+	    (unsigned long long)g->captures, (unsigned long long)g->graphs,
+	    (unsigned long long)g->execs, (unsigned long long)g->launches,
+	    (unsigned long long)g->captured_colls, (unsigned long long)g->executions,
+	    (unsigned long long)g->timed, (unsigned long long)g->eager_colls);
 	if (g->captured_copies)
 		fprintf(o, "; %llu copies captured", (unsigned long long)g->captured_copies);
 	fputc('\n', o);
@@ -431,8 +446,9 @@ void an_graphs_report_text(FILE *o, const struct an_job *job)
 			        (double)c->gpu_ns / (double)c->timed / 1e3, c->gpu_min_ns / 1e3,
 			        c->gpu_max_ns / 1e3);
 		else
-			fprintf(o, ", no per-execution GPU time (no NCCL kernel in the graph's CUPTI "
-			           "records, no KernelCh stamps)");
+			fprintf(o,
+			        ", no per-execution GPU time (no NCCL kernel in the graph's CUPTI "
+			        "records, no KernelCh stamps)");
 		fputc('\n', o);
 	}
 	if (g->n > 20)
@@ -444,11 +460,13 @@ void an_graphs_report_text(FILE *o, const struct an_job *job)
 		if (x->exec)
 			fprintf(o, " (of %llu launches)", (unsigned long long)x->launches);
 		else
-			fprintf(o, " (no launch intercepted: another runtime or the driver launched it)");
+			fprintf(
+			    o,
+			    " (no launch intercepted: another runtime or the driver launched it)");
 		if (x->executions)
 			fprintf(o, ", %.1f us each (%.1f-%.1f), first node start to last node end",
-			        (double)x->span_ns / (double)x->executions / 1e3, x->span_min_ns / 1e3,
-			        x->span_max_ns / 1e3);
+			        (double)x->span_ns / (double)x->executions / 1e3,
+			        x->span_min_ns / 1e3, x->span_max_ns / 1e3);
 		fputc('\n', o);
 	}
 }
@@ -480,10 +498,14 @@ void an_graphs_json(struct jw *w, const struct an_job *job)
 		jw_int(w, "bytes", (int64_t)c->bytes);
 		jw_int(w, "executions", (int64_t)c->executions);
 		jw_int(w, "timed", (int64_t)c->timed);
-		jw_num(w, "gpu_mean_us", c->timed ? (double)c->gpu_ns / (double)c->timed / 1e3 : NAN);
+		jw_num(w, "gpu_mean_us",
+		       c->timed ? (double)c->gpu_ns / (double)c->timed / 1e3 : NAN);
 		jw_num(w, "gpu_min_us", c->timed ? c->gpu_min_ns / 1e3 : NAN);
 		jw_num(w, "gpu_max_us", c->timed ? c->gpu_max_ns / 1e3 : NAN);
-		jw_str(w, "time_source", c->source == 1 ? "kernelch" : c->source == 2 ? "cupti" : "none");
+		jw_str(w, "time_source",
+		       c->source == 1   ? "kernelch"
+		       : c->source == 2 ? "cupti"
+		                        : "none");
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

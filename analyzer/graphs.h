@@ -1,4 +1,5 @@
-/* graphs.h: CUDA graph attribution (GRAPH/CAPTURED records): captured calls executed once per replay of their graph. */
+/* graphs.h: CUDA graph attribution (GRAPH/CAPTURED records): captured calls executed once per
+ * replay of their graph. */
 #ifndef AN_GRAPHS_H
 #define AN_GRAPHS_H
 
@@ -22,10 +23,10 @@ struct an_gcoll {
 /* One CUDA graph as CUPTI saw it run (GPUGRAPH records), tied to an exec of the trace. */
 struct an_ggpu {
 	int rank;
-	uint64_t graph_id;         /* CUPTI's */
-	uint64_t exec;             /* the exec it was matched to (order of first use), 0 none */
-	uint64_t launches;         /* of that exec */
-	uint64_t executions;       /* distinct launch correlations seen on the GPU */
+	uint64_t graph_id;   /* CUPTI's */
+	uint64_t exec;       /* the exec it was matched to (order of first use), 0 none */
+	uint64_t launches;   /* of that exec */
+	uint64_t executions; /* distinct launch correlations seen on the GPU */
 	uint64_t span_ns, span_min_ns, span_max_ns; /* first node start to last node end */
 };
 

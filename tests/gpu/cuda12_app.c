@@ -1,4 +1,6 @@
-/* cuda12_app.c: a program linked against CUDA 12's runtime (libcudart.so.12): device and managed copies, prefetch/advice with 12's signatures, a kernel (driver API, from PTX) touching managed memory. */
+/* cuda12_app.c: a program linked against CUDA 12's runtime (libcudart.so.12): device and managed
+ * copies, prefetch/advice with 12's signatures, a kernel (driver API, from PTX) touching managed
+ * memory. */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* malloc */
 #include <string.h> /* memset */

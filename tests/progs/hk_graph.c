@@ -1,4 +1,5 @@
-/* hk_graph.c: drives a CUDA runtime of either major (12 or 13, dlopened by soname) and NCCL through the shim: prefetch/advice, stream capture, graph replays. */
+/* hk_graph.c: drives a CUDA runtime of either major (12 or 13, dlopened by soname) and NCCL through
+ * the shim: prefetch/advice, stream capture, graph replays. */
 #include <dlfcn.h>  /* dlopen, dlsym(RTLD_DEFAULT): calls reach the shim's exports first */
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* printf */
@@ -51,7 +52,8 @@ int main(int argc, char **argv)
 	int dev = -9;
 	unsigned flags = 9;
 	void *got = NULL;
-	/* fake-only introspection: absent from a real runtime (then the run only proves no crash) */
+	/* fake-only introspection: absent from a real runtime (then the run only proves no crash)
+	 */
 	void (*last)(int *, unsigned *, void **) =
 	    (void (*)(int *, unsigned *, void **))dlsym(RTLD_DEFAULT, "fake_cuda_last_prefetch");
 	if (last)
@@ -71,8 +73,8 @@ int main(int argc, char **argv)
 	if (!a || !b) { /* a real runtime without a driver: every call failed, none crashed */
 		printf("no device memory: stopping after the capture calls\n");
 		cudaGraph_t g0 = NULL;
-		rc = F(cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureMode), cudaStreamBeginCapture)(
-		    st, cudaStreamCaptureModeGlobal);
+		rc = F(cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureMode),
+		       cudaStreamBeginCapture)(st, cudaStreamCaptureModeGlobal);
 		rc |= F(cudaError_t(*)(cudaStream_t, cudaGraph_t *), cudaStreamEndCapture)(st, &g0);
 		printf("capture rc=%d\n", rc);
 		return 0;
@@ -83,14 +85,15 @@ int main(int argc, char **argv)
 	if (argc > 4)
 		F(ncclResult_t(*)(ncclComm_t *, int, const int *), ncclCommInitAll)(&comm, 1, devs);
 	typedef ncclResult_t (*ar_t)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-				     ncclComm_t, cudaStream_t);
+	                             ncclComm_t, cudaStream_t);
 	ar_t ar = argc > 4 ? F(ar_t, ncclAllReduce) : NULL;
 	if (ar)
 		ar(a, a, 64, ncclFloat, ncclSum, comm, st); /* eager, before the capture */
-	rc = F(cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureMode), cudaStreamBeginCapture)(
-	    st, cudaStreamCaptureModeGlobal);
+	rc = F(cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureMode),
+	       cudaStreamBeginCapture)(st, cudaStreamCaptureModeGlobal);
 	printf("begin rc=%d\n", rc);
-	typedef cudaError_t (*cp_t)(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
+	typedef cudaError_t (*cp_t)(void *, const void *, size_t, enum cudaMemcpyKind,
+	                            cudaStream_t);
 	rc = F(cp_t, cudaMemcpyAsync)(b, a, 256, cudaMemcpyDeviceToDevice, st);
 	if (ar)
 		ar(a, a, 64, ncclFloat, ncclSum, comm, st);
@@ -111,7 +114,8 @@ int main(int argc, char **argv)
 	       b[0] == 7 && b[255] == 7);
 	if (ar)
 		ar(a, a, 64, ncclFloat, ncclSum, comm, st); /* eager, after */
-	/* HK_CUPTI=libcupti.so.N: have that (fake) CUPTI, which the shim loaded, make kernel records */
+	/* HK_CUPTI=libcupti.so.N: have that (fake) CUPTI, which the shim loaded, make kernel
+	 * records */
 	const char *cupti = getenv("HK_CUPTI");
 	void *h = cupti ? dlopen(cupti, RTLD_NOW | RTLD_NOLOAD) : NULL;
 	void (*gen)(int, int) = h ? (void (*)(int, int))dlsym(h, "fake_cupti_generate") : NULL;

@@ -1,4 +1,5 @@
-/* mkgraph.c: writes a synthetic one-rank trace of a CUDA graph whose replays CUPTI traced (GPUGRAPH records) and NCCL gave no KernelCh stamps, for the graph attribution tests. */
+/* mkgraph.c: writes a synthetic one-rank trace of a CUDA graph whose replays CUPTI traced (GPUGRAPH
+ * records) and NCCL gave no KernelCh stamps, for the graph attribution tests. */
 #include <stdio.h>  /* perror */
 #include <string.h> /* strlen */
 
@@ -16,9 +17,10 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	char hdr[256];
-	snprintf(hdr, sizeof hdr, "format=%u\nversion=0.1.0\nhost=node-a\npid=7\nppid=1\nrank=0\n"
-	                          "local_rank=0\nworld_size=1\ncmdline=graph\nt_real=1764439857000000000\n"
-	                          "t_mono=1000000000\n",
+	snprintf(hdr, sizeof hdr,
+	         "format=%u\nversion=0.1.0\nhost=node-a\npid=7\nppid=1\nrank=0\n"
+	         "local_rank=0\nworld_size=1\ncmdline=graph\nt_real=1764439857000000000\n"
+	         "t_mono=1000000000\n",
 	         NVLP_FORMAT_VERSION);
 	const uint64_t t0 = 1000000000ull;
 	nvlp_writer *w = nvlp_writer_open(argv[1], hdr, t0, 1764439857000000000ull);
@@ -29,23 +31,32 @@ int main(int argc, char **argv)
 	struct nvlp_rec_string s = {.id = 1};
 	nvlp_writer_add(w, NVLP_K_STRING, &s, "ncclDevKernel_AllReduce", 23);
 	uint64_t t = t0 + 1000, id = 1;
-	struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 5, .device = 0, .stream = 0x77,
-	                          .count = 256, .dtype = 7, .bytes = 1024, .op = 0,
-	                          .peer = (uint64_t)-1, .comm = 0xc0ffee00, .rank = 0, .nranks = 1};
+	struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE,
+	                          .tid = 5,
+	                          .device = 0,
+	                          .stream = 0x77,
+	                          .count = 256,
+	                          .dtype = 7,
+	                          .bytes = 1024,
+	                          .op = 0,
+	                          .peer = (uint64_t)-1,
+	                          .comm = 0xc0ffee00,
+	                          .rank = 0,
+	                          .nranks = 1};
 	for (int i = 0; i < 2; i++) { /* eager */
 		c.t_enter = t += 1000, c.dur = 500, c.seq = (uint64_t)i + 1, c.call_id = id++;
 		nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
 	}
-	struct nvlp_rec_graph g = {.op = NVLP_GRAPH_BEGIN_CAPTURE, .tid = 5, .stream = 0x77,
-	                           .capture_id = 3};
+	struct nvlp_rec_graph g = {
+	    .op = NVLP_GRAPH_BEGIN_CAPTURE, .tid = 5, .stream = 0x77, .capture_id = 3};
 	g.t_enter = t += 1000, g.call_id = id++;
 	nvlp_writer_add(w, NVLP_K_GRAPH, &g, NULL, 0);
 	for (int i = 0; i < 2; i++) {
 		c.fn = i ? NVLP_NCCL_ALL_GATHER : NVLP_NCCL_ALL_REDUCE;
 		c.t_enter = t += 1000, c.seq = (uint64_t)i + 3, c.call_id = id++;
 		nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
-		struct nvlp_rec_captured cp = {.call_id = c.call_id, .capture_id = 3, .stream = 0x77,
-		                               .kind = NVLP_K_NCCL};
+		struct nvlp_rec_captured cp = {
+		    .call_id = c.call_id, .capture_id = 3, .stream = 0x77, .kind = NVLP_K_NCCL};
 		nvlp_writer_add(w, NVLP_K_CAPTURED, &cp, NULL, 0);
 	}
 	g.op = NVLP_GRAPH_END_CAPTURE, g.graph = 0x6a00, g.t_enter = t += 1000, g.call_id = id++;
@@ -66,8 +77,8 @@ int main(int argc, char **argv)
 			nvlp_writer_add(w, NVLP_K_GPUGRAPH, &n[k], NULL, 0);
 	}
 	for (int i = 0; i < 2; i++) {
-		struct nvlp_rec_gpugraph o = {NVLP_K_GPUCOPY, 9, 1, 900 + (uint64_t)i, t += 50000,
-		                              7000, 0, 14, 0};
+		struct nvlp_rec_gpugraph o = {
+		    NVLP_K_GPUCOPY, 9, 1, 900 + (uint64_t)i, t += 50000, 7000, 0, 14, 0};
 		nvlp_writer_add(w, NVLP_K_GPUGRAPH, &o, NULL, 0);
 	}
 	struct nvlp_rec_end e = {.t = t + 1000, .records = 0, .reason = NVLP_END_EXIT};
