@@ -148,6 +148,16 @@ $(FAKES_DIR)/libcudart.so.13: tests/fakes/fake_cudart.c tests/fakes/cudart.map t
 $(FAKES_DIR)/libnccl.so.2: tests/fakes/fake_nccl.c tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -ldl
+# The same fakes as CUDA 12 and NCCL 2.18 (no profiler plugin, none of the later functions), in
+# their own directories so that only the tests that ask for them (LD_LIBRARY_PATH) get them.
+FAKE_OLD_LIBS := $(FAKES_DIR)/cuda12/libcudart.so.12 $(FAKES_DIR)/nccl218/libnccl.so.2
+fakes: $(FAKE_OLD_LIBS)
+$(FAKES_DIR)/cuda12/libcudart.so.12: tests/fakes/fake_cudart.c tests/fakes/cudart12.map tests/fakes/fake.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_CUDART_MAJOR=12 -shared -Wl,-soname,libcudart.so.12 -Wl,--version-script=tests/fakes/cudart12.map -o $@ $<
+$(FAKES_DIR)/nccl218/libnccl.so.2: tests/fakes/fake_nccl.c tests/fakes/nccl218.map tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_NCCL_2_18 -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/fakes/nccl218.map -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN/..' -ldl
 # A stand-in for libtorch_cuda.so, which the hooks' tests dlopen with RTLD_LOCAL.
 $(FAKES_DIR)/libhk_workload.so: tests/fakes/workload.c $(FAKE_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
@@ -180,6 +190,13 @@ $(CUPTI_FAKES)/libcupti.so.13: tests/fakes/fake_cupti.c
 $(CUPTI_FAKES)/libcuda.so.1: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_LIBCUDA -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl
+# the same fake as CUDA 12's libcupti.so.12 (records of the shared layouts; FAKE_CUPTI_VERSION=22
+# makes it report 12.4's API version), in its own directory
+CUPTI_FAKE_LIBS += $(CUPTI_FAKES)/12/libcupti.so.12
+fakes: $(CUPTI_FAKES)/12/libcupti.so.12 $(CUPTI_FAKES)/libcuda.so.1
+$(CUPTI_FAKES)/12/libcupti.so.12: tests/fakes/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcupti.so.12 -o $@ $<
 # the profiler-host half, dlopen'ed by the fake libcupti as CUPTI does (C++: its params header is)
 $(CUPTI_FAKES)/libnvperf_host.so: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)

@@ -643,6 +643,10 @@ static int on_ignored(struct lctx *c)
 /* KCH and KWINDOW (and their CLOCK pairs) are read by kernelch.c in its own pass over the file. */
 #define on_kch on_ignored
 #define on_kwindow on_ignored
+/* GRAPH and CAPTURED are read by graphs.c in its own pass over the file. */
+#define on_graph on_ignored
+#define on_captured on_ignored
+#define on_gpugraph on_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not
  * compile. @return 0, or -1 the record was skipped (bad() said why). */

@@ -1,6 +1,7 @@
 /* model.c: the analyzer's pipeline over one job (ingest -> match -> align -> steps, see stages.h),
  * the per-GPU time split, NCCL's choices, and the helpers findings and printers read the model with.
  */
+#include "graphs.h"
 #include "kernelch.h"
 #include "model.h"
 
@@ -348,6 +349,7 @@ void an_job_analyze(struct an_job *job)
 	if (an_align_comms(job) < 0)
 		return;
 	an_kch_apply(job); /* collectives' GPU times from NCCL's kernel-channel stamps */
+	an_graphs_apply(job); /* captured calls executed per graph replay */
 	/* per-GPU interval work, in parallel */
 	{
 		struct dev_worker_arg a = {.job = job};
@@ -402,6 +404,7 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 void an_job_free(struct an_job *job)
 {
 	an_kch_free(job);
+	an_graphs_free(job);
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
 		free(r->path);

@@ -338,6 +338,7 @@ struct an_job {
 	uint64_t calls_dropped; /* calls of communicators beyond AN_MAX_COMMS in the job */
 	uint64_t comms_unmatched; /* communicators whose cross-rank table did not fit in memory */
 	struct an_kch *kch;   /* KernelCh results (kernelch.c) */
+	struct an_graphs *graphs; /* CUDA graph attribution (graphs.c), NULL without graphs */
 };
 
 /*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:

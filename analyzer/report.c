@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "export.h" /* xh_wanted, xh_cmd */
+#include "graphs.h"
 #include "json.h"
 #include "nvlp_trace.h"
 #include "stages.h"
@@ -338,6 +339,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		    "communication: %.2f ms per rank in NCCL calls (host time; exposure unknown)\n",
 		    s.comm_ms);
 	an_kch_report_text(o, job);
+	an_graphs_report_text(o, job);
 	fprintf(o, "\nFINDINGS\n");
 	an_findings_print(o, f);
 
@@ -505,6 +507,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_num(&w, "clock_correction_ms", job->max_refine_ns / 1e6);
 	jw_obj_end(&w);
 	an_findings_json(&w, "findings", f);
+	an_graphs_json(&w, job);
 
 	jw_arr(&w, "collectives");
 	for (size_t i = 0; i < job->naggs; i++) {

@@ -143,6 +143,9 @@ static void process_buffer(uint8_t *buf, size_t valid)
 		} else {
 			emit(kind, &r, NULL, 0);
 		}
+		struct nvlp_rec_gpugraph gn; /* graph replays: which graph and execution (graphs.c) */
+		if (nvlp_cupti_graph_node(a, &r, kind, &gn))
+			emit(NVLP_K_GPUGRAPH, &gn, NULL, 0);
 	}
 	pthread_mutex_unlock(&S.conv_mu);
 }

@@ -1,4 +1,4 @@
-/* convert.c: CUPTI activity records (CUDA 13.0 layouts) -> nvlprof GPU records; pure, no I/O. */
+/* convert.c: CUPTI activity records (CUDA 12.x and 13.x layouts) -> nvlprof GPU records; pure, no I/O. */
 #include <string.h> /* memset, memcpy, strncmp */
 
 #include "cupti_int.h"
@@ -6,8 +6,37 @@
 /*
  * Layouts: the structs named below are the ones cupti_activity.h of CUDA 13.0 (CUPTI_API_VERSION
  * 130001) defines for these kinds. CUPTI only appends fields within a major version, so reading
- * the prefix of a newer 13.x record is safe; cupti.c refuses other majors (NOTE CUPTI_VERSION).
+ * the prefix of a newer 13.x record is safe. CUDA 12.4's CUPTI (API version 22) produces
+ * Kernel9, Memcpy5, MemcpyPtoP4, UnifiedMemoryCounter2, NvLink4 and Device5 for the same kinds:
+ * every field read below sits at the same offset with the same size there (measured from the
+ * 12.4 headers of Debian's libcupti-dev 12.4.127; the asserts below pin those offsets against
+ * the headers we build with), and the activity kind values we enable are the same. So one
+ * reader serves both; cupti.c refuses other versions (NOTE CUPTI_VERSION).
  */
+#include <stddef.h> /* offsetof */
+#define AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved from CUDA 12.4's offset");
+AT(CUpti_ActivityKernel10, start, 16) AT(CUpti_ActivityKernel10, end, 24)
+AT(CUpti_ActivityKernel10, deviceId, 40) AT(CUpti_ActivityKernel10, contextId, 44)
+AT(CUpti_ActivityKernel10, streamId, 48) AT(CUpti_ActivityKernel10, gridX, 52)
+AT(CUpti_ActivityKernel10, blockZ, 72) AT(CUpti_ActivityKernel10, correlationId, 92)
+AT(CUpti_ActivityKernel10, name, 104)
+AT(CUpti_ActivityMemcpy6, copyKind, 4) AT(CUpti_ActivityMemcpy6, flags, 7)
+AT(CUpti_ActivityMemcpy6, bytes, 8) AT(CUpti_ActivityMemcpy6, start, 16)
+AT(CUpti_ActivityMemcpy6, deviceId, 32) AT(CUpti_ActivityMemcpy6, streamId, 40)
+AT(CUpti_ActivityMemcpy6, correlationId, 44)
+AT(CUpti_ActivityMemcpyPtoP4, srcDeviceId, 44) AT(CUpti_ActivityMemcpyPtoP4, dstDeviceId, 52)
+AT(CUpti_ActivityMemcpyPtoP4, correlationId, 60)
+AT(CUpti_ActivityUnifiedMemoryCounter3, value, 8) AT(CUpti_ActivityUnifiedMemoryCounter3, address, 32)
+AT(CUpti_ActivityUnifiedMemoryCounter3, srcId, 40) AT(CUpti_ActivityUnifiedMemoryCounter3, streamId, 48)
+AT(CUpti_ActivityUnifiedMemoryCounter3, flags, 56)
+AT(CUpti_ActivityNvLink4, idDev0, 16) AT(CUpti_ActivityNvLink4, bandwidth, 120)
+AT(CUpti_ActivityNvLink4, nvswitchConnected, 128)
+AT(CUpti_ActivityDevice5, globalMemorySize, 16) AT(CUpti_ActivityDevice5, id, 112)
+AT(CUpti_ActivityDevice5, uuid, 120) AT(CUpti_ActivityDevice5, name, 136)
+AT(CUpti_ActivityKernel10, graphNodeId, 144) AT(CUpti_ActivityKernel10, graphId, 156)
+AT(CUpti_ActivityMemcpy6, graphNodeId, 64) AT(CUpti_ActivityMemcpy6, graphId, 72)
+AT(CUpti_ActivityMemcpyPtoP4, graphId, 80)
+#undef AT
 
 int nvlp_cupti_kind_is_ours(int kind)
 {
@@ -109,6 +138,45 @@ static void nvlink_end(int type, const uint8_t *id, const struct nvlp_cupti_devm
 		*dev = (uint64_t)-1;
 		*ident = (uint64_t)domain << 32 | index;
 	}
+}
+
+int nvlp_cupti_graph_node(const CUpti_Activity *a, const union nvlp_cupti_rec *rec, unsigned kind,
+                           struct nvlp_rec_gpugraph *out)
+{
+	uint64_t graph = 0, node = 0;
+	switch (a->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		graph = ((const CUpti_ActivityKernel10 *)a)->graphId;
+		node = ((const CUpti_ActivityKernel10 *)a)->graphNodeId;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		graph = ((const CUpti_ActivityMemcpy6 *)a)->graphId;
+		node = ((const CUpti_ActivityMemcpy6 *)a)->graphNodeId;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		graph = ((const CUpti_ActivityMemcpyPtoP4 *)a)->graphId;
+		node = ((const CUpti_ActivityMemcpyPtoP4 *)a)->graphNodeId;
+		break;
+	default:
+		return 0;
+	}
+	if (!graph)
+		return 0;
+	memset(out, 0, sizeof *out);
+	out->kind = kind;
+	out->graph_id = graph;
+	out->node_id = node;
+	if (kind == NVLP_K_KERNEL) {
+		const struct nvlp_rec_kernel *k = &rec->kernel;
+		out->correlation = k->correlation, out->start = k->start, out->dur = k->dur;
+		out->device = k->device, out->stream = k->stream, out->flags = k->flags;
+	} else {
+		const struct nvlp_rec_gpucopy *c = &rec->gpucopy;
+		out->correlation = c->correlation, out->start = c->start, out->dur = c->dur;
+		out->device = c->device, out->stream = c->stream, out->flags = c->flags;
+	}
+	return 1;
 }
 
 unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,

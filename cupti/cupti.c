@@ -319,12 +319,11 @@ static void start_locked(void)
 	}
 	uint32_t ver = 0;
 	CUptiResult r = nvlp_cu.cuptiGetVersion(&ver);
-	if (r != CUPTI_SUCCESS || ver / 10000 != CUPTI_API_VERSION / 10000) {
+	if (r != CUPTI_SUCCESS || !nvlp_cupti_layout(ver)) {
 		nvlp_note(NVLP_NOTE_CUPTI_VERSION, -1, ver,
-		          "%s reports CUPTI API version %u, nvlprof was built for %u (CUDA %u.x "
-		          "record layouts): no GPU activity collected",
-		          nvlp_cupti_path(), ver, (unsigned)CUPTI_API_VERSION,
-		          (unsigned)CUPTI_API_VERSION / 10000);
+		          "%s reports CUPTI API version %u, nvlprof reads those of CUDA 12.x (18-29) "
+		          "and 13.x (13xxxx): no GPU activity collected",
+		          nvlp_cupti_path(), ver);
 		goto aside;
 	}
 	if (!S.injected) {
@@ -451,7 +450,7 @@ NVLP_EXPORT int InitializeInjection(void)
 static void cupti_desc(char *out, size_t len)
 {
 	uint32_t ver = 0;
-	if (dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD) && nvlp_cupti_load(NULL, 0) == 0 &&
+	if (nvlp_cupti_loaded() && nvlp_cupti_load(NULL, 0) == 0 &&
 	    nvlp_cu.cuptiGetVersion(&ver) == CUPTI_SUCCESS)
 		snprintf(out, len, "CUPTI %u at %.600s", ver, nvlp_cupti_path());
 	else

@@ -101,6 +101,16 @@ extern struct nvlp_driver_table nvlp_drv;
 /*! Find and open the process's libcupti and fill nvlp_cu (idempotent, thread-safe).
  * @return 0 when every required function resolved; -1 otherwise, with a reason in why. */
 int nvlp_cupti_load(char *why, size_t whylen);
+/*! A handle of a libcupti.so.13 or .12 already in the process (nothing loaded), or NULL. */
+void *nvlp_cupti_loaded(void);
+/*! Which record layouts a CUPTI API version has: 13 (130001...), 12 (CUDA 12.x: 18..29), or 0
+ * (a version nvlprof does not read). */
+static inline int nvlp_cupti_layout(uint32_t ver)
+{
+	if (ver / 10000 == 13)
+		return 13;
+	return ver >= 18 && ver < 100 ? 12 : 0;
+}
 /*! Path of the libcupti that was loaded ("" if none). */
 const char *nvlp_cupti_path(void);
 /*! Resolve nvlp_drv from a loaded libcuda.so.1. @return 0, or -1 with a reason. */
@@ -169,6 +179,11 @@ struct nvlp_cupti_devmap {
 unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
                             struct nvlp_cupti_devmap *map, union nvlp_cupti_rec *out,
                             const char **text);
+/*! For a kernel or copy that a CUDA graph launch ran (CUPTI graphId != 0): its GPUGRAPH record,
+ * from the activity a and its converted record rec of kind kind. @return 1, or 0 (not from a
+ * graph) */
+int nvlp_cupti_graph_node(const CUpti_Activity *a, const union nvlp_cupti_rec *rec, unsigned kind,
+                           struct nvlp_rec_gpugraph *out);
 /*! 1 if the CUPTI activity kind is one we collect (the others are only relayed to Kineto). */
 int nvlp_cupti_kind_is_ours(int kind);
 

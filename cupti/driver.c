@@ -1,8 +1,9 @@
 /* driver.c: the one owner of the CUPTI and driver function tables: finds libcupti and libcuda, fills nvlp_cu / nvlp_drv. */
 /*
- * Finding CUPTI. Never linked: libcupti.so.13 already in the process (torch loads it), else the one
- * next to the loaded libcudart (also the pip-wheel layout nvidia/cuda_cupti/lib), else
- * $CUDA_HOME and /usr/local/cuda. Every function we call is in one table (cupti_int.h), resolved
+ * Finding CUPTI. Never linked: a libcupti.so.13 or .12 already in the process (torch loads it),
+ * else libcupti.so.N next to the loaded libcudart.so.N (also the pip-wheel layout
+ * nvidia/cuda_cupti/lib), else $CUDA_HOME and /usr/local/cuda, N first that of the loaded runtime,
+ * then 13, then 12 (CUPTI of CUDA 12 and 13 share the record layouts we read: convert.c). Every function we call is in one table (cupti_int.h), resolved
  * with dlsym on that handle, so our own calls never reach our exported cupti* wrappers.
  */
 #include <dlfcn.h>   /* dlopen, dlsym, dladdr */
@@ -41,6 +42,7 @@ const char *nvlp_cupti_err(CUptiResult r)
 
 struct cudart_dir {
 	char dir[PATH_MAX];
+	int major; /* N of libcudart.so.N, 0 unknown */
 };
 static int find_cudart(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -50,7 +52,24 @@ static int find_cudart(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!name || !(slash = strrchr(name, '/')) || strncmp(slash + 1, "libcudart.so", 12) != 0)
 		return 0;
 	snprintf(d->dir, sizeof d->dir, "%.*s", (int)(slash - name), name);
+	d->major = slash[13] == '.' ? atoi(slash + 14) : 0;
 	return 1;
+}
+
+/* The CUPTI majors we read (convert.c), newest first. */
+static const int cupti_majors[] = {13, 12};
+#define NMAJORS (int)(sizeof cupti_majors / sizeof cupti_majors[0])
+
+void *nvlp_cupti_loaded(void)
+{
+	char so[32];
+	for (int i = 0; i < NMAJORS; i++) {
+		snprintf(so, sizeof so, "libcupti.so.%d", cupti_majors[i]);
+		void *h = dlopen(so, RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			return h;
+	}
+	return NULL;
 }
 
 static void *try_open(const char *path, int flags)
@@ -64,28 +83,17 @@ static void *try_open(const char *path, int flags)
 	return h;
 }
 
-static void *open_cupti(void)
+/* libcupti.so.<major> under the usual places; NULL if none. */
+static void *open_major(const struct cudart_dir *d, int major)
 {
-	void *h = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD);
-	if (h) {
-		/* record where it is, for the NOTE */
-		void *f = dlsym(h, "cuptiGetVersion");
-		Dl_info di;
-		if (f && dladdr(f, &di) && di.dli_fname)
-			snprintf(S.path, sizeof S.path, "%s", di.dli_fname);
-		else
-			snprintf(S.path, sizeof S.path, "libcupti.so.13 (already loaded)");
-		return h;
-	}
 	char p[PATH_MAX + 64];
-	struct cudart_dir d = {""};
-	dl_iterate_phdr(find_cudart, &d);
-	if (d.dir[0]) {
+	void *h;
+	if (d->dir[0]) {
 		/* toolkit layout (lib64/), then pip wheels (nvidia/cuda_runtime/lib ->
 		 * cuda_cupti/lib) */
 		const char *rel[] = {"", "/../extras/CUPTI/lib64", "/../../cuda_cupti/lib"};
 		for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-			snprintf(p, sizeof p, "%s%s/libcupti.so.13", d.dir, rel[i]);
+			snprintf(p, sizeof p, "%s%s/libcupti.so.%d", d->dir, rel[i], major);
 			if ((h = try_open(p, RTLD_LAZY | RTLD_LOCAL)))
 				return h;
 		}
@@ -97,13 +105,37 @@ static void *open_cupti(void)
 		if (!roots[i] || !roots[i][0])
 			continue;
 		for (size_t j = 0; j < 3; j++) {
-			snprintf(p, sizeof p, "%s/%s/libcupti.so.13", roots[i], sub[j]);
+			snprintf(p, sizeof p, "%s/%s/libcupti.so.%d", roots[i], sub[j], major);
 			if ((h = try_open(p, RTLD_LAZY | RTLD_LOCAL)))
 				return h;
 		}
 	}
-	return try_open("libcupti.so.13",
-	                RTLD_LAZY | RTLD_LOCAL); /* LD_LIBRARY_PATH, ld.so.cache */
+	snprintf(p, sizeof p, "libcupti.so.%d", major);
+	return try_open(p, RTLD_LAZY | RTLD_LOCAL); /* LD_LIBRARY_PATH, ld.so.cache */
+}
+
+static void *open_cupti(void)
+{
+	void *h = nvlp_cupti_loaded();
+	if (h) {
+		/* record where it is, for the NOTE */
+		void *f = dlsym(h, "cuptiGetVersion");
+		Dl_info di;
+		if (f && dladdr(f, &di) && di.dli_fname)
+			snprintf(S.path, sizeof S.path, "%s", di.dli_fname);
+		else
+			snprintf(S.path, sizeof S.path, "libcupti (already loaded)");
+		return h;
+	}
+	struct cudart_dir d = {"", 0};
+	dl_iterate_phdr(find_cudart, &d);
+	/* the runtime's own major first: a CUDA 12 job gets CUPTI 12 even where 13 is installed */
+	if (d.major && (h = open_major(&d, d.major)))
+		return h;
+	for (int i = 0; i < NMAJORS; i++)
+		if (cupti_majors[i] != d.major && (h = open_major(&d, cupti_majors[i])))
+			return h;
+	return NULL;
 }
 
 int nvlp_cupti_load(char *why, size_t whylen)
@@ -113,9 +145,8 @@ int nvlp_cupti_load(char *why, size_t whylen)
 		S.handle = open_cupti();
 		if (!S.handle) {
 			snprintf(S.load_why, sizeof S.load_why,
-			         "libcupti.so.13 not found (not loaded, not next to libcudart, not "
-			         "under "
-			         "$CUDA_HOME or /usr/local/cuda): %s",
+			         "libcupti.so.13/.12 not found (not loaded, not next to libcudart, "
+			         "not under $CUDA_HOME or /usr/local/cuda): %s",
 			         dlerror());
 			S.loaded = -1;
 		} else {

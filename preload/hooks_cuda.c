@@ -1,8 +1,9 @@
-/* hooks_cuda.c: wrappers of the CUDA runtime's copies, managed memory and peer access calls. */
+/* hooks_cuda.c: wrappers of the CUDA runtime's copies, managed memory, peer access and graph calls. */
 #include <errno.h>   /* errno, saved around recording */
 #include <pthread.h> /* the managed range table's mutex */
 #include <stdint.h>  /* uintptr_t */
 #include <stdlib.h>  /* realloc */
+#include <string.h>  /* memcpy */
 
 #include <cuda_runtime_api.h>
 
@@ -15,8 +16,11 @@ cudaError_t cudaMemcpy_ptds(void *, const void *, size_t, enum cudaMemcpyKind);
 cudaError_t cudaMemcpyAsync_ptsz(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
 cudaError_t cudaMemcpyPeer_ptds(void *, int, const void *, int, size_t);
 cudaError_t cudaMemcpyPeerAsync_ptsz(void *, int, const void *, int, size_t, cudaStream_t);
-cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocation, unsigned,
-				      cudaStream_t);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t, enum cudaStreamCaptureMode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t, cudaGraph_t *);
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *, cudaGraph_t,
+						cudaGraphInstantiateParams *);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
 
 /*
  * The one list: X(ID, FN, name, params, args). ID is this file's slot in the resolver table, FN the
@@ -27,22 +31,56 @@ cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocati
 	X(MALLOC_MANAGED, MALLOC_MANAGED, cudaMallocManaged, (void **p, size_t n, unsigned flags), \
 	  (p, n, flags))                                                                           \
 	X(FREE, FREE, cudaFree, (void *p), (p))                                                    \
-	X(MEM_PREFETCH_ASYNC, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync,                            \
-	  (const void *p, size_t n, struct cudaMemLocation loc, unsigned flags, cudaStream_t st),  \
-	  (p, n, loc, flags, st))                                                                  \
-	X(MEM_PREFETCH_ASYNC_PTSZ, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync_ptsz,                  \
-	  (const void *p, size_t n, struct cudaMemLocation loc, unsigned flags, cudaStream_t st),  \
-	  (p, n, loc, flags, st))                                                                  \
-	X(MEM_ADVISE, MEM_ADVISE, cudaMemAdvise,                                                   \
-	  (const void *p, size_t n, enum cudaMemoryAdvise advice, struct cudaMemLocation loc),     \
-	  (p, n, advice, loc))                                                                     \
+	X(MEM_PREFETCH_ASYNC, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync, RAW_PREFETCH, RAW_ARGS)     \
+	X(MEM_PREFETCH_ASYNC_PTSZ, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync_ptsz, RAW_PREFETCH,    \
+	  RAW_ARGS)                                                                                \
+	X(MEM_PREFETCH_ASYNC_V2, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync_v2, RAW_PREFETCH, RAW_ARGS) \
+	X(MEM_PREFETCH_ASYNC_V2_PTSZ, MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync_v2_ptsz,            \
+	  RAW_PREFETCH, RAW_ARGS)                                                                  \
+	X(MEM_ADVISE, MEM_ADVISE, cudaMemAdvise, RAW_ADVISE, RAW_ARGS4)                            \
+	X(MEM_ADVISE_V2, MEM_ADVISE, cudaMemAdvise_v2, RAW_ADVISE, RAW_ARGS4)                      \
 	X(ENABLE_PEER_ACCESS, ENABLE_PEER_ACCESS, cudaDeviceEnablePeerAccess,                      \
 	  (int peer, unsigned flags), (peer, flags))                                               \
 	X(DISABLE_PEER_ACCESS, DISABLE_PEER_ACCESS, cudaDeviceDisablePeerAccess, (int peer), (peer))
+/*
+ * Prefetch and advice changed signature between runtimes: 12's cudaMemPrefetchAsync(p, n, int dev,
+ * stream) and cudaMemAdvise(p, n, advice, int dev) became 13's (p, n, cudaMemLocation, flags,
+ * stream) and (p, n, advice, cudaMemLocation) (12's _v2 names). On x86-64 both pass every argument
+ * in the same integer registers (a cudaMemLocation is one 8-byte word: type low, id high), so the
+ * wrappers take raw words, forward them unchanged, and read them by the bound runtime's major.
+ */
+#define RAW_PREFETCH (const void *p, size_t n, uint64_t a2, uint64_t a3, uint64_t a4)
+#define RAW_ARGS (p, n, a2, a3, a4)
+#define RAW_ADVISE (const void *p, size_t n, uint64_t a2, uint64_t a3)
+#define RAW_ARGS4 (p, n, a2, a3)
+/* CUDA graphs: G(ID, name, params, args); bodies below. */
+#define CUDA_GRAPHS(G)                                                                             \
+	G(BEGIN_CAPTURE, cudaStreamBeginCapture, (cudaStream_t st, enum cudaStreamCaptureMode m),  \
+	  (st, m))                                                                                 \
+	G(BEGIN_CAPTURE_PTSZ, cudaStreamBeginCapture_ptsz,                                         \
+	  (cudaStream_t st, enum cudaStreamCaptureMode m), (st, m))                                \
+	G(END_CAPTURE, cudaStreamEndCapture, (cudaStream_t st, cudaGraph_t * g), (st, g))         \
+	G(END_CAPTURE_PTSZ, cudaStreamEndCapture_ptsz, (cudaStream_t st, cudaGraph_t * g), (st, g)) \
+	G(INSTANTIATE, cudaGraphInstantiate,                                                       \
+	  (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))            \
+	G(INSTANTIATE_WITH_FLAGS, cudaGraphInstantiateWithFlags,                                   \
+	  (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))            \
+	G(INSTANTIATE_WITH_PARAMS, cudaGraphInstantiateWithParams,                                 \
+	  (cudaGraphExec_t * e, cudaGraph_t g, cudaGraphInstantiateParams * prm), (e, g, prm))      \
+	G(INSTANTIATE_WITH_PARAMS_PTSZ, cudaGraphInstantiateWithParams_ptsz,                       \
+	  (cudaGraphExec_t * e, cudaGraph_t g, cudaGraphInstantiateParams * prm), (e, g, prm))      \
+	G(GRAPH_LAUNCH, cudaGraphLaunch, (cudaGraphExec_t e, cudaStream_t st), (e, st))            \
+	G(GRAPH_LAUNCH_PTSZ, cudaGraphLaunch_ptsz, (cudaGraphExec_t e, cudaStream_t st), (e, st))
 #define CUDA_HELPERS(H)                                                                            \
 	H(GET_DEVICE, cudaGetDevice, (int *dev))                                                   \
 	H(POINTER_GET_ATTRIBUTES, cudaPointerGetAttributes,                                        \
-	  (struct cudaPointerAttributes * a, const void *p))
+	  (struct cudaPointerAttributes * a, const void *p))                                       \
+	H(GET_CAPTURE_INFO, cudaStreamGetCaptureInfo, CAPTURE_INFO_PARAMS)
+/* 12's cudaStreamGetCaptureInfo takes (stream, status, id); 13's adds four optional outputs, which
+ * are passed as NULL: one call works with both (extra register arguments are ignored). */
+#define CAPTURE_INFO_PARAMS                                                                        \
+	(cudaStream_t st, enum cudaStreamCaptureStatus * status, unsigned long long *id, void *g,  \
+	 void *deps, void *edges, void *ndeps)
 
 /* Copies: C(ID, name, params, args, stream, peer). Peer copies name their devices sd and dd;
  * the others their kind kind. All name dst, src, n. */
@@ -70,7 +108,7 @@ cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocati
 
 enum slot {
 #define SLOT_X(ID, ...) S_##ID,
-	CUDA_OTHERS(SLOT_X) COPIES(SLOT_X) CUDA_HELPERS(SLOT_X)
+	CUDA_OTHERS(SLOT_X) COPIES(SLOT_X) CUDA_HELPERS(SLOT_X) CUDA_GRAPHS(SLOT_X)
 #undef SLOT_X
 	S_COUNT
 };
@@ -80,12 +118,15 @@ enum slot {
 CUDA_OTHERS(TYPEDEF_X)
 COPIES(TYPEDEF_C)
 CUDA_HELPERS(TYPEDEF_C)
+CUDA_GRAPHS(TYPEDEF_C)
 
-/* Ask for the versioned symbol first: the real runtime exports name@libcudart.so.13. */
-#define SYM(ID, name) [S_##ID] = {#name, NULL, "libcudart.so.13", NULL},
+/* Ask for the versioned symbol first: the real runtime exports name@libcudart.so.N, N that of the
+ * runtime the process loaded (12 or 13). */
+#define SYM(ID, name) [S_##ID] = {#name, NULL, NVLP_VERSION_CUDART, NULL},
 #define SYM_X(ID, FN, name, ...) SYM(ID, name)
 #define SYM_C(ID, name, ...) SYM(ID, name)
-static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HELPERS(SYM_C)};
+static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HELPERS(SYM_C)
+						CUDA_GRAPHS(SYM_C)};
 
 #define REAL(ID, name) ((real_##name##_t)nvlp_real(&syms[S_##ID]))
 
@@ -288,6 +329,7 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 		.call_id = nvlp_next_call_id(),
 	};
 	nvlp_emit(NVLP_K_COPY, &r, NULL, 0);
+	nvlp_capture_note(NVLP_K_COPY, r.call_id, st);
 }
 
 /* Peer copies: always recorded; kind is recorded as cudaMemcpyDeviceToDevice. */
@@ -342,10 +384,21 @@ static void emit_managed(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_
 	nvlp_emit(NVLP_K_MANAGED, &r, NULL, 0);
 }
 
-/* A location as a device number: -1 (cudaCpuDeviceId) for any host location. */
-static int64_t loc_device(struct cudaMemLocation loc)
+/* A prefetch/advice target as a device number (-1 = cudaCpuDeviceId, any host location): raw
+ * word w of the call, an int device (old: 12's plain names) or a cudaMemLocation. */
+static int64_t raw_target(uint64_t w, int old)
 {
+	if (old)
+		return (int32_t)(uint32_t)w;
+	struct cudaMemLocation loc;
+	memcpy(&loc, &w, sizeof loc);
 	return loc.type == cudaMemLocationTypeDevice ? loc.id : cudaCpuDeviceId;
+}
+
+/* Does this plain-named call have 12's signature? (_v2 names always have 13's.) */
+static int old_signature(int v2)
+{
+	return !v2 && nvlp_cudart_major() == 12;
 }
 
 NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
@@ -377,28 +430,35 @@ NVLP_EXPORT cudaError_t cudaFree(void *p)
 	LEAVE
 }
 
-#define PREFETCH_WRAPPER(ID, name)                                                                 \
-	NVLP_EXPORT cudaError_t name(const void *p, size_t n, struct cudaMemLocation loc,          \
-				     unsigned flags, cudaStream_t st)                              \
+#define PREFETCH_WRAPPER(ID, name, v2)                                                             \
+	NVLP_EXPORT cudaError_t nvlp_w_##name RAW_PREFETCH __asm__(#name);                         \
+	NVLP_EXPORT cudaError_t nvlp_w_##name RAW_PREFETCH                                         \
 	{                                                                                          \
-		ENTER(ID, name, (p, n, loc, flags, st))                                            \
-		CALL((p, n, loc, flags, st))                                                       \
-		emit_managed(tls, NVLP_CUDA_MEM_PREFETCH_ASYNC, t0, dur, p, n, flags,              \
-			     loc_device(loc), rc, st);                                             \
+		ENTER(ID, name, RAW_ARGS)                                                          \
+		CALL(RAW_ARGS)                                                                     \
+		int old = old_signature(v2);                                                       \
+		emit_managed(tls, NVLP_CUDA_MEM_PREFETCH_ASYNC, t0, dur, p, n,                     \
+			     old ? 0 : (unsigned)a3, raw_target(a2, old), rc,                      \
+			     (void *)(uintptr_t)(old ? a3 : a4));                                  \
 		LEAVE                                                                              \
 	}
-PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync)
-PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC_PTSZ, cudaMemPrefetchAsync_ptsz)
+PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC, cudaMemPrefetchAsync, 0)
+PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC_PTSZ, cudaMemPrefetchAsync_ptsz, 0)
+PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC_V2, cudaMemPrefetchAsync_v2, 1)
+PREFETCH_WRAPPER(MEM_PREFETCH_ASYNC_V2_PTSZ, cudaMemPrefetchAsync_v2_ptsz, 1)
 
-NVLP_EXPORT cudaError_t cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice,
-				      struct cudaMemLocation loc)
-{
-	ENTER(MEM_ADVISE, cudaMemAdvise, (p, n, advice, loc))
-	CALL((p, n, advice, loc))
-	emit_managed(tls, NVLP_CUDA_MEM_ADVISE, t0, dur, p, n, (unsigned)advice, loc_device(loc), rc,
-		     NULL);
-	LEAVE
-}
+#define ADVISE_WRAPPER(ID, name, v2)                                                               \
+	NVLP_EXPORT cudaError_t nvlp_w_##name RAW_ADVISE __asm__(#name);                           \
+	NVLP_EXPORT cudaError_t nvlp_w_##name RAW_ADVISE                                           \
+	{                                                                                          \
+		ENTER(ID, name, RAW_ARGS4)                                                         \
+		CALL(RAW_ARGS4)                                                                    \
+		emit_managed(tls, NVLP_CUDA_MEM_ADVISE, t0, dur, p, n, (unsigned)a2,               \
+			     raw_target(a3, old_signature(v2)), rc, NULL);                         \
+		LEAVE                                                                              \
+	}
+ADVISE_WRAPPER(MEM_ADVISE, cudaMemAdvise, 0)
+ADVISE_WRAPPER(MEM_ADVISE_V2, cudaMemAdvise_v2, 1)
 
 /* ---- peer access ------------------------------------------------------------------------------ */
 
@@ -445,3 +505,125 @@ NVLP_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peer)
 	emit_peer(tls, NVLP_CUDA_DISABLE_PEER_ACCESS, t0, dur, dev, peer, 0, rc);
 	LEAVE
 }
+
+/* ---- CUDA graphs: capture, instantiation, replay ---------------------------------------------- */
+
+/* Captures begun through us and not ended yet. While 0, nothing asks the runtime about capture:
+ * work issued then runs when issued. (A capture begun through the driver or a static runtime is
+ * not counted, so what is issued into it looks executed: see README's limits.) */
+static atomic_int captures_live;
+
+/* The capture sequence st belongs to, or 0. The legacy default stream is never asked: querying it
+ * while another stream captures in global mode is an error that would invalidate that capture. */
+static uint64_t capture_of(void *st)
+{
+	if ((uintptr_t)st <= 1) /* NULL and cudaStreamLegacy */
+		return 0;
+	real_cudaStreamGetCaptureInfo_t f = REAL(GET_CAPTURE_INFO, cudaStreamGetCaptureInfo);
+	enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+	unsigned long long id = 0;
+	if (!f || f(st, &status, &id, NULL, NULL, NULL, NULL) != cudaSuccess)
+		return 0;
+	return status == cudaStreamCaptureStatusActive ? id : 0;
+}
+
+void nvlp_capture_note(unsigned kind, uint64_t call_id, void *st)
+{
+	if (NVLP_LIKELY(!atomic_load_explicit(&captures_live, memory_order_relaxed)))
+		return;
+	int saved_errno = errno;
+	uint64_t id = capture_of(st);
+	if (id) {
+		struct nvlp_rec_captured r = {
+		    .call_id = call_id, .capture_id = id, .stream = (uintptr_t)st, .kind = kind};
+		nvlp_emit(NVLP_K_CAPTURED, &r, NULL, 0);
+	}
+	errno = saved_errno;
+}
+
+static void emit_graph(struct nvlp_tls *tls, unsigned op, uint64_t t0, uint64_t dur, void *st,
+		       uint64_t capture, void *graph, void *exec, cudaError_t rc)
+{
+	struct nvlp_rec_graph r = {
+		.op = op,
+		.t_enter = t0,
+		.dur = dur,
+		.tid = tls->tid,
+		.stream = (uintptr_t)st,
+		.capture_id = capture,
+		.graph = (uintptr_t)graph,
+		.exec = (uintptr_t)exec,
+		.rc = (uint64_t)(int64_t)rc,
+		.call_id = nvlp_next_call_id(),
+	};
+	nvlp_emit(NVLP_K_GRAPH, &r, NULL, 0);
+}
+
+#define BEGIN_CAPTURE_WRAPPER(ID, name)                                                            \
+	NVLP_EXPORT cudaError_t name(cudaStream_t st, enum cudaStreamCaptureMode m)                \
+	{                                                                                          \
+		ENTER(ID, name, (st, m))                                                           \
+		CALL((st, m))                                                                      \
+		uint64_t id = 0;                                                                   \
+		if (rc == cudaSuccess) {                                                           \
+			atomic_fetch_add(&captures_live, 1);                                       \
+			id = capture_of(st);                                                       \
+		}                                                                                  \
+		emit_graph(tls, NVLP_GRAPH_BEGIN_CAPTURE, t0, dur, st, id, NULL, NULL, rc);        \
+		LEAVE                                                                              \
+	}
+BEGIN_CAPTURE_WRAPPER(BEGIN_CAPTURE, cudaStreamBeginCapture)
+BEGIN_CAPTURE_WRAPPER(BEGIN_CAPTURE_PTSZ, cudaStreamBeginCapture_ptsz)
+
+/* One fewer live capture, never below 0 (a capture begun where we do not see it may end here). */
+static void capture_ended(void)
+{
+	int n = atomic_load(&captures_live);
+	while (n > 0 && !atomic_compare_exchange_weak(&captures_live, &n, n - 1))
+		;
+}
+
+/* The capture ends whether or not the call succeeds (an invalidated capture fails here). */
+#define END_CAPTURE_WRAPPER(ID, name)                                                              \
+	NVLP_EXPORT cudaError_t name(cudaStream_t st, cudaGraph_t *g)                              \
+	{                                                                                          \
+		ENTER(ID, name, (st, g))                                                           \
+		int errno0 = errno;                                                                \
+		uint64_t id = capture_of(st);                                                      \
+		errno = errno0;                                                                    \
+		CALL((st, g))                                                                      \
+		if (id)                                                                            \
+			capture_ended();                                                           \
+		emit_graph(tls, NVLP_GRAPH_END_CAPTURE, t0, dur, st, id,                           \
+			   rc == cudaSuccess && g ? (void *)*g : NULL, NULL, rc);                  \
+		LEAVE                                                                              \
+	}
+END_CAPTURE_WRAPPER(END_CAPTURE, cudaStreamEndCapture)
+END_CAPTURE_WRAPPER(END_CAPTURE_PTSZ, cudaStreamEndCapture_ptsz)
+
+#define INSTANTIATE_WRAPPER(ID, name, ptype)                                                       \
+	NVLP_EXPORT cudaError_t name(cudaGraphExec_t *e, cudaGraph_t g, ptype x)                   \
+	{                                                                                          \
+		ENTER(ID, name, (e, g, x))                                                         \
+		CALL((e, g, x))                                                                    \
+		emit_graph(tls, NVLP_GRAPH_INSTANTIATE, t0, dur, NULL, 0, g,                       \
+			   rc == cudaSuccess && e ? (void *)*e : NULL, rc);                        \
+		LEAVE                                                                              \
+	}
+INSTANTIATE_WRAPPER(INSTANTIATE, cudaGraphInstantiate, unsigned long long)
+INSTANTIATE_WRAPPER(INSTANTIATE_WITH_FLAGS, cudaGraphInstantiateWithFlags, unsigned long long)
+INSTANTIATE_WRAPPER(INSTANTIATE_WITH_PARAMS, cudaGraphInstantiateWithParams,
+		    cudaGraphInstantiateParams *)
+INSTANTIATE_WRAPPER(INSTANTIATE_WITH_PARAMS_PTSZ, cudaGraphInstantiateWithParams_ptsz,
+		    cudaGraphInstantiateParams *)
+
+#define LAUNCH_WRAPPER(ID, name)                                                                   \
+	NVLP_EXPORT cudaError_t name(cudaGraphExec_t e, cudaStream_t st)                           \
+	{                                                                                          \
+		ENTER(ID, name, (e, st))                                                           \
+		CALL((e, st))                                                                      \
+		emit_graph(tls, NVLP_GRAPH_LAUNCH, t0, dur, st, 0, NULL, e, rc);                   \
+		LEAVE                                                                              \
+	}
+LAUNCH_WRAPPER(GRAPH_LAUNCH, cudaGraphLaunch)
+LAUNCH_WRAPPER(GRAPH_LAUNCH_PTSZ, cudaGraphLaunch_ptsz)

@@ -256,6 +256,7 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		nvlp_emit_commit(&slot);
 	else
 		nvlp_emit(NVLP_K_NCCL, &tmp, NULL, 0);
+	nvlp_capture_note(NVLP_K_NCCL, call_id, st); /* captured into a graph: not executed yet */
 }
 
 #define COLL_WRAPPER(E, name, params, args, n, dt, op, peer, how)                                  \

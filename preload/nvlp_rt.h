@@ -144,6 +144,11 @@ int nvlp_cupti_pointer_info(const void *p, int *device, int *managed);
 /*! Notify that the process allocated managed memory (UM counters in auto mode). */
 void nvlp_cupti_managed_seen(void);
 
+/* Provided by preload/hooks_cuda.c. */
+/*! The record kind/call_id just emitted was issued on stream st: if st is capturing into a CUDA
+ * graph, emit a CAPTURED record (costs one relaxed load while no capture is live). */
+void nvlp_capture_note(unsigned kind, uint64_t call_id, void *st);
+
 /* Provided by preload/stacks.c. */
 /*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if
  * off. */

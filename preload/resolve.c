@@ -2,7 +2,7 @@
 #include <dlfcn.h>  /* dlsym, dlvsym, dlopen(RTLD_NOLOAD), dladdr */
 #include <link.h>   /* dl_iterate_phdr */
 #include <stdlib.h> /* malloc */
-#include <string.h> /* strlen, memcpy */
+#include <string.h> /* strlen, memcpy, strncmp */
 
 #include "nvlp_rt.h"
 #include "resolve.h"
@@ -33,9 +33,62 @@ static int is_self(const void *f)
 	return a.dli_fbase == b.dli_fbase;
 }
 
-/* Symbol lookup in one handle: the versioned name first (cudart exports name@libcudart.so.13). */
+/* ---- which CUDA runtime the process loaded ---- */
+
+/* libcudart.so.N -> N; 0 for any other name. */
+static int cudart_soname_major(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	if (strncmp(b, "libcudart.so.", 13) != 0)
+		return 0;
+	int n = 0;
+	for (const char *p = b + 13; *p >= '0' && *p <= '9' && n < 1000; p++)
+		n = n * 10 + (*p - '0');
+	return n;
+}
+
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	int n = info->dlpi_name ? cudart_soname_major(info->dlpi_name) : 0;
+	if (n > 0) {
+		*(int *)data = n;
+		return 1; /* the first one loaded is the one the program's imports bound to */
+	}
+	return 0;
+}
+
+static _Atomic int cudart_major = -1; /* -1 not looked up yet */
+
+/* Version node of runtime N (constant strings: racing first lookups write nothing shared). */
+static const char *cudart_version(int n)
+{
+	static const char *const v[] = {"libcudart.so.11", "libcudart.so.12", "libcudart.so.13",
+					"libcudart.so.14", "libcudart.so.15", "libcudart.so.16"};
+	return n >= 11 && n < 11 + (int)(sizeof v / sizeof v[0]) ? v[n - 11] : NULL;
+}
+
+int nvlp_cudart_major(void)
+{
+	int n = atomic_load_explicit(&cudart_major, memory_order_acquire);
+	if (n >= 0)
+		return n;
+	n = 0;
+	dl_iterate_phdr(find_cudart, &n);
+	/* Racing first calls compute the same answer; a runtime loaded later (dlopen) is still
+	 * found: 0 is not cached. */
+	if (n > 0)
+		atomic_store_explicit(&cudart_major, n, memory_order_release);
+	return n;
+}
+
+/* Symbol lookup in one handle: the versioned name first (cudart exports name@libcudart.so.N, the
+ * N of the runtime actually loaded), then the default version. */
 static void *lookup(void *h, const char *sym, const char *version)
 {
+	if (version && !strcmp(version, NVLP_VERSION_CUDART))
+		version = cudart_version(nvlp_cudart_major()); /* none known: the default */
 	void *f = version ? dlvsym(h, sym, version) : NULL;
 	return f ? f : dlsym(h, sym);
 }

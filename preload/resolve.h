@@ -10,9 +10,17 @@
 struct nvlp_sym {
 	const char *name;    /* symbol the application calls: "ncclAllReduce", "cudaMemcpy" */
 	const char *strong;  /* preferred symbol, or NULL: "pncclAllReduce" (ncclX is its weak alias) */
-	const char *version; /* symbol version to ask for first, or NULL: "libcudart.so.13" */
+	const char *version; /* symbol version to ask for first, NVLP_VERSION_CUDART, or NULL */
 	_Atomic(void *) fn;  /* the real function, NVLP_SYM_MISSING, or NULL (not looked up yet) */
 };
+
+/* As a version: the version node of the CUDA runtime the process loaded ("libcudart.so.12",
+ * "libcudart.so.13": whichever libcudart.so.N is among the loaded objects). */
+#define NVLP_VERSION_CUDART "libcudart.so.N"
+
+/*! Major version of the loaded CUDA runtime (N of libcudart.so.N), 0 if none is loaded. Looked up
+ * once, on first use (never from a constructor). */
+int nvlp_cudart_major(void);
 
 /* Cached answer for a function no loaded object defines (looked up once, reported once). */
 #define NVLP_SYM_MISSING ((void *)1)

@@ -149,6 +149,25 @@ enum nvlp_ftype {
  * had kernels traced; period = the configured period (ns); kinds = how many activity kinds. */
 #define NVLP_FIELDS_KWINDOW(F) F(T, start) F(U, dur) F(U, period) F(U, kinds)
 
+/* A CUDA graph call (op: NVLP_GRAPH_OPS): stream capture begun/ended (capture_id = the runtime's
+ * capture sequence id, graph = the graph it made), a graph instantiated (graph -> exec), an exec
+ * launched on stream (one replay of everything captured into its graph). */
+#define NVLP_FIELDS_GRAPH(F)                                                                       \
+	F(U, op) F(T, t_enter) F(U, dur) F(U, tid) F(X, stream) F(U, capture_id) F(X, graph)        \
+	F(X, exec) F(I, rc) F(U, call_id)
+
+/* The NCCL or COPY record with this call_id (kind = its record kind) was issued on a stream that
+ * was capturing: it was recorded into capture capture_id, not executed; each launch of the graph
+ * made from that capture executes it once. */
+#define NVLP_FIELDS_CAPTURED(F) F(U, call_id) F(U, capture_id) F(X, stream) F(U, kind)
+
+/* Follows the KERNEL or GPUCOPY record (kind) of work a CUDA graph launch ran: CUPTI's graph id
+ * and node id; correlation = the graph launch's (the same for every node of one execution);
+ * start/dur/device/stream as in that record; flags: that record's flags. */
+#define NVLP_FIELDS_GPUGRAPH(F)                                                                    \
+	F(U, kind) F(U, graph_id) F(U, node_id) F(U, correlation) F(T, start) F(U, dur)            \
+	F(I, device) F(U, stream) F(U, flags)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -172,7 +191,10 @@ enum nvlp_ftype {
 	R(BUILDID, buildid, 1, NVLP_FIELDS_BUILDID)                                                \
 	R(SYMBOL, symbol, 1, NVLP_FIELDS_SYMBOL)                                                   \
 	R(KCH, kch, 0, NVLP_FIELDS_KCH)                                                            \
-	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)
+	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)                                                \
+	R(GRAPH, graph, 0, NVLP_FIELDS_GRAPH)                                                      \
+	R(CAPTURED, captured, 0, NVLP_FIELDS_CAPTURED)                                             \
+	R(GPUGRAPH, gpugraph, 0, NVLP_FIELDS_GPUGRAPH)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
@@ -353,6 +375,18 @@ enum nvlp_kch_flag {
 enum nvlp_end_reason {
 #define NVLP_V_ENUM(NAME, v, label) NVLP_END_##NAME = v,
 	NVLP_END_REASONS(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
+/* GRAPH.op. */
+#define NVLP_GRAPH_OPS(V)                                                                          \
+	V(BEGIN_CAPTURE, 1, "begin_capture")                                                       \
+	V(END_CAPTURE, 2, "end_capture")                                                           \
+	V(INSTANTIATE, 3, "instantiate")                                                           \
+	V(LAUNCH, 4, "launch")
+enum nvlp_graph_op {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_GRAPH_##NAME = v,
+	NVLP_GRAPH_OPS(NVLP_V_ENUM)
 #undef NVLP_V_ENUM
 };
 

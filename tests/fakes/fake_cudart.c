@@ -1,4 +1,4 @@
-/* fake_cudart.c: a CPU-only libcudart.so.13 with a deterministic device memory model, for shim tests. */
+/* fake_cudart.c: a CPU-only libcudart.so.13 (or .12, FAKE_CUDART_MAJOR=12) with a deterministic device memory model and stream capture, for shim tests. */
 #include <errno.h>   /* errno */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdint.h>  /* uintptr_t */
@@ -16,10 +16,12 @@
 cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 				 cudaStream_t s);
-cudaError_t cudaMemPrefetchAsync_ptsz(const void *p, size_t n, struct cudaMemLocation loc,
-				      unsigned flags, cudaStream_t s);
+#ifndef FAKE_CUDART_MAJOR
+#define FAKE_CUDART_MAJOR 13
+#endif
 
 #define MAX_DEV 16
+static int fake_capture_copy(void *dst, const void *src, size_t n, cudaStream_t st);
 #define MAX_MANAGED 4096
 #define RET(rc)                                                                                    \
 	do {                                                                                       \
@@ -239,7 +241,9 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcp
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 			    cudaStream_t s)
 {
-	(void)kind, (void)s;
+	(void)kind;
+	if (fake_capture_copy(dst, src, n, s))
+		RET(cudaSuccess);
 	RET(do_copy(dst, src, n));
 }
 cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
@@ -334,23 +338,224 @@ static cudaError_t check_managed_range(const void *p, size_t n, struct cudaMemLo
 	return ok ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc,
-				 unsigned flags, cudaStream_t s)
+/* The prefetch/advice signatures of the runtime this fake stands for: 12's plain names take an
+ * int device (its _v2 names take 13's cudaMemLocation). Declared here, not from the 13 header. */
+#define LOC_PREFETCH(name)                                                                         \
+	cudaError_t name(const void *p, size_t n, struct cudaMemLocation loc, unsigned flags,      \
+			 cudaStream_t s) __asm__(#name);                                           \
+	cudaError_t name(const void *p, size_t n, struct cudaMemLocation loc, unsigned flags,      \
+			 cudaStream_t s)                                                           \
+	{                                                                                          \
+		(void)flags, (void)s;                                                              \
+		last_prefetch = (struct fake_prefetch){loc.type == cudaMemLocationTypeDevice ? loc.id \
+											     : -1, \
+						       flags, s};                          \
+		RET(check_managed_range(p, n, loc));                                               \
+	}
+#define DEV_PREFETCH(name)                                                                         \
+	cudaError_t fake12_##name(const void *p, size_t n, int dev, cudaStream_t s) __asm__(#name); \
+	cudaError_t fake12_##name(const void *p, size_t n, int dev, cudaStream_t s)                \
+	{                                                                                          \
+		struct cudaMemLocation loc = {dev < 0 ? cudaMemLocationTypeHost                    \
+						      : cudaMemLocationTypeDevice,         \
+					      dev};                                                \
+		last_prefetch = (struct fake_prefetch){dev, 0, s};                                 \
+		RET(check_managed_range(p, n, loc));                                               \
+	}
+/* What the last prefetch received, so a test can prove the shim forwarded every argument. */
+static struct fake_prefetch {
+	int dev;
+	unsigned flags;
+	cudaStream_t s;
+} last_prefetch;
+void fake_cuda_last_prefetch(int *dev, unsigned *flags, void **s)
 {
-	(void)flags, (void)s;
+	*dev = last_prefetch.dev, *flags = last_prefetch.flags, *s = last_prefetch.s;
+}
+#if FAKE_CUDART_MAJOR == 12
+DEV_PREFETCH(cudaMemPrefetchAsync)
+DEV_PREFETCH(cudaMemPrefetchAsync_ptsz)
+LOC_PREFETCH(cudaMemPrefetchAsync_v2)
+cudaError_t fake12_cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice, int dev)
+    __asm__("cudaMemAdvise");
+cudaError_t fake12_cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice, int dev)
+{
+	(void)advice;
+	struct cudaMemLocation loc = {dev < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice,
+				      dev};
 	RET(check_managed_range(p, n, loc));
 }
-cudaError_t cudaMemPrefetchAsync_ptsz(const void *p, size_t n, struct cudaMemLocation loc,
-				      unsigned flags, cudaStream_t s)
-{
-	(void)flags, (void)s;
-	RET(check_managed_range(p, n, loc));
-}
+cudaError_t cudaMemAdvise_v2(const void *p, size_t n, enum cudaMemoryAdvise advice,
+			     struct cudaMemLocation loc);
+cudaError_t cudaMemAdvise_v2(const void *p, size_t n, enum cudaMemoryAdvise advice,
+			     struct cudaMemLocation loc)
+#else
+LOC_PREFETCH(cudaMemPrefetchAsync)
+LOC_PREFETCH(cudaMemPrefetchAsync_ptsz)
 cudaError_t cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice,
 			  struct cudaMemLocation loc)
+#endif
 {
 	(void)advice;
 	RET(check_managed_range(p, n, loc));
+}
+
+/* ---- stream capture and graphs: a capturing stream records the copies issued on it; a graph
+ * launch replays them (so a test sees data move once per replay). ---- */
+#define MAX_CAPTURE 64
+struct fake_op {
+	void *dst;
+	const void *src;
+	size_t n;
+};
+struct fake_graph {
+	unsigned long long id;
+	int nops, nhost;
+	struct fake_op op[MAX_CAPTURE];
+	struct {
+		cudaHostFn_t fn;
+		void *arg;
+	} host[MAX_CAPTURE];
+};
+static struct {
+	cudaStream_t st;
+	unsigned long long id;
+	struct fake_graph *g;
+} capturing[8];
+static unsigned long long capture_ids;
+static int launches;
+
+static int capture_slot(cudaStream_t st)
+{
+	for (int i = 0; i < 8; i++)
+		if (st && capturing[i].st == st)
+			return i;
+	return -1;
+}
+
+/* A copy issued on a capturing stream: recorded, not run. @return 1 when captured */
+static int fake_capture_copy(void *dst, const void *src, size_t n, cudaStream_t st)
+{
+	pthread_mutex_lock(&mu);
+	int i = capture_slot(st);
+	if (i >= 0 && capturing[i].g->nops < MAX_CAPTURE)
+		capturing[i].g->op[capturing[i].g->nops++] = (struct fake_op){dst, src, n};
+	pthread_mutex_unlock(&mu);
+	return i >= 0;
+}
+
+/* A host function: run now, or at each replay when st is capturing (NCCL reports a captured
+ * collective's profiler events this way). */
+cudaError_t cudaLaunchHostFunc(cudaStream_t st, cudaHostFn_t fn, void *arg)
+{
+	pthread_mutex_lock(&mu);
+	int i = capture_slot(st);
+	int ok = i < 0 || capturing[i].g->nhost < MAX_CAPTURE;
+	if (i >= 0 && ok) {
+		struct fake_graph *g = capturing[i].g;
+		g->host[g->nhost].fn = fn, g->host[g->nhost].arg = arg, g->nhost++;
+	}
+	pthread_mutex_unlock(&mu);
+	if (i < 0)
+		fn(arg);
+	RET(ok ? cudaSuccess : cudaErrorUnknown);
+}
+
+int fake_cuda_graph_launches(void)
+{
+	return __atomic_load_n(&launches, __ATOMIC_RELAXED);
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t st, enum cudaStreamCaptureMode mode)
+{
+	(void)mode;
+	pthread_mutex_lock(&mu);
+	int i = capture_slot(NULL);
+	for (int j = 0; j < 8 && i < 0; j++)
+		if (!capturing[j].st)
+			i = j;
+	cudaError_t rc = cudaErrorUnknown;
+	if (st && capture_slot(st) < 0 && i >= 0 && (capturing[i].g = calloc(1, sizeof(struct fake_graph)))) {
+		capturing[i].st = st;
+		capturing[i].id = capturing[i].g->id = ++capture_ids;
+		rc = cudaSuccess;
+	}
+	pthread_mutex_unlock(&mu);
+	RET(rc);
+}
+
+#if FAKE_CUDART_MAJOR == 12
+cudaError_t fake12_cudaStreamGetCaptureInfo(cudaStream_t st, enum cudaStreamCaptureStatus *status,
+					    unsigned long long *id) __asm__("cudaStreamGetCaptureInfo");
+cudaError_t fake12_cudaStreamGetCaptureInfo(cudaStream_t st, enum cudaStreamCaptureStatus *status,
+					    unsigned long long *id)
+#else
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t st, enum cudaStreamCaptureStatus *status,
+				     unsigned long long *id, cudaGraph_t *g,
+				     const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+				     size_t *ndeps)
+#endif
+{
+#if FAKE_CUDART_MAJOR != 12
+	if (g || deps || edges || ndeps)
+		RET(cudaErrorNotSupported); /* the shim asks for status and id only */
+#endif
+	if ((uintptr_t)st <= 1)
+		RET(cudaErrorStreamCaptureImplicit); /* what the legacy stream answers during a capture */
+	pthread_mutex_lock(&mu);
+	int i = capture_slot(st);
+	*status = i >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+	if (id)
+		*id = i >= 0 ? capturing[i].id : 0;
+	pthread_mutex_unlock(&mu);
+	RET(cudaSuccess);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t st, enum cudaStreamCaptureStatus *status)
+{
+	pthread_mutex_lock(&mu);
+	*status = capture_slot(st) >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+	pthread_mutex_unlock(&mu);
+	RET(cudaSuccess);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t st, cudaGraph_t *g)
+{
+	pthread_mutex_lock(&mu);
+	int i = capture_slot(st);
+	if (i >= 0) {
+		*g = (cudaGraph_t)(void *)capturing[i].g;
+		capturing[i].st = NULL;
+	}
+	pthread_mutex_unlock(&mu);
+	RET(i >= 0 ? cudaSuccess : cudaErrorIllegalState);
+}
+
+/* An exec is its graph (the fake keeps no separate state). */
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags)
+{
+	(void)flags;
+	*e = (cudaGraphExec_t)(void *)g;
+	RET(g ? cudaSuccess : cudaErrorInvalidValue);
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g,
+					  unsigned long long flags)
+{
+	return cudaGraphInstantiate(e, g, flags);
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t st)
+{
+	(void)st;
+	struct fake_graph *g = (struct fake_graph *)(void *)e;
+	if (!g)
+		RET(cudaErrorInvalidValue);
+	for (int i = 0; i < g->nops; i++)
+		memmove(g->op[i].dst, g->op[i].src, g->op[i].n);
+	for (int i = 0; i < g->nhost; i++)
+		g->host[i].fn(g->host[i].arg);
+	__atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
+	RET(cudaSuccess);
 }
 
 cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags)

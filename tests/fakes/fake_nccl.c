@@ -10,6 +10,7 @@
 #include <string.h>  /* memset */
 #include <unistd.h>  /* read */
 
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "fake.h"
@@ -77,7 +78,11 @@ static void prof_comm_init(struct ncclComm *c)
 	if (!prof_tried) {
 		prof_tried = 1;
 		const char *name = getenv("NCCL_PROFILER_PLUGIN");
+#ifdef FAKE_NCCL_2_18 /* NCCL before 2.23 has no profiler plugin interface */
+		void *h = NULL;
+#else
 		void *h = name && *name && strcmp(name, "none") ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
+#endif
 		__atomic_store_n(&prof, h ? (const fake_profiler_v5 *)dlsym(h, "ncclProfiler_v5") : NULL,
 		                 __ATOMIC_RELEASE);
 		if (getenv("FAKE_NCCL_PROFILER_LOG"))
@@ -183,7 +188,52 @@ static void kch_flush(void)
 	kg.n = 0;
 }
 
-static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t)
+static void prof_coll_seq(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
+			  uint64_t seq);
+
+/* A collective captured into a CUDA graph runs (and reports its events) at each replay: as NCCL
+ * does, a host function captured with it reports them (fake cudart runs it per launch). */
+struct replay {
+	struct ncclComm *c;
+	const char *func;
+	size_t n;
+	ncclDataType_t t;
+	uint64_t seq;
+};
+static void replay_coll(void *arg)
+{
+	struct replay *r = arg;
+	prof_coll_seq(r->c, r->func, r->n, r->t, r->seq);
+}
+
+/* @return 1 when st is capturing (the collective was then captured, not run) */
+static int captured(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
+		    cudaStream_t st, uint64_t seq)
+{
+	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	if (!st || cudaStreamIsCapturing(st, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusActive)
+		return 0;
+	struct replay *r = malloc(sizeof *r); /* lives as long as the graph: never freed here */
+	if (r) {
+		*r = (struct replay){c, func, n, t, seq};
+		cudaLaunchHostFunc(st, replay_coll, r);
+	}
+	return 1;
+}
+
+static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
+		      cudaStream_t st)
+{
+	/* NCCL counts per communicator; a per-thread count is the same for one thread on one
+	 * communicator, and keeps threads sharing a communicator off one contended cache line */
+	static __thread uint64_t tseq;
+	uint64_t seq = tseq++;
+	if (!captured(c, func, n, t, st, seq))
+		prof_coll_seq(c, func, n, t, seq);
+}
+
+static void prof_coll_seq(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
+			  uint64_t seq)
 {
 	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
 	if (!pf || !c || !c->prof || !(__atomic_load_n(&prof_mask, __ATOMIC_ACQUIRE) & (1 << 1)))
@@ -193,10 +243,7 @@ static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataTy
 	memset(&d, 0, sizeof d);
 	d.type = 1 << 1;
 	d.rank = c->rank;
-	/* NCCL counts per communicator; a per-thread count is the same for one thread on one
-	 * communicator, and keeps threads sharing a communicator off one contended cache line */
-	static __thread uint64_t tseq;
-	d.coll.seqNumber = tseq++;
+	d.coll.seqNumber = seq;
 	d.coll.func = func;
 	d.coll.count = n;
 	d.coll.datatype = "ncclFloat32";
@@ -495,7 +542,7 @@ ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, 
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
 	if (op_rc(comm) == ncclSuccess)
-		prof_coll(comm, "AllReduce", n, t);
+		prof_coll(comm, "AllReduce", n, t, st);
 	RET(op_rc(comm));
 }
 ALIAS(ncclAllReduce)
@@ -505,7 +552,7 @@ ncclResult_t pncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, 
 {
 	(void)s, (void)r, (void)n, (void)t, (void)root, (void)st;
 	if (op_rc(comm) == ncclSuccess)
-		prof_coll(comm, "Broadcast", n, t);
+		prof_coll(comm, "Broadcast", n, t, st);
 	RET(op_rc(comm));
 }
 ALIAS(ncclBroadcast)
@@ -523,7 +570,7 @@ ncclResult_t pncclReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncc
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)root, (void)st;
 	if (op_rc(comm) == ncclSuccess)
-		prof_coll(comm, "Reduce", n, t);
+		prof_coll(comm, "Reduce", n, t, st);
 	RET(op_rc(comm));
 }
 ALIAS(ncclReduce)
@@ -533,7 +580,7 @@ ncclResult_t pncclAllGather(const void *s, void *r, size_t n, ncclDataType_t t, 
 {
 	(void)s, (void)r, (void)n, (void)t, (void)st;
 	if (op_rc(comm) == ncclSuccess)
-		prof_coll(comm, "AllGather", n, t);
+		prof_coll(comm, "AllGather", n, t, st);
 	RET(op_rc(comm));
 }
 ALIAS(ncclAllGather)
@@ -543,7 +590,7 @@ ncclResult_t pncclReduceScatter(const void *s, void *r, size_t n, ncclDataType_t
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
 	if (op_rc(comm) == ncclSuccess)
-		prof_coll(comm, "ReduceScatter", n, t);
+		prof_coll(comm, "ReduceScatter", n, t, st);
 	RET(op_rc(comm));
 }
 ALIAS(ncclReduceScatter)

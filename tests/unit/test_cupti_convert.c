@@ -179,9 +179,40 @@ static void others(void)
 	      "clock: 0 stays 0 (no time), others shifted");
 }
 
+/* Work a graph launch ran: a GPUGRAPH record beside its KERNEL / GPUCOPY; none otherwise. */
+static void graph_nodes(void)
+{
+	CUpti_ActivityKernel10 k;
+	memset(&k, 0, sizeof k);
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = 1000, k.end = 1800, k.deviceId = 0, k.streamId = 7, k.correlationId = 41;
+	k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+	union nvlp_cupti_rec r;
+	const char *text;
+	struct nvlp_rec_gpugraph g;
+	unsigned kind = nvlp_cupti_convert((CUpti_Activity *)&k, &ident, NULL, &r, &text);
+	CHECK(!nvlp_cupti_graph_node((CUpti_Activity *)&k, &r, kind, &g), "graph: eager kernel: none");
+	k.graphId = 5, k.graphNodeId = 0x100000003ull;
+	kind = nvlp_cupti_convert((CUpti_Activity *)&k, &ident, NULL, &r, &text);
+	CHECK(nvlp_cupti_graph_node((CUpti_Activity *)&k, &r, kind, &g) && g.kind == NVLP_K_KERNEL &&
+	          g.graph_id == 5 && g.node_id == 0x100000003ull && g.correlation == 41 &&
+	          g.start == 1000 && g.dur == 800 && g.stream == 7 && (g.flags & NVLP_KERNEL_F_NCCL),
+	      "graph: kernel node: graph, node, launch correlation, time, NCCL flag");
+	CUpti_ActivityMemcpy6 m;
+	memset(&m, 0, sizeof m);
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, m.bytes = 64, m.start = 10, m.end = 30;
+	m.correlationId = 42, m.graphId = 6, m.graphNodeId = 9;
+	kind = nvlp_cupti_convert((CUpti_Activity *)&m, &ident, NULL, &r, &text);
+	CHECK(nvlp_cupti_graph_node((CUpti_Activity *)&m, &r, kind, &g) && g.kind == NVLP_K_GPUCOPY &&
+	          g.graph_id == 6 && g.node_id == 9 && g.correlation == 42 && g.dur == 20,
+	      "graph: copy node");
+}
+
 int main(void)
 {
 	kernel();
+	graph_nodes();
 	memcpys();
 	um();
 	topology();

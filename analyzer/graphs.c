@@ -1,0 +1,529 @@
+/* graphs.c: CUDA graph attribution: calls captured into a graph are executed once per launch of an
+ * exec of that graph, timed per execution from KernelCh stamps. */
+#include <math.h>   /* NAN */
+#include <stdlib.h> /* calloc, qsort, bsearch */
+
+#include "graphs.h"
+#include "json.h"
+#include "kernelch.h"
+#include "model.h"
+#include "../trace/nvlp_trace.h"
+
+/*
+ * The shim records a capture's calls as captured (CAPTURED, tied by call_id to the NCCL or COPY
+ * record), the graph each capture made (GRAPH end_capture), the execs made from each graph
+ * (instantiate) and each launch. A captured collective thus runs once per launch of any exec of
+ * its graph. Its executions are timed by NCCL's KernelCh stamps when there are some: every replay
+ * stamps the same (comm, seq) again, so the channels of one (comm, seq) are cut into executions
+ * where a channel starts after all earlier ones stopped.
+ */
+
+#define GROW(arr, n, cap)                                                                          \
+	({                                                                                         \
+		if ((n) == (cap)) {                                                                \
+			size_t c_ = (cap) ? 2 * (cap) : 64;                                        \
+			__typeof__(arr) p_ = realloc((arr), c_ * sizeof *(arr));                   \
+			if (p_)                                                                    \
+				(arr) = p_, (cap) = c_;                                            \
+		}                                                                                  \
+		(n) < (cap) ? &(arr)[(n)++] : NULL;                                                \
+	})
+
+struct call {
+	uint64_t call_id, comm, seq, bytes;
+	unsigned fn;
+	int ok;
+};
+struct pair {
+	uint64_t a, b;
+};
+struct stamp {
+	uint64_t comm, seq, s, e, fn;
+};
+struct gnode {
+	uint64_t graph_id, corr, node, s, e;
+	int nccl;
+};
+struct fdata {
+	struct gnode *gn;
+	size_t ngn, capgn;
+	struct call *call;
+	size_t ncall, capcall;
+	struct pair *capt, *end, *inst,
+	    *launch; /* call->capture, capture->graph, graph->exec, exec */
+	size_t ncapt, capcapt, nend, capend, ninst, capinst, nlaunch, caplaunch;
+	struct stamp *k;
+	size_t nk, capk;
+	uint64_t copies;
+};
+
+static void add_pair(struct pair **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
+{
+	struct pair *p = GROW(*v, *n, *cap);
+	if (p)
+		*p = (struct pair){a, b};
+}
+
+static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
+{
+	char err[320];
+	nvlp_reader *rd = nvlp_reader_open(path, err, sizeof err);
+	if (!rd)
+		return;
+	struct nvlp_record rec;
+	while (nvlp_reader_next(rd, &rec) == 1) {
+		if (rec.kind == NVLP_K_NCCL) {
+			const struct nvlp_rec_nccl *r = (const void *)rec.f;
+			char cls = nvlp_nccl_fn_class((unsigned)r->fn);
+			if (cls != 'C' && cls != 'P')
+				continue;
+			struct call *c = GROW(d->call, d->ncall, d->capcall);
+			if (c)
+				*c = (struct call){r->call_id, r->comm,         r->seq,
+				                   r->bytes,   (unsigned)r->fn, r->rc == 0};
+		} else if (rec.kind == NVLP_K_CAPTURED) {
+			const struct nvlp_rec_captured *r = (const void *)rec.f;
+			if (r->kind == NVLP_K_NCCL)
+				add_pair(&d->capt, &d->ncapt, &d->capcapt, r->call_id,
+				         r->capture_id);
+			else
+				d->copies++;
+		} else if (rec.kind == NVLP_K_GRAPH) {
+			const struct nvlp_rec_graph *r = (const void *)rec.f;
+			if (r->rc != 0)
+				continue;
+			if (r->op == NVLP_GRAPH_BEGIN_CAPTURE)
+				g->captures++;
+			else if (r->op == NVLP_GRAPH_END_CAPTURE && r->graph)
+				add_pair(&d->end, &d->nend, &d->capend, r->capture_id, r->graph);
+			else if (r->op == NVLP_GRAPH_INSTANTIATE && r->exec)
+				add_pair(&d->inst, &d->ninst, &d->capinst, r->graph, r->exec);
+			else if (r->op == NVLP_GRAPH_LAUNCH)
+				add_pair(&d->launch, &d->nlaunch, &d->caplaunch, r->exec,
+				         r->t_enter);
+		} else if (rec.kind == NVLP_K_GPUGRAPH) {
+			const struct nvlp_rec_gpugraph *r = (const void *)rec.f;
+			if (r->dur > AN_KCH_MAX_NS)
+				continue;
+			struct gnode *n = GROW(d->gn, d->ngn, d->capgn);
+			if (n)
+				*n = (struct gnode){
+				    r->graph_id,
+				    r->correlation,
+				    r->node_id,
+				    r->start,
+				    r->start + r->dur,
+				    r->kind == NVLP_K_KERNEL && (r->flags & NVLP_KERNEL_F_NCCL)};
+		} else if (rec.kind == NVLP_K_KCH) {
+			const struct nvlp_rec_kch *r = (const void *)rec.f;
+			if (r->flags || !r->gpu_start || r->gpu_stop < r->gpu_start ||
+			    r->gpu_stop - r->gpu_start > AN_KCH_MAX_NS)
+				continue; /* dropped as kernelch.c drops them */
+			struct stamp *s = GROW(d->k, d->nk, d->capk);
+			if (s)
+				*s = (struct stamp){r->comm, r->seq, r->gpu_start, r->gpu_stop,
+				                    r->fn};
+		}
+	}
+	nvlp_reader_close(rd);
+}
+
+static int cmp_call(const void *a, const void *b)
+{
+	const struct call *x = a, *y = b;
+	return x->call_id < y->call_id ? -1 : x->call_id > y->call_id;
+}
+static int cmp_stamp(const void *a, const void *b)
+{
+	const struct stamp *x = a, *y = b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The a of the pair whose b is b (graph of an exec), or 0. */
+static uint64_t lookup_rev(const struct pair *v, size_t n, uint64_t b)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].b == b)
+			return v[i].a;
+	return 0;
+}
+
+static uint64_t lookup(const struct pair *v, size_t n, uint64_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].a == a)
+			return v[i].b;
+	return 0;
+}
+
+/* Index of the first stamp of (comm, seq) in the sorted stamps, d->nk if none. */
+static size_t first_stamp(const struct fdata *d, uint64_t comm, uint64_t seq)
+{
+	struct stamp key = {comm, seq, 0, 0, 0};
+	size_t lo = 0, hi = d->nk;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cmp_stamp(&d->k[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->nk && d->k[lo].comm == comm && d->k[lo].seq == seq ? lo : d->nk;
+}
+
+/* NCCL's seqNumber vs the shim's seq (NCCL counts from 0, the shim from 1): the offset under which
+ * most calls find stamps of their own function. */
+static int64_t seq_offset(const struct fdata *d)
+{
+	int64_t best = -1;
+	size_t best_n = 0;
+	for (int64_t dd = -2; dd <= 2; dd++) {
+		size_t n = 0;
+		for (size_t i = 0; i < d->ncall; i++) {
+			size_t k = first_stamp(d, d->call[i].comm, d->call[i].seq + (uint64_t)dd);
+			n += k < d->nk && d->k[k].fn == d->call[i].fn;
+		}
+		if (n > best_n)
+			best = dd, best_n = n;
+	}
+	return best;
+}
+
+/* Executions of (comm, seq) cut from its stamps (sorted): adds them to c. */
+static void time_executions(const struct fdata *d, struct an_gcoll *c, uint64_t seq)
+{
+	uint64_t s = 0, e = 0;
+	for (size_t i = first_stamp(d, c->comm, seq); i <= d->nk; i++) {
+		int same = i < d->nk && d->k[i].comm == c->comm && d->k[i].seq == seq;
+		if (same && e && d->k[i].s <= e) {
+			if (d->k[i].e > e)
+				e = d->k[i].e;
+			continue;
+		}
+		if (e) {
+			uint64_t ns = e - s;
+			c->timed++;
+			c->gpu_ns += ns;
+			if (!c->gpu_min_ns || ns < c->gpu_min_ns)
+				c->gpu_min_ns = ns;
+			if (ns > c->gpu_max_ns)
+				c->gpu_max_ns = ns;
+		}
+		if (!same)
+			break;
+		s = d->k[i].s, e = d->k[i].e;
+	}
+}
+
+static int cmp_gnode(const void *a, const void *b)
+{
+	const struct gnode *x = a, *y = b;
+	if (x->graph_id != y->graph_id)
+		return x->graph_id < y->graph_id ? -1 : 1;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* First start of each CUPTI graph (for matching to execs by order of first use). */
+struct gfirst {
+	uint64_t graph_id, first;
+	size_t at; /* its first node in d->gn */
+};
+static int cmp_gfirst(const void *a, const void *b)
+{
+	const struct gfirst *x = a, *y = b;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Executions as CUPTI saw them: the nodes of one CUDA graph launch share its correlation id.
+ * CUPTI's graph id is not a handle the trace knows, so CUPTI's graphs are matched to the execs in
+ * order of first use (first node start vs first launch); graphs.c says how many executions each
+ * showed. A captured collective without KernelCh times takes, in each execution, the time of the
+ * k-th NCCL kernel node (node ids follow capture order) when it is the k-th collective of its
+ * capture.
+ */
+static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_t c0)
+{
+	if (!d->ngn)
+		return;
+	qsort(d->gn, d->ngn, sizeof *d->gn, cmp_gnode);
+	struct gfirst *gf = NULL;
+	size_t ngf = 0, capgf = 0;
+	for (size_t i = 0; i < d->ngn; i++) {
+		if (i && d->gn[i].graph_id == d->gn[i - 1].graph_id) {
+			if (d->gn[i].s < gf[ngf - 1].first)
+				gf[ngf - 1].first = d->gn[i].s;
+			continue;
+		}
+		struct gfirst *f = GROW(gf, ngf, capgf);
+		if (!f)
+			break;
+		*f = (struct gfirst){d->gn[i].graph_id, d->gn[i].s, i};
+	}
+	if (ngf)
+		qsort(gf, ngf, sizeof *gf, cmp_gfirst);
+	/* execs by first launch (launch records are in time order per thread; take the minimum) */
+	struct pair *ex = NULL; /* exec, first launch */
+	size_t nex = 0, capex = 0;
+	for (size_t l = 0; l < d->nlaunch; l++) {
+		size_t k = 0;
+		while (k < nex && ex[k].a != d->launch[l].a)
+			k++;
+		if (k == nex)
+			add_pair(&ex, &nex, &capex, d->launch[l].a, d->launch[l].b);
+		else if (d->launch[l].b < ex[k].b)
+			ex[k].b = d->launch[l].b;
+	}
+	for (size_t i = 1; i < nex; i++) /* insertion sort by first launch: few execs */
+		for (size_t j = i; j > 0 && ex[j].b < ex[j - 1].b; j--) {
+			struct pair t = ex[j];
+			ex[j] = ex[j - 1], ex[j - 1] = t;
+		}
+	for (size_t i = 0; i < ngf; i++) {
+		struct an_ggpu *o = GROW(g->gpu, g->ngpu, g->capgpu);
+		if (!o)
+			break;
+		*o = (struct an_ggpu){
+		    .rank = rank, .graph_id = gf[i].graph_id, .exec = i < nex ? ex[i].a : 0};
+		for (size_t l = 0; o->exec && l < d->nlaunch; l++)
+			o->launches += d->launch[l].a == o->exec;
+		uint64_t graph = o->exec ? lookup_rev(d->inst, d->ninst, o->exec) : 0;
+		/* captured collectives of that graph, in call order (c0.. are this rank's) */
+		size_t cc[64], ncc = 0;
+		for (size_t k = c0; graph && k < g->n && ncc < 64; k++)
+			if (g->c[k].graph == graph)
+				cc[ncc++] = k;
+		for (size_t a = gf[i].at; a < d->ngn && d->gn[a].graph_id == gf[i].graph_id;) {
+			size_t b = a;
+			uint64_t s = UINT64_MAX, e = 0;
+			size_t nth = 0;
+			for (; b < d->ngn && d->gn[b].graph_id == d->gn[a].graph_id &&
+			       d->gn[b].corr == d->gn[a].corr;
+			     b++) {
+				const struct gnode *n = &d->gn[b];
+				if (n->s < s)
+					s = n->s;
+				if (n->e > e)
+					e = n->e;
+				if (n->nccl && nth < ncc) {
+					struct an_gcoll *c = &g->c[cc[nth++]];
+					if (c->source != 1) { /* KernelCh times come first */
+						uint64_t ns = n->e - n->s;
+						c->source = 2;
+						c->timed++;
+						c->gpu_ns += ns;
+						if (!c->gpu_min_ns || ns < c->gpu_min_ns)
+							c->gpu_min_ns = ns;
+						if (ns > c->gpu_max_ns)
+							c->gpu_max_ns = ns;
+					}
+				}
+			}
+			o->executions++;
+			uint64_t ns = e > s ? e - s : 0;
+			o->span_ns += ns;
+			if (!o->span_min_ns || ns < o->span_min_ns)
+				o->span_min_ns = ns;
+			if (ns > o->span_max_ns)
+				o->span_max_ns = ns;
+			a = b;
+		}
+	}
+	free(gf);
+	free(ex);
+}
+
+static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
+{
+	size_t c0 = g->n;
+	if (d->ncall) /* qsort and bsearch take no NULL array, even empty */
+		qsort(d->call, d->ncall, sizeof *d->call, cmp_call);
+	if (d->nk)
+		qsort(d->k, d->nk, sizeof *d->k, cmp_stamp);
+	int64_t dd = d->nk ? seq_offset(d) : 0;
+	g->graphs += d->nend;
+	g->execs += d->ninst;
+	g->launches += d->nlaunch;
+	g->captured_copies += d->copies;
+	size_t captured = 0;
+	for (size_t i = 0; i < d->ncapt; i++) {
+		struct call key = {.call_id = d->capt[i].a};
+		struct call *c =
+		    d->ncall ? bsearch(&key, d->call, d->ncall, sizeof *d->call, cmp_call) : NULL;
+		if (!c || !c->ok)
+			continue;
+		c->ok = 2; /* captured: not an eager execution */
+		captured++;
+		struct an_gcoll *o = GROW(g->c, g->n, g->cap);
+		if (!o)
+			break;
+		*o = (struct an_gcoll){.comm = c->comm,
+		                       .seq = c->seq,
+		                       .bytes = c->bytes,
+		                       .fn = c->fn,
+		                       .rank = rank,
+		                       .graph = lookup(d->end, d->nend, d->capt[i].b)};
+		for (size_t x = 0; o->graph && x < d->ninst; x++)
+			if (d->inst[x].a == o->graph)
+				for (size_t l = 0; l < d->nlaunch; l++)
+					o->executions += d->launch[l].a == d->inst[x].b;
+		time_executions(d, o, o->seq + (uint64_t)dd);
+		o->source = o->timed ? 1 : 0;
+		g->executions += o->executions;
+	}
+	g->captured_colls += captured;
+	gpu_executions(g, d, rank, c0);
+	for (size_t k = c0; k < g->n; k++) {
+		struct an_gcoll *o = &g->c[k];
+		if (o->timed >
+		    o->executions) /* stamps of eager runs of the same seq: none expected */
+			o->timed = o->executions;
+		g->timed += o->timed;
+	}
+	for (size_t i = 0; i < d->ncall; i++)
+		g->eager_colls += d->call[i].ok == 1;
+}
+
+void an_graphs_apply(struct an_job *job)
+{
+	struct an_graphs *g = NULL;
+	for (size_t f = 0; f < job->nranks; f++) {
+		struct an_rank *r = &job->ranks[f];
+		if (!r->ok || (!r->kind_count[NVLP_K_GRAPH] && !r->kind_count[NVLP_K_GPUGRAPH]))
+			continue;
+		if (!g && !(g = calloc(1, sizeof *g)))
+			return;
+		struct fdata d = {0};
+		read_file(r->path, &d, g);
+		apply_rank(g, &d, (int)f);
+		free(d.call), free(d.capt), free(d.end), free(d.inst), free(d.launch), free(d.k);
+		free(d.gn);
+	}
+	job->graphs = g;
+}
+
+void an_graphs_free(struct an_job *job)
+{
+	if (job->graphs)
+		free(job->graphs->c), free(job->graphs->gpu);
+	free(job->graphs);
+	job->graphs = NULL;
+}
+
+void an_graphs_report_text(FILE *o, const struct an_job *job)
+{
+	const struct an_graphs *g = job->graphs;
+	if (!g)
+		return;
+	fprintf(
+	    o,
+	    "CUDA graphs: %llu captures, %llu graphs, %llu execs, %llu launches; %llu collective "
+	    "calls captured (recorded at capture, not executed) ran %llu times in graph replays "
+	    "(%llu of them timed), beside %llu executed when called",
+	    (unsigned long long)g->captures, (unsigned long long)g->graphs,
+	    (unsigned long long)g->execs, (unsigned long long)g->launches,
+	    (unsigned long long)g->captured_colls, (unsigned long long)g->executions,
+	    (unsigned long long)g->timed, (unsigned long long)g->eager_colls);
+	if (g->captured_copies)
+		fprintf(o, "; %llu copies captured", (unsigned long long)g->captured_copies);
+	fputc('\n', o);
+	for (size_t i = 0; i < g->n && i < 20; i++) {
+		const struct an_gcoll *c = &g->c[i];
+		fprintf(o, "  rank %d %s seq %llu (%llu B, comm %016llx): %llu executions", c->rank,
+		        nvlp_nccl_fn_name(c->fn), (unsigned long long)c->seq,
+		        (unsigned long long)c->bytes, (unsigned long long)c->comm,
+		        (unsigned long long)c->executions);
+		if (c->timed)
+			fprintf(o, ", %llu timed (%s): %.1f us mean (%.1f-%.1f)",
+			        (unsigned long long)c->timed,
+			        c->source == 1 ? "KernelCh" : "CUPTI kernels",
+			        (double)c->gpu_ns / (double)c->timed / 1e3, c->gpu_min_ns / 1e3,
+			        c->gpu_max_ns / 1e3);
+		else
+			fprintf(o,
+			        ", no per-execution GPU time (no NCCL kernel in the graph's CUPTI "
+			        "records, no KernelCh stamps)");
+		fputc('\n', o);
+	}
+	if (g->n > 20)
+		fprintf(o, "  ... %zu more captured collectives\n", g->n - 20);
+	for (size_t i = 0; i < g->ngpu && i < 20; i++) {
+		const struct an_ggpu *x = &g->gpu[i];
+		fprintf(o, "  rank %d graph %llu on the GPU: %llu executions", x->rank,
+		        (unsigned long long)x->graph_id, (unsigned long long)x->executions);
+		if (x->exec)
+			fprintf(o, " (of %llu launches)", (unsigned long long)x->launches);
+		else
+			fprintf(
+			    o,
+			    " (no launch intercepted: another runtime or the driver launched it)");
+		if (x->executions)
+			fprintf(o, ", %.1f us each (%.1f-%.1f), first node start to last node end",
+			        (double)x->span_ns / (double)x->executions / 1e3,
+			        x->span_min_ns / 1e3, x->span_max_ns / 1e3);
+		fputc('\n', o);
+	}
+}
+
+void an_graphs_json(struct jw *w, const struct an_job *job)
+{
+	const struct an_graphs *g = job->graphs;
+	if (!g) {
+		jw_null(w, "graphs");
+		return;
+	}
+	jw_obj(w, "graphs");
+	jw_int(w, "captures", (int64_t)g->captures);
+	jw_int(w, "graphs", (int64_t)g->graphs);
+	jw_int(w, "execs", (int64_t)g->execs);
+	jw_int(w, "launches", (int64_t)g->launches);
+	jw_int(w, "captured_collectives", (int64_t)g->captured_colls);
+	jw_int(w, "captured_copies", (int64_t)g->captured_copies);
+	jw_int(w, "replay_executions", (int64_t)g->executions);
+	jw_int(w, "replay_executions_timed", (int64_t)g->timed);
+	jw_int(w, "eager_executions", (int64_t)g->eager_colls);
+	jw_arr(w, "captured");
+	for (size_t i = 0; i < g->n; i++) {
+		const struct an_gcoll *c = &g->c[i];
+		jw_obj(w, NULL);
+		jw_int(w, "rank", c->rank);
+		jw_str(w, "function", nvlp_nccl_fn_name(c->fn));
+		jw_int(w, "seq", (int64_t)c->seq);
+		jw_int(w, "bytes", (int64_t)c->bytes);
+		jw_int(w, "executions", (int64_t)c->executions);
+		jw_int(w, "timed", (int64_t)c->timed);
+		jw_num(w, "gpu_mean_us",
+		       c->timed ? (double)c->gpu_ns / (double)c->timed / 1e3 : NAN);
+		jw_num(w, "gpu_min_us", c->timed ? c->gpu_min_ns / 1e3 : NAN);
+		jw_num(w, "gpu_max_us", c->timed ? c->gpu_max_ns / 1e3 : NAN);
+		jw_str(w, "time_source",
+		       c->source == 1   ? "kernelch"
+		       : c->source == 2 ? "cupti"
+		                        : "none");
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_arr(w, "gpu");
+	for (size_t i = 0; i < g->ngpu; i++) {
+		const struct an_ggpu *x = &g->gpu[i];
+		jw_obj(w, NULL);
+		jw_int(w, "rank", x->rank);
+		jw_int(w, "graph_id", (int64_t)x->graph_id);
+		jw_bool(w, "launch_seen", x->exec != 0);
+		jw_int(w, "launches", (int64_t)x->launches);
+		jw_int(w, "executions", (int64_t)x->executions);
+		jw_num(w, "span_mean_us",
+		       x->executions ? (double)x->span_ns / (double)x->executions / 1e3 : NAN);
+		jw_num(w, "span_min_us", x->executions ? x->span_min_ns / 1e3 : NAN);
+		jw_num(w, "span_max_us", x->executions ? x->span_max_ns / 1e3 : NAN);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
