@@ -96,6 +96,15 @@ int an_align_comms(struct an_job *job)
 		if (!c->single_host || c->peak_Bps < 0)
 			c->peak_Bps = 0;
 	}
+	/* names the job gave its communicators: the first process naming one names it */
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		for (size_t f = 0; f < job->nranks && !job->comms[ci].name[0]; f++)
+			for (size_t i = 0; i < job->ranks[f].ncnames; i++)
+				if (job->ranks[f].cnames[i].hash == job->comms[ci].hash) {
+					memcpy(job->comms[ci].name, job->ranks[f].cnames[i].name,
+					       sizeof job->comms[ci].name);
+					break;
+				}
 	/* clocks: realtime anchors first */
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
@@ -457,7 +466,7 @@ static void row_waits(struct an_job *job, const struct ctab *t, const struct cro
  * hung it. @return 1 if it is a hang (added to job->hangs) */
 static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint16_t ci)
 {
-	struct an_hang h = {.comm = ci, .seq = w->seq};
+	struct an_hang h = {.comm = ci, .seq = w->seq, .failed_rank = -1};
 	size_t i = w->at;
 	for (int col = 0; col < t->ncol; col++) {
 		struct an_rank *r = &job->ranks[t->col_file[col]];
@@ -472,6 +481,14 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 				h.wait_ms = wt / 1e6;
 			if (h.npresent < 16)
 				h.present[h.npresent++] = gr;
+			for (size_t q = 0; q < r->nfailed && h.failed_rank < 0; q++)
+				if (r->failed[q].seq == w->seq &&
+				    r->failed[q].hash == job->comms[ci].hash) {
+					h.failed_rank = gr;
+					h.failed_rc = r->failed[q].rc;
+					if ((double)r->failed[q].host_ns / 1e6 > h.wait_ms)
+						h.wait_ms = (double)r->failed[q].host_ns / 1e6;
+				}
 		} else if (t->maxseq[col] < w->seq) {
 			if (h.nmissing < 16)
 				h.missing[h.nmissing++] = gr;

@@ -346,6 +346,16 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 	}
 }
 
+/* ncclResult_t as NCCL names it */
+static const char *nccl_result_name(int rc)
+{
+	static const char *const n[] = {"ncclSuccess",        "ncclUnhandledCudaError",
+	                                "ncclSystemError",    "ncclInternalError",
+	                                "ncclInvalidArgument", "ncclInvalidUsage",
+	                                "ncclRemoteError",    "ncclInProgress"};
+	return rc >= 0 && rc < (int)(sizeof n / sizeof n[0]) ? n[rc] : "an NCCL error";
+}
+
 static void hangs(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	for (size_t i = 0; i < job->nhangs; i++) {
@@ -359,11 +369,21 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		for (int k = 0; k < h->npresent; k++)
 			snprintf(pres + strlen(pres), sizeof pres - strlen(pres), "%s%d",
 			         k ? "," : "", h->present[k]);
+		char failed[96] = "", cname[80] = "";
+		if (h->failed_rank >= 0)
+			snprintf(failed, sizeof failed, " (rank %d's call failed: %s)", h->failed_rank,
+			         nccl_result_name(h->failed_rc));
+		if (job->comms[h->comm].name[0])
+			snprintf(cname, sizeof cname, " (\"%s\")", job->comms[h->comm].name);
 		struct an_finding *x = add(
 		    out, AN_F_hang_suspect, AN_SEV_CRITICAL,
-		    "%s #%u on comm %016llx never entered by rank%s %s; others waited %.1f ms",
+		    "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %.1f ms%s",
 		    nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
-		    h->nmissing > 1 ? "s" : "", miss, h->wait_ms);
+		    cname, h->nmissing > 1 ? "s" : "", miss, h->wait_ms, failed);
+		if (h->failed_rank >= 0) {
+			ev_num(x, "failed_rank", h->failed_rank, NULL);
+			ev_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
+		}
 		x->comm = h->comm;
 		if (h->nmissing == 1) {
 			x->rank = h->missing[0];
@@ -372,6 +392,8 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		ev_str(x, "missing_ranks", "%s", miss);
 		ev_str(x, "waiting_ranks", "%s", pres);
 		ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
+		if (job->comms[h->comm].name[0])
+			ev_str(x, "comm_name", "%s", job->comms[h->comm].name);
 		ev_num(x, "seq", h->seq, NULL);
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
 		ev_num(x, "wait_ms", h->wait_ms, "ms");

@@ -402,7 +402,7 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 void an_job_free(struct an_job *job)
 {
 	an_kch_free(job);
-	for (size_t f = 0; f < job->nranks; f++) {
+	for (size_t f = 0; f < job->nranks + job->nothers; f++) {
 		struct an_rank *r = &job->ranks[f];
 		free(r->path);
 		free(r->header);
@@ -426,6 +426,9 @@ void an_job_free(struct an_job *job)
 		free(r->stacks);
 		an_sym_free(r);
 		free(r->choices);
+		free(r->marks);
+		free(r->cnames);
+		free(r->failed);
 	}
 	free(job->ranks);
 	free(job->choices);

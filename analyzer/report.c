@@ -39,6 +39,7 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 			fprintf(stderr, "nvlprof: warning: %s: skipped (%llu bad record(s) in all)\n",
 			        r->bad, (unsigned long long)r->nbad);
 	}
+	job->th = th;
 	an_job_analyze(job);
 	if (job->calls_dropped)
 		fprintf(stderr,
@@ -312,9 +313,15 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
 	        job->nok == 1 ? "" : "es", s.hosts, s.hosts == 1 ? "" : "s", s.wall_ms);
 	if (job->step_ns > 0)
-		fprintf(o, ", %llu steps of %.2f ms", (unsigned long long)job->steps,
-		        job->step_ns / 1e6);
+		fprintf(o, ", %llu steps of %.2f ms%s", (unsigned long long)job->steps,
+		        job->step_ns / 1e6,
+		        job->step_source && !strcmp(job->step_source, "marks") ? " (marked by the job)"
+		                                                                : "");
+	else if (job->ncomms)
+		fprintf(o, ", no steps recognised");
 	fputc('\n', o);
+	if (job->step_ns <= 0 && job->ncomms && strcmp(job->steps_why, "no repeating pattern of collectives"))
+		fprintf(o, "steps: none recognised: %s\n", job->steps_why);
 	double pk = t.peak;
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
 	        job->have_gpu         ? "yes"
@@ -363,6 +370,10 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		    o,
 		    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
 		    "time per matched collective; h = host time, no GPU data)\n");
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			if (job->comms[ci].name[0])
+				fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
+				        (unsigned long long)job->comms[ci].hash, job->comms[ci].name);
 	}
 	if (job->nchoices) {
 		fprintf(o, "\nNCCL CHOICES (from NCCL's profiler plugin; calls summed over ranks)\n");
@@ -414,6 +425,17 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		        "  hosts aligned by realtime anchors, corrected by collective completions "
 		        "(max %.3f ms)\n",
 		        job->max_refine_ns / 1e6);
+	if (job->nothers) {
+		fprintf(o, "\nOTHER PROCESSES (no GPU work and no NCCL call: launchers, workers; not "
+		           "ranks)\n");
+		for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
+			const struct an_rank *r = &job->ranks[i];
+			char cmd[96];
+			const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+			fprintf(o, "  %-12.12s pid %-8d wall %9.1f ms  %s\n", r->host, r->pid,
+			        an_rank_wall(r) / 1e6, c ? c : "?");
+		}
+	}
 
 	int any = 0;
 	for (size_t i = 0; i < job->nranks; i++)
@@ -488,6 +510,8 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_num(&w, "wall_ms", s.wall_ms);
 	jw_int(&w, "steps", (int64_t)job->steps);
 	jw_num(&w, "step_ms", s.step_ms);
+	jw_str(&w, "step_source", job->step_source ? job->step_source : "none");
+	jw_str(&w, "steps_why", job->steps_why);
 	jw_bool(&w, "gpu_data", job->have_gpu);
 	jw_bool(&w, "link_counters", job->have_links);
 	jw_bool(&w, "topology", job->have_topo);
@@ -512,6 +536,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
 		jw_obj(&w, NULL);
 		jw_str(&w, "comm", h);
+		jw_str(&w, "comm_name", r.c->name);
 		jw_str(&w, "collective", nvlp_nccl_fn_name(r.a->fn));
 		jw_int(&w, "nranks", r.c->nranks);
 		jw_int(&w, "calls", (int64_t)r.a->calls);
@@ -552,6 +577,20 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 		jw_num(&w, "waited_ms", x->wait_ns / 1e6);
 		jw_num(&w, "wait_caused_ms", x->caused_wait_ns / 1e6);
 		jw_num(&w, "clock_correction_ms", (double)r->refine / 1e6);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+
+	jw_arr(&w, "other_processes");
+	for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		char cmd[256];
+		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+		jw_obj(&w, NULL);
+		jw_str(&w, "host", r->host);
+		jw_int(&w, "pid", r->pid);
+		jw_str(&w, "cmdline", c ? c : "");
+		jw_str(&w, "role", "not a rank: no GPU work, no NCCL call");
 		jw_obj_end(&w);
 	}
 	jw_arr_end(&w);

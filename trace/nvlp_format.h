@@ -149,6 +149,9 @@ enum nvlp_ftype {
  * had kernels traced; period = the configured period (ns); kinds = how many activity kinds. */
 #define NVLP_FIELDS_KWINDOW(F) F(T, start) F(U, dur) F(U, period) F(U, kinds)
 
+/* A name the job gave a communicator (NCCL's commName, torch's group description). */
+#define NVLP_FIELDS_COMMNAME(F) F(X, comm) F(S, name)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -172,7 +175,8 @@ enum nvlp_ftype {
 	R(BUILDID, buildid, 1, NVLP_FIELDS_BUILDID)                                                \
 	R(SYMBOL, symbol, 1, NVLP_FIELDS_SYMBOL)                                                   \
 	R(KCH, kch, 0, NVLP_FIELDS_KCH)                                                            \
-	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)
+	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)                                                \
+	R(COMMNAME, commname, 0, NVLP_FIELDS_COMMNAME)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
