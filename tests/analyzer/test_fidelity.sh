@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test_fidelity.sh: issue 16's analyzer side on an_gen jobs and the shipped traces: processes by role, steps only where proven, failed collectives, communicator names.
+. "$(dirname "$0")/../lib.sh"
+GEN="$PROGS/an_gen"
+EX="$ROOT/examples/traces"
+gen() { local name=$1; shift; "$GEN" -o "$T/$name" "$@" || fail "an_gen $name $*"; }
+gen healthy --launcher
+gen sweep --ranks 2 --sweep
+gen loop --ranks 2 --graph-loop
+gen fail --ranks 2 --fail-at 30 --comm-name dp_group
+pyq() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# 1. processes by role: the launcher is listed apart, never a rank
+"$CLI" report "$T/healthy" >"$T/h.txt" 2>&1
+"$CLI" report --json "$T/healthy" >"$T/h.json" 2>/dev/null
+check "role: launcher not counted as a process of the job" grep -q "^nvlprof report: 2 processes" "$T/h.txt"
+check "role: launcher listed under OTHER PROCESSES" grep -q "^OTHER PROCESSES" "$T/h.txt"
+check "role: launcher row names its command" grep -q "pid 4999 .*torchrun --nproc-per-node" "$T/h.txt"
+check_eq "role: RANKS holds one row per rank" "2" "$(sed -n '/^RANKS/,/^$/p' "$T/h.txt" | grep -cE '^ +[0-9]+ node0')"
+check_eq "role: JSON ranks 0,1 and the launcher apart" "[0, 1] [4999]" "$(pyq "$T/h.json" "[r['rank'] for r in d['ranks']], [p['pid'] for p in d['other_processes']]")"
+"$CLI" info "$T/healthy/launcher-4999.nvlp" >"$T/li.txt"
+check "role: info calls the launcher an other process" grep -q "role      other process" "$T/li.txt"
+"$CLI" info "$T/healthy/node0-4001.nvlp" >"$T/ri.txt"
+check "role: info gives a rank's rank" grep -q "rank      1 (local 1) of 2" "$T/ri.txt"
+"$CLI" info "$T/fail/plain-5001.nvlp" >"$T/fi.txt"
+check "role: a killed rank's trace stays a rank" grep -q "rank      1 (local 1) of 2" "$T/fi.txt"
+
+# 2. steps only where proven
+"$CLI" report "$T/sweep" >"$T/sweep.txt" 2>&1
+"$CLI" report --json "$T/sweep" >"$T/sweep.json" 2>/dev/null
+check "steps: nccl-tests sweep (growing sizes) -> no steps recognised" grep -q "no steps recognised" "$T/sweep.txt"
+check "steps: sweep says why (lengths vary)" grep -q "steps: none recognised: .* vary in length" "$T/sweep.txt"
+check_eq "steps: sweep JSON steps 0, source none" "0 none" "$(pyq "$T/sweep.json" "d['job']['steps'], d['job']['step_source']" | tr -d '(),')"
+"$CLI" report "$T/loop" >"$T/loop.txt" 2>&1
+check "steps: tight replay loop (0.05 ms) -> no steps recognised" grep -q "no steps recognised" "$T/loop.txt"
+check "steps: loop says why (below step_min_ms)" grep -q "below step_min_ms 1: a loop" "$T/loop.txt"
+"$CLI" report --threshold step_min_ms=0.01 "$T/loop" >"$T/loop2.txt" 2>&1
+check "steps: step_min_ms=0.01 accepts the regular loop" grep -qE "[0-9]+ steps of 0.0[0-9] ms" "$T/loop2.txt"
+check "steps: the an_gen DDP job keeps its 40 steps" grep -q "40 steps of" "$T/h.txt"
+check_eq "steps: JSON step_source pattern" "pattern" "$(pyq "$T/h.json" "d['job']['step_source']")"
+for x in ddp_healthy:41 ddp_straggler:41 ddp_p2p_disable:41 ddp_killed:21; do
+	"$CLI" report "$EX/${x%%:*}" >"$T/ex.txt" 2>/dev/null
+	check "steps: shipped ${x%%:*} keeps its ${x##*:} steps" grep -q "^nvlprof report: .*, ${x##*:} steps of" "$T/ex.txt"
+done
+
+# 5. a failed collective keeps its seq: hang_suspect names the dead rank and the collective
+"$CLI" report --json "$T/fail" >"$T/fail.json" 2>/dev/null
+"$CLI" report "$T/fail" >"$T/fail.txt" 2>/dev/null
+check_eq "failed: hang_suspect names rank 1 and #30, rank 0 failed with ncclSystemError" \
+	"1 30 0 ncclSystemError True" \
+	"$(pyq "$T/fail.json" "' '.join(str(x) for f in d['findings'] if f['id']=='hang_suspect' for x in (f['evidence']['rank'], f['evidence']['seq'], f['evidence']['failed_rank'], f['evidence']['failed_with'], f['evidence']['wait_ms'] >= 5000))")"
+check "failed: the text says the call failed" grep -q "hang_suspect: ncclAllReduce #30 .* never entered by rank 1; .*rank 0's call failed: ncclSystemError" "$T/fail.txt"
+
+# 6. communicator names beside the hash
+check "names: COLLECTIVES says the name the job gave the comm" grep -q 'comm 0005eed0c0117ec7 is "dp_group"' "$T/fail.txt"
+check_eq "names: JSON comm_name" "dp_group" "$(pyq "$T/fail.json" "d['collectives'][0]['comm_name']")"
+check "names: hang title names the comm" grep -q 'comm 0005eed0c0117ec7 ("dp_group")' "$T/fail.txt"
+check "names: unnamed comm prints no name line" bash -c "! grep -q 'is \"' '$T/h.txt'"
+[ "$FAILED" -eq 0 ]
