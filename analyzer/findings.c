@@ -336,7 +336,28 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		ev_num(y, "last_arrivals", (double)x->last_count, NULL);
 		ev_num(y, "median_lead_ms", lead, "ms");
 		ev_num(y, "mean_lead_ms", x->lead_ns_sum / (double)x->last_count / 1e6, "ms");
-		ev_num(y, "wait_caused_ms", x->caused_wait_ns / 1e6, "ms");
+		/* What the job lost, not a sum over collectives: once the others have waited for
+		 * the late rank in a step, its later collectives in that step find them in step
+		 * with it, so a step loses about one lead. Never more than the waiting the rank
+		 * caused any one other rank, nor the wall time. */
+		int others = 0;
+		for (size_t g = 0; g < job->nranks; g++)
+			others += g != f && job->rx[g].colls;
+		double caused_each = others ? x->caused_wait_ns / others / 1e6 : 0;
+		double wall = (double)(job->t1 - job->t0) / 1e6;
+		double lost;
+		if (job->step_ns > 0) {
+			double per = lead < job->step_ns / 1e6 ? lead : job->step_ns / 1e6;
+			lost = per * (double)job->steps;
+			ev_num(y, "lost_per_step_ms", per, "ms");
+		} else {
+			lost = caused_each;
+		}
+		if (lost > caused_each)
+			lost = caused_each;
+		if (lost > wall)
+			lost = wall;
+		ev_num(y, "wait_caused_ms", lost, "ms");
 		if (job->step_ns > 0)
 			ev_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
 		advise(y, "Others wait for this rank in every collective: look at what it does "

@@ -56,4 +56,11 @@ check "names: COLLECTIVES says the name the job gave the comm" grep -q 'comm 000
 check_eq "names: JSON comm_name" "dp_group" "$(pyq "$T/fail.json" "d['collectives'][0]['comm_name']")"
 check "names: hang title names the comm" grep -q 'comm 0005eed0c0117ec7 ("dp_group")' "$T/fail.txt"
 check "names: unnamed comm prints no name line" bash -c "! grep -q 'is \"' '$T/h.txt'"
+# 3. a finding's cost cannot exceed what the job lost: the shipped straggler lost about
+# (25.41 - 4.26) ms x 41 steps = 867 ms (its step time against the healthy run's)
+"$CLI" report --json "$EX/ddp_straggler" >"$T/st.json" 2>/dev/null
+check_eq "cost: straggler wait_caused_ms within 10% of the 867 ms the job lost" "True" \
+	"$(pyq "$T/st.json" "[780 <= f['evidence']['wait_caused_ms'] <= 954 for f in d['findings'] if f['id']=='straggler'][0]")"
+check_eq "cost: straggler lost_per_step_ms is the lead, at most a step" "True" \
+	"$(pyq "$T/st.json" "[20 <= f['evidence']['lost_per_step_ms'] <= d['job']['step_ms'] for f in d['findings'] if f['id']=='straggler'][0]")"
 [ "$FAILED" -eq 0 ]
