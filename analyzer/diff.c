@@ -273,6 +273,17 @@ int nvlp_cmd_diff(int argc, char **argv)
 		an_summarize(&S[k].job, &S[k].s);
 	}
 	struct side *B = &S[0], *A = &S[1];
+	{
+		char pb[256], pa[256];
+		const struct an_rank *rb = first_ok(&B->job), *ra = first_ok(&A->job);
+		const char *xb = rb ? an_header_get(rb, NVLP_HDR_CMDLINE, pb, sizeof pb) : NULL;
+		const char *xa = ra ? an_header_get(ra, NVLP_HDR_CMDLINE, pa, sizeof pa) : NULL;
+		if (xb && xa && strcmp(xb, xa))
+			fprintf(stderr,
+			        "nvlprof: diff: warning: the two sides ran different programs: '%s' and "
+			        "'%s'\n",
+			        xb, xa);
+	}
 	struct metric m[] = {
 	    {"wall_ms", B->s.wall_ms, A->s.wall_ms},
 	    {"step_ms", B->s.step_ms, A->s.step_ms},

@@ -15,6 +15,43 @@
 
 #define MIB (1024.0 * 1024.0)
 
+/* Several jobs in one directory (a trace directory reused across runs) mix their ranks into one
+ * report: say so when the ranks ran different programs or started far apart. */
+#define AN_MIX_START_S 600
+static void job_mix_warn(const struct an_job *job)
+{
+	const struct an_rank *a = NULL;
+	char ca[256], cb[256];
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		if (!r->ok)
+			continue;
+		if (!a) {
+			a = r;
+			if (!an_header_get(a, NVLP_HDR_CMDLINE, ca, sizeof ca))
+				ca[0] = 0;
+			continue;
+		}
+		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cb, sizeof cb);
+		if (c && ca[0] && strcmp(c, ca)) {
+			fprintf(stderr,
+			        "nvlprof: warning: these traces hold several jobs: pid %d ran '%s', pid "
+			        "%d ran '%s' (give each run its own directory)\n",
+			        a->pid, ca, r->pid, c);
+			return;
+		}
+		uint64_t d = r->t_real0 > a->t_real0 ? r->t_real0 - a->t_real0 : a->t_real0 - r->t_real0;
+		if (r->t_real0 && a->t_real0 && d > AN_MIX_START_S * 1000000000ull) {
+			fprintf(stderr,
+			        "nvlprof: warning: these traces hold several jobs: pid %d started %.0f s "
+			        "after pid %d (give each run its own directory)\n",
+			        r->t_real0 > a->t_real0 ? r->pid : a->pid, (double)d / 1e9,
+			        r->t_real0 > a->t_real0 ? a->pid : r->pid);
+			return;
+		}
+	}
+}
+
 int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
                 struct an_findings *f)
 {
@@ -39,6 +76,7 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 			fprintf(stderr, "nvlprof: warning: %s: skipped (%llu bad record(s) in all)\n",
 			        r->bad, (unsigned long long)r->nbad);
 	}
+	job_mix_warn(job);
 	job->th = th;
 	an_job_analyze(job);
 	if (job->calls_dropped)

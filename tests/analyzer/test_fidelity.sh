@@ -63,4 +63,15 @@ check_eq "cost: straggler wait_caused_ms within 10% of the 867 ms the job lost" 
 	"$(pyq "$T/st.json" "[780 <= f['evidence']['wait_caused_ms'] <= 954 for f in d['findings'] if f['id']=='straggler'][0]")"
 check_eq "cost: straggler lost_per_step_ms is the lead, at most a step" "True" \
 	"$(pyq "$T/st.json" "[20 <= f['evidence']['lost_per_step_ms'] <= d['job']['step_ms'] for f in d['findings'] if f['id']=='straggler'][0]")"
+# 7. runs kept apart: a directory of two jobs, a diff of two programs
+mkdir -p "$T/mix"
+cp "$T/healthy"/node*.nvlp "$T/sweep"/*.nvlp "$T/mix/"
+"$CLI" report "$T/mix" >/dev/null 2>"$T/mix.err"
+check "runs: report warns when a directory holds several jobs" grep -q "warning: these traces hold several jobs: pid 4000 ran 'python3 train.py', pid 5000 ran 'all_reduce_perf" "$T/mix.err"
+"$CLI" report "$T/healthy" >/dev/null 2>"$T/h.err"
+check "runs: one job plus its launcher: no warning" bash -c "! grep -q 'several jobs' '$T/h.err'"
+"$CLI" diff "$T/healthy" "$T/sweep" >/dev/null 2>"$T/d.err"
+check "runs: diff warns when the sides ran different programs" grep -q "diff: warning: the two sides ran different programs" "$T/d.err"
+"$CLI" diff "$EX/ddp_healthy" "$EX/ddp_straggler" >/dev/null 2>"$T/d2.err"
+check "runs: diff of one program: no warning" bash -c "! grep -q 'different programs' '$T/d2.err'"
 [ "$FAILED" -eq 0 ]
