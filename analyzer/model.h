@@ -329,7 +329,8 @@ struct an_rank_x {
 	float *leads;          /* the leads, while computing the median */
 	size_t nleads, capleads;
 	double caused_wait_ns; /* waiting it caused others when last */
-	double wait_ns;        /* waiting it did for others */
+	double wait_ns;        /* waiting it did for others, each comm's first collective excluded */
+	double first_wait_ns;  /* waiting it did in those first collectives (startup) */
 };
 
 struct an_job {
@@ -350,7 +351,13 @@ struct an_job {
 	int have_gpu_any; /* any GPU activity record: KERNEL, GPUCOPY or UM */
 	int have_links;  /* any LINKSAMPLE */
 	int have_topo;   /* any NVLINK record */
-	double max_skew_ns, mean_skew_ns;
+	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */
+	/* the first collective of the job's communicators (startup: ranks start apart): the
+	 * largest arrival skew among them, and which one it was */
+	double first_skew_ns;
+	uint32_t first_seq;
+	uint8_t first_fn;
+	int first_comm; /* -1: none */
 	uint64_t matched_colls;
 	double step_ns;  /* step time: from the job's step marks, else from a proven pattern; 0 */
 	/* where the steps come from: "marks", "pattern", or "none"; steps_why says, when none,

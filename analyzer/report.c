@@ -16,40 +16,55 @@
 #define MIB (1024.0 * 1024.0)
 
 /* Several jobs in one directory (a trace directory reused across runs) mix their ranks into one
- * report: say so when the ranks ran different programs or started far apart. */
+ * report: say so when ranks ran different programs (the executable), when ranks on one host have
+ * different parents (torchrun, mp.spawn and mpirun start a host's ranks from one process), or
+ * when they started far apart. */
 #define AN_MIX_START_S 600
+static void program_of(const struct an_rank *r, char *out, size_t len)
+{
+	char cmd[256];
+	const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+	size_t n = c ? strcspn(c, " ") : 0;
+	const char *slash = c ? memrchr(c, '/', n) : NULL;
+	if (slash) {
+		n -= (size_t)(slash + 1 - c);
+		c = slash + 1;
+	}
+	snprintf(out, len, "%.*s", (int)n, c ? c : "");
+}
 static void job_mix_warn(const struct an_job *job)
 {
-	const struct an_rank *a = NULL;
-	char ca[256], cb[256];
-	for (size_t i = 0; i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		if (!r->ok)
-			continue;
-		if (!a) {
-			a = r;
-			if (!an_header_get(a, NVLP_HDR_CMDLINE, ca, sizeof ca))
-				ca[0] = 0;
-			continue;
-		}
-		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cb, sizeof cb);
-		if (c && ca[0] && strcmp(c, ca)) {
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t j = 0; j < i; j++) {
+			const struct an_rank *a = &job->ranks[j], *r = &job->ranks[i];
+			if (!a->ok || !r->ok)
+				continue;
+			char pa[128], pr[128], ba[32], br[32];
+			program_of(a, pa, sizeof pa);
+			program_of(r, pr, sizeof pr);
+			const char *xa = an_header_get(a, NVLP_HDR_PPID, ba, sizeof ba);
+			const char *xr = an_header_get(r, NVLP_HDR_PPID, br, sizeof br);
+			uint64_t d = r->t_real0 > a->t_real0 ? r->t_real0 - a->t_real0
+			                                      : a->t_real0 - r->t_real0;
+			char why[320];
+			if (*pa && *pr && strcmp(pa, pr))
+				snprintf(why, sizeof why, "pid %d ran %s, pid %d ran %s", a->pid, pa,
+				         r->pid, pr);
+			else if (xa && xr && !strcmp(a->host, r->host) && strcmp(xa, xr))
+				snprintf(why, sizeof why,
+				         "pids %d and %d on %s have different parents (%s, %s)", a->pid,
+				         r->pid, r->host, xa, xr);
+			else if (r->t_real0 && a->t_real0 && d > AN_MIX_START_S * 1000000000ull)
+				snprintf(why, sizeof why, "pids %d and %d started %.0f s apart", a->pid,
+				         r->pid, (double)d / 1e9);
+			else
+				continue;
 			fprintf(stderr,
-			        "nvlprof: warning: these traces hold several jobs: pid %d ran '%s', pid "
-			        "%d ran '%s' (give each run its own directory)\n",
-			        a->pid, ca, r->pid, c);
+			        "nvlprof: warning: these traces hold several jobs: %s (give each run "
+			        "its own directory)\n",
+			        why);
 			return;
 		}
-		uint64_t d = r->t_real0 > a->t_real0 ? r->t_real0 - a->t_real0 : a->t_real0 - r->t_real0;
-		if (r->t_real0 && a->t_real0 && d > AN_MIX_START_S * 1000000000ull) {
-			fprintf(stderr,
-			        "nvlprof: warning: these traces hold several jobs: pid %d started %.0f s "
-			        "after pid %d (give each run its own directory)\n",
-			        r->t_real0 > a->t_real0 ? r->pid : a->pid, (double)d / 1e9,
-			        r->t_real0 > a->t_real0 ? a->pid : r->pid);
-			return;
-		}
-	}
 }
 
 int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
@@ -452,12 +467,25 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
-	if (job->matched_colls)
+	if (job->ncomms)
+		fprintf(o, "  (comm ms: NCCL kernel time (h: host call time); exposed: not overlapped by "
+	           "compute%s; last%%: share of collectives it arrived last at; lead ms: median "
+	           "lead over the next-latest rank then; waited ms: its waits for the last rank)\n",
+	        job->win1 ? ", in the steps" : "");
+	if (job->matched_colls) {
 		fprintf(o,
 		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
-		        "%.3f ms\n",
+		        "%.3f ms",
 		        (unsigned long long)job->matched_colls, job->mean_skew_ns / 1e6,
 		        job->max_skew_ns / 1e6);
+		if (job->first_comm >= 0)
+			fprintf(o,
+			        "; skew and waits exclude each communicator's first collective (the "
+			        "ranks' startup: %s #%u arrived %.3f ms apart)",
+			        nvlp_nccl_fn_name(job->first_fn), job->first_seq,
+			        job->first_skew_ns / 1e6);
+		fputc('\n', o);
+	}
 	if (job->multi_host)
 		fprintf(o,
 		        "  hosts aligned by realtime anchors, corrected by collective completions "
@@ -563,6 +591,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_int(&w, "matched_collectives", (int64_t)job->matched_colls);
 	jw_num(&w, "skew_mean_ms", job->mean_skew_ns / 1e6);
 	jw_num(&w, "skew_max_ms", job->max_skew_ns / 1e6);
+	jw_num(&w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
 	jw_num(&w, "clock_correction_ms", job->max_refine_ns / 1e6);
 	jw_obj_end(&w);
 	an_findings_json(&w, "findings", f);
@@ -613,6 +642,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 		jw_num(&w, "mean_lead_ms",
 		       x->last_count ? x->lead_ns_sum / x->last_count / 1e6 : 0);
 		jw_num(&w, "waited_ms", x->wait_ns / 1e6);
+		jw_num(&w, "waited_first_collective_ms", x->first_wait_ns / 1e6);
 		jw_num(&w, "wait_caused_ms", x->caused_wait_ns / 1e6);
 		jw_num(&w, "clock_correction_ms", (double)r->refine / 1e6);
 		jw_obj_end(&w);

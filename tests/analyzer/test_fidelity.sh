@@ -67,9 +67,17 @@ check_eq "cost: straggler lost_per_step_ms is the lead, at most a step" "True" \
 mkdir -p "$T/mix"
 cp "$T/healthy"/node*.nvlp "$T/sweep"/*.nvlp "$T/mix/"
 "$CLI" report "$T/mix" >/dev/null 2>"$T/mix.err"
-check "runs: report warns when a directory holds several jobs" grep -q "warning: these traces hold several jobs: pid 4000 ran 'python3 train.py', pid 5000 ran 'all_reduce_perf" "$T/mix.err"
+check "runs: report warns when a directory holds several jobs" grep -q "warning: these traces hold several jobs: pid 4000 ran python3, pid 5000 ran all_reduce_perf" "$T/mix.err"
 "$CLI" report "$T/healthy" >/dev/null 2>"$T/h.err"
 check "runs: one job plus its launcher: no warning" bash -c "! grep -q 'several jobs' '$T/h.err'"
+for x in ddp_healthy ddp_straggler ddp_p2p_disable ddp_killed; do
+	"$CLI" report "$EX/$x" >/dev/null 2>"$T/one.err"
+	check "runs: shipped $x (mp.spawn ranks) is one job" bash -c "! grep -q 'several jobs' '$T/one.err'"
+done
+mkdir -p "$T/mix2"
+cp "$EX/ddp_healthy"/*.nvlp "$EX/ddp_p2p_disable"/*.nvlp "$T/mix2/"
+"$CLI" report "$T/mix2" >/dev/null 2>"$T/mix2.err"
+check "runs: a healthy run plus a P2P-disabled run (one program) is two jobs" grep -q "several jobs: pids .* have different parents" "$T/mix2.err"
 "$CLI" diff "$T/healthy" "$T/sweep" >/dev/null 2>"$T/d.err"
 check "runs: diff warns when the sides ran different programs" grep -q "diff: warning: the two sides ran different programs" "$T/d.err"
 "$CLI" diff "$EX/ddp_healthy" "$EX/ddp_straggler" >/dev/null 2>"$T/d2.err"
