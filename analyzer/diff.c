@@ -217,6 +217,14 @@ static void usage(FILE *o)
 	    "input.\n");
 }
 
+/* A (collective, size) cell diff compares by host time: both sides called it, one has no GPU
+ * time for it. */
+static int host_cell(const struct side *B, const struct side *A, int c, int sc)
+{
+	return !isnan(B->s.host_ms_per_call[c][sc]) && !isnan(A->s.host_ms_per_call[c][sc]) &&
+	       (isnan(B->s.busbw[c][sc]) || isnan(A->s.busbw[c][sc]));
+}
+
 int nvlp_cmd_diff(int argc, char **argv)
 {
 	double th[AN_TH_COUNT];
@@ -352,6 +360,22 @@ int nvlp_cmd_diff(int argc, char **argv)
 				jw_obj_end(&w);
 			}
 		jw_arr_end(&w);
+		jw_arr(&w, "host_time");
+		for (int c = 1; c < AN_C_COUNT; c++)
+			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+				if (!host_cell(B, A, c, sc))
+					continue;
+				jw_obj(&w, NULL);
+				jw_str(&w, "collective", an_coll_name(c));
+				jw_str(&w, "size_class", an_size_class_name(sc));
+				jw_num(&w, "before_ms_per_call", B->s.host_ms_per_call[c][sc]);
+				jw_num(&w, "after_ms_per_call", A->s.host_ms_per_call[c][sc]);
+				jw_num(&w, "change_pct",
+				       pct(B->s.host_ms_per_call[c][sc], A->s.host_ms_per_call[c][sc]));
+				jw_str(&w, "time_source", "host");
+				jw_obj_end(&w);
+			}
+		jw_arr_end(&w);
 		jw_obj(&w, "findings");
 		jw_arr(&w, "new");
 		for (size_t i = 0; i < nnew; i++)
@@ -437,6 +461,24 @@ int nvlp_cmd_diff(int argc, char **argv)
 					snprintf(ch, sizeof ch, "-");
 				else
 					snprintf(ch, sizeof ch, "%+.1f%%", p);
+				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
+				       an_size_class_name(sc), b, a, ch);
+			}
+		int nh = 0;
+		for (int c = 1; c < AN_C_COUNT; c++)
+			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+				if (!host_cell(B, A, c, sc))
+					continue;
+				if (!nh++)
+					printf("\n  host time per call, ms (no GPU time on a side: NCCL calls "
+					       "timed on the host, waiting included)\n  %-14s %-9s %10s "
+					       "%10s %9s\n",
+					       "collective", "size", "before", "after", "change");
+				char b[32], a[32], ch[32];
+				snprintf(b, sizeof b, "%.3f", B->s.host_ms_per_call[c][sc]);
+				snprintf(a, sizeof a, "%.3f", A->s.host_ms_per_call[c][sc]);
+				snprintf(ch, sizeof ch, "%+.1f%%",
+				         pct(B->s.host_ms_per_call[c][sc], A->s.host_ms_per_call[c][sc]));
 				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
 				       an_size_class_name(sc), b, a, ch);
 			}

@@ -142,6 +142,7 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	s->steps = (int)job->steps;
 	double e = 0, w = 0, c = 0;
 	double sb[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, st[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
+	double hn[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, ht[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok)
@@ -154,6 +155,10 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 		for (size_t k = 0; k < r->ncalls; k++) {
 			const struct an_call *cl = &r->calls[k];
 			int cc = an_coll_of_fn(cl->fn), sc = an_size_class(cl->bytes);
+			if (cc > 0) {
+				hn[cc][sc]++;
+				ht[cc][sc] += cl->host_dur;
+			}
 			if (!cl->gpu_start || !cl->gpu_dur || cc <= 0)
 				continue;
 			sb[cc][sc] += (double)cl->bytes *
@@ -173,7 +178,10 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	}
 	for (int cc = 0; cc < AN_C_COUNT; cc++)
 		for (int sc = 0; sc < AN_SIZE_CLASSES; sc++)
+		{
 			s->busbw[cc][sc] = st[cc][sc] > 0 ? sb[cc][sc] / st[cc][sc] : NAN;
+			s->host_ms_per_call[cc][sc] = hn[cc][sc] > 0 ? ht[cc][sc] / hn[cc][sc] / 1e6 : NAN;
+		}
 	int n = job->nok ? (int)job->nok : 1;
 	s->comm_ms = c / 1e6 / n;
 	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;

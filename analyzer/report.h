@@ -20,6 +20,9 @@ struct an_summary {
 	/* bus bandwidth per collective class and size class (GPU time only) */
 	double busbw[AN_C_COUNT][AN_SIZE_CLASSES];
 	double bw_bytes[AN_C_COUNT][AN_SIZE_CLASSES];
+	/* host time per call, ms, per collective class and size class (every call): what diff
+	 * compares where a side has no GPU time */
+	double host_ms_per_call[AN_C_COUNT][AN_SIZE_CLASSES];
 	/* bytes per link type */
 	double nvlink_bytes, pcie_bytes, copy_p2p_bytes, copy_staged_bytes;
 };

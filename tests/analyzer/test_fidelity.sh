@@ -82,4 +82,14 @@ check "runs: a healthy run plus a P2P-disabled run (one program) is two jobs" gr
 check "runs: diff warns when the sides ran different programs" grep -q "diff: warning: the two sides ran different programs" "$T/d.err"
 "$CLI" diff "$EX/ddp_healthy" "$EX/ddp_straggler" >/dev/null 2>"$T/d2.err"
 check "runs: diff of one program: no warning" bash -c "! grep -q 'different programs' '$T/d2.err'"
+# 5b. diff without GPU data compares collectives by host time, and says so
+gen ng1 --no-gpu
+gen ng2 --no-gpu --late-rank 1
+"$CLI" diff "$T/ng1" "$T/ng2" >"$T/ng.txt" 2>&1
+"$CLI" diff --json "$T/ng1" "$T/ng2" >"$T/ng.json" 2>/dev/null
+check "diff host time: table says it is host time" grep -q "host time per call, ms (no GPU time on a side" "$T/ng.txt"
+check "diff host time: AllReduce 16M-256M row" grep -qE "^  AllReduce +16M-256M +[0-9.]+ +[0-9.]+ " "$T/ng.txt"
+check_eq "diff host time: JSON host_time rows, source host" "True" "$(pyq "$T/ng.json" "len(d['host_time']) >= 3 and all(x['time_source'] == 'host' for x in d['host_time'])")"
+"$CLI" diff --json "$EX/ddp_healthy" "$EX/ddp_p2p_disable" >"$T/g.json" 2>/dev/null
+check_eq "diff host time: none where both sides have GPU time" "0" "$(pyq "$T/g.json" "len(d['host_time'])")"
 [ "$FAILED" -eq 0 ]
