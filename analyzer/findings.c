@@ -459,7 +459,9 @@ static void exposed(const struct an_job *job, const double *th, struct an_findin
 	ev_num(x, "exposed_share", share, NULL);
 	ev_str(x, "measured_over", "%s", win ? "steps" : "whole trace");
 	ev_num(x, "exposed_ms_per_rank", e / 1e6 / n, "ms");
-	ev_num(x, "communication_ms_per_rank", c / 1e6 / n, "ms");
+	/* the same communication time the summary line gives for the span measured over */
+	ev_num(x, win ? "comm_in_steps_ms_per_rank" : "communication_ms_per_rank",
+	       c / 1e6 / n, "ms");
 	ev_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
 	if (worst >= 0)
 		ev_num(x, "worst_rank", worst, NULL);

@@ -33,6 +33,20 @@ struct lctx {
 	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
 	size_t capchoices, capsyms;
 	int lastdev;
+	/* NCCL runs a single-rank communicator's collectives as device copies on the call's stream:
+	 * those calls and the device-to-device copies, matched at the end of the file */
+	struct srcall {
+		uint32_t idx;
+		int dev;
+		uint64_t cs, t, bytes;
+	} *sr;
+	size_t nsr, capsr;
+	struct dcopy {
+		int dev;
+		uint64_t stream, s, d, bytes;
+		int used;
+	} *dc;
+	size_t ndc, capdc;
 };
 
 /* The record is unusable: skip it, and say so once per file (the count says how many). */
@@ -158,6 +172,12 @@ static int on_nccl(struct lctx *c)
 	cl->device = (int8_t)n->device;
 	cl->comm = (uint16_t)comm;
 	an_match_call(c->m, (uint32_t)(r->ncalls - 1), n->tid, n->group_depth, n->cupti_stream);
+	if (nranks == 1 && cls == 'C' && n->cupti_stream && !failed) {
+		struct srcall *x = PUSH(c->sr, c->nsr, c->capsr);
+		if (x)
+			*x = (struct srcall){(uint32_t)(r->ncalls - 1), (int)(int64_t)n->device,
+			                     n->cupti_stream, n->t_enter, n->bytes};
+	}
 	if (failed) {
 		struct an_failed *x = PUSH(r->failed, r->nfailed, r->capfailed);
 		if (x)
@@ -332,6 +352,12 @@ static int on_gpucopy(struct lctx *c)
 	if (an_bad_gpu_time(g->start, g->dur))
 		return 0;
 	seen_time(c->r, g->start, g->start + g->dur);
+	if (g->copy_kind == NVLP_GPUCOPY_DTOD && c->nsr && c->ndc < (1u << 20)) {
+		struct dcopy *x = PUSH(c->dc, c->ndc, c->capdc);
+		if (x)
+			*x = (struct dcopy){(int)(int64_t)g->device, g->stream, g->start, g->dur,
+			                    g->bytes, 0};
+	}
 	if (g->copy_kind != NVLP_GPUCOPY_PTOP) /* PTOP: direct over NVLink */
 		return 0;
 	if (!dev_ok(g->src_device) || !dev_ok(g->dst_device))
@@ -754,6 +780,44 @@ static void read_header(struct an_rank *r, nvlp_reader *rd)
 		r->t_real0 = strtoull(v, NULL, 10);
 }
 
+/* Single-rank collectives without GPU time take it from the device copy NCCL made for them: on
+ * the call's stream and device, of the call's bytes, the first unused one starting after the call
+ * (calls and copies in time order; a copy of other bytes on that stream is the job's own). */
+static int cmp_dcopy(const void *a, const void *b)
+{
+	const struct dcopy *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+static void single_rank_copies(struct lctx *c)
+{
+	struct an_rank *r = c->r;
+	if (!c->nsr || !c->ndc)
+		return;
+	qsort(c->dc, c->ndc, sizeof *c->dc, cmp_dcopy);
+	size_t from = 0;
+	for (size_t i = 0; i < c->nsr; i++) {
+		struct srcall *q = &c->sr[i];
+		struct an_call *cl = &r->calls[q->idx];
+		if (cl->gpu_start)
+			continue;
+		while (from < c->ndc && c->dc[from].used)
+			from++;
+		for (size_t j = from; j < c->ndc && j < from + 4096; j++) {
+			struct dcopy *x = &c->dc[j];
+			if (x->used || x->s < q->t || x->dev != q->dev || x->stream != q->cs ||
+			    x->bytes != q->bytes)
+				continue;
+			x->used = 1;
+			cl->gpu_start = x->s;
+			cl->gpu_dur = x->d > UINT32_MAX ? UINT32_MAX : (uint32_t)x->d;
+			struct an_dev *d = get_dev(c, q->dev);
+			if (d)
+				an_ivals_push(&d->nccl, x->s, x->s + x->d);
+			break;
+		}
+	}
+}
+
 /* Read one file completely into r. */
 static void load_file(struct an_rank *r)
 {
@@ -794,6 +858,9 @@ static void load_file(struct an_rank *r)
 		for (size_t i = 0; i < c.ndrops; i++)
 			r->dropped += c.drops[i].dropped;
 	an_match_close(c.m);
+	single_rank_copies(&c);
+	free(c.sr);
+	free(c.dc);
 	an_sym_finish(r);
 	free(c.scls);
 	free(c.drops);

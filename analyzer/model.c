@@ -561,9 +561,13 @@ uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only)
 		g += r->devs[d].union_nccl_ns;
 	for (size_t k = 0; k < r->ncalls; k++)
 		h += r->calls[k].host_dur;
+	/* GPU time where NCCL's work was traced; else (no kernels at all, or kernels of compute
+	 * only: the calls' kernels were never seen) the host time the calls took, as COLLECTIVES
+	 * then shows it, never 0 beside a table of collective time */
+	int gpu = r->kind_count[NVLP_K_KERNEL] && (g || !r->ncalls);
 	if (host_only)
-		*host_only = r->kind_count[NVLP_K_KERNEL] == 0;
-	return r->kind_count[NVLP_K_KERNEL] ? g : h;
+		*host_only = !gpu;
+	return gpu ? g : h;
 }
 
 /* Compute time of the sorted, merged intervals iv inside [s, e) (binary search for the start). */

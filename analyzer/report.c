@@ -140,18 +140,22 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	s->wall_ms = (double)(job->t1 - job->t0) / 1e6;
 	s->step_ms = job->step_ns > 0 ? job->step_ns / 1e6 : NAN;
 	s->steps = (int)job->steps;
-	double e = 0, w = 0, c = 0;
+	double e = 0, w = 0, c = 0, cw = 0;
+	size_t nh = 0;
 	double sb[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, st[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
 	double hn[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, ht[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok)
 			continue;
-		double re, rw;
-		an_rank_exposure(job, r, &re, &rw, NULL);
+		double re, rw, rc;
+		int ho = 0;
+		an_rank_exposure(job, r, &re, &rw, &rc);
 		e += re;
 		w += rw;
-		c += (double)an_rank_comm_ns(r, NULL);
+		cw += rc;
+		c += (double)an_rank_comm_ns(r, &ho);
+		nh += ho;
 		for (size_t k = 0; k < r->ncalls; k++) {
 			const struct an_call *cl = &r->calls[k];
 			int cc = an_coll_of_fn(cl->fn), sc = an_size_class(cl->bytes);
@@ -184,6 +188,8 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 		}
 	int n = job->nok ? (int)job->nok : 1;
 	s->comm_ms = c / 1e6 / n;
+	s->comm_host = job->nok && nh == job->nok;
+	s->comm_win_ms = job->have_gpu && job->win1 && !s->comm_host ? cw / 1e6 / n : NAN;
 	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;
 	s->exposed_share = job->have_gpu && w > 0 ? e / w : NAN;
 }
@@ -395,10 +401,19 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fputc('\n', o);
 	if (!job->ncomms)
 		fprintf(o, "communication: no NCCL calls\n");
+	else if (job->have_gpu && s.comm_host)
+		fprintf(o,
+		        "communication: %.2f ms per rank in NCCL calls (host time: no NCCL kernel "
+		        "traced; exposure unknown)\n",
+		        s.comm_ms);
+	else if (job->have_gpu && !isnan(s.comm_win_ms))
+		fprintf(o,
+		        "communication: %.2f ms per rank (%.2f ms in the steps); exposed %.2f ms = "
+		        "%.1f%% of the steps' time\n",
+		        s.comm_ms, s.comm_win_ms, s.exposed_ms, s.exposed_share * 100);
 	else if (job->have_gpu)
-		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of %s\n",
-		        s.comm_ms, s.exposed_ms, s.exposed_share * 100,
-		        job->win1 ? "the steps' time" : "wall time");
+		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of wall time\n",
+		        s.comm_ms, s.exposed_ms, s.exposed_share * 100);
 	else
 		fprintf(
 		    o,
@@ -592,7 +607,8 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	double pk = t.peak;
 	jw_num(&w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	jw_num(&w, "comm_ms_per_rank", s.comm_ms);
-	jw_str(&w, "comm_time_source", job->have_gpu ? "gpu" : "host");
+	jw_num(&w, "comm_in_steps_ms_per_rank", s.comm_win_ms);
+	jw_str(&w, "comm_time_source", job->have_gpu && !s.comm_host ? "gpu" : "host");
 	jw_num(&w, "exposed_ms_per_rank", s.exposed_ms);
 	jw_num(&w, "exposed_share", s.exposed_share);
 	jw_str(&w, "exposed_over", job->win1 ? "steps" : "trace");

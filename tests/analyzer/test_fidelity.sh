@@ -92,4 +92,24 @@ check "diff host time: AllReduce 16M-256M row" grep -qE "^  AllReduce +16M-256M 
 check_eq "diff host time: JSON host_time rows, source host" "True" "$(pyq "$T/ng.json" "len(d['host_time']) >= 3 and all(x['time_source'] == 'host' for x in d['host_time'])")"
 "$CLI" diff --json "$EX/ddp_healthy" "$EX/ddp_p2p_disable" >"$T/g.json" 2>/dev/null
 check_eq "diff host time: none where both sides have GPU time" "0" "$(pyq "$T/g.json" "len(d['host_time'])")"
+# 4. single-rank communicators: GPU time from the copies NCCL ran, not "host time"
+gen single --single-rank
+"$CLI" report "$T/single" >"$T/single.txt" 2>/dev/null
+"$CLI" report --json "$T/single" >"$T/single.json" 2>/dev/null
+check_eq "single-rank: AllReduce timed on the GPU from its 40 copies (40 x 0.1198 ms; the job's own copy not taken)" \
+	"gpu 4.79" "$(pyq "$T/single.json" "d['collectives'][0]['time_source'] + ' %.2f' % d['collectives'][0]['time_ms_per_rank']")"
+check "single-rank: no 'h' mark in COLLECTIVES" grep -qE "^  0005eed0c0117ec7 ncclAllReduce +1 +40.0 +16.000 +4.79  " "$T/single.txt"
+
+# 3. numbers that add up: the summary line's communication equals COLLECTIVES' ms/rank sum and
+# the exposed finding's figure (over the steps), shown side by side
+"$CLI" report "$EX/ddp_p2p_disable" >"$T/p2p.txt" 2>/dev/null
+"$CLI" report --json "$EX/ddp_p2p_disable" >"$T/p2p.json" 2>/dev/null
+check "totals: summary gives whole-trace and in-steps communication" grep -qE "^communication: 480.32 ms per rank \(379.35 ms in the steps\)" "$T/p2p.txt"
+check_eq "totals: the exposed finding's communication is the summary's in-steps figure" "True" \
+	"$(pyq "$T/p2p.json" "abs([f['evidence']['comm_in_steps_ms_per_rank'] for f in d['findings'] if f['id']=='exposed_communication'][0] - d['job']['comm_in_steps_ms_per_rank']) < 0.01")"
+check_eq "totals: COLLECTIVES ms/rank add up to comm_ms_per_rank (healthy)" "True" \
+	"$(pyq "$T/h.json" "abs(sum(c['time_ms_per_rank'] for c in d['collectives']) - d['job']['comm_ms_per_rank']) < 0.05")"
+gen nonccl --single-rank --no-nccl-gpu
+"$CLI" report "$T/nonccl" >"$T/nonccl.txt" 2>/dev/null
+check "totals: compute kernels but no NCCL GPU time -> host time, not 0.00" grep -qE "^communication: 0.2[0-9] ms per rank in NCCL calls \(host time: no NCCL kernel traced" "$T/nonccl.txt"
 [ "$FAILED" -eq 0 ]

@@ -46,6 +46,7 @@ struct an_gen_opts {
 	int fail_at;             /* PLAIN_FAIL: rank 1 dies before this collective */
 	int launcher;            /* also a launcher's trace: a device and clock records, no work */
 	const char *comm_name;   /* COMMNAME record for the job's communicator */
+	int no_nccl_gpu;         /* plain jobs: compute kernels only, NCCL's work never traced */
 	int quiet;
 };
 
@@ -369,8 +370,9 @@ static int gen_small(const struct an_gen_opts *o)
  * growing from 8 MiB to 2 GiB, each twice, nothing else on the GPU), a tight replay loop (compute 30 us +
  * one 4 KiB AllReduce, 40 us per iteration), or 40 steady 10 ms steps where rank 1 dies before
  * collective fail_at and rank 0's fail_at returns ncclSystemError after 5 s (seq kept, aux2 =
- * failed, no kernel). */
-enum { PLAIN_SWEEP = 1, PLAIN_LOOP, PLAIN_FAIL };
+ * failed, no kernel), or (PLAIN_SINGLE) the same steps on a single-rank communicator, which NCCL
+ * runs as a device-to-device copy on the call's stream (beside one copy of the job's own). */
+enum { PLAIN_SWEEP = 1, PLAIN_LOOP, PLAIN_FAIL, PLAIN_SINGLE };
 static int gen_plain(const struct an_gen_opts *o)
 {
 	mkdir(o->dir, 0755);
@@ -415,6 +417,7 @@ static int gen_plain(const struct an_gen_opts *o)
 		int dead = 0;
 		size_t nsizes = o->plain == PLAIN_SWEEP ? 18 : 1;
 		size_t iters = o->plain == PLAIN_SWEEP ? 25 : o->plain == PLAIN_LOOP ? 104 : 40;
+		int single = o->plain == PLAIN_SINGLE;
 		for (size_t z = 0; z < nsizes && !dead; z++)
 			for (size_t i = 0; i < iters && !dead; i++) {
 				uint64_t bytes = o->plain == PLAIN_SWEEP  ? (8 * MIB << z / 2)
@@ -440,9 +443,9 @@ static int gen_plain(const struct an_gen_opts *o)
 					dead = 2;
 					break;
 				}
-				uint64_t comp = o->plain == PLAIN_LOOP ? 30 * US
-				                : o->plain == PLAIN_FAIL ? 8 * MS
-				                                         : 0;
+				uint64_t comp = o->plain == PLAIN_LOOP                ? 30 * US
+				                : o->plain == PLAIN_FAIL || single ? 8 * MS
+				                                                   : 0;
 				if (comp) {
 					k.start = t;
 					k.dur = comp - 2 * US;
@@ -461,13 +464,31 @@ static int gen_plain(const struct an_gen_opts *o)
 				c.bytes = bytes;
 				c.count = bytes / 4;
 				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
-				k.start = t + 6 * US;
-				k.dur = gd;
-				k.stream = NCCL_STREAM;
-				k.name = 1;
-				k.flags = 1;
-				nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
-				t += 6 * US + gd + (o->plain == PLAIN_FAIL ? 2 * MS - gd : 2 * US);
+				if (o->no_nccl_gpu) {
+				} else if (single) {
+					struct nvlp_rec_gpucopy g = {.start = t + 6 * US, .dur = gd,
+					                             .copy_kind = 8 /* DTOD */,
+					                             .device = (uint64_t)r,
+					                             .src_device = (uint64_t)r,
+					                             .dst_device = (uint64_t)r,
+					                             .context = 1, .stream = NCCL_STREAM,
+					                             .bytes = bytes};
+					nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
+					if (i == 3) { /* the job's own copy on that stream */
+						g.start += gd + US;
+						g.dur = 3 * US;
+						g.bytes = 4096;
+						nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
+					}
+				} else {
+					k.start = t + 6 * US;
+					k.dur = gd;
+					k.stream = NCCL_STREAM;
+					k.name = 1;
+					k.flags = 1;
+					nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
+				}
+				t += 6 * US + gd + (o->plain == PLAIN_FAIL || single ? 2 * MS - gd : 2 * US);
 				if (nvlp_writer_pending(w) > 48 * 1024)
 					nvlp_writer_flush(w);
 			}
@@ -953,7 +974,7 @@ static void usage(void)
 	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
 	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
-	                "[--launcher]\n"
+	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
 	                "       [--comm-name NAME]\n");
 }
 
@@ -973,7 +994,8 @@ int main(int argc, char **argv)
 	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
 	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
-	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},
+	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
+	    {"no-nccl-gpu", 0, 0, 7},
 	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
@@ -1083,6 +1105,13 @@ int main(int argc, char **argv)
 			break;
 		case 5:
 			o.comm_name = optarg;
+			break;
+		case 7:
+			o.no_nccl_gpu = 1;
+			break;
+		case 6:
+			o.plain = PLAIN_SINGLE;
+			o.ranks = 1;
 			break;
 		default:
 			usage();
