@@ -243,11 +243,35 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 			ev_num(x, "dst_device", p->dst, NULL);
 			ev_num(x, "copies", (double)p->staged_copies, NULL);
 			ev_num(x, "bytes", (double)p->staged_bytes, "B");
-			if (gbps > 0)
+			/* achieved: the staged bytes over the host time in those calls (their GPU
+			 * records are only the chunks' first pieces); a peer copy at the NVLink
+			 * rate measured in this job (its peer copies), else at the NVLink peak */
+			double sg = p->staged_ns ? (double)p->staged_bytes / (double)p->staged_ns : 0;
+			if (sg > 0)
+				ev_num(x, "achieved_gbps", sg, "GB/s");
+			else if (gbps > 0)
 				ev_num(x, "achieved_gbps", gbps, "GB/s");
+			double peak = nvl ? an_dev_peak(job, r, p->src) / 1e9 : 0, rate = 0;
+			const char *rate_src = "";
+			for (size_t k = 0; k < r->npairs; k++)
+				if (r->pairs[k].p2p_gpu_ns && r->pairs[k].p2p_bytes) {
+					rate = (double)r->pairs[k].p2p_bytes / (double)r->pairs[k].p2p_gpu_ns;
+					rate_src = "measured";
+				}
+			if (rate <= 0 && peak > 0) {
+				rate = peak;
+				rate_src = "nvlink_peak";
+			}
 			if (nvl)
-				ev_num(x, "nvlink_peak_gbps", an_dev_peak(job, r, p->src) / 1e9,
-				       "GB/s");
+				ev_num(x, "nvlink_peak_gbps", peak, "GB/s");
+			if (rate > 0 && p->staged_ns) {
+				double peer_ms = (double)p->staged_bytes / rate / 1e6;
+				double took_ms = (double)p->staged_ns / 1e6;
+				ev_num(x, "staged_ms", took_ms, "ms");
+				ev_num(x, "peer_copy_ms", peer_ms, "ms");
+				ev_str(x, "peer_copy_rate", "%s %.0f GB/s", rate_src, rate);
+				ev_num(x, "lost_ms", took_ms > peer_ms ? took_ms - peer_ms : 0, "ms");
+			}
 			if (r->peer_enable_fail)
 				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
 				       NULL);

@@ -337,6 +337,7 @@ static int on_copy(struct lctx *c)
 	if ((int64_t)cp->peer_enabled == 0) {
 		p->staged_copies++;
 		p->staged_bytes += cp->bytes;
+		p->staged_ns += cp->dur;
 	}
 	if (cp->fn == NVLP_CUDA_MEMCPY || cp->fn == NVLP_CUDA_MEMCPY_PEER ||
 	    cp->fn == NVLP_CUDA_MEMCPY_PTDS || cp->fn == NVLP_CUDA_MEMCPY_PEER_PTDS) {

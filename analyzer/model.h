@@ -151,6 +151,8 @@ struct an_pair {
 	int src, dst;
 	uint64_t api_copies, api_bytes;             /* COPY records (host side) */
 	uint64_t staged_copies, staged_bytes;       /* COPY with peer_enabled = 0 */
+	uint64_t staged_ns; /* host time in those calls: the driver stages through host memory
+	                     * while the call runs, so even an async one returns about when done */
 	uint64_t p2p_copies, p2p_bytes, p2p_gpu_ns; /* GPUCOPY PTOP */
 	uint64_t sync_bytes, sync_ns; /* synchronous COPY calls: host time is copy time */
 };

@@ -355,6 +355,8 @@ static double pair_gbps(const struct an_pair *p)
 {
 	if (p->p2p_gpu_ns && !p->staged_copies)
 		return (double)p->p2p_bytes / (double)p->p2p_gpu_ns;
+	if (p->staged_copies == p->api_copies && p->staged_ns)
+		return (double)p->staged_bytes / (double)p->staged_ns; /* host time in the calls */
 	if (p->sync_ns)
 		return (double)p->sync_bytes / (double)p->sync_ns;
 	return NAN;
@@ -366,6 +368,24 @@ static void fmt_gbps(char *b, size_t n, double v)
 		snprintf(b, n, "-");
 	else
 		snprintf(b, n, "%.1f", v);
+}
+
+/* The function of an NCCL choice as the job called it: NCCL's profiler says Broadcast for
+ * ncclBcast too, so a communicator the job broadcast on only with ncclBcast shows ncclBcast, as
+ * COLLECTIVES does. */
+static const char *choice_fn_name(const struct an_job *job, const struct an_jchoice *x)
+{
+	if (x->fn == NVLP_NCCL_BROADCAST && x->comm >= 0) {
+		int bcast = 0, broadcast = 0;
+		for (size_t i = 0; i < job->naggs; i++)
+			if (job->aggs[i].comm == x->comm) {
+				bcast |= job->aggs[i].fn == NVLP_NCCL_BCAST;
+				broadcast |= job->aggs[i].fn == NVLP_NCCL_BROADCAST;
+			}
+		if (bcast && !broadcast)
+			return nvlp_nccl_fn_name(NVLP_NCCL_BCAST);
+	}
+	return nvlp_nccl_fn_name(x->fn);
 }
 
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
@@ -464,7 +484,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			else
 				snprintf(h, sizeof h, "?");
 			snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
-			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, nvlp_nccl_fn_name(x->fn), ap,
+			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, choice_fn_name(job, x), ap,
 			        (unsigned long long)x->calls, an_choice_channels(x, ch, sizeof ch));
 		}
 	}
@@ -542,6 +562,9 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			        (unsigned long long)(p->api_copies ? p->api_copies : p->p2p_copies),
 			        (double)(p->api_bytes ? p->api_bytes : p->p2p_bytes) / MIB, g);
 		}
+	if (any)
+		fprintf(o, "  (GB/s: nvlink-p2p over the copies' GPU time; staged-host over the host "
+		           "time in the calls, which stage through host memory)\n");
 	if (job->have_links) {
 		fprintf(
 		    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
@@ -718,7 +741,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 			jw_str(&w, "comm", h);
 		else
 			jw_null(&w, "comm");
-		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
+		jw_str(&w, "collective", choice_fn_name(job, x));
 		jw_str(&w, "algorithm", x->algo);
 		jw_str(&w, "protocol", x->proto);
 		jw_int(&w, "calls", (int64_t)x->calls);

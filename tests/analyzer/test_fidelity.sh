@@ -112,4 +112,13 @@ check_eq "totals: COLLECTIVES ms/rank add up to comm_ms_per_rank (healthy)" "Tru
 gen nonccl --single-rank --no-nccl-gpu
 "$CLI" report "$T/nonccl" >"$T/nonccl.txt" 2>/dev/null
 check "totals: compute kernels but no NCCL GPU time -> host time, not 0.00" grep -qE "^communication: 0.2[0-9] ms per rank in NCCL calls \(host time: no NCCL kernel traced" "$T/nonccl.txt"
+# 3. staged copies: achieved GB/s and what a peer copy would have taken
+"$CLI" report --json "$EX/p2p_staged" >"$T/sg.json" 2>/dev/null
+check_eq "staged: achieved ~38 GB/s, a peer copy at 478 GB/s ~11.8 ms, lost = staged - peer" "True" \
+	"$(pyq "$T/sg.json" "[30 < e['achieved_gbps'] < 45 and 11 < e['peer_copy_ms'] < 12.5 and abs(e['lost_ms'] - (e['staged_ms'] - e['peer_copy_ms'])) < 0.01 and e['peer_copy_rate'].startswith('nvlink_peak') for f in d['findings'] if f['id']=='peer_access_disabled' for e in [f['evidence']]][0]")"
+check_eq "staged: COPIES row has the achieved rate" "True" "$(pyq "$T/sg.json" "30 < d['copies'][0]['gbps'] < 45")"
+# names as NCCL spells them: the job's ncclBcast is ncclBcast in both tables
+"$CLI" report "$EX/ddp_healthy" >"$T/dh.txt" 2>/dev/null
+check "names: CHOICES say ncclBcast where the job called ncclBcast" grep -qE "^  [0-9a-f]{16} ncclBcast +RING/LL" "$T/dh.txt"
+check "names: no ncclBroadcast left in that report" bash -c "! grep -q ncclBroadcast '$T/dh.txt'"
 [ "$FAILED" -eq 0 ]
