@@ -487,6 +487,11 @@ static void exposed(const struct an_job *job, const double *th, struct an_findin
 	ev_num(x, win ? "comm_in_steps_ms_per_rank" : "communication_ms_per_rank",
 	       c / 1e6 / n, "ms");
 	ev_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
+	/* its cost: the exposed time itself (time the GPUs waited on communication, part of the
+	 * wall time by construction), per step and over the run */
+	if (win && job->steps)
+		ev_num(x, "lost_per_step_ms", e / 1e6 / n / (double)job->steps, "ms");
+	ev_num(x, "lost_ms", e / 1e6 / n, "ms");
 	if (worst >= 0)
 		ev_num(x, "worst_rank", worst, NULL);
 	/* explain() replaces this when a root cause explains the finding */

@@ -163,7 +163,12 @@ static void find_period(struct an_job *job, const double *th)
 				/* the step window: from the first steady-state step to the end of
 				 * the last call */
 				const struct an_call *last = &r->calls[ix[m - 1]];
-				uint64_t e = last->t_enter + last->host_dur;
+				/* a last call that hung or failed after seconds ends no step: its
+				 * host time counts up to one step */
+				uint64_t hd = last->host_dur;
+				if (job->step_ns > 0 && hd > job->step_ns)
+					hd = (uint64_t)job->step_ns;
+				uint64_t e = last->t_enter + hd;
 				if (last->gpu_start && last->gpu_start + last->gpu_dur > e)
 					e = last->gpu_start + last->gpu_dur;
 				if (job->step_ns > 0 && e > t0) {

@@ -121,4 +121,11 @@ check_eq "staged: COPIES row has the achieved rate" "True" "$(pyq "$T/sg.json" "
 "$CLI" report "$EX/ddp_healthy" >"$T/dh.txt" 2>/dev/null
 check "names: CHOICES say ncclBcast where the job called ncclBcast" grep -qE "^  [0-9a-f]{16} ncclBcast +RING/LL" "$T/dh.txt"
 check "names: no ncclBroadcast left in that report" bash -c "! grep -q ncclBroadcast '$T/dh.txt'"
+# 3. exposed_communication's cost: the exposed time per step and over the run, never above the
+# steps' time
+check_eq "cost: exposed lost_per_step_ms x steps = lost_ms, below the step time" "True" \
+	"$(pyq "$T/p2p.json" "[abs(e['lost_per_step_ms'] * d['job']['steps'] - e['lost_ms']) < 0.5 and e['lost_per_step_ms'] < d['job']['step_ms'] for f in d['findings'] if f['id']=='exposed_communication' for e in [f['evidence']]][0]")"
+# a failed collective's 5 s does not stretch the step window
+check "failed: the step window stays on the steps (exposure not diluted by the 5 s wait)" grep -qE "^communication: .* exposed .* = [0-9]+\.[0-9]% of the steps' time" "$T/fail.txt"
+check_eq "failed: exposed share over the steps ~1.2% (0.06% if the 5 s counted)" "True" "$(pyq "$T/fail.json" "0.008 < d['job']['exposed_share'] < 0.02")"
 [ "$FAILED" -eq 0 ]
