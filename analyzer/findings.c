@@ -592,6 +592,9 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			        "Some data was not collected; related figures are partial");       \
 		ev_str(x, __VA_ARGS__);                                                            \
 	} while (0)
+	if (job->several_jobs[0])
+		GAP("several_jobs", "%s: figures mix those jobs; give each run its own directory",
+		    job->several_jobs);
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok)

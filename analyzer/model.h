@@ -378,6 +378,7 @@ struct an_job {
 	uint64_t comms_unmatched; /* communicators whose cross-rank table did not fit in memory */
 	struct an_kch *kch;   /* KernelCh results (kernelch.c) */
 	const double *th;     /* thresholds for analysis (NULL: an_threshold_defaults) */
+	char several_jobs[320]; /* why the traces look like several jobs ("" one job) */
 };
 
 /*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:

@@ -32,7 +32,7 @@ static void program_of(const struct an_rank *r, char *out, size_t len)
 	}
 	snprintf(out, len, "%.*s", (int)n, c ? c : "");
 }
-static void job_mix_warn(const struct an_job *job)
+static void job_mix_warn(struct an_job *job)
 {
 	for (size_t i = 0; i < job->nranks; i++)
 		for (size_t j = 0; j < i; j++) {
@@ -63,6 +63,7 @@ static void job_mix_warn(const struct an_job *job)
 			        "nvlprof: warning: these traces hold several jobs: %s (give each run "
 			        "its own directory)\n",
 			        why);
+			snprintf(job->several_jobs, sizeof job->several_jobs, "%s", why);
 			return;
 		}
 }

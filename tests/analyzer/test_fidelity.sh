@@ -23,6 +23,11 @@ check "role: info calls the launcher an other process" grep -q "role      other 
 "$CLI" info "$T/healthy/node0-4001.nvlp" >"$T/ri.txt"
 check "role: info gives a rank's rank" grep -q "rank      1 (local 1) of 2" "$T/ri.txt"
 "$CLI" info "$T/fail/plain-5001.nvlp" >"$T/fi.txt"
+"$CLI" info "$EX/ddp_healthy" >"$T/dhi.txt"
+"$CLI" report --json "$EX/ddp_healthy" >"$T/dhr.json" 2>/dev/null
+check_eq "role: info resolves mp.spawn ranks (no RANK) from their communicator, as report does" \
+	"$(pyq "$T/dhr.json" "' '.join(str(r['rank']) for r in d['ranks'])")" \
+	"$(grep -oE '^  rank      [0-9]+ of 2 \(from its largest communicator\)' "$T/dhi.txt" | awk '{print $2}' | tr '\n' ' ' | sed 's/ $//')"
 check "role: a killed rank's trace stays a rank" grep -q "rank      1 (local 1) of 2" "$T/fi.txt"
 
 # 2. steps only where proven
@@ -78,6 +83,8 @@ mkdir -p "$T/mix2"
 cp "$EX/ddp_healthy"/*.nvlp "$EX/ddp_p2p_disable"/*.nvlp "$T/mix2/"
 "$CLI" report "$T/mix2" >/dev/null 2>"$T/mix2.err"
 check "runs: a healthy run plus a P2P-disabled run (one program) is two jobs" grep -q "several jobs: pids .* have different parents" "$T/mix2.err"
+"$CLI" report "$T/mix2" >"$T/mix2.txt" 2>/dev/null
+check "runs: the report itself says so (collection_gaps several_jobs)" grep -q "several_jobs: pids .* have different parents" "$T/mix2.txt"
 "$CLI" diff "$T/healthy" "$T/sweep" >/dev/null 2>"$T/d.err"
 check "runs: diff warns when the sides ran different programs" grep -q "diff: warning: the two sides ran different programs" "$T/d.err"
 "$CLI" diff "$EX/ddp_healthy" "$EX/ddp_straggler" >/dev/null 2>"$T/d2.err"
