@@ -102,6 +102,15 @@ static int irregular(struct an_job *job, const double *th, const uint64_t *st, s
 	return 0;
 }
 
+/* A call that returned an error ends no step (kept in calls for hang matching only). */
+static int failed_call(const struct an_job *job, const struct an_rank *r, const struct an_call *c)
+{
+	for (size_t i = 0; i < r->nfailed; i++)
+		if (r->failed[i].seq == c->seq && r->failed[i].hash == job->comms[c->comm].hash)
+			return 1;
+	return 0;
+}
+
 /* The period of the repeating collective pattern on the busiest comm of the first rank, accepted
  * only when regular (irregular()). */
 static void find_period(struct an_job *job, const double *th)
@@ -125,7 +134,7 @@ static void find_period(struct an_job *job, const double *th)
 		return;
 	size_t m = 0;
 	for (size_t k = 0; k < r->ncalls; k++)
-		if (r->calls[k].comm == main)
+		if (r->calls[k].comm == main && !failed_call(job, r, &r->calls[k]))
 			ix[m++] = (uint32_t)k;
 	/* calls from several threads are in file order, not issue order: order them by seq */
 	seq_calls = r->calls;

@@ -54,6 +54,7 @@ done
 check_eq "failed: hang_suspect names rank 1 and #30, rank 0 failed with ncclSystemError" \
 	"1 30 0 ncclSystemError True" \
 	"$(pyq "$T/fail.json" "' '.join(str(x) for f in d['findings'] if f['id']=='hang_suspect' for x in (f['evidence']['rank'], f['evidence']['seq'], f['evidence']['failed_rank'], f['evidence']['failed_with'], f['evidence']['wait_ms'] >= 5000))")"
+check "failed: the failed call ends no step (30 steps of 10.01 ms)" grep -q "^nvlprof report: 2 processes on 1 host, wall 5301.2 ms, 30 steps of 10.01 ms" "$T/fail.txt"
 check "failed: the text says the call failed" grep -q "hang_suspect: ncclAllReduce #30 .* never entered by rank 1; .*rank 0's call failed: ncclSystemError" "$T/fail.txt"
 
 # 6. communicator names beside the hash

@@ -505,29 +505,6 @@ static int gen_plain(const struct an_gen_opts *o)
 	return 0;
 }
 
-/* A launcher's trace (torchrun's parent): the shim saw a device and took clock pairs, no work. */
-static int gen_launcher(const struct an_gen_opts *o)
-{
-	char hdr[512], path[512];
-	uint64_t mono0 = 1000000ull * MS;
-	snprintf(hdr, sizeof hdr,
-	         "format=1\nversion=test\nhost=node0\npid=4999\nppid=1\nrank=0\nlocal_rank=0\n"
-	         "world_size=%d\ncmdline=torchrun --nproc-per-node %d train.py\n",
-	         o->ranks, o->ranks);
-	snprintf(path, sizeof path, "%s/launcher-4999.nvlp", o->dir);
-	nvlp_writer *w = nvlp_writer_open(path, hdr, mono0, REAL0);
-	if (!w)
-		return -1;
-	static const char name[] = "NVIDIA H200";
-	struct nvlp_rec_device d = {.device = 0, .sm_count = 132, .cc_major = 9};
-	nvlp_writer_add(w, NVLP_K_DEVICE, &d, name, strlen(name));
-	struct nvlp_rec_clock ck = {.source = 1, .mono = mono0 + MS, .other = mono0 + MS};
-	nvlp_writer_add(w, NVLP_K_CLOCK, &ck, NULL, 0);
-	struct nvlp_rec_end e = {.t = mono0 + 2 * MS};
-	nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
-	return nvlp_writer_close(w);
-}
-
 int an_gen_run(const struct an_gen_opts *o);
 int an_gen_run(const struct an_gen_opts *o)
 {
@@ -963,6 +940,29 @@ void an_gen_defaults(struct an_gen_opts *o)
 }
 
 #ifndef AN_GEN_NO_MAIN
+/* A launcher's trace (torchrun's parent): the shim saw a device and took clock pairs, no work. */
+static int gen_launcher(const struct an_gen_opts *o)
+{
+	char hdr[512], path[512];
+	uint64_t mono0 = 1000000ull * MS;
+	snprintf(hdr, sizeof hdr,
+	         "format=1\nversion=test\nhost=node0\npid=4999\nppid=1\nrank=0\nlocal_rank=0\n"
+	         "world_size=%d\ncmdline=torchrun --nproc-per-node %d train.py\n",
+	         o->ranks, o->ranks);
+	snprintf(path, sizeof path, "%s/launcher-4999.nvlp", o->dir);
+	nvlp_writer *w = nvlp_writer_open(path, hdr, mono0, REAL0);
+	if (!w)
+		return -1;
+	static const char name[] = "NVIDIA H200";
+	struct nvlp_rec_device d = {.device = 0, .sm_count = 132, .cc_major = 9};
+	nvlp_writer_add(w, NVLP_K_DEVICE, &d, name, strlen(name));
+	struct nvlp_rec_clock ck = {.source = 1, .mono = mono0 + MS, .other = mono0 + MS};
+	nvlp_writer_add(w, NVLP_K_CLOCK, &ck, NULL, 0);
+	struct nvlp_rec_end e = {.t = mono0 + 2 * MS};
+	nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+	return nvlp_writer_close(w);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: an_gen -o DIR [--ranks N] [--hosts H] [--steps S] [--clock-err-ms "
