@@ -96,6 +96,15 @@ int an_align_comms(struct an_job *job)
 		if (!c->single_host || c->peak_Bps < 0)
 			c->peak_Bps = 0;
 	}
+	/* names the job gave its communicators: the first process naming one names it */
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		for (size_t f = 0; f < job->nranks && !job->comms[ci].name[0]; f++)
+			for (size_t i = 0; i < job->ranks[f].ncnames; i++)
+				if (job->ranks[f].cnames[i].hash == job->comms[ci].hash) {
+					memcpy(job->comms[ci].name, job->ranks[f].cnames[i].name,
+					       sizeof job->comms[ci].name);
+					break;
+				}
 	/* clocks: realtime anchors first */
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
@@ -431,8 +440,14 @@ static uint32_t row_xfer(const struct an_job *job, const struct ctab *t, const s
 
 /* Who waited for whom: each rank's wait, the last one's lead and the wait it caused. */
 static void row_waits(struct an_job *job, const struct ctab *t, const struct crow *w,
-                      const struct arrivals *a)
+                      const struct arrivals *a, int first)
 {
+	if (first) { /* startup: ranks reach their first collective seconds apart */
+		for (int col = 0; col < t->ncol; col++)
+			job->rx[t->col_file[col]].first_wait_ns +=
+			    (double)an_sub_i64(a->mx, arrival(job, t, w, col));
+		return;
+	}
 	/* a wrapped difference of untrusted times stays a number; no overflow trap */
 	double lead = (double)an_sub_i64(a->mx, a->mx2);
 	for (int col = 0; col < t->ncol; col++) {
@@ -457,7 +472,7 @@ static void row_waits(struct an_job *job, const struct ctab *t, const struct cro
  * hung it. @return 1 if it is a hang (added to job->hangs) */
 static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint16_t ci)
 {
-	struct an_hang h = {.comm = ci, .seq = w->seq};
+	struct an_hang h = {.comm = ci, .seq = w->seq, .failed_rank = -1};
 	size_t i = w->at;
 	for (int col = 0; col < t->ncol; col++) {
 		struct an_rank *r = &job->ranks[t->col_file[col]];
@@ -472,6 +487,14 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 				h.wait_ms = wt / 1e6;
 			if (h.npresent < 16)
 				h.present[h.npresent++] = gr;
+			for (size_t q = 0; q < r->nfailed && h.failed_rank < 0; q++)
+				if (r->failed[q].seq == w->seq &&
+				    r->failed[q].hash == job->comms[ci].hash) {
+					h.failed_rank = gr;
+					h.failed_rc = r->failed[q].rc;
+					if ((double)r->failed[q].host_ns / 1e6 > h.wait_ms)
+						h.wait_ms = (double)r->failed[q].host_ns / 1e6;
+				}
 		} else if (t->maxseq[col] < w->seq) {
 			if (h.nmissing < 16)
 				h.missing[h.nmissing++] = gr;
@@ -522,10 +545,13 @@ static float nth_float(float *v, size_t n, size_t k)
 static void cross_rank(struct an_job *job, struct ctab *tabs)
 {
 	double skew_sum = 0;
+	uint64_t nskew = 0;
+	job->first_comm = -1;
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
 		struct ctab *t = &tabs[ci];
 		struct an_comm *m = &job->comms[ci];
 		int hang_done = 0;
+		uint64_t seen_full = 0;
 		if (t->ncol < 2)
 			continue;
 		struct crow w = {0};
@@ -551,18 +577,29 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 				if (m->xfer)
 					m->xfer[w.index] = row_xfer(job, t, &w);
 				double skew = (double)an_sub_i64(a.mx, a.mn);
-				skew_sum += skew;
 				job->matched_colls++;
-				if (skew > job->max_skew_ns)
-					job->max_skew_ns = skew;
-				row_waits(job, t, &w, &a);
+				int first = !seen_full++;
+				if (first) {
+					if (job->first_comm < 0 || skew > job->first_skew_ns) {
+						job->first_skew_ns = skew;
+						job->first_comm = (int)ci;
+						job->first_seq = w.seq;
+						job->first_fn = crow_call(job, t, &w, 0)->fn;
+					}
+				} else {
+					skew_sum += skew;
+					nskew++;
+					if (skew > job->max_skew_ns)
+						job->max_skew_ns = skew;
+				}
+				row_waits(job, t, &w, &a, first);
 				continue;
 			}
 			if (!hang_done && w.present)
 				hang_done = row_hang(job, t, &w, (uint16_t)ci);
 		}
 	}
-	job->mean_skew_ns = job->matched_colls ? skew_sum / job->matched_colls : 0;
+	job->mean_skew_ns = nskew ? skew_sum / (double)nskew : 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank_x *x = &job->rx[f];
 		if (x->nleads)

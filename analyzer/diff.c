@@ -220,6 +220,14 @@ static void usage(FILE *o)
 	    "input.\n");
 }
 
+/* A (collective, size) cell diff compares by host time: both sides called it, one has no GPU
+ * time for it. */
+static int host_cell(const struct side *B, const struct side *A, int c, int sc)
+{
+	return !isnan(B->s.host_ms_per_call[c][sc]) && !isnan(A->s.host_ms_per_call[c][sc]) &&
+	       (isnan(B->s.busbw[c][sc]) || isnan(A->s.busbw[c][sc]));
+}
+
 int nvlp_cmd_diff(int argc, char **argv)
 {
 	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
@@ -278,6 +286,17 @@ int nvlp_cmd_diff(int argc, char **argv)
 		an_summarize(&S[k].job, &S[k].s);
 	}
 	struct side *B = &S[0], *A = &S[1];
+	{
+		char pb[256], pa[256];
+		const struct an_rank *rb = first_ok(&B->job), *ra = first_ok(&A->job);
+		const char *xb = rb ? an_header_get(rb, NVLP_HDR_CMDLINE, pb, sizeof pb) : NULL;
+		const char *xa = ra ? an_header_get(ra, NVLP_HDR_CMDLINE, pa, sizeof pa) : NULL;
+		if (xb && xa && strcmp(xb, xa))
+			fprintf(stderr,
+			        "nvlprof: diff: warning: the two sides ran different programs: '%s' and "
+			        "'%s'\n",
+			        xb, xa);
+	}
 	struct metric m[] = {
 	    {"wall_ms", B->s.wall_ms, A->s.wall_ms},
 	    {"step_ms", B->s.step_ms, A->s.step_ms},
@@ -343,6 +362,22 @@ int nvlp_cmd_diff(int argc, char **argv)
 				jw_num(&w, "before_gbps", B->s.busbw[c][sc]);
 				jw_num(&w, "after_gbps", A->s.busbw[c][sc]);
 				jw_num(&w, "change_pct", pct(B->s.busbw[c][sc], A->s.busbw[c][sc]));
+				jw_obj_end(&w);
+			}
+		jw_arr_end(&w);
+		jw_arr(&w, "host_time");
+		for (int c = 1; c < AN_C_COUNT; c++)
+			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+				if (!host_cell(B, A, c, sc))
+					continue;
+				jw_obj(&w, NULL);
+				jw_str(&w, "collective", an_coll_name(c));
+				jw_str(&w, "size_class", an_size_class_name(sc));
+				jw_num(&w, "before_ms_per_call", B->s.host_ms_per_call[c][sc]);
+				jw_num(&w, "after_ms_per_call", A->s.host_ms_per_call[c][sc]);
+				jw_num(&w, "change_pct",
+				       pct(B->s.host_ms_per_call[c][sc], A->s.host_ms_per_call[c][sc]));
+				jw_str(&w, "time_source", "host");
 				jw_obj_end(&w);
 			}
 		jw_arr_end(&w);
@@ -431,6 +466,24 @@ int nvlp_cmd_diff(int argc, char **argv)
 					snprintf(ch, sizeof ch, "-");
 				else
 					snprintf(ch, sizeof ch, "%+.1f%%", p);
+				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
+				       an_size_class_name(sc), b, a, ch);
+			}
+		int nh = 0;
+		for (int c = 1; c < AN_C_COUNT; c++)
+			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+				if (!host_cell(B, A, c, sc))
+					continue;
+				if (!nh++)
+					printf("\n  host time per call, ms (no GPU time on a side: NCCL calls "
+					       "timed on the host, waiting included)\n  %-14s %-9s %10s "
+					       "%10s %9s\n",
+					       "collective", "size", "before", "after", "change");
+				char b[32], a[32], ch[32];
+				snprintf(b, sizeof b, "%.3f", B->s.host_ms_per_call[c][sc]);
+				snprintf(a, sizeof a, "%.3f", A->s.host_ms_per_call[c][sc]);
+				snprintf(ch, sizeof ch, "%+.1f%%",
+				         pct(B->s.host_ms_per_call[c][sc], A->s.host_ms_per_call[c][sc]));
 				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
 				       an_size_class_name(sc), b, a, ch);
 			}

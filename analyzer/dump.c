@@ -6,6 +6,7 @@
 #include <time.h>     /* gmtime_r, strftime */
 
 #include "commands.h"
+#include "model.h"
 #include "nvlp_trace.h"
 #include "util.h"
 
@@ -467,6 +468,8 @@ static int info_one(const char *path, nvlp_reader *r, void *arg)
 	struct drops_tid drops[256];
 	unsigned ndrops = 0;
 	uint64_t drops_other = 0; /* threads past the table: counted by their largest value */
+	struct an_rank_guess guess;
+	an_rank_guess_init(&guess, nvlp_reader_header(r, NVLP_HDR_RANK));
 	struct nvlp_record rec;
 	int rc;
 	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
@@ -476,6 +479,10 @@ static int info_one(const char *path, nvlp_reader *r, void *arg)
 		for (unsigned i = 0; i < ki->nfields; i++)
 			if (ki->types[i] == NVLP_FT_T && rec.f[i] > t_last)
 				t_last = rec.f[i];
+		if (rec.kind == NVLP_K_NCCL) {
+			const struct nvlp_rec_nccl *n = (const void *)rec.f;
+			an_rank_guess_comm(&guess, (int)(int64_t)n->rank, (int)(int64_t)n->nranks);
+		}
 		if (rec.kind == NVLP_K_HEADER && counts[rec.kind] == 1) {
 			t_mono = rec.f[0];
 			t_real = rec.f[1];
@@ -509,12 +516,17 @@ static int info_one(const char *path, nvlp_reader *r, void *arg)
 	printf("%s%s\n", (*nfiles)++ ? "\n" : "", path);
 	printf("  process   host %s, pid %s (parent %s)\n", hdr(r, NVLP_HDR_HOST), hdr(r, NVLP_HDR_PID),
 	       hdr(r, NVLP_HDR_PPID));
-	const char *rank = hdr(r, NVLP_HDR_RANK);
-	if (!strcmp(rank, "-1") || !strcmp(rank, "?"))
+	int rank = an_rank_guess_get(&guess);
+	if (!an_rank_is_worker(counts, rc < 0 || !nvlp_reader_complete(r)))
+		printf("  role      other process (no GPU work, no NCCL call: a launcher or worker)\n");
+	else if (rank < 0)
 		printf("  rank      unknown\n");
-	else
-		printf("  rank      %s (local %s) of %s\n", rank, hdr(r, NVLP_HDR_LOCAL_RANK),
+	else if (guess.header_rank >= 0)
+		printf("  rank      %d (local %s) of %s\n", rank, hdr(r, NVLP_HDR_LOCAL_RANK),
 		       hdr(r, NVLP_HDR_WORLD_SIZE));
+	else
+		printf("  rank      %d of %d (from its largest communicator)\n", rank,
+		       guess.best_nranks);
 	printf("  command   %s\n", hdr(r, NVLP_HDR_CMDLINE));
 	print_time("started", t_real);
 	if (t_last > t_mono)

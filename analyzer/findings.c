@@ -243,11 +243,35 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 			ev_num(x, "dst_device", p->dst, NULL);
 			ev_num(x, "copies", (double)p->staged_copies, NULL);
 			ev_num(x, "bytes", (double)p->staged_bytes, "B");
-			if (gbps > 0)
+			/* achieved: the staged bytes over the host time in those calls (their GPU
+			 * records are only the chunks' first pieces); a peer copy at the NVLink
+			 * rate measured in this job (its peer copies), else at the NVLink peak */
+			double sg = p->staged_ns ? (double)p->staged_bytes / (double)p->staged_ns : 0;
+			if (sg > 0)
+				ev_num(x, "achieved_gbps", sg, "GB/s");
+			else if (gbps > 0)
 				ev_num(x, "achieved_gbps", gbps, "GB/s");
+			double peak = nvl ? an_dev_peak(job, r, p->src) / 1e9 : 0, rate = 0;
+			const char *rate_src = "";
+			for (size_t k = 0; k < r->npairs; k++)
+				if (r->pairs[k].p2p_gpu_ns && r->pairs[k].p2p_bytes) {
+					rate = (double)r->pairs[k].p2p_bytes / (double)r->pairs[k].p2p_gpu_ns;
+					rate_src = "measured";
+				}
+			if (rate <= 0 && peak > 0) {
+				rate = peak;
+				rate_src = "nvlink_peak";
+			}
 			if (nvl)
-				ev_num(x, "nvlink_peak_gbps", an_dev_peak(job, r, p->src) / 1e9,
-				       "GB/s");
+				ev_num(x, "nvlink_peak_gbps", peak, "GB/s");
+			if (rate > 0 && p->staged_ns) {
+				double peer_ms = (double)p->staged_bytes / rate / 1e6;
+				double took_ms = (double)p->staged_ns / 1e6;
+				ev_num(x, "staged_ms", took_ms, "ms");
+				ev_num(x, "peer_copy_ms", peer_ms, "ms");
+				ev_str(x, "peer_copy_rate", "%s %.0f GB/s", rate_src, rate);
+				ev_num(x, "lost_ms", took_ms > peer_ms ? took_ms - peer_ms : 0, "ms");
+			}
 			if (r->peer_enable_fail)
 				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
 				       NULL);
@@ -336,7 +360,28 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		ev_num(y, "last_arrivals", (double)x->last_count, NULL);
 		ev_num(y, "median_lead_ms", lead, "ms");
 		ev_num(y, "mean_lead_ms", x->lead_ns_sum / (double)x->last_count / 1e6, "ms");
-		ev_num(y, "wait_caused_ms", x->caused_wait_ns / 1e6, "ms");
+		/* What the job lost, not a sum over collectives: once the others have waited for
+		 * the late rank in a step, its later collectives in that step find them in step
+		 * with it, so a step loses about one lead. Never more than the waiting the rank
+		 * caused any one other rank, nor the wall time. */
+		int others = 0;
+		for (size_t g = 0; g < job->nranks; g++)
+			others += g != f && job->rx[g].colls;
+		double caused_each = others ? x->caused_wait_ns / others / 1e6 : 0;
+		double wall = (double)(job->t1 - job->t0) / 1e6;
+		double lost;
+		if (job->step_ns > 0) {
+			double per = lead < job->step_ns / 1e6 ? lead : job->step_ns / 1e6;
+			lost = per * (double)job->steps;
+			ev_num(y, "lost_per_step_ms", per, "ms");
+		} else {
+			lost = caused_each;
+		}
+		if (lost > caused_each)
+			lost = caused_each;
+		if (lost > wall)
+			lost = wall;
+		ev_num(y, "wait_caused_ms", lost, "ms");
 		if (job->step_ns > 0)
 			ev_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
 		advise(y, "Others wait for this rank in every collective: look at what it does "
@@ -344,6 +389,16 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
 		          "GPU or host).");
 	}
+}
+
+/* ncclResult_t as NCCL names it */
+static const char *nccl_result_name(int rc)
+{
+	static const char *const n[] = {"ncclSuccess",        "ncclUnhandledCudaError",
+	                                "ncclSystemError",    "ncclInternalError",
+	                                "ncclInvalidArgument", "ncclInvalidUsage",
+	                                "ncclRemoteError",    "ncclInProgress"};
+	return rc >= 0 && rc < (int)(sizeof n / sizeof n[0]) ? n[rc] : "an NCCL error";
 }
 
 static void hangs(const struct an_job *job, const double *th, struct an_findings *out)
@@ -359,11 +414,21 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		for (int k = 0; k < h->npresent; k++)
 			snprintf(pres + strlen(pres), sizeof pres - strlen(pres), "%s%d",
 			         k ? "," : "", h->present[k]);
+		char failed[96] = "", cname[80] = "";
+		if (h->failed_rank >= 0)
+			snprintf(failed, sizeof failed, " (rank %d's call failed: %s)", h->failed_rank,
+			         nccl_result_name(h->failed_rc));
+		if (job->comms[h->comm].name[0])
+			snprintf(cname, sizeof cname, " (\"%s\")", job->comms[h->comm].name);
 		struct an_finding *x = add(
 		    out, AN_F_hang_suspect, AN_SEV_CRITICAL,
-		    "%s #%u on comm %016llx never entered by rank%s %s; others waited %.1f ms",
+		    "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %.1f ms%s",
 		    nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
-		    h->nmissing > 1 ? "s" : "", miss, h->wait_ms);
+		    cname, h->nmissing > 1 ? "s" : "", miss, h->wait_ms, failed);
+		if (h->failed_rank >= 0) {
+			ev_num(x, "failed_rank", h->failed_rank, NULL);
+			ev_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
+		}
 		x->comm = h->comm;
 		if (h->nmissing == 1) {
 			x->rank = h->missing[0];
@@ -372,6 +437,8 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		ev_str(x, "missing_ranks", "%s", miss);
 		ev_str(x, "waiting_ranks", "%s", pres);
 		ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
+		if (job->comms[h->comm].name[0])
+			ev_str(x, "comm_name", "%s", job->comms[h->comm].name);
 		ev_num(x, "seq", h->seq, NULL);
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
 		ev_num(x, "wait_ms", h->wait_ms, "ms");
@@ -416,8 +483,15 @@ static void exposed(const struct an_job *job, const double *th, struct an_findin
 	ev_num(x, "exposed_share", share, NULL);
 	ev_str(x, "measured_over", "%s", win ? "steps" : "whole trace");
 	ev_num(x, "exposed_ms_per_rank", e / 1e6 / n, "ms");
-	ev_num(x, "communication_ms_per_rank", c / 1e6 / n, "ms");
+	/* the same communication time the summary line gives for the span measured over */
+	ev_num(x, win ? "comm_in_steps_ms_per_rank" : "communication_ms_per_rank",
+	       c / 1e6 / n, "ms");
 	ev_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
+	/* its cost: the exposed time itself (time the GPUs waited on communication, part of the
+	 * wall time by construction), per step and over the run */
+	if (win && job->steps)
+		ev_num(x, "lost_per_step_ms", e / 1e6 / n / (double)job->steps, "ms");
+	ev_num(x, "lost_ms", e / 1e6 / n, "ms");
 	if (worst >= 0)
 		ev_num(x, "worst_rank", worst, NULL);
 	/* explain() replaces this when a root cause explains the finding */
@@ -518,6 +592,9 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			        "Some data was not collected; related figures are partial");       \
 		ev_str(x, __VA_ARGS__);                                                            \
 	} while (0)
+	if (job->several_jobs[0])
+		GAP("several_jobs", "%s: figures mix those jobs; give each run its own directory",
+		    job->several_jobs);
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok)

@@ -33,6 +33,20 @@ struct lctx {
 	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
 	size_t capchoices, capsyms;
 	int lastdev;
+	/* NCCL runs a single-rank communicator's collectives as device copies on the call's stream:
+	 * those calls and the device-to-device copies, matched at the end of the file */
+	struct srcall {
+		uint32_t idx;
+		int dev;
+		uint64_t cs, t, bytes;
+	} *sr;
+	size_t nsr, capsr;
+	struct dcopy {
+		int dev;
+		uint64_t stream, s, d, bytes;
+		int used;
+	} *dc;
+	size_t ndc, capdc;
 };
 
 /* The record is unusable: skip it, and say so once per file (the count says how many). */
@@ -129,7 +143,10 @@ static int on_nccl(struct lctx *c)
 			an_match_group(c->m, n->tid, n->fn == NVLP_NCCL_GROUP_START);
 		return 0;
 	}
-	if ((cls != 'C' && cls != 'P') || (int64_t)n->rc != 0)
+	/* a failed call keeps its place when the shim says its seq is the one it was issued at
+	 * (aux2 bit 0; earlier traces wrote seq 0 for every failed call: those are skipped) */
+	int failed = (int64_t)n->rc != 0;
+	if ((cls != 'C' && cls != 'P') || (failed && !(n->aux2 & 1)))
 		return 0;
 	int64_t rank = (int64_t)n->rank, nranks = (int64_t)n->nranks;
 	if (!dev_ok(n->device))
@@ -155,6 +172,17 @@ static int on_nccl(struct lctx *c)
 	cl->device = (int8_t)n->device;
 	cl->comm = (uint16_t)comm;
 	an_match_call(c->m, (uint32_t)(r->ncalls - 1), n->tid, n->group_depth, n->cupti_stream);
+	if (nranks == 1 && cls == 'C' && n->cupti_stream && !failed) {
+		struct srcall *x = PUSH(c->sr, c->nsr, c->capsr);
+		if (x)
+			*x = (struct srcall){(uint32_t)(r->ncalls - 1), (int)(int64_t)n->device,
+			                     n->cupti_stream, n->t_enter, n->bytes};
+	}
+	if (failed) {
+		struct an_failed *x = PUSH(r->failed, r->nfailed, r->capfailed);
+		if (x)
+			*x = (struct an_failed){n->comm, (uint32_t)n->seq, (int)(int64_t)n->rc, n->dur};
+	}
 	return 0;
 }
 
@@ -309,6 +337,7 @@ static int on_copy(struct lctx *c)
 	if ((int64_t)cp->peer_enabled == 0) {
 		p->staged_copies++;
 		p->staged_bytes += cp->bytes;
+		p->staged_ns += cp->dur;
 	}
 	unsigned fn = nvlp_cuda_fn_base(cp->fn); /* cu* records count as their cuda* twin */
 	if (fn == NVLP_CUDA_MEMCPY || fn == NVLP_CUDA_MEMCPY_PEER || fn == NVLP_CUDA_MEMCPY_PTDS ||
@@ -325,6 +354,12 @@ static int on_gpucopy(struct lctx *c)
 	if (an_bad_gpu_time(g->start, g->dur))
 		return 0;
 	seen_time(c->r, g->start, g->start + g->dur);
+	if (g->copy_kind == NVLP_GPUCOPY_DTOD && c->nsr && c->ndc < (1u << 20)) {
+		struct dcopy *x = PUSH(c->dc, c->ndc, c->capdc);
+		if (x)
+			*x = (struct dcopy){(int)(int64_t)g->device, g->stream, g->start, g->dur,
+			                    g->bytes, 0};
+	}
 	if (g->copy_kind != NVLP_GPUCOPY_PTOP) /* PTOP: direct over NVLink */
 		return 0;
 	if (!dev_ok(g->src_device) || !dev_ok(g->dst_device))
@@ -631,6 +666,45 @@ static int on_header(struct lctx *c)
 	return 0;
 }
 
+/* COMMNAME: a communicator's name; the first one of a hash is kept (a process names it once). */
+static int on_commname(struct lctx *c)
+{
+	const struct nvlp_rec_commname *n = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	const char *s = n->name ? nvlp_reader_string(c->rd, n->name) : NULL;
+	if (!s || !*s)
+		return 0;
+	for (size_t i = 0; i < r->ncnames; i++)
+		if (r->cnames[i].hash == n->comm)
+			return 0;
+	if (r->ncnames >= AN_MAX_COMMS)
+		return 0;
+	struct an_cname *x = PUSH(r->cnames, r->ncnames, r->capcnames);
+	if (!x)
+		return bad(c, "not kept: out of memory");
+	x->hash = n->comm;
+	size_t i = 0; /* printable only: the name goes into text tables and JSON */
+	for (; s[i] && i < sizeof x->name - 1; i++)
+		x->name[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	x->name[i] = 0;
+	return 0;
+}
+
+#ifdef NVLP_FIELDS_MARK
+/* MARK: torch.profiler's ProfilerStep#N ranges begin steps (a capture range from
+ * cudaProfilerStart/Stop is not a step). */
+static int on_mark(struct lctx *c)
+{
+	const struct nvlp_rec_mark *m = (const void *)c->rec->f;
+	seen_time(c->r, m->t, m->t);
+	const char *s = m->name ? nvlp_reader_string(c->rd, m->name) : NULL;
+	if ((m->kind == NVLP_MARK_RANGE_PUSH || m->kind == NVLP_MARK_RANGE_START) && s &&
+	    !strncmp(s, "ProfilerStep#", 13) && an_steps_mark(c->r, m->t, "ProfilerStep") < 0)
+		return bad(c, "not kept: out of memory");
+	return 0;
+}
+#endif
+
 /* Kinds the model does not use: the reader keeps STRING texts, the rest is for dump. */
 static int on_ignored(struct lctx *c)
 {
@@ -647,6 +721,10 @@ static int on_ignored(struct lctx *c)
 #define on_graph on_ignored
 #define on_captured on_ignored
 #define on_gpugraph on_ignored
+/* kinds the shim may add (issue 16): read by dump, not (yet) by the model */
+#define on_pystack on_ignored
+#define on_pyref on_ignored
+#define on_exit on_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not
  * compile. @return 0, or -1 the record was skipped (bad() said why). */
@@ -656,6 +734,41 @@ static const handler handlers[NVLP_K_COUNT] = {
     NVLP_RECORD_KINDS(AN_HANDLER)
 #undef AN_HANDLER
 };
+
+void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank)
+{
+	char *end;
+	long v = header_rank && *header_rank ? strtol(header_rank, &end, 10) : -1;
+	g->header_rank = header_rank && *header_rank && !*end && v >= 0 && v < AN_MAX_NRANKS ? (int)v : -1;
+	g->best_nranks = 0;
+	g->comm_rank = -1;
+}
+
+void an_rank_guess_comm(struct an_rank_guess *g, int rank, int nranks)
+{
+	if (rank >= 0 && nranks > g->best_nranks && rank < nranks) {
+		g->best_nranks = nranks;
+		g->comm_rank = rank;
+	}
+}
+
+int an_rank_guess_get(const struct an_rank_guess *g)
+{
+	return g->header_rank >= 0 ? g->header_rank : g->comm_rank;
+}
+
+int an_rank_is_worker(const uint64_t kind_count[NVLP_K_COUNT], int truncated)
+{
+	if (truncated)
+		return 1;
+	static const unsigned work[] = {NVLP_K_NCCL,    NVLP_K_COPY, NVLP_K_MANAGED, NVLP_K_PEER,
+	                                NVLP_K_KERNEL,  NVLP_K_GPUCOPY, NVLP_K_UM, NVLP_K_NCCLPROF,
+	                                NVLP_K_LINKSAMPLE};
+	for (size_t i = 0; i < sizeof work / sizeof work[0]; i++)
+		if (kind_count[work[i]])
+			return 1;
+	return 0;
+}
 
 static void read_header(struct an_rank *r, nvlp_reader *rd)
 {
@@ -668,12 +781,48 @@ static void read_header(struct an_rank *r, nvlp_reader *rd)
 		snprintf(r->host, sizeof r->host, "%s", v);
 	if ((v = an_header_get(r, NVLP_HDR_PID, buf, sizeof buf)))
 		r->pid = atoi(v);
-	if ((v = an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf)))
-		r->rank = atoi(v);
 	if ((v = an_header_get(r, NVLP_HDR_T_MONO, buf, sizeof buf)))
 		r->t_mono0 = strtoull(v, NULL, 10);
 	if ((v = an_header_get(r, NVLP_HDR_T_REAL, buf, sizeof buf)))
 		r->t_real0 = strtoull(v, NULL, 10);
+}
+
+/* Single-rank collectives without GPU time take it from the device copy NCCL made for them: on
+ * the call's stream and device, of the call's bytes, the first unused one starting after the call
+ * (calls and copies in time order; a copy of other bytes on that stream is the job's own). */
+static int cmp_dcopy(const void *a, const void *b)
+{
+	const struct dcopy *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+static void single_rank_copies(struct lctx *c)
+{
+	struct an_rank *r = c->r;
+	if (!c->nsr || !c->ndc)
+		return;
+	qsort(c->dc, c->ndc, sizeof *c->dc, cmp_dcopy);
+	size_t from = 0;
+	for (size_t i = 0; i < c->nsr; i++) {
+		struct srcall *q = &c->sr[i];
+		struct an_call *cl = &r->calls[q->idx];
+		if (cl->gpu_start)
+			continue;
+		while (from < c->ndc && c->dc[from].used)
+			from++;
+		for (size_t j = from; j < c->ndc && j < from + 4096; j++) {
+			struct dcopy *x = &c->dc[j];
+			if (x->used || x->s < q->t || x->dev != q->dev || x->stream != q->cs ||
+			    x->bytes != q->bytes)
+				continue;
+			x->used = 1;
+			cl->gpu_start = x->s;
+			cl->gpu_dur = x->d > UINT32_MAX ? UINT32_MAX : (uint32_t)x->d;
+			struct an_dev *d = get_dev(c, q->dev);
+			if (d)
+				an_ivals_push(&d->nccl, x->s, x->s + x->d);
+			break;
+		}
+	}
 }
 
 /* Read one file completely into r. */
@@ -706,19 +855,19 @@ static void load_file(struct an_rank *r)
 		         : !c.m                   ? "out of memory"
 		                                  : "no END record (process did not exit cleanly)");
 	r->frames_skipped = nvlp_reader_frames_skipped(c.rd);
-	/* mp.spawn jobs leave RANK unset: the rank in the largest communicator is the global one */
-	if (r->rank < 0) {
-		int best = 0;
-		for (size_t i = 0; i < r->ncomms; i++)
-			if (r->comms[i].nranks > best && r->comms[i].rank >= 0) {
-				best = r->comms[i].nranks;
-				r->rank = r->comms[i].rank;
-			}
-	}
+	struct an_rank_guess g;
+	char buf[64];
+	an_rank_guess_init(&g, an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf));
+	for (size_t i = 0; i < r->ncomms; i++)
+		an_rank_guess_comm(&g, r->comms[i].rank, r->comms[i].nranks);
+	r->rank = an_rank_guess_get(&g);
 	if (!r->dropped)
 		for (size_t i = 0; i < c.ndrops; i++)
 			r->dropped += c.drops[i].dropped;
 	an_match_close(c.m);
+	single_rank_copies(&c);
+	free(c.sr);
+	free(c.dc);
 	an_sym_finish(r);
 	free(c.scls);
 	free(c.drops);
@@ -815,7 +964,30 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
+	/* processes that did no rank's work go last, out of every table; when none did any (a
+	 * trace without GPU or NCCL records at all) all stay, so the report still shows them */
+	size_t nw = 0;
 	for (size_t i = 0; i < nf; i++)
+		nw += job->ranks[i].ok && an_rank_is_worker(job->ranks[i].kind_count, job->ranks[i].truncated);
+	if (nw) {
+		struct an_rank *tmp = malloc(nf * sizeof *tmp);
+		if (tmp) {
+			size_t a = 0, b = 0;
+			for (int pass = 0; pass < 3; pass++)
+				for (size_t i = 0; i < nf; i++) {
+					struct an_rank *r = &job->ranks[i];
+					int cls = !r->ok ? 1 : an_rank_is_worker(r->kind_count, r->truncated) ? 0 : 2;
+					if (cls == pass)
+						tmp[a++] = *r;
+					b += pass == 2 && cls == 2;
+				}
+			memcpy(job->ranks, tmp, nf * sizeof *tmp);
+			free(tmp);
+			job->nothers = b;
+			job->nranks = nf - b;
+		}
+	}
+	for (size_t i = 0; i < job->nranks; i++)
 		job->nok += job->ranks[i].ok;
 	if (!job->nok) {
 		snprintf(err, errlen, "no readable trace among %zu file(s): %s", nf,

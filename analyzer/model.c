@@ -405,7 +405,7 @@ void an_job_free(struct an_job *job)
 {
 	an_kch_free(job);
 	an_graphs_free(job);
-	for (size_t f = 0; f < job->nranks; f++) {
+	for (size_t f = 0; f < job->nranks + job->nothers; f++) {
 		struct an_rank *r = &job->ranks[f];
 		free(r->path);
 		free(r->header);
@@ -429,6 +429,9 @@ void an_job_free(struct an_job *job)
 		free(r->stacks);
 		an_sym_free(r);
 		free(r->choices);
+		free(r->marks);
+		free(r->cnames);
+		free(r->failed);
 	}
 	free(job->ranks);
 	free(job->choices);
@@ -561,9 +564,13 @@ uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only)
 		g += r->devs[d].union_nccl_ns;
 	for (size_t k = 0; k < r->ncalls; k++)
 		h += r->calls[k].host_dur;
+	/* GPU time where NCCL's work was traced; else (no kernels at all, or kernels of compute
+	 * only: the calls' kernels were never seen) the host time the calls took, as COLLECTIVES
+	 * then shows it, never 0 beside a table of collective time */
+	int gpu = r->kind_count[NVLP_K_KERNEL] && (g || !r->ncalls);
 	if (host_only)
-		*host_only = r->kind_count[NVLP_K_KERNEL] == 0;
-	return r->kind_count[NVLP_K_KERNEL] ? g : h;
+		*host_only = !gpu;
+	return gpu ? g : h;
 }
 
 /* Compute time of the sorted, merged intervals iv inside [s, e) (binary search for the start). */

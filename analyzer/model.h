@@ -45,6 +45,12 @@
 	T(explained_share, 0.5,                                                                    \
 	  "pcie_fallback / straggler explains exposed_communication (demoted to info) when it "    \
 	  "accounts for at least this share of the exposed time")                                  \
+	T(step_min_count, 5, "a repeating collective pattern is taken for steps only when it repeats "  \
+	  "at least this often ...")                                                               \
+	T(step_min_ms, 1.0, "... each repetition lasts at least this (ms) on the median ...")       \
+	T(step_regular_share, 0.8,                                                                 \
+	  "... and at least this share of repetitions last within 25% of the median (a sweep of "  \
+	  "growing sizes or a tight replay loop is not a training step)")                          \
 	T(hang_min_ms, 100,                                                                        \
 	  "a collective missing on some ranks is a hang_suspect when others waited >= this (ms); " \
 	  "less is a job stopped as a whole")
@@ -145,6 +151,8 @@ struct an_pair {
 	int src, dst;
 	uint64_t api_copies, api_bytes;             /* COPY records (host side) */
 	uint64_t staged_copies, staged_bytes;       /* COPY with peer_enabled = 0 */
+	uint64_t staged_ns; /* host time in those calls: the driver stages through host memory
+	                     * while the call runs, so even an async one returns about when done */
 	uint64_t p2p_copies, p2p_bytes, p2p_gpu_ns; /* GPUCOPY PTOP */
 	uint64_t sync_bytes, sync_ns; /* synchronous COPY calls: host time is copy time */
 };
@@ -262,11 +270,27 @@ struct an_rank {
 	uint64_t peer_enable_fail;
 	struct an_choice *choices;
 	size_t nchoices;
+	struct an_cname {
+		uint64_t hash;
+		char name[64];
+	} *cnames; /* COMMNAME records: names the job gave its communicators */
+	size_t ncnames, capcnames;
+	struct an_failed {
+		uint64_t hash; /* the shim's communicator hash */
+		uint32_t seq;
+		int rc;        /* ncclResult_t */
+		uint64_t host_ns;
+	} *failed; /* collectives that returned an error (kept in calls at their seq) */
+	size_t nfailed, capfailed;
+	uint64_t *marks; /* step marks (local clock, file order): an_steps_mark */
+	size_t nmarks, capmarks;
+	char mark_name[48]; /* what made them ("ProfilerStep", "cudaProfilerStart") */
 };
 
 /* Job-wide communicator. */
 struct an_comm {
 	uint64_t hash;
+	char name[64];    /* the name the job gave it (COMMNAME), "" if none */
 	int nranks;
 	int nmembers;     /* ranks (processes) that have a trace with calls on it */
 	int single_host;  /* all members on one host */
@@ -296,6 +320,7 @@ struct an_hang {
 	int missing[16], nmissing;
 	int present[16], npresent;
 	double wait_ms; /* longest wait among present ranks */
+	int failed_rank, failed_rc; /* a present rank whose call returned an error (-1 none) */
 };
 
 /* Per process cross-rank results (index = file index). */
@@ -306,7 +331,8 @@ struct an_rank_x {
 	float *leads;          /* the leads, while computing the median */
 	size_t nleads, capleads;
 	double caused_wait_ns; /* waiting it caused others when last */
-	double wait_ns;        /* waiting it did for others */
+	double wait_ns;        /* waiting it did for others, each comm's first collective excluded */
+	double first_wait_ns;  /* waiting it did in those first collectives (startup) */
 };
 
 struct an_job {
@@ -327,18 +353,33 @@ struct an_job {
 	int have_gpu_any; /* any GPU activity record: KERNEL, GPUCOPY or UM */
 	int have_links;  /* any LINKSAMPLE */
 	int have_topo;   /* any NVLINK record */
-	double max_skew_ns, mean_skew_ns;
+	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */
+	/* the first collective of the job's communicators (startup: ranks start apart): the
+	 * largest arrival skew among them, and which one it was */
+	double first_skew_ns;
+	uint32_t first_seq;
+	uint8_t first_fn;
+	int first_comm; /* -1: none */
 	uint64_t matched_colls;
-	double step_ns;  /* period of the repeating collective pattern, 0 if none */
+	double step_ns;  /* step time: from the job's step marks, else from a proven pattern; 0 */
+	/* where the steps come from: "marks", "pattern", or "none"; steps_why says, when none,
+	 * which test a candidate pattern failed (the report prints it) */
+	const char *step_source;
+	char steps_why[160];
+	int step_calls; /* collectives per step of the pattern (0 with marks) */
 	uint64_t steps;
 	int multi_host;
 	uint64_t win0,
 	    win1; /* step window (job time): steady-state steps, setup excluded; 0 = none */
 	double max_refine_ns; /* largest clock correction found from collectives */
+	size_t nothers; /* processes that are not ranks (no GPU work, no NCCL call: a launcher, a
+	                 * DataLoader worker): ranks[nranks .. nranks + nothers), never analysed */
 	uint64_t calls_dropped; /* calls of communicators beyond AN_MAX_COMMS in the job */
 	uint64_t comms_unmatched; /* communicators whose cross-rank table did not fit in memory */
 	struct an_kch *kch;   /* KernelCh results (kernelch.c) */
 	struct an_graphs *graphs; /* CUDA graph attribution (graphs.c), NULL without graphs */
+	const double *th;     /* thresholds for analysis (NULL: an_threshold_defaults) */
+	char several_jobs[320]; /* why the traces look like several jobs ("" one job) */
 };
 
 /*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:
@@ -346,6 +387,23 @@ struct an_job {
  * when there is nothing to read at all. */
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
                 size_t errlen);
+/* One rank resolver for info, report and JSON: the RANK the launcher gave the process, else (mp.spawn
+ * jobs leave RANK unset) its rank in its largest communicator. */
+struct an_rank_guess {
+	int header_rank; /* -1 = none */
+	int best_nranks, comm_rank;
+};
+/*! Start from the header's RANK value (NULL or not a number: none). */
+void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank);
+/*! An NCCL call of the process as rank of nranks. */
+void an_rank_guess_comm(struct an_rank_guess *g, int rank, int nranks);
+/*! @return the rank, or -1 when neither source names one */
+int an_rank_guess_get(const struct an_rank_guess *g);
+/*! 1 if the process did work of a rank: an NCCL call, GPU activity or a CUDA call the shim traces
+ * (copies, managed memory, peer access); a launcher has a device and clock records only. A trace
+ * cut short (truncated) may have lost its work: it stays a rank. */
+int an_rank_is_worker(const uint64_t kind_count[NVLP_K_COUNT], int truncated);
+
 /*! Align clocks, match across ranks, compute all tables. */
 void an_job_analyze(struct an_job *job);
 void an_job_free(struct an_job *job);

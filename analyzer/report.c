@@ -17,6 +17,59 @@
 
 #define MIB (1024.0 * 1024.0)
 
+/* Several jobs in one directory (a trace directory reused across runs) mix their ranks into one
+ * report: say so when ranks ran different programs (the executable), when ranks on one host have
+ * different parents (torchrun, mp.spawn and mpirun start a host's ranks from one process), or
+ * when they started far apart. */
+#define AN_MIX_START_S 600
+static void program_of(const struct an_rank *r, char *out, size_t len)
+{
+	char cmd[256];
+	const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+	size_t n = c ? strcspn(c, " ") : 0;
+	const char *slash = c ? memrchr(c, '/', n) : NULL;
+	if (slash) {
+		n -= (size_t)(slash + 1 - c);
+		c = slash + 1;
+	}
+	snprintf(out, len, "%.*s", (int)n, c ? c : "");
+}
+static void job_mix_warn(struct an_job *job)
+{
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t j = 0; j < i; j++) {
+			const struct an_rank *a = &job->ranks[j], *r = &job->ranks[i];
+			if (!a->ok || !r->ok)
+				continue;
+			char pa[128], pr[128], ba[32], br[32];
+			program_of(a, pa, sizeof pa);
+			program_of(r, pr, sizeof pr);
+			const char *xa = an_header_get(a, NVLP_HDR_PPID, ba, sizeof ba);
+			const char *xr = an_header_get(r, NVLP_HDR_PPID, br, sizeof br);
+			uint64_t d = r->t_real0 > a->t_real0 ? r->t_real0 - a->t_real0
+			                                      : a->t_real0 - r->t_real0;
+			char why[320];
+			if (*pa && *pr && strcmp(pa, pr))
+				snprintf(why, sizeof why, "pid %d ran %s, pid %d ran %s", a->pid, pa,
+				         r->pid, pr);
+			else if (xa && xr && !strcmp(a->host, r->host) && strcmp(xa, xr))
+				snprintf(why, sizeof why,
+				         "pids %d and %d on %s have different parents (%s, %s)", a->pid,
+				         r->pid, r->host, xa, xr);
+			else if (r->t_real0 && a->t_real0 && d > AN_MIX_START_S * 1000000000ull)
+				snprintf(why, sizeof why, "pids %d and %d started %.0f s apart", a->pid,
+				         r->pid, (double)d / 1e9);
+			else
+				continue;
+			fprintf(stderr,
+			        "nvlprof: warning: these traces hold several jobs: %s (give each run "
+			        "its own directory)\n",
+			        why);
+			snprintf(job->several_jobs, sizeof job->several_jobs, "%s", why);
+			return;
+		}
+}
+
 int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
                 struct an_findings *f)
 {
@@ -41,6 +94,8 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 			fprintf(stderr, "nvlprof: warning: %s: skipped (%llu bad record(s) in all)\n",
 			        r->bad, (unsigned long long)r->nbad);
 	}
+	job_mix_warn(job);
+	job->th = th;
 	an_job_analyze(job);
 	if (job->calls_dropped)
 		fprintf(stderr,
@@ -88,20 +143,29 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	s->wall_ms = (double)(job->t1 - job->t0) / 1e6;
 	s->step_ms = job->step_ns > 0 ? job->step_ns / 1e6 : NAN;
 	s->steps = (int)job->steps;
-	double e = 0, w = 0, c = 0;
+	double e = 0, w = 0, c = 0, cw = 0;
+	size_t nh = 0;
 	double sb[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, st[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
+	double hn[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, ht[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok)
 			continue;
-		double re, rw;
-		an_rank_exposure(job, r, &re, &rw, NULL);
+		double re, rw, rc;
+		int ho = 0;
+		an_rank_exposure(job, r, &re, &rw, &rc);
 		e += re;
 		w += rw;
-		c += (double)an_rank_comm_ns(r, NULL);
+		cw += rc;
+		c += (double)an_rank_comm_ns(r, &ho);
+		nh += ho;
 		for (size_t k = 0; k < r->ncalls; k++) {
 			const struct an_call *cl = &r->calls[k];
 			int cc = an_coll_of_fn(cl->fn), sc = an_size_class(cl->bytes);
+			if (cc > 0) {
+				hn[cc][sc]++;
+				ht[cc][sc] += cl->host_dur;
+			}
 			if (!cl->gpu_start || !cl->gpu_dur || cc <= 0)
 				continue;
 			sb[cc][sc] += (double)cl->bytes *
@@ -121,9 +185,14 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	}
 	for (int cc = 0; cc < AN_C_COUNT; cc++)
 		for (int sc = 0; sc < AN_SIZE_CLASSES; sc++)
+		{
 			s->busbw[cc][sc] = st[cc][sc] > 0 ? sb[cc][sc] / st[cc][sc] : NAN;
+			s->host_ms_per_call[cc][sc] = hn[cc][sc] > 0 ? ht[cc][sc] / hn[cc][sc] / 1e6 : NAN;
+		}
 	int n = job->nok ? (int)job->nok : 1;
 	s->comm_ms = c / 1e6 / n;
+	s->comm_host = job->nok && nh == job->nok;
+	s->comm_win_ms = job->have_gpu && job->win1 && !s->comm_host ? cw / 1e6 / n : NAN;
 	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;
 	s->exposed_share = job->have_gpu && w > 0 ? e / w : NAN;
 }
@@ -289,6 +358,8 @@ static double pair_gbps(const struct an_pair *p)
 {
 	if (p->p2p_gpu_ns && !p->staged_copies)
 		return (double)p->p2p_bytes / (double)p->p2p_gpu_ns;
+	if (p->staged_copies == p->api_copies && p->staged_ns)
+		return (double)p->staged_bytes / (double)p->staged_ns; /* host time in the calls */
 	if (p->sync_ns)
 		return (double)p->sync_bytes / (double)p->sync_ns;
 	return NAN;
@@ -300,6 +371,24 @@ static void fmt_gbps(char *b, size_t n, double v)
 		snprintf(b, n, "-");
 	else
 		snprintf(b, n, "%.1f", v);
+}
+
+/* The function of an NCCL choice as the job called it: NCCL's profiler says Broadcast for
+ * ncclBcast too, so a communicator the job broadcast on only with ncclBcast shows ncclBcast, as
+ * COLLECTIVES does. */
+static const char *choice_fn_name(const struct an_job *job, const struct an_jchoice *x)
+{
+	if (x->fn == NVLP_NCCL_BROADCAST && x->comm >= 0) {
+		int bcast = 0, broadcast = 0;
+		for (size_t i = 0; i < job->naggs; i++)
+			if (job->aggs[i].comm == x->comm) {
+				bcast |= job->aggs[i].fn == NVLP_NCCL_BCAST;
+				broadcast |= job->aggs[i].fn == NVLP_NCCL_BROADCAST;
+			}
+		if (bcast && !broadcast)
+			return nvlp_nccl_fn_name(NVLP_NCCL_BCAST);
+	}
+	return nvlp_nccl_fn_name(x->fn);
 }
 
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
@@ -314,9 +403,15 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
 	        job->nok == 1 ? "" : "es", s.hosts, s.hosts == 1 ? "" : "s", s.wall_ms);
 	if (job->step_ns > 0)
-		fprintf(o, ", %llu steps of %.2f ms", (unsigned long long)job->steps,
-		        job->step_ns / 1e6);
+		fprintf(o, ", %llu steps of %.2f ms%s", (unsigned long long)job->steps,
+		        job->step_ns / 1e6,
+		        job->step_source && !strcmp(job->step_source, "marks") ? " (marked by the job)"
+		                                                                : "");
+	else if (job->ncomms)
+		fprintf(o, ", no steps recognised");
 	fputc('\n', o);
+	if (job->step_ns <= 0 && job->ncomms && strcmp(job->steps_why, "no repeating pattern of collectives"))
+		fprintf(o, "steps: none recognised: %s\n", job->steps_why);
 	double pk = t.peak;
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
 	        job->have_gpu         ? "yes"
@@ -329,10 +424,19 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fputc('\n', o);
 	if (!job->ncomms)
 		fprintf(o, "communication: no NCCL calls\n");
+	else if (job->have_gpu && s.comm_host)
+		fprintf(o,
+		        "communication: %.2f ms per rank in NCCL calls (host time: no NCCL kernel "
+		        "traced; exposure unknown)\n",
+		        s.comm_ms);
+	else if (job->have_gpu && !isnan(s.comm_win_ms))
+		fprintf(o,
+		        "communication: %.2f ms per rank (%.2f ms in the steps); exposed %.2f ms = "
+		        "%.1f%% of the steps' time\n",
+		        s.comm_ms, s.comm_win_ms, s.exposed_ms, s.exposed_share * 100);
 	else if (job->have_gpu)
-		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of %s\n",
-		        s.comm_ms, s.exposed_ms, s.exposed_share * 100,
-		        job->win1 ? "the steps' time" : "wall time");
+		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of wall time\n",
+		        s.comm_ms, s.exposed_ms, s.exposed_share * 100);
 	else
 		fprintf(
 		    o,
@@ -366,6 +470,10 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		    o,
 		    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
 		    "time per matched collective; h = host time, no GPU data)\n");
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			if (job->comms[ci].name[0])
+				fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
+				        (unsigned long long)job->comms[ci].hash, job->comms[ci].name);
 	}
 	if (job->nchoices) {
 		fprintf(o, "\nNCCL CHOICES (from NCCL's profiler plugin; calls summed over ranks)\n");
@@ -380,7 +488,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			else
 				snprintf(h, sizeof h, "?");
 			snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
-			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, nvlp_nccl_fn_name(x->fn), ap,
+			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, choice_fn_name(job, x), ap,
 			        (unsigned long long)x->calls, an_choice_channels(x, ch, sizeof ch));
 		}
 	}
@@ -406,17 +514,41 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
-	if (job->matched_colls)
+	if (job->ncomms)
+		fprintf(o, "  (comm ms: NCCL kernel time (h: host call time); exposed: not overlapped by "
+	           "compute%s; last%%: share of collectives it arrived last at; lead ms: median "
+	           "lead over the next-latest rank then; waited ms: its waits for the last rank)\n",
+	        job->win1 ? ", in the steps" : "");
+	if (job->matched_colls) {
 		fprintf(o,
 		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
-		        "%.3f ms\n",
+		        "%.3f ms",
 		        (unsigned long long)job->matched_colls, job->mean_skew_ns / 1e6,
 		        job->max_skew_ns / 1e6);
+		if (job->first_comm >= 0)
+			fprintf(o,
+			        "; skew and waits exclude each communicator's first collective (the "
+			        "ranks' startup: %s #%u arrived %.3f ms apart)",
+			        nvlp_nccl_fn_name(job->first_fn), job->first_seq,
+			        job->first_skew_ns / 1e6);
+		fputc('\n', o);
+	}
 	if (job->multi_host)
 		fprintf(o,
 		        "  hosts aligned by realtime anchors, corrected by collective completions "
 		        "(max %.3f ms)\n",
 		        job->max_refine_ns / 1e6);
+	if (job->nothers) {
+		fprintf(o, "\nOTHER PROCESSES (no GPU work and no NCCL call: launchers, workers; not "
+		           "ranks)\n");
+		for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
+			const struct an_rank *r = &job->ranks[i];
+			char cmd[96];
+			const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+			fprintf(o, "  %-12.12s pid %-8d wall %9.1f ms  %s\n", r->host, r->pid,
+			        an_rank_wall(r) / 1e6, c ? c : "?");
+		}
+	}
 
 	int any = 0;
 	for (size_t i = 0; i < job->nranks; i++)
@@ -434,6 +566,9 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			        (unsigned long long)(p->api_copies ? p->api_copies : p->p2p_copies),
 			        (double)(p->api_bytes ? p->api_bytes : p->p2p_bytes) / MIB, g);
 		}
+	if (any)
+		fprintf(o, "  (GB/s: nvlink-p2p over the copies' GPU time; staged-host over the host "
+		           "time in the calls, which stage through host memory)\n");
 	if (job->have_links) {
 		fprintf(
 		    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
@@ -491,19 +626,23 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_num(&w, "wall_ms", s.wall_ms);
 	jw_int(&w, "steps", (int64_t)job->steps);
 	jw_num(&w, "step_ms", s.step_ms);
+	jw_str(&w, "step_source", job->step_source ? job->step_source : "none");
+	jw_str(&w, "steps_why", job->steps_why);
 	jw_bool(&w, "gpu_data", job->have_gpu);
 	jw_bool(&w, "link_counters", job->have_links);
 	jw_bool(&w, "topology", job->have_topo);
 	double pk = t.peak;
 	jw_num(&w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	jw_num(&w, "comm_ms_per_rank", s.comm_ms);
-	jw_str(&w, "comm_time_source", job->have_gpu ? "gpu" : "host");
+	jw_num(&w, "comm_in_steps_ms_per_rank", s.comm_win_ms);
+	jw_str(&w, "comm_time_source", job->have_gpu && !s.comm_host ? "gpu" : "host");
 	jw_num(&w, "exposed_ms_per_rank", s.exposed_ms);
 	jw_num(&w, "exposed_share", s.exposed_share);
 	jw_str(&w, "exposed_over", job->win1 ? "steps" : "trace");
 	jw_int(&w, "matched_collectives", (int64_t)job->matched_colls);
 	jw_num(&w, "skew_mean_ms", job->mean_skew_ns / 1e6);
 	jw_num(&w, "skew_max_ms", job->max_skew_ns / 1e6);
+	jw_num(&w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
 	jw_num(&w, "clock_correction_ms", job->max_refine_ns / 1e6);
 	jw_obj_end(&w);
 	an_findings_json(&w, "findings", f);
@@ -516,6 +655,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
 		jw_obj(&w, NULL);
 		jw_str(&w, "comm", h);
+		jw_str(&w, "comm_name", r.c->name);
 		jw_str(&w, "collective", nvlp_nccl_fn_name(r.a->fn));
 		jw_int(&w, "nranks", r.c->nranks);
 		jw_int(&w, "calls", (int64_t)r.a->calls);
@@ -554,8 +694,23 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 		jw_num(&w, "mean_lead_ms",
 		       x->last_count ? x->lead_ns_sum / x->last_count / 1e6 : 0);
 		jw_num(&w, "waited_ms", x->wait_ns / 1e6);
+		jw_num(&w, "waited_first_collective_ms", x->first_wait_ns / 1e6);
 		jw_num(&w, "wait_caused_ms", x->caused_wait_ns / 1e6);
 		jw_num(&w, "clock_correction_ms", (double)r->refine / 1e6);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+
+	jw_arr(&w, "other_processes");
+	for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		char cmd[256];
+		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+		jw_obj(&w, NULL);
+		jw_str(&w, "host", r->host);
+		jw_int(&w, "pid", r->pid);
+		jw_str(&w, "cmdline", c ? c : "");
+		jw_str(&w, "role", "not a rank: no GPU work, no NCCL call");
 		jw_obj_end(&w);
 	}
 	jw_arr_end(&w);
@@ -591,7 +746,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 			jw_str(&w, "comm", h);
 		else
 			jw_null(&w, "comm");
-		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
+		jw_str(&w, "collective", choice_fn_name(job, x));
 		jw_str(&w, "algorithm", x->algo);
 		jw_str(&w, "protocol", x->proto);
 		jw_int(&w, "calls", (int64_t)x->calls);

@@ -89,8 +89,14 @@ int an_align_comms(struct an_job *job);
 void an_align_cross_rank(struct an_job *job);
 
 /* ---- steps.c ---- */
-/*! The period of the repeating collective pattern, and the step window with exposure in it. */
+/*! The job's steps and the step window with exposure in it: from step marks when a process has
+ * them (an_steps_mark), else from the repeating collective pattern when its regularity proves it
+ * (at least step_min_count repetitions of one sequence of collectives, step_min_ms long on the
+ * median, step_regular_share of them within 25% of the median), else none (steps_why says why). */
 void an_steps_find(struct an_job *job);
+/*! A step began at local time t in process r (a ProfilerStep#N range, cudaProfilerStart, a named
+ * NVTX range the job marks its steps with); name says which. @return 0, -1 out of memory */
+int an_steps_mark(struct an_rank *r, uint64_t t, const char *name);
 
 /* ---- symbols.c ---- */
 /*! A BUILDID record of process r (blob = build-id bytes of the MODULE at base). */

@@ -1,6 +1,9 @@
-/* steps.c: the training step: the period of the repeating collective pattern, the step window
- * (steady-state steps, setup excluded) and the exposed communication inside it. */
+/* steps.c: the training step: from the job's step marks or a repeating collective pattern that
+ * its regularity proves, the step window (steady-state steps, setup excluded) and the exposed
+ * communication inside it. */
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, qsort */
+#include <string.h> /* strcmp */
 
 #include "model.h"
 #include "stages.h"
@@ -13,8 +16,104 @@ static int cmp_by_seq(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The period of the repeating collective pattern on the busiest comm of the first rank. */
-static void find_period(struct an_job *job)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int an_steps_mark(struct an_rank *r, uint64_t t, const char *name)
+{
+	uint64_t *m = PUSH(r->marks, r->nmarks, r->capmarks);
+	if (!m)
+		return -1;
+	*m = t;
+	if (name && !r->mark_name[0])
+		snprintf(r->mark_name, sizeof r->mark_name, "%s", name);
+	return 0;
+}
+
+/* Steps from marks: the first process with at least two (ranks mark the same steps); a step is
+ * the time from one mark to the next. @return 1 if found */
+static int from_marks(struct an_job *job)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		struct an_rank *r = &job->ranks[f];
+		if (!r->ok || r->nmarks < 2)
+			continue;
+		qsort(r->marks, r->nmarks, sizeof *r->marks, cmp_u64);
+		uint64_t a = r->marks[0], b = r->marks[r->nmarks - 1];
+		if (b <= a)
+			continue;
+		job->steps = r->nmarks - 1;
+		job->step_ns = (double)(b - a) / (double)job->steps;
+		job->win0 = an_job_time(r, a);
+		job->win1 = an_job_time(r, b);
+		job->step_source = "marks";
+		snprintf(job->steps_why, sizeof job->steps_why, "marked by the job (%s)",
+		         r->mark_name[0] ? r->mark_name : "step marks");
+		return 1;
+	}
+	return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Is a pattern of k repetitions starting at st[0..k] regular enough to be steps? 0 = yes, else
+ * steps_why says which test failed. */
+static int irregular(struct an_job *job, const double *th, const uint64_t *st, size_t k)
+{
+	if ((double)k < th[AN_TH_step_min_count]) {
+		snprintf(job->steps_why, sizeof job->steps_why,
+		         "a pattern of %d collective(s) repeats only %zu times (step_min_count %g)",
+		         job->step_calls, k, th[AN_TH_step_min_count]);
+		return 1;
+	}
+	double *d = malloc(k * sizeof *d);
+	if (!d)
+		return 1;
+	for (size_t j = 0; j < k; j++)
+		d[j] = (double)(st[j + 1] - st[j]);
+	qsort(d, k, sizeof *d, cmp_dbl);
+	double med = d[k / 2];
+	size_t near = 0;
+	for (size_t j = 0; j < k; j++)
+		near += d[j] >= 0.75 * med && d[j] <= 1.25 * med;
+	free(d);
+	if (med < th[AN_TH_step_min_ms] * 1e6) {
+		snprintf(job->steps_why, sizeof job->steps_why,
+		         "%zu repetitions of %d collective(s) last %.3f ms each (median), below "
+		         "step_min_ms %g: a loop, not training steps",
+		         k, job->step_calls, med / 1e6, th[AN_TH_step_min_ms]);
+		return 1;
+	}
+	if ((double)near < th[AN_TH_step_regular_share] * (double)k) {
+		snprintf(job->steps_why, sizeof job->steps_why,
+		         "%zu repetitions of %d collective(s) vary in length: %.0f%% within 25%% of the "
+		         "median %.3f ms (step_regular_share %g)",
+		         k, job->step_calls, 100.0 * (double)near / (double)k, med / 1e6,
+		         th[AN_TH_step_regular_share]);
+		return 1;
+	}
+	return 0;
+}
+
+/* A call that returned an error ends no step (kept in calls for hang matching only). */
+static int failed_call(const struct an_job *job, const struct an_rank *r, const struct an_call *c)
+{
+	for (size_t i = 0; i < r->nfailed; i++)
+		if (r->failed[i].seq == c->seq && r->failed[i].hash == job->comms[c->comm].hash)
+			return 1;
+	return 0;
+}
+
+/* The period of the repeating collective pattern on the busiest comm of the first rank, accepted
+ * only when regular (irregular()). */
+static void find_period(struct an_job *job, const double *th)
 {
 	struct an_rank *r = &job->ranks[0];
 	if (!r->ok || !r->ncalls)
@@ -35,7 +134,7 @@ static void find_period(struct an_job *job)
 		return;
 	size_t m = 0;
 	for (size_t k = 0; k < r->ncalls; k++)
-		if (r->calls[k].comm == main)
+		if (r->calls[k].comm == main && !failed_call(job, r, &r->calls[k]))
 			ix[m++] = (uint32_t)k;
 	/* calls from several threads are in file order, not issue order: order them by seq */
 	seq_calls = r->calls;
@@ -55,7 +154,17 @@ static void find_period(struct an_job *job)
 		}
 		if (tot && same >= tot * 95 / 100) {
 			size_t k = (m - 1 - skip) / p;
-			if (k >= 2) {
+			job->step_calls = p;
+			uint64_t *st = malloc((k + 1) * sizeof *st);
+			int bad = !st;
+			for (size_t j = 0; st && j <= k; j++)
+				st[j] = r->calls[ix[skip + j * p]].t_enter;
+			for (size_t j = 0; st && j < k && !bad; j++)
+				bad = st[j + 1] < st[j]; /* seq order is not time order: no steps */
+			if (!bad)
+				bad = irregular(job, th, st, k);
+			free(st);
+			if (!bad) {
 				uint64_t t0 = r->calls[ix[skip]].t_enter;
 				double ta = (double)t0, tb = (double)r->calls[ix[skip + k * p]].t_enter;
 				job->step_ns = tb > ta ? (tb - ta) / k : 0;
@@ -63,13 +172,21 @@ static void find_period(struct an_job *job)
 				/* the step window: from the first steady-state step to the end of
 				 * the last call */
 				const struct an_call *last = &r->calls[ix[m - 1]];
-				uint64_t e = last->t_enter + last->host_dur;
+				/* a last call that hung or failed after seconds ends no step: its
+				 * host time counts up to one step */
+				uint64_t hd = last->host_dur;
+				if (job->step_ns > 0 && hd > job->step_ns)
+					hd = (uint64_t)job->step_ns;
+				uint64_t e = last->t_enter + hd;
 				if (last->gpu_start && last->gpu_start + last->gpu_dur > e)
 					e = last->gpu_start + last->gpu_dur;
 				if (job->step_ns > 0 && e > t0) {
 					job->win0 = an_job_time(r, t0);
 					job->win1 = an_job_time(r, e);
 				}
+				job->step_source = "pattern";
+				snprintf(job->steps_why, sizeof job->steps_why,
+				         "a repeating pattern of %d collective(s)", p);
 			}
 			break;
 		}
@@ -79,7 +196,17 @@ static void find_period(struct an_job *job)
 
 void an_steps_find(struct an_job *job)
 {
-	find_period(job);
+	const double *th = job->th ? job->th : an_threshold_defaults;
+	job->step_source = "none";
+	snprintf(job->steps_why, sizeof job->steps_why, "no repeating pattern of collectives");
+	if (!from_marks(job)) {
+		find_period(job, th);
+		if (!job->win1) { /* a pattern that failed its tests leaves no steps at all */
+			job->step_ns = 0;
+			job->steps = 0;
+			job->step_source = "none";
+		}
+	}
 	/* exposure inside the step window, per GPU (intervals are already merged and sorted) */
 	for (size_t f = 0; job->win1 && f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];

@@ -168,6 +168,9 @@ enum nvlp_ftype {
 	F(U, kind) F(U, graph_id) F(U, node_id) F(U, correlation) F(T, start) F(U, dur)            \
 	F(I, device) F(U, stream) F(U, flags)
 
+/* A name the job gave a communicator (NCCL's commName, torch's group description). */
+#define NVLP_FIELDS_COMMNAME(F) F(X, comm) F(S, name)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -194,7 +197,8 @@ enum nvlp_ftype {
 	R(KWINDOW, kwindow, 0, NVLP_FIELDS_KWINDOW)                                                \
 	R(GRAPH, graph, 0, NVLP_FIELDS_GRAPH)                                                      \
 	R(CAPTURED, captured, 0, NVLP_FIELDS_CAPTURED)                                             \
-	R(GPUGRAPH, gpugraph, 0, NVLP_FIELDS_GPUGRAPH)
+	R(GPUGRAPH, gpugraph, 0, NVLP_FIELDS_GPUGRAPH)                                              \
+	R(COMMNAME, commname, 0, NVLP_FIELDS_COMMNAME)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {

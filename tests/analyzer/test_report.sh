@@ -24,6 +24,11 @@ gen nogpu --no-gpu
 gen hosts --ranks 4 --hosts 2 --clock-err-ms 3
 gen exposed --exposed
 gen drops --drop-rank 1
+# issue 16: an nccl-tests sweep and a tight loop (no steps), a failed collective, a launcher
+gen sweep --ranks 2 --sweep
+gen loop --ranks 2 --graph-loop
+gen failed --ranks 2 --fail-at 30 --comm-name dp_group
+gen launcher --launcher
 
 # json NAME [report args...]: report --json into $T/NAME.json (stderr to $T/NAME.err)
 json() { local n=$1; shift; "$CLI" report --json "$@" >"$T/$n.json" 2>"$T/$n.err"; }
@@ -196,7 +201,7 @@ check "report --help lists every threshold" bash -c "grep -q exposed_share '$T/h
 norm() { sed -E -e "s#$T#DIR#g" -e "s#$ROOT/##g" -e 's/an_gen\+0x[0-9a-f]+/an_gen+OFF/' -e 's/frame [0-9]+/frame N/g' \
 	-e 's/offset [0-9]+/offset N/g' -e 's/read [0-9]+ records/read N records/g' \
 	-e 's/^(    truncated: rank [0-9]+: [^:]*): .*/\1: REASON/' -e 's/^(nvlprof: warning: trace cut short, used up to its end: [^:]*): .*/\1: REASON/'; }
-for s in healthy fallback late kill thrash drops; do
+for s in healthy fallback late kill thrash drops sweep loop failed launcher; do
 	"$CLI" report "$T/$s" 2>&1 | norm >"$T/$s.txt"
 	if [ -n "${UPDATE_GOLDEN:-}" ]; then cp "$T/$s.txt" "$GOLD/$s.txt"; fi
 	if diff -u "$GOLD/$s.txt" "$T/$s.txt" >"$T/$s.diff"; then pass "golden: $s"; else

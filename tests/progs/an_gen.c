@@ -42,6 +42,11 @@ struct an_gen_opts {
 	uint64_t small_calls;    /* > 0: a plain NCCL-only trace instead: this many 4 KiB AllReduce
 	                          * per rank, as the shim writes them from the fake NCCL */
 	uint64_t target_records; /* > 0: choose steps to reach this many records per rank */
+	int plain;               /* > 0: a one-communicator job written call by call (PLAIN_*) */
+	int fail_at;             /* PLAIN_FAIL: rank 1 dies before this collective */
+	int launcher;            /* also a launcher's trace: a device and clock records, no work */
+	const char *comm_name;   /* COMMNAME record for the job's communicator */
+	int no_nccl_gpu;         /* plain jobs: compute kernels only, NCCL's work never traced */
 	int quiet;
 };
 
@@ -361,11 +366,152 @@ static int gen_small(const struct an_gen_opts *o)
 	return 0;
 }
 
+/* Plain jobs (o->plain): nccl-tests' sweep (5 warm-up + 20 timed AllReduce per size, 18 sizes
+ * growing from 8 MiB to 2 GiB, each twice, nothing else on the GPU), a tight replay loop (compute 30 us +
+ * one 4 KiB AllReduce, 40 us per iteration), or 40 steady 10 ms steps where rank 1 dies before
+ * collective fail_at and rank 0's fail_at returns ncclSystemError after 5 s (seq kept, aux2 =
+ * failed, no kernel), or (PLAIN_SINGLE) the same steps on a single-rank communicator, which NCCL
+ * runs as a device-to-device copy on the call's stream (beside one copy of the job's own). */
+enum { PLAIN_SWEEP = 1, PLAIN_LOOP, PLAIN_FAIL, PLAIN_SINGLE };
+static int gen_plain(const struct an_gen_opts *o)
+{
+	mkdir(o->dir, 0755);
+	int n = o->ranks;
+	for (int r = 0; r < n; r++) {
+		char hdr[512], path[512];
+		uint64_t mono0 = 1000000ull * MS;
+		const char *cmd = o->plain == PLAIN_SWEEP  ? "all_reduce_perf -b 8M -e 2G -f 2"
+		                  : o->plain == PLAIN_LOOP ? "python3 graph_replay.py"
+		                                           : "python3 train.py";
+		snprintf(hdr, sizeof hdr,
+		         "format=1\nversion=test\nhost=node0\npid=%d\nppid=4999\nrank=%d\n"
+		         "local_rank=%d\nworld_size=%d\ncmdline=%s\n",
+		         5000 + r, r, r, n, cmd);
+		snprintf(path, sizeof path, "%s/plain-%d.nvlp", o->dir, 5000 + r);
+		nvlp_writer *w = nvlp_writer_open(path, hdr, mono0, REAL0);
+		if (!w) {
+			fprintf(stderr, "an_gen: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		static const char kar[] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL", kc[] = "gemm";
+		struct nvlp_rec_string s1 = {.id = 1}, s2 = {.id = 2};
+		nvlp_writer_add(w, NVLP_K_STRING, &s1, kar, strlen(kar));
+		nvlp_writer_add(w, NVLP_K_STRING, &s2, kc, strlen(kc));
+#ifdef NVLP_FIELDS_COMMNAME
+		if (o->comm_name) {
+			struct nvlp_rec_string s3 = {.id = 3};
+			nvlp_writer_add(w, NVLP_K_STRING, &s3, o->comm_name, strlen(o->comm_name));
+			struct nvlp_rec_commname cn = {.comm = COMM_HASH, .name = 3};
+			nvlp_writer_add(w, NVLP_K_COMMNAME, &cn, NULL, 0);
+		}
+#endif
+		struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .tid = 9000 + (uint64_t)r,
+		                          .device = (uint64_t)r, .stream = 0x7f0000a000,
+		                          .cupti_stream = NCCL_STREAM, .dtype = 7,
+		                          .peer = (uint64_t)-1, .comm = COMM_HASH,
+		                          .rank = (uint64_t)r, .nranks = (uint64_t)n};
+		struct nvlp_rec_kernel k = {.device = (uint64_t)r, .context = 1, .grid_x = 24,
+		                            .grid_y = 1, .grid_z = 1, .block_x = 256, .block_y = 1,
+		                            .block_z = 1};
+		uint64_t t = mono0 + MS, seq = 0;
+		int dead = 0;
+		size_t nsizes = o->plain == PLAIN_SWEEP ? 18 : 1;
+		size_t iters = o->plain == PLAIN_SWEEP ? 25 : o->plain == PLAIN_LOOP ? 104 : 40;
+		int single = o->plain == PLAIN_SINGLE;
+		for (size_t z = 0; z < nsizes && !dead; z++)
+			for (size_t i = 0; i < iters && !dead; i++) {
+				uint64_t bytes = o->plain == PLAIN_SWEEP  ? (8 * MIB << z / 2)
+				                 : o->plain == PLAIN_LOOP ? 4096
+				                                          : 16 * MIB;
+				/* ~150 GB/s; the sweep's sizes at 10 GB/s (a PCIe box) */
+				uint64_t gd = 8 * US + bytes / (o->plain == PLAIN_SWEEP ? 10 : 150);
+				if (o->plain == PLAIN_FAIL && (int)seq == o->fail_at) {
+					if (r == 1) {
+						dead = 1; /* killed: no call, no END */
+						break;
+					}
+					c.t_enter = t;
+					c.dur = 5000 * MS;
+					c.rc = 2; /* ncclSystemError */
+					c.seq = seq;
+					c.aux2 = 1; /* NVLP_NCCL_AUX2_FAILED */
+					c.call_id = seq + 1;
+					c.bytes = bytes;
+					c.count = bytes / 4;
+					nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+					t += 5000 * MS;
+					dead = 2;
+					break;
+				}
+				uint64_t comp = o->plain == PLAIN_LOOP                ? 30 * US
+				                : o->plain == PLAIN_FAIL || single ? 8 * MS
+				                                                   : 0;
+				if (comp) {
+					k.start = t;
+					k.dur = comp - 2 * US;
+					k.stream = COMP_STREAM;
+					k.name = 2;
+					k.flags = 0;
+					nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
+					t += comp;
+				}
+				c.t_enter = t;
+				c.dur = 5 * US;
+				c.rc = 0;
+				c.aux2 = 0;
+				c.seq = seq++;
+				c.call_id = seq;
+				c.bytes = bytes;
+				c.count = bytes / 4;
+				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+				if (o->no_nccl_gpu) {
+				} else if (single) {
+					struct nvlp_rec_gpucopy g = {.start = t + 6 * US, .dur = gd,
+					                             .copy_kind = 8 /* DTOD */,
+					                             .device = (uint64_t)r,
+					                             .src_device = (uint64_t)r,
+					                             .dst_device = (uint64_t)r,
+					                             .context = 1, .stream = NCCL_STREAM,
+					                             .bytes = bytes};
+					nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
+					if (i == 3) { /* the job's own copy on that stream */
+						g.start += gd + US;
+						g.dur = 3 * US;
+						g.bytes = 4096;
+						nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
+					}
+				} else {
+					k.start = t + 6 * US;
+					k.dur = gd;
+					k.stream = NCCL_STREAM;
+					k.name = 1;
+					k.flags = 1;
+					nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
+				}
+				t += 6 * US + gd + (o->plain == PLAIN_FAIL || single ? 2 * MS - gd : 2 * US);
+				if (nvlp_writer_pending(w) > 48 * 1024)
+					nvlp_writer_flush(w);
+			}
+		if (dead == 1) {
+			nvlp_writer_flush(w);
+			nvlp_writer_abandon(w);
+			continue;
+		}
+		struct nvlp_rec_end e = {.t = t + MS, .records = 0};
+		nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+		if (nvlp_writer_close(w) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int an_gen_run(const struct an_gen_opts *o);
 int an_gen_run(const struct an_gen_opts *o)
 {
 	if (o->small_calls)
 		return gen_small(o);
+	if (o->plain)
+		return gen_plain(o);
 	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts;
 	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
 	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
@@ -794,6 +940,29 @@ void an_gen_defaults(struct an_gen_opts *o)
 }
 
 #ifndef AN_GEN_NO_MAIN
+/* A launcher's trace (torchrun's parent): the shim saw a device and took clock pairs, no work. */
+static int gen_launcher(const struct an_gen_opts *o)
+{
+	char hdr[512], path[512];
+	uint64_t mono0 = 1000000ull * MS;
+	snprintf(hdr, sizeof hdr,
+	         "format=1\nversion=test\nhost=node0\npid=4999\nppid=1\nrank=0\nlocal_rank=0\n"
+	         "world_size=%d\ncmdline=torchrun --nproc-per-node %d train.py\n",
+	         o->ranks, o->ranks);
+	snprintf(path, sizeof path, "%s/launcher-4999.nvlp", o->dir);
+	nvlp_writer *w = nvlp_writer_open(path, hdr, mono0, REAL0);
+	if (!w)
+		return -1;
+	static const char name[] = "NVIDIA H200";
+	struct nvlp_rec_device d = {.device = 0, .sm_count = 132, .cc_major = 9};
+	nvlp_writer_add(w, NVLP_K_DEVICE, &d, name, strlen(name));
+	struct nvlp_rec_clock ck = {.source = 1, .mono = mono0 + MS, .other = mono0 + MS};
+	nvlp_writer_add(w, NVLP_K_CLOCK, &ck, NULL, 0);
+	struct nvlp_rec_end e = {.t = mono0 + 2 * MS};
+	nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+	return nvlp_writer_close(w);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: an_gen -o DIR [--ranks N] [--hosts H] [--steps S] [--clock-err-ms "
@@ -804,7 +973,9 @@ static void usage(void)
 	                "[--cupti-stream0] [--records N]\n"
 	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
 	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
-	                "       [--small-allreduce N]\n");
+	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
+	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
+	                "       [--comm-name NAME]\n");
 }
 
 int main(int argc, char **argv)
@@ -822,6 +993,9 @@ int main(int argc, char **argv)
 	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
 	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
 	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
+	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
+	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
+	    {"no-nccl-gpu", 0, 0, 7},
 	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
@@ -916,6 +1090,29 @@ int main(int argc, char **argv)
 		case 'A':
 			o.small_calls = strtoull(optarg, NULL, 10);
 			break;
+		case 1:
+			o.plain = PLAIN_SWEEP;
+			break;
+		case 2:
+			o.plain = PLAIN_LOOP;
+			break;
+		case 3:
+			o.plain = PLAIN_FAIL;
+			o.fail_at = atoi(optarg);
+			break;
+		case 4:
+			o.launcher = 1;
+			break;
+		case 5:
+			o.comm_name = optarg;
+			break;
+		case 7:
+			o.no_nccl_gpu = 1;
+			break;
+		case 6:
+			o.plain = PLAIN_SINGLE;
+			o.ranks = 1;
+			break;
 		default:
 			usage();
 			return 2;
@@ -925,6 +1122,8 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	return an_gen_run(&o) ? 1 : 0;
+	if (an_gen_run(&o))
+		return 1;
+	return o.launcher && gen_launcher(&o) ? 1 : 0;
 }
 #endif
