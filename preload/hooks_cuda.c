@@ -288,6 +288,7 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 		.call_id = nvlp_next_call_id(),
 	};
 	nvlp_emit(NVLP_K_COPY, &r, NULL, 0);
+	nvlp_py_attach(NVLP_K_COPY, r.tid, t0, r.call_id);
 }
 
 /* Peer copies: always recorded; kind is recorded as cudaMemcpyDeviceToDevice. */
@@ -340,6 +341,7 @@ static void emit_managed(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_
 		.stream = (uintptr_t)st,
 	};
 	nvlp_emit(NVLP_K_MANAGED, &r, NULL, 0);
+	nvlp_py_attach(NVLP_K_MANAGED, r.tid, t0, 0);
 }
 
 /* A location as a device number: -1 (cudaCpuDeviceId) for any host location. */

@@ -65,6 +65,12 @@ struct nvlp_tls {
 		uint64_t cupti_stream;
 	} nccl_last;
 	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
+	/* pystacks.c: the Python frame and position of this thread's last collective, the PYSTACK
+	 * last written for its collectives, and the buffer chains are built in. */
+	const void *py_frame;
+	int py_pos;
+	uint64_t py_stack;
+	void *py_scratch;
 };
 /* Defined in rt_tls.c; inline access so the hot path pays no call for it. */
 extern __thread struct nvlp_tls nvlp_tls_state
@@ -148,6 +154,13 @@ void nvlp_cupti_managed_seen(void);
 /*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if
  * off. */
 uint64_t nvlp_stack_capture(void);
+
+/* Provided by preload/pystacks.c (nothing happens outside Python or without the GIL). */
+/*! Attach the calling thread's Python chain to the record (kind, tid, t, call_id): a PYREF, and the
+ * PYSTACK when new. */
+void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id);
+/*! After a collective's record: a PYREF when the thread's Python chain changed since the last. */
+void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id);
 
 #ifdef __cplusplus
 }

@@ -98,6 +98,8 @@ static void thread_exit(void *v)
 	struct nvlp_tls *t = &nvlp_tls_state;
 	free(t->stack_scratch);
 	t->stack_scratch = NULL;
+	free(t->py_scratch);
+	t->py_scratch = NULL;
 	if (t->ring && t->epoch == nvlp_tls_epoch) {
 		atomic_fetch_add(&nvlp_ring_retired, 1);
 		atomic_store_explicit(&t->ring->state, NVLP_RING_RETIRED, memory_order_release);

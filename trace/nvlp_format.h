@@ -158,14 +158,18 @@ enum nvlp_ftype {
  * NCCL hands its profiler plugin): comm = the shim's communicator hash (as in NCCL.comm). */
 #define NVLP_FIELDS_COMMNAME(F) F(X, comm) F(S, name)
 
-/* A Python call chain (deduplicated like STACK; ids are per file, start at 1, their own space):
- * blob = "file:line:function\n" per frame, innermost first. */
+/* A Python call chain, deduplicated like STACK (id = a hash of the text, never 0; written once per
+ * file before the first PYREF naming it): blob = "file:line:function\n" per frame, innermost
+ * first. Read only from a thread holding the GIL (a thread that released it around the call, as
+ * torch does around most CUDA and NCCL calls, has none). */
 #define NVLP_FIELDS_PYSTACK(F) F(U, id)
 
-/* Attaches a PYSTACK to one earlier record (records cannot gain fields): the record of kind `kind`
- * (COPY, MANAGED or NCCL) written by thread tid whose t_enter is t; call_id = its call_id where the
- * kind has one (COPY, NCCL), else 0. For NCCL: the latest collective of that thread that carried a
- * Python location, written periodically and at the end (so a killed rank keeps it). */
+/* Attaches a PYSTACK to earlier records (records cannot gain fields): the record of kind `kind`
+ * written by thread tid whose t_enter is t; call_id = its call_id where the kind has one (COPY,
+ * NCCL), else 0. COPY and MANAGED: that one record. NCCL: that collective/p2p call and every later
+ * one of the same thread until the thread's next NCCL PYREF (written only when the chain changes;
+ * pystack 0 = no Python location from there on), so a rank's last call has its location even when
+ * the rank was killed. */
 #define NVLP_FIELDS_PYREF(F) F(U, kind) F(U, tid) F(T, t) F(U, call_id) F(U, pystack)
 
 /* A mark the job made (kind: NVLP_MARK_* below): cudaProfilerStart/Stop, an NVTX range push/pop
