@@ -432,8 +432,11 @@ enum nvlp_link_source {
 };
 /* CLOCK.source: CUPTI: other = cuptiGetTimestamp(); REALTIME: other = CLOCK_REALTIME ns (the GPU
  * globaltimer's time base); KCH: other = a KernelCh GPU stop stamp, mono = when the host got it (an
- * upper bound on the stamp's host time, from ncclprof.c). */
-#define NVLP_CLOCK_SOURCES(V) V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch")
+ * upper bound on the stamp's host time, from ncclprof.c); FOREIGN: other = another CUPTI client's
+ * timestamp callback (e.g. torch.profiler's TSC ticks), which stamped GPU activity while installed
+ * (the shim already converted those records with a fit of these pairs). */
+#define NVLP_CLOCK_SOURCES(V)                                                                      \
+	V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch") V(FOREIGN, 4, "foreign")
 enum nvlp_clock_source {
 #define NVLP_V_ENUM(NAME, v, label) NVLP_CLOCK_##NAME = v,
 	NVLP_CLOCK_SOURCES(NVLP_V_ENUM)
