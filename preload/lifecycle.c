@@ -239,6 +239,10 @@ static void init_once(void)
 		nvlp_emit_init();
 		if (cfg->cupti)
 			set_path_env("CUDA_INJECTION64_PATH");
+		/* NVTX loads its tool from this path: us (preload/capture.c), for the job's marks */
+		if (cfg->nvtx)
+			set_path_env("NVTX_INJECTION64_PATH");
+		nvlp_capture_config(cfg->capture, cfg->capture_name);
 		/* NCCL loads its profiler plugin from this path: us (preload/ncclprof.c) */
 		if (cfg->nccl_plugin)
 			set_path_env("NCCL_PROFILER_PLUGIN");

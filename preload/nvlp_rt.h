@@ -43,6 +43,9 @@ struct nvlp_config {
 	long gpu_flush_ms; /* NVLPROF_GPU_FLUSH_MS: forced CUPTI flush period (default 10000; 0 =
 	                    * only full buffers and exit) */
 	char dir[4096];    /* NVLPROF_DIR (default ./nvlprof-traces) */
+	int nvtx;          /* NVLPROF_NVTX (default 1): be NVTX's injection library, record marks */
+	int capture;       /* NVLPROF_CAPTURE: 0 none, 1 cudaProfilerApi, 2 nvtx:NAME */
+	char capture_name[256]; /* the NVTX range's message for capture 2 */
 };
 const struct nvlp_config *nvlp_cfg(void);
 
@@ -154,6 +157,17 @@ void nvlp_cupti_managed_seen(void);
 /*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if
  * off. */
 uint64_t nvlp_stack_capture(void);
+
+/* Provided by preload/capture.c. */
+/*! NVLPROF_CAPTURE's mode (0: none, every record is kept). */
+extern int nvlp_capture_mode __attribute__((visibility("hidden")));
+/*! Set the capture mode once at init (before any record). */
+void nvlp_capture_config(int mode, const char *name);
+/*! With a capture range: 1 if the record is kept (inside the range, or a kind that explains the
+ * others), 0 if it is not written. */
+int nvlp_capture_keep(unsigned kind, const void *fields);
+/*! 1 while the capture range is open (always without capture). */
+int nvlp_capture_gate_open(void);
 
 /* Provided by preload/pystacks.c (nothing happens outside Python or without the GIL). */
 /*! Attach the calling thread's Python chain to the record (kind, tid, t, call_id): a PYREF, and the
