@@ -270,7 +270,8 @@ __attribute__((constructor)) static void lc_ctor(void)
  * pass through the PLT): the trace ends in the exit handler as before. */
 NVLP_EXPORT void exit(int status)
 {
-	nvlp_rt_set_exit_status(status);
+	if (!nvlp_rt_in_vfork_child()) /* a vfork child's status is not the parent's */
+		nvlp_rt_set_exit_status(status);
 	exit_fn f = real_exit ? real_exit : (exit_fn)dlsym(RTLD_NEXT, "exit");
 	if (f)
 		f(status);
@@ -280,7 +281,8 @@ NVLP_EXPORT void exit(int status)
 
 NVLP_EXPORT void _exit(int status)
 {
-	nvlp_rt_set_exit_status(status);
+	if (!nvlp_rt_in_vfork_child())
+		nvlp_rt_set_exit_status(status);
 	nvlp_shutdown(NVLP_END_UEXIT);
 	if (real__exit)
 		real__exit(status);
@@ -290,7 +292,8 @@ NVLP_EXPORT void _exit(int status)
 
 NVLP_EXPORT void _Exit(int status)
 {
-	nvlp_rt_set_exit_status(status);
+	if (!nvlp_rt_in_vfork_child())
+		nvlp_rt_set_exit_status(status);
 	nvlp_shutdown(NVLP_END_UEXIT);
 	if (real__Exit)
 		real__Exit(status);

@@ -175,6 +175,10 @@ EOF
 	cat >>"$d/job.py" <<EOF
 import subprocess
 subprocess.run(["true"], check=True)
+try:
+    subprocess.run(["/nonexistent/cmd"])  # the vfork child's exec fails: it _exit()s
+except FileNotFoundError:
+    pass
 for _ in range(5):
     assert nccl.ncclAllReduce(None, None, ctypes.c_size_t(1024), 7, 0, comm, None) == 0
 EOF
@@ -185,6 +189,7 @@ EOF
 	check_eq "vfork+exec child: parent trace complete" 1 "$(rd "$f" complete)"
 	check_eq "vfork+exec child: parent ended at exit, not at the child's exec" 0 "$(rd "$f" end_reason)"
 	check_eq "vfork+exec child: parent kept recording" 10 "$(rd "$f" allreduce)"
+	check_eq "vfork child's _exit: not the parent's status (main returned: -1)" -1 "$(rd "$f" exit_status)"
 fi
 
 # --- kill -9 after > 1.5 s: readable, cut short, holding records from the last second ---
