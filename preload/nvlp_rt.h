@@ -68,10 +68,9 @@ struct nvlp_tls {
 		uint64_t cupti_stream;
 	} nccl_last;
 	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
-	/* pystacks.c: the Python frame and position of this thread's last collective, the PYSTACK
-	 * last written for its collectives, and the buffer chains are built in. */
-	const void *py_frame;
-	int py_pos;
+	/* pystacks.c: the signature of the Python chain of this thread's last collective (0 none),
+	 * the PYSTACK last written for its collectives, and the buffer chains are built in. */
+	uint64_t py_sig;
 	uint64_t py_stack;
 	void *py_scratch;
 };

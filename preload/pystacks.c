@@ -256,27 +256,57 @@ void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id)
 }
 
 /*
- * Collectives are the hot path: the chain is walked again only when the innermost frame or its
- * position in it changed since this thread's last collective, and a PYREF is written only when the
- * chain differs from the last one written (pystack 0: no Python location from this call on).
+ * Collectives are the hot path: the chain is walked again only when its signature changed since
+ * this thread's last collective, and a PYREF is written only when the chain differs from the last
+ * one written (pystack 0: no Python location from this call on). The signature is the address and
+ * position of the innermost SIG_FRAMES frames: the innermost alone is not enough (torch's
+ * all_reduce wrapper is the innermost frame of every collective, called from many lines).
  */
+#define SIG_FRAMES 4
+static uint64_t chain_sig(PyObject *frame)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	PyObject *f = frame;
+	py.incref(f);
+	for (int i = 0; i < SIG_FRAMES && f; i++) {
+		int pos = py.frame_lasti ? py.frame_lasti(f) : py.frame_line(f);
+		h = (h ^ (uint64_t)(uintptr_t)f) * 0x100000001b3ull;
+		h = (h ^ (uint64_t)(unsigned)pos) * 0x100000001b3ull;
+		PyObject *back = py.frame_back(f);
+		py.decref(f);
+		f = back;
+	}
+	if (f)
+		py.decref(f);
+	return h ? h : 1;
+}
+
 void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
 {
 	if (NVLP_UNLIKELY(!nvlp_cfg()->stacks) || resolve() < 0)
 		return;
+	if (NVLP_UNLIKELY(nvlp_capture_mode) && !nvlp_capture_gate_open()) {
+		/* Outside the capture range nothing is written: the first collective inside gets
+		 * its PYREF whatever the chain was before. */
+		tls->py_sig = 0;
+		tls->py_stack = UINT64_MAX;
+		return;
+	}
 	uint64_t id = 0;
 	if (holds_gil()) {
 		PyObject *frame = py.get_frame();
 		if (frame) {
-			int pos = py.frame_lasti ? py.frame_lasti(frame) : py.frame_line(frame);
-			if (frame == tls->py_frame && pos == tls->py_pos)
+			PyObject *et, *ev, *etb;
+			py.err_fetch(&et, &ev, &etb);
+			uint64_t sig = chain_sig(frame);
+			py.err_restore(et, ev, etb);
+			if (sig == tls->py_sig)
 				return;
-			tls->py_frame = frame;
-			tls->py_pos = pos;
+			tls->py_sig = sig;
 			id = walk(frame);
 		}
 	} else {
-		tls->py_frame = NULL;
+		tls->py_sig = 0;
 	}
 	if (id != tls->py_stack) {
 		tls->py_stack = id;

@@ -15,7 +15,7 @@ import ctypes, sys
 ctypes.CDLL("$FAKES/libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
 ctypes.CDLL("$FAKES/libnccl.so.2", mode=ctypes.RTLD_LOCAL)
 mode = sys.argv[1]
-shim = (ctypes.PyDLL if mode == "gil" else ctypes.CDLL)("$LIB", mode=ctypes.RTLD_LOCAL)
+shim = (ctypes.PyDLL if mode in ("gil", "gilcap") else ctypes.CDLL)("$LIB", mode=ctypes.RTLD_LOCAL)
 
 class Uid(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
@@ -41,6 +41,10 @@ def train():
     move(b, a)
     for i in range(50):
         step(comm, i)  # LOOP_LINE
+    if mode == "gilcap":
+        assert shim.cudaProfilerStart() == 0
+    # the same innermost frame (address and position), called from another line:
+    step(comm, 99)  # AGAIN_LINE
     assert shim.ncclBroadcast(None, None, ctypes.c_size_t(8), 7, 0, comm, None) == 0  # LAST_LINE
     print("done", flush=True)
 
@@ -80,8 +84,11 @@ check_eq "gil: cross-device copy has its Python chain" "$J:$(line_of PEER_LINE):
 check_eq "gil: copy PYREF carries the call id" 1 "$(grep -c "^pyref kind=$K_COPY .* call_id=$(field "$copy" call_id) " "$T/gil.txt")"
 # 50 collectives from one line: one PYREF (written when the chain changed), then the last call's
 steps=$(grep -c '^nccl fn=ncclAllReduce ' "$T/gil.txt")
-check_eq "gil: collectives recorded" 50 "$steps"
-check_eq "gil: collective PYREFs only on change" 2 "$(grep -c "^pyref kind=$K_NCCL " "$T/gil.txt")"
+check_eq "gil: collectives recorded" 51 "$steps"
+check_eq "gil: collective PYREFs only on change" 3 "$(grep -c "^pyref kind=$K_NCCL " "$T/gil.txt")"
+again=$(grep '^nccl fn=ncclAllReduce ' "$T/gil.txt" | tail -1)
+a2=$(ref $K_NCCL "$(field "$again" tid)" "$(field "$again" t_enter)")
+check_eq "gil: same innermost frame from another line: the new chain" "$J:$(line_of STEP_LINE):step|$J:$(line_of AGAIN_LINE):train" "$(chain "$a2" gil | cut -d'|' -f1,2)"
 last=$(grep '^nccl fn=ncclBroadcast ' "$T/gil.txt" | tail -1)
 l_id=$(ref $K_NCCL "$(field "$last" tid)" "$(field "$last" t_enter)")
 check_eq "gil: last collective's location" "$J:$(line_of LAST_LINE):train" "$(chain "$l_id" gil | cut -d'|' -f1)"
@@ -90,10 +97,19 @@ s_id=$(ref $K_NCCL "$(field "$first" tid)" "$(field "$first" t_enter)")
 check_eq "gil: step location" "$J:$(line_of STEP_LINE):step|$J:$(line_of LOOP_LINE):train" "$(chain "$s_id" gil | cut -d'|' -f1,2)"
 check_eq "gil: each chain written once" "$(grep -c '^pystack ' "$T/gil.txt")" "$(grep '^pystack ' "$T/gil.txt" | awk '{print $2}' | sort -u | wc -l)"
 
+# NVLPROF_CAPTURE: the first collective inside the range has its location, whatever came before
+mkdir -p "$T/gilcap"
+FAKE_CUDA_DEVICES=2 NVLPROF_CAPTURE=cudaProfilerApi NVLPROF_DIR="$T/gilcap" LD_PRELOAD="$PRELOAD" python3 "$T/job.py" gilcap >/dev/null 2>&1
+"$READ" "$T/gilcap"/*.nvlp | sed 's/$/ /' >"$T/gilcap.txt"
+cap=$(grep '^nccl fn=ncclBroadcast ' "$T/gilcap.txt" | tail -1)
+check_eq "capture: only the collectives inside the range" "1 1" "$(grep -c '^nccl fn=ncclAllReduce ' "$T/gilcap.txt") $(grep -c '^nccl fn=ncclBroadcast ' "$T/gilcap.txt")"
+c_ref=$(sed -n "s/^pyref kind=$K_NCCL tid=$(field "$cap" tid) t=$(field "$cap" t_enter) .*pystack=\([0-9]*\) \$/\1/p" "$T/gilcap.txt" | head -1)
+check_eq "capture: its Python location" "$J:$(line_of LAST_LINE):train" "$(chain "$c_ref" gilcap | cut -d'|' -f1)"
+
 # CDLL releases the GIL around the call: nothing is read from the interpreter
 run_py nogil
 check_eq "nogil: job ran" "0 done" "$(cat "$T/nogil.rc") $(cat "$T/nogil.out")"
-check_eq "nogil: records present" 50 "$(grep -c '^nccl fn=ncclAllReduce ' "$T/nogil.txt")"
+check_eq "nogil: records present" 51 "$(grep -c '^nccl fn=ncclAllReduce ' "$T/nogil.txt")"
 check_eq "nogil: no Python chain" "0 0" "$(grep -c '^pystack ' "$T/nogil.txt") $(grep -c '^pyref ' "$T/nogil.txt")"
 
 # NVLPROF_STACKS=0 turns Python chains off too

@@ -196,7 +196,7 @@ NVLPROF_CUPTI=0 "$CLI" run -o "$T/k" -- "$PROGS/rt_app" loop >/dev/null 2>"$T/r5
 runner=$!
 for _ in $(seq 1200); do ls "$T/k"/*.nvlp >/dev/null 2>&1 && break; sleep 0.05; done
 sleep 0.3
-kill -KILL "$(pgrep -P "$runner" | head -1)" 2>/dev/null
+kill -KILL "$(env -u LD_PRELOAD pgrep -P "$runner" | head -1)" 2>/dev/null
 { wait "$runner"; } 2>/dev/null
 check "run: a killed job is named with its signal" grep -q "nvlprof run: job killed by signal 9 (Killed); $(cd "$T/k" && pwd -P): 1 trace, 1 without an end (killed?)" "$T/r5"
 exit $((FAILED > 0))
