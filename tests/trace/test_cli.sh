@@ -171,7 +171,8 @@ job() { NVLPROF_CUPTI=0 NVLPROF_DIR="$RUNS" "$CLI" run "$@"; }
 job -- "$PROGS/hk_nccl" failseq >/dev/null 2>"$T/r1"; rc=$?
 check_eq "run dir: job status kept" 0 "$rc"
 d1=$(ls -d "$RUNS"/run-* 2>/dev/null | head -1)
-check "run dir: a new run-YYYYmmdd-HHMMSS-PID directory" sh -c "printf '%s\n' '$d1' | grep -Eq '/run-[0-9]{8}-[0-9]{6}-[0-9]+\$'"
+re='/run-[0-9]{8}-[0-9]{6}-[0-9]+$'
+check_eq "run dir: a new run-YYYYmmdd-HHMMSS-PID directory" yes "$([[ $d1 =~ $re ]] && echo yes)"
 check_eq "run dir: the trace is in it" 1 "$(ls "$d1"/*.nvlp 2>/dev/null | wc -l)"
 check_eq "run dir: latest points at it" "$(basename "$d1")" "$(readlink "$RUNS/latest")"
 check_eq "run dir: one closing line naming the directory and the traces" \
