@@ -268,7 +268,7 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		nvlp_emit_commit(&slot);
 	else
 		nvlp_emit(NVLP_K_NCCL, &tmp, NULL, 0);
-	nvlp_py_nccl(tls, t0, call_id);
+	nvlp_py_nccl_maybe(tls, t0, call_id);
 }
 
 #define COLL_WRAPPER(E, name, params, args, n, dt, op, peer, how)                                  \

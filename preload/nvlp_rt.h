@@ -174,6 +174,13 @@ int nvlp_capture_gate_open(void);
 void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id);
 /*! After a collective's record: a PYREF when the thread's Python chain changed since the last. */
 void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id);
+/* -1 once the process is known not to run Python: the hooks then skip the call (one load). */
+extern int nvlp_py_state __attribute__((visibility("hidden")));
+static inline void nvlp_py_nccl_maybe(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
+{
+	if (__atomic_load_n(&nvlp_py_state, __ATOMIC_RELAXED) >= 0)
+		nvlp_py_nccl(tls, t, call_id);
+}
 
 #ifdef __cplusplus
 }

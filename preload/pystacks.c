@@ -45,8 +45,9 @@ static struct {
 	fetch_fn err_fetch;
 	restore_fn err_restore;
 } py;
-/* 0 not looked up yet, 1 Python is there, -1 not a Python process. */
-static _Atomic int py_state;
+/* 0 not looked up yet, 1 Python is there, -1 not a Python process (read inline by the hooks). */
+int nvlp_py_state; /* atomic (__atomic builtins, as the header reads it) */
+#define py_state nvlp_py_state
 static pthread_mutex_t resolve_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *sym(const char *name)
@@ -56,11 +57,11 @@ static void *sym(const char *name)
 
 static int resolve(void)
 {
-	int s = atomic_load_explicit(&py_state, memory_order_acquire);
+	int s = __atomic_load_n(&py_state, __ATOMIC_ACQUIRE);
 	if (NVLP_LIKELY(s))
 		return s;
 	pthread_mutex_lock(&resolve_mu);
-	if (!(s = atomic_load_explicit(&py_state, memory_order_relaxed))) {
+	if (!(s = __atomic_load_n(&py_state, __ATOMIC_RELAXED))) {
 		py.is_initialized = (int_fn)sym("Py_IsInitialized");
 		py.gil_check = (int_fn)sym("PyGILState_Check");
 		py.tstate = (ptr_fn)sym("PyThreadState_GetUnchecked");
@@ -81,7 +82,7 @@ static int resolve(void)
 			  py.frame_back && py.frame_code && py.frame_line && py.getattr && py.utf8 &&
 			  py.incref && py.decref && py.err_fetch && py.err_restore;
 		s = all ? 1 : -1;
-		atomic_store_explicit(&py_state, s, memory_order_release);
+		__atomic_store_n(&py_state, s, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&resolve_mu);
 	return s;
