@@ -166,6 +166,7 @@ $(FAKES_DIR)/libhk_workload.so: tests/fakes/workload.c $(FAKE_LIBS)
 # ---- section: preload test programs (PROG_LIBS_<name>, extra rules) ----
 PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_hk_cuda := -l:libcudart.so.13
+PROG_LIBS_hk_nvtx := -l:libnccl.so.2 -l:libcudart.so.13 -ldl
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
 # bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim

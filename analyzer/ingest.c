@@ -721,10 +721,10 @@ static int on_ignored(struct lctx *c)
 #define on_graph on_ignored
 #define on_captured on_ignored
 #define on_gpugraph on_ignored
-/* kinds the shim may add (issue 16): read by dump, not (yet) by the model */
+/* Issue 16's shim records the model does not read yet (Python chains, how a process ended). */
 #define on_pystack on_ignored
 #define on_pyref on_ignored
-#define on_exit on_ignored
+#define on_exitinfo on_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not
  * compile. @return 0, or -1 the record was skipped (bad() said why). */

@@ -1,20 +1,30 @@
-/* run.c: `nvlprof run`: executes a command with libnvlprof.so (found next to this binary or in ../lib) preloaded. */
+/* run.c: `nvlprof run`: runs a command with libnvlprof.so (found next to this binary or in ../lib) preloaded, into a run directory of its own, and says what was recorded. */
+#include <dirent.h>   /* opendir */
 #include <errno.h>    /* errno */
 #include <limits.h>   /* PATH_MAX */
+#include <signal.h>   /* sigaction, kill */
 #include <stdio.h>    /* fprintf */
 #include <stdlib.h>   /* getenv, setenv, realpath */
 #include <string.h>   /* strcmp, strncmp */
 #include <sys/stat.h> /* mkdir */
-#include <unistd.h>   /* execvp, readlink, access */
+#include <sys/wait.h> /* waitpid */
+#include <time.h>     /* strftime */
+#include <unistd.h>   /* execvp, fork, readlink, access */
 
 #include "commands.h"
+#include "nvlp_trace.h" /* the reader, for the closing summary */
 
 #define LIB_NAME "libnvlprof.so"
 
 static void run_usage(FILE *f)
 {
-	fprintf(f, "usage: nvlprof run [-o DIR] [--] CMD [ARGS...]\n"
-		   "  -o, --output DIR   write traces to DIR (sets NVLPROF_DIR; default ./nvlprof-traces)\n");
+	fprintf(f, "usage: nvlprof run [-o DIR] [--append] [--] CMD [ARGS...]\n"
+		   "  -o, --output DIR   write traces to DIR (sets NVLPROF_DIR; refused if DIR already\n"
+		   "                     holds traces). Default: a new run directory\n"
+		   "                     ./nvlprof-traces/run-YYYYmmdd-HHMMSS-PID (under $NVLPROF_DIR\n"
+		   "                     when set), ./nvlprof-traces/latest pointing at it\n"
+		   "  --append           allow DIR to hold traces of earlier runs (they will be reported\n"
+		   "                     together)\n");
 }
 
 /* The library lives next to the real nvlprof binary (symlinks resolved), as make builds it, or in
@@ -104,9 +114,112 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/* Traces (*.nvlp) in dir. */
+static int count_traces(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		n += l > 5 && !strcmp(e->d_name + l - 5, ".nvlp");
+	}
+	closedir(d);
+	return n;
+}
+
+/* What the run recorded, for its closing line: traces, records lost in the shim's buffers, notes
+ * of what CUPTI lost or could not collect, traces that never ended (a killed process). */
+struct run_sum {
+	int traces, unreadable, unended;
+	unsigned long long dropped, gaps;
+};
+
+static void sum_trace(const char *path, struct run_sum *s)
+{
+	char err[256];
+	nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
+	if (!r) {
+		s->unreadable++;
+		return;
+	}
+	s->traces++;
+	struct nvlp_record rec;
+	unsigned long long dropped = 0;
+	int ended = 0;
+	while (nvlp_reader_next(r, &rec) == 1) {
+		if (rec.kind == NVLP_K_DROPS) {
+			const struct nvlp_rec_drops *d = (const void *)rec.f;
+			dropped += d->dropped; /* cumulative per thread: the END total supersedes */
+		} else if (rec.kind == NVLP_K_END) {
+			const struct nvlp_rec_end *e = (const void *)rec.f;
+			dropped = e->dropped;
+			ended = 1;
+		} else if (rec.kind == NVLP_K_NOTE) {
+			const struct nvlp_rec_note *n = (const void *)rec.f;
+			s->gaps += n->code == NVLP_NOTE_ACTIVITY_LOST ||
+			           n->code == NVLP_NOTE_ACTIVITY_DROPPED ||
+			           n->code == NVLP_NOTE_SHARED_CUPTI || n->code == NVLP_NOTE_FOREIGN_TOOL;
+		}
+	}
+	s->dropped += dropped;
+	s->unended += !ended;
+	nvlp_reader_close(r);
+}
+
+static void summarize(const char *dir, const char *status)
+{
+	struct run_sum s = {0};
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		char path[PATH_MAX];
+		while ((e = readdir(d))) {
+			size_t l = strlen(e->d_name);
+			if (l > 5 && !strcmp(e->d_name + l - 5, ".nvlp") &&
+			    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+				sum_trace(path, &s);
+		}
+		closedir(d);
+	}
+	char extra[256] = "";
+	size_t n = 0;
+	if (s.dropped)
+		n += (size_t)snprintf(extra + n, sizeof extra - n, ", %llu records dropped", s.dropped);
+	if (s.gaps && n < sizeof extra)
+		n += (size_t)snprintf(extra + n, sizeof extra - n, ", %llu collection gaps noted",
+		                      s.gaps);
+	if (s.unended && n < sizeof extra)
+		n += (size_t)snprintf(extra + n, sizeof extra - n, ", %d without an end (killed?)",
+		                      s.unended);
+	if (s.unreadable && n < sizeof extra)
+		n += (size_t)snprintf(extra + n, sizeof extra - n, ", %d unreadable", s.unreadable);
+	if (!s.dropped && !s.gaps && !s.unended && !s.unreadable && s.traces)
+		snprintf(extra, sizeof extra, ", no drops, no collection gaps");
+	if (!s.traces && !s.unreadable)
+		fprintf(stderr, "nvlprof run: %s; nothing recorded in %s (no CUDA or NCCL call was "
+		                "seen)\n", status, dir);
+	else
+		fprintf(stderr, "nvlprof run: %s; %s: %d trace%s%s\n", status, dir, s.traces,
+		        s.traces == 1 ? "" : "s", extra);
+}
+
+/* A signal someone sent us (kill, a launcher) goes on to the job; one the terminal sent reached
+ * the job's process group already (forwarding it would deliver it twice). */
+static volatile pid_t job_pid;
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (si && si->si_code <= 0 && job_pid > 0)
+		kill(job_pid, sig);
+}
+
 int nvlp_cmd_run(int argc, char **argv)
 {
 	const char *outdir = NULL;
+	int append = 0;
 	int i = 1;
 	while (i < argc) {
 		const char *a = argv[i];
@@ -130,6 +243,11 @@ int nvlp_cmd_run(int argc, char **argv)
 		}
 		if (!strncmp(a, "--output=", 9)) {
 			outdir = a + 9;
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--append")) {
+			append = 1;
 			i++;
 			continue;
 		}
@@ -171,19 +289,91 @@ int nvlp_cmd_run(int argc, char **argv)
 		setenv("LD_PRELOAD", v, 1);
 		free(v);
 	}
+	/* Where this run's traces go: -o DIR as given (not mixed with an earlier run's traces
+	 * unless --append), else a new run directory under $NVLPROF_DIR or ./nvlprof-traces. */
+	char want[PATH_MAX], abs[PATH_MAX], latest_base[PATH_MAX] = "";
 	if (outdir) {
-		char abs[PATH_MAX];
-		/* absolute, so that a job which changes directory still writes where it was asked */
-		if (mkdir_p(outdir) < 0 || !realpath(outdir, abs)) {
-			fprintf(stderr, "nvlprof run: cannot create output directory '%s': %s\n", outdir,
-				strerror(errno));
+		snprintf(want, sizeof want, "%s", outdir);
+	} else {
+		const char *base = getenv("NVLPROF_DIR");
+		base = base && *base ? base : "nvlprof-traces";
+		char stamp[32];
+		time_t now = time(NULL);
+		struct tm tm;
+		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+		if ((size_t)snprintf(want, sizeof want, "%s/run-%s-%d", base, stamp, (int)getpid()) >=
+		    sizeof want) {
+			fprintf(stderr, "nvlprof run: trace directory name too long: '%s'\n", base);
 			return 1;
 		}
-		setenv("NVLPROF_DIR", abs, 1);
+		snprintf(latest_base, sizeof latest_base, "%s", base);
 	}
-	/* exec, not fork: the job keeps our pid, its signals and its exit status */
-	execvp(argv[i], argv + i);
-	int e = errno;
-	fprintf(stderr, "nvlprof run: cannot run '%s': %s\n", argv[i], strerror(e));
-	return e == ENOENT ? 127 : 126;
+	/* absolute, so that a job which changes directory still writes where it was asked */
+	if (mkdir_p(want) < 0 || !realpath(want, abs)) {
+		fprintf(stderr, "nvlprof run: cannot create output directory '%s': %s\n", want,
+			strerror(errno));
+		return 1;
+	}
+	int before = count_traces(abs);
+	if (before && !append) {
+		fprintf(stderr,
+		        "nvlprof run: %s already holds %d trace%s of an earlier run: give a new "
+		        "directory, remove them, or pass --append to report both runs together\n",
+		        abs, before, before == 1 ? "" : "s");
+		return 2;
+	}
+	setenv("NVLPROF_DIR", abs, 1);
+	if (latest_base[0]) {
+		/* ./nvlprof-traces/latest -> the run directory (best effort) */
+		char link[PATH_MAX];
+		const char *leaf = strrchr(abs, '/');
+		if ((size_t)snprintf(link, sizeof link, "%s/latest", latest_base) < sizeof link && leaf) {
+			unlink(link);
+			(void)!symlink(leaf + 1, link);
+		}
+	}
+	fflush(NULL);
+	/* The job runs as our child, so that we can say what it recorded when it ends; its exit
+	 * status (or the signal that ended it) becomes ours. */
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "nvlprof run: cannot start '%s': %s\n", argv[i], strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		execvp(argv[i], argv + i);
+		int e = errno;
+		fprintf(stderr, "nvlprof run: cannot run '%s': %s\n", argv[i], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	job_pid = pid;
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
+		struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[k], &sa, NULL);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	char status[64];
+	if (WIFSIGNALED(st))
+		snprintf(status, sizeof status, "job killed by signal %d (%s)", WTERMSIG(st),
+		         strsignal(WTERMSIG(st)));
+	else
+		snprintf(status, sizeof status, "job exited with status %d", WEXITSTATUS(st));
+	/* 127/126 from our own child: exec failed and it said why; no traces to speak of. */
+	if (!(WIFEXITED(st) && (WEXITSTATUS(st) == 127 || WEXITSTATUS(st) == 126) &&
+	      !count_traces(abs)))
+		summarize(abs, status);
+	if (WIFSIGNALED(st)) {
+		int sig = WTERMSIG(st);
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigemptyset(&dfl.sa_mask);
+		sigaction(sig, &dfl, NULL);
+		fflush(NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return WEXITSTATUS(st);
 }

@@ -126,14 +126,35 @@ struct nvlp_cupti_clock {
 	int identity;     /* CUPTI already returns CLOCK_MONOTONIC ns (our timestamp callback) */
 	int64_t offset;   /* mono - cupti, from the latest CLOCK pairing */
 	int64_t real_off; /* mono - CLOCK_REALTIME, from the latest pairing */
+	/* Another client's timestamp callback (torch.profiler's Kineto: TSC ticks, or the system
+	 * clock) stamps activity from switch_ts on: mono = f_mono + (ts - f_ts) * f_scale, fitted
+	 * from pairs of our clock and that callback taken at its registration and at every flush.
+	 * Stamps below switch_ts (or nearer the switch time in our own clock) are from before it. */
+	int foreign;
+	int foreign_epoch; /* the callback's clock is itself epoch-sized (the system clock) */
+	uint64_t f_ts, f_mono, switch_ts, switch_mono;
+	double f_scale;
 };
 /* Timestamps past this are CLOCK_REALTIME ns (since 2001): torch.profiler's timestamp callback
  * (Kineto uses the system clock) or the GPU's PTIMER. Monotonic ns never get there (31 years). */
 #define NVLP_EPOCH_SIZED 1000000000000000000ull
+/* ts came from the foreign callback (not from before it was installed). */
+static inline int nvlp_cupti_ts_foreign(const struct nvlp_cupti_clock *c, uint64_t ts)
+{
+	if (ts < c->switch_ts)
+		return 0;
+	if (c->switch_ts >= c->switch_mono)
+		return 1;
+	return ts - c->switch_ts < c->switch_mono - ts; /* both clocks overlap here: the nearer */
+}
 static inline uint64_t nvlp_cupti_ts(const struct nvlp_cupti_clock *c, uint64_t ts)
 {
 	if (ts == 0)
 		return ts;
+	if (c->foreign && !(ts > NVLP_EPOCH_SIZED && !c->foreign_epoch) &&
+	    nvlp_cupti_ts_foreign(c, ts))
+		return (uint64_t)((int64_t)c->f_mono +
+		                  (int64_t)((double)(int64_t)(ts - c->f_ts) * c->f_scale));
 	if (ts > NVLP_EPOCH_SIZED && c->real_off)
 		return (uint64_t)((int64_t)ts + c->real_off);
 	if (c->identity)
@@ -150,6 +171,11 @@ int nvlp_cupti_clock_identity(void);
 void nvlp_cupti_clock_get(struct nvlp_cupti_clock *c);
 /*! Emit CLOCK pairs (sources 1 and 2) and refresh the offsets. */
 void nvlp_cupti_clock_pair(void);
+/*! CUPTI took another client's timestamp callback f (share.c); pre_mono/pre_ts: our clock and f's
+ * read just before: fit f's clock to ours from there on. f NULL: CUPTI's own clock again. */
+void nvlp_cupti_clock_foreign(CUpti_TimestampCallbackFunc f, uint64_t pre_mono, uint64_t pre_ts);
+/*! Our own timestamp callback (a client handing it back is not foreign). */
+CUpti_TimestampCallbackFunc nvlp_cupti_clock_ours(void);
 /*! Current clock conversion for PM sample timestamps (GPU time, not CUPTI's callback clock). */
 uint64_t nvlp_cupti_gpu_ts_to_mono(uint64_t gpu_ts);
 

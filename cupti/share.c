@@ -16,7 +16,8 @@
  *  - Kineto flushes only while it holds a buffer it allocated; records can all land in our
  *    buffers, so while it has kinds enabled we hold one of its buffers in reserve (the first to
  *    fill when relaying) and hand it back, empty if unused, at the end of its flush.
- *  - cuptiFinalize and Kineto's timestamp callback are ignored (ours keeps CLOCK_MONOTONIC).
+ *  - cuptiFinalize is ignored; Kineto's timestamp callback is installed (its window filter needs
+ *    its clock) and clock.c converts from it.
  *  - cuptiSubscribe and the callback API: subscribe.c (one real subscription, multiplexed).
  * When we are not collecting (not started, disabled, stepped aside, stopped) everything passes
  * through, and a client that registered before our start is adopted at start. A pass-through
@@ -393,7 +394,19 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
 		          "another client's CUPTI timestamp callback installed: later activity "
 		          "timestamps are converted from its clock");
-	PASS_THROUGH(cuptiActivityRegisterTimestampCallback, f);
+	/* The pair read before CUPTI switches marks where its clock starts; the fit is made once
+	 * CUPTI took the callback (records are converted later, when their buffer completes). */
+	uint64_t pre_mono = nvlp_now(), pre_ts = f && f != nvlp_cupti_clock_ours() ? f() : 0;
+	__typeof__(&cuptiActivityRegisterTimestampCallback) real_ =
+	    (__typeof__(&cuptiActivityRegisterTimestampCallback))caller_real(
+	        "cuptiActivityRegisterTimestampCallback", __builtin_return_address(0),
+	        (void *)cuptiActivityRegisterTimestampCallback);
+	if (!real_ && real_ok())
+		real_ = nvlp_cu.cuptiActivityRegisterTimestampCallback;
+	CUptiResult r = real_ ? real_(f) : CUPTI_ERROR_NOT_INITIALIZED;
+	if (r == CUPTI_SUCCESS)
+		nvlp_cupti_clock_foreign(f, pre_mono, pre_ts);
+	return r;
 }
 
 /* cuptiSubscribe and the callback API: subscribe.c */

@@ -116,6 +116,7 @@ static struct nvlp_comm *insert_locked(const void *comm, uint64_t hash, int rank
 	atomic_store(&c->seq, 0);
 	atomic_store(&c->splits, 0);
 	atomic_store(&c->shrinks, 0);
+	atomic_store(&c->named, 0);
 	atomic_store_explicit(&c->key, comm, memory_order_release);
 	return c;
 }
@@ -163,6 +164,11 @@ void nvlp_comm_remove(const void *comm)
 
 uint64_t nvlp_comm_p2p_seq(struct nvlp_comm *c, int peer, int recv)
 {
+	return nvlp_comm_p2p_seq_ex(c, peer, recv, 1);
+}
+
+uint64_t nvlp_comm_p2p_seq_ex(struct nvlp_comm *c, int peer, int recv, int advance)
+{
 	atomic_uint_fast64_t *p = atomic_load_explicit(&c->p2p, memory_order_acquire);
 	int n = atomic_load_explicit(&c->nranks, memory_order_relaxed);
 	if (!p || peer < 0 || peer >= n)
@@ -170,6 +176,7 @@ uint64_t nvlp_comm_p2p_seq(struct nvlp_comm *c, int peer, int recv)
 	/* Not a locked increment: NCCL forbids concurrent calls on one communicator. */
 	atomic_uint_fast64_t *ctr = &p[recv ? n + peer : peer];
 	uint64_t seq = atomic_load_explicit(ctr, memory_order_relaxed) + 1;
-	atomic_store_explicit(ctr, seq, memory_order_relaxed);
+	if (advance)
+		atomic_store_explicit(ctr, seq, memory_order_relaxed);
 	return seq;
 }

@@ -18,6 +18,7 @@ struct nvlp_comm {
 	atomic_uint_fast64_t seq;    /* collectives issued so far */
 	atomic_uint_fast64_t splits; /* ncclCommSplit calls with this parent */
 	atomic_uint_fast64_t shrinks;
+	_Atomic int named; /* a COMMNAME from the job's config was written (the plugin's is not) */
 	/* 2 * nranks counters: [peer] sends to peer, [nranks + peer] receives from peer. */
 	_Atomic(atomic_uint_fast64_t *) p2p;
 };
@@ -40,5 +41,11 @@ void nvlp_comm_refresh(struct nvlp_comm *c);
 /*! Next sequence number of a point-to-point operation with peer (send: 0, recv: 1); 0 if the
  * communicator's size is unknown or peer is out of range. */
 uint64_t nvlp_comm_p2p_seq(struct nvlp_comm *c, int peer, int recv);
+/*! The same; advance 0 only reads the number the next operation would take. */
+uint64_t nvlp_comm_p2p_seq_ex(struct nvlp_comm *c, int peer, int recv, int advance);
+
+/*! Write COMMNAME {hash, name} (name copied, bounded; control characters replaced); marks c
+ * named when given. Not on a hot path (interns the string). */
+void nvlp_comm_name_emit(struct nvlp_comm *c, uint64_t hash, const char *name);
 
 #endif /* NVLP_COMMS_H */

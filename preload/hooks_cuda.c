@@ -330,6 +330,7 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 	};
 	nvlp_emit(NVLP_K_COPY, &r, NULL, 0);
 	nvlp_capture_note(NVLP_K_COPY, r.call_id, st);
+	nvlp_py_attach(NVLP_K_COPY, r.tid, t0, r.call_id);
 }
 
 /* Peer copies: always recorded; kind is recorded as cudaMemcpyDeviceToDevice. */
@@ -382,6 +383,7 @@ static void emit_managed(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_
 		.stream = (uintptr_t)st,
 	};
 	nvlp_emit(NVLP_K_MANAGED, &r, NULL, 0);
+	nvlp_py_attach(NVLP_K_MANAGED, r.tid, t0, 0);
 }
 
 /* A prefetch/advice target as a device number (-1 = cudaCpuDeviceId, any host location): raw

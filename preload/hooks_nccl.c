@@ -1,6 +1,8 @@
 /* hooks_nccl.c: wrappers of every NCCL function in NVLP_NCCL_FUNCS, one NCCL record per call. */
 #include <errno.h>  /* errno, saved around recording */
+#include <stddef.h> /* offsetof */
 #include <stdint.h> /* uintptr_t */
+#include <string.h> /* memcpy */
 #include <unistd.h> /* getpid */
 
 #include <nccl.h>
@@ -156,6 +158,14 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 /* NCCL accepted the call (a non-blocking communicator answers ncclInProgress). */
 #define OK(rc) ((rc) == ncclSuccess || (rc) == ncclInProgress)
 
+/* An error NCCL returns after it attempted the operation (a peer died, a CUDA or network error),
+ * as opposed to rejecting its arguments: the operation took its place in the sequence. */
+static inline int ran(ncclResult_t rc)
+{
+	return rc == ncclSystemError || rc == ncclInternalError || rc == ncclRemoteError ||
+	       rc == ncclUnhandledCudaError;
+}
+
 /* The entry to record a call on comm with. A communicator we never saw is added (and NCCL asked
  * about it) only after NCCL accepted a call on it: a pointer NCCL rejected may not be a
  * communicator at all, and asking about it could crash where the program got an error code. */
@@ -180,8 +190,10 @@ static struct nvlp_comm *fill_comm(struct nvlp_rec_nccl *r, struct nvlp_comm *c,
 
 /*
  * The hot path: collectives and point-to-point calls. The record is written in one initializer
- * (no zero-fill first). seq advances only for calls NCCL accepted, so that a call rejected on one
- * rank does not shift the numbering against the other ranks. The counters are read and written,
+ * (no zero-fill first). Every call records the sequence number it was issued at (a failed one
+ * too: a hang or abort is matched across ranks by it); the number is used up by calls NCCL accepted
+ * or attempted, not by ones it rejected up front, so that a call rejected on one rank does not
+ * shift the numbering against the other ranks. The counters are read and written,
  * not atomically incremented: NCCL forbids concurrent calls on one communicator, and a locked
  * increment costs more than the rest of the bookkeeping.
  */
@@ -211,13 +223,13 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
 		nranks = atomic_load_explicit(&c->nranks, memory_order_relaxed);
 		device = atomic_load_explicit(&c->device, memory_order_relaxed);
-		if (OK(rc)) {
-			if (how == SEND || how == RECV) {
-				seq = nvlp_comm_p2p_seq(c, peer, how == RECV);
-			} else {
-				seq = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+		int advance = OK(rc) || NVLP_UNLIKELY(ran(rc));
+		if (how == SEND || how == RECV) {
+			seq = nvlp_comm_p2p_seq_ex(c, peer, how == RECV, advance);
+		} else {
+			seq = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+			if (advance)
 				atomic_store_explicit(&c->seq, seq, memory_order_relaxed);
-			}
 		}
 	} else if (comm) {
 		hash = nvlp_comm_ptr_hash(comm);
@@ -250,13 +262,14 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		.seq = seq,
 		.call_id = call_id,
 		.aux = 0,
-		.aux2 = 0,
+		.aux2 = OK(rc) ? 0 : NVLP_NCCL_AUX2_FAILED,
 	};
 	if (NVLP_LIKELY(r != NULL))
 		nvlp_emit_commit(&slot);
 	else
 		nvlp_emit(NVLP_K_NCCL, &tmp, NULL, 0);
 	nvlp_capture_note(NVLP_K_NCCL, call_id, st); /* captured into a graph: not executed yet */
+	nvlp_py_nccl_maybe(tls, t0, call_id);
 }
 
 #define COLL_WRAPPER(E, name, params, args, n, dt, op, peer, how)                                  \
@@ -300,6 +313,41 @@ static uint64_t hash_child(uint64_t parent, uint64_t seed, int64_t what, uint64_
 	return nvlp_hash64(v, sizeof v, seed);
 }
 
+/*
+ * The name the job gave a communicator in its config (torch names its process groups there), as a
+ * COMMNAME record. The config is the caller's struct of whatever NCCL version it was built against:
+ * commName is read only when magic, version (2.19 added it) and size say the field is there.
+ */
+#define CONFIG_MAGIC 0xcafebeefu
+#define CONFIG_COMMNAME_SINCE 21900u /* NCCL_VERSION(2, 19, 0) */
+void nvlp_comm_name_emit(struct nvlp_comm *c, uint64_t hash, const char *name)
+{
+	if (!name || !hash)
+		return;
+	char buf[256];
+	size_t n = 0;
+	for (; n < sizeof buf - 1 && name[n]; n++)
+		buf[n] = (unsigned char)name[n] < 0x20 ? '?' : name[n];
+	if (!n)
+		return;
+	buf[n] = 0;
+	struct nvlp_rec_commname r = {.comm = hash, .name = nvlp_intern(buf)};
+	if (!r.name)
+		return;
+	if (c)
+		atomic_store_explicit(&c->named, 1, memory_order_relaxed);
+	nvlp_emit(NVLP_K_COMMNAME, &r, NULL, 0);
+}
+
+static void config_name(const ncclConfig_t *cfg, const ncclComm_t *comm, uint64_t hash,
+			ncclResult_t rc)
+{
+	if (!cfg || !OK(rc) || cfg->magic != CONFIG_MAGIC || cfg->version < CONFIG_COMMNAME_SINCE ||
+	    cfg->size < offsetof(ncclConfig_t, commName) + sizeof cfg->commName || !cfg->commName)
+		return;
+	nvlp_comm_name_emit(comm && *comm ? nvlp_comm_find(*comm) : NULL, hash, cfg->commName);
+}
+
 /* Record a communicator the call created: rank/nranks from the arguments when known. */
 static void new_comm(struct nvlp_rec_nccl *r, ncclResult_t rc, const ncclComm_t *comm,
 		     uint64_t hash, int rank, int nranks)
@@ -337,6 +385,7 @@ NVLP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nc
 	ENTER(COMM_INIT_RANK_CONFIG, ncclCommInitRankConfig, (comm, nranks, id, rank, cfg))
 	CALL((comm, nranks, id, rank, cfg))
 	new_comm(&r, rc, comm, hash_ids(&id, 1), rank, nranks);
+	config_name(cfg, comm, r.comm, rc);
 	LEAVE
 }
 
@@ -346,6 +395,7 @@ NVLP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, 
 	ENTER(COMM_INIT_RANK_SCALABLE, ncclCommInitRankScalable, (comm, nranks, rank, nid, ids, cfg))
 	CALL((comm, nranks, rank, nid, ids, cfg))
 	new_comm(&r, rc, comm, ids && nid > 0 ? hash_ids(ids, nid) : 0, rank, nranks);
+	config_name(cfg, comm, r.comm, rc);
 	LEAVE
 }
 
@@ -378,6 +428,7 @@ NVLP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
 			/* Rank and size in the child depend on every rank's color and key: ask NCCL. */
 			r.aux = hash_child(p->hash, SEED_SPLIT, color, nth);
 			nvlp_comm_add(*newcomm, r.aux, -1, -1);
+			config_name(cfg, newcomm, r.aux, rc);
 		}
 	}
 	LEAVE
@@ -395,6 +446,7 @@ NVLP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, n
 		if (newcomm && *newcomm) {
 			r.aux = hash_child(p->hash, SEED_SHRINK, 0, nth);
 			nvlp_comm_add(*newcomm, r.aux, -1, -1);
+			config_name(cfg, newcomm, r.aux, rc);
 		}
 	}
 	LEAVE

@@ -34,7 +34,7 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
-static exit_fn real__exit, real__Exit;
+static exit_fn real__exit, real__Exit, real_exit;
 static execve_fn real_execve, real_execvpe;
 static execv_fn real_execv, real_execvp;
 static fexecve_fn real_fexecve;
@@ -43,6 +43,7 @@ static void resolve(void)
 {
 	real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
 	real__Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+	real_exit = (exit_fn)dlsym(RTLD_NEXT, "exit");
 	real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
 	real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
 	real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
@@ -238,6 +239,10 @@ static void init_once(void)
 		nvlp_emit_init();
 		if (cfg->cupti)
 			set_path_env("CUDA_INJECTION64_PATH");
+		/* NVTX loads its tool from this path: us (preload/capture.c), for the job's marks */
+		if (cfg->nvtx)
+			set_path_env("NVTX_INJECTION64_PATH");
+		nvlp_capture_config(cfg->capture, cfg->capture_name);
 		/* NCCL loads its profiler plugin from this path: us (preload/ncclprof.c) */
 		if (cfg->nccl_plugin)
 			set_path_env("NCCL_PROFILER_PLUGIN");
@@ -261,8 +266,23 @@ __attribute__((constructor)) static void lc_ctor(void)
 
 /* ---- exported wrappers ---------------------------------------------------------------------- */
 
+/* exit() itself only notes the status (Python's sys.exit reaches it; a return from main does not
+ * pass through the PLT): the trace ends in the exit handler as before. */
+NVLP_EXPORT void exit(int status)
+{
+	if (!nvlp_rt_in_vfork_child()) /* a vfork child's status is not the parent's */
+		nvlp_rt_set_exit_status(status);
+	exit_fn f = real_exit ? real_exit : (exit_fn)dlsym(RTLD_NEXT, "exit");
+	if (f)
+		f(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
 NVLP_EXPORT void _exit(int status)
 {
+	if (!nvlp_rt_in_vfork_child())
+		nvlp_rt_set_exit_status(status);
 	nvlp_shutdown(NVLP_END_UEXIT);
 	if (real__exit)
 		real__exit(status);
@@ -272,6 +292,8 @@ NVLP_EXPORT void _exit(int status)
 
 NVLP_EXPORT void _Exit(int status)
 {
+	if (!nvlp_rt_in_vfork_child())
+		nvlp_rt_set_exit_status(status);
 	nvlp_shutdown(NVLP_END_UEXIT);
 	if (real__Exit)
 		real__Exit(status);

@@ -29,7 +29,7 @@
 #include <stdbool.h> /* bool */
 #include <stdint.h>  /* uint64_t */
 #include <stdlib.h>  /* calloc, free */
-#include <string.h>  /* strcmp */
+#include <string.h>  /* strcmp, strnlen */
 #include <time.h>    /* clock_gettime */
 
 #include <nccl.h> /* ncclResult_t */
@@ -111,6 +111,7 @@ struct pctx {
 	uint64_t next_coll, next_kch;
 	struct coll_h *colls; /* KCH_COLLS, or NULL without KernelCh */
 	struct kch_h *kchs;   /* KCH_SLOTS */
+	char name[128];       /* the commName NCCL gave init (copied: its lifetime is NCCL's) */
 };
 
 /* CLOCK pairs for the globaltimer fit: at most one per KCH_CLOCK_NS per process. */
@@ -176,7 +177,7 @@ static uint64_t cached(const char *s, int is_fn)
 static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const char *commName,
                            int nNodes, int nranks, int rank, void *logfn)
 {
-	(void)commName, (void)nNodes, (void)logfn;
+	(void)nNodes, (void)logfn;
 	*context = NULL;
 	if (!nvlp_is_active() || !nvlp_cfg()->nccl_plugin) {
 		if (mask)
@@ -190,6 +191,11 @@ static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const cha
 		return ncclSuccess;
 	}
 	c->nccl_comm = commId;
+	if (commName) {
+		size_t n = strnlen(commName, sizeof c->name - 1);
+		memcpy(c->name, commName, n);
+		c->name[n] = 0;
+	}
 	c->rank = rank;
 	c->nranks = nranks;
 	const char *kv = getenv("NVLPROF_KCH");
@@ -226,6 +232,9 @@ static uint64_t ctx_comm(struct pctx *c)
 		    atomic_load_explicit(&e->nranks, memory_order_relaxed) == c->nranks) {
 			comm = e->hash;
 			__atomic_store_n(&c->comm, comm, __ATOMIC_RELAXED);
+			/* Once per communicator: NCCL's name for it, unless the config's was written. */
+			if (c->name[0] && !atomic_load_explicit(&e->named, memory_order_relaxed))
+				nvlp_comm_name_emit(e, comm, c->name);
 		}
 	}
 	return comm;

@@ -43,6 +43,9 @@ struct nvlp_config {
 	long gpu_flush_ms; /* NVLPROF_GPU_FLUSH_MS: forced CUPTI flush period (default 10000; 0 =
 	                    * only full buffers and exit) */
 	char dir[4096];    /* NVLPROF_DIR (default ./nvlprof-traces) */
+	int nvtx;          /* NVLPROF_NVTX (default 1): be NVTX's injection library, record marks */
+	int capture;       /* NVLPROF_CAPTURE: 0 none, 1 cudaProfilerApi, 2 nvtx:NAME */
+	char capture_name[256]; /* the NVTX range's message for capture 2 */
 };
 const struct nvlp_config *nvlp_cfg(void);
 
@@ -65,6 +68,11 @@ struct nvlp_tls {
 		uint64_t cupti_stream;
 	} nccl_last;
 	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
+	/* pystacks.c: the signature of the Python chain of this thread's last collective (0 none),
+	 * the PYSTACK last written for its collectives, and the buffer chains are built in. */
+	uint64_t py_sig;
+	uint64_t py_stack;
+	void *py_scratch;
 };
 /* Defined in rt_tls.c; inline access so the hot path pays no call for it. */
 extern __thread struct nvlp_tls nvlp_tls_state
@@ -153,6 +161,31 @@ void nvlp_capture_note(unsigned kind, uint64_t call_id, void *st);
 /*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if
  * off. */
 uint64_t nvlp_stack_capture(void);
+
+/* Provided by preload/capture.c. */
+/*! NVLPROF_CAPTURE's mode (0: none, every record is kept). */
+extern int nvlp_capture_mode __attribute__((visibility("hidden")));
+/*! Set the capture mode once at init (before any record). */
+void nvlp_capture_config(int mode, const char *name);
+/*! With a capture range: 1 if the record is kept (inside the range, or a kind that explains the
+ * others), 0 if it is not written. */
+int nvlp_capture_keep(unsigned kind, const void *fields);
+/*! 1 while the capture range is open (always without capture). */
+int nvlp_capture_gate_open(void);
+
+/* Provided by preload/pystacks.c (nothing happens outside Python or without the GIL). */
+/*! Attach the calling thread's Python chain to the record (kind, tid, t, call_id): a PYREF, and the
+ * PYSTACK when new. */
+void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id);
+/*! After a collective's record: a PYREF when the thread's Python chain changed since the last. */
+void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id);
+/* -1 once the process is known not to run Python: the hooks then skip the call (one load). */
+extern int nvlp_py_state __attribute__((visibility("hidden")));
+static inline void nvlp_py_nccl_maybe(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
+{
+	if (__atomic_load_n(&nvlp_py_state, __ATOMIC_RELAXED) >= 0)
+		nvlp_py_nccl(tls, t, call_id);
+}
 
 #ifdef __cplusplus
 }

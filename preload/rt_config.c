@@ -30,6 +30,7 @@ static struct nvlp_config cfg = {
     .buffer_kb = 65536,
     .flush_ms = 500,
     .gpu_flush_ms = 10000,
+    .nvtx = 1,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
@@ -114,6 +115,18 @@ void nvlp_cfg_parse(void)
 	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 4L << 20);
 	cfg_long("NVLPROF_FLUSH_MS", &cfg.flush_ms, 1, 1000);
 	cfg_long("NVLPROF_GPU_FLUSH_MS", &cfg.gpu_flush_ms, 0, 3600000);
+	cfg_bool("NVLPROF_NVTX", &cfg.nvtx);
+	const char *cap = getenv("NVLPROF_CAPTURE");
+	if (cap && *cap) {
+		if (!strcmp(cap, "cudaProfilerApi")) {
+			cfg.capture = 1;
+		} else if (!strncmp(cap, "nvtx:", 5) && cap[5] && strlen(cap + 5) < sizeof cfg.capture_name) {
+			cfg.capture = 2;
+			snprintf(cfg.capture_name, sizeof cfg.capture_name, "%s", cap + 5);
+		} else {
+			cfg_bad("NVLPROF_CAPTURE", cap, "cudaProfilerApi or nvtx:NAME", "the whole run");
+		}
+	}
 
 	/* Resolved against the start-up directory, so a later chdir() does not move the traces. */
 	const char *dir = getenv("NVLPROF_DIR");

@@ -98,6 +98,8 @@ static void thread_exit(void *v)
 	struct nvlp_tls *t = &nvlp_tls_state;
 	free(t->stack_scratch);
 	t->stack_scratch = NULL;
+	free(t->py_scratch);
+	t->py_scratch = NULL;
 	if (t->ring && t->epoch == nvlp_tls_epoch) {
 		atomic_fetch_add(&nvlp_ring_retired, 1);
 		atomic_store_explicit(&t->ring->state, NVLP_RING_RETIRED, memory_order_release);
@@ -115,6 +117,9 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 {
 	if (NVLP_UNLIKELY(!nvlp_rt_active() || !valid(kind, blob_len)))
 		return -1;
+	/* Outside NVLPROF_CAPTURE's range: not written, and not a drop either. */
+	if (NVLP_UNLIKELY(nvlp_capture_mode) && !nvlp_capture_keep(kind, fields))
+		return 0;
 	/* No writer yet (first record of the process, or again after a failed exec). */
 	if (NVLP_UNLIKELY(!nvlp_rt_trace_open()) && ensure_writer() < 0)
 		return -1;
@@ -135,8 +140,9 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 
 void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
 {
-	if (NVLP_UNLIKELY(!nvlp_rt_active() || !valid(kind, 0) || !nvlp_rt_trace_open()))
-		return NULL;
+	if (NVLP_UNLIKELY(!nvlp_rt_active() || !valid(kind, 0) || !nvlp_rt_trace_open() ||
+	                  (nvlp_capture_mode && !nvlp_capture_gate_open())))
+		return NULL; /* nvlp_emit decides (and counts) */
 	struct nvlp_ring *r = nvlp_tls()->ring;
 	if (NVLP_UNLIKELY(!r))
 		return NULL;
@@ -152,6 +158,8 @@ int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t b
 {
 	if (!nvlp_rt_active() || !valid(kind, blob_len) || ensure_writer() < 0)
 		return -1;
+	if (NVLP_UNLIKELY(nvlp_capture_mode) && !nvlp_capture_keep(kind, fields))
+		return 0;
 	struct nvlp_tls *t = nvlp_tls();
 	struct nvlp_ring *r = t->ring;
 	if (!r && !(r = register_thread(t)))

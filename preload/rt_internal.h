@@ -79,6 +79,8 @@ int nvlp_rt_rearm(void);
 /*! Async-signal-safe: ask the writer thread to shut down for signal sig and wait up to
  * timeout_ms for it to finish. @return 0 if it answered, -1 otherwise (or no writer). */
 int nvlp_rt_signal_request(int sig, int timeout_ms);
+/*! The status given to exit/_exit, for the EXITINFO record at the end. */
+void nvlp_rt_set_exit_status(int status);
 /*! Fork child, holding the lock: the parent's file and thread are not ours; back to idle. */
 void nvlp_wr_fork_child_locked(void);
 

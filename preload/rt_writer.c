@@ -44,6 +44,13 @@ static _Atomic int kick_pending;
 /* Set by a signal handler, read by the writer thread: a lock-free atomic int is both
  * async-signal-safe and what ThreadSanitizer expects between threads. */
 static int sig_req;
+/* The status the process passed to exit/_exit (-1: not seen, e.g. main returned). */
+static int exit_status = -1;
+
+void nvlp_rt_set_exit_status(int status)
+{
+	__atomic_store_n(&exit_status, status, __ATOMIC_RELEASE);
+}
 /* Threads waiting for w_mu. The writer holds it for long stretches under load and glibc mutexes
  * are not fair, so it steps aside between rings while anyone waits (fork must not starve). */
 static _Atomic int w_waiters;
@@ -356,6 +363,15 @@ void nvlp_rt_finish(unsigned reason)
 		uint64_t nsyms = nvlp_syms_write(writer, SYMBOLS_BUDGET_NS);
 		uint64_t syms_ns = nvlp_now() - t0;
 		nvlp_syms_reset();
+		/* How the process ends, beside END (which cannot gain fields). */
+		struct nvlp_rec_exitinfo xi = {
+		    .t = nvlp_now(),
+		    .reason = reason,
+		    .signal = reason == NVLP_END_SIGNAL
+		                  ? (uint64_t)(int64_t)__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE)
+		                  : 0,
+		    .status = (uint64_t)(int64_t)__atomic_load_n(&exit_status, __ATOMIC_ACQUIRE)};
+		nvlp_writer_add(writer, NVLP_K_EXITINFO, &xi, NULL, 0);
 		uint64_t records = 0;
 		nvlp_writer_stats(writer, &records, NULL, NULL);
 		struct nvlp_rec_end end = {
@@ -448,5 +464,6 @@ void nvlp_wr_fork_child_locked(void)
 	atomic_store(&kick_pending, 0);
 	atomic_store(&w_waiters, 0); /* waiters of the parent do not exist here */
 	__atomic_store_n(&sig_req, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&exit_status, -1, __ATOMIC_RELAXED);
 	total_drops = 0;
 }

@@ -47,7 +47,12 @@ enum nvlp_ftype {
 /* Interned string: blob = the text (no NUL). Ids are per file, start at 1. */
 #define NVLP_FIELDS_STRING(F) F(U, id)
 
-/* One intercepted NCCL call (fn is enum nvlp_nccl_fn). bytes follows nccl-tests' S. */
+/* One intercepted NCCL call (fn is enum nvlp_nccl_fn). bytes follows nccl-tests' S.
+ * A collective or point-to-point call that failed (rc not ncclSuccess/ncclInProgress) has aux2 =
+ * NVLP_NCCL_AUX2_FAILED and seq = the sequence number it was issued at (traces before this rule
+ * wrote seq 0). Only errors NCCL returns after the operation was attempted (system, internal,
+ * remote, CUDA errors) use the number up; a rejected call (invalid argument or usage) does not, so
+ * the next call carries the same seq. */
 #define NVLP_FIELDS_NCCL(F)                                                                        \
 	F(U, fn) F(T, t_enter) F(U, dur) F(U, tid) F(I, device) F(X, stream) F(U, cupti_stream)      \
 	F(U, count) F(I, dtype) F(U, bytes) F(I, op) F(I, peer) F(U, group_depth) F(I, rc)         \
@@ -168,8 +173,32 @@ enum nvlp_ftype {
 	F(U, kind) F(U, graph_id) F(U, node_id) F(U, correlation) F(T, start) F(U, dur)            \
 	F(I, device) F(U, stream) F(U, flags)
 
-/* A name the job gave a communicator (NCCL's commName, torch's group description). */
+/* A name the job gave a communicator (NCCL's ncclConfig_t.commName at init or split, or the one
+ * NCCL hands its profiler plugin): comm = the shim's communicator hash (as in NCCL.comm). */
 #define NVLP_FIELDS_COMMNAME(F) F(X, comm) F(S, name)
+
+/* A Python call chain, deduplicated like STACK (id = a hash of the text, never 0; written once per
+ * file before the first PYREF naming it): blob = "file:line:function\n" per frame, innermost
+ * first. Read only from a thread holding the GIL (a thread that released it around the call, as
+ * torch does around most CUDA and NCCL calls, has none). */
+#define NVLP_FIELDS_PYSTACK(F) F(U, id)
+
+/* Attaches a PYSTACK to earlier records (records cannot gain fields): the record of kind `kind`
+ * written by thread tid whose t_enter is t; call_id = its call_id where the kind has one (COPY,
+ * NCCL), else 0. COPY and MANAGED: that one record. NCCL: that collective/p2p call and every later
+ * one of the same thread until the thread's next NCCL PYREF (written only when the chain changes;
+ * pystack 0 = no Python location from there on), so a rank's last call has its location even when
+ * the rank was killed. */
+#define NVLP_FIELDS_PYREF(F) F(U, kind) F(U, tid) F(T, t) F(U, call_id) F(U, pystack)
+
+/* A mark the job made (kind: NVLP_MARK_* below): cudaProfilerStart/Stop, an NVTX range push/pop
+ * or instant mark; name = the NVTX message (0 for the profiler API and for pops); tid = the
+ * thread (ranges nest per thread). */
+#define NVLP_FIELDS_MARK(F) F(T, t) F(U, kind) F(S, name) F(U, tid)
+
+/* How the process ended, written just before END when known: reason as END.reason, signal = the
+ * signal number that ended it (0 none), status = the exit status passed to exit/_exit (-1 unknown). */
+#define NVLP_FIELDS_EXITINFO(F) F(T, t) F(U, reason) F(I, signal) F(I, status)
 
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
@@ -198,7 +227,11 @@ enum nvlp_ftype {
 	R(GRAPH, graph, 0, NVLP_FIELDS_GRAPH)                                                      \
 	R(CAPTURED, captured, 0, NVLP_FIELDS_CAPTURED)                                             \
 	R(GPUGRAPH, gpugraph, 0, NVLP_FIELDS_GPUGRAPH)                                              \
-	R(COMMNAME, commname, 0, NVLP_FIELDS_COMMNAME)
+	R(COMMNAME, commname, 0, NVLP_FIELDS_COMMNAME)                                             \
+	R(PYSTACK, pystack, 1, NVLP_FIELDS_PYSTACK)                                                \
+	R(PYREF, pyref, 0, NVLP_FIELDS_PYREF)                                                      \
+	R(MARK, mark, 0, NVLP_FIELDS_MARK)                                                         \
+	R(EXITINFO, exitinfo, 0, NVLP_FIELDS_EXITINFO)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
@@ -394,6 +427,21 @@ enum nvlp_graph_op {
 #undef NVLP_V_ENUM
 };
 
+/* MARK.kind. */
+#define NVLP_MARK_KINDS(V)                                                                         \
+	V(PROFILER_START, 1, "cudaProfilerStart")                                                  \
+	V(PROFILER_STOP, 2, "cudaProfilerStop")                                                    \
+	V(RANGE_PUSH, 3, "range_push")   /* nvtxRangePush* / nvtxDomainRangePushEx */             \
+	V(RANGE_POP, 4, "range_pop")     /* nvtxRangePop / nvtxDomainRangePop */                  \
+	V(RANGE_START, 5, "range_start") /* nvtxRangeStart* (not nested; name = message) */       \
+	V(RANGE_END, 6, "range_end")                                                               \
+	V(INSTANT, 7, "mark")            /* nvtxMark* */
+enum nvlp_mark_kind {
+#define NVLP_V_ENUM(NAME, v, label) NVLP_MARK_##NAME = v,
+	NVLP_MARK_KINDS(NVLP_V_ENUM)
+#undef NVLP_V_ENUM
+};
+
 /* COPY.copy_kind: the cudaMemcpyKind of the call. */
 #define NVLP_MEMCPY_KINDS(V)                                                                       \
 	V(HOST_TO_HOST, 0, "HostToHost")                                                           \
@@ -460,8 +508,11 @@ enum nvlp_link_source {
 };
 /* CLOCK.source: CUPTI: other = cuptiGetTimestamp(); REALTIME: other = CLOCK_REALTIME ns (the GPU
  * globaltimer's time base); KCH: other = a KernelCh GPU stop stamp, mono = when the host got it (an
- * upper bound on the stamp's host time, from ncclprof.c). */
-#define NVLP_CLOCK_SOURCES(V) V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch")
+ * upper bound on the stamp's host time, from ncclprof.c); FOREIGN: other = another CUPTI client's
+ * timestamp callback (e.g. torch.profiler's TSC ticks), which stamped GPU activity while installed
+ * (the shim already converted those records with a fit of these pairs). */
+#define NVLP_CLOCK_SOURCES(V)                                                                      \
+	V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch") V(FOREIGN, 4, "foreign")
 enum nvlp_clock_source {
 #define NVLP_V_ENUM(NAME, v, label) NVLP_CLOCK_##NAME = v,
 	NVLP_CLOCK_SOURCES(NVLP_V_ENUM)
@@ -474,6 +525,8 @@ enum nvlp_clock_source {
 #define NVLP_NVLINK_F_NVSWITCH (1ull << 16) /* NVLINK.flags: connected through an NVSwitch */
 #define NVLP_LINKSAMPLE_F_GAP 0x1ull     /* LINKSAMPLE.flags: samples were lost before this one */
 #define NVLP_LINKSAMPLE_F_OVERFLOW 0x2ull /* LINKSAMPLE.flags: a counter wrapped */
+
+#define NVLP_NCCL_AUX2_FAILED 0x1ull /* NCCL.aux2 of a failed collective / p2p call */
 
 /* cudaError_t values the analyzer reads in rc fields. */
 #define NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED 704

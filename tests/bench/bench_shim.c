@@ -175,6 +175,89 @@ static double run_child(const char *self, long calls, const char *preload, const
 	return ns;
 }
 
+/*
+ * Python chains (issue 16): a python3 job calls ncclAllReduce through the shim with ctypes, PyDLL
+ * (the GIL held during the call: the shim reads the interpreter, and walks the chain again only
+ * when the frame moved) and CDLL (the GIL released, as torch does: the shim only checks). Each
+ * with NVLPROF_STACKS=0 and 1, ROUNDS rounds alternated; the difference is what the Python
+ * reader adds per collective (CPU time of the process, less sensitive to a loaded machine than wall
+ * time). @return 0, or 1 when python3 is missing or failed (reported).
+ */
+static double run_py(const char *script, const char *preload, const char *dir, const char *how,
+                     int stacks, long calls)
+{
+	char cmd[8 * PATH_MAX];
+	snprintf(cmd, sizeof cmd,
+	         "env -u NCCL_PROFILER_PLUGIN LD_PRELOAD='%s' NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
+	         "NVLPROF_NCCL_PLUGIN=0 NVLPROF_STACKS=%d python3 '%s' %s %ld '%s'",
+	         preload, dir, stacks, script, how, calls, preload);
+	FILE *p = popen(cmd, "r");
+	double ns = -1;
+	if (!p || fscanf(p, "%lf", &ns) != 1)
+		ns = -1;
+	if (p && pclose(p) != 0)
+		ns = -1;
+	return ns;
+}
+
+static int bench_python(const char *preload, const char *tmpl, const char *fakes)
+{
+	if (system("command -v python3 >/dev/null 2>&1") != 0) {
+		printf("bench_shim: python: no python3, Python chain cost not measured\n");
+		return 0;
+	}
+	char script[PATH_MAX + 16], dir[PATH_MAX + 16];
+	snprintf(script, sizeof script, "%s/py.py", tmpl);
+	snprintf(dir, sizeof dir, "%s/py", tmpl);
+	mkdir(dir, 0755);
+	FILE *f = fopen(script, "w");
+	if (!f)
+		return 1;
+	fprintf(f,
+	        "import ctypes, sys, time\n"
+	        "ctypes.CDLL('%s/libcudart.so.13', mode=ctypes.RTLD_GLOBAL)\n"
+	        "ctypes.CDLL('%s/libnccl.so.2', mode=ctypes.RTLD_LOCAL)\n"
+	        "how, n, lib = sys.argv[1], int(sys.argv[2]), sys.argv[3]\n"
+	        "shim = (ctypes.PyDLL if how == 'gil' else ctypes.CDLL)(lib, mode=ctypes.RTLD_LOCAL)\n"
+	        "class Uid(ctypes.Structure):\n"
+	        "    _fields_ = [('internal', ctypes.c_char * 128)]\n"
+	        "uid = Uid(); comm = ctypes.c_void_p()\n"
+	        "assert shim.ncclGetUniqueId(ctypes.byref(uid)) == 0\n"
+	        "assert shim.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0) == 0\n"
+	        "ar = shim.ncclAllReduce\n"
+	        "ar.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,\n"
+	        "               ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]\n"
+	        "def step(k):\n"
+	        "    for i in range(k):\n"
+	        "        ar(None, None, 1024, 7, 0, comm, None)\n"
+	        "step(10000)\n"
+	        "t0 = time.process_time_ns(); step(n); t1 = time.process_time_ns()\n"
+	        "print((t1 - t0) / n)\n",
+	        fakes, fakes);
+	fclose(f);
+	const long calls = 200000;
+	double r[4][ROUNDS];
+	static const char *const how[4] = {"gil", "gil", "nogil", "nogil"};
+	for (int i = 0; i < ROUNDS; i++)
+		for (int k = 0; k < 4; k++)
+			if ((r[k][i] = run_py(script, preload, dir, how[k], k & 1, calls)) < 0) {
+				printf("bench_shim: python: a run failed\n");
+				return 1;
+			}
+	for (int k = 0; k < 4; k++)
+		qsort(r[k], ROUNDS, sizeof r[k][0], cmp_double);
+	printf("bench_shim: python ctypes, %ld ncclAllReduce x %d rounds: GIL held %.1f ns/call "
+	       "with Python chains off, %.1f on: added %.1f ns/call; GIL released %.1f off, %.1f on: "
+	       "added %.1f ns/call\n",
+	       calls, ROUNDS, r[0][ROUNDS / 2], r[1][ROUNDS / 2], r[1][ROUNDS / 2] - r[0][ROUNDS / 2],
+	       r[2][ROUNDS / 2], r[3][ROUNDS / 2], r[3][ROUNDS / 2] - r[2][ROUNDS / 2]);
+	printf("bench_shim: python: spread (min..max) GIL held off %.1f..%.1f on %.1f..%.1f; "
+	       "released off %.1f..%.1f on %.1f..%.1f\n",
+	       r[0][0], r[0][ROUNDS - 1], r[1][0], r[1][ROUNDS - 1], r[2][0], r[2][ROUNDS - 1],
+	       r[3][0], r[3][ROUNDS - 1]);
+	return 0;
+}
+
 /* Spinning processes, one per core, so the writer thread competes for CPU as on a busy node. */
 static int busy_start(pid_t *pids, int max)
 {
@@ -204,7 +287,7 @@ static void busy_stop(pid_t *pids, int n)
 static int run_load(const char *self, const char *preload, const char *dir, const char *env,
                     const char *mode, double *out, int nout, double *records, double *dropped)
 {
-	char cmd[4 * PATH_MAX];
+	char cmd[8 * PATH_MAX];
 	snprintf(cmd, sizeof cmd,
 	         "env -u NCCL_PROFILER_PLUGIN LD_PRELOAD=%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
 	         "NVLPROF_STACKS=0 NVLPROF_NCCL_PLUGIN=0 %s '%s' %s",
@@ -372,8 +455,13 @@ int main(int argc, char **argv)
 		       bytes, records, dropped, bytes / (records > 0 ? records : 1));
 	else
 		printf("bench_shim: no readable trace in %s\n", dir);
+	char fakes[PATH_MAX];
+	snprintf(fakes, sizeof fakes, "%s", lib);
+	char *ls = strrchr(fakes, '/');
+	snprintf(ls + 1, sizeof fakes - (size_t)(ls + 1 - fakes), "fakes");
+	int pyfail = bench_python(preload, tmpl, fakes);
 	int bursts = getenv("NVLPROF_BENCH_NO_BURSTS") ? 0 : bench_bursts(self, preload, tmpl);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-	return system(cmd) != 0 || stats != 0 || bursts != 0;
+	return system(cmd) != 0 || stats != 0 || bursts != 0 || pyfail != 0;
 }

@@ -72,7 +72,8 @@ static int prof_mask, prof_tried;
 static uint64_t prof_comms;
 static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void prof_comm_init(struct ncclComm *c)
+/* name: the config's commName, as NCCL passes it (NULL when the job gave none). */
+static void prof_comm_init(struct ncclComm *c, const char *name)
 {
 	pthread_mutex_lock(&prof_mu); /* as NCCL: the plugin is loaded once, inits serialised */
 	if (!prof_tried) {
@@ -90,7 +91,7 @@ static void prof_comm_init(struct ncclComm *c)
 			        prof ? prof->name : "not loaded");
 	}
 	int mask = 0;
-	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, "fake", 1, c->nranks,
+	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, name, 1, c->nranks,
 	                       c->rank, NULL) != ncclSuccess)
 		c->prof = NULL;
 	if (prof)
@@ -295,7 +296,7 @@ static ncclResult_t new_comm(ncclComm_t *out, int nranks, int rank, int dev, ncc
 	c->rank = rank;
 	c->device = dev;
 	c->pending = (cfg && cfg->blocking == 0) ? 2 : 0;
-	prof_comm_init(c);
+	prof_comm_init(c, cfg && cfg->magic == 0xcafebeef ? cfg->commName : NULL);
 	*out = c;
 	return c->pending ? ncclInProgress : ncclSuccess;
 }

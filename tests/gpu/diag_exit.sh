@@ -3,6 +3,7 @@
 # on a crash, prints a backtrace of every thread with cuda-gdb (no gdb on the GPU machine).
 cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+rm -rf /tmp/nvlp-diag
 NVLP_SETTLE_MS=0 build/nvlprof run -o /tmp/nvlp-diag -- build/examples/p2p_copy peer 4 64 >/tmp/nvlp-diag.log 2>&1
 rc=$?
 echo "short p2p_copy under nvlprof: exit status $rc"

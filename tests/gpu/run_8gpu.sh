@@ -104,6 +104,8 @@ if want overhead; then
 		for job in fsdp ddp; do
 			[ $job = fsdp ] && J=$FSDP || J=$DDP
 			$PY $J --steps ${OVH_STEPS:-100} --json $L/${job}8_base_$i.json >$L/${job}8_base_$i.log 2>&1
+			# nvlprof run -o refuses a directory holding an earlier run's traces
+			rm -rf /tmp/nvlp-ovh8-$job-$i /tmp/nvlp-ovh8-api-$job-$i
 			$NV run -o /tmp/nvlp-ovh8-$job-$i -- $PY $J --steps ${OVH_STEPS:-100} --json $L/${job}8_prof_$i.json \
 				>$L/${job}8_prof_$i.log 2>&1
 			NVLPROF_CUPTI=0 $NV run -o /tmp/nvlp-ovh8-api-$job-$i -- $PY $J --steps ${OVH_STEPS:-100} \

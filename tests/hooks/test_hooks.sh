@@ -122,7 +122,30 @@ check_eq nccl_every_fn_recorded 20 "$(grep '^nccl ' "$T/np.txt" | awk '{print $2
 FAKE_NCCL_RC=6 "$NCCLP" outparams >"$T/npf.plain" 2>&1
 FAKE_NCCL_RC=6 run_traced npf "$NCCLP" outparams
 check nccl_forced_rc_identical cmp "$T/npf.plain" "$T/npf.out"
-check_eq nccl_forced_rc_recorded 2 "$(count "$T/npf.txt" '^nccl fn=ncclAllReduce ' ' rc=6 ' ' seq=0 ')"
+# rc 6 (remote error): the call on the known communicator keeps its place (seq 1), the one on no
+# communicator has none
+check_eq nccl_forced_rc_recorded 1 "$(count "$T/npf.txt" '^nccl fn=ncclAllReduce ' ' rc=6 ' ' seq=1 ' ' aux2=0x1 ')"
+check_eq nccl_forced_rc_nocomm 1 "$(count "$T/npf.txt" '^nccl fn=ncclAllReduce ' ' rc=6 ' ' comm=0x0 ' ' seq=0 ')"
+# ---- failed collectives keep their sequence number; communicator names from the config --------
+run_traced fs "$NCCLP" failseq
+check_eq failseq_exit 0 $?
+check_eq failseq_remote_error_keeps_seq 1 "$(count "$T/fs.txt" '^nccl fn=ncclAllReduce ' ' count=3 ' ' rc=6 ' ' seq=3 ' ' aux2=0x1 ')"
+check_eq failseq_rejected_flagged 1 "$(count "$T/fs.txt" '^nccl fn=ncclAllReduce ' ' count=4 ' ' rc=4 ' ' seq=4 ' ' aux2=0x1 ')"
+check_eq failseq_rejected_not_used_up 1 "$(count "$T/fs.txt" '^nccl fn=ncclAllReduce ' ' count=5 ' ' rc=0 ' ' seq=4 ' ' aux2=0x0 ')"
+check_eq failseq_p2p_failed_keeps_seq 1 "$(count "$T/fs.txt" '^nccl fn=ncclSend ' ' count=6 ' ' rc=2 ' ' seq=1 ' ' aux2=0x1 ')"
+check_eq failseq_p2p_next 1 "$(count "$T/fs.txt" '^nccl fn=ncclSend ' ' count=7 ' ' rc=0 ' ' seq=2 ')"
+# commname NAME: the hash of the communicator a COMMNAME record names with NAME
+commname_of() {
+	local id
+	id=$(sed -n "s/^string id=\([0-9]*\) blob=$1 \$/\1/p" "$T/fs.txt" | head -1)
+	[ -n "$id" ] && sed -n "s/^commname comm=\(0x[0-9a-f]*\) name=$id \$/\1/p" "$T/fs.txt"
+}
+init_comm=$(grep '^nccl fn=ncclCommInitRankConfig ' "$T/fs.txt" | head -1)
+check_eq commname_from_config "$(field "$init_comm" comm)" "$(commname_of 'pg0:default_pg')"
+split_rec=$(grep '^nccl fn=ncclCommSplit ' "$T/fs.txt" | head -1)
+check_eq commname_split_sanitised "$(field "$split_rec" aux)" "$(commname_of 'pg1:tp_group?x')"
+check_eq commname_once_per_comm 2 "$(grep -c '^commname ' "$T/fs.txt")"
+check_eq commname_old_config_not_read 0 "$(grep -c 'blob=never ' "$T/fs.txt")"
 "$CUDAP" outparams >"$T/cp.plain" 2>&1
 run_traced cp "$CUDAP" outparams
 check cuda_outparams_identical cmp "$T/cp.plain" "$T/cp.out"

@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "../fakes/fake.h" /* fake_nccl_set_rc */
+
 
 /* rank R N IDFILE: one rank of an N-rank communicator; rank 0 publishes the unique id in IDFILE. */
 static int mode_rank(int rank, int n, const char *idfile)
@@ -194,8 +196,45 @@ static int mode_threads(int nthreads, int n)
 	return bad != 0;
 }
 
+/* failseq: collectives that fail keep their place in the sequence; names from the config. */
+static int mode_failseq(void)
+{
+	ncclUniqueId id;
+	ncclComm_t comm = NULL, child = NULL;
+	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+	cfg.commName = "pg0:default_pg";
+	if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRankConfig(&comm, 2, id, 0, &cfg))
+		return 1;
+	ncclAllReduce(NULL, NULL, 1, ncclFloat32, ncclSum, comm, NULL); /* seq 1 */
+	ncclAllReduce(NULL, NULL, 2, ncclFloat32, ncclSum, comm, NULL); /* seq 2 */
+	fake_nccl_set_rc(ncclRemoteError); /* a peer died: attempted, fails, uses seq 3 */
+	ncclAllReduce(NULL, NULL, 3, ncclFloat32, ncclSum, comm, NULL);
+	fake_nccl_set_rc(ncclInvalidArgument); /* rejected: would be seq 4, does not use it */
+	ncclAllReduce(NULL, NULL, 4, ncclFloat32, ncclSum, comm, NULL);
+	fake_nccl_set_rc(-1);
+	ncclAllReduce(NULL, NULL, 5, ncclFloat32, ncclSum, comm, NULL); /* seq 4 */
+	fake_nccl_set_rc(ncclSystemError);
+	ncclSend(NULL, 6, ncclFloat32, 1, comm, NULL); /* p2p seq 1, failed */
+	fake_nccl_set_rc(-1);
+	ncclSend(NULL, 7, ncclFloat32, 1, comm, NULL); /* p2p seq 2 */
+	ncclConfig_t ccfg = NCCL_CONFIG_INITIALIZER;
+	ccfg.commName = "pg1:tp_group\tx"; /* a control character is written as '?' */
+	ncclCommSplit(comm, 0, 0, &child, &ccfg);
+	ncclConfig_t old = NCCL_CONFIG_INITIALIZER;
+	old.version = 21800; /* a config from before commName existed: not read */
+	old.commName = "never";
+	ncclComm_t c3 = NULL;
+	ncclCommInitRankConfig(&c3, 1, id, 0, &old);
+	ncclCommDestroy(c3);
+	ncclCommDestroy(child);
+	ncclCommDestroy(comm);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "failseq"))
+		return mode_failseq();
 	if (argc >= 5 && !strcmp(argv[1], "rank"))
 		return mode_rank(atoi(argv[2]), atoi(argv[3]), argv[4]);
 	if (argc >= 2 && !strcmp(argv[1], "outparams"))

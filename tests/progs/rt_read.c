@@ -20,6 +20,7 @@ int main(int argc, char **argv)
 	unsigned long long kinds[NVLP_K_COUNT] = {0}, allreduce = 0, records = 0, config_notes = 0;
 	unsigned long long fork_notes = 0, last_nccl_t = 0, drops_max = 0, strings_ok = 1;
 	struct nvlp_rec_end end = {0};
+	struct nvlp_rec_exitinfo xi = {0};
 	/* Per thread, calls must come out in the order they were made (call ids increase): a burst
 	 * that spilled out of a thread's ring must not reorder it. Threads by tid, 64 at most. */
 	unsigned long long order_tid[64] = {0}, order_last[64] = {0}, out_of_order = 0;
@@ -64,6 +65,9 @@ int main(int argc, char **argv)
 			strings_ok &= s->id >= 1;
 			break;
 		}
+		case NVLP_K_EXITINFO:
+			memcpy(&xi, rec.f, sizeof xi);
+			break;
 		case NVLP_K_END:
 			memcpy(&end, rec.f, sizeof end);
 			got_end = 1;
@@ -89,6 +93,9 @@ int main(int argc, char **argv)
 	printf("end_records=%llu\n", (unsigned long long)end.records);
 	printf("end_dropped=%llu\n", (unsigned long long)end.dropped);
 	printf("end_reason=%llu\n", (unsigned long long)end.reason);
+	printf("exitinfo=%llu\n", kinds[NVLP_K_EXITINFO]);
+	printf("exit_signal=%lld\n", (long long)xi.signal);
+	printf("exit_status=%lld\n", (long long)xi.status);
 	printf("out_of_order=%llu\n", out_of_order);
 	printf("span_ms=%llu\n", last_nccl_t > t_mono ? (last_nccl_t - t_mono) / 1000000 : 0);
 	static const char *const keys[] = {

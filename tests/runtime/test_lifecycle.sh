@@ -39,6 +39,7 @@ check_eq "normal: exit status" 0 "$(cat "$d/.rc")"
 check_eq "normal: one trace" 1 "$(ntraces "$d")"
 check_eq "normal: complete" 1 "$(rd "$f" complete)"
 check_eq "normal: END reason exit" 0 "$(rd "$f" end_reason)"
+check_eq "normal: EXITINFO, status unknown (main returned)" "1 -1 0" "$(rd "$f" exitinfo) $(rd "$f" exit_status) $(rd "$f" exit_signal)"
 check_eq "normal: all calls recorded" 1000 "$(rd "$f" allreduce)"
 check_eq "normal: nothing after END" 0 "$(rd "$f" after_end)"
 check_eq "normal: END counts the records before it" "$(($(rd "$f" records) - 1))" "$(rd "$f" end_records)"
@@ -94,6 +95,7 @@ f=$(one "$d")
 check_eq "exit-thread: status from exit()" 7 "$(cat "$d/.rc")"
 check_eq "exit-thread: complete" 1 "$(rd "$f" complete)"
 check "exit-thread: records present" test "$(rd "$f" allreduce)" -gt 100
+check_eq "exit-thread: EXITINFO status from exit()" "1 7 0" "$(rd "$f" exitinfo) $(rd "$f" exit_status) $(rd "$f" exit_signal)"
 
 # --- SIGTERM / SIGHUP with the default disposition: file complete, status = the signal ---
 # (SIGINT and SIGQUIT are ignored in a script's background jobs, so our handler is not installed
@@ -112,6 +114,7 @@ for sig in TERM HUP; do
 	f=$(one "$d")
 	check_eq "SIG$sig: complete" 1 "$(rd "$f" complete)"
 	check_eq "SIG$sig: END reason signal" 1 "$(rd "$f" end_reason)"
+	check_eq "SIG$sig: EXITINFO names the signal" "$(kill -l $sig) -1" "$(rd "$f" exit_signal) $(rd "$f" exit_status)"
 	check "SIG$sig: records present" test "$(rd "$f" allreduce)" -gt 0
 	check_eq "SIG$sig: quiet" "" "$(cat "$d/.err")"
 done
@@ -135,6 +138,7 @@ f=$(one "$d")
 check_eq "_exit: status" 4 "$(cat "$d/.rc")"
 check_eq "_exit: complete" 1 "$(rd "$f" complete)"
 check_eq "_exit: END reason _exit" 2 "$(rd "$f" end_reason)"
+check_eq "_exit: EXITINFO status" 4 "$(rd "$f" exit_status)"
 check_eq "_exit: all calls recorded" 100 "$(rd "$f" allreduce)"
 
 # --- Python's os._exit with NCCL loaded RTLD_LOCAL (as torch does) ---
@@ -171,6 +175,10 @@ EOF
 	cat >>"$d/job.py" <<EOF
 import subprocess
 subprocess.run(["true"], check=True)
+try:
+    subprocess.run(["/nonexistent/cmd"])  # the vfork child's exec fails: it _exit()s
+except FileNotFoundError:
+    pass
 for _ in range(5):
     assert nccl.ncclAllReduce(None, None, ctypes.c_size_t(1024), 7, 0, comm, None) == 0
 EOF
@@ -181,6 +189,7 @@ EOF
 	check_eq "vfork+exec child: parent trace complete" 1 "$(rd "$f" complete)"
 	check_eq "vfork+exec child: parent ended at exit, not at the child's exec" 0 "$(rd "$f" end_reason)"
 	check_eq "vfork+exec child: parent kept recording" 10 "$(rd "$f" allreduce)"
+	check_eq "vfork child's _exit: not the parent's status (main returned: -1)" -1 "$(rd "$f" exit_status)"
 fi
 
 # --- kill -9 after > 1.5 s: readable, cut short, holding records from the last second ---

@@ -137,7 +137,7 @@ export NVLPROF_DIR="$T/run-traces"
 SP="${SANLIB:+$SANLIB:}"
 L=$(readlink -f "$LIB")
 export LD_PRELOAD="$SANLIB"
-"$CLI" run -- sh -c 'exit 7'; check_eq "run passes the exit status through" 7 "$?"
+"$CLI" run -- sh -c 'exit 7' 2>/dev/null; check_eq "run passes the exit status through" 7 "$?"
 out=$(LD_PRELOAD="$SANLIB" "$CLI" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
 check_eq "run sets LD_PRELOAD to the library next to nvlprof" "$SP$L" "$out"
 out=$(LD_PRELOAD="${SP}/nonexistent/libx.so" "$CLI" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
@@ -164,4 +164,40 @@ check "run without the library next to it: exit 1, says where it looked" env -u 
 # can crash it)
 rc=$(env -u LD_PRELOAD sh -c 'LD_PRELOAD="$1" "$0" run -- sh -c "kill -TERM \$\$"; echo $?' "$CLI" "$SANLIB" 2>/dev/null)
 check_eq "run: the job's own death by signal reaches the caller (128+SIGTERM)" 143 "$rc"
+
+# ---- run directories: each run its own, a closing line saying what was recorded ---------------
+RUNS="$T/runs"
+job() { NVLPROF_CUPTI=0 NVLPROF_DIR="$RUNS" "$CLI" run "$@"; }
+job -- "$PROGS/hk_nccl" failseq >/dev/null 2>"$T/r1"; rc=$?
+check_eq "run dir: job status kept" 0 "$rc"
+d1=$(ls -d "$RUNS"/run-* 2>/dev/null | head -1)
+re='/run-[0-9]{8}-[0-9]{6}-[0-9]+$'
+check_eq "run dir: a new run-YYYYmmdd-HHMMSS-PID directory" yes "$([[ $d1 =~ $re ]] && echo yes)"
+check_eq "run dir: the trace is in it" 1 "$(ls "$d1"/*.nvlp 2>/dev/null | wc -l)"
+check_eq "run dir: latest points at it" "$(basename "$d1")" "$(readlink "$RUNS/latest")"
+check_eq "run dir: one closing line naming the directory and the traces" \
+	"nvlprof run: job exited with status 0; $(cd "$d1" && pwd -P): 1 trace, no drops, no collection gaps" \
+	"$(grep '^nvlprof run: ' "$T/r1")"
+sleep 1 # the directory name has a one-second stamp (and the pid)
+job -- "$PROGS/hk_nccl" failseq >/dev/null 2>/dev/null
+check_eq "run dir: a second run gets its own directory" 2 "$(ls -d "$RUNS"/run-* | wc -l)"
+check_eq "run dir: latest moves to the new run" "$(ls -d "$RUNS"/run-* | sort | tail -1 | xargs basename)" "$(readlink "$RUNS/latest")"
+# -o DIR is used as given, but not mixed with an earlier run's traces
+job -o "$T/fixed" -- "$PROGS/hk_nccl" failseq >/dev/null 2>/dev/null
+job -o "$T/fixed" -- "$PROGS/hk_nccl" failseq >/dev/null 2>"$T/r2"; rc=$?
+check_eq "run -o: refuses to mix runs (exit 2)" 2 "$rc"
+check "run -o: says why and what to do" grep -q "nvlprof run: $(cd "$T/fixed" && pwd -P) already holds 1 trace of an earlier run: give a new directory, remove them, or pass --append" "$T/r2"
+check_eq "run -o: the earlier trace is untouched, the job did not run" 1 "$(ls "$T/fixed"/*.nvlp | wc -l)"
+job -o "$T/fixed" --append -- "$PROGS/hk_nccl" failseq >/dev/null 2>"$T/r3"
+check "run --append: mixes on purpose" grep -q "$(cd "$T/fixed" && pwd -P): 2 traces" "$T/r3"
+job -o "$T/empty" -- true 2>"$T/r4"
+check "run: says when nothing was recorded" grep -q "nvlprof run: job exited with status 0; nothing recorded in $(cd "$T/empty" && pwd -P) (no CUDA or NCCL call was seen)" "$T/r4"
+# a trace without END (the process was killed) and drops are counted in the closing line
+NVLPROF_CUPTI=0 "$CLI" run -o "$T/k" -- "$PROGS/rt_app" loop >/dev/null 2>"$T/r5" &
+runner=$!
+for _ in $(seq 1200); do ls "$T/k"/*.nvlp >/dev/null 2>&1 && break; sleep 0.05; done
+sleep 0.3
+kill -KILL "$(env -u LD_PRELOAD pgrep -P "$runner" | head -1)" 2>/dev/null
+{ wait "$runner"; } 2>/dev/null
+check "run: a killed job is named with its signal" grep -q "nvlprof run: job killed by signal 9 (Killed); $(cd "$T/k" && pwd -P): 1 trace, 1 without an end (killed?)" "$T/r5"
 exit $((FAILED > 0))

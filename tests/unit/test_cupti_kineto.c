@@ -5,7 +5,10 @@
  * Child: plays torch.profiler: registers its own buffer callbacks after nvlprof, enables kinds,
  * records, disables its kinds, then flushes (as Kineto stops), finalizes, and checks what it
  * received.
- * Runs twice: with nvlprof's timestamp callback, and with CUPTI refusing it (clock conversion).
+ * Runs with nvlprof's timestamp callback, with CUPTI refusing it (clock conversion), with Kineto
+ * first, and with Kineto installing its own timestamp callback (TSC-like ticks, 2.5 per ns, as
+ * Kineto's getApproximateTime on Linux) after or before nvlprof started: GPU times must still be
+ * converted onto the API clock, inside the job's wall time.
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged (fake cudart, intercepted by the shim) */
 #include <cupti.h>            /* kinds, record layouts */
@@ -50,8 +53,20 @@ static void CUPTIAPI k_complete(CUcontext c, uint32_t s, uint8_t *buf, size_t si
 	k_comp++;
 }
 
+/* Kineto's approximate clock: raw TSC ticks (here 2.5 per ns plus an offset), not ns. */
+static uint64_t CUPTIAPI k_tsc(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return ns * 5 / 2 + 777777777ull;
+}
+
 static void kineto_start(void)
 {
+	if (getenv("KINETO_TSC"))
+		CHECK(cuptiActivityRegisterTimestampCallback(k_tsc) == CUPTI_SUCCESS,
+		      "kineto: its timestamp callback is installed");
 	CHECK(cuptiActivityRegisterCallbacks(k_request, k_complete) == CUPTI_SUCCESS,
 	      "kineto: register callbacks");
 	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS &&
@@ -128,7 +143,8 @@ static int child(void)
 /* ---- parent: run the child, read its trace ---- */
 struct summary {
 	unsigned long long kinds[NVLP_K_COUNT], nccl_kernels, p2p, notes[NVLP_NOTE_CODE_COUNT];
-	unsigned long long kernel_named, t_bad, dev_named, nvlink_mapped, managed;
+	unsigned long long kernel_named, t_bad, dev_named, nvlink_mapped, managed, foreign_pairs;
+	uint64_t t_min, t_max;
 	uint64_t dropped, pm_owner;
 };
 
@@ -149,6 +165,11 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 		s->nccl_kernels += k->flags & 1;
 		s->kernel_named += n && (strstr(n, "ncclDevKernel") || strstr(n, "gemm"));
 		s->t_bad += k->start < x->t0 || k->start > x->t1;
+		s->t_min = !s->t_min || k->start < s->t_min ? k->start : s->t_min;
+		s->t_max = k->start > s->t_max ? k->start : s->t_max;
+	} else if (rec->kind == NVLP_K_CLOCK) {
+		const struct nvlp_rec_clock *c = (const void *)rec->f;
+		s->foreign_pairs += c->source == NVLP_CLOCK_FOREIGN;
 	} else if (rec->kind == NVLP_K_GPUCOPY) {
 		const struct nvlp_rec_gpucopy *c = (const void *)rec->f;
 		s->p2p += (c->flags & 0x100) && c->src_device == 0 && c->dst_device == 1;
@@ -189,9 +210,10 @@ static uint64_t mono(void)
 }
 
 static int run_child(const char *self, const char *lib, const char *dir, int no_ts_cb,
-                     int kineto_first)
+                     int kineto_first, int tsc)
 {
 	const char *env[] = {kineto_first ? "KINETO_FIRST=1" : "KINETO_FIRST",
+	                     tsc ? "KINETO_TSC=1" : "KINETO_TSC",
 	                     no_ts_cb ? "FAKE_CUPTI_NO_TS_CB=1" : "FAKE_CUPTI_DROPPED",
 	                     no_ts_cb ? "FAKE_CUPTI_DROPPED=5" : NULL, NULL};
 	const char *late[] = {"KINETO_LATE=1", "NVLPROF_KERNELS=window:1/3600000", NULL};
@@ -210,12 +232,15 @@ int main(int argc, char **argv)
 	char self[PATH_MAX], lib[PATH_MAX + 32];
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
-	for (int run = 0; run < 3; run++) {
-		/* run 2 repeats run 0 with Kineto registered before nvlprof started */
-		int pass = run == 1;
-		const char *mode = run == 2 ? "kineto first"
-		                   : pass   ? "converted clock"
-		                            : "timestamp callback";
+	for (int run = 0; run < 5; run++) {
+		/* run 2 repeats run 0 with Kineto registered before nvlprof started; runs 3 and 4
+		 * with Kineto's own timestamp callback (after, before nvlprof started) */
+		int pass = run == 1, tsc = run >= 3;
+		const char *mode = run == 4   ? "kineto tsc clock, first"
+		                   : run == 3 ? "kineto tsc clock"
+		                   : run == 2 ? "kineto first"
+		                   : pass     ? "converted clock"
+		                              : "timestamp callback";
 		char dir[] = "/tmp/nvlp-cupti-kineto.XXXXXX";
 		if (!mkdtemp(dir))
 			return 1;
@@ -229,13 +254,13 @@ int main(int argc, char **argv)
 				printf("    could not take the GPU lock\n");
 		}
 		uint64_t t0 = mono();
-		int rc = run_child(self, lib, dir, pass, run == 2);
+		int rc = run_child(self, lib, dir, pass, run == 2 || run == 4, tsc);
 		if (run == 2) {
 			/* then once more, Kineto starting after the first kernel window closed */
 			char dir2[] = "/tmp/nvlp-cupti-kineto.XXXXXX";
 			if (!mkdtemp(dir2))
 				return 1;
-			int rc2 = run_child(self, lib, dir2, 0, 2);
+			int rc2 = run_child(self, lib, dir2, 0, 2, 0);
 			CHECK(rc2 == 0, "[kineto after a window] child ran and its checks passed (rc %d)",
 			      rc2);
 			char rm[PATH_MAX + 16];
@@ -271,6 +296,12 @@ int main(int argc, char **argv)
 		      s.t_bad);
 		CHECK(s.kinds[NVLP_K_CLOCK] >= 4, "[%s] CLOCK pairs at start and stop (%llu)", mode,
 		      s.kinds[NVLP_K_CLOCK]);
+		CHECK(s.t_max >= s.t_min && s.t_max - s.t_min <= t1 - t0,
+		      "[%s] kernels span no more than the job's wall time (%.1f ms of %.1f)", mode,
+		      (double)(s.t_max - s.t_min) / 1e6, (double)(t1 - t0) / 1e6);
+		CHECK(tsc ? s.foreign_pairs >= 3 : s.foreign_pairs == 0,
+		      "[%s] CLOCK pairs of the foreign clock: at its registration and flushes (%llu)",
+		      mode, s.foreign_pairs);
 		CHECK(s.notes[NVLP_NOTE_SHARED_CUPTI] >= 1 && s.notes[NVLP_NOTE_ACTIVITY_ON] == 1,
 		      "[%s] NOTEs activity_on and shared_cupti", mode);
 		CHECK(s.notes[NVLP_NOTE_PM_SAMPLING_UNAVAILABLE] == 1,
