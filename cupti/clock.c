@@ -140,7 +140,7 @@ void nvlp_cupti_clock_pair(void)
 	uint64_t m1 = nvlp_now();
 	uint64_t mid = m0 + (m1 - m0) / 2;
 	if (r == CUPTI_SUCCESS) {
-		struct nvlp_rec_clock c = {.source = 1, .mono = mid, .other = cupti_ts};
+		struct nvlp_rec_clock c = {.source = NVLP_CLOCK_CUPTI, .mono = mid, .other = cupti_ts};
 		nvlp_emit_wait(NVLP_K_CLOCK, &c, NULL, 0, 1000);
 		__atomic_store_n(&S.clk.offset, (int64_t)(mid - cupti_ts), __ATOMIC_RELAXED);
 	}
@@ -148,7 +148,7 @@ void nvlp_cupti_clock_pair(void)
 	uint64_t rt = realtime_ns();
 	m1 = nvlp_now();
 	mid = m0 + (m1 - m0) / 2;
-	struct nvlp_rec_clock c = {.source = 2, .mono = mid, .other = rt};
+	struct nvlp_rec_clock c = {.source = NVLP_CLOCK_REALTIME, .mono = mid, .other = rt};
 	nvlp_emit_wait(NVLP_K_CLOCK, &c, NULL, 0, 1000);
 	__atomic_store_n(&S.real_off, (int64_t)(mid - rt), __ATOMIC_RELAXED);
 	pthread_mutex_lock(&clk_mu);

@@ -241,7 +241,7 @@ unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clo
 		o->bytes = m->bytes;
 		o->correlation = m->correlationId;
 		/* bit 8 marks a MEMCPY2 (peer) record; the low bits are CUPTI's flags */
-		o->flags = (uint64_t)m->flags | 0x100;
+		o->flags = (uint64_t)m->flags | NVLP_GPUCOPY_F_PEER;
 		return NVLP_K_GPUCOPY;
 	}
 	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
@@ -273,7 +273,7 @@ unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clo
 		o->ports0 = port_mask(n->portDev0);
 		o->ports1 = port_mask(n->portDev1);
 		/* bit 16: connected through NVSwitch; low bits: CUpti_LinkFlag */
-		o->flags = (uint64_t)n->flag | (n->nvswitchConnected ? 1ull << 16 : 0);
+		o->flags = (uint64_t)n->flag | (n->nvswitchConnected ? NVLP_NVLINK_F_NVSWITCH : 0);
 		return NVLP_K_NVLINK;
 	}
 	case CUPTI_ACTIVITY_KIND_DEVICE: {

@@ -404,7 +404,7 @@ static void pm_decode(int dev, struct gpu *g)
 			if (nvlp_pmh_evaluate(&L.host, g->host, g->data, g->data_size, i,
 			                      g->metrics, (size_t)g->nm, v) != CUPTI_SUCCESS)
 				continue;
-			struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = 1};
+			struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_PM_SAMPLING};
 			uint64_t *f = (uint64_t *)&rec;
 			rec.start = nvlp_cupti_gpu_ts_to_mono(si.startTimestamp);
 			rec.dur = si.endTimestamp > si.startTimestamp
@@ -413,9 +413,9 @@ static void pm_decode(int dev, struct gpu *g)
 			for (int m = 0; m < g->nm; m++)
 				f[g->field[m]] = v[m] > 0 ? (uint64_t)(v[m] + 0.5) : 0;
 			if (g->last_end && si.startTimestamp > g->last_end + tol)
-				rec.flags |= 1;
+				rec.flags |= NVLP_LINKSAMPLE_F_GAP;
 			if (g->overflow)
-				rec.flags |= 2, g->overflow = 0;
+				rec.flags |= NVLP_LINKSAMPLE_F_OVERFLOW, g->overflow = 0;
 			g->last_end = si.endTimestamp;
 			nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
 		}
@@ -482,7 +482,7 @@ static void nvml_sample(int dev, struct gpu *g)
 	if (N.fields(g->nvml, NVML_NV, v) != 0)
 		return;
 	if (g->have_last) {
-		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = 2};
+		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_NVML};
 		rec.start = g->last_t;
 		rec.dur = t - g->last_t;
 		uint64_t d[6] = {0};
@@ -491,7 +491,7 @@ static void nvml_sample(int dev, struct gpu *g)
 			if (ok && g->valid[i] && v[i].value.ull >= g->last[i])
 				d[nvml_field(i)] += v[i].value.ull - g->last[i];
 			else if (ok && g->valid[i])
-				rec.flags |= 2; /* counter wrapped or reset */
+				rec.flags |= NVLP_LINKSAMPLE_F_OVERFLOW; /* counter wrapped or reset */
 		}
 		rec.nvl_tx_user = d[0] * 1024, rec.nvl_rx_user = d[1] * 1024; /* KiB */
 		rec.nvl_tx = d[2] * 1024, rec.nvl_rx = d[3] * 1024;
@@ -567,7 +567,7 @@ static void setup_gpu_body(int dev)
 		return;
 	}
 	if (pr == 0) {
-		g->source = 1;
+		g->source = NVLP_LINK_PM_SAMPLING;
 		nvlp_note(NVLP_NOTE_PM_SAMPLING_ON, dev, (uint64_t)nvlp_cfg()->sample_us,
 		          "PM sampling on GPU %d every %ld us: %d metrics%s%s", dev,
 		          nvlp_cfg()->sample_us, g->nm, dropped[0] ? "; not available: " : "",
@@ -575,7 +575,7 @@ static void setup_gpu_body(int dev)
 		return;
 	}
 	if (nvml_setup(dev, g, why2, sizeof why2) == 0) {
-		g->source = 2;
+		g->source = NVLP_LINK_NVML;
 		long us = nvlp_cfg()->sample_us < 10000 ? 10000 : nvlp_cfg()->sample_us;
 		nvlp_note(NVLP_NOTE_NVML_ON, dev, (uint64_t)us,
 		          "NVML link counters on GPU %d every %ld us (PM sampling unavailable: %s)",
@@ -675,16 +675,16 @@ static void *sampler(void *arg)
 		now = nvlp_now();
 		if (now >= next_decode) {
 			for (int d = 0; d < MAX_GPUS; d++)
-				if (L.g[d].source == 1)
+				if (L.g[d].source == NVLP_LINK_PM_SAMPLING)
 					pm_decode(d, &L.g[d]);
 			next_decode = now + DECODE_NS;
 		}
 		int nvml = 0, ready = cfg->sample_us <= 0; /* ready: no first context to look for */
 		for (int d = 0; d < MAX_GPUS; d++)
-			nvml |= L.g[d].source == 2, ready |= L.g[d].setup;
+			nvml |= L.g[d].source == NVLP_LINK_NVML, ready |= L.g[d].setup;
 		if (nvml && now >= next_nvml) {
 			for (int d = 0; d < MAX_GPUS; d++)
-				if (L.g[d].source == 2)
+				if (L.g[d].source == NVLP_LINK_NVML)
 					nvml_sample(d, &L.g[d]);
 			next_nvml = now + nvml_ns;
 		}

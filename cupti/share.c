@@ -398,7 +398,7 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 	 * CUPTI took the callback (records are converted later, when their buffer completes). */
 	uint64_t pre_mono = nvlp_now(), pre_ts = f && f != nvlp_cupti_clock_ours() ? f() : 0;
 	__typeof__(&cuptiActivityRegisterTimestampCallback) real_ =
-	    (__typeof__(&cuptiActivityRegisterTimestampCallback))caller_real(
+	    (__typeof__(&cuptiActivityRegisterTimestampCallback))nvlp_share_caller_real(
 	        "cuptiActivityRegisterTimestampCallback", __builtin_return_address(0),
 	        (void *)cuptiActivityRegisterTimestampCallback);
 	if (!real_ && real_ok())
