@@ -287,9 +287,11 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *d,
                        struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
 {
-	qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
+	if (d->nk > 1) /* qsort of a NULL table (a rank with no kernels) is UB, even for 0 items */
+		qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
 	mark_shared(d, s);
-	qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
+	if (d->nrt > 1)
+		qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
 	/* instances: a channel that repeats within (comm, seq) starts a graph replay */
 	struct inst *in = NULL;
 	size_t nin = 0, capin = 0;
@@ -423,7 +425,8 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 	}
 	/* fused collectives (one kernel, shared stamps) split its time by bytes, laid end to end, as
 	 * model.c splits a group's CUPTI kernel */
-	qsort(in, nin, sizeof *in, by_fused);
+	if (nin > 1)
+		qsort(in, nin, sizeof *in, by_fused);
 	for (size_t i = 0; i < nin;) {
 		size_t j = i + 1;
 		while (j < nin && in[j].comm == in[i].comm && in[j].gs == in[i].gs &&
