@@ -375,13 +375,14 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 				ci[nc++] = (struct cidx){c->seq, (uint32_t)k};
 		}
 		qsort(ci, nc, sizeof *ci, by_seq);
-		/* NCCL's seqNumber vs the shim's seq: the offset that makes functions agree */
+		/* NCCL's seqNumber vs the shim's seq: the offset that makes functions agree (unsigned:
+		 * a decoded seq near 2^63 wraps instead of overflowing) */
 		int64_t best = 1;
 		size_t best_ok = 0;
 		for (int64_t dd = -1; dd <= 2; dd++) {
 			size_t ok = 0;
 			for (size_t k = i; k < j && k < i + 1000; k++) {
-				const struct cidx *x = find_seq(ci, nc, (uint64_t)((int64_t)in[k].seq + dd));
+				const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)dd);
 				if (x && (!in[k].fn || r->calls[x->call].fn == in[k].fn))
 					ok++;
 			}
@@ -389,7 +390,7 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 				best_ok = ok, best = dd;
 		}
 		for (size_t k = i; k < j; k++) {
-			const struct cidx *x = find_seq(ci, nc, (uint64_t)((int64_t)in[k].seq + best));
+			const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)best);
 			if (!x || (in[k].fn && r->calls[x->call].fn != in[k].fn)) {
 				s->unmatched++;
 				continue;
