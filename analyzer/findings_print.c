@@ -21,7 +21,7 @@ static void fmt_ev(const struct an_ev *e, char *buf, size_t len)
 			i++;
 		}
 		snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-	} else if ((v == (double)(long long)v && !e->unit[0]) || fabs(v) >= 1000)
+	} else if ((fabs(v) < 1e15 && v == (double)(long long)v && !e->unit[0]) || fabs(v) >= 1000)
 		snprintf(buf, len, "%.0f%s%s", v, e->unit[0] ? " " : "", e->unit);
 	else
 		snprintf(buf, len, "%.3g%s%s", v, e->unit[0] ? " " : "", e->unit);

@@ -84,7 +84,7 @@ void jw_num(struct jw *w, const char *key, double v)
 	pre(w, key);
 	if (!isfinite(v))
 		fputs("null", w->f);
-	else if (v == (double)(int64_t)v && fabs(v) < 1e15)
+	else if (fabs(v) < 1e15 && v == (double)(int64_t)v) /* range first: the cast of a larger v is UB */
 		fprintf(w->f, "%lld", (long long)v);
 	else
 		fprintf(w->f, "%.6g", v);

@@ -287,9 +287,11 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *d,
                        struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
 {
-	qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
+	if (d->nk > 1) /* qsort of a NULL table (a rank with no kernels) is UB, even for 0 items */
+		qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
 	mark_shared(d, s);
-	qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
+	if (d->nrt > 1)
+		qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
 	/* instances: a channel that repeats within (comm, seq) starts a graph replay */
 	struct inst *in = NULL;
 	size_t nin = 0, capin = 0;
@@ -373,13 +375,14 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 				ci[nc++] = (struct cidx){c->seq, (uint32_t)k};
 		}
 		qsort(ci, nc, sizeof *ci, by_seq);
-		/* NCCL's seqNumber vs the shim's seq: the offset that makes functions agree */
+		/* NCCL's seqNumber vs the shim's seq: the offset that makes functions agree (unsigned:
+		 * a decoded seq near 2^63 wraps instead of overflowing) */
 		int64_t best = 1;
 		size_t best_ok = 0;
 		for (int64_t dd = -1; dd <= 2; dd++) {
 			size_t ok = 0;
 			for (size_t k = i; k < j && k < i + 1000; k++) {
-				const struct cidx *x = find_seq(ci, nc, (uint64_t)((int64_t)in[k].seq + dd));
+				const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)dd);
 				if (x && (!in[k].fn || r->calls[x->call].fn == in[k].fn))
 					ok++;
 			}
@@ -387,7 +390,7 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 				best_ok = ok, best = dd;
 		}
 		for (size_t k = i; k < j; k++) {
-			const struct cidx *x = find_seq(ci, nc, (uint64_t)((int64_t)in[k].seq + best));
+			const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)best);
 			if (!x || (in[k].fn && r->calls[x->call].fn != in[k].fn)) {
 				s->unmatched++;
 				continue;
@@ -423,7 +426,8 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 	}
 	/* fused collectives (one kernel, shared stamps) split its time by bytes, laid end to end, as
 	 * model.c splits a group's CUPTI kernel */
-	qsort(in, nin, sizeof *in, by_fused);
+	if (nin > 1)
+		qsort(in, nin, sizeof *in, by_fused);
 	for (size_t i = 0; i < nin;) {
 		size_t j = i + 1;
 		while (j < nin && in[j].comm == in[i].comm && in[j].gs == in[i].gs &&

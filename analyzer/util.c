@@ -121,12 +121,13 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 void nvlp_json_string(FILE *f, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	putc('"', f);
+	flockfile(f); /* one lock per string, not per character (dump --json: 4% of a fuzz run) */
+	putc_unlocked('"', f);
 	for (size_t i = 0; i < len;) {
 		unsigned c = s[i];
 		if (c == '"' || c == '\\') {
-			putc('\\', f);
-			putc((int)c, f);
+			putc_unlocked('\\', f);
+			putc_unlocked((int)c, f);
 			i++;
 		} else if (c < 0x20 || c == 0x7f) {
 			switch (c) {
@@ -137,7 +138,7 @@ void nvlp_json_string(FILE *f, const char *str, size_t len)
 			}
 			i++;
 		} else if (c < 0x80) {
-			putc((int)c, f);
+			putc_unlocked((int)c, f);
 			i++;
 		} else {
 			size_t n = utf8_len(s + i, len - i);
@@ -150,7 +151,8 @@ void nvlp_json_string(FILE *f, const char *str, size_t len)
 			}
 		}
 	}
-	putc('"', f);
+	putc_unlocked('"', f);
+	funlockfile(f);
 }
 
 void nvlp_json_cstr(FILE *f, const char *s)

@@ -17,10 +17,14 @@
  * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 1. */
 #define PAD 64
 /* STRING ids above this are not kept (ids are small and dense in real traces). */
-#define MAX_STRING_ID (1u << 24)
 /* Input is read in chunks of this size: a trace of small frames (a short job, a flush every few
  * records) would otherwise cost two read(2) calls per frame, which dominated decoding time. */
 #define IBUF_SIZE (256u * 1024)
+
+struct str_slot {
+	uint64_t id;
+	char *s;
+};
 
 struct nvlp_reader {
 	int fd;
@@ -43,13 +47,13 @@ struct nvlp_reader {
 	char *hdr_buf;    /* copy of it split into keys and values */
 	char **hdr_kv;    /* key0, value0, key1, value1, ... */
 	unsigned hdr_n;
-	char **strings; /* by id */
-	size_t nstrings;
+	struct str_slot *strings; /* hash by id (ids are the file's: sparse ones must not size it) */
+	size_t str_cap, nstrings; /* str_cap: 0 or a power of 2, at least twice nstrings */
 	unsigned nfields[NVLP_K_COUNT];
 	unsigned char has_blob[NVLP_K_COUNT];
 	uint64_t prev[NVLP_K_COUNT][NVLP_MAX_FIELDS]; /* delta base; also what nvlp_record.f points to */
 	uint8_t *ibuf; /* read-ahead buffer: ibuf[ipos..ilen) not yet consumed */
-	size_t ipos, ilen;
+	size_t ipos, ilen, icap; /* icap: IBUF_SIZE, or less for a smaller file */
 	char err[1024];
 	char path[];
 };
@@ -86,8 +90,8 @@ static ssize_t read_full(nvlp_reader *r, void *buf, size_t n)
 			continue;
 		}
 		/* a large frame goes straight to its destination */
-		int direct = n - got >= IBUF_SIZE;
-		ssize_t k = read(r->fd, direct ? dst + got : r->ibuf, direct ? n - got : IBUF_SIZE);
+		int direct = n - got >= r->icap;
+		ssize_t k = read(r->fd, direct ? dst + got : r->ibuf, direct ? n - got : r->icap);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -109,7 +113,7 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return 0;
-	size_t n = *cap ? *cap : 65536;
+	size_t n = *cap ? *cap : 4096; /* small traces (and every fuzz input) need no more */
 	while (n < need)
 		n *= 2;
 	free(*buf); /* contents are not kept across frames */
@@ -310,28 +314,43 @@ static inline int get_varint(const uint8_t **pp, uint64_t *out)
 	return 0;
 }
 
+/* The slot holding id, or the empty one where it would go (id 0 marks an empty slot). */
+static struct str_slot *str_slot(struct str_slot *t, size_t cap, uint64_t id)
+{
+	size_t mask = cap - 1, i = (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+	while (t[i].id && t[i].id != id)
+		i = (i + 1) & mask;
+	return &t[i];
+}
+
 static void keep_string(nvlp_reader *r, uint64_t id, const uint8_t *s, uint32_t len)
 {
-	if (id == 0 || id > MAX_STRING_ID)
+	if (id == 0)
 		return;
-	if (id >= r->nstrings) {
-		size_t n = r->nstrings ? r->nstrings : 256;
-		while (n <= id)
-			n *= 2;
-		char **v = realloc(r->strings, n * sizeof(*v));
-		if (!v)
+	if (2 * (r->nstrings + 1) > r->str_cap) {
+		size_t cap = r->str_cap ? 2 * r->str_cap : 256;
+		struct str_slot *t = calloc(cap, sizeof(*t));
+		if (!t)
 			return;
-		memset(v + r->nstrings, 0, (n - r->nstrings) * sizeof(*v));
-		r->strings = v;
-		r->nstrings = n;
+		for (size_t i = 0; i < r->str_cap; i++)
+			if (r->strings[i].id)
+				*str_slot(t, cap, r->strings[i].id) = r->strings[i];
+		free(r->strings);
+		r->strings = t;
+		r->str_cap = cap;
 	}
-	char *t = malloc((size_t)len + 1);
-	if (!t)
+	char *c = malloc((size_t)len + 1);
+	if (!c)
 		return;
-	memcpy(t, s, len);
-	t[len] = 0;
-	free(r->strings[id]);
-	r->strings[id] = t;
+	memcpy(c, s, len);
+	c[len] = 0;
+	struct str_slot *e = str_slot(r->strings, r->str_cap, id);
+	if (e->id)
+		free(e->s);
+	else
+		r->nstrings++;
+	e->id = id;
+	e->s = c;
 }
 
 /* @return 1 record, 0 a bad record: the rest of its frame is skipped. */
@@ -486,7 +505,10 @@ nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
 		r->has_blob[k] = (unsigned char)ki->has_blob;
 	}
 	r->dctx = ZSTD_createDCtx();
-	r->ibuf = malloc(IBUF_SIZE);
+	/* in proportion to the file: a 1 KB trace (the fuzzer's, a rank that did little) costs no
+	 * 256 KB buffer, which ASan and glibc both map afresh for every open */
+	r->icap = r->size < IBUF_SIZE ? (size_t)r->size < 4096 ? 4096 : (size_t)r->size : IBUF_SIZE;
+	r->ibuf = malloc(r->icap);
 	if (!r->dctx || !r->ibuf) {
 		set_err(r, "out of memory");
 		goto fail;
@@ -579,7 +601,9 @@ const char *nvlp_reader_header_text(const nvlp_reader *r)
 
 const char *nvlp_reader_string(const nvlp_reader *r, uint64_t id)
 {
-	return id < r->nstrings ? r->strings[id] : NULL;
+	if (!id || !r->str_cap)
+		return NULL;
+	return str_slot(r->strings, r->str_cap, id)->s;
 }
 
 void nvlp_reader_position(const nvlp_reader *r, unsigned *frame, uint64_t *record)
@@ -616,8 +640,8 @@ void nvlp_reader_close(nvlp_reader *r)
 	free(r->hdr_text);
 	free(r->hdr_buf);
 	free(r->hdr_kv);
-	for (size_t i = 0; i < r->nstrings; i++)
-		free(r->strings[i]);
+	for (size_t i = 0; i < r->str_cap; i++)
+		free(r->strings[i].s);
 	free(r->strings);
 	free(r);
 }
