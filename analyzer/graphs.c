@@ -7,6 +7,7 @@
 #include "json.h"
 #include "kernelch.h"
 #include "model.h"
+#include "stages.h" /* PUSH */
 #include "../trace/nvlp_trace.h"
 
 /*
@@ -18,16 +19,6 @@
  * where a channel starts after all earlier ones stopped.
  */
 
-#define GROW(arr, n, cap)                                                                          \
-	({                                                                                         \
-		if ((n) == (cap)) {                                                                \
-			size_t c_ = (cap) ? 2 * (cap) : 64;                                        \
-			__typeof__(arr) p_ = realloc((arr), c_ * sizeof *(arr));                   \
-			if (p_)                                                                    \
-				(arr) = p_, (cap) = c_;                                            \
-		}                                                                                  \
-		(n) < (cap) ? &(arr)[(n)++] : NULL;                                                \
-	})
 
 struct call {
 	uint64_t call_id, comm, seq, bytes;
@@ -59,7 +50,7 @@ struct fdata {
 
 static void add_pair(struct pair **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
 {
-	struct pair *p = GROW(*v, *n, *cap);
+	struct pair *p = PUSH(*v, *n, *cap);
 	if (p)
 		*p = (struct pair){a, b};
 }
@@ -77,7 +68,7 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 			char cls = nvlp_nccl_fn_class((unsigned)r->fn);
 			if (cls != 'C' && cls != 'P')
 				continue;
-			struct call *c = GROW(d->call, d->ncall, d->capcall);
+			struct call *c = PUSH(d->call, d->ncall, d->capcall);
 			if (c)
 				*c = (struct call){r->call_id, r->comm,         r->seq,
 				                   r->bytes,   (unsigned)r->fn, r->rc == 0};
@@ -105,7 +96,7 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 			const struct nvlp_rec_gpugraph *r = (const void *)rec.f;
 			if (r->dur > AN_KCH_MAX_NS)
 				continue;
-			struct gnode *n = GROW(d->gn, d->ngn, d->capgn);
+			struct gnode *n = PUSH(d->gn, d->ngn, d->capgn);
 			if (n)
 				*n = (struct gnode){
 				    r->graph_id,
@@ -119,7 +110,7 @@ static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
 			if (r->flags || !r->gpu_start || r->gpu_stop < r->gpu_start ||
 			    r->gpu_stop - r->gpu_start > AN_KCH_MAX_NS)
 				continue; /* dropped as kernelch.c drops them */
-			struct stamp *s = GROW(d->k, d->nk, d->capk);
+			struct stamp *s = PUSH(d->k, d->nk, d->capk);
 			if (s)
 				*s = (struct stamp){r->comm, r->seq, r->gpu_start, r->gpu_stop,
 				                    r->fn};
@@ -261,7 +252,7 @@ static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_
 				gf[ngf - 1].first = d->gn[i].s;
 			continue;
 		}
-		struct gfirst *f = GROW(gf, ngf, capgf);
+		struct gfirst *f = PUSH(gf, ngf, capgf);
 		if (!f)
 			break;
 		*f = (struct gfirst){d->gn[i].graph_id, d->gn[i].s, i};
@@ -286,7 +277,7 @@ static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_
 			ex[j] = ex[j - 1], ex[j - 1] = t;
 		}
 	for (size_t i = 0; i < ngf; i++) {
-		struct an_ggpu *o = GROW(g->gpu, g->ngpu, g->capgpu);
+		struct an_ggpu *o = PUSH(g->gpu, g->ngpu, g->capgpu);
 		if (!o)
 			break;
 		*o = (struct an_ggpu){
@@ -360,7 +351,7 @@ static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 			continue;
 		c->ok = 2; /* captured: not an eager execution */
 		captured++;
-		struct an_gcoll *o = GROW(g->c, g->n, g->cap);
+		struct an_gcoll *o = PUSH(g->c, g->n, g->cap);
 		if (!o)
 			break;
 		*o = (struct an_gcoll){.comm = c->comm,

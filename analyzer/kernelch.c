@@ -27,6 +27,7 @@
 
 #include "kernelch.h"
 #include "model.h"
+#include "stages.h" /* PUSH */
 #include "nvlp_trace.h"
 
 struct kch {
@@ -41,18 +42,6 @@ struct cmap {
 	uint64_t nccl_comm, comm;
 };
 
-#define GROW(arr, n, cap)                                                                          \
-	((n) < (cap) || grow((void **)&(arr), &(cap), sizeof *(arr)) == 0 ? &(arr)[(n)++] : NULL)
-static int grow(void **p, size_t *cap, size_t sz)
-{
-	size_t nc = *cap ? *cap * 2 : 256;
-	void *q = realloc(*p, nc * sz);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
 
 struct file_data {
 	struct kch *k;
@@ -100,7 +89,7 @@ static void read_file(const char *path, struct file_data *d, struct an_kch *s)
 				s->reversed++;
 				continue;
 			}
-			struct kch *k = GROW(d->k, d->nk, d->capk);
+			struct kch *k = PUSH(d->k, d->nk, d->capk);
 			if (!k)
 				break;
 			*k = (struct kch){r->comm ? r->comm : map_comm(d, r->nccl_comm),
@@ -116,14 +105,14 @@ static void read_file(const char *path, struct file_data *d, struct an_kch *s)
 		} else if (rec.kind == NVLP_K_CLOCK) {
 			const struct nvlp_rec_clock *c = (const void *)rec.f;
 			if (c->source == NVLP_CLOCK_REALTIME) {
-				struct pair *p = GROW(d->rt, d->nrt, d->caprt);
+				struct pair *p = PUSH(d->rt, d->nrt, d->caprt);
 				if (p)
 					*p = (struct pair){c->mono, c->other};
 			}
 		} else if (rec.kind == NVLP_K_NCCLPROF) {
 			const struct nvlp_rec_ncclprof *n = (const void *)rec.f;
 			if (n->comm && !map_comm(d, n->nccl_comm)) {
-				struct cmap *m = GROW(d->cm, d->ncm, d->capcm);
+				struct cmap *m = PUSH(d->cm, d->ncm, d->capcm);
 				if (m)
 					*m = (struct cmap){n->nccl_comm, n->comm};
 			}
@@ -276,7 +265,7 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 		s->timed_ns += part;
 		return;
 	}
-	int64_t *p = GROW(*diffs, *ndiffs, *capdiffs);
+	int64_t *p = PUSH(*diffs, *ndiffs, *capdiffs);
 	if (p)
 		*p = (int64_t)(part - (uint64_t)c->gpu_dur);
 	uint64_t sd = start > c->gpu_start ? start - c->gpu_start : c->gpu_start - start;
@@ -324,7 +313,7 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *
 				s->replay_ns += x.ge - x.gs;
 				continue;
 			}
-			struct inst *p = GROW(in, nin, capin);
+			struct inst *p = PUSH(in, nin, capin);
 			if (p)
 				*p = x;
 		}
