@@ -1,6 +1,7 @@
 /* findings.c: turns an analyzed job into findings (stable id, severity, title, evidence,
  * advice). */
 #include "findings.h"
+#include "kernelch.h" /* window coverage */
 
 #include <math.h>   /* fabs */
 #include <stdarg.h> /* va_list */
@@ -607,7 +608,15 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			GAP("missing_traces", "comm %016llx has %d ranks, traces hold %d of them",
 			    (unsigned long long)job->comms[ci].hash, job->comms[ci].nranks,
 			    job->comms[ci].nmembers);
-	if (!job->have_gpu_any)
+	if (!job->have_gpu_any && job->kch && job->kch->windows)
+		GAP("gpu_activity",
+		    "no GPU activity records: kernels and copies were traced only in %llu window(s) "
+		    "covering %.2f%% of the run (NVLPROF_KERNELS) and none fell inside; "
+		    "communication times are host call times (NVLPROF_KERNELS=all traces every kernel)",
+		    (unsigned long long)job->kch->windows,
+		    job->kch->span_ns ? 100.0 * (double)job->kch->window_ns / (double)job->kch->span_ns
+		                      : 0.0);
+	else if (!job->have_gpu_any)
 		GAP("gpu_activity", "no GPU activity records (CUPTI off or no driver): "
 		                    "communication times are host call times");
 	else if (!job->have_gpu && job->ncomms)

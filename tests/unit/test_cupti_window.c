@@ -54,6 +54,10 @@ static int child(const char *how)
 		return 6;
 	if (!strcmp(how, "idle"))
 		return 0;
+	if (!strcmp(how, "sleep")) { /* outlives its first window, launches nothing */
+		sleep_ms(300);
+		return 0;
+	}
 	if (!strcmp(how, "off")) {
 		for (int i = 0; i < 5; i++, sleep_ms(100))
 			if (fake_cupti_enabled(KK) || fake_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMCPY))
@@ -79,7 +83,8 @@ static int child(const char *how)
 
 struct sc {
 	const char *name, *how, *kernels; /* kernels: NVLPROF_KERNELS value */
-	int want_kernels, want_windows;   /* want_windows: -1 = at least one */
+	/* want_windows: -1 = at least one, -2 = not checked, -3 = at least one, none saw a kernel */
+	int want_kernels, want_windows;
 	const char *note;                 /* text a NOTE must hold */
 };
 
@@ -101,6 +106,11 @@ static int run(const char *self, const char *lib, const struct sc *c)
 		         "'%.*s/../nvlprof' report '%s' 2>/dev/null | grep -q 'kernel tracing windows'",
 		         (int)(strrchr(self, '/') - self), self, dir);
 		int said = system(rep) == 0;
+		/* a window-mode run whose windows saw no kernel must not be blamed on CUPTI or the driver */
+		snprintf(rep, sizeof rep,
+		         "'%.*s/../nvlprof' report '%s' 2>/dev/null | grep -q 'none fell inside'",
+		         (int)(strrchr(self, '/') - self), self, dir);
+		int said_none = system(rep) == 0;
 		char cmd[PATH_MAX + 16];
 		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 		if (system(cmd) != 0)
@@ -114,6 +124,8 @@ static int run(const char *self, const char *lib, const struct sc *c)
 		      s.kinds[NVLP_K_KERNEL]);
 		if (c->want_windows == -2)
 			; /* the process ends before its first window closes: the last is cut short */
+		else if (c->want_windows == -3)
+			; /* checked below, with the report */
 		else if (c->want_windows < 0)
 			CHECK(s.kinds[NVLP_K_KWINDOW] >= 1, "[%s] KWINDOW records (%llu)", c->name,
 			      s.kinds[NVLP_K_KWINDOW]);
@@ -121,6 +133,12 @@ static int run(const char *self, const char *lib, const struct sc *c)
 			CHECK(s.kinds[NVLP_K_KWINDOW] == (unsigned long long)c->want_windows,
 			      "[%s] %d KWINDOW records (%llu)", c->name, c->want_windows,
 			      s.kinds[NVLP_K_KWINDOW]);
+		if (c->want_windows == -3) {
+			CHECK(s.kinds[NVLP_K_KWINDOW] >= 1, "[%s] KWINDOW records (%llu)", c->name,
+			      s.kinds[NVLP_K_KWINDOW]);
+			CHECK(said_none, "[%s] the report says no kernel fell inside the windows",
+			      c->name);
+		}
 		if (c->want_windows == -1)
 			CHECK(said, "[%s] nvlprof report says how much the windows covered", c->name);
 		CHECK(strstr(s.text, c->note) != NULL, "[%s] a NOTE says \"%s\"", c->name, c->note);
@@ -144,6 +162,8 @@ int main(int argc, char **argv)
 	    {"bad value", "idle", "window:500/100", 0, -2,
 	     "NVLPROF_KERNELS=window:500/100 not understood"},
 	    {"default", "idle", "", 0, -2, "kernels and copies traced 20 ms of every 10000 ms"},
+	    {"default, no kernel in the window", "sleep", "", 0, -3,
+	     "kernels and copies traced 20 ms of every 10000 ms"},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++)
 		if (run(self, lib, &scs[i]))
