@@ -62,9 +62,9 @@ static void job_mix_warn(struct an_job *job)
 			else
 				continue;
 			fprintf(stderr,
-			        "nvlprof: warning: these traces hold several jobs: %s (give each run "
-			        "its own directory)\n",
-			        why);
+			        "nvlprof: warning: %s and %s: these traces hold several jobs: %s (give "
+			        "each run its own directory)\n",
+			        a->path ? a->path : "?", r->path ? r->path : "?", why);
 			snprintf(job->several_jobs, sizeof job->several_jobs, "%s", why);
 			return;
 		}
