@@ -3,7 +3,7 @@
  * kernel / gpu_memcpy / cuda_runtime / cpu_op / user_annotation, args.stream, args.correlation
  * and the communication args of Kineto's record_param_comms. */
 #include <errno.h>   /* errno */
-#include <pthread.h> /* pthread_create */
+#include <pthread.h> /* pthread_mutex_t */
 #include <stdlib.h>  /* malloc */
 #include <string.h>  /* strerror */
 #include <unistd.h>  /* sysconf */
@@ -11,6 +11,7 @@
 #include "export.h"
 #include "json.h" /* jw_quote */
 #include "nvlp_trace.h"
+#include "util.h" /* nvlp_run_parallel */
 
 struct ch {
 	FILE *o;         /* current output */
@@ -490,14 +491,7 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 		size_t nt = ncpu > 0 && (size_t)ncpu < n ? (size_t)ncpu : n;
 		if (nt > 64)
 			nt = 64;
-		pthread_t th[64];
-		size_t started = 0;
-		for (size_t t = 1; t < nt; t++)
-			if (pthread_create(&th[started], NULL, ch_worker, &pool) == 0)
-				started++;
-		ch_worker(&pool);
-		for (size_t t = 0; t < started; t++)
-			pthread_join(th[t], NULL);
+		nvlp_run_parallel(ch_worker, &pool, nt);
 		pthread_mutex_destroy(&pool.mu);
 		char *buf = out_dir ? NULL : malloc(1 << 20);
 		for (size_t r = 0; r < n; r++) {

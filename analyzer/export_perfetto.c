@@ -1,7 +1,7 @@
 /* export_perfetto.c: the Perfetto protobuf sink: a process track per rank, thread tracks for the
  * API calls, GPU tracks per stream, counter tracks for link bandwidth and UM migrations, flows
  * from NCCL calls to their kernels and across the ranks of a collective, findings as instants. */
-#include <pthread.h> /* pthread_create */
+#include <pthread.h> /* pthread_mutex_t */
 #include <stdlib.h>  /* calloc */
 #include <unistd.h>  /* sysconf */
 #include <string.h>  /* strcmp */
@@ -9,6 +9,7 @@
 #include "export.h"
 #include "nvlp_trace.h"
 #include "pb.h"
+#include "util.h" /* nvlp_run_parallel */
 
 /* Perfetto field numbers (see perfetto_trace.proto for the sources) */
 enum {
@@ -647,14 +648,7 @@ int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
 		size_t nt = ncpu > 0 && (size_t)ncpu < n ? (size_t)ncpu : n;
 		if (nt > 64)
 			nt = 64;
-		pthread_t th[64];
-		size_t started = 0;
-		for (size_t t = 1; t < nt; t++)
-			if (pthread_create(&th[started], NULL, pf_worker, &pool) == 0)
-				started++;
-		pf_worker(&pool);
-		for (size_t t = 0; t < started; t++)
-			pthread_join(th[t], NULL);
+		nvlp_run_parallel(pf_worker, &pool, nt);
 		pthread_mutex_destroy(&pool.mu);
 		if (pb_flush(&s.p, o) != 0)
 			s.err = 1;

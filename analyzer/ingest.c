@@ -2,7 +2,6 @@
  * record kind, in a table generated from NVLP_RECORD_KINDS; the handler checks every decoded value
  * it uses, and a record it cannot use is skipped with one warning naming file, frame and record. */
 #include <malloc.h>    /* mallopt */
-#include <pthread.h>   /* pthread_create */
 #include <stdarg.h>    /* va_list */
 #include <stdatomic.h> /* atomic_fetch_add */
 #include <stdio.h>     /* snprintf */
@@ -955,14 +954,7 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 		nthreads = (int)nf;
 	struct loadq q = {.r = job->ranks, .n = nf};
 	atomic_init(&q.next, 0);
-	pthread_t th[256];
-	int started = 0;
-	for (int i = 1; i < nthreads && i < 256; i++)
-		if (pthread_create(&th[started], NULL, load_worker, &q) == 0)
-			started++;
-	load_worker(&q);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	nvlp_run_parallel(load_worker, &q, (size_t)nthreads);
 	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
 	/* processes that did no rank's work go last, out of every table; when none did any (a
 	 * trace without GPU or NCCL records at all) all stay, so the report still shows them */

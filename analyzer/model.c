@@ -5,7 +5,6 @@
 #include "kernelch.h"
 #include "model.h"
 
-#include <pthread.h>   /* pthread_create */
 #include <stdatomic.h> /* atomic_fetch_add */
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, qsort */
@@ -14,6 +13,7 @@
 
 #include "nvlp_trace.h"
 #include "stages.h"
+#include "util.h" /* nvlp_run_parallel */
 
 /* ---- thresholds ---- */
 const char *const an_threshold_names[AN_TH_COUNT] = {
@@ -355,15 +355,9 @@ void an_job_analyze(struct an_job *job)
 		struct dev_worker_arg a = {.job = job};
 		atomic_init(&a.next, 0);
 		long np = sysconf(_SC_NPROCESSORS_ONLN);
-		int nt = np > 1 ? (int)np : 1;
-		pthread_t th[64];
-		int started = 0;
-		for (int i = 1; i < nt && i < 64 && (size_t)i < job->nranks; i++)
-			if (pthread_create(&th[started], NULL, dev_worker, &a) == 0)
-				started++;
-		dev_worker(&a);
-		for (int i = 0; i < started; i++)
-			pthread_join(th[i], NULL);
+		size_t nt = np > 1 ? (size_t)np : 1;
+		nt = nt < 64 ? nt : 64;
+		nvlp_run_parallel(dev_worker, &a, nt < job->nranks ? nt : job->nranks);
 	}
 	an_align_cross_rank(job);
 	/* job time span */

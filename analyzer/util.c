@@ -1,4 +1,5 @@
 /* util.c: helpers shared by the nvlprof subcommands (trace file lists, JSON strings, human units). */
+#include <pthread.h> /* pthread_create */
 #include <dirent.h>   /* opendir, readdir */
 #include <errno.h>    /* errno */
 #include <stdlib.h>   /* malloc, realloc, qsort */
@@ -214,4 +215,16 @@ int nvlp_out_finish(FILE *f, const char *name)
 	else if (bad)
 		fprintf(stderr, "nvlprof: %s: write error\n", name);
 	return bad ? -1 : 0;
+}
+
+void nvlp_run_parallel(void *(*fn)(void *), void *arg, size_t nthreads)
+{
+	pthread_t th[256];
+	size_t started = 0;
+	for (size_t i = 1; i < nthreads && i < 256; i++)
+		if (pthread_create(&th[started], NULL, fn, arg) == 0)
+			started++;
+	fn(arg);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
 }

@@ -31,6 +31,9 @@ const char *nvlp_human_ns(uint64_t ns, char *buf, size_t len);
  * closes f unless it is stdout, and says on stderr why writing failed (full disk, closed pipe).
  * @return 0, or -1 the output is incomplete (the command then exits 2) */
 int nvlp_out_finish(FILE *f, const char *name);
+/*! Run fn(arg) on the calling thread and on nthreads - 1 more (nthreads is clamped to 1..256),
+ * and wait for them all: fn takes its share of the work from arg (a shared counter). */
+void nvlp_run_parallel(void *(*fn)(void *), void *arg, size_t nthreads);
 /*! The part of path after its last '/'. */
 const char *nvlp_basename(const char *path);
 
