@@ -20,6 +20,7 @@
 #include "kernelch.h"
 #include "model.h"
 #include "nvlp_trace.h"
+#include "fakes/fake.h" /* fake_descr_v5, fake_profiler_v5 */
 
 #define ROUNDS 5
 #define COLLS 50000
@@ -27,38 +28,8 @@
 #define WARM 10000
 #define BATCH 1000
 
-typedef struct {
-	uint64_t type;
-	void *parentObj;
-	int rank;
-	union {
-		struct {
-			uint64_t seqNumber;
-			const char *func;
-			const void *sendBuff;
-			void *recvBuff;
-			size_t count;
-			int root;
-			const char *datatype;
-			uint8_t nChannels, nWarps;
-			const char *algo, *proto;
-			void *parentGroup;
-		} coll;
-		struct {
-			uint8_t channelId;
-			uint64_t pTimer;
-		} kernelCh;
-		char pad[64];
-	};
-} descr;
-typedef struct {
-	const char *name;
-	int (*init)(void **, uint64_t, int *, const char *, int, int, int, void *);
-	int (*startEvent)(void *, void **, descr *);
-	int (*stopEvent)(void *);
-	int (*recordEventState)(void *, int, void *);
-	int (*finalize)(void *);
-} plugin;
+typedef fake_descr_v5 descr;
+typedef fake_profiler_v5 plugin;
 
 static double now_ns(void)
 {

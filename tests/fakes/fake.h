@@ -2,6 +2,9 @@
 #ifndef NVLP_FAKE_H
 #define NVLP_FAKE_H
 
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+
 /* Every fake entry point leaves errno at this value, so a test can prove the shim restores it. */
 #define FAKE_ERRNO_SENTINEL 4242
 
@@ -16,5 +19,40 @@ void fake_nccl_set_rc(int rc);
 
 /* Fake device memory: each device owns one arena of this size, mapped at its first cudaMalloc. */
 #define FAKE_DEV_SIZE (1ull << 30)
+
+/* NCCL's profiler plugin interface v5, as far as the fakes and the KernelCh bench use it (this
+ * project's own copy of the layout: event descriptor and plugin table). */
+typedef struct {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		struct {
+			uint64_t seqNumber;
+			const char *func;
+			const void *sendBuff;
+			void *recvBuff;
+			size_t count;
+			int root;
+			const char *datatype;
+			uint8_t nChannels, nWarps;
+			const char *algo, *proto;
+			void *parentGroup;
+		} coll;
+		struct {
+			uint8_t channelId;
+			uint64_t pTimer;
+		} kernelCh;
+		char pad[64];
+	};
+} fake_descr_v5;
+typedef struct {
+	const char *name;
+	int (*init)(void **, uint64_t, int *, const char *, int, int, int, void *);
+	int (*startEvent)(void *, void **, fake_descr_v5 *);
+	int (*stopEvent)(void *);
+	int (*recordEventState)(void *, int, void *);
+	int (*finalize)(void *);
+} fake_profiler_v5;
 
 #endif

@@ -34,39 +34,7 @@ struct ncclComm {
 
 /* ---- the profiler plugin, loaded as NCCL 2.27+ does: dlopen(NCCL_PROFILER_PLUGIN), symbol
  * ncclProfiler_v5, init per communicator, a collective event per collective (this fake's own
- * copy of the v5 layout). FAKE_NCCL_PROFILER_LOG=1 prints what it did. */
-typedef struct {
-	uint64_t type;
-	void *parentObj;
-	int rank;
-	union {
-		struct {
-			uint64_t seqNumber;
-			const char *func;
-			const void *sendBuff;
-			void *recvBuff;
-			size_t count;
-			int root;
-			const char *datatype;
-			uint8_t nChannels, nWarps;
-			const char *algo, *proto;
-			void *parentGroup;
-		} coll;
-		struct {
-			uint8_t channelId;
-			uint64_t pTimer;
-		} kernelCh;
-		char pad[64];
-	};
-} fake_descr_v5;
-typedef struct {
-	const char *name;
-	ncclResult_t (*init)(void **, uint64_t, int *, const char *, int, int, int, void *);
-	ncclResult_t (*startEvent)(void *, void **, fake_descr_v5 *);
-	ncclResult_t (*stopEvent)(void *);
-	ncclResult_t (*recordEventState)(void *, int, void *);
-	ncclResult_t (*finalize)(void *);
-} fake_profiler_v5;
+ * copy of the v5 layout, in fake.h). FAKE_NCCL_PROFILER_LOG=1 prints what it did. */
 static const fake_profiler_v5 *prof; /* set once, under prof_mu */
 static int prof_mask, prof_tried;
 static uint64_t prof_comms;
