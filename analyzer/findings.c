@@ -382,9 +382,10 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 			if (r->peer_enable_fail)
 				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
 				       NULL);
-			if (p->staged_call)
-				ev_python(x, "python", "copied at", r,
-				          py_of_record(r, NVLP_K_COPY, 0, p->staged_call));
+			uint64_t py = 0; /* the first of the pair's first staged copies that has one */
+			for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
+				py = py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
+			ev_python(x, "python", "copied at", r, py);
 			native_at(x, "copied_at", r, p->staged_stack);
 			advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
 			          "(and the reverse) before cross-device copies: they then go GPU to "

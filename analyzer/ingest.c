@@ -337,8 +337,12 @@ static int on_copy(struct lctx *c)
 		p->staged_copies++;
 		p->staged_bytes += cp->bytes;
 		p->staged_ns += cp->dur;
-		if (!p->staged_call) /* its Python location (a PYREF names the call) */
-			p->staged_call = cp->call_id, p->staged_stack = cp->stack;
+		for (int k = 0; k < 4; k++) /* their Python locations: a PYREF names the call */
+			if (!p->staged_call[k]) {
+				p->staged_call[k] = cp->call_id;
+				p->staged_stack = k ? p->staged_stack : cp->stack;
+				break;
+			}
 	}
 	unsigned fn = nvlp_cuda_fn_base(cp->fn); /* cu* records count as their cuda* twin */
 	if (fn == NVLP_CUDA_MEMCPY || fn == NVLP_CUDA_MEMCPY_PEER || fn == NVLP_CUDA_MEMCPY_PTDS ||

@@ -155,7 +155,9 @@ struct an_pair {
 	                     * while the call runs, so even an async one returns about when done */
 	uint64_t p2p_copies, p2p_bytes, p2p_gpu_ns; /* GPUCOPY PTOP */
 	uint64_t sync_bytes, sync_ns; /* synchronous COPY calls: host time is copy time */
-	uint64_t staged_call, staged_stack; /* the first staged COPY's call_id and STACK (0 none) */
+	/* the first staged COPYs' call_ids (their Python locations: the first may have none, taken
+	 * before the shim could read one) and the first one's STACK; 0 none */
+	uint64_t staged_call[4], staged_stack;
 };
 
 /* A managed allocation and what unified memory did to it. */

@@ -95,4 +95,10 @@ check_eq "fakes, GIL held: the dead rank's last NCCL call" \
 check_eq "fakes, GIL held: the waiting rank's call" \
 	"    python_rank0: waits in NCCL at job.py:$(line_of STEP_LINE) in train_step <- job.py:$(line_of LOOP_LINE) in main <- job.py:$(line_of MAIN_LINE) in <module>" \
 	"$(grep '^    python_rank0:' "$T/gil.txt")"
+# the same job through ctypes.CDLL (the GIL released around every call, as torch and CuPy do): the
+# shim reads the calling thread's own frames (tests/runtime/test_pywalk.sh); the same lines
+job nogil
+for k in "python: copied at" "python_rank1:" "python_rank0:"; do
+	check_eq "fakes, GIL released: '$k' as with the GIL held" "$(grep "^    $k" "$T/gil.txt")" "$(grep "^    $k" "$T/nogil.txt")"
+done
 exit $((FAILED > 0))
