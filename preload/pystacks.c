@@ -188,6 +188,15 @@ static void code_names(PyObject *code, char *file, size_t fcap, char *name, size
 /* ---- chains, deduplicated by the hash of their text --------------------------------------------- */
 
 #define MAX_PYFRAMES 48
+/* The thread's scratch buffer: a chain, then (8-aligned) the layout walk's line cache. */
+#define LC_OFFSET ((NVLP_MAX_BLOB + 8) & ~7u)
+#define IDC_OFFSET (LC_OFFSET + 512 * 40)
+#define IDC_SLOTS 8
+struct idcache { /* the layout walk's last chains: their key and PYSTACK id */
+	uint64_t key[IDC_SLOTS], id[IDC_SLOTS];
+	unsigned next, epoch;
+};
+#define SCRATCH_BYTES (IDC_OFFSET + sizeof(struct idcache))
 #define SIG_FRAMES 4 /* frames in a collective's chain signature (see nvlp_py_nccl) */
 #define PYSTACK_SLOTS 16384
 #define PROBES 64
@@ -264,11 +273,12 @@ static uint64_t chain_id(const char *blob, size_t len)
 
 /* The thread's scratch buffer for chains: up to 48 frames of up to ~700 bytes, off the job's
  * stack (made once per thread, at its first chain). */
+struct linecache;
 static char *scratch(void)
 {
 	struct nvlp_tls *t = nvlp_tls();
 	if (!t->py_scratch)
-		t->py_scratch = malloc(NVLP_MAX_BLOB);
+		t->py_scratch = calloc(1, SCRATCH_BYTES); /* the chain, then the line cache */
 	return t->py_scratch;
 }
 
@@ -339,12 +349,14 @@ static struct pylayout lay;  /* the running interpreter's, when one is known */
 /* 0 not checked yet, 1 checked and enabled, -1 none or disabled (read inline by the hooks) */
 static int lay_state = -1;
 static int lay_log;          /* NVLPROF_PYWALK_LOG=1: say what the self-check found */
+static int lay_test_pipe;    /* NVLPROF_PYWALK_TEST=pipe: the self-check reads through a pipe */
 static int lay_pending;      /* the self-check was scheduled through Py_AddPendingCall */
 static int lay_tries;        /* inconclusive self-checks so far */
 static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Under resolve_mu, once. NVLPROF_PYWALK=0 turns the walk off; NVLPROF_PYWALK_TEST=skew gives it a
- * wrong layout (the self-check must then refuse it: tests/runtime/test_pywalk.sh). */
+ * wrong layout (the self-check must then refuse it), =pipe makes the self-check read through its
+ * fallback (tests/runtime/test_pywalk.sh). */
 static void layout_choose(void)
 {
 	const char *e = getenv("NVLPROF_PYWALK");
@@ -363,6 +375,7 @@ static void layout_choose(void)
 		}
 	if (lay_state == 0 && t && !strcmp(t, "skew"))
 		lay.fr_previous += 8;
+	lay_test_pipe = t && !strcmp(t, "pipe");
 	if (lay_state < 0 && lay_log)
 		nvlp_warn("Python %lu.%lu: no frame layout known, GIL-released calls get no Python "
 		          "location", (unsigned long)(py.version >> 24), (unsigned long)(py.version >> 16 & 0xff));
@@ -373,11 +386,15 @@ static void layout_choose(void)
 struct rdr {
 	int checked;
 	pid_t pid;
-	int pipe[2]; /* -1: not made */
+	int pipe[2];  /* -1: not made */
 	int failed;
+	uint8_t *tab; /* checked: room for a location table (MAX_LINETABLE bytes) */
+	struct linecache *lc; /* unchecked: the thread's line cache */
 };
 
-static int rd(struct rdr *r, void *dst, uintptr_t src, size_t n)
+static int rd_checked(struct rdr *r, void *dst, uintptr_t src, size_t n);
+static inline __attribute__((always_inline)) int rd(struct rdr *r, void *dst, uintptr_t src,
+                                                    size_t n)
 {
 	if (!src || src + n < src)
 		return -1;
@@ -385,6 +402,11 @@ static int rd(struct rdr *r, void *dst, uintptr_t src, size_t n)
 		memcpy(dst, (const void *)src, n);
 		return 0;
 	}
+	return rd_checked(r, dst, src, n);
+}
+
+static int rd_checked(struct rdr *r, void *dst, uintptr_t src, size_t n)
+{
 	struct iovec l = {dst, n}, rm = {(void *)src, n};
 	if (r->pipe[0] < 0) {
 		ssize_t got = process_vm_readv(r->pid, &l, 1, &rm, 1, 0);
@@ -395,20 +417,24 @@ static int rd(struct rdr *r, void *dst, uintptr_t src, size_t n)
 		if (pipe2(r->pipe, O_CLOEXEC) != 0) /* ENOSYS, EPERM: seccomp */
 			return r->failed = 1, -1;
 	}
-	if (n > 4096) /* within the pipe's capacity */
-		return -1;
-	if (write(r->pipe[1], (const void *)src, n) != (ssize_t)n)
-		return -1; /* EFAULT: not mapped (a short write cannot happen below PIPE_BUF) */
-	return read(r->pipe[0], dst, n) == (ssize_t)n ? 0 : (r->failed = 1, -1);
+	for (size_t at = 0; at < n;) { /* pieces within the pipe's capacity */
+		size_t k = n - at < 4096 ? n - at : 4096;
+		if (write(r->pipe[1], (const void *)(src + at), k) != (ssize_t)k)
+			return -1; /* EFAULT: not mapped (no short write below PIPE_BUF) */
+		if (read(r->pipe[0], (char *)dst + at, k) != (ssize_t)k)
+			return r->failed = 1, -1;
+		at += k;
+	}
+	return 0;
 }
 
-static int rd_ptr(struct rdr *r, uintptr_t obj, unsigned off, uintptr_t *out)
+static inline int rd_ptr(struct rdr *r, uintptr_t obj, unsigned off, uintptr_t *out)
 {
 	return rd(r, out, obj + off, sizeof *out) || (*out & 7) ? -1 : 0;
 }
 
 /* obj (8-aligned, non-NULL) is an object of that type. */
-static int is_a(struct rdr *r, uintptr_t obj, const void *type)
+static inline int is_a(struct rdr *r, uintptr_t obj, const void *type)
 {
 	uintptr_t t;
 	return obj && !(obj & 7) && !rd_ptr(r, obj, OB_TYPE, &t) && t == (uintptr_t)type;
@@ -459,33 +485,20 @@ static long str_utf8(struct rdr *r, uintptr_t u, char *out, size_t cap)
 	return (long)o;
 }
 
-/* Bytes of a location table, read a chunk at a time (the self-check cannot load directly). */
-struct lt {
-	struct rdr *r;
-	uintptr_t base;
-	size_t size, at; /* at: offset of buf[0] */
-	unsigned n;
-	uint8_t buf[256];
+/* Lines already decoded by this thread, by code object, its table and the offset: a training
+ * loop's frames are the same few thousand (code, offset) pairs again and again. Direct-mapped,
+ * in the thread's scratch buffer; an entry of a code object since freed can only be hit again by a
+ * new code object at the same address with a table at the same address of the same size. */
+#define LINE_SLOTS 512
+struct linecache {
+	struct lc_slot {
+		uintptr_t co, tab;
+		int64_t size;
+		long addr;
+		int line;
+	} s[LINE_SLOTS];
 };
-
-static int lt_byte(struct lt *t, size_t i, uint8_t *b)
-{
-	if (i >= t->size)
-		return -1;
-	if (!t->r->checked) {
-		*b = ((const uint8_t *)t->base)[i];
-		return 0;
-	}
-	if (i < t->at || i >= t->at + t->n) {
-		size_t n = t->size - i < sizeof t->buf ? t->size - i : sizeof t->buf;
-		if (rd(t->r, t->buf, t->base + i, n))
-			return -1;
-		t->at = i;
-		t->n = (unsigned)n;
-	}
-	*b = t->buf[i - t->at];
-	return 0;
-}
+_Static_assert(sizeof(struct linecache) <= SCRATCH_BYTES - LC_OFFSET, "scratch too small");
 
 /* The line of byte offset addr in a code object: PyCode_Addr2Line's answer, from the location
  * table (entries: a first byte with bit 7 set, code = bits 3-6, length - 1 code units = bits 0-2;
@@ -502,21 +515,34 @@ static int code_line(struct rdr *r, uintptr_t co, long addr)
 		return -2;
 	if (addr < 0)
 		return first;
-	struct lt t = {.r = r, .base = tab + BYTES_DATA, .size = (size_t)size};
+	struct lc_slot *c = NULL;
+	if (r->lc) {
+		c = &r->lc->s[(((uint64_t)co >> 4) * 0x9e3779b97f4a7c15ull + (uint64_t)addr) >> 55 &
+		              (LINE_SLOTS - 1)];
+		if (c->co == co && c->tab == tab && c->size == size && c->addr == addr)
+			return c->line;
+	}
+	const uint8_t *p = (const uint8_t *)(tab + BYTES_DATA);
+	if (r->checked) {
+		if (!r->tab || rd(r, r->tab, tab + BYTES_DATA, (size_t)size))
+			return -2;
+		p = r->tab;
+	}
+	const uint8_t *e = p + size;
 	long line = first, end = 0;
-	uint8_t b;
-	for (size_t i = 0; !lt_byte(&t, i, &b);) {
+	int found = -1;
+	while (p < e) {
+		uint8_t b = *p++;
 		if (!(b & 0x80))
 			return -2;
 		unsigned code = b >> 3 & 15;
 		long delta = code == 11 ? 1 : code == 12 ? 2 : 0;
-		size_t j = i + 1;
 		if (code == 13 || code == 14) { /* signed varint: 6 bits a byte, bit 6 = more */
-			uint8_t v;
 			unsigned long u = 0;
 			for (unsigned shift = 0;; shift += 6) {
-				if (shift > 30 || lt_byte(&t, j++, &v))
+				if (shift > 30 || p >= e)
 					return -2;
+				uint8_t v = *p++;
 				u |= (unsigned long)(v & 63) << shift;
 				if (!(v & 64))
 					break;
@@ -525,12 +551,16 @@ static int code_line(struct rdr *r, uintptr_t co, long addr)
 		}
 		line += delta;
 		end += ((b & 7) + 1) * 2;
-		if (end > addr)
-			return code == 15 ? -1 : (int)line;
-		for (i = j; !lt_byte(&t, i, &b) && !(b & 0x80); i++)
-			;
+		if (end > addr) {
+			found = code == 15 ? -1 : (int)line;
+			break;
+		}
+		while (p < e && !(*p & 0x80))
+			p++;
 	}
-	return -1;
+	if (c)
+		*c = (struct lc_slot){co, tab, size, addr, found};
+	return found;
 }
 
 /* The innermost complete frame at or below f (the API's PyFrame_GetBack and PyEval_GetFrame skip
@@ -583,6 +613,7 @@ static long layout_blob(struct rdr *r, uintptr_t ts, char *blob)
 		return -1;
 	for (int depth = 0; depth < MAX_PYFRAMES; depth++) {
 		uintptr_t co, instr, ufile, uname;
+		long fl, nl;
 		f = complete(r, f, &co, &steps);
 		if (f == 1)
 			return -1;
@@ -590,16 +621,36 @@ static long layout_blob(struct rdr *r, uintptr_t ts, char *blob)
 			break;
 		if (rd(r, &instr, f + lay.fr_instr, sizeof instr) ||
 		    rd_ptr(r, co, lay.co_filename, &ufile) || rd_ptr(r, co, lay.co_name, &uname) ||
-		    str_utf8(r, ufile, file, sizeof file) < 0 || str_utf8(r, uname, name, sizeof name) < 0)
+		    (fl = str_utf8(r, ufile, file, sizeof file)) < 0 ||
+		    (nl = str_utf8(r, uname, name, sizeof name)) < 0)
 			return -1;
 		long addr = ((long)instr - (long)(co + lay.co_code)) / 2 * 2;
 		int line = code_line(r, co, addr);
 		if (line == -2)
 			return -1;
-		int n = snprintf(blob + len, NVLP_MAX_BLOB - len, "%s:%d:%s\n", file, line, name);
-		if (n < 0 || (size_t)n >= NVLP_MAX_BLOB - len)
+		/* "%s:%d:%s\n" as api_blob's snprintf writes it (and stops where it would) */
+		char num[12];
+		size_t nn = 0;
+		unsigned long v = line < 0 ? (unsigned long)-(long)line : (unsigned long)line;
+		do
+			num[sizeof num - 1 - nn++] = (char)('0' + v % 10);
+		while ((v /= 10) && nn < sizeof num - 1);
+		if (line < 0)
+			num[sizeof num - 1 - nn++] = '-';
+		size_t need = (size_t)fl + 1 + nn + 1 + (size_t)nl + 1;
+		if (need >= NVLP_MAX_BLOB - len)
 			break;
-		len += (size_t)n;
+		char *o = blob + len;
+		memcpy(o, file, (size_t)fl);
+		o += fl;
+		*o++ = ':';
+		memcpy(o, num + sizeof num - nn, nn);
+		o += nn;
+		*o++ = ':';
+		memcpy(o, name, (size_t)nl);
+		o += nl;
+		*o++ = '\n';
+		len += need;
 		if (rd_ptr(r, f, lay.fr_previous, &f))
 			return -1;
 	}
@@ -626,12 +677,15 @@ static void self_check(void)
 	    !(b = malloc(NVLP_MAX_BLOB)))
 		goto out; /* no frames here: another capture checks */
 	size_t na = api_blob(frame, a);
-	struct rdr r = {.checked = 1, .pid = getpid(), .pipe = {-1, -1}};
+	struct rdr r = {.checked = 1, .pid = getpid(), .pipe = {-1, -1}, .tab = malloc(MAX_LINETABLE)};
+	if (lay_test_pipe && pipe2(r.pipe, O_CLOEXEC))
+		r.failed = 1;
 	long nb = layout_blob(&r, ts, b);
+	free(r.tab);
 	if (r.pipe[0] >= 0)
 		close(r.pipe[0]), close(r.pipe[1]);
 	int ok = na && nb == (long)na && !memcmp(a, b, na);
-	if (!na || (r.failed && ++lay_tries < 3))
+	if (!na || (r.failed && __atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED) < 3))
 		goto out; /* inconclusive: try again at a later capture */
 	__atomic_store_n(&lay_state, ok ? 1 : -1, __ATOMIC_RELEASE);
 	if (lay_log) {
@@ -668,21 +722,69 @@ static int pending_check(void *arg)
  * bytecode boundary (asked once at a time, at most a few times). */
 static void ask_check(void)
 {
-	if (__atomic_load_n(&lay_state, __ATOMIC_RELAXED) == 0 && lay_tries < 3 &&
+	if (__atomic_load_n(&lay_state, __ATOMIC_RELAXED) == 0 &&
+	    __atomic_load_n(&lay_tries, __ATOMIC_RELAXED) < 3 &&
 	    !__atomic_exchange_n(&lay_pending, 1, __ATOMIC_ACQ_REL) && py.is_initialized()) {
-		lay_tries++;
+		__atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED);
 		if (py.add_pending(pending_check, NULL) != 0)
 			__atomic_store_n(&lay_pending, 0, __ATOMIC_RELEASE);
 	}
 }
 
 /* The calling thread's chain without the GIL. @return its PYSTACK id, 0 none */
+/* What a chain's text is made of, frame by frame: code object, instruction, file and function
+ * name objects, line table and first line. Equal keys, equal texts: a code object that replaced a
+ * freed one at the same address would also need its strings and table at the old ones'
+ * addresses and the same first line to be mistaken for it. @return the key, 0 a read failed */
+static uint64_t chain_key(struct rdr *r, uintptr_t ts)
+{
+	uintptr_t f, co, v[4];
+	int first, steps = 0;
+	uint64_t h = 0xcbf29ce484222325ull;
+	if (first_frame(r, ts, &f))
+		return 0;
+	for (int depth = 0; depth < MAX_PYFRAMES; depth++) {
+		f = complete(r, f, &co, &steps);
+		if (f == 1)
+			return 0;
+		if (!f)
+			break;
+		if (rd(r, &v[0], f + lay.fr_instr, 8) || rd(r, &v[1], co + lay.co_filename, 8) ||
+		    rd(r, &v[2], co + lay.co_name, 8) || rd(r, &v[3], co + lay.co_linetable, 8) ||
+		    rd(r, &first, co + lay.co_firstlineno, sizeof first))
+			return 0;
+		h = (h ^ co) * 0x100000001b3ull;
+		for (int k = 0; k < 4; k++)
+			h = (h ^ v[k]) * 0x100000001b3ull;
+		h = (h ^ (uint64_t)(unsigned)first) * 0x100000001b3ull;
+		if (rd_ptr(r, f, lay.fr_previous, &f))
+			return 0;
+	}
+	return h ? h : 1;
+}
+
 static uint64_t walk_own(uintptr_t ts)
 {
 	char *blob = scratch();
-	struct rdr r = {0};
-	long n = blob ? layout_blob(&r, ts, blob) : -1;
-	return n > 0 ? chain_id(blob, (size_t)n) : 0;
+	if (!blob)
+		return 0;
+	struct rdr r = {.lc = (struct linecache *)(blob + LC_OFFSET)};
+	struct idcache *c = (struct idcache *)(blob + IDC_OFFSET);
+	unsigned ep = __atomic_load_n(&nvlp_tls_epoch, __ATOMIC_ACQUIRE);
+	if (c->epoch != ep) /* a fork child writes its PYSTACKs again */
+		memset(c, 0, sizeof *c), c->epoch = ep;
+	uint64_t key = chain_key(&r, ts);
+	for (unsigned i = 0; key && i < IDC_SLOTS; i++)
+		if (c->key[i] == key)
+			return c->id[i];
+	long n = layout_blob(&r, ts, blob);
+	uint64_t id = n > 0 ? chain_id(blob, (size_t)n) : 0;
+	if (key && id) {
+		c->key[c->next] = key;
+		c->id[c->next] = id;
+		c->next = (c->next + 1) % IDC_SLOTS;
+	}
+	return id;
 }
 
 /* The signature of the innermost SIG_FRAMES complete frames of the calling thread (see below). */

@@ -112,6 +112,9 @@ for py in "${PYS[@]}"; do
 	check_eq "$v: wrong layout: no chain read without the GIL" "0 0" "$(grep -c '^pystack ' "$T/skew$v.txt") $(grep -c '^pyref ' "$T/skew$v.txt")"
 	run "skewgil$v" "$py" gil NVLPROF_PYWALK_TEST=skew
 	check_eq "$v: wrong layout, GIL held: the API's chains still" "$(chains "gil$v")" "$(chains "skewgil$v")"
+	run "pipe$v" "$py" nogil NVLPROF_PYWALK_TEST=pipe
+	check "$v: self-check through the pipe fallback: passed" grep -q "frame layout: self-check passed" "$T/pipe$v.err"
+	check_eq "$v: self-check through the pipe fallback: the same chains" "$(chains "gil$v")" "$(chains "pipe$v")"
 	run "off$v" "$py" nogil NVLPROF_PYWALK=0
 	check_eq "$v: NVLPROF_PYWALK=0: no chain without the GIL" "0" "$(grep -c '^pyref ' "$T/off$v.txt")"
 done
