@@ -219,7 +219,7 @@ static void native_at(struct an_finding *x, const char *key, const struct an_ran
 	ev_str(x, key, "%s", buf);
 }
 
-/* ---- Python locations (PYSTACK/PYREF records) -------------------------------------------------- */
+/* ---- Python locations (PYSTACK/PYREF records) ---- */
 
 /* A frame of the job's own code, not of the interpreter's library or an installed package: the
  * chain a user reads starts at the innermost such frame. */
@@ -255,9 +255,9 @@ static int py_chain_text(const char *text, char *out, size_t len)
 				const char *base = memrchr(l, '/', (size_t)(lc - l));
 				base = base ? base + 1 : l;
 				size_t o = strlen(out);
-				snprintf(out + o, len - o, "%s%.*s:%.*s in %.*s", shown ? " <- " : "",
-				         (int)(lc - base), base, (int)(fc - lc - 1), lc + 1,
-				         (int)(l + n - fc - 1), fc + 1);
+				snprintf(out + o, len - o, "%s%.*s:%.*s in %.*s",
+				         shown ? " <- " : "", (int)(lc - base), base,
+				         (int)(fc - lc - 1), lc + 1, (int)(l + n - fc - 1), fc + 1);
 				shown++;
 			}
 			l = next;
@@ -382,7 +382,8 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 			if (r->peer_enable_fail)
 				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
 				       NULL);
-			uint64_t py = 0; /* the first of the pair's first staged copies that has one */
+			/* the first of the pair's first staged copies that has one */
+			uint64_t py = 0;
 			for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
 				py = py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
 			ev_python(x, "python", "copied at", r, py);

@@ -1,4 +1,4 @@
-/* pystacks.c: the Python file:line chain of the calling thread (through the C API while it holds the GIL, else from its own frames' memory once that layout is proven), as PYSTACK/PYREF records. */
+/* pystacks.c: the calling thread's Python file:line chain (C API with the GIL, its own frames' memory without), as PYSTACK/PYREF records. */
 #include <dlfcn.h>     /* dlsym(RTLD_DEFAULT) */
 #include <errno.h>
 #include <fcntl.h>     /* O_CLOEXEC */
@@ -19,8 +19,9 @@
  * calling thread holds the GIL: PyGILState_Check() says so, and the thread's current state must
  * be set (PyGILState_Check answers 1 whenever its checks are off, e.g. with subinterpreters). We
  * never take the GIL and never block. A pending exception is saved and restored around our calls,
- * so the program never sees one of ours. A thread that released the GIL (torch, CuPy and ctypes.CDLL
- * release it around their CUDA and NCCL calls) is read through the layout walk below, or not at all.
+ * so the program never sees one of ours. A thread that released the GIL (torch, CuPy and
+ * ctypes.CDLL release it around their CUDA and NCCL calls) is read through the layout walk below,
+ * or not at all.
  *
  * Frame names: a code object's co_filename and co_name are attributes (no stable accessor exists
  * in 3.11/3.12), read once per code object and cached by its address; the cache keeps a reference
@@ -325,7 +326,8 @@ struct pylayout {
 	unsigned ts_frame;             /* tstate->current_frame (3.13) */
 	unsigned fr_code, fr_previous, fr_instr, fr_owner;
 	unsigned co_firstlineno, co_filename, co_name, co_linetable, co_firsttraceable, co_code;
-	unsigned u_ascii_data, u_compact_data; /* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject) */
+	/* where a compact str's characters start: sizeof(PyASCIIObject), of PyCompactUnicodeObject */
+	unsigned u_ascii_data, u_compact_data;
 	int owner_cstack;              /* FRAME_OWNED_BY_CSTACK, -1 where there is none */
 };
 /* Common to all three: PyObject.ob_type at 8, PyVarObject.ob_size at 16, PyBytesObject.ob_sval at
@@ -378,7 +380,8 @@ static void layout_choose(void)
 	lay_test_pipe = t && !strcmp(t, "pipe");
 	if (lay_state < 0 && lay_log)
 		nvlp_warn("Python %lu.%lu: no frame layout known, GIL-released calls get no Python "
-		          "location", (unsigned long)(py.version >> 24), (unsigned long)(py.version >> 16 & 0xff));
+		          "location",
+		          (unsigned long)(py.version >> 24), (unsigned long)(py.version >> 16 & 0xff));
 }
 
 /* Reads: plain loads once the layout is proven; in the self-check, reads that fail instead of
@@ -463,7 +466,9 @@ static long str_utf8(struct rdr *r, uintptr_t u, char *out, size_t cap)
 		return -1;
 	size_t o = 0;
 	for (size_t i = 0; i < n && o < cap - 1; i++) {
-		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
+		uint32_t c = kind == 1   ? raw[i]
+		             : kind == 2 ? ((uint16_t *)raw)[i]
+		                         : ((uint32_t *)raw)[i];
 		uint8_t b[4];
 		int k;
 		if (c < 0x80)
@@ -477,7 +482,8 @@ static long str_utf8(struct rdr *r, uintptr_t u, char *out, size_t cap)
 			b[2] = (uint8_t)(0x80 | (c & 63)), k = 3;
 		else
 			b[0] = (uint8_t)(0xf0 | c >> 18), b[1] = (uint8_t)(0x80 | (c >> 12 & 63)),
-			b[2] = (uint8_t)(0x80 | (c >> 6 & 63)), b[3] = (uint8_t)(0x80 | (c & 63)), k = 4;
+			b[2] = (uint8_t)(0x80 | (c >> 6 & 63)), b[3] = (uint8_t)(0x80 | (c & 63)),
+			k = 4;
 		for (int j = 0; j < k && o < cap - 1; j++)
 			out[o++] = (char)b[j];
 	}
@@ -677,7 +683,8 @@ static void self_check(void)
 	    !(b = malloc(NVLP_MAX_BLOB)))
 		goto out; /* no frames here: another capture checks */
 	size_t na = api_blob(frame, a);
-	struct rdr r = {.checked = 1, .pid = getpid(), .pipe = {-1, -1}, .tab = malloc(MAX_LINETABLE)};
+	struct rdr r = {
+	    .checked = 1, .pid = getpid(), .pipe = {-1, -1}, .tab = malloc(MAX_LINETABLE)};
 	if (lay_test_pipe && pipe2(r.pipe, O_CLOEXEC))
 		r.failed = 1;
 	long nb = layout_blob(&r, ts, b);

@@ -170,7 +170,8 @@ static int gen_python; /* --python */
 static const char py_nccl_chain[] =
     "/opt/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py:2501:all_reduce\n"
     "/opt/venv/lib/python3.12/site-packages/torch/distributed/c10d_logger.py:81:wrapper\n"
-    "/work/job/train.py:57:train_step\n/work/job/train.py:90:main\n/work/job/train.py:95:<module>\n";
+    "/work/job/train.py:57:train_step\n/work/job/train.py:90:main\n"
+    "/work/job/train.py:95:<module>\n";
 static const char py_copy_chain[] = "/work/job/train.py:33:move\n/work/job/train.py:88:main\n";
 static const char py_alloc_chain[] =
     "/work/job/train.py:41:build_cache\n/work/job/train.py:87:main\n";
