@@ -86,8 +86,8 @@ def s(v):
 dc = [b - a for a, b in zip(c0, c1)]
 dn = [b - a for a, b in zip(n0, n1)]
 dm = [b - a for a, b in zip(m0, m1)]
-print("bench_pywalk: python ctypes.CDLL (GIL released), %s calls x %s rounds, chains of %d frames, "
-      "CPU ns per call, median (min..max):" % (n, rounds, int(depth) + 1))
+print("bench_pywalk: python ctypes.CDLL (GIL released), %s calls x %s rounds, chains of %d-%d frames, "
+      "CPU ns per call, median (min..max):" % (n, rounds, int(depth) + 2, int(depth) + 3))
 print("bench_pywalk: cross-device copy from one line (key of the chain read, chain known): walk off "
       "%s, on %s: added %s ns per captured chain (key + PYREF)" % (s(c0), s(c1), s(dc)))
 print("bench_pywalk: cross-device copy from 16 lines in turn (every chain built and hashed): walk "
