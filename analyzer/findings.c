@@ -203,6 +203,112 @@ static int fallback(const struct an_job *job, const double *th, struct big *big,
 	return x ? best : -1;
 }
 
+/* Evidence key: the innermost native frames of a STACK, "main+0x11d <- ..." */
+static void native_at(struct an_finding *x, const char *key, const struct an_rank *r,
+                      uint64_t stack)
+{
+	const struct an_stack *s = stack ? an_find_stack(r, stack) : NULL;
+	if (!s || !s->n)
+		return;
+	char buf[240] = "", sym[160];
+	for (unsigned k = 0; k < s->n && k < 3; k++) {
+		an_symbolize(r, s->pc[k], sym, sizeof sym);
+		size_t l = strlen(buf);
+		snprintf(buf + l, sizeof buf - l, "%s%s", k ? " <- " : "", sym);
+	}
+	ev_str(x, key, "%s", buf);
+}
+
+/* ---- Python locations (PYSTACK/PYREF records) ---- */
+
+/* A frame of the job's own code, not of the interpreter's library or an installed package: the
+ * chain a user reads starts at the innermost such frame. */
+static int user_frame(const char *file, size_t n)
+{
+	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python"};
+	if (!n || file[0] == '<') /* <frozen runpy>, <string> */
+		return 0;
+	for (size_t k = 0; k < sizeof lib / sizeof lib[0]; k++)
+		if (memmem(file, n, lib[k], strlen(lib[k])))
+			return 0;
+	return 1;
+}
+
+#define PY_SHOWN 3 /* frames in a location line: the innermost user frame and its callers */
+
+/* "train.py:41 in build_cache <- train.py:88 in main" from a PYSTACK's text ("file:line:function"
+ * per line, innermost first): user frames only, or the innermost frames when there is none.
+ * @return 1 when something was written */
+static int py_chain_text(const char *text, char *out, size_t len)
+{
+	out[0] = 0;
+	for (int pass = 0; pass < 2 && !out[0]; pass++) {
+		int shown = 0;
+		for (const char *l = text; *l && shown < PY_SHOWN;) {
+			const char *e = strchr(l, '\n');
+			size_t n = e ? (size_t)(e - l) : strlen(l);
+			const char *next = e ? e + 1 : l + n;
+			/* from the right: function, then line; the file may hold ':' */
+			const char *fc = memrchr(l, ':', n);
+			const char *lc = fc ? memrchr(l, ':', (size_t)(fc - l)) : NULL;
+			if (lc && (pass || user_frame(l, (size_t)(lc - l)))) {
+				const char *base = memrchr(l, '/', (size_t)(lc - l));
+				base = base ? base + 1 : l;
+				size_t o = strlen(out);
+				snprintf(out + o, len - o, "%s%.*s:%.*s in %.*s",
+				         shown ? " <- " : "", (int)(lc - base), base,
+				         (int)(fc - lc - 1), lc + 1, (int)(l + n - fc - 1), fc + 1);
+				shown++;
+			}
+			l = next;
+		}
+	}
+	return out[0] != 0;
+}
+
+static const char *py_text(const struct an_rank *r, uint64_t id)
+{
+	for (size_t i = 0; id && i < r->npystacks; i++)
+		if (r->pystacks[i].id == id)
+			return r->pystacks[i].text;
+	return NULL;
+}
+
+/* The PYSTACK of the one record a PYREF names (COPY by call_id, MANAGED by thread-less time). */
+static uint64_t py_of_record(const struct an_rank *r, unsigned kind, uint64_t t, uint64_t call_id)
+{
+	for (size_t i = 0; i < r->npyrefs; i++) {
+		const struct an_pyref *p = &r->pyrefs[i];
+		if (p->kind == kind && (call_id ? p->call_id == call_id : p->t == t))
+			return p->pystack;
+	}
+	return 0;
+}
+
+/* The chain of the process's last NCCL call: an NCCL PYREF holds for its thread's later calls
+ * until the next one, so the latest in time is the one in force at the end (pystack 0: none).
+ * With several threads calling NCCL it is the thread whose chain changed last. */
+static uint64_t py_of_last_nccl(const struct an_rank *r)
+{
+	const struct an_pyref *last = NULL;
+	for (size_t i = 0; i < r->npyrefs; i++) {
+		const struct an_pyref *p = &r->pyrefs[i];
+		if (p->kind == NVLP_K_NCCL && (!last || p->t >= last->t))
+			last = p;
+	}
+	return last ? last->pystack : 0;
+}
+
+/* Evidence key "python...": "allocated at train.py:41 in build_cache <- ..." */
+static void ev_python(struct an_finding *x, const char *key, const char *what,
+                      const struct an_rank *r, uint64_t pystack)
+{
+	const char *t = py_text(r, pystack);
+	char chain[200];
+	if (t && py_chain_text(t, chain, sizeof chain))
+		ev_str(x, key, "%s %s", what, chain);
+}
+
 /* NVLink between two GPUs of r's host: any process on that host may have recorded the topology. */
 static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a, int b, int *known)
 {
@@ -276,6 +382,12 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 			if (r->peer_enable_fail)
 				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
 				       NULL);
+			/* the first of the pair's first staged copies that has one */
+			uint64_t py = 0;
+			for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
+				py = py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
+			ev_python(x, "python", "copied at", r, py);
+			native_at(x, "copied_at", r, p->staged_stack);
 			advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
 			          "(and the reverse) before cross-device copies: they then go GPU to "
 			          "GPU over NVLink instead of twice over PCIe through host memory "
@@ -314,17 +426,9 @@ static void thrashing(const struct an_job *job, const double *th, struct an_find
 			ev_num(x, "gpu_page_faults", (double)a->gpu_faults, NULL);
 			ev_num(x, "cpu_page_faults", (double)a->cpu_faults, NULL);
 			ev_num(x, "time_lost_ms", (double)a->migrate_ns / 1e6, "ms");
-			const struct an_stack *s = an_find_stack(r, a->stack);
-			if (s && s->n) {
-				char buf[240] = "", sym[160];
-				for (unsigned k = 0; k < s->n && k < 3; k++) {
-					an_symbolize(r, s->pc[k], sym, sizeof sym);
-					size_t l = strlen(buf);
-					snprintf(buf + l, sizeof buf - l, "%s%s", k ? " <- " : "",
-					         sym);
-				}
-				ev_str(x, "allocated_at", "%s", buf);
-			}
+			ev_python(x, "python", "allocated at", r,
+			          py_of_record(r, NVLP_K_MANAGED, a->t, 0));
+			native_at(x, "allocated_at", r, a->stack);
 			advise(x, a->advised || a->prefetched
 			              ? "Advice/prefetch is present but pages still bounce: give "
 			                "each phase its own buffer or "
@@ -443,6 +547,25 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		ev_num(x, "seq", h->seq, NULL);
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
 		ev_num(x, "wait_ms", h->wait_ms, "ms");
+		/* where each rank's last NCCL call came from: the missing ones stopped after it
+		 * (all named), the waiting ones are blocked in it (the first two) */
+		for (int pass = 0, waiting = 0; pass < 2; pass++)
+			for (size_t f = 0; f < job->nranks; f++) {
+				const struct an_rank *r = &job->ranks[f];
+				int id = rank_id(job, f), in = 0;
+				for (int k = 0; !pass && k < h->nmissing; k++)
+					in |= h->missing[k] == id;
+				for (int k = 0; pass && k < h->npresent; k++)
+					in |= h->present[k] == id;
+				if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
+					continue;
+				char key[32];
+				snprintf(key, sizeof key, "python_rank%d", id);
+				int n = x ? x->nev : 0;
+				ev_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
+				          py_of_last_nccl(r));
+				waiting += pass && x && x->nev > n;
+			}
 		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
 		          "path) before this "
 		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "

@@ -47,8 +47,9 @@ void an_findings_print(FILE *o, const struct an_findings *f)
 				continue; /* in the heading */
 			fmt_ev(&x->ev[k], v, sizeof v);
 			int w = (int)(strlen(x->ev[k].key) + strlen(v) + 3);
+			/* long strings and code locations get their own line */
 			if (x->ev[k].is_str &&
-			    strlen(v) > 40) { /* long strings get their own line */
+			    (strlen(v) > 40 || !strncmp(x->ev[k].key, "python", 6))) {
 				fprintf(o, "%s    %s: %s\n", col ? "\n" : "", x->ev[k].key, v);
 				col = 0;
 				continue;

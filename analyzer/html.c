@@ -594,7 +594,8 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 		for (int k = 0; k < f.nev; k++) {
 			char ev[400];
 			xm_finding_ev(x, i, k, ev, sizeof ev);
-			fputs("<li>", o);
+			/* a Python code location: its own line, as in the text report */
+			fputs(strncmp(ev, "python", 6) ? "<li>" : "<li class=\"loc\">", o);
 			svg_esc(o, ev);
 			fputs("</li>", o);
 		}
@@ -640,7 +641,8 @@ static const char css[] =
     "letter-spacing:.05em;color:#fff;background:#888;padding:1px 6px;border-radius:3px}"
     ".sev-critical .sev{background:#c62828}.sev-warning .sev{background:#ef6c00}"
     ".sev-info .sev{background:#1565c0}.ev{margin:4px 0;padding-left:18px;columns:2;"
-    "font-size:13px;color:#333;overflow-wrap:anywhere}.advice{margin:6px 0}.expl{margin:2px "
+    "font-size:13px;color:#333;overflow-wrap:anywhere}.ev li.loc{column-span:all;font-family:"
+    "monospace}.advice{margin:6px 0}.expl{margin:2px "
     "0;color:#555}"
     "figure{margin:8px 0}figcaption{font-size:13px;color:#444;margin-bottom:4px}"
     "svg{display:block;max-width:100%;height:auto;margin:4px 0;background:#fff}"

@@ -337,6 +337,12 @@ static int on_copy(struct lctx *c)
 		p->staged_copies++;
 		p->staged_bytes += cp->bytes;
 		p->staged_ns += cp->dur;
+		for (int k = 0; k < 4; k++) /* their Python locations: a PYREF names the call */
+			if (!p->staged_call[k]) {
+				p->staged_call[k] = cp->call_id;
+				p->staged_stack = k ? p->staged_stack : cp->stack;
+				break;
+			}
 	}
 	unsigned fn = nvlp_cuda_fn_base(cp->fn); /* cu* records count as their cuda* twin */
 	if (fn == NVLP_CUDA_MEMCPY || fn == NVLP_CUDA_MEMCPY_PEER || fn == NVLP_CUDA_MEMCPY_PTDS ||
@@ -720,9 +726,33 @@ static int on_ignored(struct lctx *c)
 #define on_graph on_ignored
 #define on_captured on_ignored
 #define on_gpugraph on_ignored
-/* Issue 16's shim records the model does not read yet (Python chains, how a process ended). */
-#define on_pystack on_ignored
-#define on_pyref on_ignored
+/* Python chains: kept as they are; findings.c joins them to the records PYREFs name. */
+static int on_pystack(struct lctx *c)
+{
+	const struct nvlp_rec_pystack *s = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	if (!s->id || !c->rec->blob_len)
+		return bad(c, "with id 0 or no frames");
+	struct an_pystack *x = PUSH(r->pystacks, r->npystacks, r->cappystacks);
+	if (!x)
+		return bad(c, "not kept: out of memory");
+	x->id = s->id;
+	if (!(x->text = strndup((const char *)c->rec->blob, c->rec->blob_len)))
+		r->npystacks--;
+	return 0;
+}
+
+static int on_pyref(struct lctx *c)
+{
+	const struct nvlp_rec_pyref *p = (const void *)c->rec->f;
+	if (p->kind >= NVLP_K_COUNT)
+		return bad(c, "naming kind %llu", (unsigned long long)p->kind);
+	struct an_pyref *x = PUSH(c->r->pyrefs, c->r->npyrefs, c->r->cappyrefs);
+	if (!x)
+		return bad(c, "not kept: out of memory");
+	*x = (struct an_pyref){p->tid, p->t, p->call_id, p->pystack, (unsigned)p->kind};
+	return 0;
+}
 #define on_exitinfo on_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not

@@ -426,6 +426,10 @@ void an_job_free(struct an_job *job)
 		free(r->marks);
 		free(r->cnames);
 		free(r->failed);
+		for (size_t i = 0; i < r->npystacks; i++)
+			free(r->pystacks[i].text);
+		free(r->pystacks);
+		free(r->pyrefs);
 	}
 	free(job->ranks);
 	free(job->choices);

@@ -155,6 +155,9 @@ struct an_pair {
 	                     * while the call runs, so even an async one returns about when done */
 	uint64_t p2p_copies, p2p_bytes, p2p_gpu_ns; /* GPUCOPY PTOP */
 	uint64_t sync_bytes, sync_ns; /* synchronous COPY calls: host time is copy time */
+	/* the first staged COPYs' call_ids (their Python locations: the first may have none, taken
+	 * before the shim could read one) and the first one's STACK; 0 none */
+	uint64_t staged_call[4], staged_stack;
 };
 
 /* A managed allocation and what unified memory did to it. */
@@ -285,6 +288,16 @@ struct an_rank {
 	uint64_t *marks; /* step marks (local clock, file order): an_steps_mark */
 	size_t nmarks, capmarks;
 	char mark_name[48]; /* what made them ("ProfilerStep", "cudaProfilerStart") */
+	struct an_pystack {
+		uint64_t id;
+		char *text; /* "file:line:function\n" per frame, innermost first */
+	} *pystacks; /* PYSTACK records, file order */
+	size_t npystacks, cappystacks;
+	struct an_pyref {
+		uint64_t tid, t, call_id, pystack; /* t: local clock, as the record it names */
+		unsigned kind;
+	} *pyrefs; /* PYREF records, file order */
+	size_t npyrefs, cappyrefs;
 };
 
 /* Job-wide communicator. */

@@ -1,10 +1,14 @@
-/* pystacks.c: the Python file:line chain of the calling thread, read only while it holds the GIL, as PYSTACK/PYREF records. */
+/* pystacks.c: the calling thread's Python file:line chain (C API with the GIL, its own frames' memory without), as PYSTACK/PYREF records. */
 #include <dlfcn.h>     /* dlsym(RTLD_DEFAULT) */
+#include <errno.h>
+#include <fcntl.h>     /* O_CLOEXEC */
 #include <pthread.h>   /* the code-name cache's mutex */
 #include <stdatomic.h>
 #include <stdio.h>     /* snprintf */
-#include <stdlib.h>    /* malloc */
+#include <stdlib.h>    /* malloc, getenv */
 #include <string.h>    /* memcpy, strlen */
+#include <sys/uio.h>   /* process_vm_readv: the self-check's reads */
+#include <unistd.h>    /* getpid, pipe2 */
 
 #include "nvlp_rt.h"
 #include "../trace/nvlp_trace.h" /* nvlp_hash64 */
@@ -14,9 +18,10 @@
  * without Python resolves nothing and pays one load per call after the first), and only when the
  * calling thread holds the GIL: PyGILState_Check() says so, and the thread's current state must
  * be set (PyGILState_Check answers 1 whenever its checks are off, e.g. with subinterpreters). We
- * never take the GIL and never block: a thread that released it (torch releases it around most of
- * its CUDA and NCCL calls) gets no Python location. A pending exception is saved and restored
- * around our calls, so the program never sees one of ours.
+ * never take the GIL and never block. A pending exception is saved and restored around our calls,
+ * so the program never sees one of ours. A thread that released the GIL (torch, CuPy and
+ * ctypes.CDLL release it around their CUDA and NCCL calls) is read through the layout walk below,
+ * or not at all.
  *
  * Frame names: a code object's co_filename and co_name are attributes (no stable accessor exists
  * in 3.11/3.12), read once per code object and cached by its address; the cache keeps a reference
@@ -44,11 +49,18 @@ static struct {
 	ref_fn incref, decref;
 	fetch_fn err_fetch;
 	restore_fn err_restore;
+	/* the layout walk's: no GIL needed for any of them */
+	ptr_fn this_tstate;                       /* PyGILState_GetThisThreadState */
+	int (*add_pending)(int (*)(void *), void *); /* Py_AddPendingCall */
+	const void *code_type, *unicode_type, *bytes_type;
+	unsigned long version; /* Py_Version, 0 before 3.11 */
 } py;
 /* 0 not looked up yet, 1 Python is there, -1 not a Python process (read inline by the hooks). */
 int nvlp_py_state; /* atomic (__atomic builtins, as the header reads it) */
 #define py_state nvlp_py_state
 static pthread_mutex_t resolve_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void layout_choose(void);
 
 static void *sym(const char *name)
 {
@@ -78,10 +90,19 @@ static int resolve(void)
 		py.decref = (ref_fn)sym("Py_DecRef");
 		py.err_fetch = (fetch_fn)sym("PyErr_Fetch");
 		py.err_restore = (restore_fn)sym("PyErr_Restore");
+		py.this_tstate = (ptr_fn)sym("PyGILState_GetThisThreadState");
+		py.add_pending = (int (*)(int (*)(void *), void *))sym("Py_AddPendingCall");
+		py.code_type = sym("PyCode_Type");
+		py.unicode_type = sym("PyUnicode_Type");
+		py.bytes_type = sym("PyBytes_Type");
+		const unsigned long *ver = sym("Py_Version");
+		py.version = ver ? *ver : 0;
 		int all = py.is_initialized && py.gil_check && py.tstate && py.get_frame &&
 			  py.frame_back && py.frame_code && py.frame_line && py.getattr && py.utf8 &&
 			  py.incref && py.decref && py.err_fetch && py.err_restore;
 		s = all ? 1 : -1;
+		if (s > 0)
+			layout_choose();
 		__atomic_store_n(&py_state, s, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&resolve_mu);
@@ -168,6 +189,16 @@ static void code_names(PyObject *code, char *file, size_t fcap, char *name, size
 /* ---- chains, deduplicated by the hash of their text --------------------------------------------- */
 
 #define MAX_PYFRAMES 48
+/* The thread's scratch buffer: a chain, then (8-aligned) the layout walk's line cache. */
+#define LC_OFFSET ((NVLP_MAX_BLOB + 8) & ~7u)
+#define IDC_OFFSET (LC_OFFSET + 512 * 40)
+#define IDC_SLOTS 8
+struct idcache { /* the layout walk's last chains: their key and PYSTACK id */
+	uint64_t key[IDC_SLOTS], id[IDC_SLOTS];
+	unsigned next, epoch;
+};
+#define SCRATCH_BYTES (IDC_OFFSET + sizeof(struct idcache))
+#define SIG_FRAMES 4 /* frames in a collective's chain signature (see nvlp_py_nccl) */
 #define PYSTACK_SLOTS 16384
 #define PROBES 64
 static _Atomic uint64_t pystack_ids[PYSTACK_SLOTS];
@@ -197,15 +228,10 @@ static int seen_before(uint64_t id)
 	return 0; /* full: writing it again is harmless */
 }
 
-/* Walk the frames of the thread (GIL held). @return the PYSTACK id, 0 when there are none. */
-static uint64_t walk(PyObject *frame)
+/* The thread's chain through the C API (GIL held) as "file:line:function\n" lines into blob.
+ * @return its length, 0 when there are no frames */
+static size_t api_blob(PyObject *frame, char *blob)
 {
-	/* Up to 48 frames of up to ~700 bytes: kept in the thread's scratch buffer, off the job's
-	 * stack (made once per thread). */
-	struct nvlp_tls *t = nvlp_tls();
-	if (!t->py_scratch && !(t->py_scratch = malloc(NVLP_MAX_BLOB)))
-		return 0;
-	char *blob = t->py_scratch;
 	size_t len = 0;
 	char file[512], name[160];
 	PyObject *et, *ev, *etb;
@@ -229,6 +255,12 @@ static uint64_t walk(PyObject *frame)
 	if (frame)
 		py.decref(frame);
 	py.err_restore(et, ev, etb);
+	return len;
+}
+
+/* The PYSTACK of a chain (written the first time it is seen). @return its id, 0 for none */
+static uint64_t chain_id(const char *blob, size_t len)
+{
 	if (!len)
 		return 0;
 	uint64_t id = nvlp_hash64(blob, len, 0x7079737461636bull);
@@ -240,6 +272,549 @@ static uint64_t walk(PyObject *frame)
 	return id;
 }
 
+/* The thread's scratch buffer for chains: up to 48 frames of up to ~700 bytes, off the job's
+ * stack (made once per thread, at its first chain). */
+struct linecache;
+static char *scratch(void)
+{
+	struct nvlp_tls *t = nvlp_tls();
+	if (!t->py_scratch)
+		t->py_scratch = calloc(1, SCRATCH_BYTES); /* the chain, then the line cache */
+	return t->py_scratch;
+}
+
+/* Walk the frames of the thread (GIL held). @return the PYSTACK id, 0 when there are none. */
+static uint64_t walk(PyObject *frame)
+{
+	char *blob = scratch();
+	return blob ? chain_id(blob, api_blob(frame, blob)) : 0;
+}
+
+/* ---- the layout walk: the calling thread's own frames, without the GIL -------------------------
+ *
+ * A thread that released the GIL cannot be asked through the C API, but its own chain cannot
+ * change while it is inside our hook: only the thread that owns a frame chain pushes and pops its
+ * frames (a generator on it is running, so no other thread can resume it), and the frames hold
+ * strong references to their code objects, which hold their file and function names and line
+ * tables (all immutable). Another thread that holds the GIL meanwhile may read those frames
+ * (sys._current_frames) or create frame objects for them, but never changes the fields read here
+ * (code, previous, instruction pointer, owner). So the calling thread, and only it, reads its own
+ * frames from memory: its PyThreadState from PyGILState_GetThisThreadState() (thread-local
+ * storage: no GIL, no lock), then the interpreter frames through the version's struct layout,
+ * lines decoded from co_linetable (the 3.11+ location table, CPython's Objects/locations.md).
+ * No GIL, no lock, no syscall, no allocation (the thread's scratch buffer is made once); every
+ * read is bounded (frames, steps, string and table lengths) and every pointer checked for NULL
+ * and alignment and its object for its type before its fields are used.
+ *
+ * The layouts are CPython's internal structs (Include/internal/pycore_frame.h, cpython/code.h,
+ * cpython/pystate.h, cpython/unicodeobject.h of 3.11, 3.12 and 3.13; offsets as gcc lays them out
+ * on x86-64 and aarch64), chosen by Py_Version's major.minor. A build whose objects differ (a debug
+ * or free-threaded build, a distribution's patch) must not be walked, so none is trusted before a
+ * self-check: the first time a thread holding the GIL is captured (or, when none ever is, once
+ * through Py_AddPendingCall, which CPython documents as callable without the GIL: the main thread
+ * runs the check between two bytecodes), its chain is built both ways and the walk is enabled only
+ * when the two agree exactly. The self-check's reads go through process_vm_readv (or a pipe), which
+ * fail instead of faulting on a wrong address, so even a wrong layout cannot crash the job.
+ * Known limits: a line set by a tracer (f_lineno under sys.settrace) makes the check disagree (the
+ * walk then stays off); a daemon thread still inside a CUDA call while the interpreter finalizes
+ * could read a freed thread state (Py_IsInitialized is checked first; the window is the
+ * finalizer's own teardown).
+ */
+struct pylayout {
+	unsigned ver;                  /* 0x030b00 ... (major.minor of Py_Version) */
+	unsigned ts_cframe, cf_frame;  /* tstate->cframe->current_frame (ts_cframe 0: direct) */
+	unsigned ts_frame;             /* tstate->current_frame (3.13) */
+	unsigned fr_code, fr_previous, fr_instr, fr_owner;
+	unsigned co_firstlineno, co_filename, co_name, co_linetable, co_firsttraceable, co_code;
+	/* where a compact str's characters start: sizeof(PyASCIIObject), of PyCompactUnicodeObject */
+	unsigned u_ascii_data, u_compact_data;
+	int owner_cstack;              /* FRAME_OWNED_BY_CSTACK, -1 where there is none */
+};
+/* Common to all three: PyObject.ob_type at 8, PyVarObject.ob_size at 16, PyBytesObject.ob_sval at
+ * 32, PyASCIIObject.length at 16 and state at 32 (kind bits 2-4, compact bit 5, ascii bit 6),
+ * FRAME_OWNED_BY_GENERATOR = 1, sizeof(_Py_CODEUNIT) = 2. */
+static const struct pylayout layouts[] = {
+    {0x030b00, 56, 8, 0, 32, 48, 56, 69, 72, 112, 120, 136, 168, 184, 48, 72, -1},
+    {0x030c00, 56, 0, 0, 0, 8, 56, 70, 68, 112, 120, 136, 176, 192, 40, 56, 3},
+    {0x030d00, 0, 0, 72, 0, 8, 56, 70, 68, 112, 120, 136, 184, 200, 40, 56, 3},
+};
+#define OB_TYPE 8
+#define OB_SIZE 16
+#define BYTES_DATA 32
+#define U_LENGTH 16
+#define U_STATE 32
+#define OWNER_GENERATOR 1
+#define MAX_STEPS 256          /* frames looked at per walk, complete or not */
+#define MAX_LINETABLE (1 << 20) /* bytes of a code object's location table */
+
+static struct pylayout lay;  /* the running interpreter's, when one is known */
+/* 0 not checked yet, 1 checked and enabled, -1 none or disabled (read inline by the hooks) */
+static int lay_state = -1;
+static int lay_log;          /* NVLPROF_PYWALK_LOG=1: say what the self-check found */
+static int lay_test_pipe;    /* NVLPROF_PYWALK_TEST=pipe: the self-check reads through a pipe */
+static int lay_pending;      /* the self-check was scheduled through Py_AddPendingCall */
+static int lay_tries;        /* inconclusive self-checks so far */
+static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Under resolve_mu, once. NVLPROF_PYWALK=0 turns the walk off; NVLPROF_PYWALK_TEST=skew gives it a
+ * wrong layout (the self-check must then refuse it), =pipe makes the self-check read through its
+ * fallback (tests/runtime/test_pywalk.sh). */
+static void layout_choose(void)
+{
+	const char *e = getenv("NVLPROF_PYWALK");
+	const char *t = getenv("NVLPROF_PYWALK_TEST");
+	const char *l = getenv("NVLPROF_PYWALK_LOG");
+	lay_log = l && *l == '1';
+	unsigned v = (unsigned)(py.version >> 8) & 0xffff00u;
+	lay_state = -1;
+	if ((e && *e == '0') || !py.this_tstate || !py.add_pending || !py.code_type ||
+	    !py.unicode_type || !py.bytes_type)
+		return;
+	for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+		if (layouts[i].ver == v) {
+			lay = layouts[i];
+			lay_state = 0;
+		}
+	if (lay_state == 0 && t && !strcmp(t, "skew"))
+		lay.fr_previous += 8;
+	lay_test_pipe = t && !strcmp(t, "pipe");
+	if (lay_state < 0 && lay_log)
+		nvlp_warn("Python %lu.%lu: no frame layout known, GIL-released calls get no Python "
+		          "location",
+		          (unsigned long)(py.version >> 24), (unsigned long)(py.version >> 16 & 0xff));
+}
+
+/* Reads: plain loads once the layout is proven; in the self-check, reads that fail instead of
+ * faulting (process_vm_readv on ourselves, or a pipe where that is refused). */
+struct rdr {
+	int checked;
+	pid_t pid;
+	int pipe[2];  /* -1: not made */
+	int failed;
+	uint8_t *tab; /* checked: room for a location table (MAX_LINETABLE bytes) */
+	struct linecache *lc; /* unchecked: the thread's line cache */
+};
+
+static int rd_checked(struct rdr *r, void *dst, uintptr_t src, size_t n);
+static inline __attribute__((always_inline)) int rd(struct rdr *r, void *dst, uintptr_t src,
+                                                    size_t n)
+{
+	if (!src || src + n < src)
+		return -1;
+	if (!r->checked) {
+		memcpy(dst, (const void *)src, n);
+		return 0;
+	}
+	return rd_checked(r, dst, src, n);
+}
+
+static int rd_checked(struct rdr *r, void *dst, uintptr_t src, size_t n)
+{
+	struct iovec l = {dst, n}, rm = {(void *)src, n};
+	if (r->pipe[0] < 0) {
+		ssize_t got = process_vm_readv(r->pid, &l, 1, &rm, 1, 0);
+		if (got == (ssize_t)n)
+			return 0;
+		if (got >= 0 || errno == EFAULT)
+			return -1;
+		if (pipe2(r->pipe, O_CLOEXEC) != 0) /* ENOSYS, EPERM: seccomp */
+			return r->failed = 1, -1;
+	}
+	for (size_t at = 0; at < n;) { /* pieces within the pipe's capacity */
+		size_t k = n - at < 4096 ? n - at : 4096;
+		if (write(r->pipe[1], (const void *)(src + at), k) != (ssize_t)k)
+			return -1; /* EFAULT: not mapped (no short write below PIPE_BUF) */
+		if (read(r->pipe[0], (char *)dst + at, k) != (ssize_t)k)
+			return r->failed = 1, -1;
+		at += k;
+	}
+	return 0;
+}
+
+static inline int rd_ptr(struct rdr *r, uintptr_t obj, unsigned off, uintptr_t *out)
+{
+	return rd(r, out, obj + off, sizeof *out) || (*out & 7) ? -1 : 0;
+}
+
+/* obj (8-aligned, non-NULL) is an object of that type. */
+static inline int is_a(struct rdr *r, uintptr_t obj, const void *type)
+{
+	uintptr_t t;
+	return obj && !(obj & 7) && !rd_ptr(r, obj, OB_TYPE, &t) && t == (uintptr_t)type;
+}
+
+/* A str as UTF-8, cut at cap - 1 bytes as the API path cuts PyUnicode_AsUTF8's text.
+ * @return its length, -1 not a compact str (or a lone surrogate, which has no UTF-8) */
+static long str_utf8(struct rdr *r, uintptr_t u, char *out, size_t cap)
+{
+	int64_t len;
+	uint32_t state;
+	if (!is_a(r, u, py.unicode_type) || rd(r, &len, u + U_LENGTH, 8) ||
+	    rd(r, &state, u + U_STATE, 4) || len < 0 || !(state & 0x20))
+		return -1;
+	size_t n = (size_t)len < cap - 1 ? (size_t)len : cap - 1; /* characters needed at most */
+	if (state & 0x40) { /* compact ASCII: one byte each */
+		if (rd(r, out, u + lay.u_ascii_data, n))
+			return -1;
+		out[n] = 0;
+		return (long)n;
+	}
+	unsigned kind = state >> 2 & 7;
+	uint8_t raw[4 * 512];
+	if ((kind != 1 && kind != 2 && kind != 4) || n * kind > sizeof raw ||
+	    rd(r, raw, u + lay.u_compact_data, n * kind))
+		return -1;
+	size_t o = 0;
+	for (size_t i = 0; i < n && o < cap - 1; i++) {
+		uint32_t c = kind == 1   ? raw[i]
+		             : kind == 2 ? ((uint16_t *)raw)[i]
+		                         : ((uint32_t *)raw)[i];
+		uint8_t b[4];
+		int k;
+		if (c < 0x80)
+			b[0] = (uint8_t)c, k = 1;
+		else if (c < 0x800)
+			b[0] = (uint8_t)(0xc0 | c >> 6), b[1] = (uint8_t)(0x80 | (c & 63)), k = 2;
+		else if (c >= 0xd800 && c < 0xe000)
+			return -1;
+		else if (c < 0x10000)
+			b[0] = (uint8_t)(0xe0 | c >> 12), b[1] = (uint8_t)(0x80 | (c >> 6 & 63)),
+			b[2] = (uint8_t)(0x80 | (c & 63)), k = 3;
+		else
+			b[0] = (uint8_t)(0xf0 | c >> 18), b[1] = (uint8_t)(0x80 | (c >> 12 & 63)),
+			b[2] = (uint8_t)(0x80 | (c >> 6 & 63)), b[3] = (uint8_t)(0x80 | (c & 63)),
+			k = 4;
+		for (int j = 0; j < k && o < cap - 1; j++)
+			out[o++] = (char)b[j];
+	}
+	out[o] = 0;
+	return (long)o;
+}
+
+/* Lines already decoded by this thread, by code object, its table and the offset: a training
+ * loop's frames are the same few thousand (code, offset) pairs again and again. Direct-mapped,
+ * in the thread's scratch buffer; an entry of a code object since freed can only be hit again by a
+ * new code object at the same address with a table at the same address of the same size. */
+#define LINE_SLOTS 512
+struct linecache {
+	struct lc_slot {
+		uintptr_t co, tab;
+		int64_t size;
+		long addr;
+		int line;
+	} s[LINE_SLOTS];
+};
+_Static_assert(sizeof(struct linecache) <= SCRATCH_BYTES - LC_OFFSET, "scratch too small");
+
+/* The line of byte offset addr in a code object: PyCode_Addr2Line's answer, from the location
+ * table (entries: a first byte with bit 7 set, code = bits 3-6, length - 1 code units = bits 0-2;
+ * codes 13 and 14 start with a signed varint line delta, 11 and 12 mean +1 and +2, 15 no line).
+ * @return the line, -1 for none, -2 unreadable */
+static int code_line(struct rdr *r, uintptr_t co, long addr)
+{
+	int first;
+	uintptr_t tab;
+	int64_t size;
+	if (rd(r, &first, co + lay.co_firstlineno, sizeof first) ||
+	    rd_ptr(r, co, lay.co_linetable, &tab) || !is_a(r, tab, py.bytes_type) ||
+	    rd(r, &size, tab + OB_SIZE, 8) || size < 0 || size > MAX_LINETABLE)
+		return -2;
+	if (addr < 0)
+		return first;
+	struct lc_slot *c = NULL;
+	if (r->lc) {
+		c = &r->lc->s[(((uint64_t)co >> 4) * 0x9e3779b97f4a7c15ull + (uint64_t)addr) >> 55 &
+		              (LINE_SLOTS - 1)];
+		if (c->co == co && c->tab == tab && c->size == size && c->addr == addr)
+			return c->line;
+	}
+	const uint8_t *p = (const uint8_t *)(tab + BYTES_DATA);
+	if (r->checked) {
+		if (!r->tab || rd(r, r->tab, tab + BYTES_DATA, (size_t)size))
+			return -2;
+		p = r->tab;
+	}
+	const uint8_t *e = p + size;
+	long line = first, end = 0;
+	int found = -1;
+	while (p < e) {
+		uint8_t b = *p++;
+		if (!(b & 0x80))
+			return -2;
+		unsigned code = b >> 3 & 15;
+		long delta = code == 11 ? 1 : code == 12 ? 2 : 0;
+		if (code == 13 || code == 14) { /* signed varint: 6 bits a byte, bit 6 = more */
+			unsigned long u = 0;
+			for (unsigned shift = 0;; shift += 6) {
+				if (shift > 30 || p >= e)
+					return -2;
+				uint8_t v = *p++;
+				u |= (unsigned long)(v & 63) << shift;
+				if (!(v & 64))
+					break;
+			}
+			delta = u & 1 ? -(long)(u >> 1) : (long)(u >> 1);
+		}
+		line += delta;
+		end += ((b & 7) + 1) * 2;
+		if (end > addr) {
+			found = code == 15 ? -1 : (int)line;
+			break;
+		}
+		while (p < e && !(*p & 0x80))
+			p++;
+	}
+	if (c)
+		*c = (struct lc_slot){co, tab, size, addr, found};
+	return found;
+}
+
+/* The innermost complete frame at or below f (the API's PyFrame_GetBack and PyEval_GetFrame skip
+ * the others: C-stack entry frames, frames whose first instruction has not run). Sets *co.
+ * @return the frame, 0 none, or 1 when a read failed */
+static uintptr_t complete(struct rdr *r, uintptr_t f, uintptr_t *co, int *steps)
+{
+	for (; f; (*steps)++) {
+		uint8_t owner;
+		uintptr_t instr, prev;
+		int firsttr;
+		if (*steps >= MAX_STEPS || (f & 7) || rd(r, &owner, f + lay.fr_owner, 1) ||
+		    rd_ptr(r, f, lay.fr_previous, &prev))
+			return 1;
+		if ((int)owner == lay.owner_cstack) {
+			f = prev;
+			continue;
+		}
+		if (rd_ptr(r, f, lay.fr_code, co) || !is_a(r, *co, py.code_type) ||
+		    rd(r, &instr, f + lay.fr_instr, sizeof instr) ||
+		    rd(r, &firsttr, *co + lay.co_firsttraceable, sizeof firsttr))
+			return 1;
+		if (owner == OWNER_GENERATOR || instr >= *co + lay.co_code + 2 * (uintptr_t)firsttr)
+			return f;
+		f = prev;
+	}
+	return 0;
+}
+
+static int first_frame(struct rdr *r, uintptr_t ts, uintptr_t *f)
+{
+	if (!lay.ts_cframe)
+		return rd_ptr(r, ts, lay.ts_frame, f);
+	uintptr_t cf;
+	if (rd_ptr(r, ts, lay.ts_cframe, &cf))
+		return -1;
+	*f = 0;
+	return cf ? rd_ptr(r, cf, lay.cf_frame, f) : 0;
+}
+
+/* The chain of the thread whose state is ts, in api_blob's format. @return its length (0: no
+ * frames), -1 a read failed or an object was not what the layout says */
+static long layout_blob(struct rdr *r, uintptr_t ts, char *blob)
+{
+	uintptr_t f;
+	size_t len = 0;
+	int steps = 0;
+	char file[512], name[160];
+	if (first_frame(r, ts, &f))
+		return -1;
+	for (int depth = 0; depth < MAX_PYFRAMES; depth++) {
+		uintptr_t co, instr, ufile, uname;
+		long fl, nl;
+		f = complete(r, f, &co, &steps);
+		if (f == 1)
+			return -1;
+		if (!f)
+			break;
+		if (rd(r, &instr, f + lay.fr_instr, sizeof instr) ||
+		    rd_ptr(r, co, lay.co_filename, &ufile) || rd_ptr(r, co, lay.co_name, &uname) ||
+		    (fl = str_utf8(r, ufile, file, sizeof file)) < 0 ||
+		    (nl = str_utf8(r, uname, name, sizeof name)) < 0)
+			return -1;
+		long addr = ((long)instr - (long)(co + lay.co_code)) / 2 * 2;
+		int line = code_line(r, co, addr);
+		if (line == -2)
+			return -1;
+		/* "%s:%d:%s\n" as api_blob's snprintf writes it (and stops where it would) */
+		char num[12];
+		size_t nn = 0;
+		unsigned long v = line < 0 ? (unsigned long)-(long)line : (unsigned long)line;
+		do
+			num[sizeof num - 1 - nn++] = (char)('0' + v % 10);
+		while ((v /= 10) && nn < sizeof num - 1);
+		if (line < 0)
+			num[sizeof num - 1 - nn++] = '-';
+		size_t need = (size_t)fl + 1 + nn + 1 + (size_t)nl + 1;
+		if (need >= NVLP_MAX_BLOB - len)
+			break;
+		char *o = blob + len;
+		memcpy(o, file, (size_t)fl);
+		o += fl;
+		*o++ = ':';
+		memcpy(o, num + sizeof num - nn, nn);
+		o += nn;
+		*o++ = ':';
+		memcpy(o, name, (size_t)nl);
+		o += nl;
+		*o++ = '\n';
+		len += need;
+		if (rd_ptr(r, f, lay.fr_previous, &f))
+			return -1;
+	}
+	return (long)len;
+}
+
+/* The calling thread's state when the walk may read it: enabled, interpreter up. */
+static uintptr_t own_tstate(void)
+{
+	if (__atomic_load_n(&lay_state, __ATOMIC_ACQUIRE) <= 0 || !py.is_initialized())
+		return 0;
+	return (uintptr_t)py.this_tstate();
+}
+
+/* Self-check (GIL held, on the thread being checked): its chain both ways. */
+static void self_check(void)
+{
+	if (__atomic_load_n(&lay_state, __ATOMIC_ACQUIRE) != 0 || pthread_mutex_trylock(&check_mu))
+		return;
+	char *a = NULL, *b = NULL;
+	PyObject *frame = py.get_frame();
+	uintptr_t ts = (uintptr_t)py.tstate();
+	if (!frame || !ts || lay_state != 0 || !(a = malloc(NVLP_MAX_BLOB)) ||
+	    !(b = malloc(NVLP_MAX_BLOB)))
+		goto out; /* no frames here: another capture checks */
+	size_t na = api_blob(frame, a);
+	struct rdr r = {
+	    .checked = 1, .pid = getpid(), .pipe = {-1, -1}, .tab = malloc(MAX_LINETABLE)};
+	if (lay_test_pipe && pipe2(r.pipe, O_CLOEXEC))
+		r.failed = 1;
+	long nb = layout_blob(&r, ts, b);
+	free(r.tab);
+	if (r.pipe[0] >= 0)
+		close(r.pipe[0]), close(r.pipe[1]);
+	int ok = na && nb == (long)na && !memcmp(a, b, na);
+	if (!na || (r.failed && __atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED) < 3))
+		goto out; /* inconclusive: try again at a later capture */
+	__atomic_store_n(&lay_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+	if (lay_log) {
+		unsigned frames = 0;
+		for (size_t i = 0; i < na; i++)
+			frames += a[i] == '\n';
+		if (ok)
+			nvlp_warn("Python %u.%u frame layout: self-check passed (%u frames agree): "
+			          "GIL-released calls get Python locations",
+			          lay.ver >> 16, lay.ver >> 8 & 0xff, frames);
+		else
+			nvlp_warn("Python %u.%u frame layout: self-check failed (%s): GIL-released "
+			          "calls get no Python location",
+			          lay.ver >> 16, lay.ver >> 8 & 0xff,
+			          r.failed ? "checked reads unavailable"
+			          : nb < 0 ? "a read failed or an object was not of its type"
+			                   : "the chains differ");
+	}
+out:
+	free(a);
+	free(b);
+	pthread_mutex_unlock(&check_mu);
+}
+
+static int pending_check(void *arg)
+{
+	(void)arg;
+	self_check();
+	__atomic_store_n(&lay_pending, 0, __ATOMIC_RELEASE); /* inconclusive: may be asked again */
+	return 0;
+}
+
+/* A thread without the GIL found the walk not checked yet: the main thread checks it at its next
+ * bytecode boundary (asked once at a time, at most a few times). */
+static void ask_check(void)
+{
+	if (__atomic_load_n(&lay_state, __ATOMIC_RELAXED) == 0 &&
+	    __atomic_load_n(&lay_tries, __ATOMIC_RELAXED) < 3 &&
+	    !__atomic_exchange_n(&lay_pending, 1, __ATOMIC_ACQ_REL) && py.is_initialized()) {
+		__atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED);
+		if (py.add_pending(pending_check, NULL) != 0)
+			__atomic_store_n(&lay_pending, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* The calling thread's chain without the GIL. @return its PYSTACK id, 0 none */
+/* What a chain's text is made of, frame by frame: code object, instruction, file and function
+ * name objects, line table and first line. Equal keys, equal texts: a code object that replaced a
+ * freed one at the same address would also need its strings and table at the old ones'
+ * addresses and the same first line to be mistaken for it. @return the key, 0 a read failed */
+static uint64_t chain_key(struct rdr *r, uintptr_t ts)
+{
+	uintptr_t f, co, v[4];
+	int first, steps = 0;
+	uint64_t h = 0xcbf29ce484222325ull;
+	if (first_frame(r, ts, &f))
+		return 0;
+	for (int depth = 0; depth < MAX_PYFRAMES; depth++) {
+		f = complete(r, f, &co, &steps);
+		if (f == 1)
+			return 0;
+		if (!f)
+			break;
+		if (rd(r, &v[0], f + lay.fr_instr, 8) || rd(r, &v[1], co + lay.co_filename, 8) ||
+		    rd(r, &v[2], co + lay.co_name, 8) || rd(r, &v[3], co + lay.co_linetable, 8) ||
+		    rd(r, &first, co + lay.co_firstlineno, sizeof first))
+			return 0;
+		h = (h ^ co) * 0x100000001b3ull;
+		for (int k = 0; k < 4; k++)
+			h = (h ^ v[k]) * 0x100000001b3ull;
+		h = (h ^ (uint64_t)(unsigned)first) * 0x100000001b3ull;
+		if (rd_ptr(r, f, lay.fr_previous, &f))
+			return 0;
+	}
+	return h ? h : 1;
+}
+
+static uint64_t walk_own(uintptr_t ts)
+{
+	char *blob = scratch();
+	if (!blob)
+		return 0;
+	struct rdr r = {.lc = (struct linecache *)(blob + LC_OFFSET)};
+	struct idcache *c = (struct idcache *)(blob + IDC_OFFSET);
+	unsigned ep = __atomic_load_n(&nvlp_tls_epoch, __ATOMIC_ACQUIRE);
+	if (c->epoch != ep) /* a fork child writes its PYSTACKs again */
+		memset(c, 0, sizeof *c), c->epoch = ep;
+	uint64_t key = chain_key(&r, ts);
+	for (unsigned i = 0; key && i < IDC_SLOTS; i++)
+		if (c->key[i] == key)
+			return c->id[i];
+	long n = layout_blob(&r, ts, blob);
+	uint64_t id = n > 0 ? chain_id(blob, (size_t)n) : 0;
+	if (key && id) {
+		c->key[c->next] = key;
+		c->id[c->next] = id;
+		c->next = (c->next + 1) % IDC_SLOTS;
+	}
+	return id;
+}
+
+/* The signature of the innermost SIG_FRAMES complete frames of the calling thread (see below). */
+static uint64_t own_sig(uintptr_t ts)
+{
+	struct rdr r = {0};
+	uintptr_t f, co, instr;
+	uint64_t h = 0x84222325cbf29ce4ull;
+	int steps = 0;
+	if (first_frame(&r, ts, &f))
+		return 1;
+	for (int i = 0; i < SIG_FRAMES; i++) {
+		f = complete(&r, f, &co, &steps);
+		if (f <= 1 || rd(&r, &instr, f + lay.fr_instr, sizeof instr))
+			break;
+		h = (h ^ (uint64_t)f) * 0x100000001b3ull;
+		h = (h ^ (uint64_t)instr) * 0x100000001b3ull;
+		if (rd_ptr(&r, f, lay.fr_previous, &f))
+			break;
+	}
+	return h ? h : 1;
+}
+
 static void emit_ref(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id, uint64_t id)
 {
 	struct nvlp_rec_pyref r = {.kind = kind, .tid = tid, .t = t, .call_id = call_id, .pystack = id};
@@ -248,10 +823,20 @@ static void emit_ref(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id, 
 
 void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id)
 {
-	if (!nvlp_cfg()->stacks || resolve() < 0 || !holds_gil())
+	if (!nvlp_cfg()->stacks || resolve() < 0)
 		return;
-	PyObject *frame = py.get_frame();
-	uint64_t id = frame ? walk(frame) : 0;
+	uint64_t id = 0;
+	if (holds_gil()) {
+		self_check();
+		PyObject *frame = py.get_frame();
+		id = frame ? walk(frame) : 0;
+	} else {
+		uintptr_t ts = own_tstate();
+		if (ts)
+			id = walk_own(ts);
+		else
+			ask_check();
+	}
 	if (id)
 		emit_ref(kind, tid, t, call_id, id);
 }
@@ -263,7 +848,6 @@ void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id)
  * position of the innermost SIG_FRAMES frames: the innermost alone is not enough (torch's
  * all_reduce wrapper is the innermost frame of every collective, called from many lines).
  */
-#define SIG_FRAMES 4
 static uint64_t chain_sig(PyObject *frame)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -294,7 +878,9 @@ void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
 		return;
 	}
 	uint64_t id = 0;
+	uintptr_t ts;
 	if (holds_gil()) {
+		self_check();
 		PyObject *frame = py.get_frame();
 		if (frame) {
 			PyObject *et, *ev, *etb;
@@ -306,7 +892,16 @@ void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
 			tls->py_sig = sig;
 			id = walk(frame);
 		}
+	} else if ((ts = own_tstate())) {
+		/* without the GIL: the same signature rule over the thread's own frames (its
+		 * values differ from the API's: a change of method re-walks once) */
+		uint64_t sig = own_sig(ts) ^ 0x6c61796f7574ull;
+		if (sig == tls->py_sig)
+			return;
+		tls->py_sig = sig;
+		id = walk_own(ts);
 	} else {
+		ask_check();
 		tls->py_sig = 0;
 	}
 	if (id != tls->py_stack) {

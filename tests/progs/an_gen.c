@@ -47,6 +47,8 @@ struct an_gen_opts {
 	int launcher;            /* also a launcher's trace: a device and clock records, no work */
 	const char *comm_name;   /* COMMNAME record for the job's communicator */
 	int no_nccl_gpu;         /* plain jobs: compute kernels only, NCCL's work never traced */
+	int python;              /* PYSTACK/PYREF records: each rank's collectives, rank 0's first
+	                          * staged copy and its managed allocation have a Python chain */
 	int quiet;
 };
 
@@ -142,6 +144,7 @@ struct pend { /* a GPU record held back: CUPTI delivers after the API records */
 struct grank {
 	nvlp_writer *w;
 	int rank, host, dev, dead, signaled;
+	int py_nccl; /* --python: the rank's collectives' chain written */
 	uint64_t mono0;
 	uint64_t comm_free; /* true time the comm stream is free */
 	uint64_t seq, call_id, records;
@@ -160,6 +163,30 @@ static uint64_t rnd(uint64_t n) /* deterministic jitter */
 	return n ? (lcg_state >> 33) % n : 0;
 }
 
+static int gen_python; /* --python */
+
+/* --python: the chains a torch job's records would carry (innermost first; torch's own frames
+ * inside, the job's below them) */
+static const char py_nccl_chain[] =
+    "/opt/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py:2501:all_reduce\n"
+    "/opt/venv/lib/python3.12/site-packages/torch/distributed/c10d_logger.py:81:wrapper\n"
+    "/work/job/train.py:57:train_step\n/work/job/train.py:90:main\n"
+    "/work/job/train.py:95:<module>\n";
+static const char py_copy_chain[] = "/work/job/train.py:33:move\n/work/job/train.py:88:main\n";
+static const char py_alloc_chain[] =
+    "/work/job/train.py:41:build_cache\n/work/job/train.py:87:main\n";
+
+static void add(struct grank *g, unsigned kind, const void *f, const void *blob, size_t len);
+static void py_attach(struct grank *g, unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id,
+                      uint64_t id, const char *chain)
+{
+	struct nvlp_rec_pystack s = {.id = id};
+	add(g, NVLP_K_PYSTACK, &s, chain, strlen(chain));
+	struct nvlp_rec_pyref r = {
+	    .kind = kind, .tid = tid, .t = t, .call_id = call_id, .pystack = id};
+	add(g, NVLP_K_PYREF, &r, NULL, 0);
+}
+
 static void add(struct grank *g, unsigned kind, const void *f, const void *blob, size_t len)
 {
 	if (g->dead)
@@ -168,6 +195,11 @@ static void add(struct grank *g, unsigned kind, const void *f, const void *blob,
 	g->records++;
 	if (nvlp_writer_pending(g->w) > 48 * 1024)
 		nvlp_writer_flush(g->w);
+	if (gen_python && kind == NVLP_K_NCCL && !g->py_nccl) {
+		const struct nvlp_rec_nccl *n = f;
+		g->py_nccl = 1;
+		py_attach(g, NVLP_K_NCCL, n->tid, n->t_enter, n->call_id, 0x3301, py_nccl_chain);
+	}
 }
 
 static void defer(struct grank *g, unsigned kind, const void *f, size_t size)
@@ -651,6 +683,9 @@ int an_gen_run(const struct an_gen_opts *o)
 			                          .peer_enabled = o->staged ? 0 : 1,
 			                          .call_id = 900 + (uint64_t)i};
 			add(g0, NVLP_K_COPY, &c, NULL, 0);
+			if (o->python && !i)
+				py_attach(g0, NVLP_K_COPY, c.tid, c.t_enter, c.call_id, 0x3302,
+				          py_copy_chain);
 			if (!o->no_gpu) {
 				if (o->staged) {
 					struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
@@ -729,6 +764,8 @@ int an_gen_run(const struct an_gen_opts *o)
 		                             .target = (uint64_t)-1,
 		                             .stack = 7};
 		add(g0, NVLP_K_MANAGED, &m, NULL, 0);
+		if (o->python)
+			py_attach(g0, NVLP_K_MANAGED, m.tid, m.t_enter, 0, 0x3303, py_alloc_chain);
 		if (o->um_once) {
 			struct nvlp_rec_managed p = m;
 			p.fn = NVLP_CUDA_MEM_PREFETCH_ASYNC;
@@ -995,7 +1032,7 @@ int main(int argc, char **argv)
 	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
-	    {"no-nccl-gpu", 0, 0, 7},
+	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},
 	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
@@ -1108,6 +1145,9 @@ int main(int argc, char **argv)
 			break;
 		case 7:
 			o.no_nccl_gpu = 1;
+			break;
+		case 8:
+			o.python = gen_python = 1;
 			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
