@@ -2,6 +2,7 @@
  * advice). */
 #include "findings.h"
 #include "kernelch.h" /* window coverage */
+#include "stages.h"   /* an_job_time */
 
 #include <math.h>   /* fabs */
 #include <stdarg.h> /* va_list */
@@ -561,6 +562,74 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 	}
 }
 
+/* How a rank ended, when not normally, and the step it was in (the cause a hang_suspect's
+ * advice asks the user to look for). */
+static void ended(const struct an_job *job, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok)
+			continue;
+		char how[160];
+		if (r->end_reason < 0)
+			snprintf(how, sizeof how, "ended without an END record (killed by SIGKILL or the "
+			                          "OOM killer, or a crash the shim could not catch)");
+		else if (r->end_reason == NVLP_END_SIGNAL && r->end_signal > 0)
+			snprintf(how, sizeof how, "ended by signal %d (%s)", r->end_signal,
+			         strsignal(r->end_signal));
+		else if (r->end_reason == NVLP_END_SIGNAL) /* a trace older than EXITINFO */
+			snprintf(how, sizeof how, "ended by a signal (SIGTERM or SIGINT)");
+		else if ((r->end_reason == NVLP_END_EXIT || r->end_reason == NVLP_END_UEXIT) &&
+		         r->have_exitinfo && r->end_status > 0) /* -1: main returned */
+			snprintf(how, sizeof how, "exited with status %d%s", r->end_status,
+			         r->end_reason == NVLP_END_UEXIT ? " (_exit)" : "");
+		else
+			continue;
+		/* A rank that completed every step the job completed, in a job that hung, was in the
+		 * step nobody completed. */
+		char step[120] = "";
+		uint64_t in = !r->end_step                  ? 0
+		              : r->steps_done < job->steps ? r->steps_done + 1
+		              : job->nhangs                ? job->steps + 1
+		                                           : 0;
+		if (in && in <= job->steps)
+			snprintf(step, sizeof step, " in step %llu of %llu (%llu completed)",
+			         (unsigned long long)in, (unsigned long long)job->steps,
+			         (unsigned long long)r->steps_done);
+		else if (in)
+			snprintf(step, sizeof step, " in step %llu, which no rank completed (%llu completed)",
+			         (unsigned long long)in, (unsigned long long)r->steps_done);
+		else if (r->end_step)
+			snprintf(step, sizeof step, " after the last of the %llu steps",
+			         (unsigned long long)job->steps);
+		struct an_finding *x = add(out, AN_F_rank_ended, AN_SEV_WARNING, "Rank %d (pid %d on %s) %s%s",
+		                           rank_id(job, f), r->pid, r->host, how, step);
+		x->rank = rank_id(job, f);
+		ev_num(x, "rank", rank_id(job, f), NULL);
+		ev_num(x, "pid", r->pid, NULL);
+		ev_str(x, "ended", "%s", r->end_reason < 0 ? "no END record"
+		                         : r->end_reason == NVLP_END_SIGNAL ? "signal"
+		                                                            : "exit status");
+		if (r->end_signal)
+			ev_num(x, "signal", r->end_signal, NULL);
+		if (r->have_exitinfo && r->end_reason != NVLP_END_SIGNAL && r->end_status >= 0)
+			ev_num(x, "exit_status", r->end_status, NULL);
+		if (in)
+			ev_num(x, "step", (double)in, NULL);
+		if (r->end_step) {
+			ev_num(x, "steps_completed", (double)r->steps_done, NULL);
+		}
+		ev_num(x, "last_record_ms", (double)(an_job_time(r, r->t_last) - job->t0) / 1e6, "ms");
+		if (r->end_reason == NVLP_END_SIGNAL)
+			advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
+			          "the other ranks when one fails) or a scheduler's time limit: look for "
+			          "the rank that failed first.");
+		else
+			advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
+			          "it stopped; the other ranks' waits and hangs follow from it.");
+	}
+}
+
 /* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
 static void dropped(const struct an_job *job, struct an_findings *out)
 {
@@ -579,7 +648,7 @@ static void dropped(const struct an_job *job, struct an_findings *out)
 		ev_num(x, "dropped_records", (double)r->dropped, NULL);
 		ev_num(x, "recorded", (double)r->records, NULL);
 		advise(x, "This process's figures are partial. Give each thread a larger buffer "
-		          "(NVLPROF_BUFFER_KB, default 1024) or record fewer kinds.");
+		          "(NVLPROF_BUFFER_KB) or record fewer kinds.");
 	}
 }
 
@@ -831,6 +900,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	thrashing(job, th, out);
 	stragglers(job, th, out);
 	hangs(job, th, out);
+	ended(job, out);
 	exposed(job, th, out);
 	low_bw(job, th, big, out);
 	dropped(job, out);
