@@ -2,6 +2,7 @@
  * advice). */
 #include "findings.h"
 #include "kernelch.h" /* window coverage */
+#include "stages.h"   /* an_job_time */
 
 #include <math.h>   /* fabs */
 #include <stdarg.h> /* va_list */
@@ -506,6 +507,51 @@ static const char *nccl_result_name(int rc)
 	return rc >= 0 && rc < (int)(sizeof n / sizeof n[0]) ? n[rc] : "an NCCL error";
 }
 
+/* How rank r ended, when not normally (a signal, no END record, or an exit status > 0: -1
+ * means main returned), and the step it was in. @return 1 if abnormal */
+static int end_of(const struct an_job *job, const struct an_rank *r, char *how, size_t hl,
+                  char *step, size_t sl, uint64_t *in)
+{
+	if (r->end_reason < 0)
+		snprintf(how, hl, "ended without an END record (killed by SIGKILL or the OOM killer, "
+		                  "or a crash the shim could not catch)");
+	else if (r->end_reason == NVLP_END_SIGNAL && r->end_signal > 0)
+		snprintf(how, hl, "ended by signal %d (%s)", r->end_signal, strsignal(r->end_signal));
+	else if (r->end_reason == NVLP_END_SIGNAL) /* a trace older than EXITINFO */
+		snprintf(how, hl, "ended by a signal (SIGTERM or SIGINT)");
+	else if ((r->end_reason == NVLP_END_EXIT || r->end_reason == NVLP_END_UEXIT) &&
+	         r->have_exitinfo && r->end_status > 0)
+		snprintf(how, hl, "exited with status %d%s", r->end_status,
+		         r->end_reason == NVLP_END_UEXIT ? " (_exit)" : "");
+	else
+		return 0;
+	/* a rank that completed every step the job completed, in a job that hung, was in the step
+	 * nobody completed */
+	*in = !r->end_step                  ? 0
+	      : r->steps_done < job->steps ? r->steps_done + 1
+	      : job->nhangs                ? job->steps + 1
+	                                   : 0;
+	*step = 0;
+	if (*in && *in <= job->steps)
+		snprintf(step, sl, " in step %llu of %llu (%llu completed)", (unsigned long long)*in,
+		         (unsigned long long)job->steps, (unsigned long long)r->steps_done);
+	else if (*in)
+		snprintf(step, sl, " in step %llu, which no rank completed (%llu completed)",
+		         (unsigned long long)*in, (unsigned long long)r->steps_done);
+	else if (r->end_step)
+		snprintf(step, sl, " after the last of the %llu steps", (unsigned long long)job->steps);
+	return 1;
+}
+
+/* The job-file index of the rank printed as id, or -1. */
+static int file_of(const struct an_job *job, int id)
+{
+	for (size_t f = 0; f < job->nranks; f++)
+		if (rank_id(job, f) == id)
+			return (int)f;
+	return -1;
+}
+
 static void hangs(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	for (size_t i = 0; i < job->nhangs; i++) {
@@ -565,6 +611,18 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 				ev_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
 				          py_of_last_nccl(r));
 				waiting += pass && x && x->nev > n;
+			}
+		/* how the missing ranks ended, and then the waiting ones (stopped while waiting) */
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
+				int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
+				char how[160], step[120], key[32];
+				uint64_t in;
+				if (fi < 0 || !job->ranks[fi].ok ||
+				    !end_of(job, &job->ranks[fi], how, sizeof how, step, sizeof step, &in))
+					continue;
+				snprintf(key, sizeof key, "rank_%d_ended", id);
+				ev_str(x, key, "%s%s", how, step);
 			}
 		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
 		          "path) before this "
@@ -684,6 +742,62 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 	}
 }
 
+/* Ranks a hang explains: missing from a hang (its root) or waiting in one (stopped while
+ * waiting, usually by the launcher): their end is told by the hang_suspect finding. */
+static int in_hang(const struct an_job *job, int id, int *missing)
+{
+	for (size_t h = 0; h < job->nhangs; h++) {
+		for (int k = 0; k < job->hangs[h].nmissing; k++)
+			if (job->hangs[h].missing[k] == id)
+				return *missing = 1, 1;
+		for (int k = 0; k < job->hangs[h].npresent; k++)
+			if (job->hangs[h].present[k] == id)
+				return *missing = 0, 1;
+	}
+	return 0;
+}
+
+/* Abnormal ends only (a signal, no END record, or an exit status > 0), and then the step it was
+ * in: a finding of their own, unless a hang explains them. */
+static void ended(const struct an_job *job, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		char how[160], step[120];
+		uint64_t in;
+		int missing;
+		if (!r->ok || !end_of(job, r, how, sizeof how, step, sizeof step, &in) ||
+		    in_hang(job, rank_id(job, f), &missing))
+			continue;
+		struct an_finding *x = add(out, AN_F_rank_ended, AN_SEV_WARNING, "Rank %d (pid %d on %s) %s%s",
+		                           rank_id(job, f), r->pid, r->host, how, step);
+		x->rank = rank_id(job, f);
+		ev_num(x, "rank", rank_id(job, f), NULL);
+		ev_num(x, "pid", r->pid, NULL);
+		ev_str(x, "ended", "%s", r->end_reason < 0 ? "no END record"
+		                         : r->end_reason == NVLP_END_SIGNAL ? "signal"
+		                                                            : "exit status");
+		if (r->end_signal)
+			ev_num(x, "signal", r->end_signal, NULL);
+		if (r->have_exitinfo && r->end_reason != NVLP_END_SIGNAL && r->end_status >= 0)
+			ev_num(x, "exit_status", r->end_status, NULL);
+		if (in)
+			ev_num(x, "step", (double)in, NULL);
+		if (r->end_step)
+			ev_num(x, "steps_completed", (double)r->steps_done, NULL);
+		ev_num(x, "last_record_ms", (double)(an_job_time(r, r->t_last) - job->t0) / 1e6, "ms");
+		if (r->npyrefs)
+			ev_python(x, "python", "last NCCL call at", r, py_of_last_nccl(r));
+		if (r->end_reason == NVLP_END_SIGNAL)
+			advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
+			          "the other ranks when one fails) or a scheduler's time limit: look for "
+			          "the rank that failed first.");
+		else
+			advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
+			          "it stopped; the other ranks' waits follow from it.");
+	}
+}
+
 /* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
 static void dropped(const struct an_job *job, struct an_findings *out)
 {
@@ -702,7 +816,7 @@ static void dropped(const struct an_job *job, struct an_findings *out)
 		ev_num(x, "dropped_records", (double)r->dropped, NULL);
 		ev_num(x, "recorded", (double)r->records, NULL);
 		advise(x, "This process's figures are partial. Give each thread a larger buffer "
-		          "(NVLPROF_BUFFER_KB, default 1024) or record fewer kinds.");
+		          "(NVLPROF_BUFFER_KB) or record fewer kinds.");
 	}
 }
 
@@ -954,6 +1068,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	thrashing(job, th, out);
 	stragglers(job, th, out);
 	hangs(job, th, out);
+	ended(job, out);
 	exposed(job, th, out);
 	low_bw(job, th, big, out);
 	dropped(job, out);

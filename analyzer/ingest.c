@@ -658,6 +658,19 @@ static int on_end(struct lctx *c)
 	const struct nvlp_rec_end *e = (const void *)c->rec->f;
 	seen_time(c->r, e->t, e->t);
 	c->r->dropped = e->dropped;
+	c->r->end_reason = nvlp_end_reason_name(e->reason) ? (int)e->reason : NVLP_END_EXIT;
+	return 0;
+}
+
+/* EXITINFO: the signal and exit status of a process's end, written just before END. */
+static int on_exitinfo(struct lctx *c)
+{
+	const struct nvlp_rec_exitinfo *x = (const void *)c->rec->f;
+	seen_time(c->r, x->t, x->t);
+	int64_t sig = (int64_t)x->signal, st = (int64_t)x->status;
+	c->r->end_signal = sig > 0 && sig < 128 ? (int)sig : 0;
+	c->r->end_status = st >= -255 && st <= 255 ? (int)st : 0;
+	c->r->have_exitinfo = 1;
 	return 0;
 }
 
@@ -753,7 +766,6 @@ static int on_pyref(struct lctx *c)
 	*x = (struct an_pyref){p->tid, p->t, p->call_id, p->pystack, (unsigned)p->kind};
 	return 0;
 }
-#define on_exitinfo on_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not
  * compile. @return 0, or -1 the record was skipped (bad() said why). */
@@ -864,6 +876,7 @@ static void load_file(struct an_rank *r)
 		return;
 	}
 	r->ok = 1;
+	r->end_reason = -1;
 	read_header(r, c.rd);
 	c.m = an_match_open(r);
 	struct nvlp_record rec;

@@ -21,10 +21,12 @@
  * are dropped and counted. Calls match by communicator and sequence number: NCCL's seqNumber
  * counts from 0, the shim's from 1; the offset that makes the most functions agree is used.
  */
+#include <math.h>   /* NAN */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* calloc, qsort */
 #include <string.h> /* memset */
 
+#include "json.h"
 #include "kernelch.h"
 #include "model.h"
 #include "stages.h" /* PUSH */
@@ -551,4 +553,42 @@ void an_kch_report_text(FILE *o, const struct an_job *job)
 		        ex / 1e6, s->window_ns / 1e6, 100.0 * ex / (double)s->window_ns,
 		        100.0 * ex / (double)s->window_ns,
 		        s->span_ns ? 100.0 * (double)s->window_ns / (double)s->span_ns : 0.0);
+}
+
+void an_kch_json(struct jw *w, const struct an_job *job)
+{
+	const struct an_kch *s = job->kch;
+	if (!s || (!s->channels && !s->windows)) {
+		jw_null(w, "kernel_channels");
+		return;
+	}
+	jw_obj(w, "kernel_channels");
+	jw_int(w, "channel_records", (int64_t)s->channels);
+	jw_int(w, "collectives", (int64_t)s->collectives);
+	jw_int(w, "matched", (int64_t)s->matched);
+	jw_int(w, "calls_timed", (int64_t)s->timed);
+	jw_num(w, "calls_timed_ms", s->timed_ns / 1e6);
+	jw_int(w, "calls_also_cupti", (int64_t)s->xcheck);
+	jw_num(w, "vs_cupti_median_us", s->xcheck ? s->xcheck_median_ns / 1e3 : NAN);
+	jw_num(w, "vs_cupti_max_us", s->xcheck ? s->xcheck_max_ns / 1e3 : NAN);
+	jw_num(w, "vs_cupti_start_max_us", s->xcheck ? s->xcheck_max_start_ns / 1e3 : NAN);
+	jw_int(w, "collective_calls", (int64_t)s->calls);
+	jw_int(w, "calls_without_gpu_time", (int64_t)s->untimed);
+	jw_str(w, "clock", s->fit_bound_only ? "stop bounds" : "clock pairs");
+	jw_int(w, "clock_corrections", (int64_t)s->fit_corrections);
+	jw_num(w, "clock_max_correction_us", s->fit_max_corr_ns / 1e3);
+	jw_int(w, "placed_before_call", (int64_t)s->before_call);
+	jw_obj(w, "dropped_channels");
+	jw_int(w, "zero_stamps", (int64_t)s->zero);
+	jw_int(w, "reversed", (int64_t)s->reversed);
+	jw_int(w, "never_stopped", (int64_t)s->nostop);
+	jw_int(w, "without_parent", (int64_t)s->noparent);
+	jw_obj_end(w);
+	jw_int(w, "shared_by_fused", (int64_t)s->shared_channels);
+	jw_int(w, "graph_replays", (int64_t)s->replays);
+	jw_num(w, "graph_replay_ms", s->replay_ns / 1e6);
+	jw_int(w, "unmatched", (int64_t)s->unmatched);
+	jw_int(w, "kernel_windows", (int64_t)s->windows);
+	jw_num(w, "kernel_window_share", s->span_ns ? (double)s->window_ns / (double)s->span_ns : NAN);
+	jw_obj_end(w);
 }

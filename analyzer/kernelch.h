@@ -35,6 +35,9 @@ struct an_kch {
  * communicator table is built and before clocks are aligned. */
 void an_kch_apply(struct an_job *job);
 void an_kch_free(struct an_job *job);
+struct jw;
+/*! The same as report --json's "kernel_channels" object (null without KCH/KWINDOW records). */
+void an_kch_json(struct jw *w, const struct an_job *job);
 /*! A few report lines (nothing when the job has no KCH or KWINDOW records). */
 void an_kch_report_text(FILE *o, const struct an_job *job);
 

@@ -236,6 +236,12 @@ struct an_rank {
 	char bad[320]; /* the first record skipped as invalid ("" if none) */
 	uint64_t nbad; /* records skipped as invalid */
 	int complete, truncated;
+	/* how the process ended: END's reason (enum nvlp_end_reason; -1: no END record), and from
+	 * EXITINFO the signal (0: none) and exit status */
+	int end_reason, end_signal, end_status, have_exitinfo;
+	/* the step it was in at its last record, 1-based (0: no steps recognised); steps_done:
+	 * the steps it completed */
+	uint64_t end_step, steps_done;
 	char *header; /* key=value lines */
 	char host[128];
 	int pid, rank;
@@ -380,6 +386,7 @@ struct an_job {
 	const char *step_source;
 	char steps_why[160];
 	int step_calls; /* collectives per step of the pattern (0 with marks) */
+	int step_comm;  /* the communicator whose pattern gave the steps (-1: marks or none) */
 	uint64_t steps;
 	int multi_host;
 	uint64_t win0,

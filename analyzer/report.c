@@ -647,6 +647,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_obj_end(&w);
 	an_findings_json(&w, "findings", f);
 	an_graphs_json(&w, job);
+	an_kch_json(&w, job);
 
 	jw_arr(&w, "collectives");
 	for (size_t i = 0; i < job->naggs; i++) {

@@ -165,6 +165,7 @@ static void find_period(struct an_job *job, const double *th)
 				bad = irregular(job, th, st, k);
 			free(st);
 			if (!bad) {
+				job->step_comm = main;
 				uint64_t t0 = r->calls[ix[skip]].t_enter;
 				double ta = (double)t0, tb = (double)r->calls[ix[skip + k * p]].t_enter;
 				job->step_ns = tb > ta ? (tb - ta) / k : 0;
@@ -194,9 +195,49 @@ static void find_period(struct an_job *job, const double *th)
 	free(ix);
 }
 
+/* The step each process was in at its last record (1-based), and the steps it completed: its
+ * marks before then, or its calls of the pattern's communicator over the calls per step. A
+ * process that completed every step "was in" the last one. */
+static void end_steps(struct an_job *job)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		struct an_rank *r = &job->ranks[f];
+		r->end_step = r->steps_done = 0;
+		if (!r->ok || !job->steps)
+			continue;
+		uint64_t done = 0;
+		if (job->step_comm < 0) {
+			uint64_t last = an_job_time(r, r->t_last);
+			for (size_t i = 0; i < r->nmarks; i++)
+				done += an_job_time(r, r->marks[i]) <= last;
+			done = done ? done - 1 : 0; /* a step is the time from one mark to the next */
+		} else if (job->step_calls > 0) {
+			/* a rank waiting in a hang on the steps' communicator did not complete the
+			 * step of the collective it waits in (its call returned: NCCL is async) */
+			uint32_t upto = UINT32_MAX;
+			int id = r->rank >= 0 ? r->rank : (int)f;
+			for (size_t h = 0; h < job->nhangs; h++)
+				for (int k = 0; k < job->hangs[h].npresent; k++)
+					if (job->hangs[h].comm == job->step_comm && job->hangs[h].present[k] == id &&
+					    job->hangs[h].seq < upto)
+						upto = job->hangs[h].seq;
+			uint64_t n = 0;
+			for (size_t k = 0; k < r->ncalls; k++)
+				n += r->calls[k].comm == job->step_comm && r->calls[k].seq < upto &&
+				     !failed_call(job, r, &r->calls[k]);
+			done = n / (uint64_t)job->step_calls;
+		}
+		if (done > job->steps)
+			done = job->steps;
+		r->steps_done = done;
+		r->end_step = done < job->steps ? done + 1 : job->steps;
+	}
+}
+
 void an_steps_find(struct an_job *job)
 {
 	const double *th = job->th ? job->th : an_threshold_defaults;
+	job->step_comm = -1;
 	job->step_source = "none";
 	snprintf(job->steps_why, sizeof job->steps_why, "no repeating pattern of collectives");
 	if (!from_marks(job)) {
@@ -207,6 +248,7 @@ void an_steps_find(struct an_job *job)
 			job->step_source = "none";
 		}
 	}
+	end_steps(job);
 	/* exposure inside the step window, per GPU (intervals are already merged and sorted) */
 	for (size_t f = 0; job->win1 && f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];

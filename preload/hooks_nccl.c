@@ -237,6 +237,9 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 	if (how == COLL_N && nranks > 0)
 		bytes *= (uint64_t)nranks;
 	uint64_t call_id = nvlp_next_call_id();
+	/* read-mostly: one relaxed load per collective after the first */
+	if (NVLP_UNLIKELY(!__atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED)))
+		__atomic_store_n(&nvlp_first_coll_ns, t0 ? t0 : 1, __ATOMIC_RELAXED);
 	/* Built straight in the thread's buffer; on the stack only when the buffer cannot take it
 	 * in one piece (full: nvlp_emit drops and counts; wrapping: nvlp_emit splits it). */
 	struct nvlp_emit_slot slot;

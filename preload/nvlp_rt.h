@@ -122,6 +122,9 @@ void nvlp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*! Intern a string: @return its id (>= 1), emitting a STRING record the first time; 0 on
  * failure. */
 uint64_t nvlp_intern(const char *s);
+/*! When the process issued its first NCCL collective (nvlp_now(); 0: none yet): the default
+ * kernel window opens a little after it, when training is under way (cupti.c). */
+extern uint64_t nvlp_first_coll_ns __attribute__((visibility("hidden")));
 /*! Per-process unique increasing id for intercepted calls (correlation). */
 extern uint64_t nvlp_call_ids __attribute__((visibility("hidden")));
 static inline uint64_t nvlp_next_call_id(void)

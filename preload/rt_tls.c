@@ -22,3 +22,4 @@ struct nvlp_tls *nvlp_tls_renew(void)
 }
 
 uint64_t nvlp_call_ids = 1; /* atomic (see nvlp_next_call_id) */
+uint64_t nvlp_first_coll_ns; /* atomic; set once by the first collective (hooks_nccl.c) */

@@ -55,6 +55,9 @@ check_eq "failed: hang_suspect names rank 1 and #30, rank 0 failed with ncclSyst
 	"1 30 0 ncclSystemError True" \
 	"$(pyq "$T/fail.json" "' '.join(str(x) for f in d['findings'] if f['id']=='hang_suspect' for x in (f['evidence']['rank'], f['evidence']['seq'], f['evidence']['failed_rank'], f['evidence']['failed_with'], f['evidence']['wait_ms'] >= 5000))")"
 check "failed: the failed call ends no step (30 steps of 10.01 ms)" grep -q "^nvlprof report: 2 processes on 1 host, wall 5301.2 ms, 30 steps of 10.01 ms" "$T/fail.txt"
+check "ended: hang_suspect says how the missing rank 1 ended and in which step" grep -q "rank_1_ended: ended without an END record .* in step 31, which no rank completed (30 completed)" "$T/fail.txt"
+check "ended: a rank a hang explains gets no rank_ended of its own" sh -c '! grep -q "rank_ended:" "$1"' _ "$T/fail.txt"
+check "ended: a healthy job has no rank_ended" sh -c '! grep -q rank_ended "$1"' _ "$T/h.txt"
 check "failed: the text says the call failed" grep -q "hang_suspect: ncclAllReduce #30 .* never entered by rank 1; .*rank 0's call failed: ncclSystemError" "$T/fail.txt"
 
 # 6. communicator names beside the hash

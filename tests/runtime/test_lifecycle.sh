@@ -38,6 +38,7 @@ f=$(one "$d")
 check_eq "normal: exit status" 0 "$(cat "$d/.rc")"
 check_eq "normal: one trace" 1 "$(ntraces "$d")"
 check_eq "normal: complete" 1 "$(rd "$f" complete)"
+check "normal: no rank_ended finding for a normal exit" sh -c '! "$1" report "$2" 2>&1 | grep -q rank_ended' _ "$CLI" "$d/tr"
 check_eq "normal: END reason exit" 0 "$(rd "$f" end_reason)"
 check_eq "normal: EXITINFO, status unknown (main returned)" "1 -1 0" "$(rd "$f" exitinfo) $(rd "$f" exit_status) $(rd "$f" exit_signal)"
 check_eq "normal: all calls recorded" 1000 "$(rd "$f" allreduce)"
@@ -96,6 +97,8 @@ check_eq "exit-thread: status from exit()" 7 "$(cat "$d/.rc")"
 check_eq "exit-thread: complete" 1 "$(rd "$f" complete)"
 check "exit-thread: records present" test "$(rd "$f" allreduce)" -gt 100
 check_eq "exit-thread: EXITINFO status from exit()" "1 7 0" "$(rd "$f" exitinfo) $(rd "$f" exit_status) $(rd "$f" exit_signal)"
+check "exit-thread: report says the rank exited with status 7" \
+	grep -q "rank_ended: Rank 0 (pid [0-9]* on .*) exited with status 7$" <("$CLI" report "$d/tr" 2>&1)
 
 # --- SIGTERM / SIGHUP with the default disposition: file complete, status = the signal ---
 # (SIGINT and SIGQUIT are ignored in a script's background jobs, so our handler is not installed
@@ -117,6 +120,8 @@ for sig in TERM HUP; do
 	check_eq "SIG$sig: EXITINFO names the signal" "$(kill -l $sig) -1" "$(rd "$f" exit_signal) $(rd "$f" exit_status)"
 	check "SIG$sig: records present" test "$(rd "$f" allreduce)" -gt 0
 	check_eq "SIG$sig: quiet" "" "$(cat "$d/.err")"
+	check "SIG$sig: report says which signal ended the rank" \
+		grep -q "rank_ended: Rank 0 .* ended by signal $(kill -l $sig) (" <("$CLI" report "$d/tr" 2>&1)
 done
 
 # --- the application's own SIGTERM handler still runs (ours never replaces it) ---
@@ -140,6 +145,8 @@ check_eq "_exit: complete" 1 "$(rd "$f" complete)"
 check_eq "_exit: END reason _exit" 2 "$(rd "$f" end_reason)"
 check_eq "_exit: EXITINFO status" 4 "$(rd "$f" exit_status)"
 check_eq "_exit: all calls recorded" 100 "$(rd "$f" allreduce)"
+check "_exit: report says exited with status 4 (_exit)" \
+	grep -q "rank_ended: .* exited with status 4 (_exit)$" <("$CLI" report "$d/tr" 2>&1)
 
 # --- Python's os._exit with NCCL loaded RTLD_LOCAL (as torch does) ---
 if command -v python3 >/dev/null; then
@@ -212,6 +219,8 @@ f=$(one "$d")
 check_eq "kill -9: readable" 0 "$(rd "$f" read_rc)"
 check_eq "kill -9: not complete" 0 "$(rd "$f" complete)"
 check_eq "kill -9: truncated" 1 "$(rd "$f" truncated)"
+check "kill -9: report says the rank ended without an END record" \
+	grep -q "rank_ended: Rank 0 .* ended without an END record (killed by SIGKILL" <("$CLI" report "$d/tr" 2>&1)
 span=$(rd "$f" span_ms)
 check "kill -9: records up to the last second before the kill (span ${span} ms)" test "$span" -ge 900
 

@@ -164,6 +164,17 @@ int main(int argc, char **argv)
 	    {"default", "idle", "", 0, -2, "kernels and copies traced 20 ms of every 10000 ms"},
 	    {"default, no kernel in the window", "sleep", "", 0, -3,
 	     "kernels and copies traced 20 ms of every 10000 ms"},
+	    /* anchored: closed from the start (kernels then are not traced); without a
+	     * collective the first window opens at the fallback (2 s) and traces */
+	    {"window:40/300+0, no collective", "window", "window:40/300+0", N_OPEN, -1,
+	     "kernels and copies traced 40 ms of every 300 ms, from shortly after the first "
+	     "collective"},
+	    /* anchored, ended before the fallback: a zero-length window, the report says none saw
+	     * a kernel */
+	    {"window:40/300+0, ended first", "sleep", "window:40/300+0", 0, -3,
+	     "kernels and copies traced 40 ms of every 300 ms, from shortly after"},
+	    {"bad first window", "idle", "window:40/300+x", 0, -2,
+	     "NVLPROF_KERNELS=window:40/300+x not understood"},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++)
 		if (run(self, lib, &scs[i]))

@@ -16,6 +16,7 @@
 #include <unistd.h> /* fork */
 
 #include "check.h"
+#include "json.h"
 #include "kernelch.h"
 #include "model.h"
 #include "nvlp_trace.h"
@@ -206,6 +207,21 @@ int main(int argc, char **argv)
 	CHECK(buf && strstr(buf, "kernel channels (NCCL KernelCh)") && strstr(buf, "graph replays") &&
 	          strstr(buf, "vs CUPTI kernels"),
 	      "report says where the GPU times came from:\n%s", buf ? buf : "");
+	free(buf);
+	/* the same figures in report --json */
+	buf = NULL;
+	o = open_memstream(&buf, &blen);
+	struct jw w;
+	jw_init(&w, o);
+	jw_obj(&w, NULL);
+	an_kch_json(&w, &job);
+	jw_obj_end(&w);
+	fclose(o);
+	char want[96];
+	snprintf(want, sizeof want, "\"calls_also_cupti\": %llu", (unsigned long long)colls);
+	CHECK(buf && strstr(buf, "\"kernel_channels\": {") && strstr(buf, want) &&
+	          strstr(buf, "\"vs_cupti_max_us\": 0.5") && strstr(buf, "\"graph_replays\": "),
+	      "report --json has kernel_channels with the cross-check:\n%s", buf ? buf : "");
 	free(buf);
 	an_job_free(&job);
 	char cmd[PATH_MAX + 16];
