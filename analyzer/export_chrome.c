@@ -22,7 +22,7 @@ struct ch {
 	const char *dir; /* per-rank files into this directory, NULL: one file */
 	int err, nev, single_rank;
 	uint64_t base; /* job time of ts 0 */
-	uint64_t tid0; /* first NCCL thread of the process: where ProfilerStep#N go */
+	uint64_t tid0; /* first NCCL thread of the process: where Step#N go */
 	int pid;
 	struct kn { /* per kernel name id: the name as written (NULL not yet made) */
 		char **v;
@@ -184,10 +184,11 @@ static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
 	put_f(s,
 	        "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"baseTimeNanoseconds\":%llu",
 	        (unsigned long long)real);
+	/* spaced as torch.profiler writes it: HTA finds the rank with the regex "rank":\s+(\d+) */
 	if (rank >= 0)
 		put_f(s,
-		        ",\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":%d,\"world_size\":%d}",
-		        rank, world);
+		      ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d}",
+		      rank, world);
 	PUT_LIT(s, ",\"traceName\":\"nvlprof\",\"traceEvents\":[");
 }
 
@@ -458,7 +459,10 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	}
 }
 
-/* After a process: its steps (ProfilerStep#N on its first NCCL thread) and its findings */
+/* After a process: its steps (Step#N on its first NCCL thread) and its findings. Not named
+ * ProfilerStep#N: with two of those HTA keeps only the GPU kernels whose correlation matches a CPU
+ * launch event inside the steps, and the shim records no kernel launches, so HTA would drop every
+ * kernel (its breakdowns came out empty); without them it analyses all kernels. */
 static void tail(struct ch *s, const struct xm_job *x, size_t r)
 {
 	uint64_t s0, len;
@@ -466,7 +470,7 @@ static void tail(struct ch *s, const struct xm_job *x, size_t r)
 	int pid = xm_rank(x, r)->pid > 0 ? xm_rank(x, r)->pid : (int)r + 1;
 	for (int k = 0; k < n; k++) {
 		char nm[32];
-		snprintf(nm, sizeof nm, "ProfilerStep#%d", k);
+		snprintf(nm, sizeof nm, "Step#%d", k);
 		head(s, "X", "user_annotation", nm, pid, s->tid0, s0 + (uint64_t)k * len, s->base);
 		ts_us(s, "dur", len);
 		PUT_LIT(s, "}");
