@@ -67,14 +67,27 @@ static void put_s(struct ch *s, const char *t)
 {
 	put_mem(s, t, strlen(t));
 }
-static inline void put_u(struct ch *s, uint64_t v)
+static inline void put_u(struct ch *s, uint64_t v) /* two digits a step */
 {
+	static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+	                         "34353637383940414243444546474849505152535455565758596061626364656667"
+	                         "6869707172737475767778798081828384858687888990919293949596979899";
 	char b[24];
 	int i = 24;
-	do
-		b[--i] = (char)('0' + v % 10);
-	while (v /= 10);
-	put_mem(s, b + i, (size_t)(24 - i));
+	while (v >= 100) {
+		unsigned k = (unsigned)(v % 100) * 2;
+		v /= 100;
+		b[--i] = d2[k + 1];
+		b[--i] = d2[k];
+	}
+	if (v >= 10) {
+		b[--i] = d2[v * 2 + 1];
+		b[--i] = d2[v * 2];
+	} else
+		b[--i] = (char)('0' + v);
+	char *o = room(s, 24);
+	memcpy(o, b + i, (size_t)(24 - i));
+	s->n += (size_t)(24 - i);
 }
 static inline void put_i(struct ch *s, int64_t v)
 {
@@ -116,24 +129,17 @@ static void put_f(struct ch *s, const char *fmt, ...) /* the rare lines */
 	if (k > 0)
 		put_mem(s, b, (size_t)k < sizeof b ? (size_t)k : sizeof b - 1);
 }
+static char *quote_dup(const char *text);
 static void put_q(struct ch *s, const char *t) /* a JSON string */
 {
 	const char *c = t;
 	for (; *c; c++)
 		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
-			/* the rare string to escape: the analyzer's one quoting, via memory */
-			char *m = NULL;
-			size_t len = 0;
-			FILE *f = open_memstream(&m, &len);
-			if (!f) {
-				s->err = 1;
-				return;
-			}
-			jw_quote(f, t);
-			if (fclose(f) != 0)
-				s->err = 1;
+			char *m = quote_dup(t); /* the rare string to escape */
+			if (m)
+				put_s(s, m);
 			else
-				put_mem(s, m, len);
+				s->err = 1;
 			free(m);
 			return;
 		}
@@ -152,20 +158,32 @@ static void ts_us(struct ch *s, const char *key, uint64_t t)
 	put_milli(s, t);
 }
 
-static void head(struct ch *s, const char *ph, const char *cat, const char *name, int pid,
-                 uint64_t tid, uint64_t ts, uint64_t base)
+/* An event's opening up to ts; qlen > 0: name is already a JSON string of that length */
+static void head_q(struct ch *s, const char *ph, const char *cat, const char *name, size_t qlen,
+                   int pid, uint64_t tid, uint64_t ts, uint64_t base)
 {
-	put_s(s, s->nev++ ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
+	if (s->nev++)
+		PUT_LIT(s, ",\n{\"ph\":\"");
+	else
+		PUT_LIT(s, "\n{\"ph\":\"");
 	put_s(s, ph);
 	PUT_LIT(s, "\",\"cat\":\"");
 	put_s(s, cat);
 	PUT_LIT(s, "\",\"name\":");
-	put_q(s, name);
+	if (qlen)
+		put_mem(s, name, qlen);
+	else
+		put_q(s, name);
 	PUT_LIT(s, ",\"pid\":");
 	put_i(s, pid);
 	PUT_LIT(s, ",\"tid\":");
 	put_u(s, tid);
 	ts_us(s, "ts", ts >= base ? ts - base : 0);
+}
+static void head(struct ch *s, const char *ph, const char *cat, const char *name, int pid,
+                 uint64_t tid, uint64_t ts, uint64_t base)
+{
+	head_q(s, ph, cat, name, 0, pid, tid, ts, base);
 }
 
 static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
@@ -245,16 +263,32 @@ static int gpu_pid(struct ch *s, int64_t dev)
 	return s->dir || s->single_rank ? (int)dev : s->pid * 100 + 100000000 + (int)dev;
 }
 
+/* text as a JSON string in a fresh allocation (the analyzer's one quoting), NULL out of memory */
+static char *quote_dup(const char *text)
+{
+	char *m = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&m, &len);
+	if (!f)
+		return NULL;
+	jw_quote(f, text);
+	if (fclose(f) != 0) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
 /* The kernel's name as written. Tools look for the nccl prefix: "_Z39ncclDevKernel_AllReduce_..."
  * becomes "ncclDevKernel_AllReduce_..." (its identifier); another kernel that ran NCCL calls gets
- * "nccl:" before its name. Kept per name id: kernels repeat a few names millions of times. */
-static const char *kernel_name(struct ch *s, uint64_t id, const char *nm, int ran_calls)
+ * "nccl:" before its name. Kept quoted per name id: kernels repeat a few names millions of times.
+ * @return the quoted name, or NULL with the plain name in *plain (not kept) */
+static const char *kernel_name(struct ch *s, uint64_t id, const char *nm, int ran_calls,
+                               char buf[300], const char **plain)
 {
 	size_t slot = (size_t)id * 2 + (ran_calls != 0);
 	if (slot < s->kn.n && s->kn.v[slot])
 		return s->kn.v[slot];
-	char buf[300];
-	const char *out = nm;
 	const char *p = strstr(nm, "nccl");
 	if (p && p != nm) {
 		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -263,27 +297,27 @@ static const char *kernel_name(struct ch *s, uint64_t id, const char *nm, int ra
 		unsigned long len = nm[0] == '_' && nm[1] == 'Z' ? strtoul(nm + 2, &end, 10) : 0;
 		if (len && end == p && len <= n) /* Itanium mangling: _Z<len><name>... */
 			n = len;
-		snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), p);
-		out = buf;
+		snprintf(buf, 300, "%.*s", (int)(n < 300 ? n : 299), p);
+		*plain = buf;
 	} else if (ran_calls && !p) {
-		snprintf(buf, sizeof buf, "nccl:%s", nm);
-		out = buf;
-	}
+		snprintf(buf, 300, "nccl:%s", nm);
+		*plain = buf;
+	} else
+		*plain = nm;
 	if (id >= (1u << 24)) /* ids are small and dense (STRING records, per file) */
-		return out == buf ? nm : out; /* not kept: fall back to the raw name */
+		return NULL;
 	if (slot >= s->kn.n) {
 		size_t n = s->kn.n ? s->kn.n : 64;
 		while (n <= slot)
 			n *= 2;
 		char **v = realloc(s->kn.v, n * sizeof *v);
 		if (!v)
-			return out == buf ? nm : out;
+			return NULL;
 		memset(v + s->kn.n, 0, (n - s->kn.n) * sizeof *v);
 		s->kn.v = v;
 		s->kn.n = n;
 	}
-	s->kn.v[slot] = strdup(out);
-	return s->kn.v[slot] ? s->kn.v[slot] : nm;
+	return s->kn.v[slot] = quote_dup(*plain);
 }
 
 static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
@@ -367,10 +401,13 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	}
 	case XE_KERNEL: {
 		const struct nvlp_rec_kernel *k = e->f;
-		const char *nm = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
-		                             e->ncalls != 0);
+		char buf[300];
+		const char *raw;
+		const char *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
+		                            e->ncalls != 0, buf, &raw);
 		int pid = gpu_pid(s, (int64_t)k->device);
-		head(s, "X", "kernel", nm, pid, k->stream, e->ts, s->base);
+		head_q(s, "X", "kernel", q ? q : raw, q ? strlen(q) : 0, pid, k->stream, e->ts,
+		       s->base);
 		ts_us(s, "dur", e->dur);
 		PUT_LIT(s, ",\"args\":{\"device\":");
 		put_i(s, (int64_t)k->device);

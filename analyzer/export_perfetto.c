@@ -122,6 +122,10 @@ struct pf {
 	uint64_t next_iid;
 	/* the last thread and stream tracks: most events land on the track of the one before */
 	uint64_t th_key, th_uuid, st_key, st_uuid;
+	/* the last link-sample device's two counter tracks (indices into ctr + 1, 0 none):
+	 * samples are a third of a trace's records */
+	int64_t smp_dev;
+	size_t smp_nvl, smp_pcie;
 	struct ctr *ctr;
 	size_t nctr, capctr;
 	int pid; /* Perfetto pid of the current process */
@@ -417,6 +421,7 @@ static void pf_rank(void *ctx, const struct xm_job *x, size_t r)
 	struct pf *s = ctx;
 	const struct xm_rank *R = xm_rank(x, r);
 	s->th_uuid = s->st_uuid = 0; /* the caches hold tracks of one process */
+	s->smp_nvl = s->smp_pcie = 0;
 	s->pid = R->pid > 0 ? R->pid : (int)r + 1;
 	for (size_t i = 0; i < r; i++) /* the same pid on two hosts: keep the processes apart */
 		if (xm_rank(x, i)->pid == R->pid)
@@ -533,13 +538,23 @@ static void pf_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		const struct nvlp_rec_linksample *l = e->f;
 		if (!e->dur)
 			break;
-		struct ctr *c = counter_track(s, e->rank, 'N', (int64_t)l->device);
+		if (s->smp_dev != (int64_t)l->device) {
+			s->smp_dev = (int64_t)l->device;
+			s->smp_nvl = s->smp_pcie = 0;
+		}
+		struct ctr *c = s->smp_nvl ? &s->ctr[s->smp_nvl - 1]
+		                           : counter_track(s, e->rank, 'N', (int64_t)l->device);
+		if (c && !s->smp_nvl)
+			s->smp_nvl = (size_t)(c - s->ctr) + 1;
 		if (c) {
 			counter(s, c, e->ts, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
 			if (e->ts + e->dur > c->last_e)
 				c->last_e = e->ts + e->dur;
 		}
-		c = counter_track(s, e->rank, 'E', (int64_t)l->device);
+		c = s->smp_pcie ? &s->ctr[s->smp_pcie - 1]
+		                : counter_track(s, e->rank, 'E', (int64_t)l->device);
+		if (c && !s->smp_pcie)
+			s->smp_pcie = (size_t)(c - s->ctr) + 1;
 		if (c) {
 			counter(s, c, e->ts, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
 			if (e->ts + e->dur > c->last_e)
