@@ -42,19 +42,23 @@ static void ch_flush(struct ch *s)
 }
 static inline char *room(struct ch *s, size_t need) /* need <= CH_BUF */
 {
-	if (s->n + need > CH_BUF)
+	if (__builtin_expect(s->n + need > CH_BUF, 0))
 		ch_flush(s);
 	return s->b + s->n;
 }
-static void put_mem(struct ch *s, const char *t, size_t len)
+static void put_long(struct ch *s, const char *t, size_t len) /* past the buffer */
+{
+	ch_flush(s);
+	if (s->xo ? xo_write(s->xo, s->part, t, len) != 0 : fwrite(t, 1, len, s->f) != len)
+		s->err = 1;
+}
+static inline void put_mem(struct ch *s, const char *t, size_t len)
 {
 	if (len > CH_BUF / 2) {
-		ch_flush(s);
-		if (s->xo ? xo_write(s->xo, s->part, t, len) != 0 : fwrite(t, 1, len, s->f) != len)
-			s->err = 1;
+		put_long(s, t, len);
 		return;
 	}
-	memcpy(room(s, len), t, len);
+	memcpy(room(s, len), t, len); /* a literal's constant length: inlined */
 	s->n += len;
 }
 #define PUT_LIT(s, lit) put_mem(s, lit, sizeof lit - 1)
@@ -149,14 +153,7 @@ static void put_q(struct ch *s, const char *t) /* a JSON string */
 }
 
 /* µs with ns precision, relative to the base, as Kineto writes them */
-static void ts_us(struct ch *s, const char *key, uint64_t t)
-{
-	put_c(s, ',');
-	put_c(s, '"');
-	put_s(s, key);
-	PUT_LIT(s, "\":");
-	put_milli(s, t);
-}
+#define ts_us(s, key, t) (PUT_LIT(s, ",\"" key "\":"), put_milli(s, t))
 
 /* An event's opening up to ts; qlen > 0: name is already a JSON string of that length */
 static void head_q(struct ch *s, const char *ph, const char *cat, const char *name, size_t qlen,
