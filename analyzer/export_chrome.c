@@ -2,10 +2,10 @@
  * HTA's loaders take it: distributedInfo.rank, baseTimeNanoseconds, traceEvents (ph X) with cat
  * kernel / gpu_memcpy / cuda_runtime / cpu_op / user_annotation, args.stream, args.correlation
  * and the communication args of Kineto's record_param_comms. */
-#include <errno.h>   /* errno */
-#include <stdarg.h>  /* va_list */
-#include <stdlib.h>  /* malloc */
-#include <string.h>  /* strerror */
+#include <errno.h>  /* errno */
+#include <stdarg.h> /* va_list */
+#include <stdlib.h> /* malloc */
+#include <string.h> /* strerror */
 
 #include "export.h"
 #include "json.h" /* jw_quote */
@@ -35,8 +35,9 @@ struct ch {
 enum { CH_BUF = 1 << 16 };
 static void ch_flush(struct ch *s)
 {
-	if (s->n && (s->xo ? xo_write(s->xo, s->part, s->b, s->n)
-	                   : fwrite(s->b, 1, s->n, s->f) != s->n ? -1 : 0) != 0)
+	if (s->n && (s->xo                                 ? xo_write(s->xo, s->part, s->b, s->n)
+	             : fwrite(s->b, 1, s->n, s->f) != s->n ? -1
+	                                                   : 0) != 0)
 		s->err = 1;
 	s->n = 0;
 }
@@ -73,9 +74,10 @@ static void put_s(struct ch *s, const char *t)
 }
 static inline void put_u(struct ch *s, uint64_t v) /* two digits a step */
 {
-	static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
-	                         "34353637383940414243444546474849505152535455565758596061626364656667"
-	                         "6869707172737475767778798081828384858687888990919293949596979899";
+	static const char d2[] =
+	    "00010203040506070809101112131415161718192021222324252627282930313233"
+	    "34353637383940414243444546474849505152535455565758596061626364656667"
+	    "6869707172737475767778798081828384858687888990919293949596979899";
 	char b[24];
 	int i = 24;
 	while (v >= 100) {
@@ -196,13 +198,13 @@ static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
 		if (R->ok && R->t_real0)
 			real = R->t_real0 + (t0 - (uint64_t)((int64_t)R->t_mono0 + R->offset));
 	}
-	put_f(s,
-	        "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"baseTimeNanoseconds\":%llu",
-	        (unsigned long long)real);
+	put_f(s, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"baseTimeNanoseconds\":%llu",
+	      (unsigned long long)real);
 	/* spaced as torch.profiler writes it: HTA finds the rank with the regex "rank":\s+(\d+) */
 	if (rank >= 0)
 		put_f(s,
-		      ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d}",
+		      ",\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": "
+		      "%d}",
 		      rank, world);
 	PUT_LIT(s, ",\"traceName\":\"nvlprof\",\"traceEvents\":[");
 }
@@ -216,9 +218,8 @@ static void close_file(struct ch *s)
 static void meta(struct ch *s, const char *what, int pid, uint64_t tid, const char *name)
 {
 	put_s(s, s->nev++ ? ",\n{" : "\n{");
-	put_f(s,
-	        "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%llu,\"args\":{\"name\":", what,
-	        pid, (unsigned long long)tid);
+	put_f(s, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%llu,\"args\":{\"name\":", what,
+	      pid, (unsigned long long)tid);
 	put_q(s, name);
 	PUT_LIT(s, "}}");
 }
@@ -317,6 +318,29 @@ static const char *kernel_name(struct ch *s, uint64_t id, const char *nm, int ra
 	return s->kn.v[slot] = quote_dup(*plain);
 }
 
+static void put_dim3(struct ch *s, uint64_t x, uint64_t y, uint64_t z) /* [x,y,z] */
+{
+	put_c(s, '[');
+	put_u(s, x);
+	put_c(s, ',');
+	put_u(s, y);
+	put_c(s, ',');
+	put_u(s, z);
+	put_c(s, ']');
+}
+
+/* A GPU event's dur and first args (Kineto's: device, stream, correlation), args left open */
+static void gpu_args(struct ch *s, uint64_t dur, int64_t dev, uint64_t stream, uint64_t corr)
+{
+	ts_us(s, "dur", dur);
+	PUT_LIT(s, ",\"args\":{\"device\":");
+	put_i(s, dev);
+	PUT_LIT(s, ",\"stream\":");
+	put_u(s, stream);
+	PUT_LIT(s, ",\"correlation\":");
+	put_u(s, corr);
+}
+
 static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 {
 	(void)x;
@@ -392,41 +416,27 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		put_f(s, ",\"args\":{\"correlation\":%llu", (unsigned long long)corr);
 		if (e->type == XE_COPY)
 			put_f(s, ",\"bytes\":%llu",
-			        (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
+			      (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
 		PUT_LIT(s, "}}");
 		break;
 	}
 	case XE_KERNEL: {
 		const struct nvlp_rec_kernel *k = e->f;
 		char buf[300];
-		const char *raw;
+		const char *raw = "";
 		const char *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
 		                            e->ncalls != 0, buf, &raw);
 		int pid = gpu_pid(s, (int64_t)k->device);
 		head_q(s, "X", "kernel", q ? q : raw, q ? strlen(q) : 0, pid, k->stream, e->ts,
 		       s->base);
-		ts_us(s, "dur", e->dur);
-		PUT_LIT(s, ",\"args\":{\"device\":");
-		put_i(s, (int64_t)k->device);
-		PUT_LIT(s, ",\"stream\":");
-		put_u(s, k->stream);
-		PUT_LIT(s, ",\"correlation\":");
-		put_u(s, k->correlation);
+		gpu_args(s, e->dur, (int64_t)k->device, k->stream, k->correlation);
 		PUT_LIT(s, ",\"External id\":");
 		put_i(s, e->ncalls ? e->calls[0] + 1 : 0);
-		PUT_LIT(s, ",\"grid\":[");
-		put_u(s, k->grid_x);
-		put_c(s, ',');
-		put_u(s, k->grid_y);
-		put_c(s, ',');
-		put_u(s, k->grid_z);
-		PUT_LIT(s, "],\"block\":[");
-		put_u(s, k->block_x);
-		put_c(s, ',');
-		put_u(s, k->block_y);
-		put_c(s, ',');
-		put_u(s, k->block_z);
-		PUT_LIT(s, "]}}");
+		PUT_LIT(s, ",\"grid\":");
+		put_dim3(s, k->grid_x, k->grid_y, k->grid_z);
+		PUT_LIT(s, ",\"block\":");
+		put_dim3(s, k->block_x, k->block_y, k->block_z);
+		PUT_LIT(s, "}}");
 		for (size_t i = 0; i < e->ncalls; i++) {
 			head(s, "f", "ac2g", "ac2g", pid, k->stream, e->ts, s->base);
 			PUT_LIT(s, ",\"bp\":\"e\",\"id\":");
@@ -442,13 +452,8 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		         (long long)(int64_t)c->dst_device);
 		head(s, "X", "gpu_memcpy", nm, gpu_pid(s, (int64_t)c->device), c->stream, e->ts,
 		     s->base);
-		ts_us(s, "dur", e->dur);
-		PUT_LIT(s, ",\"args\":{\"device\":");
-		put_i(s, (int64_t)c->device);
-		PUT_LIT(s, ",\"stream\":");
-		put_u(s, c->stream);
-		PUT_LIT(s, ",\"correlation\":");
-		put_u(s, c->call_id ? c->call_id : c->correlation);
+		gpu_args(s, e->dur, (int64_t)c->device, c->stream,
+		         c->call_id ? c->call_id : c->correlation);
 		PUT_LIT(s, ",\"bytes\":");
 		put_u(s, c->bytes);
 		PUT_LIT(s, ",\"copy_kind\":");
@@ -487,7 +492,7 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		     s->pid, 1, e->ts, s->base);
 		ts_us(s, "dur", e->dur);
 		put_f(s, ",\"args\":{\"bytes\":%llu,\"address\":%llu,\"allocation\":%ld}}",
-		        (unsigned long long)u->value, (unsigned long long)u->address, e->alloc);
+		      (unsigned long long)u->value, (unsigned long long)u->address, e->alloc);
 		break;
 	}
 	}
@@ -521,7 +526,7 @@ static void tail(struct ch *s, const struct xm_job *x, size_t r)
 		snprintf(nm, sizeof nm, "%s: %s", f.id, f.title);
 		head(s, "i", "finding", nm, pid, s->tid0, n ? s0 : t0, s->base);
 		put_f(s, ",\"s\":\"%s\",\"args\":{\"severity\":\"%s\",\"advice\":",
-		        f.root_rank < 0 ? "g" : "p", f.sev);
+		      f.root_rank < 0 ? "g" : "p", f.sev);
 		put_q(s, f.advice);
 		PUT_LIT(s, "}}");
 	}
@@ -605,7 +610,8 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 		open_file(&s, x, nok == 1 ? (R->rank >= 0 ? R->rank : 0) : -1, (int)nok);
 		ch_flush(&s);
 	}
-	struct ch_job j = {.dir = out_dir, .base = t0, .single_rank = s.single_rank, .first = first};
+	struct ch_job j = {
+	    .dir = out_dir, .base = t0, .single_rank = s.single_rank, .first = first};
 	void *ctx[2] = {(void *)x, &j};
 	int rc = xo_run(x, o, ch_part, ctx, records);
 	if (rc > 0) {

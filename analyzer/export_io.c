@@ -21,10 +21,10 @@ struct xo {
 		FILE *tmp;      /* bytes written before its turn */
 		int own, done;  /* own: writes go straight to out */
 		int rc;         /* what fn returned */
+		int werr, terr; /* its own writes failed / it got no temporary file */
 		uint64_t recs;
 	} * p;
-	int werr; /* a write to out or to a temporary file failed */
-	int terr; /* a temporary file could not be made */
+	int werr; /* appending held bytes to out failed (under mu) */
 };
 
 /* Append part r's held bytes to out (called by the one writer holding the turn). In-kernel
@@ -40,8 +40,8 @@ static void drain(struct xo *o, size_t r)
 	}
 	off_t len = ftello(t), off = 0;
 	while (off < len) {
-		ssize_t k = copy_file_range(fileno(t), &off, fileno(o->out), NULL,
-		                            (size_t)(len - off), 0);
+		ssize_t k =
+		    copy_file_range(fileno(t), &off, fileno(o->out), NULL, (size_t)(len - off), 0);
 		if (k <= 0)
 			break;
 	}
@@ -80,11 +80,11 @@ int xo_write(struct xo *o, size_t r, const void *buf, size_t len)
 	}
 	FILE *f = p->own ? o->out : p->tmp;
 	if (!f && !(f = p->tmp = tmpfile())) {
-		o->terr = 1;
+		p->terr = 1;
 		return -1;
 	}
 	if (fwrite(buf, 1, len, f) != len) {
-		o->werr = 1;
+		p->werr = 1;
 		return -1;
 	}
 	return 0;
@@ -133,16 +133,18 @@ int xo_run(const struct xm_job *x, FILE *out, xo_fn fn, void *ctx, uint64_t *rec
 		nt = 64;
 	nvlp_run_parallel(worker, &o, nt ? nt : 1);
 	pthread_mutex_destroy(&o.mu);
-	int rc = 0;
+	int rc = 0, terr = 0;
 	for (size_t r = 0; r < o.n; r++) {
 		*records += o.p[r].recs;
 		if (o.p[r].rc > 0)
 			rc |= o.p[r].rc;
+		rc |= o.p[r].werr ? 2 : 0;
+		terr |= o.p[r].terr;
 		if (o.p[r].tmp) /* not reached by the turn: only after an error */
 			fclose(o.p[r].tmp);
 	}
 	free(o.p);
-	if (o.terr) {
+	if (terr) {
 		fprintf(stderr, "nvlprof: export: cannot create a temporary file\n");
 		return -1;
 	}

@@ -1,8 +1,8 @@
 /* export_perfetto.c: the Perfetto protobuf sink: a process track per rank, thread tracks for the
  * API calls, GPU tracks per stream, counter tracks for link bandwidth and UM migrations, flows
  * from NCCL calls to their kernels and across the ranks of a collective, findings as instants. */
-#include <stdlib.h>  /* calloc */
-#include <string.h>  /* strcmp */
+#include <stdlib.h> /* calloc */
+#include <string.h> /* strcmp */
 
 #include "export.h"
 #include "nvlp_trace.h"
@@ -111,7 +111,7 @@ static struct slot *map_get(struct map *m, uint64_t k)
 }
 
 struct pf {
-	FILE *o;      /* the job's sequence: straight to the output */
+	FILE *o;       /* the job's sequence: straight to the output */
 	struct xo *xo; /* a process's: through the parallel writer, as part */
 	size_t part;
 	unsigned seq; /* packet sequence: 1 for the job's packets, 2 + r for process r */
@@ -175,8 +175,8 @@ static uint64_t intern(struct pf *s, int kind, uint64_t key, const char *text)
 
 static void flush(struct pf *s)
 {
-	if (s->p.oom || (s->xo ? xo_write(s->xo, s->part, s->p.buf, s->p.n)
-	                       : pb_flush(&s->p, s->o)) != 0)
+	if (s->p.oom ||
+	    (s->xo ? xo_write(s->xo, s->part, s->p.buf, s->p.n) : pb_flush(&s->p, s->o)) != 0)
 		s->err = 1;
 	s->p.n = 0;
 }

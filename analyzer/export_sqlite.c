@@ -420,8 +420,9 @@ int xe_sqlite(const struct xm_job *x, const char *path, uint64_t *records)
 	struct sq s = {0};
 	*records = 0;
 	unlink(path); /* a fresh database, not rows added to an old one */
-	/* no allocation statistics: each of SQLite's mallocs took a global mutex for them. Only
-	 * takes effect before SQLite is first used in the process (else it is refused, harmlessly) */
+	/* no allocation statistics: each of SQLite's mallocs took a global mutex for them. Takes
+	 * effect only before SQLite is first used in the process (later it is refused, harmlessly)
+	 */
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	/* one connection on one thread: no mutex around every bind and step (a fifth of the time
 	 * in serialized mode) */

@@ -157,9 +157,10 @@ int main(int argc, char **argv)
 		double cns = 0;
 		snprintf(out, sizeof out, "%s/floor.sqlite", dir);
 		double rs = sqlite_floor(out, 2000000, &cns);
-		printf("bench_export: sqlite3 itself: %.2f M rows/s, %.0f CPU ns/row (bare prepared "
-		       "inserts of 16 integers, one transaction, no journal, no mutex, no index)\n",
-		       rs / 1e6, cns);
+		printf(
+		    "bench_export: sqlite3 itself: %.2f M rows/s, %.0f CPU ns/row (bare prepared "
+		    "inserts of 16 integers, one transaction, no journal, no mutex, no index)\n",
+		    rs / 1e6, cns);
 	}
 	xm_close(x);
 	char cmd[128];
