@@ -46,6 +46,17 @@ int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t r, uint64_t
 uint64_t xe_flow_call(size_t r, long k);
 uint64_t xe_flow_coll(uint64_t comm_hash, uint64_t seq);
 
+/* The parallel writer the formats share (export_io.c): fn(ctx, r, o, &records) encodes readable
+ * process r on one of up to one thread per CPU and hands its bytes to xo_write(o, r, ...); they
+ * land in out in process order. fn returns 0, 1 (a trace failed: message printed) or 2 (a write
+ * failed). @return the OR of what fn returned, 2 also for a failed write to out, or -1 (no
+ * temporary file or memory: message printed) */
+struct xo;
+typedef int (*xo_fn)(void *ctx, size_t r, struct xo *o, uint64_t *records);
+int xo_run(const struct xm_job *x, FILE *out, xo_fn fn, void *ctx, uint64_t *records);
+/*! @return 0, or -1 (a write failed: xo_run reports it) */
+int xo_write(struct xo *o, size_t r, const void *buf, size_t len);
+
 /* The formats. Each returns 0, or -1 after printing an error naming the output. */
 int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records);
 /* out_dir != NULL: one file per process in out_dir (rank<N>.json, HTA's layout), else one file */

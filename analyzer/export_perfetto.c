@@ -1,15 +1,12 @@
 /* export_perfetto.c: the Perfetto protobuf sink: a process track per rank, thread tracks for the
  * API calls, GPU tracks per stream, counter tracks for link bandwidth and UM migrations, flows
  * from NCCL calls to their kernels and across the ranks of a collective, findings as instants. */
-#include <pthread.h> /* pthread_mutex_t */
-#include <stdlib.h>  /* calloc */
-#include <unistd.h>  /* sysconf */
-#include <string.h>  /* strcmp */
+#include <stdlib.h> /* calloc */
+#include <string.h> /* strcmp */
 
 #include "export.h"
 #include "nvlp_trace.h"
 #include "pb.h"
-#include "util.h" /* nvlp_run_parallel */
 
 /* Perfetto field numbers (see perfetto_trace.proto for the sources) */
 enum {
@@ -114,7 +111,9 @@ static struct slot *map_get(struct map *m, uint64_t k)
 }
 
 struct pf {
-	FILE *o;
+	FILE *o;       /* the job's sequence: straight to the output */
+	struct xo *xo; /* a process's: through the parallel writer, as part */
+	size_t part;
 	unsigned seq; /* packet sequence: 1 for the job's packets, 2 + r for process r */
 	struct pb p;
 	int err;
@@ -123,6 +122,10 @@ struct pf {
 	uint64_t next_iid;
 	/* the last thread and stream tracks: most events land on the track of the one before */
 	uint64_t th_key, th_uuid, st_key, st_uuid;
+	/* the last link-sample device's two counter tracks (indices into ctr + 1, 0 none):
+	 * samples are a third of a trace's records */
+	int64_t smp_dev;
+	size_t smp_nvl, smp_pcie;
 	struct ctr *ctr;
 	size_t nctr, capctr;
 	int pid; /* Perfetto pid of the current process */
@@ -170,10 +173,17 @@ static uint64_t intern(struct pf *s, int kind, uint64_t key, const char *text)
 #define K_KERNEL(rank, id) (1ULL << 58 | (uint64_t)(rank) << 32 | (id))
 #define K_COPY(src, dst) (2ULL << 58 | (uint64_t)((src)&0xffff) << 16 | ((dst)&0xffff))
 
+static void flush(struct pf *s)
+{
+	if (s->p.oom ||
+	    (s->xo ? xo_write(s->xo, s->part, s->p.buf, s->p.n) : pb_flush(&s->p, s->o)) != 0)
+		s->err = 1;
+	s->p.n = 0;
+}
 static void maybe_flush(struct pf *s)
 {
-	if (s->p.n >= (1u << 20) && pb_flush(&s->p, s->o) != 0)
-		s->err = 1;
+	if (s->p.n >= (1u << 20))
+		flush(s);
 }
 
 /* A track descriptor packet: kind 0 plain child track, 1 process, 2 thread, 3 counter */
@@ -411,6 +421,7 @@ static void pf_rank(void *ctx, const struct xm_job *x, size_t r)
 	struct pf *s = ctx;
 	const struct xm_rank *R = xm_rank(x, r);
 	s->th_uuid = s->st_uuid = 0; /* the caches hold tracks of one process */
+	s->smp_nvl = s->smp_pcie = 0;
 	s->pid = R->pid > 0 ? R->pid : (int)r + 1;
 	for (size_t i = 0; i < r; i++) /* the same pid on two hosts: keep the processes apart */
 		if (xm_rank(x, i)->pid == R->pid)
@@ -527,13 +538,23 @@ static void pf_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		const struct nvlp_rec_linksample *l = e->f;
 		if (!e->dur)
 			break;
-		struct ctr *c = counter_track(s, e->rank, 'N', (int64_t)l->device);
+		if (s->smp_dev != (int64_t)l->device) {
+			s->smp_dev = (int64_t)l->device;
+			s->smp_nvl = s->smp_pcie = 0;
+		}
+		struct ctr *c = s->smp_nvl ? &s->ctr[s->smp_nvl - 1]
+		                           : counter_track(s, e->rank, 'N', (int64_t)l->device);
+		if (c && !s->smp_nvl)
+			s->smp_nvl = (size_t)(c - s->ctr) + 1;
 		if (c) {
 			counter(s, c, e->ts, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
 			if (e->ts + e->dur > c->last_e)
 				c->last_e = e->ts + e->dur;
 		}
-		c = counter_track(s, e->rank, 'E', (int64_t)l->device);
+		c = s->smp_pcie ? &s->ctr[s->smp_pcie - 1]
+		                : counter_track(s, e->rank, 'E', (int64_t)l->device);
+		if (c && !s->smp_pcie)
+			s->smp_pcie = (size_t)(c - s->ctr) + 1;
 		if (c) {
 			counter(s, c, e->ts, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
 			if (e->ts + e->dur > c->last_e)
@@ -580,45 +601,29 @@ static void seq_start(struct pf *s)
 	intern_fixed(s);
 }
 
-/* Processes are encoded in parallel, each on its own packet sequence into its own temporary
- * file, then concatenated in order: a trace is a sequence of packets, each sequence has its own
- * interning state. */
-struct pf_pool {
-	const struct xm_job *x;
-	FILE **tmp;
-	uint64_t *recs;
-	int *err;
-	size_t next;
-	pthread_mutex_t mu;
-};
-
-static void *pf_worker(void *arg)
+/* Processes are encoded in parallel, each on its own packet sequence (each sequence has its
+ * own interning state), and written in process order (export_io.c). */
+static int pf_part(void *ctx, size_t r, struct xo *o, uint64_t *recs)
 {
-	struct pf_pool *p = arg;
-	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		size_t r = p->next++;
-		pthread_mutex_unlock(&p->mu);
-		if (r >= xm_nranks(p->x))
-			return NULL;
-		if (!xm_rank(p->x, r)->ok)
-			continue;
-		struct pf s = {.o = p->tmp[r], .seq = 2 + (unsigned)r};
-		pb_init(&s.p);
-		seq_start(&s);
-		struct xe_sink sink = {.ctx = &s, .rank = pf_rank, .ev = pf_ev};
-		if (xe_stream_rank(p->x, &sink, r, &p->recs[r]) != 0)
-			p->err[r] = 1;
-		for (size_t i = 0; i < s.nctr; i++)
-			if (s.ctr[i].last_e)
-				counter(&s, &s.ctr[i], s.ctr[i].last_e, 0);
-		if (pb_flush(&s.p, s.o) != 0 || fflush(s.o) != 0 || s.err)
-			p->err[r] = 2;
-		pb_free(&s.p);
-		free(s.tracks.s);
-		free(s.names.s);
-		free(s.ctr);
-	}
+	const struct xm_job *x = ctx;
+	struct pf s = {.xo = o, .part = r, .seq = 2 + (unsigned)r};
+	int rc = 0;
+	pb_init(&s.p);
+	seq_start(&s);
+	struct xe_sink sink = {.ctx = &s, .rank = pf_rank, .ev = pf_ev};
+	if (xe_stream_rank(x, &sink, r, recs) != 0)
+		rc = 1;
+	for (size_t i = 0; i < s.nctr; i++)
+		if (s.ctr[i].last_e)
+			counter(&s, &s.ctr[i], s.ctr[i].last_e, 0);
+	flush(&s);
+	if (s.err)
+		rc |= 2;
+	pb_free(&s.p);
+	free(s.tracks.s);
+	free(s.names.s);
+	free(s.ctr);
+	return rc;
 }
 
 int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
@@ -626,57 +631,15 @@ int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
 	struct pf s = {.o = o, .seq = 1};
 	pb_init(&s.p);
 	seq_start(&s);
-	size_t n = xm_nranks(x), pk;
-	struct pf_pool pool = {.x = x,
-	                       .tmp = calloc(n + 1, sizeof(FILE *)),
-	                       .recs = calloc(n + 1, sizeof(uint64_t)),
-	                       .err = calloc(n + 1, sizeof(int))};
-	int rc = 0;
-	*records = 0;
-	if (!pool.tmp || !pool.recs || !pool.err) {
-		fprintf(stderr, "nvlprof: export: out of memory\n");
-		rc = -1;
-	}
-	for (size_t r = 0; !rc && r < n; r++)
-		if (xm_rank(x, r)->ok && !(pool.tmp[r] = tmpfile())) {
-			fprintf(stderr, "nvlprof: export: cannot create a temporary file\n");
-			rc = -1;
-		}
-	if (!rc) {
-		pthread_mutex_init(&pool.mu, NULL);
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		size_t nt = ncpu > 0 && (size_t)ncpu < n ? (size_t)ncpu : n;
-		if (nt > 64)
-			nt = 64;
-		nvlp_run_parallel(pf_worker, &pool, nt);
-		pthread_mutex_destroy(&pool.mu);
-		if (pb_flush(&s.p, o) != 0)
+	size_t pk;
+	if (pb_flush(&s.p, o) != 0)
+		s.err = 1;
+	int rc = xo_run(x, o, pf_part, (void *)x, records);
+	if (rc > 0) {
+		if (rc & 2)
 			s.err = 1;
-		char *buf = malloc(1 << 20);
-		for (size_t r = 0; r < n && buf; r++) {
-			*records += pool.recs[r];
-			if (pool.err[r] == 1)
-				rc = -1;
-			else if (pool.err[r] == 2)
-				s.err = 1;
-			if (!pool.tmp[r])
-				continue;
-			rewind(pool.tmp[r]);
-			size_t k;
-			while ((k = fread(buf, 1, 1 << 20, pool.tmp[r])) > 0)
-				if (fwrite(buf, 1, k, o) != k)
-					s.err = 1;
-		}
-		if (!buf)
-			rc = -1;
-		free(buf);
+		rc = rc & 1 ? -1 : 0;
 	}
-	for (size_t r = 0; pool.tmp && r < n; r++)
-		if (pool.tmp[r])
-			fclose(pool.tmp[r]);
-	free(pool.tmp);
-	free(pool.recs);
-	free(pool.err);
 	/* findings: instants on the process they concern, or on a job-wide track */
 	uint64_t job_track = uuid_of((size_t)-1, 'F', 0, 0);
 	int have_job_track = 0;

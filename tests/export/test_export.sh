@@ -128,7 +128,7 @@ grep -q 'class="al strag"[^>]*>rank 1: MISSING' "$T/ddp_killed.html" && pass "ki
 grep -q 'finding pcie_fallback@' "$G/ddp_p2p_disable.perfetto" && pass "perfetto: findings as instants" || fail "perfetto: no finding instant"
 grep -q '^tracks counter:GPU N NVLink GB/s' "$G/ddp_p2p_disable.perfetto" && grep -q '^tracks counter:UM migration' "$G/uma_thrash.perfetto" &&
 	pass "perfetto: link and UM counter tracks" || fail "perfetto: counter tracks missing"
-grep -q '^ProfilerStep [1-9]' "$G/ddp_healthy.chrome" && pass "chrome: ProfilerStep#N" || fail "chrome: no ProfilerStep"
+grep -q '^Step [1-9]' "$G/ddp_healthy.chrome" && pass "chrome: Step#N" || fail "chrome: no Step#N"
 
 # ---- the checks can fail: a page with a script error and a remote image is caught
 printf '<!DOCTYPE html><html><body><img src="http://nvlprof-test.invalid/x.png"><script>console.error("x")</script></body></html>\n' >"$T/bad.html"
