@@ -282,26 +282,44 @@ static void busy_stop(pid_t *pids, int n)
 	}
 }
 
-/* One burst/rate child under LD_PRELOAD with env; fills out[] from its line, and the trace's
- * record and drop counts. @return 0 or -1. */
+/* What one burst/rate child left: its trace's ncclAllReduce records (records), every record
+ * (all), drops, size, and the writer thread's CPU time (-1: not reported). */
+struct load_stats {
+	double records, all, dropped, bytes, writer_ms;
+};
+
+/* One burst/rate child under LD_PRELOAD with env; fills out[] from its line, and *ls.
+ * @return 0 or -1. */
 static int run_load(const char *self, const char *preload, const char *dir, const char *env,
-                    const char *mode, double *out, int nout, double *records, double *dropped)
+                    const char *mode, double *out, int nout, struct load_stats *ls)
 {
-	char cmd[8 * PATH_MAX];
+	char cmd[12 * PATH_MAX], err[2 * PATH_MAX];
+	/* NVLPROF_VERBOSE: the shim's last words give the writer thread's CPU time. */
+	snprintf(err, sizeof err, "%s.err", dir);
 	snprintf(cmd, sizeof cmd,
 	         "env -u NCCL_PROFILER_PLUGIN LD_PRELOAD=%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
-	         "NVLPROF_STACKS=0 NVLPROF_NCCL_PLUGIN=0 %s '%s' %s",
-	         preload, dir, env, self, mode);
+	         "NVLPROF_STACKS=0 NVLPROF_NCCL_PLUGIN=0 NVLPROF_VERBOSE=1 %s '%s' %s 2>'%s'",
+	         preload, dir, env, self, mode, err);
 	FILE *p = popen(cmd, "r");
 	int ok = p != NULL;
 	for (int i = 0; ok && i < nout; i++)
 		ok = fscanf(p, "%lf", &out[i]) == 1;
 	if (p && pclose(p) != 0)
 		ok = 0;
-	double bytes;
-	if (!ok || trace_stats(dir, &bytes, records, dropped) != 0)
+	if (!ok || trace_stats(dir, &ls->bytes, &ls->records, &ls->dropped) != 0)
 		return -1;
-	*records = allreduces;
+	ls->all = ls->records;
+	ls->records = allreduces;
+	ls->writer_ms = -1;
+	FILE *e = fopen(err, "r");
+	char line[1024];
+	while (e && fgets(line, sizeof line, e)) {
+		const char *w = strstr(line, "nvlprof's threads: writer ");
+		if (w)
+			sscanf(w + strlen("nvlprof's threads: writer "), "%lf", &ls->writer_ms);
+	}
+	if (e)
+		fclose(e);
 	return 0;
 }
 
@@ -325,26 +343,34 @@ static int bench_bursts(const char *self, const char *preload, const char *tmpl)
 			char dir[PATH_MAX + 64];
 			snprintf(dir, sizeof dir, "%s/b%zu%zu", tmpl, l, s);
 			mkdir(dir, 0755);
-			double o[5] = {0}, rec = 0, drop = 0;
+			double o[5] = {0};
+			struct load_stats ls;
 			int burst = loads[l].calls > 0;
 			if (run_load(self, preload, dir, sides[s].env, loads[l].mode, o, burst ? 5 : 2,
-			             &rec, &drop) < 0) {
+			             &ls) < 0) {
 				printf("bench_shim: %s, %s: child failed\n", loads[l].what,
 				       sides[s].name);
 				bad = 1;
 				continue;
 			}
+			/* Writer CPU per record: what the writer thread needs for the rate to hold
+			 * (it gets about as much CPU as the producing thread on busy cores). */
+			double wns = ls.writer_ms >= 0 && ls.all > 0 ? ls.writer_ms * 1e6 / ls.all : -1;
 			/* The trace holds the calls plus a few records of its own (NCCL setup). */
 			if (burst)
 				printf("bench_shim:   %-40s %-17s %7.0f calls kept, %7.0f dropped, "
-				       "%6.1f ns/call (%5.1f of CPU); RSS +%.0f KiB in the burst, "
-				       "+%.0f KiB 1.5 s after\n",
-				       loads[l].what, sides[s].name, rec, drop, o[0], o[4],
-				       o[2] - o[1], o[3] - o[1]);
+				       "%6.1f ns/call (%5.1f of CPU), writer %5.1f ns CPU/record, "
+				       "%.2f bytes/record; RSS +%.0f KiB in the burst, +%.0f KiB 1.5 s "
+				       "after\n",
+				       loads[l].what, sides[s].name, ls.records, ls.dropped, o[0], o[4],
+				       wns, ls.bytes / (ls.all > 0 ? ls.all : 1), o[2] - o[1],
+				       o[3] - o[1]);
 			else
 				printf("bench_shim:   %-40s %-17s %7.0f calls kept, %7.0f dropped, "
-				       "of %.0f made at %.0f calls/s\n",
-				       loads[l].what, sides[s].name, rec, drop, o[0], o[1]);
+				       "of %.0f made at %.0f calls/s, writer %5.1f ns CPU/record, "
+				       "%.2f bytes/record\n",
+				       loads[l].what, sides[s].name, ls.records, ls.dropped, o[0], o[1],
+				       wns, ls.bytes / (ls.all > 0 ? ls.all : 1));
 		}
 	busy_stop(busy, nbusy);
 	return bad;
@@ -394,7 +420,9 @@ int main(int argc, char **argv)
 		return child_burst(atol(argv[2]), atoi(argv[3]));
 	if (argc >= 4 && !strcmp(argv[1], "--rate"))
 		return child_rate(atol(argv[2]), atol(argv[3]));
-	long calls = argc >= 2 ? atol(argv[1]) : DEFAULT_CALLS;
+	/* --bursts: only the burst section (the rest is skipped) */
+	int only_bursts = argc >= 2 && !strcmp(argv[1], "--bursts");
+	long calls = argc >= 2 && !only_bursts ? atol(argv[1]) : DEFAULT_CALLS;
 	char self[PATH_MAX - 64], lib[PATH_MAX], tmpl[] = "/tmp/nvlp-bench.XXXXXX";
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n <= 0 || !mkdtemp(tmpl))
@@ -408,6 +436,13 @@ int main(int argc, char **argv)
 	snprintf(slash + 1, sizeof lib - (size_t)(slash + 1 - lib), "libnvlprof.so");
 	const char *env_lib = getenv("NVLPROF_LIB");
 	const char *preload = env_lib ? env_lib : lib;
+
+	if (only_bursts) {
+		int bad = bench_bursts(self, preload, tmpl);
+		char rm[PATH_MAX + 16];
+		snprintf(rm, sizeof rm, "rm -rf '%s'", tmpl);
+		return system(rm) != 0 || bad;
+	}
 
 	/* traced: the interception alone (NCCL's profiler plugin off); plugged: with the plugin,
 	 * which the fake NCCL then calls once per collective, as NCCL 2.27+ does */
