@@ -58,8 +58,8 @@ unsigned nvlp_ring_nfields(unsigned kind);
 struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t tid);
 
 /*! Producer side: append one record (to the spill when the ring is full). @return 0, 1 when the
- * caller should wake the consumer (the ring crossed NVLP_RING_WAKE, or spilling began), -1 when there
- * is no room in either (nothing written, nothing counted). */
+ * caller should wake the consumer (the ring crossed NVLP_RING_WAKE, or spilling began), -1 when
+ * there is no room in either (nothing written, nothing counted). */
 int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
                   size_t blob_len);
 

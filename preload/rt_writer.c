@@ -173,7 +173,8 @@ static void drain_locked(int can_yield)
 		if (st == NVLP_RING_FREE)
 			continue;
 		uint64_t t0 = atomic_load_explicit(&r->tail, memory_order_relaxed);
-		uint64_t s0 = r->spill ? atomic_load_explicit(&r->spill->tail, memory_order_relaxed) : 0;
+		uint64_t s0 =
+		    r->spill ? atomic_load_explicit(&r->spill->tail, memory_order_relaxed) : 0;
 		nvlp_ring_drain(r, sink, NULL, scratch);
 		uint64_t f = taken_64ths(r, t0, s0);
 		if (f > fill_64ths)
@@ -216,13 +217,13 @@ static uint64_t mono_ns(void)
 
 /*
  * The writer polls the rings at an interval that follows how full the fullest one got since the
- * last drain: halved when it reached 3/8 (down to 1 ms; at once to 1 ms past half), doubled when it stayed under 1/16 (up to
- * NVLPROF_FLUSH_MS). Under a sustained rate it thus drains before a ring is half full, so that
- * producers rarely kick it (the kick is a write(2) on the producing thread); a kick remains for a
- * burst that starts while it sleeps long. A frame is written every NVLPROF_FLUSH_MS (what a
- * kill -9 may lose) or whenever 1 MiB of records is pending, not at every wake-up: a frame per
- * wake-up of a busy writer (~3,000 records) cost ~10% more CPU per record than 1 MiB frames and
- * made the trace ~4% larger (measured on the bench's NCCL records).
+ * last drain: halved when it reached 3/8 (down to 1 ms; at once to 1 ms past half), doubled when it
+ * stayed under 1/16 (up to NVLPROF_FLUSH_MS). Under a sustained rate it thus drains before a ring
+ * is half full, so that producers rarely kick it (the kick is a write(2) on the producing thread);
+ * a kick remains for a burst that starts while it sleeps long. A frame is written every
+ * NVLPROF_FLUSH_MS (what a kill -9 may lose) or whenever 1 MiB of records is pending, not at every
+ * wake-up: a frame per wake-up of a busy writer (~3,000 records) cost ~10% more CPU per record than
+ * 1 MiB frames and made the trace ~4% larger (measured on the bench's NCCL records).
  */
 static void *writer_main(void *arg)
 {

@@ -248,7 +248,8 @@ int main(int argc, char **argv)
 		}
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 		printf("calls=%ld\n", atomic_load(&calls));
-		printf("cpu_ms=%.1f\n", ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / 1e6);
+		printf("cpu_ms=%.1f\n",
+		       ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / 1e6);
 		return 0;
 	}
 	if (!strcmp(mode, "churn")) { /* churn K: K short threads, 4 at a time, 3 calls each */
