@@ -134,8 +134,8 @@ static int put_one(struct nvlp_ring *r, unsigned kind, uint64_t fbytes, const vo
 	atomic_store_explicit(&r->head, h + need, memory_order_release);
 	if (r->wake_shift)
 		return (h >> r->wake_shift) != ((h + need) >> r->wake_shift);
-	uint64_t half = r->cap / 2;
-	return (h - t < half && h + need - t >= half) ? 1 : 0;
+	uint64_t mark = NVLP_RING_WAKE(r->cap);
+	return (h - t < mark && h + need - t >= mark) ? 1 : 0;
 }
 
 int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,

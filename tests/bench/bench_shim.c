@@ -25,9 +25,10 @@
  *
  * Bursts (issue 12): with every core of the machine busy with spinning processes this program
  * starts and stops itself, a child makes N calls back to back on T threads, or paces 1 M calls/s
- * for 10 s; each with the default buffers and with the old ring, counting records kept and
- * dropped in the trace. The burst child also reports its resident memory before, right after, and
- * 1.5 s after the burst (when the writer has drained the spill and given its pages back).
+ * for 10 s (on one thread, and shared by 16); each with the default buffers and with the old
+ * ring, counting records kept and dropped in the trace, and the writer thread's CPU per record.
+ * The burst child also reports its resident memory before, right after, and 1.5 s after the burst
+ * (when the writer has drained the spill and given its pages back).
  */
 #define ROUNDS 5
 #define DEFAULT_CALLS 400000
@@ -122,21 +123,23 @@ static int child_burst(long calls, int threads)
 	return 0;
 }
 
-/* --rate R S: R calls per second for S seconds, in 1 ms slices (a slice late behind busy cores is
- * made up at once, as a job's step would be); prints the calls made and the achieved rate. */
-static int child_rate(long rate, long secs)
+/* --rate R S [T]: R calls per second for S seconds in all, shared by T threads (1 by default),
+ * in 1 ms slices (a slice late behind busy cores is made up at once, as a job's step would be);
+ * prints the calls made and the achieved rate. */
+static ncclComm_t rate_comm;
+static long rate_per_ms, rate_secs;
+static long rate_made; /* __atomic builtins */
+
+static void *rate_thread(void *arg)
 {
-	ncclUniqueId id;
-	ncclComm_t comm;
-	if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess)
-		return 1;
-	long per_ms = rate / 1000, made = 0;
+	(void)arg;
+	long made = 0;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
-	double t0 = now_ns();
-	for (long ms = 0; ms < secs * 1000; ms++) {
-		for (long i = 0; i < per_ms; i++, made++)
-			ncclAllReduce(NULL, NULL, 1024 + (i & 7), ncclFloat32, ncclSum, comm, NULL);
+	for (long ms = 0; ms < rate_secs * 1000; ms++) {
+		for (long i = 0; i < rate_per_ms; i++, made++)
+			ncclAllReduce(NULL, NULL, 1024 + (i & 7), ncclFloat32, ncclSum, rate_comm,
+			              NULL);
 		next.tv_nsec += 1000000;
 		if (next.tv_nsec >= 1000000000) {
 			next.tv_sec++;
@@ -144,8 +147,29 @@ static int child_rate(long rate, long secs)
 		}
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
 	}
+	__atomic_fetch_add(&rate_made, made, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int child_rate(long rate, long secs, int threads)
+{
+	ncclUniqueId id;
+	if (ncclGetUniqueId(&id) != ncclSuccess ||
+	    ncclCommInitRank(&rate_comm, 1, id, 0) != ncclSuccess)
+		return 1;
+	threads = threads < 1 ? 1 : threads > 64 ? 64 : threads;
+	rate_per_ms = rate / 1000 / threads;
+	rate_secs = secs;
+	pthread_t t[64];
+	double t0 = now_ns();
+	for (int i = 1; i < threads; i++)
+		pthread_create(&t[i], NULL, rate_thread, NULL);
+	rate_thread(NULL);
+	for (int i = 1; i < threads; i++)
+		pthread_join(t[i], NULL);
 	double t1 = now_ns();
-	ncclCommDestroy(comm);
+	ncclCommDestroy(rate_comm);
+	long made = __atomic_load_n(&rate_made, __ATOMIC_RELAXED);
 	printf("%ld %.0f\n", made, made / ((t1 - t0) / 1e9));
 	return 0;
 }
@@ -282,26 +306,44 @@ static void busy_stop(pid_t *pids, int n)
 	}
 }
 
-/* One burst/rate child under LD_PRELOAD with env; fills out[] from its line, and the trace's
- * record and drop counts. @return 0 or -1. */
+/* What one burst/rate child left: its trace's ncclAllReduce records (records), every record
+ * (all), drops, size, and the writer thread's CPU time (-1: not reported). */
+struct load_stats {
+	double records, all, dropped, bytes, writer_ms;
+};
+
+/* One burst/rate child under LD_PRELOAD with env; fills out[] from its line, and *ls.
+ * @return 0 or -1. */
 static int run_load(const char *self, const char *preload, const char *dir, const char *env,
-                    const char *mode, double *out, int nout, double *records, double *dropped)
+                    const char *mode, double *out, int nout, struct load_stats *ls)
 {
-	char cmd[8 * PATH_MAX];
+	char cmd[12 * PATH_MAX], err[2 * PATH_MAX];
+	/* NVLPROF_VERBOSE: the shim's last words give the writer thread's CPU time. */
+	snprintf(err, sizeof err, "%s.err", dir);
 	snprintf(cmd, sizeof cmd,
 	         "env -u NCCL_PROFILER_PLUGIN LD_PRELOAD=%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 "
-	         "NVLPROF_STACKS=0 NVLPROF_NCCL_PLUGIN=0 %s '%s' %s",
-	         preload, dir, env, self, mode);
+	         "NVLPROF_STACKS=0 NVLPROF_NCCL_PLUGIN=0 NVLPROF_VERBOSE=1 %s '%s' %s 2>'%s'",
+	         preload, dir, env, self, mode, err);
 	FILE *p = popen(cmd, "r");
 	int ok = p != NULL;
 	for (int i = 0; ok && i < nout; i++)
 		ok = fscanf(p, "%lf", &out[i]) == 1;
 	if (p && pclose(p) != 0)
 		ok = 0;
-	double bytes;
-	if (!ok || trace_stats(dir, &bytes, records, dropped) != 0)
+	if (!ok || trace_stats(dir, &ls->bytes, &ls->records, &ls->dropped) != 0)
 		return -1;
-	*records = allreduces;
+	ls->all = ls->records;
+	ls->records = allreduces;
+	ls->writer_ms = -1;
+	FILE *e = fopen(err, "r");
+	char line[1024];
+	while (e && fgets(line, sizeof line, e)) {
+		const char *w = strstr(line, "nvlprof's threads: writer ");
+		if (w)
+			sscanf(w + strlen("nvlprof's threads: writer "), "%lf", &ls->writer_ms);
+	}
+	if (e)
+		fclose(e);
 	return 0;
 }
 
@@ -315,7 +357,9 @@ static int bench_bursts(const char *self, const char *preload, const char *tmpl)
 		long calls;
 	} loads[] = {{"1 thread x 100,000 calls back to back", "--burst 100000 1", 100000},
 	             {"16 threads x 20,000 calls back to back", "--burst 20000 16", 320000},
-	             {"1 M calls/s for 10 s", "--rate 1000000 10", 0}};
+	             {"1 M calls/s for 10 s", "--rate 1000000 10", 0},
+	             /* one writer for 16 producers: each gets a core's share, the writer one too */
+	             {"16 threads x 62,000 calls/s for 10 s", "--rate 1000000 10 16", 0}};
 	pid_t busy[256];
 	int nbusy = busy_start(busy, 256);
 	printf("bench_shim: bursts with %d spinning processes keeping every core busy\n", nbusy);
@@ -325,26 +369,34 @@ static int bench_bursts(const char *self, const char *preload, const char *tmpl)
 			char dir[PATH_MAX + 64];
 			snprintf(dir, sizeof dir, "%s/b%zu%zu", tmpl, l, s);
 			mkdir(dir, 0755);
-			double o[5] = {0}, rec = 0, drop = 0;
+			double o[5] = {0};
+			struct load_stats ls;
 			int burst = loads[l].calls > 0;
 			if (run_load(self, preload, dir, sides[s].env, loads[l].mode, o, burst ? 5 : 2,
-			             &rec, &drop) < 0) {
+			             &ls) < 0) {
 				printf("bench_shim: %s, %s: child failed\n", loads[l].what,
 				       sides[s].name);
 				bad = 1;
 				continue;
 			}
+			/* Writer CPU per record: what the writer thread needs for the rate to hold
+			 * (it gets about as much CPU as the producing thread on busy cores). */
+			double wns = ls.writer_ms >= 0 && ls.all > 0 ? ls.writer_ms * 1e6 / ls.all : -1;
 			/* The trace holds the calls plus a few records of its own (NCCL setup). */
 			if (burst)
 				printf("bench_shim:   %-40s %-17s %7.0f calls kept, %7.0f dropped, "
-				       "%6.1f ns/call (%5.1f of CPU); RSS +%.0f KiB in the burst, "
-				       "+%.0f KiB 1.5 s after\n",
-				       loads[l].what, sides[s].name, rec, drop, o[0], o[4],
-				       o[2] - o[1], o[3] - o[1]);
+				       "%6.1f ns/call (%5.1f of CPU), writer %5.1f ns CPU/record, "
+				       "%.2f bytes/record; RSS +%.0f KiB in the burst, +%.0f KiB 1.5 s "
+				       "after\n",
+				       loads[l].what, sides[s].name, ls.records, ls.dropped, o[0], o[4],
+				       wns, ls.bytes / (ls.all > 0 ? ls.all : 1), o[2] - o[1],
+				       o[3] - o[1]);
 			else
 				printf("bench_shim:   %-40s %-17s %7.0f calls kept, %7.0f dropped, "
-				       "of %.0f made at %.0f calls/s\n",
-				       loads[l].what, sides[s].name, rec, drop, o[0], o[1]);
+				       "of %.0f made at %.0f calls/s, writer %5.1f ns CPU/record, "
+				       "%.2f bytes/record\n",
+				       loads[l].what, sides[s].name, ls.records, ls.dropped, o[0], o[1],
+				       wns, ls.bytes / (ls.all > 0 ? ls.all : 1));
 		}
 	busy_stop(busy, nbusy);
 	return bad;
@@ -393,8 +445,10 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "--burst"))
 		return child_burst(atol(argv[2]), atoi(argv[3]));
 	if (argc >= 4 && !strcmp(argv[1], "--rate"))
-		return child_rate(atol(argv[2]), atol(argv[3]));
-	long calls = argc >= 2 ? atol(argv[1]) : DEFAULT_CALLS;
+		return child_rate(atol(argv[2]), atol(argv[3]), argc >= 5 ? atoi(argv[4]) : 1);
+	/* --bursts: only the burst section (the rest is skipped) */
+	int only_bursts = argc >= 2 && !strcmp(argv[1], "--bursts");
+	long calls = argc >= 2 && !only_bursts ? atol(argv[1]) : DEFAULT_CALLS;
 	char self[PATH_MAX - 64], lib[PATH_MAX], tmpl[] = "/tmp/nvlp-bench.XXXXXX";
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n <= 0 || !mkdtemp(tmpl))
@@ -408,6 +462,13 @@ int main(int argc, char **argv)
 	snprintf(slash + 1, sizeof lib - (size_t)(slash + 1 - lib), "libnvlprof.so");
 	const char *env_lib = getenv("NVLPROF_LIB");
 	const char *preload = env_lib ? env_lib : lib;
+
+	if (only_bursts) {
+		int bad = bench_bursts(self, preload, tmpl);
+		char rm[PATH_MAX + 16];
+		snprintf(rm, sizeof rm, "rm -rf '%s'", tmpl);
+		return system(rm) != 0 || bad;
+	}
 
 	/* traced: the interception alone (NCCL's profiler plugin off); plugged: with the plugin,
 	 * which the fake NCCL then calls once per collective, as NCCL 2.27+ does */

@@ -230,6 +230,28 @@ int main(int argc, char **argv)
 		printf("rss_back=%d\n", rss <= rss0 + 8192);
 		return 0;
 	}
+	if (!strcmp(mode, "rate")) { /* rate R S: R calls/s for S s in 1 ms slices (a late slice is
+	                              * made up at once); prints the calls and this thread's CPU */
+		allreduce();
+		struct timespec next, c0, c1;
+		clock_gettime(CLOCK_MONOTONIC, &next);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+		for (long ms = 0; ms < b * 1000; ms++) {
+			for (long i = 0; i < a / 1000; i++)
+				allreduce();
+			next.tv_nsec += 1000000;
+			if (next.tv_nsec >= 1000000000) {
+				next.tv_sec++;
+				next.tv_nsec -= 1000000000;
+			}
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+		}
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+		printf("calls=%ld\n", atomic_load(&calls));
+		printf("cpu_ms=%.1f\n",
+		       ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / 1e6);
+		return 0;
+	}
 	if (!strcmp(mode, "churn")) { /* churn K: K short threads, 4 at a time, 3 calls each */
 		long vm0 = vm_size_kb();
 		for (long i = 0; i < a; i += 4) {
