@@ -53,6 +53,7 @@ int an_align_comms(struct an_job *job)
 				continue;
 			}
 			c->comm = jc;
+			job->comms[jc].ncalls++;
 			if (dropped)
 				r->calls[o] = *c;
 			o++;
@@ -143,26 +144,64 @@ static int cmp_centry(const void *a, const void *b)
 	return x->k < y->k ? -1 : x->k > y->k;
 }
 
+/* Entries are added file by file: each file's are a run, sorted itself when its calls came in seq
+ * order (the usual case). A few sorted runs are merged (a tenth of report's CPU went to the
+ * counting sort below on a 2-rank trace of 2M calls each). @return 1 done, 0 not this case */
+#define MERGE_MAXRUNS 16
+static int merge_runs(struct ctab *t)
+{
+	size_t at[MERGE_MAXRUNS + 1], end[MERGE_MAXRUNS];
+	int nr = 0;
+	for (size_t i = 0; i < t->ne; i++) {
+		if (!i || t->col_file[t->e[i].col] != t->col_file[t->e[i - 1].col]) {
+			if (nr == MERGE_MAXRUNS)
+				return 0;
+			at[nr++] = i;
+		} else if (cmp_centry(&t->e[i - 1], &t->e[i]) > 0)
+			return 0;
+	}
+	if (nr == 1) /* sorted already */
+		return 1;
+	for (int r = 0; r < nr; r++)
+		end[r] = r + 1 < nr ? at[r + 1] : t->ne;
+	struct centry *tmp = malloc(t->ne * sizeof *tmp);
+	if (!tmp)
+		return 0;
+	/* (seq, col) orders the entries: a column belongs to one file, so two runs never tie */
+	for (size_t o = 0; o < t->ne; o++) {
+		int best = -1;
+		uint64_t bk = UINT64_MAX;
+		for (int r = 0; r < nr; r++)
+			if (at[r] < end[r]) {
+				const struct centry *x = &t->e[at[r]];
+				uint64_t key = (uint64_t)x->seq << 32 | x->col;
+				if (best < 0 || key < bk) {
+					best = r;
+					bk = key;
+				}
+			}
+		tmp[o] = t->e[at[best]++];
+	}
+	memcpy(t->e, tmp, t->ne * sizeof *tmp);
+	free(tmp);
+	return 1;
+}
+
 /* Entries in (seq, col, k) order. Each file's calls come in seq order, so the usual table (seq
  * numbers dense, a few columns) is sorted by counting its seq numbers, in time linear in the
  * calls; a sparse one (seq numbers far apart) by qsort. */
 static void sort_entries(struct ctab *t)
 {
 	size_t n = t->ne;
-	if (n < 2)
+	if (n < 2 || merge_runs(t))
 		return;
 	uint32_t lo = UINT32_MAX, hi = 0;
-	int sorted = 1;
 	for (size_t i = 0; i < n; i++) {
 		if (t->e[i].seq < lo)
 			lo = t->e[i].seq;
 		if (t->e[i].seq > hi)
 			hi = t->e[i].seq;
-		if (i && sorted && cmp_centry(&t->e[i - 1], &t->e[i]) > 0)
-			sorted = 0;
 	}
-	if (sorted)
-		return;
 	uint64_t span = (uint64_t)hi - lo + 1;
 	uint32_t *cnt = span <= 4 * (uint64_t)n + 1024 ? calloc(span + 1, sizeof *cnt) : NULL;
 	struct centry *tmp = cnt ? malloc(n * sizeof *tmp) : NULL;
@@ -397,33 +436,33 @@ static void refine_clocks(struct an_job *job, struct ctab *tabs)
 }
 
 /* ---- cross-rank figures of one collective every member entered ---- */
-/* Arrivals (job time) of a full row: the latest, the next latest, the earliest, who was last. */
+/* Arrivals (job time) of a full row: each column's (te), the latest, the next latest, the
+ * earliest, who was last. Computed once per row: the figures below read them several times. */
 struct arrivals {
+	int64_t *te;
 	int64_t mx, mx2, mn;
 	int last;
 };
-static int64_t arrival(const struct an_job *job, const struct ctab *t, const struct crow *w,
-                       int col)
+static void row_arrivals(const struct an_job *job, const struct ctab *t, const struct crow *w,
+                         struct arrivals *a)
 {
-	const struct an_rank *r = &job->ranks[t->col_file[col]];
-	return an_add_i64((int64_t)crow_call(job, t, w, col)->t_enter, r->offset);
-}
-static struct arrivals row_arrivals(const struct an_job *job, const struct ctab *t,
-                                    const struct crow *w)
-{
-	struct arrivals a = {INT64_MIN, INT64_MIN, INT64_MAX, -1};
+	a->mx = a->mx2 = INT64_MIN;
+	a->mn = INT64_MAX;
+	a->last = -1;
+	const struct centry *e = &t->e[w->at];
 	for (int col = 0; col < t->ncol; col++) {
-		int64_t te = arrival(job, t, w, col);
-		if (te > a.mx) {
-			a.mx2 = a.mx;
-			a.mx = te;
-			a.last = col;
-		} else if (te > a.mx2)
-			a.mx2 = te;
-		if (te < a.mn)
-			a.mn = te;
+		const struct an_rank *r = &job->ranks[t->col_file[col]];
+		int64_t te = an_add_i64((int64_t)r->calls[e[col].k].t_enter, r->offset);
+		a->te[col] = te;
+		if (te > a->mx) {
+			a->mx2 = a->mx;
+			a->mx = te;
+			a->last = col;
+		} else if (te > a->mx2)
+			a->mx2 = te;
+		if (te < a->mn)
+			a->mn = te;
 	}
-	return a;
 }
 
 /* Transfer time: the shortest GPU time among the ranks (the last to arrive barely waits). */
@@ -442,16 +481,16 @@ static uint32_t row_xfer(const struct an_job *job, const struct ctab *t, const s
 static void row_waits(struct an_job *job, const struct ctab *t, const struct crow *w,
                       const struct arrivals *a, int first)
 {
+	(void)w;
 	if (first) { /* startup: ranks reach their first collective seconds apart */
 		for (int col = 0; col < t->ncol; col++)
-			job->rx[t->col_file[col]].first_wait_ns +=
-			    (double)an_sub_i64(a->mx, arrival(job, t, w, col));
+			job->rx[t->col_file[col]].first_wait_ns += (double)an_sub_i64(a->mx, a->te[col]);
 		return;
 	}
 	/* a wrapped difference of untrusted times stays a number; no overflow trap */
 	double lead = (double)an_sub_i64(a->mx, a->mx2);
 	for (int col = 0; col < t->ncol; col++) {
-		int64_t te = arrival(job, t, w, col);
+		int64_t te = a->te[col];
 		struct an_rank_x *x = &job->rx[t->col_file[col]];
 		x->colls++;
 		x->wait_ns += (double)an_sub_i64(a->mx, te);
@@ -465,7 +504,7 @@ static void row_waits(struct an_job *job, const struct ctab *t, const struct cro
 	}
 	struct an_rank_x *lx = &job->rx[t->col_file[a->last]];
 	for (int col = 0; col < t->ncol; col++)
-		lx->caused_wait_ns += (double)an_sub_i64(a->mx, arrival(job, t, w, col));
+		lx->caused_wait_ns += (double)an_sub_i64(a->mx, a->te[col]);
 }
 
 /* Some ranks entered a collective, some never did: only ranks whose trace stops before this seq
@@ -554,6 +593,11 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 		uint64_t seen_full = 0;
 		if (t->ncol < 2)
 			continue;
+		struct arrivals a = {.te = malloc((size_t)t->ncol * sizeof *a.te)};
+		if (!a.te) {
+			job->comms_unmatched++; /* said in the report: its cross-rank figures are missing */
+			continue;
+		}
 		struct crow w = {0};
 		while (crow_next(t, &w)) {
 			if (w.present == t->ncol) {
@@ -573,7 +617,7 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 						                t->nrow - 1;
 					}
 				}
-				struct arrivals a = row_arrivals(job, t, &w);
+				row_arrivals(job, t, &w, &a);
 				if (m->xfer)
 					m->xfer[w.index] = row_xfer(job, t, &w);
 				double skew = (double)an_sub_i64(a.mx, a.mn);
@@ -598,6 +642,7 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 			if (!hang_done && w.present)
 				hang_done = row_hang(job, t, &w, (uint16_t)ci);
 		}
+		free(a.te);
 	}
 	job->mean_skew_ns = nskew ? skew_sum / (double)nskew : 0;
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -617,9 +662,8 @@ void an_align_cross_rank(struct an_job *job)
 	size_t *ncalls = calloc(job->ncomms ? job->ncomms : 1, sizeof *ncalls);
 	struct centry *all = NULL;
 	int ok = tabs && job->rx && ncalls;
-	for (size_t f = 0; ok && f < job->nranks; f++)
-		for (size_t k = 0; k < job->ranks[f].ncalls; k++)
-			ncalls[job->ranks[f].calls[k].comm]++;
+	for (size_t ci = 0; ok && ci < job->ncomms; ci++)
+		ncalls[ci] = job->comms[ci].ncalls;
 	if (ok && !(all = ctab_build_all(job, ncalls, tabs)))
 		ok = 0;
 	for (size_t ci = 0; ok && ci < job->ncomms; ci++)
