@@ -287,6 +287,8 @@ struct an_rank {
 		uint64_t host_ns;
 	} *failed; /* collectives that returned an error (kept in calls at their seq) */
 	size_t nfailed, capfailed;
+	struct an_kch_file *kch_file;     /* KCH and what reads them, as decoded (kernelch.c) */
+	struct an_graph_file *graph_file; /* graph records, as decoded (graphs.c) */
 	uint64_t *marks; /* step marks (local clock, file order): an_steps_mark */
 	size_t nmarks, capmarks;
 	char mark_name[48]; /* what made them ("ProfilerStep", "cudaProfilerStart") */
