@@ -44,6 +44,15 @@ int an_align_comms(struct an_job *job)
 				dropped = 1;
 			r->comms[i].job_comm = j < 0 ? UINT16_MAX : (uint16_t)j;
 		}
+		/* a pass over every call is dear on a trace of millions: none when the process's
+		 * comm numbers are the job's already (one comm, the first) */
+		int same = !dropped;
+		for (size_t i = 0; same && i < r->ncomms; i++)
+			same = r->comms[i].job_comm == i;
+		if (same && r->ncomms == 1) {
+			job->comms[0].ncalls += r->ncalls;
+			continue;
+		}
 		size_t o = 0;
 		for (size_t k = 0; k < r->ncalls; k++) {
 			struct an_call *c = &r->calls[k];
@@ -132,6 +141,7 @@ struct ctab {
 	int *col_file;    /* column -> index in job->ranks */
 	int *col_dev;     /* column -> device */
 	uint32_t *maxseq; /* per column: highest seq it entered */
+	struct centry *own; /* e once merged into an array of its own (freed with the table) */
 };
 
 static int cmp_centry(const void *a, const void *b)
@@ -168,13 +178,23 @@ static int merge_runs(struct ctab *t)
 	if (!tmp)
 		return 0;
 	/* (seq, col) orders the entries: a column belongs to one file, so two runs never tie */
-	for (size_t o = 0; o < t->ne; o++) {
+#define CKEY(x) ((uint64_t)(x)->seq << 32 | (x)->col)
+	if (nr == 2) { /* the usual pair of ranks: a plain two-way merge */
+		size_t i = at[0], j = at[1], o = 0;
+		while (i < end[0] && j < end[1])
+			tmp[o++] = CKEY(&t->e[i]) < CKEY(&t->e[j]) ? t->e[i++] : t->e[j++];
+		while (i < end[0])
+			tmp[o++] = t->e[i++];
+		while (j < end[1])
+			tmp[o++] = t->e[j++];
+	}
+	for (size_t o = 0; nr > 2 && o < t->ne; o++) {
 		int best = -1;
 		uint64_t bk = UINT64_MAX;
 		for (int r = 0; r < nr; r++)
 			if (at[r] < end[r]) {
 				const struct centry *x = &t->e[at[r]];
-				uint64_t key = (uint64_t)x->seq << 32 | x->col;
+				uint64_t key = CKEY(x);
 				if (best < 0 || key < bk) {
 					best = r;
 					bk = key;
@@ -182,8 +202,8 @@ static int merge_runs(struct ctab *t)
 			}
 		tmp[o] = t->e[at[best]++];
 	}
-	memcpy(t->e, tmp, t->ne * sizeof *tmp);
-	free(tmp);
+#undef CKEY
+	t->e = t->own = tmp; /* no copy back */
 	return 1;
 }
 
@@ -332,6 +352,7 @@ fail:
 
 static void ctab_free(struct ctab *t)
 {
+	free(t->own);
 	free(t->col_file);
 	free(t->col_dev);
 	free(t->maxseq);
