@@ -8,7 +8,9 @@
 #include "stages.h"
 
 /* ---- the job's communicators ---- */
-int an_align_comms(struct an_job *job)
+/* The job's comm table from every process's comms; calls renumbered to it (those beyond
+ * AN_MAX_COMMS dropped and counted) and counted per comm. @return 0, or -1 out of memory */
+static int comm_table(struct an_job *job)
 {
 	size_t capc = 0;
 	struct an_index ix = {0};
@@ -70,7 +72,13 @@ int an_align_comms(struct an_job *job)
 		r->ncalls = o;
 	}
 	an_index_free(&ix);
-	/* comm membership, host locality and NVLink peak, in one pass over the processes' comms */
+	return 0;
+}
+
+/* Comm membership, host locality and NVLink peak, in one pass over the processes' comms.
+ * @return 0, or -1 out of memory */
+static int comm_members(struct an_job *job)
+{
 	const char **host0 = calloc(job->ncomms ? job->ncomms : 1, sizeof *host0);
 	double *peak = malloc((AN_MAX_DEVICE + 2) * sizeof *peak);
 	if (!host0 || !peak) {
@@ -106,6 +114,13 @@ int an_align_comms(struct an_job *job)
 		if (!c->single_host || c->peak_Bps < 0)
 			c->peak_Bps = 0;
 	}
+	return 0;
+}
+
+int an_align_comms(struct an_job *job)
+{
+	if (comm_table(job) < 0 || comm_members(job) < 0)
+		return -1;
 	/* names the job gave its communicators: the first process naming one names it */
 	for (size_t ci = 0; ci < job->ncomms; ci++)
 		for (size_t f = 0; f < job->nranks && !job->comms[ci].name[0]; f++)
