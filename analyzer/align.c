@@ -8,7 +8,9 @@
 #include "stages.h"
 
 /* ---- the job's communicators ---- */
-int an_align_comms(struct an_job *job)
+/* The job's comm table from every process's comms; calls renumbered to it (those beyond
+ * AN_MAX_COMMS dropped and counted) and counted per comm. @return 0, or -1 out of memory */
+static int comm_table(struct an_job *job)
 {
 	size_t capc = 0;
 	struct an_index ix = {0};
@@ -44,6 +46,15 @@ int an_align_comms(struct an_job *job)
 				dropped = 1;
 			r->comms[i].job_comm = j < 0 ? UINT16_MAX : (uint16_t)j;
 		}
+		/* a pass over every call is dear on a trace of millions: none when the process's
+		 * comm numbers are the job's already (one comm, the first) */
+		int same = !dropped;
+		for (size_t i = 0; same && i < r->ncomms; i++)
+			same = r->comms[i].job_comm == i;
+		if (same && r->ncomms == 1) {
+			job->comms[0].ncalls += r->ncalls;
+			continue;
+		}
 		size_t o = 0;
 		for (size_t k = 0; k < r->ncalls; k++) {
 			struct an_call *c = &r->calls[k];
@@ -53,6 +64,7 @@ int an_align_comms(struct an_job *job)
 				continue;
 			}
 			c->comm = jc;
+			job->comms[jc].ncalls++;
 			if (dropped)
 				r->calls[o] = *c;
 			o++;
@@ -60,7 +72,13 @@ int an_align_comms(struct an_job *job)
 		r->ncalls = o;
 	}
 	an_index_free(&ix);
-	/* comm membership, host locality and NVLink peak, in one pass over the processes' comms */
+	return 0;
+}
+
+/* Comm membership, host locality and NVLink peak, in one pass over the processes' comms.
+ * @return 0, or -1 out of memory */
+static int comm_members(struct an_job *job)
+{
 	const char **host0 = calloc(job->ncomms ? job->ncomms : 1, sizeof *host0);
 	double *peak = malloc((AN_MAX_DEVICE + 2) * sizeof *peak);
 	if (!host0 || !peak) {
@@ -96,6 +114,13 @@ int an_align_comms(struct an_job *job)
 		if (!c->single_host || c->peak_Bps < 0)
 			c->peak_Bps = 0;
 	}
+	return 0;
+}
+
+int an_align_comms(struct an_job *job)
+{
+	if (comm_table(job) < 0 || comm_members(job) < 0)
+		return -1;
 	/* names the job gave its communicators: the first process naming one names it */
 	for (size_t ci = 0; ci < job->ncomms; ci++)
 		for (size_t f = 0; f < job->nranks && !job->comms[ci].name[0]; f++)
@@ -131,6 +156,7 @@ struct ctab {
 	int *col_file;    /* column -> index in job->ranks */
 	int *col_dev;     /* column -> device */
 	uint32_t *maxseq; /* per column: highest seq it entered */
+	struct centry *own; /* e once merged into an array of its own (freed with the table) */
 };
 
 static int cmp_centry(const void *a, const void *b)
@@ -143,26 +169,74 @@ static int cmp_centry(const void *a, const void *b)
 	return x->k < y->k ? -1 : x->k > y->k;
 }
 
+/* Entries are added file by file: each file's are a run, sorted itself when its calls came in seq
+ * order (the usual case). A few sorted runs are merged (a tenth of report's CPU went to the
+ * counting sort below on a 2-rank trace of 2M calls each). @return 1 done, 0 not this case */
+#define MERGE_MAXRUNS 16
+static int merge_runs(struct ctab *t)
+{
+	size_t at[MERGE_MAXRUNS + 1], end[MERGE_MAXRUNS];
+	int nr = 0;
+	for (size_t i = 0; i < t->ne; i++) {
+		if (!i || t->col_file[t->e[i].col] != t->col_file[t->e[i - 1].col]) {
+			if (nr == MERGE_MAXRUNS)
+				return 0;
+			at[nr++] = i;
+		} else if (cmp_centry(&t->e[i - 1], &t->e[i]) > 0)
+			return 0;
+	}
+	if (nr == 1) /* sorted already */
+		return 1;
+	for (int r = 0; r < nr; r++)
+		end[r] = r + 1 < nr ? at[r + 1] : t->ne;
+	struct centry *tmp = malloc(t->ne * sizeof *tmp);
+	if (!tmp)
+		return 0;
+	/* (seq, col) orders the entries: a column belongs to one file, so two runs never tie */
+#define CKEY(x) ((uint64_t)(x)->seq << 32 | (x)->col)
+	if (nr == 2) { /* the usual pair of ranks: a plain two-way merge */
+		size_t i = at[0], j = at[1], o = 0;
+		while (i < end[0] && j < end[1])
+			tmp[o++] = CKEY(&t->e[i]) < CKEY(&t->e[j]) ? t->e[i++] : t->e[j++];
+		while (i < end[0])
+			tmp[o++] = t->e[i++];
+		while (j < end[1])
+			tmp[o++] = t->e[j++];
+	}
+	for (size_t o = 0; nr > 2 && o < t->ne; o++) {
+		int best = -1;
+		uint64_t bk = UINT64_MAX;
+		for (int r = 0; r < nr; r++)
+			if (at[r] < end[r]) {
+				const struct centry *x = &t->e[at[r]];
+				uint64_t key = CKEY(x);
+				if (best < 0 || key < bk) {
+					best = r;
+					bk = key;
+				}
+			}
+		tmp[o] = t->e[at[best]++];
+	}
+#undef CKEY
+	t->e = t->own = tmp; /* no copy back */
+	return 1;
+}
+
 /* Entries in (seq, col, k) order. Each file's calls come in seq order, so the usual table (seq
  * numbers dense, a few columns) is sorted by counting its seq numbers, in time linear in the
  * calls; a sparse one (seq numbers far apart) by qsort. */
 static void sort_entries(struct ctab *t)
 {
 	size_t n = t->ne;
-	if (n < 2)
+	if (n < 2 || merge_runs(t))
 		return;
 	uint32_t lo = UINT32_MAX, hi = 0;
-	int sorted = 1;
 	for (size_t i = 0; i < n; i++) {
 		if (t->e[i].seq < lo)
 			lo = t->e[i].seq;
 		if (t->e[i].seq > hi)
 			hi = t->e[i].seq;
-		if (i && sorted && cmp_centry(&t->e[i - 1], &t->e[i]) > 0)
-			sorted = 0;
 	}
-	if (sorted)
-		return;
 	uint64_t span = (uint64_t)hi - lo + 1;
 	uint32_t *cnt = span <= 4 * (uint64_t)n + 1024 ? calloc(span + 1, sizeof *cnt) : NULL;
 	struct centry *tmp = cnt ? malloc(n * sizeof *tmp) : NULL;
@@ -293,6 +367,7 @@ fail:
 
 static void ctab_free(struct ctab *t)
 {
+	free(t->own);
 	free(t->col_file);
 	free(t->col_dev);
 	free(t->maxseq);
@@ -397,33 +472,33 @@ static void refine_clocks(struct an_job *job, struct ctab *tabs)
 }
 
 /* ---- cross-rank figures of one collective every member entered ---- */
-/* Arrivals (job time) of a full row: the latest, the next latest, the earliest, who was last. */
+/* Arrivals (job time) of a full row: each column's (te), the latest, the next latest, the
+ * earliest, who was last. Computed once per row: the figures below read them several times. */
 struct arrivals {
+	int64_t *te;
 	int64_t mx, mx2, mn;
 	int last;
 };
-static int64_t arrival(const struct an_job *job, const struct ctab *t, const struct crow *w,
-                       int col)
+static void row_arrivals(const struct an_job *job, const struct ctab *t, const struct crow *w,
+                         struct arrivals *a)
 {
-	const struct an_rank *r = &job->ranks[t->col_file[col]];
-	return an_add_i64((int64_t)crow_call(job, t, w, col)->t_enter, r->offset);
-}
-static struct arrivals row_arrivals(const struct an_job *job, const struct ctab *t,
-                                    const struct crow *w)
-{
-	struct arrivals a = {INT64_MIN, INT64_MIN, INT64_MAX, -1};
+	a->mx = a->mx2 = INT64_MIN;
+	a->mn = INT64_MAX;
+	a->last = -1;
+	const struct centry *e = &t->e[w->at];
 	for (int col = 0; col < t->ncol; col++) {
-		int64_t te = arrival(job, t, w, col);
-		if (te > a.mx) {
-			a.mx2 = a.mx;
-			a.mx = te;
-			a.last = col;
-		} else if (te > a.mx2)
-			a.mx2 = te;
-		if (te < a.mn)
-			a.mn = te;
+		const struct an_rank *r = &job->ranks[t->col_file[col]];
+		int64_t te = an_add_i64((int64_t)r->calls[e[col].k].t_enter, r->offset);
+		a->te[col] = te;
+		if (te > a->mx) {
+			a->mx2 = a->mx;
+			a->mx = te;
+			a->last = col;
+		} else if (te > a->mx2)
+			a->mx2 = te;
+		if (te < a->mn)
+			a->mn = te;
 	}
-	return a;
 }
 
 /* Transfer time: the shortest GPU time among the ranks (the last to arrive barely waits). */
@@ -442,16 +517,16 @@ static uint32_t row_xfer(const struct an_job *job, const struct ctab *t, const s
 static void row_waits(struct an_job *job, const struct ctab *t, const struct crow *w,
                       const struct arrivals *a, int first)
 {
+	(void)w;
 	if (first) { /* startup: ranks reach their first collective seconds apart */
 		for (int col = 0; col < t->ncol; col++)
-			job->rx[t->col_file[col]].first_wait_ns +=
-			    (double)an_sub_i64(a->mx, arrival(job, t, w, col));
+			job->rx[t->col_file[col]].first_wait_ns += (double)an_sub_i64(a->mx, a->te[col]);
 		return;
 	}
 	/* a wrapped difference of untrusted times stays a number; no overflow trap */
 	double lead = (double)an_sub_i64(a->mx, a->mx2);
 	for (int col = 0; col < t->ncol; col++) {
-		int64_t te = arrival(job, t, w, col);
+		int64_t te = a->te[col];
 		struct an_rank_x *x = &job->rx[t->col_file[col]];
 		x->colls++;
 		x->wait_ns += (double)an_sub_i64(a->mx, te);
@@ -465,7 +540,7 @@ static void row_waits(struct an_job *job, const struct ctab *t, const struct cro
 	}
 	struct an_rank_x *lx = &job->rx[t->col_file[a->last]];
 	for (int col = 0; col < t->ncol; col++)
-		lx->caused_wait_ns += (double)an_sub_i64(a->mx, arrival(job, t, w, col));
+		lx->caused_wait_ns += (double)an_sub_i64(a->mx, a->te[col]);
 }
 
 /* Some ranks entered a collective, some never did: only ranks whose trace stops before this seq
@@ -554,6 +629,11 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 		uint64_t seen_full = 0;
 		if (t->ncol < 2)
 			continue;
+		struct arrivals a = {.te = malloc((size_t)t->ncol * sizeof *a.te)};
+		if (!a.te) {
+			job->comms_unmatched++; /* said in the report: its cross-rank figures are missing */
+			continue;
+		}
 		struct crow w = {0};
 		while (crow_next(t, &w)) {
 			if (w.present == t->ncol) {
@@ -573,7 +653,7 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 						                t->nrow - 1;
 					}
 				}
-				struct arrivals a = row_arrivals(job, t, &w);
+				row_arrivals(job, t, &w, &a);
 				if (m->xfer)
 					m->xfer[w.index] = row_xfer(job, t, &w);
 				double skew = (double)an_sub_i64(a.mx, a.mn);
@@ -598,6 +678,7 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 			if (!hang_done && w.present)
 				hang_done = row_hang(job, t, &w, (uint16_t)ci);
 		}
+		free(a.te);
 	}
 	job->mean_skew_ns = nskew ? skew_sum / (double)nskew : 0;
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -617,9 +698,8 @@ void an_align_cross_rank(struct an_job *job)
 	size_t *ncalls = calloc(job->ncomms ? job->ncomms : 1, sizeof *ncalls);
 	struct centry *all = NULL;
 	int ok = tabs && job->rx && ncalls;
-	for (size_t f = 0; ok && f < job->nranks; f++)
-		for (size_t k = 0; k < job->ranks[f].ncalls; k++)
-			ncalls[job->ranks[f].calls[k].comm]++;
+	for (size_t ci = 0; ok && ci < job->ncomms; ci++)
+		ncalls[ci] = job->comms[ci].ncalls;
 	if (ok && !(all = ctab_build_all(job, ncalls, tabs)))
 		ok = 0;
 	for (size_t ci = 0; ok && ci < job->ncomms; ci++)

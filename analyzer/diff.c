@@ -228,6 +228,318 @@ static int host_cell(const struct side *B, const struct side *A, int c, int sc)
 	       (isnan(B->s.busbw[c][sc]) || isnan(A->s.busbw[c][sc]));
 }
 
+/* ---- the diff's rows: computed once, printed as text or JSON ---- */
+/* One (collective, size class) cell present on a side. */
+struct cell {
+	int c, sc;
+	double b, a;
+};
+struct choice_row {
+	unsigned fn;
+	char b[64], a[64];
+};
+struct diff_rows {
+	struct metric m[10];
+	size_t nm;
+	struct cell busbw[AN_C_COUNT * AN_SIZE_CLASSES]; /* GPU transfer time on either side */
+	size_t nbusbw;
+	struct cell host[AN_C_COUNT * AN_SIZE_CLASSES]; /* compared by host time (host_cell) */
+	size_t nhost;
+	struct verdict v;
+	struct envd env[64];
+	size_t ne;
+	struct choice_row ch[NVLP_NCCL_FN_COUNT]; /* NCCL's usual choice differs */
+	size_t nch;
+	const char *fnew[64], *fres[64], *fstill[64];
+	size_t nnew, nres, nstill;
+	double fail_pct;
+	int failed; /* --fail-if-slower tripped */
+};
+
+static void diff_compute(struct side *B, struct side *A, double fail_pct, struct diff_rows *d)
+{
+	memset(d, 0, sizeof *d);
+	const struct metric m[] = {
+	    {"wall_ms", B->s.wall_ms, A->s.wall_ms},
+	    {"step_ms", B->s.step_ms, A->s.step_ms},
+	    {"steps", B->s.steps, A->s.steps},
+	    {"comm_ms_per_rank", B->s.comm_ms, A->s.comm_ms},
+	    {"exposed_ms_per_rank", B->s.exposed_ms, A->s.exposed_ms},
+	    {"exposed_share", B->s.exposed_share, A->s.exposed_share},
+	    {"nvlink_mib", B->s.nvlink_bytes / MIB, A->s.nvlink_bytes / MIB},
+	    {"pcie_mib", B->s.pcie_bytes / MIB, A->s.pcie_bytes / MIB},
+	    {"copy_p2p_mib", B->s.copy_p2p_bytes / MIB, A->s.copy_p2p_bytes / MIB},
+	    {"copy_staged_mib", B->s.copy_staged_bytes / MIB, A->s.copy_staged_bytes / MIB},
+	};
+	_Static_assert(sizeof m == sizeof d->m, "diff_rows.m holds every metric");
+	memcpy(d->m, m, sizeof m);
+	d->nm = sizeof m / sizeof m[0];
+	for (int c = 1; c < AN_C_COUNT; c++)
+		for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
+			if (!isnan(B->s.busbw[c][sc]) || !isnan(A->s.busbw[c][sc]))
+				d->busbw[d->nbusbw++] =
+				    (struct cell){c, sc, B->s.busbw[c][sc], A->s.busbw[c][sc]};
+			if (host_cell(B, A, c, sc))
+				d->host[d->nhost++] = (struct cell){c, sc, B->s.host_ms_per_call[c][sc],
+				                                    A->s.host_ms_per_call[c][sc]};
+		}
+	judge(B, A, &d->v);
+	d->ne = env_diff(first_ok(&B->job), first_ok(&A->job), d->env, 64);
+	for (unsigned fn = 1; fn < NVLP_NCCL_FN_COUNT; fn++) {
+		struct choice_row *x = &d->ch[d->nch];
+		main_choice(&B->job, fn, x->b, sizeof x->b);
+		main_choice(&A->job, fn, x->a, sizeof x->a);
+		if ((x->b[0] || x->a[0]) && strcmp(x->b, x->a))
+			d->ch[d->nch++].fn = fn;
+	}
+	ids_where(&A->f, &B->f, 0, d->fnew, &d->nnew);
+	ids_where(&B->f, &A->f, 0, d->fres, &d->nres);
+	ids_where(&A->f, &B->f, 1, d->fstill, &d->nstill);
+	d->fail_pct = fail_pct;
+	d->failed = !isnan(fail_pct) && !isnan(d->v.slower_pct) && d->v.slower_pct > fail_pct;
+}
+
+static void jw_ids(struct jw *w, const char *key, const char *const *ids, size_t n)
+{
+	jw_arr(w, key);
+	for (size_t i = 0; i < n; i++)
+		jw_str(w, NULL, ids[i]);
+	jw_arr_end(w);
+}
+
+static void diff_print_json(const struct diff_rows *d, const struct side *B, const struct side *A)
+{
+	struct jw w;
+	jw_init(&w, stdout);
+	jw_obj(&w, NULL);
+	jw_str(&w, "tool", "nvlprof");
+	jw_str(&w, "kind", "diff");
+	jw_int(&w, "schema", 1);
+	jw_str(&w, "before", B->path);
+	jw_str(&w, "after", A->path);
+	jw_arr(&w, "metrics");
+	for (size_t i = 0; i < d->nm; i++) {
+		jw_obj(&w, NULL);
+		jw_str(&w, "name", d->m[i].name);
+		jw_num(&w, "before", d->m[i].b);
+		jw_num(&w, "after", d->m[i].a);
+		jw_num(&w, "change_pct", pct(d->m[i].b, d->m[i].a));
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_arr(&w, "busbw");
+	for (size_t i = 0; i < d->nbusbw; i++) {
+		const struct cell *x = &d->busbw[i];
+		jw_obj(&w, NULL);
+		jw_str(&w, "collective", an_coll_name(x->c));
+		jw_str(&w, "size_class", an_size_class_name(x->sc));
+		jw_num(&w, "before_gbps", x->b);
+		jw_num(&w, "after_gbps", x->a);
+		jw_num(&w, "change_pct", pct(x->b, x->a));
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_arr(&w, "host_time");
+	for (size_t i = 0; i < d->nhost; i++) {
+		const struct cell *x = &d->host[i];
+		jw_obj(&w, NULL);
+		jw_str(&w, "collective", an_coll_name(x->c));
+		jw_str(&w, "size_class", an_size_class_name(x->sc));
+		jw_num(&w, "before_ms_per_call", x->b);
+		jw_num(&w, "after_ms_per_call", x->a);
+		jw_num(&w, "change_pct", pct(x->b, x->a));
+		jw_str(&w, "time_source", "host");
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_obj(&w, "findings");
+	jw_ids(&w, "new", d->fnew, d->nnew);
+	jw_ids(&w, "resolved", d->fres, d->nres);
+	jw_ids(&w, "still", d->fstill, d->nstill);
+	an_findings_json(&w, "before_findings", &B->f);
+	an_findings_json(&w, "after_findings", &A->f);
+	jw_obj_end(&w);
+	jw_arr(&w, "env");
+	for (size_t i = 0; i < d->ne; i++) {
+		jw_obj(&w, NULL);
+		jw_str(&w, "name", d->env[i].name);
+		jw_str(&w, "before", d->env[i].b);
+		jw_str(&w, "after", d->env[i].a);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_arr(&w, "nccl_choices");
+	for (size_t i = 0; i < d->nch; i++) {
+		const struct choice_row *x = &d->ch[i];
+		jw_obj(&w, NULL);
+		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
+		if (x->b[0])
+			jw_str(&w, "before", x->b);
+		else
+			jw_null(&w, "before");
+		if (x->a[0])
+			jw_str(&w, "after", x->a);
+		else
+			jw_null(&w, "after");
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_obj(&w, "verdict");
+	jw_str(&w, "metric", d->v.metric);
+	jw_num(&w, "before", d->v.b);
+	jw_num(&w, "after", d->v.a);
+	jw_num(&w, "slower_pct", d->v.slower_pct);
+	jw_str(&w, "cause", d->v.cause);
+	jw_num(&w, "fail_if_slower_pct", d->fail_pct);
+	jw_bool(&w, "failed", d->failed);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+}
+
+/* A change in percent for a table: "-" when there is none to show. */
+static void fmt_pct(char *buf, size_t n, double b, double a)
+{
+	double p = pct(b, a);
+	if (isnan(p))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%+.1f%%", p);
+}
+
+static void diff_print_text(const struct diff_rows *d, const struct side *B, const struct side *A)
+{
+	const struct verdict *v = &d->v;
+	printf("nvlprof diff\n  BEFORE %s (%d processes)\n  AFTER  %s (%d processes)\n\n", B->path,
+	       B->s.processes, A->path, A->s.processes);
+	if (isnan(v->slower_pct))
+		printf("VERDICT: no comparable time\n");
+	else
+		printf("VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s\n", fabs(v->slower_pct),
+		       v->slower_pct >= 0 ? "slower" : "faster", v->metric, v->b, v->a,
+		       v->cause[0] ? "; " : "", v->cause);
+	printf("\n  %-22s %12s %12s %9s\n", "metric", "before", "after", "change");
+	for (size_t i = 0; i < d->nm; i++) {
+		char b[32], a[32], c[32];
+		fmt(b, sizeof b, d->m[i].b);
+		fmt(a, sizeof a, d->m[i].a);
+		fmt_pct(c, sizeof c, d->m[i].b, d->m[i].a);
+		printf("  %-22s %12s %12s %9s\n", d->m[i].name, b, a, c);
+	}
+	printf("\n  bus bandwidth GB/s (GPU transfer time)\n  %-14s %-9s %10s %10s %9s\n",
+	       "collective", "size", "before", "after", "change");
+	for (size_t i = 0; i < d->nbusbw; i++) {
+		const struct cell *x = &d->busbw[i];
+		char b[32], a[32], ch[32];
+		fmt(b, sizeof b, x->b);
+		fmt(a, sizeof a, x->a);
+		fmt_pct(ch, sizeof ch, x->b, x->a);
+		printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(x->c), an_size_class_name(x->sc),
+		       b, a, ch);
+	}
+	for (size_t i = 0; i < d->nhost; i++) {
+		const struct cell *x = &d->host[i];
+		if (!i)
+			printf("\n  host time per call, ms (no GPU time on a side: NCCL calls "
+			       "timed on the host, waiting included)\n  %-14s %-9s %10s "
+			       "%10s %9s\n",
+			       "collective", "size", "before", "after", "change");
+		char b[32], a[32], ch[32];
+		snprintf(b, sizeof b, "%.3f", x->b);
+		snprintf(a, sizeof a, "%.3f", x->a);
+		snprintf(ch, sizeof ch, "%+.1f%%", pct(x->b, x->a));
+		printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(x->c), an_size_class_name(x->sc),
+		       b, a, ch);
+	}
+	printf("\nFINDINGS\n");
+	printf("  new:      ");
+	for (size_t i = 0; i < d->nnew; i++)
+		print_tagged(i, &A->f, d->fnew[i]);
+	printf("%s\n  resolved: ", d->nnew ? "" : "none");
+	for (size_t i = 0; i < d->nres; i++)
+		print_tagged(i, &B->f, d->fres[i]);
+	printf("%s\n  still:    ", d->nres ? "" : "none");
+	for (size_t i = 0; i < d->nstill; i++)
+		print_tagged(i, &A->f, d->fstill[i]);
+	printf("%s\n", d->nstill ? "" : "none");
+	for (size_t i = 0; i < A->f.n; i++)
+		if (!finding_in(&B->f, A->f.v[i].id) && A->f.v[i].sev > AN_SEV_INFO)
+			printf("    AFTER %s: %s\n", A->f.v[i].id, A->f.v[i].title);
+	if (d->nch) {
+		printf("\nNCCL CHOICES (differs; usual algorithm/protocol and channels, from "
+		       "NCCL's profiler plugin)\n");
+		for (size_t i = 0; i < d->nch; i++)
+			printf("  %-18s %-22s -> %s\n", nvlp_nccl_fn_name(d->ch[i].fn),
+			       d->ch[i].b[0] ? d->ch[i].b : "(none)",
+			       d->ch[i].a[0] ? d->ch[i].a : "(none)");
+	}
+	printf("\nENVIRONMENT (differs)\n");
+	if (!d->ne)
+		printf("  none\n");
+	for (size_t i = 0; i < d->ne; i++)
+		printf("  %-28s %s -> %s\n", d->env[i].name, d->env[i].b, d->env[i].a);
+	if (d->failed)
+		printf("\nFAILED: AFTER is %.1f%% slower than BEFORE (limit %.1f%%)\n", v->slower_pct,
+		       d->fail_pct);
+}
+
+/* Options and the two inputs. @return 0, 1 --help printed (exit 0), -1 usage error said */
+static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
+                     double *fail_pct, char **paths)
+{
+	int np = 0;
+	for (int i = 1; i < argc; i++) {
+		int c = an_common_opt(argc, argv, &i, th, threads);
+		if (c < 0)
+			return -1;
+		if (c)
+			continue;
+		if (!strcmp(argv[i], "--json"))
+			*json = 1;
+		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 < argc) {
+			char *end;
+			*fail_pct = strtod(argv[++i], &end);
+			if (*end == '%')
+				end++;
+			if (end == argv[i] || *end) {
+				fprintf(stderr, "nvlprof: diff: bad percentage '%s'\n", argv[i]);
+				return -1;
+			}
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "nvlprof: diff: unknown option %s\n", argv[i]);
+			usage(stderr);
+			return -1;
+		} else if (np < 2)
+			paths[np++] = argv[i];
+		else {
+			fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
+			return -1;
+		}
+	}
+	if (np != 2) {
+		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Two runs of different programs are compared anyway, with a warning. */
+static void warn_programs(const struct side *B, const struct side *A)
+{
+	char pb[256], pa[256];
+	const struct an_rank *rb = first_ok(&B->job), *ra = first_ok(&A->job);
+	const char *xb = rb ? an_header_get(rb, NVLP_HDR_CMDLINE, pb, sizeof pb) : NULL;
+	const char *xa = ra ? an_header_get(ra, NVLP_HDR_CMDLINE, pa, sizeof pa) : NULL;
+	if (xb && xa && strcmp(xb, xa))
+		fprintf(stderr,
+		        "nvlprof: diff: warning: the two sides ran different programs: '%s' and "
+		        "'%s'\n",
+		        xb, xa);
+}
+
 int nvlp_cmd_diff(int argc, char **argv)
 {
 	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
@@ -237,43 +549,9 @@ int nvlp_cmd_diff(int argc, char **argv)
 	int json = 0, threads = 0;
 	double fail_pct = NAN;
 	char *paths[2];
-	int np = 0;
-	for (int i = 1; i < argc; i++) {
-		int c = an_common_opt(argc, argv, &i, th, &threads);
-		if (c < 0)
-			return 2;
-		if (c)
-			continue;
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 < argc) {
-			char *end;
-			fail_pct = strtod(argv[++i], &end);
-			if (*end == '%')
-				end++;
-			if (end == argv[i] || *end) {
-				fprintf(stderr, "nvlprof: diff: bad percentage '%s'\n", argv[i]);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "nvlprof: diff: unknown option %s\n", argv[i]);
-			usage(stderr);
-			return 2;
-		} else if (np < 2)
-			paths[np++] = argv[i];
-		else {
-			fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
-			return 2;
-		}
-	}
-	if (np != 2) {
-		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
-		usage(stderr);
-		return 2;
-	}
+	int rc = diff_args(argc, argv, th, &threads, &json, &fail_pct, paths);
+	if (rc)
+		return rc > 0 ? 0 : 2;
 	struct side S[2];
 	memset(S, 0, sizeof S);
 	for (int k = 0; k < 2; k++) {
@@ -286,242 +564,23 @@ int nvlp_cmd_diff(int argc, char **argv)
 		an_summarize(&S[k].job, &S[k].s);
 	}
 	struct side *B = &S[0], *A = &S[1];
-	{
-		char pb[256], pa[256];
-		const struct an_rank *rb = first_ok(&B->job), *ra = first_ok(&A->job);
-		const char *xb = rb ? an_header_get(rb, NVLP_HDR_CMDLINE, pb, sizeof pb) : NULL;
-		const char *xa = ra ? an_header_get(ra, NVLP_HDR_CMDLINE, pa, sizeof pa) : NULL;
-		if (xb && xa && strcmp(xb, xa))
-			fprintf(stderr,
-			        "nvlprof: diff: warning: the two sides ran different programs: '%s' and "
-			        "'%s'\n",
-			        xb, xa);
-	}
-	struct metric m[] = {
-	    {"wall_ms", B->s.wall_ms, A->s.wall_ms},
-	    {"step_ms", B->s.step_ms, A->s.step_ms},
-	    {"steps", B->s.steps, A->s.steps},
-	    {"comm_ms_per_rank", B->s.comm_ms, A->s.comm_ms},
-	    {"exposed_ms_per_rank", B->s.exposed_ms, A->s.exposed_ms},
-	    {"exposed_share", B->s.exposed_share, A->s.exposed_share},
-	    {"nvlink_mib", B->s.nvlink_bytes / MIB, A->s.nvlink_bytes / MIB},
-	    {"pcie_mib", B->s.pcie_bytes / MIB, A->s.pcie_bytes / MIB},
-	    {"copy_p2p_mib", B->s.copy_p2p_bytes / MIB, A->s.copy_p2p_bytes / MIB},
-	    {"copy_staged_mib", B->s.copy_staged_bytes / MIB, A->s.copy_staged_bytes / MIB},
-	};
-	size_t nm = sizeof m / sizeof m[0];
-	struct verdict v;
-	judge(B, A, &v);
-	struct envd env[64];
-	size_t ne = env_diff(first_ok(&B->job), first_ok(&A->job), env, 64);
-	struct {
-		unsigned fn;
-		char b[64], a[64];
-	} ch[NVLP_NCCL_FN_COUNT];
-	size_t nch = 0;
-	for (unsigned fn = 1; fn < NVLP_NCCL_FN_COUNT; fn++) {
-		main_choice(&B->job, fn, ch[nch].b, sizeof ch[nch].b);
-		main_choice(&A->job, fn, ch[nch].a, sizeof ch[nch].a);
-		if ((ch[nch].b[0] || ch[nch].a[0]) && strcmp(ch[nch].b, ch[nch].a))
-			ch[nch++].fn = fn;
-	}
-	const char *fnew[64], *fres[64], *fstill[64];
-	size_t nnew, nres, nstill;
-	ids_where(&A->f, &B->f, 0, fnew, &nnew);
-	ids_where(&B->f, &A->f, 0, fres, &nres);
-	ids_where(&A->f, &B->f, 1, fstill, &nstill);
-	int failed = !isnan(fail_pct) && !isnan(v.slower_pct) && v.slower_pct > fail_pct;
-
-	if (json) {
-		struct jw w;
-		jw_init(&w, stdout);
-		jw_obj(&w, NULL);
-		jw_str(&w, "tool", "nvlprof");
-		jw_str(&w, "kind", "diff");
-		jw_int(&w, "schema", 1);
-		jw_str(&w, "before", B->path);
-		jw_str(&w, "after", A->path);
-		jw_arr(&w, "metrics");
-		for (size_t i = 0; i < nm; i++) {
-			jw_obj(&w, NULL);
-			jw_str(&w, "name", m[i].name);
-			jw_num(&w, "before", m[i].b);
-			jw_num(&w, "after", m[i].a);
-			jw_num(&w, "change_pct", pct(m[i].b, m[i].a));
-			jw_obj_end(&w);
-		}
-		jw_arr_end(&w);
-		jw_arr(&w, "busbw");
-		for (int c = 1; c < AN_C_COUNT; c++)
-			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
-				if (isnan(B->s.busbw[c][sc]) && isnan(A->s.busbw[c][sc]))
-					continue;
-				jw_obj(&w, NULL);
-				jw_str(&w, "collective", an_coll_name(c));
-				jw_str(&w, "size_class", an_size_class_name(sc));
-				jw_num(&w, "before_gbps", B->s.busbw[c][sc]);
-				jw_num(&w, "after_gbps", A->s.busbw[c][sc]);
-				jw_num(&w, "change_pct", pct(B->s.busbw[c][sc], A->s.busbw[c][sc]));
-				jw_obj_end(&w);
-			}
-		jw_arr_end(&w);
-		jw_arr(&w, "host_time");
-		for (int c = 1; c < AN_C_COUNT; c++)
-			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
-				if (!host_cell(B, A, c, sc))
-					continue;
-				jw_obj(&w, NULL);
-				jw_str(&w, "collective", an_coll_name(c));
-				jw_str(&w, "size_class", an_size_class_name(sc));
-				jw_num(&w, "before_ms_per_call", B->s.host_ms_per_call[c][sc]);
-				jw_num(&w, "after_ms_per_call", A->s.host_ms_per_call[c][sc]);
-				jw_num(&w, "change_pct",
-				       pct(B->s.host_ms_per_call[c][sc], A->s.host_ms_per_call[c][sc]));
-				jw_str(&w, "time_source", "host");
-				jw_obj_end(&w);
-			}
-		jw_arr_end(&w);
-		jw_obj(&w, "findings");
-		jw_arr(&w, "new");
-		for (size_t i = 0; i < nnew; i++)
-			jw_str(&w, NULL, fnew[i]);
-		jw_arr_end(&w);
-		jw_arr(&w, "resolved");
-		for (size_t i = 0; i < nres; i++)
-			jw_str(&w, NULL, fres[i]);
-		jw_arr_end(&w);
-		jw_arr(&w, "still");
-		for (size_t i = 0; i < nstill; i++)
-			jw_str(&w, NULL, fstill[i]);
-		jw_arr_end(&w);
-		an_findings_json(&w, "before_findings", &B->f);
-		an_findings_json(&w, "after_findings", &A->f);
-		jw_obj_end(&w);
-		jw_arr(&w, "env");
-		for (size_t i = 0; i < ne; i++) {
-			jw_obj(&w, NULL);
-			jw_str(&w, "name", env[i].name);
-			jw_str(&w, "before", env[i].b);
-			jw_str(&w, "after", env[i].a);
-			jw_obj_end(&w);
-		}
-		jw_arr_end(&w);
-		jw_arr(&w, "nccl_choices");
-		for (size_t i = 0; i < nch; i++) {
-			jw_obj(&w, NULL);
-			jw_str(&w, "collective", nvlp_nccl_fn_name(ch[i].fn));
-			if (ch[i].b[0])
-				jw_str(&w, "before", ch[i].b);
-			else
-				jw_null(&w, "before");
-			if (ch[i].a[0])
-				jw_str(&w, "after", ch[i].a);
-			else
-				jw_null(&w, "after");
-			jw_obj_end(&w);
-		}
-		jw_arr_end(&w);
-		jw_obj(&w, "verdict");
-		jw_str(&w, "metric", v.metric);
-		jw_num(&w, "before", v.b);
-		jw_num(&w, "after", v.a);
-		jw_num(&w, "slower_pct", v.slower_pct);
-		jw_str(&w, "cause", v.cause);
-		jw_num(&w, "fail_if_slower_pct", fail_pct);
-		jw_bool(&w, "failed", failed);
-		jw_obj_end(&w);
-		jw_obj_end(&w);
-	} else {
-		printf("nvlprof diff\n  BEFORE %s (%d processes)\n  AFTER  %s (%d processes)\n\n",
-		       B->path, B->s.processes, A->path, A->s.processes);
-		if (isnan(v.slower_pct))
-			printf("VERDICT: no comparable time\n");
+	warn_programs(B, A);
+	struct diff_rows *d = malloc(sizeof *d);
+	if (d) {
+		diff_compute(B, A, fail_pct, d);
+		if (json)
+			diff_print_json(d, B, A);
 		else
-			printf("VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s\n",
-			       fabs(v.slower_pct), v.slower_pct >= 0 ? "slower" : "faster",
-			       v.metric, v.b, v.a, v.cause[0] ? "; " : "", v.cause);
-		printf("\n  %-22s %12s %12s %9s\n", "metric", "before", "after", "change");
-		for (size_t i = 0; i < nm; i++) {
-			char b[32], a[32], c[32];
-			fmt(b, sizeof b, m[i].b);
-			fmt(a, sizeof a, m[i].a);
-			double p = pct(m[i].b, m[i].a);
-			if (isnan(p))
-				snprintf(c, sizeof c, "-");
-			else
-				snprintf(c, sizeof c, "%+.1f%%", p);
-			printf("  %-22s %12s %12s %9s\n", m[i].name, b, a, c);
-		}
-		printf("\n  bus bandwidth GB/s (GPU transfer time)\n  %-14s %-9s %10s %10s %9s\n",
-		       "collective", "size", "before", "after", "change");
-		for (int c = 1; c < AN_C_COUNT; c++)
-			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
-				if (isnan(B->s.busbw[c][sc]) && isnan(A->s.busbw[c][sc]))
-					continue;
-				char b[32], a[32], ch[32];
-				fmt(b, sizeof b, B->s.busbw[c][sc]);
-				fmt(a, sizeof a, A->s.busbw[c][sc]);
-				double p = pct(B->s.busbw[c][sc], A->s.busbw[c][sc]);
-				if (isnan(p))
-					snprintf(ch, sizeof ch, "-");
-				else
-					snprintf(ch, sizeof ch, "%+.1f%%", p);
-				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
-				       an_size_class_name(sc), b, a, ch);
-			}
-		int nh = 0;
-		for (int c = 1; c < AN_C_COUNT; c++)
-			for (int sc = 0; sc < AN_SIZE_CLASSES; sc++) {
-				if (!host_cell(B, A, c, sc))
-					continue;
-				if (!nh++)
-					printf("\n  host time per call, ms (no GPU time on a side: NCCL calls "
-					       "timed on the host, waiting included)\n  %-14s %-9s %10s "
-					       "%10s %9s\n",
-					       "collective", "size", "before", "after", "change");
-				char b[32], a[32], ch[32];
-				snprintf(b, sizeof b, "%.3f", B->s.host_ms_per_call[c][sc]);
-				snprintf(a, sizeof a, "%.3f", A->s.host_ms_per_call[c][sc]);
-				snprintf(ch, sizeof ch, "%+.1f%%",
-				         pct(B->s.host_ms_per_call[c][sc], A->s.host_ms_per_call[c][sc]));
-				printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(c),
-				       an_size_class_name(sc), b, a, ch);
-			}
-		printf("\nFINDINGS\n");
-		printf("  new:      ");
-		for (size_t i = 0; i < nnew; i++)
-			print_tagged(i, &A->f, fnew[i]);
-		printf("%s\n  resolved: ", nnew ? "" : "none");
-		for (size_t i = 0; i < nres; i++)
-			print_tagged(i, &B->f, fres[i]);
-		printf("%s\n  still:    ", nres ? "" : "none");
-		for (size_t i = 0; i < nstill; i++)
-			print_tagged(i, &A->f, fstill[i]);
-		printf("%s\n", nstill ? "" : "none");
-		for (size_t i = 0; i < A->f.n; i++)
-			if (!finding_in(&B->f, A->f.v[i].id) && A->f.v[i].sev > AN_SEV_INFO)
-				printf("    AFTER %s: %s\n", A->f.v[i].id, A->f.v[i].title);
-		if (nch) {
-			printf("\nNCCL CHOICES (differs; usual algorithm/protocol and channels, from "
-			       "NCCL's profiler plugin)\n");
-			for (size_t i = 0; i < nch; i++)
-				printf("  %-18s %-22s -> %s\n", nvlp_nccl_fn_name(ch[i].fn),
-				       ch[i].b[0] ? ch[i].b : "(none)", ch[i].a[0] ? ch[i].a : "(none)");
-		}
-		printf("\nENVIRONMENT (differs)\n");
-		if (!ne)
-			printf("  none\n");
-		for (size_t i = 0; i < ne; i++)
-			printf("  %-28s %s -> %s\n", env[i].name, env[i].b, env[i].a);
-		if (failed)
-			printf("\nFAILED: AFTER is %.1f%% slower than BEFORE (limit %.1f%%)\n",
-			       v.slower_pct, fail_pct);
-	}
+			diff_print_text(d, B, A);
+	} else
+		fprintf(stderr, "nvlprof: diff: out of memory\n");
+	int failed = d ? d->failed : 0, oom = !d;
+	free(d);
 	for (int k = 0; k < 2; k++) {
 		an_findings_free(&S[k].f);
 		an_job_free(&S[k].job);
 	}
-	if (nvlp_out_finish(stdout, "standard output") < 0)
+	if (oom || nvlp_out_finish(stdout, "standard output") < 0)
 		return 2;
 	return failed ? 1 : 0;
 }

@@ -35,17 +35,27 @@ struct gnode {
 	uint64_t graph_id, corr, node, s, e;
 	int nccl;
 };
-struct fdata {
+/* Calls kept before a trace shows anything of graphs (the NCCL record of a call comes just
+ * before its CAPTURED record, from the same thread): the latest ones, overwritten in turn, so a
+ * trace without graphs stores no call at all. */
+#define GRAPH_RING 4096
+/* What graphs.c keeps of one trace, filled by ingest's handlers as the file is decoded once
+ * (r->graph_file), used and freed by an_graphs_apply. */
+struct an_graph_file {
 	struct gnode *gn;
 	size_t ngn, capgn;
-	struct call *call;
+	struct call *call; /* NCCL calls from the first graph record on (and the ring's then) */
 	size_t ncall, capcall;
+	struct call *ring; /* before that: the latest GRAPH_RING */
+	uint64_t nring;    /* calls written to it */
+	uint64_t ok_calls; /* collective and p2p calls that returned success, all of them */
+	int live;          /* a GRAPH, CAPTURED or GPUGRAPH record was seen */
 	struct pair *capt, *end, *inst,
 	    *launch; /* call->capture, capture->graph, graph->exec, exec */
 	size_t ncapt, capcapt, nend, capend, ninst, capinst, nlaunch, caplaunch;
 	struct stamp *k;
 	size_t nk, capk;
-	uint64_t copies;
+	uint64_t copies, captures;
 };
 
 static void add_pair(struct pair **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
@@ -55,68 +65,110 @@ static void add_pair(struct pair **v, size_t *n, size_t *cap, uint64_t a, uint64
 		*p = (struct pair){a, b};
 }
 
-static void read_file(const char *path, struct fdata *d, struct an_graphs *g)
+static struct an_graph_file *gfile(struct an_rank *r)
 {
-	char err[320];
-	nvlp_reader *rd = nvlp_reader_open(path, err, sizeof err);
-	if (!rd)
-		return;
-	struct nvlp_record rec;
-	while (nvlp_reader_next(rd, &rec) == 1) {
-		if (rec.kind == NVLP_K_NCCL) {
-			const struct nvlp_rec_nccl *r = (const void *)rec.f;
-			char cls = nvlp_nccl_fn_class((unsigned)r->fn);
-			if (cls != 'C' && cls != 'P')
-				continue;
-			struct call *c = PUSH(d->call, d->ncall, d->capcall);
-			if (c)
-				*c = (struct call){r->call_id, r->comm,         r->seq,
-				                   r->bytes,   (unsigned)r->fn, r->rc == 0};
-		} else if (rec.kind == NVLP_K_CAPTURED) {
-			const struct nvlp_rec_captured *r = (const void *)rec.f;
-			if (r->kind == NVLP_K_NCCL)
-				add_pair(&d->capt, &d->ncapt, &d->capcapt, r->call_id,
-				         r->capture_id);
-			else
-				d->copies++;
-		} else if (rec.kind == NVLP_K_GRAPH) {
-			const struct nvlp_rec_graph *r = (const void *)rec.f;
-			if (r->rc != 0)
-				continue;
-			if (r->op == NVLP_GRAPH_BEGIN_CAPTURE)
-				g->captures++;
-			else if (r->op == NVLP_GRAPH_END_CAPTURE && r->graph)
-				add_pair(&d->end, &d->nend, &d->capend, r->capture_id, r->graph);
-			else if (r->op == NVLP_GRAPH_INSTANTIATE && r->exec)
-				add_pair(&d->inst, &d->ninst, &d->capinst, r->graph, r->exec);
-			else if (r->op == NVLP_GRAPH_LAUNCH)
-				add_pair(&d->launch, &d->nlaunch, &d->caplaunch, r->exec,
-				         r->t_enter);
-		} else if (rec.kind == NVLP_K_GPUGRAPH) {
-			const struct nvlp_rec_gpugraph *r = (const void *)rec.f;
-			if (r->dur > AN_KCH_MAX_NS)
-				continue;
-			struct gnode *n = PUSH(d->gn, d->ngn, d->capgn);
-			if (n)
-				*n = (struct gnode){
-				    r->graph_id,
-				    r->correlation,
-				    r->node_id,
-				    r->start,
-				    r->start + r->dur,
-				    r->kind == NVLP_K_KERNEL && (r->flags & NVLP_KERNEL_F_NCCL)};
-		} else if (rec.kind == NVLP_K_KCH) {
-			const struct nvlp_rec_kch *r = (const void *)rec.f;
-			if (r->flags || !r->gpu_start || r->gpu_stop < r->gpu_start ||
-			    r->gpu_stop - r->gpu_start > AN_KCH_MAX_NS)
-				continue; /* dropped as kernelch.c drops them */
-			struct stamp *s = PUSH(d->k, d->nk, d->capk);
-			if (s)
-				*s = (struct stamp){r->comm, r->seq, r->gpu_start, r->gpu_stop,
-				                    r->fn};
-		}
+	if (!r->graph_file)
+		r->graph_file = calloc(1, sizeof *r->graph_file);
+	return r->graph_file;
+}
+
+/* The trace has graphs: from now on every call is kept, the ring's first (oldest first). */
+static struct an_graph_file *glive(struct an_rank *r)
+{
+	struct an_graph_file *d = gfile(r);
+	if (!d || d->live)
+		return d;
+	d->live = 1;
+	uint64_t n = d->nring < GRAPH_RING ? d->nring : GRAPH_RING;
+	for (uint64_t i = d->nring - n; i < d->nring; i++) {
+		struct call *c = PUSH(d->call, d->ncall, d->capcall);
+		if (c)
+			*c = d->ring[i % GRAPH_RING];
 	}
-	nvlp_reader_close(rd);
+	free(d->ring);
+	d->ring = NULL;
+	return d;
+}
+
+void an_graphs_on_nccl(struct an_rank *r, const struct nvlp_rec_nccl *n)
+{
+	struct an_graph_file *d = gfile(r);
+	if (!d)
+		return;
+	struct call c = {n->call_id, n->comm, n->seq, n->bytes, (unsigned)n->fn, n->rc == 0};
+	d->ok_calls += c.ok;
+	if (d->live) {
+		struct call *x = PUSH(d->call, d->ncall, d->capcall);
+		if (x)
+			*x = c;
+		return;
+	}
+	if (!d->ring && !(d->ring = malloc(GRAPH_RING * sizeof *d->ring)))
+		return;
+	d->ring[d->nring++ % GRAPH_RING] = c;
+}
+
+void an_graphs_on_captured(struct an_rank *r, const struct nvlp_rec_captured *c)
+{
+	struct an_graph_file *d = glive(r);
+	if (!d)
+		return;
+	if (c->kind == NVLP_K_NCCL)
+		add_pair(&d->capt, &d->ncapt, &d->capcapt, c->call_id, c->capture_id);
+	else
+		d->copies++;
+}
+
+void an_graphs_on_graph(struct an_rank *r, const struct nvlp_rec_graph *g)
+{
+	struct an_graph_file *d = glive(r);
+	if (!d || g->rc != 0)
+		return;
+	if (g->op == NVLP_GRAPH_BEGIN_CAPTURE)
+		d->captures++;
+	else if (g->op == NVLP_GRAPH_END_CAPTURE && g->graph)
+		add_pair(&d->end, &d->nend, &d->capend, g->capture_id, g->graph);
+	else if (g->op == NVLP_GRAPH_INSTANTIATE && g->exec)
+		add_pair(&d->inst, &d->ninst, &d->capinst, g->graph, g->exec);
+	else if (g->op == NVLP_GRAPH_LAUNCH)
+		add_pair(&d->launch, &d->nlaunch, &d->caplaunch, g->exec, g->t_enter);
+}
+
+void an_graphs_on_gpugraph(struct an_rank *r, const struct nvlp_rec_gpugraph *g)
+{
+	struct an_graph_file *d = glive(r);
+	if (!d || g->dur > AN_KCH_MAX_NS)
+		return;
+	struct gnode *n = PUSH(d->gn, d->ngn, d->capgn);
+	if (n)
+		*n = (struct gnode){g->graph_id,
+		                    g->correlation,
+		                    g->node_id,
+		                    g->start,
+		                    g->start + g->dur,
+		                    g->kind == NVLP_K_KERNEL && (g->flags & NVLP_KERNEL_F_NCCL)};
+}
+
+void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
+{
+	if (k->flags || !k->gpu_start || k->gpu_stop < k->gpu_start ||
+	    k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS)
+		return; /* dropped as kernelch.c drops them */
+	struct an_graph_file *d = gfile(r);
+	struct stamp *s = d ? PUSH(d->k, d->nk, d->capk) : NULL;
+	if (s)
+		*s = (struct stamp){k->comm, k->seq, k->gpu_start, k->gpu_stop, k->fn};
+}
+
+void an_graphs_file_free(struct an_rank *r)
+{
+	struct an_graph_file *d = r->graph_file;
+	if (d) {
+		free(d->call), free(d->ring), free(d->capt), free(d->end), free(d->inst);
+		free(d->launch), free(d->k), free(d->gn);
+	}
+	free(d);
+	r->graph_file = NULL;
 }
 
 static int cmp_call(const void *a, const void *b)
@@ -152,7 +204,7 @@ static uint64_t lookup(const struct pair *v, size_t n, uint64_t a)
 }
 
 /* Index of the first stamp of (comm, seq) in the sorted stamps, d->nk if none. */
-static size_t first_stamp(const struct fdata *d, uint64_t comm, uint64_t seq)
+static size_t first_stamp(const struct an_graph_file *d, uint64_t comm, uint64_t seq)
 {
 	struct stamp key = {comm, seq, 0, 0, 0};
 	size_t lo = 0, hi = d->nk;
@@ -168,7 +220,7 @@ static size_t first_stamp(const struct fdata *d, uint64_t comm, uint64_t seq)
 
 /* NCCL's seqNumber vs the shim's seq (NCCL counts from 0, the shim from 1): the offset under which
  * most calls find stamps of their own function. */
-static int64_t seq_offset(const struct fdata *d)
+static int64_t seq_offset(const struct an_graph_file *d)
 {
 	int64_t best = -1;
 	size_t best_n = 0;
@@ -185,7 +237,7 @@ static int64_t seq_offset(const struct fdata *d)
 }
 
 /* Executions of (comm, seq) cut from its stamps (sorted): adds them to c. */
-static void time_executions(const struct fdata *d, struct an_gcoll *c, uint64_t seq)
+static void time_executions(const struct an_graph_file *d, struct an_gcoll *c, uint64_t seq)
 {
 	uint64_t s = 0, e = 0;
 	for (size_t i = first_stamp(d, c->comm, seq); i <= d->nk; i++) {
@@ -239,7 +291,7 @@ static int cmp_gfirst(const void *a, const void *b)
  * k-th NCCL kernel node (node ids follow capture order) when it is the k-th collective of its
  * capture.
  */
-static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_t c0)
+static void gpu_executions(struct an_graphs *g, struct an_graph_file *d, int rank, size_t c0)
 {
 	if (!d->ngn)
 		return;
@@ -330,7 +382,7 @@ static void gpu_executions(struct an_graphs *g, struct fdata *d, int rank, size_
 	free(ex);
 }
 
-static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
+static void apply_rank(struct an_graphs *g, struct an_graph_file *d, int rank)
 {
 	size_t c0 = g->n;
 	if (d->ncall) /* qsort and bsearch take no NULL array, even empty */
@@ -342,6 +394,7 @@ static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 	g->execs += d->ninst;
 	g->launches += d->nlaunch;
 	g->captured_copies += d->copies;
+	g->captures += d->captures;
 	size_t captured = 0;
 	for (size_t i = 0; i < d->ncapt; i++) {
 		struct call key = {.call_id = d->capt[i].a};
@@ -377,8 +430,11 @@ static void apply_rank(struct an_graphs *g, struct fdata *d, int rank)
 			o->timed = o->executions;
 		g->timed += o->timed;
 	}
+	/* every successful call not captured ran when issued (those of the ring left out too) */
+	uint64_t marked = 0;
 	for (size_t i = 0; i < d->ncall; i++)
-		g->eager_colls += d->call[i].ok == 1;
+		marked += d->call[i].ok == 2;
+	g->eager_colls += d->ok_calls - marked;
 }
 
 void an_graphs_apply(struct an_job *job)
@@ -386,15 +442,15 @@ void an_graphs_apply(struct an_job *job)
 	struct an_graphs *g = NULL;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
-		if (!r->ok || (!r->kind_count[NVLP_K_GRAPH] && !r->kind_count[NVLP_K_GPUGRAPH]))
+		if (!r->ok || (!r->kind_count[NVLP_K_GRAPH] && !r->kind_count[NVLP_K_GPUGRAPH])) {
+			an_graphs_file_free(r);
 			continue;
+		}
 		if (!g && !(g = calloc(1, sizeof *g)))
 			return;
-		struct fdata d = {0};
-		read_file(r->path, &d, g);
-		apply_rank(g, &d, (int)f);
-		free(d.call), free(d.capt), free(d.end), free(d.inst), free(d.launch), free(d.k);
-		free(d.gn);
+		struct an_graph_file none = {0};
+		apply_rank(g, r->graph_file ? r->graph_file : &none, (int)f);
+		an_graphs_file_free(r);
 	}
 	job->graphs = g;
 }

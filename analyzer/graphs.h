@@ -7,7 +7,13 @@
 #include <stdio.h>  /* FILE */
 
 struct an_job;
+struct an_rank;
 struct jw;
+struct nvlp_rec_nccl;
+struct nvlp_rec_captured;
+struct nvlp_rec_graph;
+struct nvlp_rec_gpugraph;
+struct nvlp_rec_kch;
 
 /* One collective call captured into a graph, with its executions (replays of that graph). */
 struct an_gcoll {
@@ -41,8 +47,18 @@ struct an_graphs {
 	size_t ngpu, capgpu;
 };
 
-/*! Read GRAPH/CAPTURED (and KCH, for per-execution times) of every trace that has GRAPH records;
- * results in job->graphs (NULL when no trace has any). */
+/* ---- ingest's handlers: what one trace's NCCL (collective and p2p calls), CAPTURED, GRAPH,
+ * GPUGRAPH and KCH records tell graphs.c, kept in r->graph_file (the file is decoded once) ---- */
+void an_graphs_on_nccl(struct an_rank *r, const struct nvlp_rec_nccl *n);
+void an_graphs_on_captured(struct an_rank *r, const struct nvlp_rec_captured *c);
+void an_graphs_on_graph(struct an_rank *r, const struct nvlp_rec_graph *g);
+void an_graphs_on_gpugraph(struct an_rank *r, const struct nvlp_rec_gpugraph *g);
+void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k);
+void an_graphs_file_free(struct an_rank *r);
+
+/*! From the GRAPH/CAPTURED records (and KCH, for per-execution times) of every trace that has
+ * GRAPH or GPUGRAPH records: results in job->graphs (NULL when no trace has any); each trace's
+ * r->graph_file is freed. */
 void an_graphs_apply(struct an_job *job);
 void an_graphs_free(struct an_job *job);
 /*! Report lines (nothing without graphs) and the JSON object "graphs" (null without graphs). */

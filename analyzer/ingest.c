@@ -9,6 +9,8 @@
 #include <string.h>    /* strcmp */
 #include <unistd.h>    /* sysconf */
 
+#include "graphs.h"
+#include "kernelch.h"
 #include "model.h"
 #include "nvlp_trace.h"
 #include "stages.h"
@@ -142,6 +144,8 @@ static int on_nccl(struct lctx *c)
 			an_match_group(c->m, n->tid, n->fn == NVLP_NCCL_GROUP_START);
 		return 0;
 	}
+	if (cls == 'C' || cls == 'P') /* failed ones too: graphs.c counts what ran when issued */
+		an_graphs_on_nccl(r, n);
 	/* a failed call keeps its place when the shim says its seq is the one it was issued at
 	 * (aux2 bit 0; earlier traces wrote seq 0 for every failed call: those are skipped) */
 	int failed = (int64_t)n->rc != 0;
@@ -190,6 +194,7 @@ static int on_ncclprof(struct lctx *c)
 {
 	const struct nvlp_rec_ncclprof *p = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
+	an_kch_on_ncclprof(r, p); /* NCCL's communicator -> the shim's, for KCH records */
 	const char *algo = p->algo ? nvlp_reader_string(c->rd, p->algo) : NULL;
 	const char *proto = p->proto ? nvlp_reader_string(c->rd, p->proto) : NULL;
 	if (!algo)
@@ -723,6 +728,40 @@ static int on_mark(struct lctx *c)
 }
 #endif
 
+/* ---- kernel channels and CUDA graphs: kept for kernelch.c and graphs.c ---- */
+static int on_kch(struct lctx *c)
+{
+	const struct nvlp_rec_kch *k = (const void *)c->rec->f;
+	an_kch_on_kch(c->r, k);
+	an_graphs_on_kch(c->r, k); /* per-execution times of captured collectives */
+	return 0;
+}
+static int on_clock(struct lctx *c)
+{
+	an_kch_on_clock(c->r, (const void *)c->rec->f);
+	return 0;
+}
+static int on_kwindow(struct lctx *c)
+{
+	an_kch_on_kwindow(c->r, (const void *)c->rec->f);
+	return 0;
+}
+static int on_graph(struct lctx *c)
+{
+	an_graphs_on_graph(c->r, (const void *)c->rec->f);
+	return 0;
+}
+static int on_captured(struct lctx *c)
+{
+	an_graphs_on_captured(c->r, (const void *)c->rec->f);
+	return 0;
+}
+static int on_gpugraph(struct lctx *c)
+{
+	an_graphs_on_gpugraph(c->r, (const void *)c->rec->f);
+	return 0;
+}
+
 /* Kinds the model does not use: the reader keeps STRING texts, the rest is for dump. */
 static int on_ignored(struct lctx *c)
 {
@@ -731,14 +770,6 @@ static int on_ignored(struct lctx *c)
 }
 #define on_string on_ignored
 #define on_device on_ignored
-#define on_clock on_ignored
-/* KCH and KWINDOW (and their CLOCK pairs) are read by kernelch.c in its own pass over the file. */
-#define on_kch on_ignored
-#define on_kwindow on_ignored
-/* GRAPH and CAPTURED are read by graphs.c in its own pass over the file. */
-#define on_graph on_ignored
-#define on_captured on_ignored
-#define on_gpugraph on_ignored
 /* Python chains: kept as they are; findings.c joins them to the records PYREFs name. */
 static int on_pystack(struct lctx *c)
 {
@@ -907,6 +938,12 @@ static void load_file(struct an_rank *r)
 		for (size_t i = 0; i < c.ndrops; i++)
 			r->dropped += c.drops[i].dropped;
 	an_match_close(c.m);
+	an_kch_file_end(r);
+	/* what kernelch.c and graphs.c will not read (they take traces with their kinds only) */
+	if (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KWINDOW])
+		an_kch_file_free(r);
+	if (!r->kind_count[NVLP_K_GRAPH] && !r->kind_count[NVLP_K_GPUGRAPH])
+		an_graphs_file_free(r);
 	single_rank_copies(&c);
 	free(c.sr);
 	free(c.dc);

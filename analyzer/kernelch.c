@@ -45,16 +45,21 @@ struct cmap {
 };
 
 
-struct file_data {
+/* What kernelch keeps of one trace, filled by ingest's handlers as the file is decoded once
+ * (r->kch_file); kept until the job is freed, so the results can be computed again. */
+struct an_kch_file {
 	struct kch *k;
 	size_t nk, capk;
 	struct pair *rt;
 	size_t nrt, caprt;
 	struct cmap *cm;
 	size_t ncm, capcm;
+	int full; /* out of memory: the rest of the file is not read (as a reader that stopped) */
+	/* counted as read, summed into job->kch by an_kch_apply */
+	uint64_t channels, zero, reversed, nostop, noparent, windows, window_ns;
 };
 
-static uint64_t map_comm(const struct file_data *d, uint64_t nccl_comm)
+static uint64_t map_comm(const struct an_kch_file *d, uint64_t nccl_comm)
 {
 	for (size_t i = 0; i < d->ncm; i++)
 		if (d->cm[i].nccl_comm == nccl_comm)
@@ -62,74 +67,100 @@ static uint64_t map_comm(const struct file_data *d, uint64_t nccl_comm)
 	return 0;
 }
 
-/* Read what kernelch needs from one trace (a second pass: only traces with KCH or KWINDOW). */
-static void read_file(const char *path, struct file_data *d, struct an_kch *s)
+/* r's kernelch data, made on its first record; NULL when out of memory or full. */
+static struct an_kch_file *kfile(struct an_rank *r)
 {
-	char err[320];
-	nvlp_reader *rd = nvlp_reader_open(path, err, sizeof err);
-	if (!rd)
+	if (!r->kch_file)
+		r->kch_file = calloc(1, sizeof *r->kch_file);
+	return r->kch_file && !r->kch_file->full ? r->kch_file : NULL;
+}
+
+void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
+{
+	struct an_kch_file *d = kfile(r);
+	if (!d)
 		return;
-	struct nvlp_record rec;
-	while (nvlp_reader_next(rd, &rec) == 1) {
-		if (rec.kind == NVLP_K_KCH) {
-			const struct nvlp_rec_kch *r = (const void *)rec.f;
-			s->channels++;
-			if (r->flags & NVLP_KCH_NOSTOP) {
-				s->nostop++;
-				continue;
-			}
-			if (r->flags & NVLP_KCH_NOPARENT) {
-				s->noparent++;
-				continue;
-			}
-			if ((r->flags & NVLP_KCH_ZERO) || !r->gpu_start || !r->gpu_stop) {
-				s->zero++;
-				continue;
-			}
-			if ((r->flags & NVLP_KCH_REVERSED) || r->gpu_stop < r->gpu_start ||
-			    r->gpu_stop - r->gpu_start > AN_KCH_MAX_NS) {
-				s->reversed++;
-				continue;
-			}
-			struct kch *k = PUSH(d->k, d->nk, d->capk);
-			if (!k)
-				break;
-			*k = (struct kch){r->comm ? r->comm : map_comm(d, r->nccl_comm),
-			                  r->seq,
-			                  r->gpu_start,
-			                  r->gpu_stop,
-			                  r->host,
-			                  (uint32_t)r->channel,
-			                  1,
-			                  (uint8_t)r->fn};
-			if (!k->comm)
-				k->comm = r->nccl_comm | 1ull << 63; /* resolved after the file */
-		} else if (rec.kind == NVLP_K_CLOCK) {
-			const struct nvlp_rec_clock *c = (const void *)rec.f;
-			if (c->source == NVLP_CLOCK_REALTIME) {
-				struct pair *p = PUSH(d->rt, d->nrt, d->caprt);
-				if (p)
-					*p = (struct pair){c->mono, c->other};
-			}
-		} else if (rec.kind == NVLP_K_NCCLPROF) {
-			const struct nvlp_rec_ncclprof *n = (const void *)rec.f;
-			if (n->comm && !map_comm(d, n->nccl_comm)) {
-				struct cmap *m = PUSH(d->cm, d->ncm, d->capcm);
-				if (m)
-					*m = (struct cmap){n->nccl_comm, n->comm};
-			}
-		} else if (rec.kind == NVLP_K_KWINDOW) {
-			const struct nvlp_rec_kwindow *w = (const void *)rec.f;
-			s->windows++;
-			s->window_ns += w->dur;
-		}
+	d->channels++;
+	if (k->flags & NVLP_KCH_NOSTOP) {
+		d->nostop++;
+		return;
 	}
-	nvlp_reader_close(rd);
-	for (size_t i = 0; i < d->nk; i++)
+	if (k->flags & NVLP_KCH_NOPARENT) {
+		d->noparent++;
+		return;
+	}
+	if ((k->flags & NVLP_KCH_ZERO) || !k->gpu_start || !k->gpu_stop) {
+		d->zero++;
+		return;
+	}
+	if ((k->flags & NVLP_KCH_REVERSED) || k->gpu_stop < k->gpu_start ||
+	    k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS) {
+		d->reversed++;
+		return;
+	}
+	struct kch *x = PUSH(d->k, d->nk, d->capk);
+	if (!x) {
+		d->full = 1;
+		return;
+	}
+	*x = (struct kch){k->comm ? k->comm : map_comm(d, k->nccl_comm),
+	                  k->seq,
+	                  k->gpu_start,
+	                  k->gpu_stop,
+	                  k->host,
+	                  (uint32_t)k->channel,
+	                  1,
+	                  (uint8_t)k->fn};
+	if (!x->comm)
+		x->comm = k->nccl_comm | 1ull << 63; /* resolved at the end of the file */
+}
+
+void an_kch_on_clock(struct an_rank *r, const struct nvlp_rec_clock *c)
+{
+	struct an_kch_file *d = c->source == NVLP_CLOCK_REALTIME ? kfile(r) : NULL;
+	struct pair *p = d ? PUSH(d->rt, d->nrt, d->caprt) : NULL;
+	if (p)
+		*p = (struct pair){c->mono, c->other};
+}
+
+void an_kch_on_ncclprof(struct an_rank *r, const struct nvlp_rec_ncclprof *n)
+{
+	if (!n->comm)
+		return;
+	struct an_kch_file *d = kfile(r);
+	if (!d || map_comm(d, n->nccl_comm))
+		return;
+	struct cmap *m = PUSH(d->cm, d->ncm, d->capcm);
+	if (m)
+		*m = (struct cmap){n->nccl_comm, n->comm};
+}
+
+void an_kch_on_kwindow(struct an_rank *r, const struct nvlp_rec_kwindow *w)
+{
+	struct an_kch_file *d = kfile(r);
+	if (!d)
+		return;
+	d->windows++;
+	d->window_ns += w->dur;
+}
+
+void an_kch_file_end(struct an_rank *r)
+{
+	struct an_kch_file *d = r->kch_file;
+	for (size_t i = 0; d && i < d->nk; i++)
 		if (d->k[i].comm >> 63) {
 			uint64_t c = map_comm(d, d->k[i].comm & ~(1ull << 63));
 			d->k[i].comm = c ? c : d->k[i].comm;
 		}
+}
+
+void an_kch_file_free(struct an_rank *r)
+{
+	struct an_kch_file *d = r->kch_file;
+	if (d)
+		free(d->k), free(d->rt), free(d->cm);
+	free(d);
+	r->kch_file = NULL;
 }
 
 static int by_comm_seq(const void *a, const void *b)
@@ -169,7 +200,7 @@ static int cmp_i64(const void *a, const void *b)
 
 /* Fused collectives: the same stamps on one channel for several seqs; each gets share = how
  * many. */
-static void mark_shared(struct file_data *d, struct an_kch *s)
+static void mark_shared(struct an_kch_file *d, struct an_kch *s)
 {
 	struct kch **v = malloc(d->nk * sizeof *v);
 	if (!v)
@@ -193,7 +224,7 @@ static void mark_shared(struct file_data *d, struct an_kch *s)
 }
 
 /* The globaltimer -> local mono offset nearest (in GPU time) to gt. */
-static int64_t rt_offset(const struct file_data *d, uint64_t gt)
+static int64_t rt_offset(const struct an_kch_file *d, uint64_t gt)
 {
 	size_t lo = 0, hi = d->nrt;
 	while (hi - lo > 1) {
@@ -275,7 +306,7 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 		s->xcheck_max_start_ns = sd;
 }
 
-static void apply_rank(struct an_job *job, struct an_rank *r, struct file_data *d,
+static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file *d,
                        struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
 {
 	if (d->nk > 1) /* qsort of a NULL table (a rank with no kernels) is UB, even for 0 items */
@@ -458,18 +489,26 @@ void an_kch_apply(struct an_job *job)
 		struct an_rank *r = &job->ranks[f];
 		if (!r->ok || (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KWINDOW]))
 			continue;
-		struct file_data d = {0};
-		read_file(r->path, &d, s);
+		struct an_kch_file *d = r->kch_file;
+		if (d) {
+			s->channels += d->channels;
+			s->zero += d->zero;
+			s->reversed += d->reversed;
+			s->nostop += d->nostop;
+			s->noparent += d->noparent;
+			s->windows += d->windows;
+			s->window_ns += d->window_ns;
+		}
 		if (r->kind_count[NVLP_K_KWINDOW] && r->t_last > r->t_first)
 			s->span_ns += r->t_last - r->t_first;
-		apply_rank(job, r, &d, s, &diffs, &ndiffs, &capdiffs);
+		struct an_kch_file none = {0};
+		apply_rank(job, r, d ? d : &none, s, &diffs, &ndiffs, &capdiffs);
 		for (size_t k = 0; k < r->ncalls; k++)
 			if (nvlp_nccl_fn_class(r->calls[k].fn) == 'C') {
 				s->calls++;
 				if (!r->calls[k].gpu_start)
 					s->untimed++;
 			}
-		free(d.k), free(d.rt), free(d.cm);
 	}
 	s->xcheck = ndiffs;
 	if (ndiffs) {

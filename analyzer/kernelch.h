@@ -6,6 +6,11 @@
 #include <stdio.h>  /* FILE */
 
 struct an_job;
+struct an_rank;
+struct nvlp_rec_kch;
+struct nvlp_rec_clock;
+struct nvlp_rec_ncclprof;
+struct nvlp_rec_kwindow;
 
 /* A channel longer than this is not a real stamp pair. */
 #define AN_KCH_MAX_NS 60000000000ull
@@ -29,7 +34,17 @@ struct an_kch {
 	uint64_t windows, window_ns, span_ns; /* KWINDOW coverage */
 };
 
-/*! Read the KCH/CLOCK/NCCLPROF/KWINDOW records of every trace that has KCH or KWINDOW records,
+/* ---- ingest's handlers: what one trace's KCH, CLOCK, NCCLPROF and KWINDOW records tell
+ * kernelch, kept in r->kch_file (the file is decoded once, by ingest) ---- */
+void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k);
+void an_kch_on_clock(struct an_rank *r, const struct nvlp_rec_clock *c);
+void an_kch_on_ncclprof(struct an_rank *r, const struct nvlp_rec_ncclprof *n);
+void an_kch_on_kwindow(struct an_rank *r, const struct nvlp_rec_kwindow *w);
+/*! End of r's file: channels named by NCCL's communicator get the shim's (NCCLPROF map). */
+void an_kch_file_end(struct an_rank *r);
+void an_kch_file_free(struct an_rank *r);
+
+/*! From the KCH/CLOCK/NCCLPROF/KWINDOW records of every trace that has KCH or KWINDOW records,
  * give collective calls without CUPTI GPU time their KernelCh time (local clock, as model.c keeps
  * calls before alignment), cross-check the others; results in job->kch. Call after the job's
  * communicator table is built and before clocks are aligned. */

@@ -232,15 +232,17 @@ static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u)
 {
 	/* Kernels may arrive first (CUPTI buffers flushed before the API records): match the
 	 * earliest waiting one of its collective now; the others keep waiting for their calls. */
-	if (cs) {
-		struct squeue *q = get_q(c, dev, cs, 0);
+	struct squeue *q;
+	if (cs) { /* one lookup: the queue the unit waits in if no kernel is waiting for it */
+		q = get_q(c, dev, cs, 1);
 		if (q && q->kpend && take_oldest(c, q, u))
 			return;
-	} else /* a call without a stream id: a kernel waiting on any stream of its GPU */
+	} else { /* a call without a stream id: a kernel waiting on any stream of its GPU */
 		for (size_t i = 0; i < c->nq; i++)
 			if (c->q[i].dev == dev && c->q[i].kpend && take_oldest(c, &c->q[i], u))
 				return;
-	struct squeue *q = get_q(c, dev, cs, 1);
+		q = get_q(c, dev, cs, 1);
+	}
 	if (q && q->un - q->uh >= MATCH_UMAX) { /* give up the oldest call: it keeps host time */
 		struct unit *o = &q->u[q->uh++];
 		if (o->t < q->tmatch)

@@ -423,6 +423,8 @@ void an_job_free(struct an_job *job)
 		free(r->stacks);
 		an_sym_free(r);
 		free(r->choices);
+		an_kch_file_free(r);
+		an_graphs_file_free(r);
 		free(r->marks);
 		free(r->cnames);
 		free(r->failed);

@@ -81,8 +81,13 @@ enum an_coll {
 	AN_C_COUNT
 };
 const char *an_coll_name(int c);
+/* an_coll per NCCL function (nccl_meta.c): a table read inline, as every stage asks it per call */
+extern const uint8_t an_coll_of_fn_table[NVLP_NCCL_FN_COUNT];
 /*! @return the an_coll of an NCCL function (0 for non-kernel-launching ones) */
-int an_coll_of_fn(unsigned fn);
+static inline int an_coll_of_fn(unsigned fn)
+{
+	return fn < NVLP_NCCL_FN_COUNT ? an_coll_of_fn_table[fn] : AN_C_NONE;
+}
 /*! @return the an_coll named in an NCCL kernel name, 0 if not an NCCL kernel, -1 NCCL but
  * unknown */
 int an_coll_of_kernel(const char *name);
@@ -291,6 +296,8 @@ struct an_rank {
 		uint64_t host_ns;
 	} *failed; /* collectives that returned an error (kept in calls at their seq) */
 	size_t nfailed, capfailed;
+	struct an_kch_file *kch_file;     /* KCH and what reads them, as decoded (kernelch.c) */
+	struct an_graph_file *graph_file; /* graph records, as decoded (graphs.c) */
 	uint64_t *marks; /* step marks (local clock, file order): an_steps_mark */
 	size_t nmarks, capmarks;
 	char mark_name[48]; /* what made them ("ProfilerStep", "cudaProfilerStart") */
@@ -312,6 +319,7 @@ struct an_comm {
 	char name[64];    /* the name the job gave it (COMMNAME), "" if none */
 	int nranks;
 	int nmembers;     /* ranks (processes) that have a trace with calls on it */
+	size_t ncalls;    /* calls on it, all processes (align counts them as it renumbers) */
 	int single_host;  /* all members on one host */
 	double peak_Bps;  /* NVLink peak per direction for this comm's GPUs (0 = unknown) */
 	/* Transfer time of collectives matched across all ranks, per sequence number present

@@ -13,30 +13,21 @@ const char *an_coll_name(int c)
 	return c > 0 && c < AN_C_COUNT ? coll_names[c] : "?";
 }
 
-int an_coll_of_fn(unsigned fn)
-{
-	switch (fn) {
-	case NVLP_NCCL_ALL_REDUCE:
-		return AN_C_ALLREDUCE;
-	case NVLP_NCCL_ALL_GATHER:
-		return AN_C_ALLGATHER;
-	case NVLP_NCCL_REDUCE_SCATTER:
-		return AN_C_REDUCESCATTER;
-	case NVLP_NCCL_BROADCAST:
-	case NVLP_NCCL_BCAST:
-		return AN_C_BROADCAST;
-	case NVLP_NCCL_REDUCE:
-		return AN_C_REDUCE;
-	case NVLP_NCCL_SEND:
-	case NVLP_NCCL_RECV:
-	case NVLP_NCCL_ALL_TO_ALL:
-	case NVLP_NCCL_GATHER:
-	case NVLP_NCCL_SCATTER:
-		return AN_C_SENDRECV;
-	default:
-		return AN_C_NONE;
-	}
-}
+const uint8_t an_coll_of_fn_table[NVLP_NCCL_FN_COUNT] = {
+    [NVLP_NCCL_ALL_REDUCE] = AN_C_ALLREDUCE,
+    [NVLP_NCCL_ALL_GATHER] = AN_C_ALLGATHER,
+    [NVLP_NCCL_REDUCE_SCATTER] = AN_C_REDUCESCATTER,
+    [NVLP_NCCL_BROADCAST] = AN_C_BROADCAST,
+    [NVLP_NCCL_BCAST] = AN_C_BROADCAST,
+    [NVLP_NCCL_REDUCE] = AN_C_REDUCE,
+    /* NCCL runs these as SendRecv kernels */
+    [NVLP_NCCL_SEND] = AN_C_SENDRECV,
+    [NVLP_NCCL_RECV] = AN_C_SENDRECV,
+    [NVLP_NCCL_ALL_TO_ALL] = AN_C_SENDRECV,
+    [NVLP_NCCL_GATHER] = AN_C_SENDRECV,
+    [NVLP_NCCL_SCATTER] = AN_C_SENDRECV,
+    /* every other function launches no kernel: AN_C_NONE (0) */
+};
 
 int an_coll_of_kernel(const char *name)
 {

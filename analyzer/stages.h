@@ -14,10 +14,13 @@
  * @return the (maybe moved) array, or NULL when the size overflows or memory is short: then p is
  * left as it was, still owned by the caller */
 void *an_grow(void *p, size_t *cap, size_t need, size_t elem);
-/* Append one element: a pointer to it (count advanced), or NULL with array and count unchanged. */
+/* Append one element: a pointer to it (count advanced), or NULL with array and count unchanged.
+ * The room check is inline: ingest pushes once per record or more. */
 #define PUSH(arr, n, cap)                                                                          \
 	({                                                                                         \
-		__typeof__(arr) push_q_ = an_grow((arr), &(cap), (n) + 1, sizeof *(arr));          \
+		__typeof__(arr) push_q_ = __builtin_expect((n) < (cap), 1)                         \
+		                              ? (arr)                                              \
+		                              : an_grow((arr), &(cap), (n) + 1, sizeof *(arr));    \
 		push_q_ ? ((arr) = push_q_, &push_q_[(n)++]) : NULL;                               \
 	})
 
