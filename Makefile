@@ -314,7 +314,7 @@ $(FUZZ_DIR)/obj/%.o: %.c $(wildcard trace/*.h analyzer/*.h tests/fuzz/*.h)
 	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) $(FUZZ_CMP) -c $< -o $@
 $(FUZZ_DIR)/mut/%.o: %.c $(wildcard trace/*.h tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) -O2 -c $< -o $@
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) -O2 -DZSTD_LEVEL=1 -c $< -o $@
 $(FUZZ_MUT): $(FUZZ_MUT_OBJS)
 	ld -r -o $@.all $^
 	objcopy $(addprefix --keep-global-symbol=fz_,split decode decode_file encode insert delete free) $@.all $@
