@@ -6,7 +6,7 @@
 # seeds (OUT/corpus/N) with its own -seed; one that stops on a crash is started again on its corpus
 # for the time left. Crashers (crash-, timeout-, oom-, leak-*) land in OUT/crashes, logs in OUT/logs.
 # -m 1 (default): at the end all corpora are merged (-merge=1) into OUT/merged and its coverage is
-# printed too (pairwise merges in parallel: leave it ~10% of T).
+# printed too (pairwise merges in parallel: leave it ~10% of T). The line is also in OUT/summary.txt.
 here=$(cd "$(dirname "$0")" && pwd)
 J=$(nproc 2>/dev/null || echo 1)
 T=60
@@ -76,6 +76,8 @@ count() { find "$OUT/crashes" -maxdepth 1 -name "$1-*" | wc -l; }
 crashes=$(count crash) timeouts=$(count timeout) ooms=$(count oom) leaks=$(count leak)
 # sanitizer reports that left no artifact (e.g. one during startup)
 reports=$(grep -a -l -E 'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:|ERROR: libFuzzer' "$OUT"/logs/*.log 2>/dev/null | wc -l)
+line="fuzz: $J processes x ${T}s ($runs runs): $execs executions, $crashes crashes, $timeouts timeouts/hangs, $ooms OOMs, $leaks leaks, $reports logs with a sanitizer/libFuzzer error; best process cov $cov ft $ft"
+echo "$line (merge not done)" >"$OUT/summary.txt" # kept if the merge below is cut short
 merged=
 if [ "$MERGE" = 1 ]; then
 	# a tree of pairwise merges, each level's merges in parallel: every input is replayed about
@@ -99,5 +101,5 @@ if [ "$MERGE" = 1 ]; then
 	set -- $m
 	merged="; merged corpus: cov ${3:-?} ft ${5:-?} ($(find "$OUT/merged" -type f | wc -l) inputs)"
 fi
-echo "fuzz: $J processes x ${T}s ($runs runs): $execs executions, $crashes crashes, $timeouts timeouts/hangs, $ooms OOMs, $leaks leaks, $reports logs with a sanitizer/libFuzzer error; best process cov $cov ft $ft$merged"
+echo "$line$merged" | tee "$OUT/summary.txt"
 [ $((crashes + timeouts + ooms + leaks + reports)) -eq 0 ]

@@ -43,6 +43,7 @@ n=$(echo "$line" | sed -nE 's/.*: ([0-9]+) executions.*/\1/p')
 check "clean campaign: executions summed ($line)" test "${n:-0}" -gt 100
 check "clean campaign: 0 crashes" grep -q " 0 crashes, 0 timeouts/hangs, 0 OOMs, 0 leaks" "$T/o1.txt"
 check "clean campaign: merged coverage printed" grep -qE "merged corpus: cov [0-9]+ ft [0-9]+ \([0-9]+ inputs\)" "$T/o1.txt"
+check "clean campaign: summary.txt holds the line" grep -q "merged corpus: cov" "$T/o1/summary.txt"
 check "clean campaign: one log per process" test -f "$T/o1/logs/1.0.log" -a -f "$T/o1/logs/2.0.log"
 "$RM" -b "$T/toy" -s "$T/bad" -j 2 -t 3 -m 0 -o "$T/o2" >"$T/o2.txt" 2>&1
 check_eq "crashing campaign: exit 1" 1 $?
