@@ -72,7 +72,7 @@ analyzer: $(CLI)
 # Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
 # build. The analyzer needs only libzstd-dev and libsqlite3-dev; the shim also libunwind-dev and the CUDA headers.
 NO_BUILD_GOALS := clean format help
-CLI_GOALS := analyzer demo fuzz fuzz-build $(CLI)
+CLI_GOALS := analyzer demo fuzz fuzz-build fuzz-pack $(CLI)
 GOALS := $(or $(MAKECMDGOALS),all)
 DEB_DEPS := libzstd-dev:zstd.h libsqlite3-dev:sqlite3.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
 define DEPS_SCRIPT
@@ -287,10 +287,19 @@ FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 1
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC,$(CFLAGS)) -O1 -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS) tests/fuzz/codec.c)
+# -O2: 592 vs 506 executions per CPU-second for -O1 (one 25 s run each on a loaded machine: noisy)
+FUZZ_OPT ?= -O2
+FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) $(FUZZ_OPT) -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+# only libc and libm at run time: the binary runs on machines without sqlite or clang (fuzz-pack)
+FUZZ_LDLIBS := $(ZSTD_LIB) -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lpthread -lm -ldl -static-libstdc++ -static-libgcc
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS))
+# The mutator's decode and re-encode (codec.c over its own copy of the reader and writer) is built
+# without sanitizers or coverage, its copy's symbols made local: it is no code under test, and
+# instrumented it took ~20% of the fuzzer's time (perf).
+FUZZ_MUT := $(FUZZ_DIR)/mutator.o
+FUZZ_MUT_OBJS := $(patsubst %.c,$(FUZZ_DIR)/mut/%.o,$(TRACE_SRCS) tests/fuzz/codec.c)
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_trace
-ifneq ($(filter fuzz fuzz-build,$(GOALS)),)
+ifneq ($(filter fuzz fuzz-build fuzz-pack,$(GOALS)),)
 FUZZ_PROBE := $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo ok)
 ifneq ($(FUZZ_PROBE),ok)
 $(error nvlprof: make fuzz needs clang with libFuzzer ($(FUZZ_CC) -fsanitize=fuzzer does not link; Debian: apt-get install clang libclang-rt-dev; FUZZ_CC= picks another clang))
@@ -303,11 +312,17 @@ $(FUZZ_DIR)/obj/analyzer/%.o: FUZZ_CMP := -fno-sanitize-coverage=trace-cmp
 $(FUZZ_DIR)/obj/%.o: %.c $(wildcard trace/*.h analyzer/*.h tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) $(FUZZ_CMP) -c $< -o $@
-$(FUZZ_BIN): tests/fuzz/fuzz_trace.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(CLI_LDLIBS)
+$(FUZZ_DIR)/mut/%.o: %.c $(wildcard trace/*.h tests/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) -O2 -DZSTD_LEVEL=1 -c $< -o $@
+$(FUZZ_MUT): $(FUZZ_MUT_OBJS)
+	ld -r -o $@.all $^
+	objcopy $(addprefix --keep-global-symbol=fz_,split decode decode_file encode insert delete free) $@.all $@
+$(FUZZ_BIN): tests/fuzz/fuzz_trace.c $(FUZZ_OBJS) $(FUZZ_MUT)
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LDLIBS)
 $(FUZZ_DIR)/mkseed: tests/fuzz/mkseed.c tests/fuzz/codec.c tests/fuzz/codec.h $(TRACE_OBJS)
 	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) -o $@ tests/fuzz/mkseed.c tests/fuzz/codec.c $(TRACE_OBJS) $(CLI_LDLIBS)
-.PHONY: fuzz fuzz-build fuzz-seeds
+.PHONY: fuzz fuzz-build fuzz-seeds fuzz-pack
 fuzz-seeds: $(FUZZ_DIR)/mkseed
 	@mkdir -p $(FUZZ_DIR)/seeds
 	@for d in examples/traces/*/; do n=$$(basename $$d); set -- $$d*.nvlp; \
@@ -325,6 +340,18 @@ fuzz: fuzz-build
 	  -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 -max_len=65536 \
 	  -print_final_stats=1 -artifact_prefix=$(abspath $(FUZZ_DIR)/crashes)/ $(FUZZ_ARGS) \
 	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+# make fuzz-pack DEST=dir: the binary, seeds, regression inputs and run_many.sh in one folder that
+# runs where nothing was built (no clang, no sqlite): any shared library beyond libc's goes to lib/.
+fuzz-pack: fuzz-build
+	@test -n "$(DEST)" || { echo "usage: make fuzz-pack DEST=dir" >&2; exit 2; }
+	@mkdir -p $(DEST)/seeds $(DEST)/regress $(DEST)/lib
+	cp $(FUZZ_BIN) tests/fuzz/run_many.sh $(DEST)/
+	cp $(FUZZ_DIR)/seeds/* $(DEST)/seeds/
+	cp $(filter-out %README,$(wildcard tests/fuzz/regress/*)) $(DEST)/regress/
+	@ldd $(FUZZ_BIN) | awk '$$2 == "=>" && $$3 ~ /^\// {print $$3}' | \
+	  grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv)\.so' | xargs -r -I{} cp -L {} $(DEST)/lib/
+	@rmdir $(DEST)/lib 2>/dev/null || true
+	@echo "fuzz-pack: $(DEST): run $(DEST)/run_many.sh -j JOBS -t SECONDS -o OUT"
 
 # ---- CUDA examples (need nvcc; shared cudart so that the shim sees their runtime calls) ----------
 NVCC ?= $(CUDA_HOME)/bin/nvcc

@@ -217,8 +217,12 @@ int nvlp_out_finish(FILE *f, const char *name)
 	return bad ? -1 : 0;
 }
 
+int nvlp_max_threads;
+
 void nvlp_run_parallel(void *(*fn)(void *), void *arg, size_t nthreads)
 {
+	if (nvlp_max_threads > 0 && nthreads > (size_t)nvlp_max_threads)
+		nthreads = (size_t)nvlp_max_threads;
 	pthread_t th[256];
 	size_t started = 0;
 	for (size_t i = 1; i < nthreads && i < 256; i++)

@@ -34,6 +34,9 @@ int nvlp_out_finish(FILE *f, const char *name);
 /*! Run fn(arg) on the calling thread and on nthreads - 1 more (nthreads is clamped to 1..256),
  * and wait for them all: fn takes its share of the work from arg (a shared counter). */
 void nvlp_run_parallel(void *(*fn)(void *), void *arg, size_t nthreads);
+/* > 0: nvlp_run_parallel uses at most this many threads (the fuzz target sets 1, so every pass
+ * runs on the caller: no thread start per execution, and a crash replays the same way). */
+extern int nvlp_max_threads;
 /*! The part of path after its last '/'. */
 const char *nvlp_basename(const char *path);
 

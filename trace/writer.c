@@ -15,7 +15,9 @@
 /* Level 3 (dfast) finds the repeats in delta streams that level 1 misses (7.9 vs 8.9 bytes per
  * DDP-like NCCL record); 16K-entry match tables keep it as fast as level 1 on 1 MiB frames (the
  * level's default tables are larger than the L2 cache and cost ~40% speed for 1% size). */
+#ifndef ZSTD_LEVEL /* the fuzzer's mutator re-encodes with 1: no trace kept, speed only */
 #define ZSTD_LEVEL 3
+#endif
 #define ZSTD_TABLE_LOG 14
 /* Worst case of one encoded record without blob: the kind and every field as 10-byte varints. */
 #define REC_MAX_FIXED (10 + 10 * NVLP_MAX_FIELDS + 10)

@@ -4,7 +4,8 @@
 #   tests/fuzz/triage.sh FUZZ_BIN CRASHER...
 bin=$1; shift
 for f in "$@"; do
-	out=$(ASAN_OPTIONS=detect_leaks=1:malloc_context_size=2 timeout -s KILL 120 "$bin" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=64 -runs=1 "$f" 2>&1)
+	# every command, as the harness ran them before it picked one per input
+	out=$(NVLP_FUZZ_EVERY=1 ASAN_OPTIONS=detect_leaks=1:malloc_context_size=2 timeout -s KILL 120 "$bin" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=64 -runs=1 "$f" 2>&1)
 	rc=$?
 	kind=$(echo "$out" | grep -m1 -oE "runtime error: .*|ERROR: [A-Za-z]+(Sanitizer)?: [A-Za-z -]+" |
 		sed -E 's/^ERROR: //; s/-?[0-9][0-9.e+]*/N/g; s/0xN[0-9a-f]*/N/g; s/ (on|at|for|trying) .*//' | cut -c1-90)
