@@ -540,6 +540,14 @@ static int end_of(const struct an_job *job, const struct an_rank *r, char *how, 
 		         (unsigned long long)*in, (unsigned long long)r->steps_done);
 	else if (r->end_step)
 		snprintf(step, sl, " after the last of the %llu steps", (unsigned long long)job->steps);
+	else if (r->ncalls) { /* no steps recognised: where it was in its collectives */
+		const struct an_call *c = &r->calls[0];
+		for (size_t k = 1; k < r->ncalls; k++)
+			if (r->calls[k].t_enter > c->t_enter)
+				c = &r->calls[k];
+		snprintf(step, sl, " after %zu NCCL calls (the last %s #%u)", r->ncalls,
+		         nvlp_nccl_fn_name(c->fn), c->seq);
+	}
 	return 1;
 }
 

@@ -98,7 +98,7 @@ check_eq "exit-thread: complete" 1 "$(rd "$f" complete)"
 check "exit-thread: records present" test "$(rd "$f" allreduce)" -gt 100
 check_eq "exit-thread: EXITINFO status from exit()" "1 7 0" "$(rd "$f" exitinfo) $(rd "$f" exit_status) $(rd "$f" exit_signal)"
 check "exit-thread: report says the rank exited with status 7" \
-	grep -q "rank_ended: Rank 0 (pid [0-9]* on .*) exited with status 7$" <("$CLI" report "$d/tr" 2>&1)
+	grep -q "rank_ended: Rank 0 (pid [0-9]* on .*) exited with status 7 after [0-9]* NCCL calls (the last ncclAllReduce #[0-9]*)$" <("$CLI" report "$d/tr" 2>&1)
 
 # --- SIGTERM / SIGHUP with the default disposition: file complete, status = the signal ---
 # (SIGINT and SIGQUIT are ignored in a script's background jobs, so our handler is not installed
@@ -146,7 +146,7 @@ check_eq "_exit: END reason _exit" 2 "$(rd "$f" end_reason)"
 check_eq "_exit: EXITINFO status" 4 "$(rd "$f" exit_status)"
 check_eq "_exit: all calls recorded" 100 "$(rd "$f" allreduce)"
 check "_exit: report says exited with status 4 (_exit)" \
-	grep -q "rank_ended: .* exited with status 4 (_exit)$" <("$CLI" report "$d/tr" 2>&1)
+	grep -q "rank_ended: .* exited with status 4 (_exit) after 100 NCCL calls (the last ncclAllReduce #100)$" <("$CLI" report "$d/tr" 2>&1)
 
 # --- Python's os._exit with NCCL loaded RTLD_LOCAL (as torch does) ---
 if command -v python3 >/dev/null; then

@@ -161,8 +161,8 @@ def main():
         check(rep is not None and len(rep.get("ranks", [])) == ngpu, "killed: one row per rank")
         check(re.search(r"no END record|SIGKILL|signal 9|killed", t) is not None, "killed: says how the rank ended",
               (re.search(r".*(no END record|SIGKILL|signal 9|killed).*", t) or [""])[0][:200])
-        check(re.search(r"in step \d+", t) is not None, "killed: says the step it was in",
-              (re.search(r".*in step \d+.*", t) or [""])[0][:200])
+        check(re.search(r"in step \d+|after \d+ NCCL calls", t) is not None, "killed: says the step (or the collective) it was in",
+              (re.search(r".*(in step \d+|after \d+ NCCL calls).*", t) or [""])[0][:200])
     print(f"check: {failed} failed", flush=True)
     sys.exit(1 if failed else 0)
 
