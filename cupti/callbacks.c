@@ -243,6 +243,8 @@ static void emit_managed(struct nvlp_tls *tls, const struct row *w, uint64_t t0,
 	    .stream = (uintptr_t)st,
 	};
 	nvlp_emit(NVLP_K_MANAGED, &r, NULL, 0);
+	/* the Python chain, as the runtime hook attaches it: CuPy's static runtime reaches only here */
+	nvlp_py_attach(NVLP_K_MANAGED, r.tid, t0, 0);
 }
 
 struct copy {
@@ -334,6 +336,7 @@ static void emit_copy(struct nvlp_tls *tls, const struct row *w, uint64_t t0, CU
 	    .call_id = nvlp_next_call_id(),
 	};
 	nvlp_emit(NVLP_K_COPY, &r, NULL, 0);
+	nvlp_py_attach(NVLP_K_COPY, r.tid, t0, r.call_id);
 }
 
 static void set_peer(int64_t dev, int64_t peer, unsigned char on)

@@ -258,13 +258,18 @@ static size_t api_blob(PyObject *frame, char *blob)
 	return len;
 }
 
+static uint64_t chain_hash(const char *blob, size_t len)
+{
+	uint64_t id = nvlp_hash64(blob, len, 0x7079737461636bull);
+	return id ? id : 1;
+}
+
 /* The PYSTACK of a chain (written the first time it is seen). @return its id, 0 for none */
 static uint64_t chain_id(const char *blob, size_t len)
 {
 	if (!len)
 		return 0;
-	uint64_t id = nvlp_hash64(blob, len, 0x7079737461636bull);
-	id = id ? id : 1;
+	uint64_t id = chain_hash(blob, len);
 	if (!seen_before(id)) {
 		struct nvlp_rec_pystack r = {.id = id};
 		nvlp_emit(NVLP_K_PYSTACK, &r, blob, len);
@@ -314,7 +319,9 @@ static uint64_t walk(PyObject *frame)
  * through Py_AddPendingCall, which CPython documents as callable without the GIL: the main thread
  * runs the check between two bytecodes), its chain is built both ways and the walk is enabled only
  * when the two agree exactly. The self-check's reads go through process_vm_readv (or a pipe), which
- * fail instead of faulting on a wrong address, so even a wrong layout cannot crash the job.
+ * fail instead of faulting on a wrong address, so even a wrong layout cannot crash the job. Calls
+ * made before the check concluded walk their chain through those same reads and keep it until the
+ * check's verdict (tentative chains, below).
  * Known limits: a line set by a tracer (f_lineno under sys.settrace) makes the check disagree (the
  * walk then stays off); a daemon thread still inside a CUDA call while the interpreter finalizes
  * could read a freed thread state (Py_IsInitialized is checked first; the window is the
@@ -352,13 +359,15 @@ static struct pylayout lay;  /* the running interpreter's, when one is known */
 static int lay_state = -1;
 static int lay_log;          /* NVLPROF_PYWALK_LOG=1: say what the self-check found */
 static int lay_test_pipe;    /* NVLPROF_PYWALK_TEST=pipe: the self-check reads through a pipe */
+static int lay_test_refuse;  /* NVLPROF_PYWALK_TEST=refuse: the self-check fails a right layout */
 static int lay_pending;      /* the self-check was scheduled through Py_AddPendingCall */
 static int lay_tries;        /* inconclusive self-checks so far */
 static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Under resolve_mu, once. NVLPROF_PYWALK=0 turns the walk off; NVLPROF_PYWALK_TEST=skew gives it a
  * wrong layout (the self-check must then refuse it), =pipe makes the self-check read through its
- * fallback (tests/runtime/test_pywalk.sh). */
+ * fallback, =refuse makes it fail a right layout (the chains kept before it must then be dropped:
+ * tests/runtime/test_pywalk.sh). */
 static void layout_choose(void)
 {
 	const char *e = getenv("NVLPROF_PYWALK");
@@ -378,6 +387,7 @@ static void layout_choose(void)
 	if (lay_state == 0 && t && !strcmp(t, "skew"))
 		lay.fr_previous += 8;
 	lay_test_pipe = t && !strcmp(t, "pipe");
+	lay_test_refuse = t && !strcmp(t, "refuse");
 	if (lay_state < 0 && lay_log)
 		nvlp_warn("Python %lu.%lu: no frame layout known, GIL-released calls get no Python "
 		          "location",
@@ -671,6 +681,98 @@ static uintptr_t own_tstate(void)
 	return (uintptr_t)py.this_tstate();
 }
 
+static void emit_ref(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id, uint64_t id);
+
+/* ---- tentative chains: calls made before the self-check concluded -------------------------------
+ *
+ * A job whose first interesting calls release the GIL (CuPy's managed allocation, torch's first
+ * collective) makes them before any self-check could run, and they are the calls that matter
+ * most. Such a call walks its chain at once, through the self-check's fault-safe reads
+ * (process_vm_readv or the pipe: syscalls, acceptable because this happens only until the check
+ * concludes and for at most TENT_SLOTS calls per process), and keeps it here instead of writing
+ * it. When the check passes, the kept chains are written (a PYREF names its record by time or
+ * call_id, so writing it late changes nothing); when it fails, they are dropped. So no trace ever
+ * holds a chain read through an unproven layout: no format change, earlier traces read as before.
+ * A check that never concludes (the process ends first) loses them, as before. Lock-free (a fork
+ * child must not inherit a held lock): a slot is settled once, by whichever of its writer and the
+ * check sees the other's store (both sequentially consistent).
+ */
+#define TENT_SLOTS 32
+static struct tent {
+	int state; /* 0 free or being filled, 2 kept, 3 settled */
+	unsigned epoch, kind;
+	uint64_t tid, t, call_id;
+	char *text;
+	size_t len;
+} tents[TENT_SLOTS];
+static unsigned tent_next; /* slots claimed (never reused): the tentative walks so far */
+
+/* @return 1 when it settled a kept chain */
+static int tent_settle(struct tent *e)
+{
+	int kept = 2;
+	if (!__atomic_compare_exchange_n(&e->state, &kept, 3, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return 0;
+	/* a fork child's kept calls are its parent's: not in its file */
+	if (__atomic_load_n(&lay_state, __ATOMIC_SEQ_CST) > 0 &&
+	    e->epoch == __atomic_load_n(&nvlp_tls_epoch, __ATOMIC_ACQUIRE)) {
+		emit_ref(e->kind, e->tid, e->t, e->call_id, chain_id(e->text, e->len));
+	}
+	free(e->text);
+	e->text = NULL;
+	return 1;
+}
+
+/* The calling thread's chain before the check concluded (GIL released), kept for the check's
+ * verdict unless its id is skip (a collective's chain already kept). @return its id, 0 none */
+static uint64_t tentative(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id, uint64_t skip)
+{
+	if (__atomic_load_n(&lay_state, __ATOMIC_ACQUIRE) != 0 ||
+	    __atomic_load_n(&tent_next, __ATOMIC_RELAXED) >= TENT_SLOTS || !py.is_initialized())
+		return 0;
+	uintptr_t ts = (uintptr_t)py.this_tstate(); /* NULL: a thread without Python */
+	char *blob = ts ? scratch() : NULL;
+	if (!blob)
+		return 0;
+	/* sequentially consistent, as the check's load of it: a slot it does not see is one whose
+	 * writer sees the verdict */
+	unsigned i = __atomic_fetch_add(&tent_next, 1, __ATOMIC_SEQ_CST);
+	if (i >= TENT_SLOTS)
+		return 0;
+	struct tent *e = &tents[i];
+	struct rdr r = {
+	    .checked = 1, .pid = getpid(), .pipe = {-1, -1}, .tab = malloc(MAX_LINETABLE)};
+	if (lay_test_pipe && pipe2(r.pipe, O_CLOEXEC))
+		r.failed = 1;
+	long n = r.failed ? -1 : layout_blob(&r, ts, blob);
+	free(r.tab);
+	if (r.pipe[0] >= 0)
+		close(r.pipe[0]), close(r.pipe[1]);
+	uint64_t id = n > 0 ? chain_hash(blob, (size_t)n) : 0;
+	if (!id || id == skip || !(e->text = malloc((size_t)n))) {
+		__atomic_store_n(&e->state, 3, __ATOMIC_RELEASE);
+		return id;
+	}
+	memcpy(e->text, blob, (size_t)n);
+	e->len = (size_t)n;
+	e->kind = kind, e->tid = tid, e->t = t, e->call_id = call_id;
+	e->epoch = __atomic_load_n(&nvlp_tls_epoch, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&e->state, 2, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&lay_state, __ATOMIC_SEQ_CST) != 0)
+		tent_settle(e); /* the check concluded meanwhile: it may have missed this slot */
+	return id;
+}
+
+/* tentative(), leaving errno as it was (its reads and allocations may set it) */
+static uint64_t walk_tentative(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id,
+                               uint64_t skip)
+{
+	int saved = errno;
+	uint64_t id = tentative(kind, tid, t, call_id, skip);
+	errno = saved;
+	return id;
+}
+
 /* Self-check (GIL held, on the thread being checked): its chain both ways. */
 static void self_check(void)
 {
@@ -691,10 +793,18 @@ static void self_check(void)
 	free(r.tab);
 	if (r.pipe[0] >= 0)
 		close(r.pipe[0]), close(r.pipe[1]);
-	int ok = na && nb == (long)na && !memcmp(a, b, na);
+	int ok = na && nb == (long)na && !memcmp(a, b, na) && !lay_test_refuse;
 	if (!na || (r.failed && __atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED) < 3))
 		goto out; /* inconclusive: try again at a later capture */
-	__atomic_store_n(&lay_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+	__atomic_store_n(&lay_state, ok ? 1 : -1, __ATOMIC_SEQ_CST);
+	unsigned tried = __atomic_load_n(&tent_next, __ATOMIC_SEQ_CST);
+	tried = tried < TENT_SLOTS ? tried : TENT_SLOTS;
+	unsigned kept = 0;
+	for (unsigned i = 0; i < tried; i++)
+		kept += (unsigned)tent_settle(&tents[i]);
+	if (lay_log && tried)
+		nvlp_warn("Python frame layout: %u calls walked before the self-check, %u chains kept: %s",
+		          tried, kept, ok ? "written" : "dropped");
 	if (lay_log) {
 		unsigned frames = 0;
 		for (size_t i = 0; i < na; i++)
@@ -707,9 +817,10 @@ static void self_check(void)
 			nvlp_warn("Python %u.%u frame layout: self-check failed (%s): GIL-released "
 			          "calls get no Python location",
 			          lay.ver >> 16, lay.ver >> 8 & 0xff,
-			          r.failed ? "checked reads unavailable"
-			          : nb < 0 ? "a read failed or an object was not of its type"
-			                   : "the chains differ");
+			          r.failed          ? "checked reads unavailable"
+			          : nb < 0          ? "a read failed or an object was not of its type"
+			          : lay_test_refuse ? "refused by NVLPROF_PYWALK_TEST=refuse"
+			                            : "the chains differ");
 	}
 out:
 	free(a);
@@ -832,10 +943,12 @@ void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id)
 		id = frame ? walk(frame) : 0;
 	} else {
 		uintptr_t ts = own_tstate();
-		if (ts)
+		if (ts) {
 			id = walk_own(ts);
-		else
+		} else {
+			walk_tentative(kind, tid, t, call_id, 0); /* its PYREF waits for the check */
 			ask_check();
+		}
 	}
 	if (id)
 		emit_ref(kind, tid, t, call_id, id);
@@ -901,8 +1014,13 @@ void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
 		tls->py_sig = sig;
 		id = walk_own(ts);
 	} else {
-		ask_check();
 		tls->py_sig = 0;
+		id = walk_tentative(NVLP_K_NCCL, tls->tid, t, call_id, tls->py_stack);
+		ask_check();
+		if (id) { /* kept (its PYREF waits for the check), or the one already kept */
+			tls->py_stack = id;
+			return;
+		}
 	}
 	if (id != tls->py_stack) {
 		tls->py_stack = id;

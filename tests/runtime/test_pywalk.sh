@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_pywalk.sh: Python chains of threads that released the GIL (ctypes.CDLL, as torch and CuPy release it) read from their own frames: the same chains as with the GIL held, on every python3.11+ found; none for a thread without Python or a non-Python process; a wrong layout refused by the self-check.
+# test_pywalk.sh: Python chains of threads that released the GIL (ctypes.CDLL, as torch and CuPy release it) read from their own frames: the same chains as with the GIL held, on every python3.11+ found, the process's first capture (a copy, a collective, a driver-level managed allocation) included; none for a thread without Python or a non-Python process; a wrong layout refused by the self-check, and chains walked before it dropped.
 source "$(dirname "$0")/../lib.sh"
 export NVLPROF_CUPTI=0
 READ="$PROGS/hk_read"
@@ -63,6 +63,8 @@ def on_thread(dst, src):
 def main():
     comm = ctypes.c_void_p()
     assert shim.ncclCommInitRank(ctypes.byref(comm), 1, Uid(), 0) == 0
+    if os.environ.get("NCCL_FIRST") == "1":  # the process's first capture: a collective
+        assert shim.ncclAllReduce(None, None, ctypes.c_size_t(256), 7, 0, comm, None) == 0  # FIRST_LINE
     a, b = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
     for i in range(3):
         größe(b, a)  # MAIN_LINE
@@ -78,6 +80,24 @@ main()
 EOF
 line_of() { grep -n "# $1\$" "$T/job.py" | cut -d: -f1; }
 J="$T/job.py"
+# drv.py: a managed allocation seen only at driver level (CuPy's statically linked runtime calls
+# cuMemAllocManaged, through CDLL: GIL released), the process's first capture (fake libcuda/libcupti)
+cat >"$T/drv.py" <<EOF
+import ctypes
+ctypes.CDLL("$FAKES/cupti/libcupti.so.13", mode=ctypes.RTLD_GLOBAL)
+cuda = ctypes.CDLL("$FAKES/cupti/libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
+
+def alloc():
+    p = ctypes.c_uint64()
+    assert cuda.cuMemAllocManaged(ctypes.byref(p), ctypes.c_size_t(1 << 16), 1) == 0  # DRV_LINE
+
+def main():
+    assert cuda.cuInit(0) == 0
+    alloc()  # DRVMAIN_LINE
+    print("done", flush=True)
+
+main()
+EOF
 # run NAME PY HOW [env...]: the job into $T/NAME, records as text in $T/NAME.txt
 run() {
 	local n=$1 py=$2 how=$3
@@ -122,11 +142,52 @@ for py in "${PYS[@]}"; do
 			test -n "$wt" -a "$(field "$wt" tid)" != "$main_tid"
 		check_eq "$v: a thread without Python: no location" "" "$(chain_of "nogil$v" "$(field "$wt" tid)" "$(field "$wt" t_enter)")"
 	fi
+	# the process's first capture is made without the GIL, before any self-check could run: its
+	# chain is walked then (fault-safe reads) and written once the check passed
+	first=$(grep '^copy fn=cudaMemcpyPeer ' "$T/nogil$v.txt" | sed 's/.* t_enter=\([0-9]*\) .*/\1 &/' | sort -n | head -1)
+	check "$v: GIL released, the first capture: its own chain" \
+		bash -c '[[ "$1" == "$2"* ]]' _ "$(chain_of "nogil$v" "$(field "$first" tid)" "$(field "$first" t_enter)")" \
+		"$J:$(line_of COPY_LINE):größe|$J:$(line_of MAIN_LINE):main|"
+	check "$v: calls walked before the self-check: written" grep -q "1 calls walked before the self-check, 1 chains kept: written" "$T/nogil$v.err"
+	if [ -e "$FAKES/cupti/libcuda.so.1" ]; then
+		J="$T/drv.py" run "drv$v" "$py" nogil NVLPROF_CUPTI=1
+		m=$(grep -m1 '^managed fn=cuMemAllocManaged ' "$T/drv$v.txt")
+		check_eq "$v: driver-level managed allocation: the job ran, recorded" "0 done 1" \
+			"$(cat "$T/drv$v.rc") $(cat "$T/drv$v.out") $(printf '%s' "$m" | grep -c .)"
+		check_eq "$v: driver-level managed allocation (the first capture): its chain" \
+			"$T/drv.py:$(grep -n '# DRV_LINE$' "$T/drv.py" | cut -d: -f1):alloc|$T/drv.py:$(grep -n '# DRVMAIN_LINE$' "$T/drv.py" | cut -d: -f1):main|" \
+			"$(chain_of "drv$v" "$(field "$m" tid)" "$(field "$m" t_enter)" | cut -d'|' -f1-2)|"
+	fi
+	run "ncclfirst$v" "$py" nogil NCCL_FIRST=1
+	c=$(grep '^nccl fn=ncclAllReduce ' "$T/ncclfirst$v.txt" | sed 's/.* t_enter=\([0-9]*\) .*/\1 &/' | sort -n | head -1)
+	check_eq "$v: a collective, the first capture: its chain" "0 done $J:$(line_of FIRST_LINE):main|" \
+		"$(cat "$T/ncclfirst$v.rc") $(cat "$T/ncclfirst$v.out") $(chain_of "ncclfirst$v" "$(field "$c" tid)" "$(field "$c" t_enter)" | cut -d'|' -f1)|"
+	check_eq "$v: a collective, the first capture: the later ones' chains as before" "$(chains "nogil$v")" \
+		"$(chains "ncclfirst$v" | grep -v ":$(line_of FIRST_LINE):main|")"
 	# a wrong layout (one offset moved): refused, nothing read, the job unchanged
 	run "skew$v" "$py" nogil NVLPROF_PYWALK_TEST=skew
 	check_eq "$v: wrong layout: the job ran" "0 done" "$(cat "$T/skew$v.rc") $(cat "$T/skew$v.out")"
 	check "$v: wrong layout: the self-check refused it" grep -q "frame layout: self-check failed" "$T/skew$v.err"
+	check "$v: wrong layout: the calls walked before the check: dropped" grep -Eq "1 calls walked before the self-check, [01] chains kept: dropped" "$T/skew$v.err"
 	check_eq "$v: wrong layout: no chain read without the GIL" "0 0" "$(grep -c '^pystack ' "$T/skew$v.txt") $(grep -c '^pyref ' "$T/skew$v.txt")"
+	# as the analyzer shows them: a location with the layout checked, none without
+	PYLOC='python[a-z_0-9]*: |größe|job\.py:[0-9]'
+	for n in "nogil$v" "skew$v"; do
+		"$CLI" report --threshold staged_min_mib=0 "$T/$n" >"$T/$n.report" 2>&1
+		"$CLI" dump "$T/$n" >"$T/$n.dump" 2>&1
+	done
+	check "$v: GIL released: the report's copy has its Python location" \
+		grep -q "^    python: copied at job.py:$(line_of COPY_LINE) in größe <- job.py:" "$T/nogil$v.report"
+	check "$v: GIL released: the dump shows the chains" grep -Eq "$PYLOC" "$T/nogil$v.dump"
+	check "$v: wrong layout: the report (peer_access_disabled) shows no Python location" \
+		bash -c 'grep -q peer_access_disabled "$1" && ! grep -Eq "$2" "$1"' _ "$T/skew$v.report" "$PYLOC"
+	check "$v: wrong layout: the dump shows none" bash -c '! grep -Eq "$2" "$1"' _ "$T/skew$v.dump" "$PYLOC"
+	# a right layout the check refuses (forced): the chains kept until then, right ones, dropped
+	run "refuse$v" "$py" nogil NVLPROF_PYWALK_TEST=refuse
+	check_eq "$v: check refused: the job ran" "0 done" "$(cat "$T/refuse$v.rc") $(cat "$T/refuse$v.out")"
+	check "$v: check refused: the chain walked before it was kept, then dropped" \
+		grep -q "1 calls walked before the self-check, 1 chains kept: dropped" "$T/refuse$v.err"
+	check_eq "$v: check refused: no chain written without the GIL" "0 0" "$(grep -c '^pystack ' "$T/refuse$v.txt") $(grep -c '^pyref ' "$T/refuse$v.txt")"
 	run "skewgil$v" "$py" gil NVLPROF_PYWALK_TEST=skew
 	check_eq "$v: wrong layout, GIL held: the API's chains still" "$(chains "gil$v")" "$(chains "skewgil$v")"
 	run "pipe$v" "$py" nogil NVLPROF_PYWALK_TEST=pipe
