@@ -7,6 +7,7 @@ cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/nvlp-window}
 NV=$PWD/build/nvlprof
+mkdir -p "$OUT"
 for m in ${WINDOW_MODES:-window:20/500+500 all}; do
 	d=$OUT/win_$(echo $m | tr ':/+' '___')
 	NVLPROF_KERNELS=$m timeout 120 $NV run -o "$d" -- torchrun --standalone --nproc-per-node 1 \
