@@ -25,7 +25,9 @@ print(f"kernels {len(k)}, windows {len(w)}")
 if not w and len(k) > 1:
     span = (k[-1] - k[0]) / 1e6
     print(f"  all: {len(k)/span:.1f} kernels per ms over {span:.0f} ms")
-for a, b in w[:12]:
+cnt = [sum(1 for t in k if a <= t < b) for a, b in w]
+print("  kernels per window:", " ".join(map(str, cnt)))
+for a, b in [x for x, c in zip(w, cnt) if c][:6]:
     inside = [t for t in k if a <= t < b]
     f = (inside[0] - a) / 1e6 if inside else float("nan")
     e = (b - inside[-1]) / 1e6 if inside else float("nan")
