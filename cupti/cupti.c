@@ -128,6 +128,7 @@ static struct {
 	uint64_t win_start, windows, covered_ns;
 	uint64_t t0; /* when the schedule started */
 	int first_done; /* anchored: the first window has opened */
+	int coll_done;  /* anchored: a window opened after the first collective */
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Anchored windows: when the first one opens (see KM). */
@@ -217,8 +218,21 @@ static void *sched(void *arg)
 		um_tick();
 		if (KM.mode == KM_WINDOW && !T.first_done)
 			next_win = first_window_at(); /* the first collective may have come since */
-		if (now >= next_win) {
+		/* A job whose first collective came after the fallback window (torch: CUDA starts
+		 * early, model building and imports take seconds before DDP's first broadcast) gets
+		 * one window FIRST ms after that collective anyway, the period counted from it: on the
+		 * GPU machine the fallback's windows all fell in a HF job's setup, none in its steps. */
+		uint64_t fc = KM.mode == KM_WINDOW && KM.anchored && !T.coll_done
+		                  ? __atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED)
+		                  : 0;
+		if (fc && T.first_done && !T.win_open && now >= fc + KM.first_ns && T.win_start < fc) {
+			window_edge(now); /* opens */
+			T.coll_done = 1;
+			next_win = now + KM.on_ns;
+		} else if (now >= next_win) {
 			window_edge(now);
+			if (fc && T.win_open && T.win_start >= fc)
+				T.coll_done = 1;
 			T.first_done = 1;
 			next_win = now + (T.win_open ? KM.on_ns : KM.period_ns - KM.on_ns);
 		}
@@ -245,6 +259,7 @@ static void sched_start(void)
 	T.win_open = KM.mode != KM_OFF; /* start_locked enabled the kinds unless off */
 	T.win_start = T.t0 = nvlp_now();
 	T.first_done = !(KM.mode == KM_WINDOW && KM.anchored);
+	T.coll_done = 0;
 	if (!T.first_done) {
 		/* enabled at start only to learn whether CUPTI traces kernels here: closed now, no
 		 * window recorded; the first opens at first_window_at() */
