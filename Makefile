@@ -227,9 +227,9 @@ $(BUILD)/tests/test_cupti_flush: tests/unit/test_cupti_flush.c $(TRACE_OBJS) $(C
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim on the fake libcupti: NVLPROF_KERNELS windows turn kernel activity off and on
-$(BUILD)/tests/test_cupti_window: tests/unit/test_cupti_window.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
+$(BUILD)/tests/test_cupti_window: tests/unit/test_cupti_window.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -l:libnccl.so.2 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # two ranks of the fake NCCL under the shim with KernelCh events; the analyzer gives every collective its GPU time
 $(BUILD)/tests/test_kernelch: tests/unit/test_kernelch.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(FAKE_LIBS) $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)

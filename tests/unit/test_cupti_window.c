@@ -9,6 +9,7 @@
  */
 #include <cuda.h>   /* cuInit */
 #include <cupti.h>  /* CUPTI_ACTIVITY_KIND_* */
+#include <nccl.h>   /* the fake NCCL: a first collective */
 #include <limits.h> /* PATH_MAX */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* setenv, mkdtemp */
@@ -56,6 +57,24 @@ static int child(const char *how)
 		return 0;
 	if (!strcmp(how, "sleep")) { /* outlives its first window, launches nothing */
 		sleep_ms(300);
+		return 0;
+	}
+	if (!strcmp(how, "coll")) { /* the fallback window, then a first collective: another */
+		if (!wait_kind(1))
+			return 3;
+		if (!wait_kind(0))
+			return 2;
+		ncclUniqueId id;
+		ncclComm_t comm;
+		if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess ||
+		    ncclAllReduce(NULL, NULL, 1, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess)
+			return 7;
+		if (!wait_kind(1)) /* the period (100 s) would open none before the end */
+			return 3;
+		fake_cupti_generate(KK, N_OPEN);
+		fake_cupti_materialize();
+		if (!fake_cupti_enabled(KK))
+			return 4;
 		return 0;
 	}
 	if (!strcmp(how, "off")) {
@@ -173,6 +192,9 @@ int main(int argc, char **argv)
 	     * a kernel */
 	    {"window:40/300+0, ended first", "sleep", "window:40/300+0", 0, -3,
 	     "kernels and copies traced 40 ms of every 300 ms, from shortly after"},
+	    /* anchored, the first collective after the fallback window: one more window after it */
+	    {"window:40/100000+0, collective after the fallback", "coll", "window:40/100000+0", N_OPEN,
+	     -1, "from shortly after the first collective"},
 	    {"bad first window", "idle", "window:40/300+x", 0, -2,
 	     "NVLPROF_KERNELS=window:40/300+x not understood"},
 	};
