@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_many.sh: a fuzz campaign of J independent fuzz_trace processes (one per core) for T seconds; prints one summary line, exits 1 on any crash, hang, OOM or leak.
 #   tests/fuzz/run_many.sh [-j J] [-t T] [-o OUT] [-b FUZZ_BIN] [-s SEEDS_DIR]... [-m 0|1]
+# FUZZ_SEED_BASE=N offsets every -seed (two campaigns on one corpus must not repeat each other).
 # Defaults: J = number of CPUs, T = 60, OUT = ./fuzz-out, the binary and seeds next to this script
 # (a folder made by `make fuzz-pack`) or in build/fuzz. Each process fuzzes its own copy of the
 # seeds (OUT/corpus/N) with its own -seed; one that stops on a crash is started again on its corpus
@@ -52,7 +53,7 @@ worker() {
 	mkdir -p "$OUT/corpus/$i"
 	for s in "${SEEDS[@]}"; do find "$s" -maxdepth 1 -type f ! -name 'README*' -exec cp {} "$OUT/corpus/$i/" \; ; done
 	while left=$((end - $(date +%s))); [ "$left" -ge 2 ]; do
-		"$BIN" "${FLAGS[@]}" -seed=$((1000 * i + round + 1)) -max_total_time="$left" \
+		"$BIN" "${FLAGS[@]}" -seed=$((${FUZZ_SEED_BASE:-0} + 1000 * i + round + 1)) -max_total_time="$left" \
 			-artifact_prefix="$OUT/crashes/" "$OUT/corpus/$i" >"$OUT/logs/$i.$round.log" 2>&1
 		round=$((round + 1))
 	done
