@@ -90,7 +90,7 @@ static inline struct nvlp_tls *nvlp_tls(void)
  * fields: the kind's struct (struct nvlp_rec_X). blob: for kinds with a blob.
  * @return 0, or -1 when the record was dropped (and counted). */
 int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_len);
-/*! Make the writer thread write pending records now (not waiting for the period). */
+/*! Wake the writer thread now (a write(2): never on the hot path; thread start/exit, waits). */
 void nvlp_kick_writer(void);
 /*! The hot path's variant of nvlp_emit for a record without blob, built in place: @return where
  * to write the kind's fields (in this thread's buffer; then nvlp_emit_commit(slot)), or NULL: build
@@ -98,15 +98,12 @@ void nvlp_kick_writer(void);
 struct nvlp_emit_slot {
 	uint64_t *head; /* the ring's head (atomic), and what to store there to publish */
 	uint64_t end;
-	int wake; /* publishing crosses half full: wake the writer */
 };
 void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot);
 /*! Publish the record reserved in slot. */
 static inline void nvlp_emit_commit(const struct nvlp_emit_slot *slot)
 {
 	__atomic_store_n(slot->head, slot->end, __ATOMIC_RELEASE);
-	if (NVLP_UNLIKELY(slot->wake))
-		nvlp_kick_writer();
 }
 /*! Same for bulk producers off the application's threads (CUPTI buffer callbacks, samplers):
  * waits up to timeout_ms for room instead of dropping at once. */

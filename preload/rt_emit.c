@@ -127,13 +127,10 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 	struct nvlp_ring *r = t->ring;
 	if (NVLP_UNLIKELY(!r) && !(r = register_thread(t)))
 		return -1;
-	int rc = nvlp_ring_put(r, kind, fields, blob, blob_len);
-	if (NVLP_LIKELY(rc == 0))
+	/* No wake-up when the writer is late (rc 1): that was a write(2) on this thread; the
+	 * writer's polling keeps the spill from filling (rt_writer.c). */
+	if (NVLP_LIKELY(nvlp_ring_put(r, kind, fields, blob, blob_len) >= 0))
 		return 0;
-	if (rc > 0) {
-		nvlp_kick_writer();
-		return 0;
-	}
 	atomic_fetch_add_explicit(&r->drops, 1, memory_order_relaxed);
 	return -1;
 }
@@ -148,7 +145,7 @@ void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
 		return NULL;
 	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
 	_Atomic uint64_t *head = NULL;
-	void *p = nvlp_ring_reserve(r, kind, fbytes, &head, &slot->end, &slot->wake);
+	void *p = nvlp_ring_reserve(r, kind, fbytes, &head, &slot->end);
 	slot->head = (uint64_t *)head;
 	return p;
 }
@@ -168,8 +165,6 @@ int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t b
 	for (int waited = 0;; waited++) {
 		int rc = nvlp_ring_put(r, kind, fields, blob, blob_len);
 		if (rc >= 0) {
-			if (rc > 0)
-				nvlp_kick_writer();
 			errno = err;
 			return 0;
 		}

@@ -73,9 +73,8 @@ struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t t
 		r->spill = map_ring(spill_cap);
 	if (r->spill) {
 		r->spill->release = 1;
-		/* A spill in use means the writer is behind: wake it as often as a ring would (at
-		 * every half ring written), not at half the spill, so that it catches up and the
-		 * producer returns to its resident ring (spilled pages cost a fault each). */
+		/* A spill in use means the writer is behind: a late mark at every half ring
+		 * written, as a ring would count them, not at half the spill. */
 		unsigned shift = 0;
 		while ((2ull << shift) < cap)
 			shift++;
@@ -138,8 +137,9 @@ static int put_one(struct nvlp_ring *r, unsigned kind, uint64_t fbytes, const vo
 	return (h - t < mark && h + need - t >= mark) ? 1 : 0;
 }
 
-int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
-                  size_t blob_len)
+/* nvlp_ring_put without the late mark. */
+static int put_spill(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
+                     size_t blob_len)
 {
 	uint64_t fbytes = (uint64_t)nvlp_ring_nfields(kind) * 8;
 	struct nvlp_ring *s = r->spill;
@@ -157,7 +157,16 @@ int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const 
 	if (rc < 0)
 		return -1;
 	r->spilling = 1;
-	return 1; /* the writer is behind: wake it */
+	return 1; /* the writer is behind */
+}
+
+int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
+                  size_t blob_len)
+{
+	int rc = put_spill(r, kind, fields, blob, blob_len);
+	if (rc > 0)
+		nvlp_ring_late(r);
+	return rc;
 }
 
 /* Give back the pages that the drained positions [a, b) covered entirely; called before tail
@@ -232,6 +241,8 @@ void nvlp_ring_reset_all(void)
 		r->spilling = 0;
 		atomic_store(&r->drops, 0);
 		r->drops_reported = 0;
+		atomic_store(&r->late, 0);
+		r->late_seen = 0;
 		atomic_store(&r->state, NVLP_RING_FREE);
 	}
 	atomic_store(&nvlp_ring_retired, 0);

@@ -39,14 +39,22 @@ struct nvlp_ring {
 	struct nvlp_ring *spill; /* overflow ring (none when the buffer fits the ring), or NULL */
 	int spilling;            /* producer only: records go to the spill until it is empty */
 	int release;             /* consumer gives drained pages back (the spill) */
-	unsigned wake_shift;     /* the spill: wake the writer at every 2^wake_shift bytes written */
+	unsigned wake_shift;     /* the spill: count a late mark at every 2^wake_shift bytes written */
+	_Atomic uint64_t late;   /* producer only: late marks (NVLP_RING_WAKE), read by the writer */
+	uint64_t late_seen;      /* writer only: value at the last drain */
 };
 
-/* Fill level at which a producer wakes the writer: 3/4, not 1/2. The writer polls often enough
- * under a sustained rate that the ring stays under half full except while it compresses a 1 MiB
- * frame (~2 ms); waking it at half full then cost a write(2) on the producing thread every
- * ~7,000 records at 1 M records/s for nothing. */
+/* Fill level at which a producer counts a late mark (the writer fell behind): 3/4. Producers
+ * never wake the writer (no syscall on the hot path); it polls often enough that the spill
+ * absorbs what arrives while it sleeps (rt_writer.c), and reports the marks (NVLPROF_VERBOSE). */
 #define NVLP_RING_WAKE(cap) ((cap) / 4 * 3)
+
+/*! Producer side: count a late mark on r (its producer is the only writer of r->late). */
+static inline void nvlp_ring_late(struct nvlp_ring *r)
+{
+	atomic_store_explicit(&r->late, atomic_load_explicit(&r->late, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+}
 
 /*! Size of the fixed part (u64 fields) of a kind, or 0 if the kind is invalid. */
 unsigned nvlp_ring_nfields(unsigned kind);
@@ -58,20 +66,21 @@ unsigned nvlp_ring_nfields(unsigned kind);
 struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t tid);
 
 /*! Producer side: append one record (to the spill when the ring is full). @return 0, 1 when the
- * caller should wake the consumer (the ring crossed NVLP_RING_WAKE, or spilling began), -1 when
- * there is no room in either (nothing written, nothing counted). */
+ * consumer is late (the ring crossed NVLP_RING_WAKE, or spilling began: a late mark, counted in
+ * r->late), -1 when there is no room in either (nothing written, nothing counted). */
 int nvlp_ring_put(struct nvlp_ring *r, unsigned kind, const void *fields, const void *blob,
                   size_t blob_len);
 
 /* Producer side in two steps, for a record without blob built in place (no copy): nothing is
  * visible to the consumer before head is stored (with release) past it; see nvlp_emit_reserve. */
 /*! Room for one record of kind with fbytes of fields at the head of r (or of its spill while
- * spilling), contiguous: @return where the fields go (with the head to store *end into in *headp,
- * and in *wake whether that crosses NVLP_RING_WAKE), or NULL when that ring is full or the record
- * would wrap (then nvlp_ring_put, which spills it, splits it or reports the buffer full). */
+ * spilling), contiguous: @return where the fields go (with the head to store *end into in *headp;
+ * a late mark is counted when that crosses NVLP_RING_WAKE), or NULL when that ring is full or the
+ * record would wrap (then nvlp_ring_put, which spills it, splits it or reports the buffer full). */
 static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64_t fbytes,
-                                      _Atomic uint64_t **headp, uint64_t *end, int *wake)
+                                      _Atomic uint64_t **headp, uint64_t *end)
 {
+	struct nvlp_ring *own = r;
 	if (__builtin_expect(r->spilling, 0)) {
 		/* Stay on the spill until the writer has emptied it (the order of records). */
 		struct nvlp_ring *s = r->spill;
@@ -89,8 +98,10 @@ static inline void *nvlp_ring_reserve(struct nvlp_ring *r, unsigned kind, uint64
 	uint64_t mark = NVLP_RING_WAKE(r->cap);
 	*headp = &r->head;
 	*end = h + 8 + fbytes;
-	*wake = r->wake_shift ? (h >> r->wake_shift) != (*end >> r->wake_shift)
-	                      : h - t < mark && *end - t >= mark;
+	if (__builtin_expect(r->wake_shift ? (h >> r->wake_shift) != (*end >> r->wake_shift)
+	                                   : h - t < mark && *end - t >= mark,
+	                     0))
+		nvlp_ring_late(own);
 	uint8_t *p = r->data + off;
 	const uint32_t hdr[2] = {kind, 0};
 	__builtin_memcpy(p, hdr, 8);

@@ -95,8 +95,11 @@ int nvlp_rt_trace_open(void)
 	return atomic_load(&wstate) == W_RUNNING;
 }
 
-/* Kicks that reached the pipe (a syscall each, on the thread that kicked), for NVLPROF_VERBOSE. */
+/* Kicks that reached the pipe (a syscall each, on the thread that kicked: a thread's first record,
+ * its exit, a bulk producer waiting for room; never a record on the hot path), and late marks
+ * (rt_ring.h) seen, for NVLPROF_VERBOSE. */
 static _Atomic uint64_t kicks;
+static uint64_t total_late;
 
 void nvlp_kick_writer(void)
 {
@@ -186,9 +189,14 @@ static void drain_locked(int can_yield)
 			total_drops += d - r->drops_reported;
 			r->drops_reported = d;
 		}
+		uint64_t l = atomic_load_explicit(&r->late, memory_order_relaxed);
+		total_late += l - r->late_seen;
+		r->late_seen = l;
 		if (st == NVLP_RING_RETIRED) {
 			atomic_store_explicit(&r->drops, 0, memory_order_relaxed);
 			r->drops_reported = 0;
+			atomic_store_explicit(&r->late, 0, memory_order_relaxed);
+			r->late_seen = 0;
 			atomic_store_explicit(&r->state, NVLP_RING_FREE, memory_order_release);
 			atomic_fetch_sub(&nvlp_ring_retired, 1);
 		}
@@ -215,12 +223,19 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The longest the writer sleeps between two polls. Producers never wake it, so this bounds what a
+ * thread's buffers must absorb while it sleeps: at 1 M records/s (176 bytes each in the ring),
+ * 100 ms is 17.6 MB, a quarter of the default 1 MiB ring + 64 MiB spill (~380 ms of that rate).
+ * Idle, it costs ~10 wake-ups a second (CPU measured in the commit that set it). */
+#define POLL_MAX_NS 100000000ull
+
 /*
  * The writer polls the rings at an interval that follows how full the fullest one got since the
  * last drain: halved when it reached 3/8 (down to 1 ms; at once to 1 ms past half), doubled when it
- * stayed under 1/16 (up to NVLPROF_FLUSH_MS). Under a sustained rate it thus drains before a ring
- * is half full, so that producers rarely kick it (the kick is a write(2) on the producing thread);
- * a kick remains for a burst that starts while it sleeps long. A frame is written every
+ * stayed under 1/16 (up to POLL_MAX_NS, or NVLPROF_FLUSH_MS when shorter). Producers never wake it
+ * (no syscall on the hot path): a burst that starts while it sleeps goes to the spill, which holds
+ * more than a sleep's worth at 1 M records/s; the ring alone (NVLPROF_BUFFER_KB <= 1024) may drop
+ * such a burst, counted. A frame is written every
  * NVLPROF_FLUSH_MS (what a kill -9 may lose) or whenever 1 MiB of records is pending, not at every
  * wake-up: a frame per wake-up of a busy writer (~3,000 records) cost ~10% more CPU per record than
  * 1 MiB frames and made the trace ~4% larger (measured on the bench's NCCL records).
@@ -231,7 +246,8 @@ static void *writer_main(void *arg)
 	(void)arg;
 	nvlp_tls()->is_writer = 1;
 	const uint64_t period = (uint64_t)nvlp_cfg()->flush_ms * 1000000ull;
-	uint64_t interval = period, last_flush = mono_ns(), last_tick = 0;
+	const uint64_t longest = period < POLL_MAX_NS ? period : POLL_MAX_NS;
+	uint64_t interval = longest, last_flush = mono_ns(), last_tick = 0;
 	for (;;) {
 		uint64_t now = mono_ns(), due = last_flush + period;
 		uint64_t wait = due > now ? due - now : 0;
@@ -285,8 +301,8 @@ static void *writer_main(void *arg)
 			interval = 1000000;
 		else if (fill >= 24 && interval > 1000000)
 			interval /= 2;
-		else if (fill < 4 && interval < period)
-			interval = interval * 2 < period ? interval * 2 : period;
+		else if (fill < 4 && interval < longest)
+			interval = interval * 2 < longest ? interval * 2 : longest;
 	}
 }
 
@@ -443,10 +459,11 @@ void nvlp_rt_finish(unsigned reason)
 			nvlp_warn("cannot write trace %s: %s", trace_path, strerror(errno));
 		else if (nvlp_cfg()->verbose) {
 			nvlp_warn("wrote %s: %llu records, %llu dropped, %llu symbols (%.1f ms), %llu "
-			          "writer kicks, %u thread buffers",
+			          "late-writer marks, %llu writer kicks, %u thread buffers",
 			          trace_path, (unsigned long long)records,
 			          (unsigned long long)total_drops, (unsigned long long)nsyms,
-			          syms_ns / 1e6, (unsigned long long)atomic_load(&kicks),
+			          syms_ns / 1e6, (unsigned long long)total_late,
+			          (unsigned long long)atomic_load(&kicks),
 			          nvlp_ring_count());
 			clockid_t c;
 			nvlp_cpu_report(wthread_live && pthread_getcpuclockid(wthread, &c) == 0
@@ -474,6 +491,7 @@ int nvlp_rt_rearm(void)
 	if (atomic_load(&wstate) == W_CLOSED) {
 		atomic_store(&wstate, W_IDLE);
 		total_drops = 0;
+		total_late = 0;
 	}
 	int ok = atomic_load(&wstate) == W_IDLE;
 	pthread_mutex_unlock(&w_mu);
@@ -530,4 +548,5 @@ void nvlp_wr_fork_child_locked(void)
 	__atomic_store_n(&sig_req, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&exit_status, -1, __ATOMIC_RELAXED);
 	total_drops = 0;
+	total_late = 0;
 }

@@ -9,7 +9,8 @@
 #include <string.h>    /* strcmp */
 #include <sys/wait.h>  /* waitpid */
 #include <time.h>      /* nanosleep */
-#include <unistd.h>    /* fork, execv, _exit */
+#include <fcntl.h>     /* open */
+#include <unistd.h>    /* fork, execv, _exit, pread */
 
 #include <nccl.h>
 
@@ -94,6 +95,17 @@ static long status_kb(const char *key)
 static long vm_size_kb(void)
 {
 	return status_kb("VmSize");
+}
+
+/* This thread's read- and write-type syscall counts (task I/O accounting): one pread each time. */
+static void thread_syscalls(int fd, long *r, long *w)
+{
+	char b[512];
+	ssize_t n = pread(fd, b, sizeof b - 1, 0);
+	b[n > 0 ? n : 0] = 0;
+	const char *x = strstr(b, "syscr: "), *y = strstr(b, "syscw: ");
+	*r = x ? atol(x + 7) : -1;
+	*w = y ? atol(y + 7) : -1;
 }
 
 int main(int argc, char **argv)
@@ -211,6 +223,25 @@ int main(int argc, char **argv)
 		}
 		allreduce();
 		sleep_ms(b);
+		return 0;
+	}
+	if (!strcmp(mode, "nosys")) { /* nosys N: N calls back to back on a started recorder; prints
+	                               * the read/write syscalls this thread made during them, less
+	                               * those of an empty interval (the pread that measures) */
+		allreduce();
+		sleep_ms(100);
+		int fd = open("/proc/thread-self/io", O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			perror("rt_app: /proc/thread-self/io");
+			return 3;
+		}
+		long r0, w0, r1, w1, r2, w2;
+		thread_syscalls(fd, &r0, &w0);
+		thread_syscalls(fd, &r1, &w1);
+		worker((void *)a);
+		thread_syscalls(fd, &r2, &w2);
+		printf("calls=%ld\n", atomic_load(&calls));
+		printf("syscr=%ld\nsyscw=%ld\n", (r2 - r1) - (r1 - r0), (w2 - w1) - (w1 - w0));
 		return 0;
 	}
 	if (!strcmp(mode, "burst")) { /* burst N: N calls back to back, then wait (20 s at most)
