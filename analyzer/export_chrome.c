@@ -341,6 +341,168 @@ static void gpu_args(struct ch *s, uint64_t dur, int64_t dev, uint64_t stream, u
 	put_u(s, corr);
 }
 
+/* A matched call's record_param_comms args, as Kineto names them. */
+static void ch_comm_args(struct ch *s, const struct xe_ev *e, const struct nvlp_rec_nccl *n)
+{
+	char cls = nvlp_nccl_fn_class((unsigned)n->fn);
+	unsigned sz = nvlp_nccl_dtype_size((int)(int64_t)n->dtype);
+	uint64_t nel = n->count, out = n->count;
+	if (n->fn == NVLP_NCCL_ALL_GATHER)
+		out = n->count * (n->nranks ? n->nranks : 1);
+	else if (n->fn == NVLP_NCCL_REDUCE_SCATTER)
+		nel = n->count * (n->nranks ? n->nranks : 1);
+	PUT_LIT(s, ",\"Collective name\":\"");
+	put_s(s, xm_fn_coll((int)n->fn));
+	PUT_LIT(s, "\",\"In msg nelems\":");
+	put_u(s, nel);
+	PUT_LIT(s, ",\"Out msg nelems\":");
+	put_u(s, out);
+	PUT_LIT(s, ",\"In msg size\":");
+	put_u(s, nel * sz);
+	PUT_LIT(s, ",\"Group size\":");
+	put_i(s, (int64_t)n->nranks);
+	PUT_LIT(s, ",\"dtype\":\"");
+	put_s(s, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
+	PUT_LIT(s, "\",\"Process Group Name\":\"");
+	put_i(s, e->comm);
+	PUT_LIT(s, "\",\"Process Group Description\":\"comm ");
+	put_hex16(s, n->comm);
+	put_c(s, '"');
+	PUT_LIT(s, ",\"Rank\":");
+	put_i(s, (int64_t)n->rank);
+	PUT_LIT(s, ",\"Seq\":");
+	put_u(s, n->seq);
+	if (cls == 'P') {
+		PUT_LIT(s, ",\"Peer\":");
+		put_i(s, (int64_t)n->peer);
+	}
+}
+
+/* An NCCL call, and the start of its flow to the kernel that ran it. */
+static void ch_nccl(struct ch *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_nccl *n = e->f;
+	if (!s->tid0)
+		s->tid0 = n->tid;
+	/* the host call as Kineto's record_param_comms cpu_op */
+	head(s, "X", "cpu_op", e->name, s->pid, n->tid, e->ts, s->base);
+	ts_us(s, "dur", e->dur);
+	PUT_LIT(s, ",\"args\":{\"External id\":");
+	put_i(s, e->call >= 0 ? e->call + 1 : 0);
+	if (e->call >= 0)
+		ch_comm_args(s, e, n);
+	PUT_LIT(s, "}}");
+	if (e->call >= 0 && e->has_gpu) {
+		head(s, "s", "ac2g", "ac2g", s->pid, n->tid, e->ts, s->base);
+		PUT_LIT(s, ",\"id\":");
+		put_u(s, xe_flow_call(e->rank, e->call));
+		put_c(s, '}');
+	}
+}
+
+/* A CUDA runtime call that moves or places memory. */
+static void ch_api(struct ch *s, const struct xe_ev *e)
+{
+	uint64_t tid = 0, corr = 0;
+	if (e->type == XE_COPY) {
+		tid = ((const struct nvlp_rec_copy *)e->f)->tid;
+		corr = ((const struct nvlp_rec_copy *)e->f)->call_id;
+	} else if (e->type == XE_MANAGED)
+		tid = ((const struct nvlp_rec_managed *)e->f)->tid;
+	else
+		tid = ((const struct nvlp_rec_peer *)e->f)->tid;
+	head(s, "X", "cuda_runtime", e->name, s->pid, tid, e->ts, s->base);
+	ts_us(s, "dur", e->dur);
+	put_f(s, ",\"args\":{\"correlation\":%llu", (unsigned long long)corr);
+	if (e->type == XE_COPY)
+		put_f(s, ",\"bytes\":%llu",
+		      (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
+	PUT_LIT(s, "}}");
+}
+
+/* A kernel, with the ends of the flows from the NCCL calls it ran. */
+static void ch_kernel(struct ch *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_kernel *k = e->f;
+	char buf[300];
+	const char *raw = "";
+	const char *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
+	                            e->ncalls != 0, buf, &raw);
+	int pid = gpu_pid(s, (int64_t)k->device);
+	head_q(s, "X", "kernel", q ? q : raw, q ? strlen(q) : 0, pid, k->stream, e->ts,
+	       s->base);
+	gpu_args(s, e->dur, (int64_t)k->device, k->stream, k->correlation);
+	PUT_LIT(s, ",\"External id\":");
+	put_i(s, e->ncalls ? e->calls[0] + 1 : 0);
+	PUT_LIT(s, ",\"grid\":");
+	put_dim3(s, k->grid_x, k->grid_y, k->grid_z);
+	PUT_LIT(s, ",\"block\":");
+	put_dim3(s, k->block_x, k->block_y, k->block_z);
+	PUT_LIT(s, "}}");
+	for (size_t i = 0; i < e->ncalls; i++) {
+		head(s, "f", "ac2g", "ac2g", pid, k->stream, e->ts, s->base);
+		PUT_LIT(s, ",\"bp\":\"e\",\"id\":");
+		put_u(s, xe_flow_call(e->rank, e->calls[i]));
+		put_c(s, '}');
+	}
+}
+
+/* A GPU copy. */
+static void ch_gpucopy(struct ch *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_gpucopy *c = e->f;
+	char nm[64];
+	snprintf(nm, sizeof nm, "Memcpy %lld -> %lld", (long long)(int64_t)c->src_device,
+	         (long long)(int64_t)c->dst_device);
+	head(s, "X", "gpu_memcpy", nm, gpu_pid(s, (int64_t)c->device), c->stream, e->ts,
+	     s->base);
+	gpu_args(s, e->dur, (int64_t)c->device, c->stream,
+	         c->call_id ? c->call_id : c->correlation);
+	PUT_LIT(s, ",\"bytes\":");
+	put_u(s, c->bytes);
+	PUT_LIT(s, ",\"copy_kind\":");
+	put_u(s, c->copy_kind);
+	PUT_LIT(s, "}}");
+}
+
+/* A link counter sample: a counter track per GPU, in GB/s. */
+static void ch_sample(struct ch *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_linksample *l = e->f;
+	if (!e->dur)
+		return;
+	static const char *const gpu_nm[] = {
+	    "GPU 0 link GB/s", "GPU 1 link GB/s", "GPU 2 link GB/s", "GPU 3 link GB/s",
+	    "GPU 4 link GB/s", "GPU 5 link GB/s", "GPU 6 link GB/s", "GPU 7 link GB/s"};
+	char nm[48];
+	int64_t dv = (int64_t)l->device;
+	if (dv < 0 || dv >= 8)
+		snprintf(nm, sizeof nm, "GPU %lld link GB/s", (long long)dv);
+	head(s, "C", "link", dv >= 0 && dv < 8 ? gpu_nm[dv] : nm, s->pid, 0, e->ts,
+	     s->base);
+	PUT_LIT(s, ",\"args\":{\"NVLink\":");
+	put_fix3(s, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
+	PUT_LIT(s, ",\"PCIe\":");
+	put_fix3(s, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
+	PUT_LIT(s, "}}");
+}
+
+/* A unified memory migration (the byte counters; faults are not shown). */
+static void ch_um(struct ch *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_um *u = e->f;
+	if (u->counter < 1 || (u->counter > 2 && u->counter != 8))
+		return;
+	head(s, "X", "um_migration",
+	     u->counter == 2   ? "UM DtoH"
+	     : u->counter == 1 ? "UM HtoD"
+	                       : "UM DtoD",
+	     s->pid, 1, e->ts, s->base);
+	ts_us(s, "dur", e->dur);
+	put_f(s, ",\"args\":{\"bytes\":%llu,\"address\":%llu,\"allocation\":%ld}}",
+	      (unsigned long long)u->value, (unsigned long long)u->address, e->alloc);
+}
+
 static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 {
 	(void)x;
@@ -348,153 +510,26 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	if (!s->f && !s->xo)
 		return;
 	switch (e->type) {
-	case XE_NCCL: {
-		const struct nvlp_rec_nccl *n = e->f;
-		if (!s->tid0)
-			s->tid0 = n->tid;
-		/* the host call as Kineto's record_param_comms cpu_op */
-		head(s, "X", "cpu_op", e->name, s->pid, n->tid, e->ts, s->base);
-		ts_us(s, "dur", e->dur);
-		PUT_LIT(s, ",\"args\":{\"External id\":");
-		put_i(s, e->call >= 0 ? e->call + 1 : 0);
-		if (e->call >= 0) {
-			char cls = nvlp_nccl_fn_class((unsigned)n->fn);
-			unsigned sz = nvlp_nccl_dtype_size((int)(int64_t)n->dtype);
-			uint64_t nel = n->count, out = n->count;
-			if (n->fn == NVLP_NCCL_ALL_GATHER)
-				out = n->count * (n->nranks ? n->nranks : 1);
-			else if (n->fn == NVLP_NCCL_REDUCE_SCATTER)
-				nel = n->count * (n->nranks ? n->nranks : 1);
-			PUT_LIT(s, ",\"Collective name\":\"");
-			put_s(s, xm_fn_coll((int)n->fn));
-			PUT_LIT(s, "\",\"In msg nelems\":");
-			put_u(s, nel);
-			PUT_LIT(s, ",\"Out msg nelems\":");
-			put_u(s, out);
-			PUT_LIT(s, ",\"In msg size\":");
-			put_u(s, nel * sz);
-			PUT_LIT(s, ",\"Group size\":");
-			put_i(s, (int64_t)n->nranks);
-			PUT_LIT(s, ",\"dtype\":\"");
-			put_s(s, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
-			PUT_LIT(s, "\",\"Process Group Name\":\"");
-			put_i(s, e->comm);
-			PUT_LIT(s, "\",\"Process Group Description\":\"comm ");
-			put_hex16(s, n->comm);
-			put_c(s, '"');
-			PUT_LIT(s, ",\"Rank\":");
-			put_i(s, (int64_t)n->rank);
-			PUT_LIT(s, ",\"Seq\":");
-			put_u(s, n->seq);
-			if (cls == 'P') {
-				PUT_LIT(s, ",\"Peer\":");
-				put_i(s, (int64_t)n->peer);
-			}
-		}
-		PUT_LIT(s, "}}");
-		if (e->call >= 0 && e->has_gpu) {
-			head(s, "s", "ac2g", "ac2g", s->pid, n->tid, e->ts, s->base);
-			PUT_LIT(s, ",\"id\":");
-			put_u(s, xe_flow_call(e->rank, e->call));
-			put_c(s, '}');
-		}
+	case XE_NCCL:
+		ch_nccl(s, e);
 		break;
-	}
 	case XE_COPY:
 	case XE_MANAGED:
-	case XE_PEER: {
-		uint64_t tid = 0, corr = 0;
-		if (e->type == XE_COPY) {
-			tid = ((const struct nvlp_rec_copy *)e->f)->tid;
-			corr = ((const struct nvlp_rec_copy *)e->f)->call_id;
-		} else if (e->type == XE_MANAGED)
-			tid = ((const struct nvlp_rec_managed *)e->f)->tid;
-		else
-			tid = ((const struct nvlp_rec_peer *)e->f)->tid;
-		head(s, "X", "cuda_runtime", e->name, s->pid, tid, e->ts, s->base);
-		ts_us(s, "dur", e->dur);
-		put_f(s, ",\"args\":{\"correlation\":%llu", (unsigned long long)corr);
-		if (e->type == XE_COPY)
-			put_f(s, ",\"bytes\":%llu",
-			      (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
-		PUT_LIT(s, "}}");
+	case XE_PEER:
+		ch_api(s, e);
 		break;
-	}
-	case XE_KERNEL: {
-		const struct nvlp_rec_kernel *k = e->f;
-		char buf[300];
-		const char *raw = "";
-		const char *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
-		                            e->ncalls != 0, buf, &raw);
-		int pid = gpu_pid(s, (int64_t)k->device);
-		head_q(s, "X", "kernel", q ? q : raw, q ? strlen(q) : 0, pid, k->stream, e->ts,
-		       s->base);
-		gpu_args(s, e->dur, (int64_t)k->device, k->stream, k->correlation);
-		PUT_LIT(s, ",\"External id\":");
-		put_i(s, e->ncalls ? e->calls[0] + 1 : 0);
-		PUT_LIT(s, ",\"grid\":");
-		put_dim3(s, k->grid_x, k->grid_y, k->grid_z);
-		PUT_LIT(s, ",\"block\":");
-		put_dim3(s, k->block_x, k->block_y, k->block_z);
-		PUT_LIT(s, "}}");
-		for (size_t i = 0; i < e->ncalls; i++) {
-			head(s, "f", "ac2g", "ac2g", pid, k->stream, e->ts, s->base);
-			PUT_LIT(s, ",\"bp\":\"e\",\"id\":");
-			put_u(s, xe_flow_call(e->rank, e->calls[i]));
-			put_c(s, '}');
-		}
+	case XE_KERNEL:
+		ch_kernel(s, e);
 		break;
-	}
-	case XE_GPUCOPY: {
-		const struct nvlp_rec_gpucopy *c = e->f;
-		char nm[64];
-		snprintf(nm, sizeof nm, "Memcpy %lld -> %lld", (long long)(int64_t)c->src_device,
-		         (long long)(int64_t)c->dst_device);
-		head(s, "X", "gpu_memcpy", nm, gpu_pid(s, (int64_t)c->device), c->stream, e->ts,
-		     s->base);
-		gpu_args(s, e->dur, (int64_t)c->device, c->stream,
-		         c->call_id ? c->call_id : c->correlation);
-		PUT_LIT(s, ",\"bytes\":");
-		put_u(s, c->bytes);
-		PUT_LIT(s, ",\"copy_kind\":");
-		put_u(s, c->copy_kind);
-		PUT_LIT(s, "}}");
+	case XE_GPUCOPY:
+		ch_gpucopy(s, e);
 		break;
-	}
-	case XE_SAMPLE: {
-		const struct nvlp_rec_linksample *l = e->f;
-		if (!e->dur)
-			break;
-		static const char *const gpu_nm[] = {
-		    "GPU 0 link GB/s", "GPU 1 link GB/s", "GPU 2 link GB/s", "GPU 3 link GB/s",
-		    "GPU 4 link GB/s", "GPU 5 link GB/s", "GPU 6 link GB/s", "GPU 7 link GB/s"};
-		char nm[48];
-		int64_t dv = (int64_t)l->device;
-		if (dv < 0 || dv >= 8)
-			snprintf(nm, sizeof nm, "GPU %lld link GB/s", (long long)dv);
-		head(s, "C", "link", dv >= 0 && dv < 8 ? gpu_nm[dv] : nm, s->pid, 0, e->ts,
-		     s->base);
-		PUT_LIT(s, ",\"args\":{\"NVLink\":");
-		put_fix3(s, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
-		PUT_LIT(s, ",\"PCIe\":");
-		put_fix3(s, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
-		PUT_LIT(s, "}}");
+	case XE_SAMPLE:
+		ch_sample(s, e);
 		break;
-	}
-	case XE_UM: {
-		const struct nvlp_rec_um *u = e->f;
-		if (u->counter < 1 || (u->counter > 2 && u->counter != 8))
-			break;
-		head(s, "X", "um_migration",
-		     u->counter == 2   ? "UM DtoH"
-		     : u->counter == 1 ? "UM HtoD"
-		                       : "UM DtoD",
-		     s->pid, 1, e->ts, s->base);
-		ts_us(s, "dur", e->dur);
-		put_f(s, ",\"args\":{\"bytes\":%llu,\"address\":%llu,\"allocation\":%ld}}",
-		      (unsigned long long)u->value, (unsigned long long)u->address, e->alloc);
+	case XE_UM:
+		ch_um(s, e);
 		break;
-	}
 	}
 }
 

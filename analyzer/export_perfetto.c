@@ -432,136 +432,172 @@ static void pf_rank(void *ctx, const struct xm_job *x, size_t r)
 	desc(s, proc_uuid(r), 0, 1, nm, 0, NULL);
 }
 
+/* An NCCL call: a slice on its thread, with the flows to its kernel and across ranks. */
+static void pf_nccl(struct pf *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_nccl *n = e->f;
+	uint64_t track, nm;
+	size_t te, pk;
+	track = thread_track(s, e->rank, n->tid);
+	nm = intern(s, ID_NAMES, K_STATIC(e->name), e->name);
+	pk = slice_begin(s, e->ts, track, C_NCCL, nm, &te);
+	if (e->call >= 0) {
+		ann_u(s, A_SEQ, n->seq);
+		ann_u(s, A_COMM, n->comm);
+		ann_u(s, A_BYTES, n->bytes);
+		ann_u(s, A_COUNT, n->count);
+		ann_s(s, A_DTYPE, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
+		ann_i(s, A_RANK, (int64_t)n->rank);
+		ann_i(s, A_NRANKS, (int64_t)n->nranks);
+		if ((int64_t)n->peer >= 0)
+			ann_i(s, A_PEER, (int64_t)n->peer);
+		if (e->has_gpu)
+			pb_fixed64(&s->p, TE_FLOW, xe_flow_call(e->rank, e->call));
+		if (nvlp_nccl_fn_class((unsigned)n->fn) == 'C' && n->comm)
+			pb_fixed64(&s->p, TE_FLOW, xe_flow_coll(n->comm, n->seq));
+	}
+	ev_end(s, pk, te);
+	slice_end(s, track, e->ts + e->dur);
+}
+
+/* A CUDA runtime call that moves or places memory: a slice on its thread. */
+static void pf_api(struct pf *s, const struct xe_ev *e)
+{
+	uint64_t track, nm;
+	size_t te, pk;
+	uint64_t tid = e->type == XE_COPY ? ((const struct nvlp_rec_copy *)e->f)->tid
+	               : e->type == XE_MANAGED
+	                   ? ((const struct nvlp_rec_managed *)e->f)->tid
+	                   : ((const struct nvlp_rec_peer *)e->f)->tid;
+	track = thread_track(s, e->rank, tid);
+	nm = intern(s, ID_NAMES, K_STATIC(e->name), e->name);
+	pk = slice_begin(s, e->ts, track, C_CUDA, nm, &te);
+	if (e->type == XE_COPY) {
+		const struct nvlp_rec_copy *c = e->f;
+		ann_u(s, A_BYTES, c->bytes);
+		ann_i(s, A_SRC, (int64_t)c->src_device);
+		ann_i(s, A_DST, (int64_t)c->dst_device);
+		ann_i(s, A_PEER_EN, (int64_t)c->peer_enabled);
+	} else if (e->type == XE_MANAGED) {
+		const struct nvlp_rec_managed *m = e->f;
+		ann_u(s, A_PTR, m->ptr);
+		ann_u(s, A_BYTES, m->bytes);
+	}
+	ev_end(s, pk, te);
+	slice_end(s, track, e->ts + e->dur);
+}
+
+/* A kernel: a slice on its stream, ending the flows of the NCCL calls it ran. */
+static void pf_kernel(struct pf *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_kernel *k = e->f;
+	uint64_t track, nm;
+	size_t te, pk;
+	track = stream_track(s, e->rank, (int64_t)k->device, k->stream);
+	nm = intern(s, ID_NAMES, K_KERNEL(e->rank, k->name),
+	            e->name[0] ? e->name : "kernel");
+	pk = slice_begin(s, e->ts, track, e->ncalls ? C_NCCL_KERNEL : C_KERNEL, nm, &te);
+	ann_u(s, A_STREAM, k->stream);
+	ann_u(s, A_CORR, k->correlation);
+	for (size_t i = 0; i < e->ncalls; i++)
+		pb_fixed64(&s->p, TE_TFLOW, xe_flow_call(e->rank, e->calls[i]));
+	ev_end(s, pk, te);
+	slice_end(s, track, e->ts + e->dur);
+}
+
+/* A GPU copy: a slice on its stream. */
+static void pf_gpucopy(struct pf *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_gpucopy *c = e->f;
+	uint64_t track, nm;
+	size_t te, pk;
+	track = stream_track(s, e->rank, (int64_t)c->device, c->stream);
+	uint64_t key = K_COPY((uint64_t)c->src_device, (uint64_t)c->dst_device);
+	struct slot *x = map_get(&s->names, key << 2 | ID_NAMES);
+	if (x && x->v)
+		nm = x->v;
+	else {
+		char t[64];
+		snprintf(t, sizeof t, "Memcpy %lld -> %lld",
+		         (long long)(int64_t)c->src_device,
+		         (long long)(int64_t)c->dst_device);
+		nm = intern(s, ID_NAMES, key, t);
+	}
+	pk = slice_begin(s, e->ts, track, C_MEMCPY, nm, &te);
+	ann_u(s, A_BYTES, c->bytes);
+	ann_u(s, A_COPY_KIND, c->copy_kind);
+	ann_u(s, A_CORR, c->correlation);
+	ev_end(s, pk, te);
+	slice_end(s, track, e->ts + e->dur);
+}
+
+/* Unified memory bytes migrated: a counter, as a rate over the record. */
+static void pf_um(struct pf *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_um *u = e->f;
+	if (u->counter < 1 || (u->counter > 2 && u->counter != 8)) /* bytes transferred */
+		return;
+	struct ctr *c = counter_track(s, e->rank, 'U', -1);
+	double dur = e->dur ? (double)e->dur : 1;
+	counter(s, c, e->ts, (double)u->value / dur);
+	counter(s, c, e->ts + e->dur, 0);
+}
+
+/* A link counter sample: the NVLink and PCIe counters of its device. */
+static void pf_sample(struct pf *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_linksample *l = e->f;
+	if (!e->dur)
+		return;
+	if (s->smp_dev != (int64_t)l->device) {
+		s->smp_dev = (int64_t)l->device;
+		s->smp_nvl = s->smp_pcie = 0;
+	}
+	struct ctr *c = s->smp_nvl ? &s->ctr[s->smp_nvl - 1]
+	                           : counter_track(s, e->rank, 'N', (int64_t)l->device);
+	if (c && !s->smp_nvl)
+		s->smp_nvl = (size_t)(c - s->ctr) + 1;
+	if (c) {
+		counter(s, c, e->ts, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
+		if (e->ts + e->dur > c->last_e)
+			c->last_e = e->ts + e->dur;
+	}
+	c = s->smp_pcie ? &s->ctr[s->smp_pcie - 1]
+	                : counter_track(s, e->rank, 'E', (int64_t)l->device);
+	if (c && !s->smp_pcie)
+		s->smp_pcie = (size_t)(c - s->ctr) + 1;
+	if (c) {
+		counter(s, c, e->ts, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
+		if (e->ts + e->dur > c->last_e)
+			c->last_e = e->ts + e->dur;
+	}
+}
+
 static void pf_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 {
 	(void)x;
 	struct pf *s = ctx;
-	uint64_t track = 0, nm;
-	size_t te, pk;
 	switch (e->type) {
-	case XE_NCCL: {
-		const struct nvlp_rec_nccl *n = e->f;
-		track = thread_track(s, e->rank, n->tid);
-		nm = intern(s, ID_NAMES, K_STATIC(e->name), e->name);
-		pk = slice_begin(s, e->ts, track, C_NCCL, nm, &te);
-		if (e->call >= 0) {
-			ann_u(s, A_SEQ, n->seq);
-			ann_u(s, A_COMM, n->comm);
-			ann_u(s, A_BYTES, n->bytes);
-			ann_u(s, A_COUNT, n->count);
-			ann_s(s, A_DTYPE, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
-			ann_i(s, A_RANK, (int64_t)n->rank);
-			ann_i(s, A_NRANKS, (int64_t)n->nranks);
-			if ((int64_t)n->peer >= 0)
-				ann_i(s, A_PEER, (int64_t)n->peer);
-			if (e->has_gpu)
-				pb_fixed64(&s->p, TE_FLOW, xe_flow_call(e->rank, e->call));
-			if (nvlp_nccl_fn_class((unsigned)n->fn) == 'C' && n->comm)
-				pb_fixed64(&s->p, TE_FLOW, xe_flow_coll(n->comm, n->seq));
-		}
-		ev_end(s, pk, te);
-		slice_end(s, track, e->ts + e->dur);
+	case XE_NCCL:
+		pf_nccl(s, e);
 		break;
-	}
 	case XE_COPY:
 	case XE_MANAGED:
-	case XE_PEER: {
-		uint64_t tid = e->type == XE_COPY ? ((const struct nvlp_rec_copy *)e->f)->tid
-		               : e->type == XE_MANAGED
-		                   ? ((const struct nvlp_rec_managed *)e->f)->tid
-		                   : ((const struct nvlp_rec_peer *)e->f)->tid;
-		track = thread_track(s, e->rank, tid);
-		nm = intern(s, ID_NAMES, K_STATIC(e->name), e->name);
-		pk = slice_begin(s, e->ts, track, C_CUDA, nm, &te);
-		if (e->type == XE_COPY) {
-			const struct nvlp_rec_copy *c = e->f;
-			ann_u(s, A_BYTES, c->bytes);
-			ann_i(s, A_SRC, (int64_t)c->src_device);
-			ann_i(s, A_DST, (int64_t)c->dst_device);
-			ann_i(s, A_PEER_EN, (int64_t)c->peer_enabled);
-		} else if (e->type == XE_MANAGED) {
-			const struct nvlp_rec_managed *m = e->f;
-			ann_u(s, A_PTR, m->ptr);
-			ann_u(s, A_BYTES, m->bytes);
-		}
-		ev_end(s, pk, te);
-		slice_end(s, track, e->ts + e->dur);
+	case XE_PEER:
+		pf_api(s, e);
 		break;
-	}
-	case XE_KERNEL: {
-		const struct nvlp_rec_kernel *k = e->f;
-		track = stream_track(s, e->rank, (int64_t)k->device, k->stream);
-		nm = intern(s, ID_NAMES, K_KERNEL(e->rank, k->name),
-		            e->name[0] ? e->name : "kernel");
-		pk = slice_begin(s, e->ts, track, e->ncalls ? C_NCCL_KERNEL : C_KERNEL, nm, &te);
-		ann_u(s, A_STREAM, k->stream);
-		ann_u(s, A_CORR, k->correlation);
-		for (size_t i = 0; i < e->ncalls; i++)
-			pb_fixed64(&s->p, TE_TFLOW, xe_flow_call(e->rank, e->calls[i]));
-		ev_end(s, pk, te);
-		slice_end(s, track, e->ts + e->dur);
+	case XE_KERNEL:
+		pf_kernel(s, e);
 		break;
-	}
-	case XE_GPUCOPY: {
-		const struct nvlp_rec_gpucopy *c = e->f;
-		track = stream_track(s, e->rank, (int64_t)c->device, c->stream);
-		uint64_t key = K_COPY((uint64_t)c->src_device, (uint64_t)c->dst_device);
-		struct slot *x = map_get(&s->names, key << 2 | ID_NAMES);
-		if (x && x->v)
-			nm = x->v;
-		else {
-			char t[64];
-			snprintf(t, sizeof t, "Memcpy %lld -> %lld",
-			         (long long)(int64_t)c->src_device,
-			         (long long)(int64_t)c->dst_device);
-			nm = intern(s, ID_NAMES, key, t);
-		}
-		pk = slice_begin(s, e->ts, track, C_MEMCPY, nm, &te);
-		ann_u(s, A_BYTES, c->bytes);
-		ann_u(s, A_COPY_KIND, c->copy_kind);
-		ann_u(s, A_CORR, c->correlation);
-		ev_end(s, pk, te);
-		slice_end(s, track, e->ts + e->dur);
+	case XE_GPUCOPY:
+		pf_gpucopy(s, e);
 		break;
-	}
-	case XE_UM: {
-		const struct nvlp_rec_um *u = e->f;
-		if (u->counter < 1 || (u->counter > 2 && u->counter != 8)) /* bytes transferred */
-			break;
-		struct ctr *c = counter_track(s, e->rank, 'U', -1);
-		double dur = e->dur ? (double)e->dur : 1;
-		counter(s, c, e->ts, (double)u->value / dur);
-		counter(s, c, e->ts + e->dur, 0);
+	case XE_UM:
+		pf_um(s, e);
 		break;
-	}
-	case XE_SAMPLE: {
-		const struct nvlp_rec_linksample *l = e->f;
-		if (!e->dur)
-			break;
-		if (s->smp_dev != (int64_t)l->device) {
-			s->smp_dev = (int64_t)l->device;
-			s->smp_nvl = s->smp_pcie = 0;
-		}
-		struct ctr *c = s->smp_nvl ? &s->ctr[s->smp_nvl - 1]
-		                           : counter_track(s, e->rank, 'N', (int64_t)l->device);
-		if (c && !s->smp_nvl)
-			s->smp_nvl = (size_t)(c - s->ctr) + 1;
-		if (c) {
-			counter(s, c, e->ts, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
-			if (e->ts + e->dur > c->last_e)
-				c->last_e = e->ts + e->dur;
-		}
-		c = s->smp_pcie ? &s->ctr[s->smp_pcie - 1]
-		                : counter_track(s, e->rank, 'E', (int64_t)l->device);
-		if (c && !s->smp_pcie)
-			s->smp_pcie = (size_t)(c - s->ctr) + 1;
-		if (c) {
-			counter(s, c, e->ts, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
-			if (e->ts + e->dur > c->last_e)
-				c->last_e = e->ts + e->dur;
-		}
+	case XE_SAMPLE:
+		pf_sample(s, e);
 		break;
-	}
 	}
 	maybe_flush(s);
 }

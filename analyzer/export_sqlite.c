@@ -143,176 +143,204 @@ static void sq_rank(void *ctx, const struct xm_job *x, size_t r)
 	s->kcall = calloc(s->nk ? s->nk : 1, sizeof *s->kcall);
 }
 
+/* An NCCL call: a row of NCCL_CALLS. */
+static void sq_nccl(struct sq *s, const struct xm_job *x, const struct xe_ev *e)
+{
+	const struct nvlp_rec_nccl *n = e->f;
+	sqlite3_stmt *st = s->st[S_NCCL];
+	int64_t id = ++s->ncall;
+	if (e->call >= 0 && (size_t)e->call < s->nk && s->kcall)
+		s->kcall[e->call] = (long)id;
+	BI(st, 1, id);
+	BI(st, 2, e->rank);
+	BI(st, 3, e->ts);
+	BI(st, 4, e->ts + e->dur);
+	BI(st, 5, n->tid);
+	BI(st, 6, string_id(s, e->name));
+	sqlite3_bind_text(st, 7, xm_fn_coll((int)n->fn), -1, SQLITE_STATIC);
+	BI(st, 8, n->comm);
+	if (e->comm >= 0)
+		BI(st, 9, e->comm);
+	else
+		sqlite3_bind_null(st, 9);
+	BI(st, 10, n->seq);
+	BI(st, 11, n->count);
+	sqlite3_bind_text(st, 12, nvlp_nccl_dtype_name((int)(int64_t)n->dtype), -1,
+	                  SQLITE_STATIC);
+	BI(st, 13, n->bytes);
+	BI(st, 14, (int64_t)n->peer);
+	BI(st, 15, (int64_t)n->rank);
+	BI(st, 16, (int64_t)n->nranks);
+	BI(st, 17, (int64_t)n->device);
+	BI(st, 18, n->cupti_stream);
+	BI(st, 19, n->group_depth);
+	struct xm_call c = {0};
+	if (e->call >= 0)
+		xm_call(x, e->rank, (size_t)e->call, &c);
+	if (c.gpu_start) {
+		BI(st, 20, c.gpu_start);
+		BI(st, 21, c.gpu_start + c.gpu_dur);
+	} else {
+		sqlite3_bind_null(st, 20);
+		sqlite3_bind_null(st, 21);
+	}
+	run(s, st);
+}
+
+/* A CUDA runtime call that moves or places memory: a row of CUPTI_ACTIVITY_KIND_RUNTIME. */
+static void sq_api(struct sq *s, const struct xe_ev *e)
+{
+	sqlite3_stmt *st = s->st[S_RUNTIME];
+	for (int i = 1; i <= 13; i++)
+		sqlite3_bind_null(st, i);
+	BI(st, 1, e->ts);
+	BI(st, 2, e->ts + e->dur);
+	BI(st, 5, string_id(s, e->name));
+	BI(st, 7, e->rank);
+	if (e->type == XE_COPY) {
+		const struct nvlp_rec_copy *c = e->f;
+		BI(st, 3, c->tid);
+		BI(st, 4, c->call_id);
+		BI(st, 6, (int64_t)c->rc);
+		BI(st, 8, (int64_t)c->device);
+		BI(st, 9, c->bytes);
+		BI(st, 10, (int64_t)c->src_device);
+		BI(st, 11, (int64_t)c->dst_device);
+		BI(st, 12, (int64_t)c->peer_enabled);
+		BI(st, 13, c->dst);
+	} else if (e->type == XE_MANAGED) {
+		const struct nvlp_rec_managed *m = e->f;
+		BI(st, 3, m->tid);
+		BI(st, 6, (int64_t)m->rc);
+		BI(st, 8, (int64_t)m->device);
+		BI(st, 9, m->bytes);
+		BI(st, 13, m->ptr);
+	} else {
+		const struct nvlp_rec_peer *p = e->f;
+		BI(st, 3, p->tid);
+		BI(st, 6, (int64_t)p->rc);
+		BI(st, 8, (int64_t)p->device);
+		BI(st, 11, (int64_t)p->peer_device);
+	}
+	run(s, st);
+}
+
+/* A kernel: a row of CUPTI_ACTIVITY_KIND_KERNEL, linked to its first NCCL call. */
+static void sq_kernel(struct sq *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_kernel *k = e->f;
+	sqlite3_stmt *st = s->st[S_KERNEL];
+	int64_t nm = string_id(s, e->name);
+	BI(st, 1, e->ts);
+	BI(st, 2, e->ts + e->dur);
+	BI(st, 3, (int64_t)k->device);
+	BI(st, 4, k->context);
+	BI(st, 5, k->stream);
+	BI(st, 6, k->correlation);
+	BI(st, 7, nm);
+	BI(st, 8, nm);
+	BI(st, 9, k->grid_x);
+	BI(st, 10, k->grid_y);
+	BI(st, 11, k->grid_z);
+	BI(st, 12, k->block_x);
+	BI(st, 13, k->block_y);
+	BI(st, 14, k->block_z);
+	BI(st, 15, e->rank);
+	if (e->ncalls && s->kcall && (size_t)e->calls[0] < s->nk && s->kcall[e->calls[0]])
+		BI(st, 16, s->kcall[e->calls[0]]);
+	else
+		sqlite3_bind_null(st, 16);
+	run(s, st);
+}
+
+/* A GPU copy: a row of CUPTI_ACTIVITY_KIND_MEMCPY. */
+static void sq_gpucopy(struct sq *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_gpucopy *c = e->f;
+	sqlite3_stmt *st = s->st[S_MEMCPY];
+	BI(st, 1, e->ts);
+	BI(st, 2, e->ts + e->dur);
+	BI(st, 3, (int64_t)c->device);
+	BI(st, 4, c->context);
+	BI(st, 5, c->stream);
+	BI(st, 6, c->correlation);
+	BI(st, 7, c->bytes);
+	BI(st, 8, c->copy_kind);
+	BI(st, 9, c->src_kind);
+	BI(st, 10, c->dst_kind);
+	BI(st, 11, (int64_t)c->src_device);
+	BI(st, 12, (int64_t)c->dst_device);
+	BI(st, 13, e->rank);
+	run(s, st);
+}
+
+/* A unified memory counter: a row of UNIFIED_MEMORY_EVENTS. */
+static void sq_um(struct sq *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_um *u = e->f;
+	static const char *const kinds[] = {"",           "bytes_htod", "bytes_dtoh",
+	                                    "cpu_fault",  "gpu_fault",  "thrashing",
+	                                    "throttling", "remote_map", "bytes_dtod"};
+	sqlite3_stmt *st = s->st[S_UM];
+	BI(st, 1, e->ts);
+	BI(st, 2, e->ts + e->dur);
+	BI(st, 3, u->counter);
+	sqlite3_bind_text(st, 4, u->counter < 9 ? kinds[u->counter] : "other", -1,
+	                  SQLITE_STATIC);
+	BI(st, 5, u->address);
+	BI(st, 6, u->value);
+	BI(st, 7, (int64_t)u->src);
+	BI(st, 8, (int64_t)u->dst);
+	BI(st, 9, e->rank);
+	if (e->alloc >= 0)
+		BI(st, 10, e->alloc);
+	else
+		sqlite3_bind_null(st, 10);
+	run(s, st);
+}
+
+/* A link counter sample: a row of LINK_SAMPLES. */
+static void sq_sample(struct sq *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_linksample *l = e->f;
+	sqlite3_stmt *st = s->st[S_LINK];
+	BI(st, 1, e->rank);
+	BI(st, 2, (int64_t)l->device);
+	BI(st, 3, e->ts);
+	BI(st, 4, e->ts + e->dur);
+	BI(st, 5, l->nvl_tx);
+	BI(st, 6, l->nvl_rx);
+	BI(st, 7, l->pcie_rd);
+	BI(st, 8, l->pcie_wr);
+	BI(st, 9, l->source);
+	BI(st, 10, l->flags);
+	run(s, st);
+}
+
 static void sq_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 {
 	struct sq *s = ctx;
-	sqlite3_stmt *st;
-	(void)x;
 	switch (e->type) {
-	case XE_NCCL: {
-		const struct nvlp_rec_nccl *n = e->f;
-		st = s->st[S_NCCL];
-		int64_t id = ++s->ncall;
-		if (e->call >= 0 && (size_t)e->call < s->nk && s->kcall)
-			s->kcall[e->call] = (long)id;
-		BI(st, 1, id);
-		BI(st, 2, e->rank);
-		BI(st, 3, e->ts);
-		BI(st, 4, e->ts + e->dur);
-		BI(st, 5, n->tid);
-		BI(st, 6, string_id(s, e->name));
-		sqlite3_bind_text(st, 7, xm_fn_coll((int)n->fn), -1, SQLITE_STATIC);
-		BI(st, 8, n->comm);
-		if (e->comm >= 0)
-			BI(st, 9, e->comm);
-		else
-			sqlite3_bind_null(st, 9);
-		BI(st, 10, n->seq);
-		BI(st, 11, n->count);
-		sqlite3_bind_text(st, 12, nvlp_nccl_dtype_name((int)(int64_t)n->dtype), -1,
-		                  SQLITE_STATIC);
-		BI(st, 13, n->bytes);
-		BI(st, 14, (int64_t)n->peer);
-		BI(st, 15, (int64_t)n->rank);
-		BI(st, 16, (int64_t)n->nranks);
-		BI(st, 17, (int64_t)n->device);
-		BI(st, 18, n->cupti_stream);
-		BI(st, 19, n->group_depth);
-		struct xm_call c = {0};
-		if (e->call >= 0)
-			xm_call(x, e->rank, (size_t)e->call, &c);
-		if (c.gpu_start) {
-			BI(st, 20, c.gpu_start);
-			BI(st, 21, c.gpu_start + c.gpu_dur);
-		} else {
-			sqlite3_bind_null(st, 20);
-			sqlite3_bind_null(st, 21);
-		}
-		run(s, st);
+	case XE_NCCL:
+		sq_nccl(s, x, e);
 		break;
-	}
 	case XE_COPY:
 	case XE_MANAGED:
-	case XE_PEER: {
-		st = s->st[S_RUNTIME];
-		for (int i = 1; i <= 13; i++)
-			sqlite3_bind_null(st, i);
-		BI(st, 1, e->ts);
-		BI(st, 2, e->ts + e->dur);
-		BI(st, 5, string_id(s, e->name));
-		BI(st, 7, e->rank);
-		if (e->type == XE_COPY) {
-			const struct nvlp_rec_copy *c = e->f;
-			BI(st, 3, c->tid);
-			BI(st, 4, c->call_id);
-			BI(st, 6, (int64_t)c->rc);
-			BI(st, 8, (int64_t)c->device);
-			BI(st, 9, c->bytes);
-			BI(st, 10, (int64_t)c->src_device);
-			BI(st, 11, (int64_t)c->dst_device);
-			BI(st, 12, (int64_t)c->peer_enabled);
-			BI(st, 13, c->dst);
-		} else if (e->type == XE_MANAGED) {
-			const struct nvlp_rec_managed *m = e->f;
-			BI(st, 3, m->tid);
-			BI(st, 6, (int64_t)m->rc);
-			BI(st, 8, (int64_t)m->device);
-			BI(st, 9, m->bytes);
-			BI(st, 13, m->ptr);
-		} else {
-			const struct nvlp_rec_peer *p = e->f;
-			BI(st, 3, p->tid);
-			BI(st, 6, (int64_t)p->rc);
-			BI(st, 8, (int64_t)p->device);
-			BI(st, 11, (int64_t)p->peer_device);
-		}
-		run(s, st);
+	case XE_PEER:
+		sq_api(s, e);
 		break;
-	}
-	case XE_KERNEL: {
-		const struct nvlp_rec_kernel *k = e->f;
-		st = s->st[S_KERNEL];
-		int64_t nm = string_id(s, e->name);
-		BI(st, 1, e->ts);
-		BI(st, 2, e->ts + e->dur);
-		BI(st, 3, (int64_t)k->device);
-		BI(st, 4, k->context);
-		BI(st, 5, k->stream);
-		BI(st, 6, k->correlation);
-		BI(st, 7, nm);
-		BI(st, 8, nm);
-		BI(st, 9, k->grid_x);
-		BI(st, 10, k->grid_y);
-		BI(st, 11, k->grid_z);
-		BI(st, 12, k->block_x);
-		BI(st, 13, k->block_y);
-		BI(st, 14, k->block_z);
-		BI(st, 15, e->rank);
-		if (e->ncalls && s->kcall && (size_t)e->calls[0] < s->nk && s->kcall[e->calls[0]])
-			BI(st, 16, s->kcall[e->calls[0]]);
-		else
-			sqlite3_bind_null(st, 16);
-		run(s, st);
+	case XE_KERNEL:
+		sq_kernel(s, e);
 		break;
-	}
-	case XE_GPUCOPY: {
-		const struct nvlp_rec_gpucopy *c = e->f;
-		st = s->st[S_MEMCPY];
-		BI(st, 1, e->ts);
-		BI(st, 2, e->ts + e->dur);
-		BI(st, 3, (int64_t)c->device);
-		BI(st, 4, c->context);
-		BI(st, 5, c->stream);
-		BI(st, 6, c->correlation);
-		BI(st, 7, c->bytes);
-		BI(st, 8, c->copy_kind);
-		BI(st, 9, c->src_kind);
-		BI(st, 10, c->dst_kind);
-		BI(st, 11, (int64_t)c->src_device);
-		BI(st, 12, (int64_t)c->dst_device);
-		BI(st, 13, e->rank);
-		run(s, st);
+	case XE_GPUCOPY:
+		sq_gpucopy(s, e);
 		break;
-	}
-	case XE_UM: {
-		const struct nvlp_rec_um *u = e->f;
-		static const char *const kinds[] = {"",           "bytes_htod", "bytes_dtoh",
-		                                    "cpu_fault",  "gpu_fault",  "thrashing",
-		                                    "throttling", "remote_map", "bytes_dtod"};
-		st = s->st[S_UM];
-		BI(st, 1, e->ts);
-		BI(st, 2, e->ts + e->dur);
-		BI(st, 3, u->counter);
-		sqlite3_bind_text(st, 4, u->counter < 9 ? kinds[u->counter] : "other", -1,
-		                  SQLITE_STATIC);
-		BI(st, 5, u->address);
-		BI(st, 6, u->value);
-		BI(st, 7, (int64_t)u->src);
-		BI(st, 8, (int64_t)u->dst);
-		BI(st, 9, e->rank);
-		if (e->alloc >= 0)
-			BI(st, 10, e->alloc);
-		else
-			sqlite3_bind_null(st, 10);
-		run(s, st);
+	case XE_UM:
+		sq_um(s, e);
 		break;
-	}
-	case XE_SAMPLE: {
-		const struct nvlp_rec_linksample *l = e->f;
-		st = s->st[S_LINK];
-		BI(st, 1, e->rank);
-		BI(st, 2, (int64_t)l->device);
-		BI(st, 3, e->ts);
-		BI(st, 4, e->ts + e->dur);
-		BI(st, 5, l->nvl_tx);
-		BI(st, 6, l->nvl_rx);
-		BI(st, 7, l->pcie_rd);
-		BI(st, 8, l->pcie_wr);
-		BI(st, 9, l->source);
-		BI(st, 10, l->flags);
-		run(s, st);
+	case XE_SAMPLE:
+		sq_sample(s, e);
 		break;
-	}
 	}
 }
 

@@ -306,41 +306,43 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 		s->xcheck_max_start_ns = sd;
 }
 
-static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file *d,
-                       struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
+/* One graph replay of a (comm, seq) from d->k[a]: its bounds over the channels up to the first
+ * that repeats. Returns the index past them. */
+static size_t one_instance(const struct an_kch_file *d, size_t a, struct inst *x)
 {
-	if (d->nk > 1) /* qsort of a NULL table (a rank with no kernels) is UB, even for 0 items */
-		qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
-	mark_shared(d, s);
-	if (d->nrt > 1)
-		qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
-	/* instances: a channel that repeats within (comm, seq) starts a graph replay */
+	uint64_t seen[4] = {0}; /* channels 0..255 */
+	*x = (struct inst){d->k[a].comm, d->k[a].seq, d->k[a].gs, d->k[a].ge,
+	                   d->k[a].host, 1,          d->k[a].fn, -1, 0};
+	size_t j = a;
+	for (; j < d->nk && d->k[j].comm == d->k[a].comm && d->k[j].seq == d->k[a].seq; j++) {
+		uint32_t c = d->k[j].ch & 255;
+		if (seen[c / 64] >> (c % 64) & 1)
+			break; /* the same channel again: the next replay */
+		seen[c / 64] |= 1ull << (c % 64);
+		if (d->k[j].gs < x->gs)
+			x->gs = d->k[j].gs;
+		if (d->k[j].ge > x->ge)
+			x->ge = d->k[j].ge;
+		if (d->k[j].host > x->host)
+			x->host = d->k[j].host;
+		if (d->k[j].share > x->share)
+			x->share = d->k[j].share;
+	}
+	return j;
+}
+
+/* instances: a channel that repeats within (comm, seq) starts a graph replay; the first replay
+ * is the collective, the others are counted */
+static struct inst *instances(const struct an_kch_file *d, struct an_kch *s, size_t *nout)
+{
 	struct inst *in = NULL;
 	size_t nin = 0, capin = 0;
 	for (size_t i = 0; i < d->nk;) {
 		size_t j = i;
-		uint64_t seen[4] = {0}; /* channels 0..255 */
 		int instance = 0;
 		while (j < d->nk && d->k[j].comm == d->k[i].comm && d->k[j].seq == d->k[i].seq) {
-			size_t a = j;
-			memset(seen, 0, sizeof seen);
-			struct inst x = {d->k[a].comm, d->k[a].seq, d->k[a].gs, d->k[a].ge,
-			                 d->k[a].host, 1,          d->k[a].fn, -1, 0};
-			for (; j < d->nk && d->k[j].comm == d->k[a].comm && d->k[j].seq == d->k[a].seq;
-			     j++) {
-				uint32_t c = d->k[j].ch & 255;
-				if (seen[c / 64] >> (c % 64) & 1)
-					break; /* the same channel again: the next replay */
-				seen[c / 64] |= 1ull << (c % 64);
-				if (d->k[j].gs < x.gs)
-					x.gs = d->k[j].gs;
-				if (d->k[j].ge > x.ge)
-					x.ge = d->k[j].ge;
-				if (d->k[j].host > x.host)
-					x.host = d->k[j].host;
-				if (d->k[j].share > x.share)
-					x.share = d->k[j].share;
-			}
+			struct inst x;
+			j = one_instance(d, j, &x);
 			if (instance++) {
 				s->replays++;
 				s->replay_ns += x.ge - x.gs;
@@ -353,38 +355,80 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file
 		i = j;
 	}
 	s->collectives += nin;
-	/* clock: REALTIME pairs, checked against the stop bound */
-	int64_t corr = 0;
-	int have_rt = d->nrt > 0;
-	int64_t worst = INT64_MIN, tight = INT64_MAX;
+	*nout = nin;
+	return in;
+}
+
+/* A rank's globaltimer -> local mono fit: REALTIME pairs (have_rt) or the stop bound (tight),
+ * plus corr, the correction the stop bound asks of the pairs. */
+struct fit {
+	int have_rt;
+	int64_t corr, tight;
+};
+static int64_t fit_off(const struct an_kch_file *d, const struct fit *f, uint64_t ge)
+{
+	return (f->have_rt ? rt_offset(d, ge) : f->tight) + f->corr;
+}
+
+/* clock: REALTIME pairs, checked against the stop bound */
+static struct fit clock_fit(const struct an_kch_file *d, const struct inst *in, size_t nin,
+                            struct an_kch *s)
+{
+	struct fit f = {d->nrt > 0, 0, INT64_MAX};
+	int64_t worst = INT64_MIN;
 	for (size_t i = 0; i < nin; i++) {
-		int64_t off = have_rt ? rt_offset(d, in[i].ge) : 0;
+		int64_t off = f.have_rt ? rt_offset(d, in[i].ge) : 0;
 		/* must be <= 0; unsigned arithmetic: a corrupt stamp wraps instead of overflowing */
 		int64_t v = (int64_t)(in[i].ge + (uint64_t)off - in[i].host);
 		if (v > worst)
 			worst = v;
 		int64_t ub = (int64_t)(in[i].host - in[i].ge);
-		if (ub < tight)
-			tight = ub;
+		if (ub < f.tight)
+			f.tight = ub;
 	}
 	if (nin) {
-		if (!have_rt) {
+		if (!f.have_rt) {
 			s->fit_bound_only = 1;
 		} else if (worst > 0) {
-			corr = -worst;
+			f.corr = -worst;
 			s->fit_corrections++;
 			if ((uint64_t)worst > s->fit_max_corr_ns)
 				s->fit_max_corr_ns = (uint64_t)worst;
 		}
-		if (have_rt)
+		if (f.have_rt)
 			s->fit_pairs += d->nrt;
 	}
-	/* the rank's calls per communicator hash, by seq */
-	struct cidx *ci = calloc(r->ncalls ? r->ncalls : 1, sizeof *ci);
-	if (!ci) {
-		free(in);
-		return;
+	return f;
+}
+
+/* NCCL's seqNumber vs the shim's seq for the instances in[i..j) of one communicator: the offset
+ * that makes functions agree (unsigned: a decoded seq near 2^63 wraps instead of overflowing) */
+static int64_t seq_offset(const struct an_rank *r, const struct inst *in, size_t i, size_t j,
+                          const struct cidx *ci, size_t nc)
+{
+	int64_t best = 1;
+	size_t best_ok = 0;
+	for (int64_t dd = -1; dd <= 2; dd++) {
+		size_t ok = 0;
+		for (size_t k = i; k < j && k < i + 1000; k++) {
+			const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)dd);
+			if (x && (!in[k].fn || r->calls[x->call].fn == in[k].fn))
+				ok++;
+		}
+		if (ok > best_ok)
+			best_ok = ok, best = dd;
 	}
+	return best;
+}
+
+/* Each instance to the rank's call on its communicator hash, by seq; -1 when out of memory. */
+static int match_calls(const struct an_job *job, const struct an_rank *r,
+                       const struct an_kch_file *d, struct inst *in, size_t nin,
+                       const struct fit *f, struct an_kch *s)
+{
+	struct cidx *ci = calloc(r->ncalls ? r->ncalls : 1, sizeof *ci);
+	if (!ci)
+		return -1;
 	for (size_t i = 0; i < nin;) {
 		uint64_t comm = in[i].comm;
 		size_t j = i;
@@ -397,20 +441,7 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file
 				ci[nc++] = (struct cidx){c->seq, (uint32_t)k};
 		}
 		qsort(ci, nc, sizeof *ci, by_seq);
-		/* NCCL's seqNumber vs the shim's seq: the offset that makes functions agree (unsigned:
-		 * a decoded seq near 2^63 wraps instead of overflowing) */
-		int64_t best = 1;
-		size_t best_ok = 0;
-		for (int64_t dd = -1; dd <= 2; dd++) {
-			size_t ok = 0;
-			for (size_t k = i; k < j && k < i + 1000; k++) {
-				const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)dd);
-				if (x && (!in[k].fn || r->calls[x->call].fn == in[k].fn))
-					ok++;
-			}
-			if (ok > best_ok)
-				best_ok = ok, best = dd;
-		}
+		int64_t best = seq_offset(r, in, i, j, ci, nc);
 		for (size_t k = i; k < j; k++) {
 			const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)best);
 			if (!x || (in[k].fn && r->calls[x->call].fn != in[k].fn)) {
@@ -418,36 +449,45 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file
 				continue;
 			}
 			in[k].call = x->call;
-			in[k].off = (have_rt ? rt_offset(d, in[k].ge) : tight) + corr;
+			in[k].off = fit_off(d, f, in[k].ge);
 		}
 		i = j;
 	}
-	/* The other bound: a channel starts after its call entered NCCL. A REALTIME pair read while
-	 * the thread was preempted, or realtime slewed by NTP, can put kernels before their calls;
-	 * shift the offset up by the largest such violation, as far as the stop bound allows. */
-	if (have_rt && nin) {
-		int64_t need = 0, slack = INT64_MAX;
-		for (size_t k = 0; k < nin; k++) {
-			if (in[k].call < 0)
-				continue;
-			int64_t v = (int64_t)(r->calls[in[k].call].t_enter - (in[k].gs + (uint64_t)in[k].off));
-			if (v > need)
-				need = v;
-			int64_t u = (int64_t)(in[k].host - (in[k].ge + (uint64_t)in[k].off));
-			if (u < slack)
-				slack = u;
-		}
-		int64_t up = need < slack ? need : slack;
-		if (up > 0) {
-			for (size_t k = 0; k < nin; k++)
-				in[k].off += up;
-			s->fit_corrections++;
-			if ((uint64_t)up > s->fit_max_corr_ns)
-				s->fit_max_corr_ns = (uint64_t)up;
-		}
+	free(ci);
+	return 0;
+}
+
+/* The other bound: a channel starts after its call entered NCCL. A REALTIME pair read while
+ * the thread was preempted, or realtime slewed by NTP, can put kernels before their calls;
+ * shift the offset up by the largest such violation, as far as the stop bound allows. */
+static void raise_to_calls(const struct an_rank *r, struct inst *in, size_t nin, struct an_kch *s)
+{
+	int64_t need = 0, slack = INT64_MAX;
+	for (size_t k = 0; k < nin; k++) {
+		if (in[k].call < 0)
+			continue;
+		int64_t v = (int64_t)(r->calls[in[k].call].t_enter - (in[k].gs + (uint64_t)in[k].off));
+		if (v > need)
+			need = v;
+		int64_t u = (int64_t)(in[k].host - (in[k].ge + (uint64_t)in[k].off));
+		if (u < slack)
+			slack = u;
 	}
-	/* fused collectives (one kernel, shared stamps) split its time by bytes, laid end to end, as
-	 * model.c splits a group's CUPTI kernel */
+	int64_t up = need < slack ? need : slack;
+	if (up > 0) {
+		for (size_t k = 0; k < nin; k++)
+			in[k].off += up;
+		s->fit_corrections++;
+		if ((uint64_t)up > s->fit_max_corr_ns)
+			s->fit_max_corr_ns = (uint64_t)up;
+	}
+}
+
+/* fused collectives (one kernel, shared stamps) split its time by bytes, laid end to end, as
+ * model.c splits a group's CUPTI kernel */
+static void give_all(struct an_rank *r, struct inst *in, size_t nin, struct an_kch *s,
+                     int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
+{
 	if (nin > 1)
 		qsort(in, nin, sizeof *in, by_fused);
 	for (size_t i = 0; i < nin;) {
@@ -473,7 +513,26 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file
 		}
 		i = j;
 	}
-	free(ci);
+}
+
+static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file *d,
+                       struct an_kch *s, int64_t **diffs, size_t *ndiffs, size_t *capdiffs)
+{
+	if (d->nk > 1) /* qsort of a NULL table (a rank with no kernels) is UB, even for 0 items */
+		qsort(d->k, d->nk, sizeof *d->k, by_comm_seq);
+	mark_shared(d, s);
+	if (d->nrt > 1)
+		qsort(d->rt, d->nrt, sizeof *d->rt, by_other);
+	size_t nin;
+	struct inst *in = instances(d, s, &nin);
+	struct fit f = clock_fit(d, in, nin, s);
+	if (match_calls(job, r, d, in, nin, &f, s) < 0) {
+		free(in);
+		return;
+	}
+	if (f.have_rt && nin)
+		raise_to_calls(r, in, nin, s);
+	give_all(r, in, nin, s, diffs, ndiffs, capdiffs);
 	free(in);
 }
 

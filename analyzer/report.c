@@ -391,17 +391,12 @@ static const char *choice_fn_name(const struct an_job *job, const struct an_jcho
 	return nvlp_nccl_fn_name(x->fn);
 }
 
-void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
+/* The first lines: processes, steps, what data the traces hold. */
+static void text_header(FILE *o, const struct an_job *job, const struct tables *t)
 {
-	struct tables t;
-	if (tables_build(job, &t) < 0) {
-		tables_free(&t);
-		fprintf(stderr, "nvlprof: out of memory\n");
-		return;
-	}
-	const struct an_summary s = t.s;
+	const struct an_summary *s = &t->s;
 	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
-	        job->nok == 1 ? "" : "es", s.hosts, s.hosts == 1 ? "" : "s", s.wall_ms);
+	        job->nok == 1 ? "" : "es", s->hosts, s->hosts == 1 ? "" : "s", s->wall_ms);
 	if (job->step_ns > 0)
 		fprintf(o, ", %llu steps of %.2f ms%s", (unsigned long long)job->steps,
 		        job->step_ns / 1e6,
@@ -412,7 +407,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	fputc('\n', o);
 	if (job->step_ns <= 0 && job->ncomms && strcmp(job->steps_why, "no repeating pattern of collectives"))
 		fprintf(o, "steps: none recognised: %s\n", job->steps_why);
-	double pk = t.peak;
+	double pk = t->peak;
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
 	        job->have_gpu         ? "yes"
 	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
@@ -422,82 +417,94 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	if (pk > 0)
 		fprintf(o, " (NVLink %.0f GB/s per GPU)", pk / 1e9);
 	fputc('\n', o);
+}
+
+/* The summary line: time in NCCL per rank and how much of it the job waited on. */
+static void text_comm(FILE *o, const struct an_job *job, const struct tables *t)
+{
+	const struct an_summary *s = &t->s;
 	if (!job->ncomms)
 		fprintf(o, "communication: no NCCL calls\n");
-	else if (job->have_gpu && s.comm_host)
+	else if (job->have_gpu && s->comm_host)
 		fprintf(o,
 		        "communication: %.2f ms per rank in NCCL calls (host time: no NCCL kernel "
 		        "traced; exposure unknown)\n",
-		        s.comm_ms);
-	else if (job->have_gpu && !isnan(s.comm_win_ms))
+		        s->comm_ms);
+	else if (job->have_gpu && !isnan(s->comm_win_ms))
 		fprintf(o,
 		        "communication: %.2f ms per rank (%.2f ms in the steps); exposed %.2f ms = "
 		        "%.1f%% of the steps' time\n",
-		        s.comm_ms, s.comm_win_ms, s.exposed_ms, s.exposed_share * 100);
+		        s->comm_ms, s->comm_win_ms, s->exposed_ms, s->exposed_share * 100);
 	else if (job->have_gpu)
 		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of wall time\n",
-		        s.comm_ms, s.exposed_ms, s.exposed_share * 100);
+		        s->comm_ms, s->exposed_ms, s->exposed_share * 100);
 	else
 		fprintf(
 		    o,
 		    "communication: %.2f ms per rank in NCCL calls (host time; exposure unknown)\n",
-		    s.comm_ms);
-	an_kch_report_text(o, job);
-	an_graphs_report_text(o, job);
-	fprintf(o, "\nFINDINGS\n");
-	an_findings_print(o, f);
+		    s->comm_ms);
+}
 
-	if (job->naggs) {
-		fprintf(o, "\nCOLLECTIVES (per communicator; time is %s)\n",
-		        job->have_gpu ? "GPU kernel time" : "host call time");
-		fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
-		        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
-		for (size_t i = 0; i < job->naggs; i++) {
-			const struct arow r = t.coll[i];
-			char a[16], b[16], p[16];
-			fmt_gbps(a, sizeof a, r.algbw);
-			fmt_gbps(b, sizeof b, r.busbw);
-			if (isnan(r.peak_share))
-				snprintf(p, sizeof p, "-");
-			else
-				snprintf(p, sizeof p, "%.0f", r.peak_share * 100);
-			fprintf(o, "  %016llx %-18s %5d %10.1f %10.3f %11.2f%s %8s %8s %6s\n",
-			        (unsigned long long)r.c->hash, nvlp_nccl_fn_name(r.a->fn),
-			        r.c->nranks, r.calls_per_rank, r.bytes_per_call / MIB,
-			        r.time_ms_per_rank, r.host_time ? "h" : " ", a, b, p);
-		}
-		fprintf(
-		    o,
-		    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
-		    "time per matched collective; h = host time, no GPU data)\n");
-		for (size_t ci = 0; ci < job->ncomms; ci++)
-			if (job->comms[ci].name[0])
-				fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
-				        (unsigned long long)job->comms[ci].hash, job->comms[ci].name);
+static void text_collectives(FILE *o, const struct an_job *job, const struct tables *t)
+{
+	if (!job->naggs)
+		return;
+	fprintf(o, "\nCOLLECTIVES (per communicator; time is %s)\n",
+	        job->have_gpu ? "GPU kernel time" : "host call time");
+	fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
+	        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
+	for (size_t i = 0; i < job->naggs; i++) {
+		const struct arow r = t->coll[i];
+		char a[16], b[16], p[16];
+		fmt_gbps(a, sizeof a, r.algbw);
+		fmt_gbps(b, sizeof b, r.busbw);
+		if (isnan(r.peak_share))
+			snprintf(p, sizeof p, "-");
+		else
+			snprintf(p, sizeof p, "%.0f", r.peak_share * 100);
+		fprintf(o, "  %016llx %-18s %5d %10.1f %10.3f %11.2f%s %8s %8s %6s\n",
+		        (unsigned long long)r.c->hash, nvlp_nccl_fn_name(r.a->fn),
+		        r.c->nranks, r.calls_per_rank, r.bytes_per_call / MIB,
+		        r.time_ms_per_rank, r.host_time ? "h" : " ", a, b, p);
 	}
-	if (job->nchoices) {
-		fprintf(o, "\nNCCL CHOICES (from NCCL's profiler plugin; calls summed over ranks)\n");
-		fprintf(o, "  %-16s %-18s %-22s %8s %9s\n", "comm", "call", "algorithm/protocol",
-		        "calls", "channels");
-		for (size_t i = 0; i < job->nchoices; i++) {
-			const struct an_jchoice *x = &job->choices[i];
-			char h[20], ap[40], ch[24];
-			if (x->comm >= 0)
-				snprintf(h, sizeof h, "%016llx",
-				         (unsigned long long)job->comms[x->comm].hash);
-			else
-				snprintf(h, sizeof h, "?");
-			snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
-			fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, choice_fn_name(job, x), ap,
-			        (unsigned long long)x->calls, an_choice_channels(x, ch, sizeof ch));
-		}
-	}
+	fprintf(
+	    o,
+	    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
+	    "time per matched collective; h = host time, no GPU data)\n");
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		if (job->comms[ci].name[0])
+			fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
+			        (unsigned long long)job->comms[ci].hash, job->comms[ci].name);
+}
 
+static void text_choices(FILE *o, const struct an_job *job)
+{
+	if (!job->nchoices)
+		return;
+	fprintf(o, "\nNCCL CHOICES (from NCCL's profiler plugin; calls summed over ranks)\n");
+	fprintf(o, "  %-16s %-18s %-22s %8s %9s\n", "comm", "call", "algorithm/protocol",
+	        "calls", "channels");
+	for (size_t i = 0; i < job->nchoices; i++) {
+		const struct an_jchoice *x = &job->choices[i];
+		char h[20], ap[40], ch[24];
+		if (x->comm >= 0)
+			snprintf(h, sizeof h, "%016llx",
+			         (unsigned long long)job->comms[x->comm].hash);
+		else
+			snprintf(h, sizeof h, "?");
+		snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
+		fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, choice_fn_name(job, x), ap,
+		        (unsigned long long)x->calls, an_choice_channels(x, ch, sizeof ch));
+	}
+}
+
+static void text_ranks(FILE *o, const struct tables *t)
+{
 	fprintf(o, "\nRANKS\n");
 	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
 	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
-	for (size_t i = 0; i < t.nranks; i++) {
-		const struct rrow *w = &t.ranks[i];
+	for (size_t i = 0; i < t->nranks; i++) {
+		const struct rrow *w = &t->ranks[i];
 		const struct an_rank *r = w->r;
 		const struct an_rank_x *x = w->x;
 		double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
@@ -514,6 +521,11 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
+}
+
+/* Under RANKS: what its columns mean, the arrival skew, the clock alignment. */
+static void text_ranks_notes(FILE *o, const struct an_job *job)
+{
 	if (job->ncomms)
 		fprintf(o, "  (comm ms: NCCL kernel time (h: host call time); exposed: not overlapped by "
 	           "compute%s; last%%: share of collectives it arrived last at; lead ms: median "
@@ -538,18 +550,25 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		        "  hosts aligned by realtime anchors, corrected by collective completions "
 		        "(max %.3f ms)\n",
 		        job->max_refine_ns / 1e6);
-	if (job->nothers) {
-		fprintf(o, "\nOTHER PROCESSES (no GPU work and no NCCL call: launchers, workers; not "
-		           "ranks)\n");
-		for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
-			const struct an_rank *r = &job->ranks[i];
-			char cmd[96];
-			const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
-			fprintf(o, "  %-12.12s pid %-8d wall %9.1f ms  %s\n", r->host, r->pid,
-			        an_rank_wall(r) / 1e6, c ? c : "?");
-		}
-	}
+}
 
+static void text_others(FILE *o, const struct an_job *job)
+{
+	if (!job->nothers)
+		return;
+	fprintf(o, "\nOTHER PROCESSES (no GPU work and no NCCL call: launchers, workers; not "
+	           "ranks)\n");
+	for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		char cmd[96];
+		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+		fprintf(o, "  %-12.12s pid %-8d wall %9.1f ms  %s\n", r->host, r->pid,
+		        an_rank_wall(r) / 1e6, c ? c : "?");
+	}
+}
+
+static void text_copies(FILE *o, const struct an_job *job)
+{
 	int any = 0;
 	for (size_t i = 0; i < job->nranks; i++)
 		for (size_t k = 0; k < job->ranks[i].npairs; k++) {
@@ -569,24 +588,32 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	if (any)
 		fprintf(o, "  (GB/s: nvlink-p2p over the copies' GPU time; staged-host over the host "
 		           "time in the calls, which stage through host memory)\n");
-	if (job->have_links) {
-		fprintf(
-		    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
-		    "rank", "device", "NVLink MiB", "PCIe MiB");
-		for (size_t i = 0; i < job->nranks; i++)
-			for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
-				const struct an_dev *v = &job->ranks[i].devs[d];
-				if (!v->nsamples)
-					continue;
-				fprintf(o, "  %4d %6d %10.1f / %8.1f %10.1f / %8.1f\n",
-				        rank_id(job, i), v->device,
-				        (double)(v->nvl_tx + v->nvl_rx) / MIB,
-				        (double)v->nvl_coll / MIB,
-				        (double)(v->pcie_rd + v->pcie_wr) / MIB,
-				        (double)v->pcie_coll / MIB);
-			}
-	}
-	any = 0;
+}
+
+static void text_links(FILE *o, const struct an_job *job)
+{
+	if (!job->have_links)
+		return;
+	fprintf(
+	    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
+	    "rank", "device", "NVLink MiB", "PCIe MiB");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
+			const struct an_dev *v = &job->ranks[i].devs[d];
+			if (!v->nsamples)
+				continue;
+			fprintf(o, "  %4d %6d %10.1f / %8.1f %10.1f / %8.1f\n",
+			        rank_id(job, i), v->device,
+			        (double)(v->nvl_tx + v->nvl_rx) / MIB,
+			        (double)v->nvl_coll / MIB,
+			        (double)(v->pcie_rd + v->pcie_wr) / MIB,
+			        (double)v->pcie_coll / MIB);
+		}
+}
+
+static void text_managed(FILE *o, const struct an_job *job)
+{
+	int any = 0;
 	for (size_t i = 0; i < job->nranks; i++)
 		for (size_t k = 0; k < job->ranks[i].nallocs; k++) {
 			const struct an_alloc *a = &job->ranks[i].allocs[k];
@@ -602,7 +629,264 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 			        (unsigned long long)a->flips, (unsigned long long)a->gpu_faults,
 			        (double)a->migrate_ns / 1e6);
 		}
+}
+
+void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
+{
+	struct tables t;
+	if (tables_build(job, &t) < 0) {
+		tables_free(&t);
+		fprintf(stderr, "nvlprof: out of memory\n");
+		return;
+	}
+	text_header(o, job, &t);
+	text_comm(o, job, &t);
+	an_kch_report_text(o, job);
+	an_graphs_report_text(o, job);
+	fprintf(o, "\nFINDINGS\n");
+	an_findings_print(o, f);
+	text_collectives(o, job, &t);
+	text_choices(o, job);
+	text_ranks(o, &t);
+	text_ranks_notes(o, job);
+	text_others(o, job);
+	text_copies(o, job);
+	text_links(o, job);
+	text_managed(o, job);
 	tables_free(&t);
+}
+
+/* The "job" object: the summary, with what data the traces hold. */
+static void json_job(struct jw *w, const struct an_job *job, const struct tables *t)
+{
+	const struct an_summary *s = &t->s;
+	jw_obj(w, "job");
+	jw_int(w, "processes", (int64_t)job->nok);
+	jw_int(w, "hosts", s->hosts);
+	jw_num(w, "wall_ms", s->wall_ms);
+	jw_int(w, "steps", (int64_t)job->steps);
+	jw_num(w, "step_ms", s->step_ms);
+	jw_str(w, "step_source", job->step_source ? job->step_source : "none");
+	jw_str(w, "steps_why", job->steps_why);
+	jw_bool(w, "gpu_data", job->have_gpu);
+	jw_bool(w, "link_counters", job->have_links);
+	jw_bool(w, "topology", job->have_topo);
+	double pk = t->peak;
+	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
+	jw_num(w, "comm_ms_per_rank", s->comm_ms);
+	jw_num(w, "comm_in_steps_ms_per_rank", s->comm_win_ms);
+	jw_str(w, "comm_time_source", job->have_gpu && !s->comm_host ? "gpu" : "host");
+	jw_num(w, "exposed_ms_per_rank", s->exposed_ms);
+	jw_num(w, "exposed_share", s->exposed_share);
+	jw_str(w, "exposed_over", job->win1 ? "steps" : "trace");
+	jw_int(w, "matched_collectives", (int64_t)job->matched_colls);
+	jw_num(w, "skew_mean_ms", job->mean_skew_ns / 1e6);
+	jw_num(w, "skew_max_ms", job->max_skew_ns / 1e6);
+	jw_num(w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
+	jw_num(w, "clock_correction_ms", job->max_refine_ns / 1e6);
+	jw_obj_end(w);
+}
+
+static void json_collectives(struct jw *w, const struct an_job *job, const struct tables *t)
+{
+	jw_arr(w, "collectives");
+	for (size_t i = 0; i < job->naggs; i++) {
+		const struct arow r = t->coll[i];
+		char h[32];
+		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
+		jw_obj(w, NULL);
+		jw_str(w, "comm", h);
+		jw_str(w, "comm_name", r.c->name);
+		jw_str(w, "collective", nvlp_nccl_fn_name(r.a->fn));
+		jw_int(w, "nranks", r.c->nranks);
+		jw_int(w, "calls", (int64_t)r.a->calls);
+		jw_num(w, "calls_per_rank", r.calls_per_rank);
+		jw_num(w, "bytes", (double)r.a->bytes);
+		jw_num(w, "bytes_per_call", r.bytes_per_call);
+		jw_num(w, "time_ms_per_rank", r.time_ms_per_rank);
+		jw_str(w, "time_source", r.host_time ? "host" : "gpu");
+		jw_num(w, "algbw_gbps", r.algbw);
+		jw_num(w, "busbw_gbps", r.busbw);
+		jw_num(w, "peak_share", r.peak_share);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_ranks(struct jw *w, const struct tables *t)
+{
+	jw_arr(w, "ranks");
+	for (size_t i = 0; i < t->nranks; i++) {
+		const struct rrow *rw = &t->ranks[i];
+		const struct an_rank *r = rw->r;
+		const struct an_rank_x *x = rw->x;
+		int gpu = rw->gpu;
+		double wall = rw->wall_ns, ex = rw->exposed_ns, span = rw->span_ns;
+		jw_obj(w, NULL);
+		jw_int(w, "rank", rw->rank);
+		jw_str(w, "host", r->host);
+		jw_int(w, "pid", r->pid);
+		jw_bool(w, "complete", r->complete);
+		jw_num(w, "wall_ms", wall / 1e6);
+		jw_num(w, "comm_ms", rw->comm_ns / 1e6);
+		jw_str(w, "comm_time_source", gpu ? "gpu" : "host");
+		jw_num(w, "exposed_ms", gpu ? ex / 1e6 : NAN);
+		jw_num(w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
+		jw_int(w, "collectives", (int64_t)x->colls);
+		jw_int(w, "arrived_last", (int64_t)x->last_count);
+		jw_num(w, "median_lead_ms", x->median_lead_ns / 1e6);
+		jw_num(w, "mean_lead_ms",
+		       x->last_count ? x->lead_ns_sum / x->last_count / 1e6 : 0);
+		jw_num(w, "waited_ms", x->wait_ns / 1e6);
+		jw_num(w, "waited_first_collective_ms", x->first_wait_ns / 1e6);
+		jw_num(w, "wait_caused_ms", x->caused_wait_ns / 1e6);
+		jw_num(w, "clock_correction_ms", (double)r->refine / 1e6);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_others(struct jw *w, const struct an_job *job)
+{
+	jw_arr(w, "other_processes");
+	for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		char cmd[256];
+		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
+		jw_obj(w, NULL);
+		jw_str(w, "host", r->host);
+		jw_int(w, "pid", r->pid);
+		jw_str(w, "cmdline", c ? c : "");
+		jw_str(w, "role", "not a rank: no GPU work, no NCCL call");
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+/* per rank x communicator x function: the attribution behind the "collectives" table */
+static void json_by_rank(struct jw *w, const struct an_job *job, const struct tables *t)
+{
+	jw_arr(w, "collectives_by_rank");
+	for (size_t i = 0; i < t->nby_rank; i++) {
+		const struct crow *x = &t->by_rank[i];
+		char h[32];
+		snprintf(h, sizeof h, "%016llx", (unsigned long long)job->comms[x->comm].hash);
+		jw_obj(w, NULL);
+		jw_int(w, "rank", x->rank);
+		jw_str(w, "comm", h);
+		jw_str(w, "collective", nvlp_nccl_fn_name(x->fn));
+		jw_int(w, "calls", (int64_t)x->calls);
+		jw_num(w, "bytes", x->bytes);
+		jw_num(w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
+		jw_str(w, "time_source", x->gcalls ? "gpu" : "host");
+		jw_num(w, "algbw_gbps", x->algbw);
+		jw_num(w, "busbw_gbps", x->busbw);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_choices(struct jw *w, const struct an_job *job)
+{
+	jw_arr(w, "nccl_choices");
+	for (size_t i = 0; i < job->nchoices; i++) {
+		const struct an_jchoice *x = &job->choices[i];
+		char h[20];
+		snprintf(h, sizeof h, "%016llx",
+		         x->comm >= 0 ? (unsigned long long)job->comms[x->comm].hash : 0ull);
+		jw_obj(w, NULL);
+		if (x->comm >= 0)
+			jw_str(w, "comm", h);
+		else
+			jw_null(w, "comm");
+		jw_str(w, "collective", choice_fn_name(job, x));
+		jw_str(w, "algorithm", x->algo);
+		jw_str(w, "protocol", x->proto);
+		jw_int(w, "calls", (int64_t)x->calls);
+		jw_int(w, "channels_min", x->ch_min);
+		jw_int(w, "channels_max", x->ch_max);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_copies(struct jw *w, const struct an_job *job)
+{
+	jw_arr(w, "copies");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t k = 0; k < job->ranks[i].npairs; k++) {
+			const struct an_pair *p = &job->ranks[i].pairs[k];
+			jw_obj(w, NULL);
+			jw_int(w, "rank", rank_id(job, i));
+			jw_int(w, "src_device", p->src);
+			jw_int(w, "dst_device", p->dst);
+			jw_str(w, "path", pair_path(p));
+			jw_int(w, "copies",
+			       (int64_t)(p->api_copies ? p->api_copies : p->p2p_copies));
+			jw_num(w, "bytes", (double)(p->api_bytes ? p->api_bytes : p->p2p_bytes));
+			jw_num(w, "gbps", pair_gbps(p));
+			jw_obj_end(w);
+		}
+	jw_arr_end(w);
+}
+
+static void json_links(struct jw *w, const struct an_job *job)
+{
+	jw_arr(w, "links");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
+			const struct an_dev *v = &job->ranks[i].devs[d];
+			if (!v->nsamples)
+				continue;
+			jw_obj(w, NULL);
+			jw_int(w, "rank", rank_id(job, i));
+			jw_int(w, "device", v->device);
+			jw_num(w, "nvlink_bytes", (double)(v->nvl_tx + v->nvl_rx));
+			jw_num(w, "nvlink_bytes_in_collectives", (double)v->nvl_coll);
+			jw_num(w, "pcie_bytes", (double)(v->pcie_rd + v->pcie_wr));
+			jw_num(w, "pcie_bytes_in_collectives", (double)v->pcie_coll);
+			jw_obj_end(w);
+		}
+	jw_arr_end(w);
+}
+
+static void json_managed(struct jw *w, const struct an_job *job)
+{
+	jw_arr(w, "managed");
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t k = 0; k < job->ranks[i].nallocs; k++) {
+			const struct an_alloc *a = &job->ranks[i].allocs[k];
+			char h[32];
+			snprintf(h, sizeof h, "0x%llx", (unsigned long long)a->ptr);
+			jw_obj(w, NULL);
+			jw_int(w, "rank", rank_id(job, i));
+			jw_int(w, "device", a->device);
+			jw_str(w, "address", h);
+			jw_num(w, "size", (double)a->bytes);
+			jw_num(w, "bytes_migrated", (double)(a->htod + a->dtoh + a->dtod));
+			jw_int(w, "direction_changes", (int64_t)a->flips);
+			jw_int(w, "gpu_page_faults", (int64_t)a->gpu_faults);
+			jw_num(w, "time_lost_ms", (double)a->migrate_ns / 1e6);
+			jw_obj_end(w);
+		}
+	jw_arr_end(w);
+}
+
+static void json_files(struct jw *w, const struct an_job *job)
+{
+	jw_arr(w, "files");
+	for (size_t i = 0; i < job->nranks; i++) {
+		const struct an_rank *r = &job->ranks[i];
+		jw_obj(w, NULL);
+		jw_str(w, "path", r->path);
+		jw_bool(w, "ok", r->ok);
+		jw_bool(w, "complete", r->ok && r->complete);
+		jw_int(w, "records", (int64_t)r->records);
+		if (!r->ok || r->truncated)
+			jw_str(w, "error", r->err);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
 }
 
 void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f)
@@ -613,216 +897,25 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 		fprintf(stderr, "nvlprof: out of memory\n");
 		return;
 	}
-	const struct an_summary s = t.s;
 	struct jw w;
 	jw_init(&w, o);
 	jw_obj(&w, NULL);
 	jw_str(&w, "tool", "nvlprof");
 	jw_str(&w, "kind", "report");
 	jw_int(&w, "schema", 1);
-	jw_obj(&w, "job");
-	jw_int(&w, "processes", (int64_t)job->nok);
-	jw_int(&w, "hosts", s.hosts);
-	jw_num(&w, "wall_ms", s.wall_ms);
-	jw_int(&w, "steps", (int64_t)job->steps);
-	jw_num(&w, "step_ms", s.step_ms);
-	jw_str(&w, "step_source", job->step_source ? job->step_source : "none");
-	jw_str(&w, "steps_why", job->steps_why);
-	jw_bool(&w, "gpu_data", job->have_gpu);
-	jw_bool(&w, "link_counters", job->have_links);
-	jw_bool(&w, "topology", job->have_topo);
-	double pk = t.peak;
-	jw_num(&w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
-	jw_num(&w, "comm_ms_per_rank", s.comm_ms);
-	jw_num(&w, "comm_in_steps_ms_per_rank", s.comm_win_ms);
-	jw_str(&w, "comm_time_source", job->have_gpu && !s.comm_host ? "gpu" : "host");
-	jw_num(&w, "exposed_ms_per_rank", s.exposed_ms);
-	jw_num(&w, "exposed_share", s.exposed_share);
-	jw_str(&w, "exposed_over", job->win1 ? "steps" : "trace");
-	jw_int(&w, "matched_collectives", (int64_t)job->matched_colls);
-	jw_num(&w, "skew_mean_ms", job->mean_skew_ns / 1e6);
-	jw_num(&w, "skew_max_ms", job->max_skew_ns / 1e6);
-	jw_num(&w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
-	jw_num(&w, "clock_correction_ms", job->max_refine_ns / 1e6);
-	jw_obj_end(&w);
+	json_job(&w, job, &t);
 	an_findings_json(&w, "findings", f);
 	an_graphs_json(&w, job);
 	an_kch_json(&w, job);
-
-	jw_arr(&w, "collectives");
-	for (size_t i = 0; i < job->naggs; i++) {
-		const struct arow r = t.coll[i];
-		char h[32];
-		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
-		jw_obj(&w, NULL);
-		jw_str(&w, "comm", h);
-		jw_str(&w, "comm_name", r.c->name);
-		jw_str(&w, "collective", nvlp_nccl_fn_name(r.a->fn));
-		jw_int(&w, "nranks", r.c->nranks);
-		jw_int(&w, "calls", (int64_t)r.a->calls);
-		jw_num(&w, "calls_per_rank", r.calls_per_rank);
-		jw_num(&w, "bytes", (double)r.a->bytes);
-		jw_num(&w, "bytes_per_call", r.bytes_per_call);
-		jw_num(&w, "time_ms_per_rank", r.time_ms_per_rank);
-		jw_str(&w, "time_source", r.host_time ? "host" : "gpu");
-		jw_num(&w, "algbw_gbps", r.algbw);
-		jw_num(&w, "busbw_gbps", r.busbw);
-		jw_num(&w, "peak_share", r.peak_share);
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "ranks");
-	for (size_t i = 0; i < t.nranks; i++) {
-		const struct rrow *rw = &t.ranks[i];
-		const struct an_rank *r = rw->r;
-		const struct an_rank_x *x = rw->x;
-		int gpu = rw->gpu;
-		double wall = rw->wall_ns, ex = rw->exposed_ns, span = rw->span_ns;
-		jw_obj(&w, NULL);
-		jw_int(&w, "rank", rw->rank);
-		jw_str(&w, "host", r->host);
-		jw_int(&w, "pid", r->pid);
-		jw_bool(&w, "complete", r->complete);
-		jw_num(&w, "wall_ms", wall / 1e6);
-		jw_num(&w, "comm_ms", rw->comm_ns / 1e6);
-		jw_str(&w, "comm_time_source", gpu ? "gpu" : "host");
-		jw_num(&w, "exposed_ms", gpu ? ex / 1e6 : NAN);
-		jw_num(&w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
-		jw_int(&w, "collectives", (int64_t)x->colls);
-		jw_int(&w, "arrived_last", (int64_t)x->last_count);
-		jw_num(&w, "median_lead_ms", x->median_lead_ns / 1e6);
-		jw_num(&w, "mean_lead_ms",
-		       x->last_count ? x->lead_ns_sum / x->last_count / 1e6 : 0);
-		jw_num(&w, "waited_ms", x->wait_ns / 1e6);
-		jw_num(&w, "waited_first_collective_ms", x->first_wait_ns / 1e6);
-		jw_num(&w, "wait_caused_ms", x->caused_wait_ns / 1e6);
-		jw_num(&w, "clock_correction_ms", (double)r->refine / 1e6);
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "other_processes");
-	for (size_t i = job->nranks; i < job->nranks + job->nothers; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		char cmd[256];
-		const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
-		jw_obj(&w, NULL);
-		jw_str(&w, "host", r->host);
-		jw_int(&w, "pid", r->pid);
-		jw_str(&w, "cmdline", c ? c : "");
-		jw_str(&w, "role", "not a rank: no GPU work, no NCCL call");
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-
-	/* per rank x communicator x function: the attribution behind the "collectives" table */
-	jw_arr(&w, "collectives_by_rank");
-	for (size_t i = 0; i < t.nby_rank; i++) {
-		const struct crow *x = &t.by_rank[i];
-		char h[32];
-		snprintf(h, sizeof h, "%016llx", (unsigned long long)job->comms[x->comm].hash);
-		jw_obj(&w, NULL);
-		jw_int(&w, "rank", x->rank);
-		jw_str(&w, "comm", h);
-		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
-		jw_int(&w, "calls", (int64_t)x->calls);
-		jw_num(&w, "bytes", x->bytes);
-		jw_num(&w, "time_ms", (x->gcalls ? x->gns : x->hns) / 1e6);
-		jw_str(&w, "time_source", x->gcalls ? "gpu" : "host");
-		jw_num(&w, "algbw_gbps", x->algbw);
-		jw_num(&w, "busbw_gbps", x->busbw);
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "nccl_choices");
-	for (size_t i = 0; i < job->nchoices; i++) {
-		const struct an_jchoice *x = &job->choices[i];
-		char h[20];
-		snprintf(h, sizeof h, "%016llx",
-		         x->comm >= 0 ? (unsigned long long)job->comms[x->comm].hash : 0ull);
-		jw_obj(&w, NULL);
-		if (x->comm >= 0)
-			jw_str(&w, "comm", h);
-		else
-			jw_null(&w, "comm");
-		jw_str(&w, "collective", choice_fn_name(job, x));
-		jw_str(&w, "algorithm", x->algo);
-		jw_str(&w, "protocol", x->proto);
-		jw_int(&w, "calls", (int64_t)x->calls);
-		jw_int(&w, "channels_min", x->ch_min);
-		jw_int(&w, "channels_max", x->ch_max);
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "copies");
-	for (size_t i = 0; i < job->nranks; i++)
-		for (size_t k = 0; k < job->ranks[i].npairs; k++) {
-			const struct an_pair *p = &job->ranks[i].pairs[k];
-			jw_obj(&w, NULL);
-			jw_int(&w, "rank", rank_id(job, i));
-			jw_int(&w, "src_device", p->src);
-			jw_int(&w, "dst_device", p->dst);
-			jw_str(&w, "path", pair_path(p));
-			jw_int(&w, "copies",
-			       (int64_t)(p->api_copies ? p->api_copies : p->p2p_copies));
-			jw_num(&w, "bytes", (double)(p->api_bytes ? p->api_bytes : p->p2p_bytes));
-			jw_num(&w, "gbps", pair_gbps(p));
-			jw_obj_end(&w);
-		}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "links");
-	for (size_t i = 0; i < job->nranks; i++)
-		for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
-			const struct an_dev *v = &job->ranks[i].devs[d];
-			if (!v->nsamples)
-				continue;
-			jw_obj(&w, NULL);
-			jw_int(&w, "rank", rank_id(job, i));
-			jw_int(&w, "device", v->device);
-			jw_num(&w, "nvlink_bytes", (double)(v->nvl_tx + v->nvl_rx));
-			jw_num(&w, "nvlink_bytes_in_collectives", (double)v->nvl_coll);
-			jw_num(&w, "pcie_bytes", (double)(v->pcie_rd + v->pcie_wr));
-			jw_num(&w, "pcie_bytes_in_collectives", (double)v->pcie_coll);
-			jw_obj_end(&w);
-		}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "managed");
-	for (size_t i = 0; i < job->nranks; i++)
-		for (size_t k = 0; k < job->ranks[i].nallocs; k++) {
-			const struct an_alloc *a = &job->ranks[i].allocs[k];
-			char h[32];
-			snprintf(h, sizeof h, "0x%llx", (unsigned long long)a->ptr);
-			jw_obj(&w, NULL);
-			jw_int(&w, "rank", rank_id(job, i));
-			jw_int(&w, "device", a->device);
-			jw_str(&w, "address", h);
-			jw_num(&w, "size", (double)a->bytes);
-			jw_num(&w, "bytes_migrated", (double)(a->htod + a->dtoh + a->dtod));
-			jw_int(&w, "direction_changes", (int64_t)a->flips);
-			jw_int(&w, "gpu_page_faults", (int64_t)a->gpu_faults);
-			jw_num(&w, "time_lost_ms", (double)a->migrate_ns / 1e6);
-			jw_obj_end(&w);
-		}
-	jw_arr_end(&w);
-
-	jw_arr(&w, "files");
-	for (size_t i = 0; i < job->nranks; i++) {
-		const struct an_rank *r = &job->ranks[i];
-		jw_obj(&w, NULL);
-		jw_str(&w, "path", r->path);
-		jw_bool(&w, "ok", r->ok);
-		jw_bool(&w, "complete", r->ok && r->complete);
-		jw_int(&w, "records", (int64_t)r->records);
-		if (!r->ok || r->truncated)
-			jw_str(&w, "error", r->err);
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
+	json_collectives(&w, job, &t);
+	json_ranks(&w, &t);
+	json_others(&w, job);
+	json_by_rank(&w, job, &t);
+	json_choices(&w, job);
+	json_copies(&w, job);
+	json_links(&w, job);
+	json_managed(&w, job);
+	json_files(&w, job);
 	jw_obj_end(&w);
 	tables_free(&t);
 }

@@ -216,10 +216,9 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 		kill(job_pid, sig);
 }
 
-int nvlp_cmd_run(int argc, char **argv)
+/* The options before the command: -1 and *cmd its index in argv, else the exit status. */
+static int run_opts(int argc, char **argv, const char **outdir, int *append, int *cmd)
 {
-	const char *outdir = NULL;
-	int append = 0;
 	int i = 1;
 	while (i < argc) {
 		const char *a = argv[i];
@@ -237,17 +236,17 @@ int nvlp_cmd_run(int argc, char **argv)
 				run_usage(stderr);
 				return 2;
 			}
-			outdir = argv[i + 1];
+			*outdir = argv[i + 1];
 			i += 2;
 			continue;
 		}
 		if (!strncmp(a, "--output=", 9)) {
-			outdir = a + 9;
+			*outdir = a + 9;
 			i++;
 			continue;
 		}
 		if (!strcmp(a, "--append")) {
-			append = 1;
+			*append = 1;
 			i++;
 			continue;
 		}
@@ -263,7 +262,14 @@ int nvlp_cmd_run(int argc, char **argv)
 		run_usage(stderr);
 		return 2;
 	}
+	*cmd = i;
+	return -1;
+}
 
+/* Our library first in LD_PRELOAD (after a sanitizer runtime, which must come first): 0, or
+ * the exit status. */
+static int set_preload(void)
+{
 	char lib[PATH_MAX], tried[2][PATH_MAX] = {"(the nvlprof binary could not be located)", "-"};
 	if (find_library(lib, tried) < 0) {
 		fprintf(stderr,
@@ -289,25 +295,40 @@ int nvlp_cmd_run(int argc, char **argv)
 		setenv("LD_PRELOAD", v, 1);
 		free(v);
 	}
-	/* Where this run's traces go: -o DIR as given (not mixed with an earlier run's traces
-	 * unless --append), else a new run directory under $NVLPROF_DIR or ./nvlprof-traces. */
-	char want[PATH_MAX], abs[PATH_MAX], latest_base[PATH_MAX] = "";
+	return 0;
+}
+
+/* Where this run's traces go: -o DIR as given, else a new run directory under $NVLPROF_DIR or
+ * ./nvlprof-traces (latest_base: that base, for its "latest" link; "" with -o). 0, or -1 when
+ * the name does not fit. */
+static int run_dir_name(const char *outdir, char want[PATH_MAX], char latest_base[PATH_MAX])
+{
 	if (outdir) {
-		snprintf(want, sizeof want, "%s", outdir);
-	} else {
-		const char *base = getenv("NVLPROF_DIR");
-		base = base && *base ? base : "nvlprof-traces";
-		char stamp[32];
-		time_t now = time(NULL);
-		struct tm tm;
-		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-		if ((size_t)snprintf(want, sizeof want, "%s/run-%s-%d", base, stamp, (int)getpid()) >=
-		    sizeof want) {
-			fprintf(stderr, "nvlprof run: trace directory name too long: '%s'\n", base);
-			return 1;
-		}
-		snprintf(latest_base, sizeof latest_base, "%s", base);
+		snprintf(want, PATH_MAX, "%s", outdir);
+		return 0;
 	}
+	const char *base = getenv("NVLPROF_DIR");
+	base = base && *base ? base : "nvlprof-traces";
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+	if ((size_t)snprintf(want, PATH_MAX, "%s/run-%s-%d", base, stamp, (int)getpid()) >=
+	    PATH_MAX) {
+		fprintf(stderr, "nvlprof run: trace directory name too long: '%s'\n", base);
+		return -1;
+	}
+	snprintf(latest_base, PATH_MAX, "%s", base);
+	return 0;
+}
+
+/* The run directory, made and named in NVLPROF_DIR for the job (not mixed with an earlier
+ * run's traces unless --append): -1 and its absolute path in abs, else the exit status. */
+static int run_dir(const char *outdir, int append, char abs[PATH_MAX])
+{
+	char want[PATH_MAX], latest_base[PATH_MAX] = "";
+	if (run_dir_name(outdir, want, latest_base) < 0)
+		return 1;
 	/* absolute, so that a job which changes directory still writes where it was asked */
 	if (mkdir_p(want) < 0 || !realpath(want, abs)) {
 		fprintf(stderr, "nvlprof run: cannot create output directory '%s': %s\n", want,
@@ -332,18 +353,23 @@ int nvlp_cmd_run(int argc, char **argv)
 			(void)!symlink(leaf + 1, link);
 		}
 	}
+	return -1;
+}
+
+/* The job runs as our child, so that we can say what it recorded when it ends: its wait
+ * status in *st, or -1 when it could not start. Signals sent to us are forwarded to it. */
+static int run_job(char **cmd, int *st)
+{
 	fflush(NULL);
-	/* The job runs as our child, so that we can say what it recorded when it ends; its exit
-	 * status (or the signal that ended it) becomes ours. */
 	pid_t pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "nvlprof run: cannot start '%s': %s\n", argv[i], strerror(errno));
-		return 1;
+		fprintf(stderr, "nvlprof run: cannot start '%s': %s\n", cmd[0], strerror(errno));
+		return -1;
 	}
 	if (pid == 0) {
-		execvp(argv[i], argv + i);
+		execvp(cmd[0], cmd);
 		int e = errno;
-		fprintf(stderr, "nvlprof run: cannot run '%s': %s\n", argv[i], strerror(e));
+		fprintf(stderr, "nvlprof run: cannot run '%s': %s\n", cmd[0], strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	job_pid = pid;
@@ -353,9 +379,15 @@ int nvlp_cmd_run(int argc, char **argv)
 		sigemptyset(&sa.sa_mask);
 		sigaction(sigs[k], &sa, NULL);
 	}
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	*st = 0;
+	while (waitpid(pid, st, 0) < 0 && errno == EINTR)
 		;
+	return 0;
+}
+
+/* Say what the job recorded; its exit status (or the signal that ended it) becomes ours. */
+static int job_ended(const char *abs, int st)
+{
 	char status[64];
 	if (WIFSIGNALED(st))
 		snprintf(status, sizeof status, "job killed by signal %d (%s)", WTERMSIG(st),
@@ -376,4 +408,20 @@ int nvlp_cmd_run(int argc, char **argv)
 		return 128 + sig;
 	}
 	return WEXITSTATUS(st);
+}
+
+int nvlp_cmd_run(int argc, char **argv)
+{
+	const char *outdir = NULL;
+	int append = 0, cmd = 0, rc, st;
+	if ((rc = run_opts(argc, argv, &outdir, &append, &cmd)) >= 0)
+		return rc;
+	if (set_preload())
+		return 1;
+	char abs[PATH_MAX];
+	if ((rc = run_dir(outdir, append, abs)) >= 0)
+		return rc;
+	if (run_job(argv + cmd, &st) < 0)
+		return 1;
+	return job_ended(abs, st);
 }
