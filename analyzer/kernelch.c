@@ -367,7 +367,9 @@ struct fit {
 };
 static int64_t fit_off(const struct an_kch_file *d, const struct fit *f, uint64_t ge)
 {
-	return (f->have_rt ? rt_offset(d, ge) : f->tight) + f->corr;
+	/* unsigned arithmetic: a corrupt stamp wraps instead of overflowing (the fuzzer found
+	 * -1.8e18 + -7.4e18 here); the pairs' sanity checks then reject what it produces */
+	return (int64_t)((uint64_t)(f->have_rt ? rt_offset(d, ge) : f->tight) + (uint64_t)f->corr);
 }
 
 /* clock: REALTIME pairs, checked against the stop bound */
