@@ -329,10 +329,22 @@ static struct centry *ctab_build_all(struct an_job *job, const size_t *ncalls, s
 		at += ncalls[ci];
 		last_f[ci] = -1;
 	}
+	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
+	free(job->agg_host);
+	job->agg_host = calloc(na ? na : 1, sizeof *job->agg_host);
+	job->agg_gpu = 0;
+	struct an_agg *ag = job->agg_host;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
 		for (size_t k = 0; k < r->ncalls; k++) {
 			struct an_call *c = &r->calls[k];
+			if (ag) { /* model.c's aggregate(), host part: this pass reads the calls anyway */
+				struct an_agg *a = &ag[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+				a->calls++;
+				a->bytes += c->bytes;
+				a->host_ns += c->host_dur;
+				job->agg_gpu += c->gpu_start != 0;
+			}
 			if (an_coll_of_fn(c->fn) == AN_C_SENDRECV)
 				continue;
 			struct ctab *t = &tabs[c->comm];
@@ -353,6 +365,8 @@ static struct centry *ctab_build_all(struct an_job *job, const size_t *ncalls, s
 	free(last_f);
 	return all;
 fail:
+	free(job->agg_host);
+	job->agg_host = NULL;
 	free(all);
 	free(capcol);
 	free(first);
