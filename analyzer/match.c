@@ -326,15 +326,19 @@ static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u)
 	q->u[at] = *u;
 }
 
-static struct tgroup *get_group(struct an_match *c, uint64_t tid)
+static struct tgroup *get_group(struct an_match *c, uint64_t tid, int create)
 {
 	if (c->lastg >= 0 && c->g[c->lastg].tid == tid)
 		return &c->g[c->lastg];
+	if (!c->ng && !create)
+		return NULL;
 	long i = an_index_get(&c->gix, tid, 0);
 	if (i >= 0) {
 		c->lastg = i;
 		return &c->g[i];
 	}
+	if (!create)
+		return NULL;
 	struct tgroup *g = PUSH(c->g, c->ng, c->capg);
 	if (!g)
 		return NULL;
@@ -432,7 +436,7 @@ struct an_match *an_match_open(struct an_rank *r)
 
 void an_match_group(struct an_match *c, uint64_t tid, int start)
 {
-	struct tgroup *g = get_group(c, tid);
+	struct tgroup *g = get_group(c, tid, 1);
 	if (!g)
 		return;
 	if (start)
@@ -447,7 +451,8 @@ void an_match_call(struct an_match *c, uint32_t idx, uint64_t tid, uint64_t grou
                    uint64_t cs)
 {
 	const struct an_call *cl = &c->r->calls[idx];
-	struct tgroup *g = get_group(c, tid);
+	/* a thread not seen in a group, and not saying it is in one, needs no group of its own */
+	struct tgroup *g = get_group(c, tid, group_depth > 0);
 	if (g && group_depth > 0 && g->depth == 0) /* group start not recorded: trust the call */
 		g->depth = group_depth > 1024 ? 1024 : (int)group_depth;
 	if (g && g->depth > 0) {
