@@ -316,7 +316,7 @@ static void build_choices(struct an_job *job)
 static void aggregate(struct an_job *job)
 {
 	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
-	struct an_agg *all = job->agg_host; /* host sums of every call, if align.c made them */
+	struct an_agg *all = job->agg_host; /* the sums, if align.c made them */
 	job->agg_host = NULL;
 	int pass = !all || job->agg_gpu; /* no sums yet, or GPU times to add: all in one pass */
 	if (all && pass)
