@@ -452,7 +452,7 @@ void an_match_call(struct an_match *c, uint32_t idx, uint64_t tid, uint64_t grou
 {
 	const struct an_call *cl = &c->r->calls[idx];
 	/* a thread not seen in a group, and not saying it is in one, needs no group of its own */
-	struct tgroup *g = get_group(c, tid, group_depth > 0);
+	struct tgroup *g = group_depth > 0 || c->ng ? get_group(c, tid, group_depth > 0) : NULL;
 	if (g && group_depth > 0 && g->depth == 0) /* group start not recorded: trust the call */
 		g->depth = group_depth > 1024 ? 1024 : (int)group_depth;
 	if (g && g->depth > 0) {
