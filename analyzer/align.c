@@ -329,10 +329,27 @@ static struct centry *ctab_build_all(struct an_job *job, const size_t *ncalls, s
 		at += ncalls[ci];
 		last_f[ci] = -1;
 	}
+	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
+	free(job->agg_host);
+	job->agg_host = calloc(na ? na : 1, sizeof *job->agg_host);
+	job->agg_gpu = 0;
+	struct an_agg *ag = job->agg_host;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
 		for (size_t k = 0; k < r->ncalls; k++) {
 			struct an_call *c = &r->calls[k];
+			/* model.c's aggregate() while no call has GPU time (this pass reads the calls
+			 * anyway); one that has: aggregate() makes its own pass, for all */
+			if (ag && c->gpu_start) {
+				free(ag);
+				ag = job->agg_host = NULL;
+				job->agg_gpu = 1;
+			} else if (ag) {
+				struct an_agg *a = &ag[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+				a->calls++;
+				a->bytes += c->bytes;
+				a->host_ns += c->host_dur;
+			}
 			if (an_coll_of_fn(c->fn) == AN_C_SENDRECV)
 				continue;
 			struct ctab *t = &tabs[c->comm];
@@ -353,6 +370,8 @@ static struct centry *ctab_build_all(struct an_job *job, const size_t *ncalls, s
 	free(last_f);
 	return all;
 fail:
+	free(job->agg_host);
+	job->agg_host = NULL;
 	free(all);
 	free(capcol);
 	free(first);
@@ -379,7 +398,7 @@ struct crow {
 	uint32_t seq, index; /* index: row number */
 	int present;         /* columns that entered it */
 };
-static int crow_next(const struct ctab *t, struct crow *w)
+static inline int crow_next(const struct ctab *t, struct crow *w)
 {
 	if (w->end >= t->ne)
 		return 0;

@@ -63,6 +63,17 @@ struct an_match {
 	size_t ng, capg;
 	struct an_index gix; /* tid -> g */
 	long lastq, lastg;   /* the latest found: most records name the same stream and thread */
+	/* Until the process's first NCCL kernel, single calls are only logged (8 bytes each, not a
+	 * 32-byte unit in a sorted queue): with no kernel waiting, queueing them has no effect yet,
+	 * so replaying the log in order at the first kernel (or group unit) builds the same queues;
+	 * a trace without NCCL kernels (CUPTI off, NCCL-only) never pays for the queues. */
+	int live;
+	struct dcall {
+		uint32_t idx, cs; /* cs: index into dcs */
+	} *d;
+	size_t nd, capd;
+	uint64_t *dcs; /* distinct stream ids of the logged calls */
+	size_t ndcs, capdcs, lastd;
 };
 #define MATCH_MAXQ 4096 /* streams per process; kernels and calls of more are not matched */
 
@@ -228,8 +239,54 @@ static int take_oldest(struct an_match *c, struct squeue *q, struct unit *u)
 	return 1;
 }
 
+static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u);
+
+/* Queue the logged calls, in their order, and queue from now on. */
+static void go_live(struct an_match *c)
+{
+	c->live = 1;
+	for (size_t i = 0; i < c->nd; i++) {
+		const struct an_call *cl = &c->r->calls[c->d[i].idx];
+		struct unit u = {.first = c->d[i].idx, .n = 1, .mask = 1u << an_coll_of_fn(cl->fn),
+		                 .t = cl->t_enter};
+		push_unit(c, cl->device, c->dcs[c->d[i].cs], &u);
+	}
+	free(c->d);
+	free(c->dcs);
+	c->d = NULL;
+	c->dcs = NULL;
+	c->nd = c->capd = c->ndcs = c->capdcs = 0;
+}
+
+/* Log a single call while no kernel came. @return 0 if logged */
+static int defer_call(struct an_match *c, uint32_t idx, uint64_t cs)
+{
+	size_t k = c->lastd;
+	if (k >= c->ndcs || c->dcs[k] != cs) {
+		for (k = 0; k < c->ndcs && c->dcs[k] != cs; k++)
+			;
+		if (k == c->ndcs) {
+			if (c->ndcs >= 64) /* many streams: the linear look-up would cost more */
+				return -1;
+			uint64_t *x = PUSH(c->dcs, c->ndcs, c->capdcs);
+			if (!x)
+				return -1;
+			*x = cs;
+		}
+		c->lastd = k;
+	}
+	struct dcall *x = PUSH(c->d, c->nd, c->capd);
+	if (!x)
+		return -1;
+	x->idx = idx;
+	x->cs = (uint32_t)k;
+	return 0;
+}
+
 static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u)
 {
+	if (!c->live)
+		go_live(c);
 	/* Kernels may arrive first (CUPTI buffers flushed before the API records): match the
 	 * earliest waiting one of its collective now; the others keep waiting for their calls. */
 	struct squeue *q;
@@ -269,15 +326,19 @@ static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u)
 	q->u[at] = *u;
 }
 
-static struct tgroup *get_group(struct an_match *c, uint64_t tid)
+static struct tgroup *get_group(struct an_match *c, uint64_t tid, int create)
 {
 	if (c->lastg >= 0 && c->g[c->lastg].tid == tid)
 		return &c->g[c->lastg];
+	if (!c->ng && !create)
+		return NULL;
 	long i = an_index_get(&c->gix, tid, 0);
 	if (i >= 0) {
 		c->lastg = i;
 		return &c->g[i];
 	}
+	if (!create)
+		return NULL;
 	struct tgroup *g = PUSH(c->g, c->ng, c->capg);
 	if (!g)
 		return NULL;
@@ -375,7 +436,7 @@ struct an_match *an_match_open(struct an_rank *r)
 
 void an_match_group(struct an_match *c, uint64_t tid, int start)
 {
-	struct tgroup *g = get_group(c, tid);
+	struct tgroup *g = get_group(c, tid, 1);
 	if (!g)
 		return;
 	if (start)
@@ -390,7 +451,8 @@ void an_match_call(struct an_match *c, uint32_t idx, uint64_t tid, uint64_t grou
                    uint64_t cs)
 {
 	const struct an_call *cl = &c->r->calls[idx];
-	struct tgroup *g = get_group(c, tid);
+	/* a thread not seen in a group, and not saying it is in one, needs no group of its own */
+	struct tgroup *g = group_depth > 0 || c->ng ? get_group(c, tid, group_depth > 0) : NULL;
 	if (g && group_depth > 0 && g->depth == 0) /* group start not recorded: trust the call */
 		g->depth = group_depth > 1024 ? 1024 : (int)group_depth;
 	if (g && g->depth > 0) {
@@ -401,6 +463,8 @@ void an_match_call(struct an_match *c, uint32_t idx, uint64_t tid, uint64_t grou
 		}
 		return;
 	}
+	if (!c->live && defer_call(c, idx, cs) == 0)
+		return;
 	struct unit u = {.first = idx, .n = 1, .mask = 1u << an_coll_of_fn(cl->fn), .t = cl->t_enter};
 	push_unit(c, cl->device, cs, &u);
 }
@@ -408,6 +472,8 @@ void an_match_call(struct an_match *c, uint32_t idx, uint64_t tid, uint64_t grou
 void an_match_kernel(struct an_match *c, int dev, uint64_t stream, uint64_t s, uint64_t e,
                      int kcoll)
 {
+	if (!c->live)
+		go_live(c);
 	on_nccl_kernel(c, dev, stream, s, e, kcoll);
 }
 
@@ -416,11 +482,15 @@ void an_match_close(struct an_match *c)
 	if (!c)
 		return;
 	struct an_rank *r = c->r;
-	/* groups never closed, and units never given a kernel: their calls keep host time only */
+	/* groups never closed, and units never given a kernel: their calls keep host time only.
+	 * No kernel came (still logging): queueing them now would change nothing. */
 	for (size_t i = 0; i < c->ng; i++) {
-		flush_group(c, &c->g[i]);
+		if (c->live)
+			flush_group(c, &c->g[i]);
 		free(c->g[i].c);
 	}
+	free(c->d);
+	free(c->dcs);
 	for (size_t i = 0; i < c->nq; i++) {
 		for (size_t j = c->q[i].uh; j < c->q[i].un; j++) {
 			/* launched before a call that got its kernel: it launched none we saw */

@@ -316,10 +316,14 @@ static void build_choices(struct an_job *job)
 static void aggregate(struct an_job *job)
 {
 	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
-	struct an_agg *all = calloc(na ? na : 1, sizeof *all);
-	if (!all)
+	struct an_agg *all = job->agg_host; /* the sums, if align.c made them */
+	job->agg_host = NULL;
+	int pass = !all || job->agg_gpu; /* no sums yet, or GPU times to add: all in one pass */
+	if (all && pass)
+		memset(all, 0, (na ? na : 1) * sizeof *all);
+	if (!all && !(all = calloc(na ? na : 1, sizeof *all)))
 		return;
-	for (size_t f = 0; f < job->nranks; f++) {
+	for (size_t f = 0; pass && f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
 		for (size_t k = 0; k < r->ncalls; k++) {
 			struct an_call *c = &r->calls[k];
@@ -397,6 +401,7 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 
 void an_job_free(struct an_job *job)
 {
+	free(job->agg_host);
 	an_kch_free(job);
 	an_graphs_free(job);
 	for (size_t f = 0; f < job->nranks + job->nothers; f++) {
