@@ -604,37 +604,7 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 	return 1;
 }
 
-/* The k-th smallest of v[0..n) (v is reordered): what v[k] would be once sorted, in linear time. */
-static float nth_float(float *v, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1;
-	while (lo < hi) {
-		float p = v[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
-		while (i <= j) {
-			while (v[i] < p)
-				i++;
-			while (v[j] > p)
-				j--;
-			if (i <= j) {
-				float t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return v[k];
-	}
-	return v[k];
-}
+AN_DEFINE_NTH(nth_float, float)
 
 static void cross_rank(struct an_job *job, struct ctab *tabs)
 {

@@ -57,38 +57,7 @@ static int from_marks(struct an_job *job)
 	return 0;
 }
 
-/* The k-th smallest of v[0..n) (v is reordered): what v[k] would be once sorted, in linear time
- * (qsort of a million step lengths was a tenth of report's CPU on a 2M-call trace). */
-static double nth_double(double *v, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1;
-	while (lo < hi) {
-		double p = v[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
-		while (i <= j) {
-			while (v[i] < p)
-				i++;
-			while (v[j] > p)
-				j--;
-			if (i <= j) {
-				double t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return v[k];
-	}
-	return v[k];
-}
+AN_DEFINE_NTH(nth_double, double)
 
 /* Is a pattern of k repetitions starting at st[0..k] regular enough to be steps? 0 = yes, else
  * steps_why says which test failed. */
