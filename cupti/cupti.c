@@ -146,25 +146,35 @@ static uint64_t ms_ns(long ms)
 	return (uint64_t)ms * 1000000ull;
 }
 
-/* Close (emit its KWINDOW) or open a kernel window. Kinds Kineto enabled stay on. */
-static void window_edge(uint64_t now)
+/* Turn the window's kinds on or off. Kinds Kineto enabled stay on. */
+static void window_kinds(int on)
 {
-	int open = !T.win_open;
 	for (size_t i = 0; i < KW_N; i++) {
 		if (!nvlp_cupti_we_enabled((int)KW_KINDS[i]) || nvlp_share_wants((int)KW_KINDS[i]))
 			continue;
-		if (open)
+		if (on)
 			nvlp_cu.cuptiActivityEnable(KW_KINDS[i]);
 		else
 			nvlp_cu.cuptiActivityDisable(KW_KINDS[i]);
 	}
-	if (!open) {
-		struct nvlp_rec_kwindow w = {.start = T.win_start, .dur = now - T.win_start,
-		                             .kinds = KW_N, .period = KM.period_ns};
-		nvlp_emit_wait(NVLP_K_KWINDOW, &w, NULL, 0, 1000);
-		T.windows++;
-		T.covered_ns += now - T.win_start;
-	}
+}
+
+/* A closed window's KWINDOW record. */
+static void window_record(uint64_t start, uint64_t dur)
+{
+	struct nvlp_rec_kwindow w = {.start = start, .dur = dur, .kinds = KW_N, .period = KM.period_ns};
+	nvlp_emit_wait(NVLP_K_KWINDOW, &w, NULL, 0, 1000);
+	T.windows++;
+	T.covered_ns += dur;
+}
+
+/* Close (emit its KWINDOW) or open a kernel window. */
+static void window_edge(uint64_t now)
+{
+	int open = !T.win_open;
+	window_kinds(open);
+	if (!open)
+		window_record(T.win_start, now - T.win_start);
 	T.win_open = open;
 	T.win_start = now;
 }
@@ -263,9 +273,7 @@ static void sched_start(void)
 	if (!T.first_done) {
 		/* enabled at start only to learn whether CUPTI traces kernels here: closed now, no
 		 * window recorded; the first opens at first_window_at() */
-		for (size_t i = 0; i < KW_N; i++)
-			if (nvlp_cupti_we_enabled((int)KW_KINDS[i]) && !nvlp_share_wants((int)KW_KINDS[i]))
-				nvlp_cu.cuptiActivityDisable(KW_KINDS[i]);
+		window_kinds(0);
 		T.win_open = 0;
 	}
 	pthread_condattr_t ca;
@@ -308,13 +316,8 @@ static void sched_stop(void)
 		;
 	if (rc == 0 && T.win_open && KM.mode == KM_WINDOW)
 		window_edge(nvlp_now()); /* the last window, cut short by the end */
-	else if (rc == 0 && KM.mode == KM_WINDOW && !T.first_done) {
-		/* ended before its first window: a zero-length window says so in the trace */
-		uint64_t now = nvlp_now();
-		struct nvlp_rec_kwindow w = {.start = now, .dur = 0, .kinds = KW_N, .period = KM.period_ns};
-		nvlp_emit_wait(NVLP_K_KWINDOW, &w, NULL, 0, 1000);
-		T.windows++;
-	}
+	else if (rc == 0 && KM.mode == KM_WINDOW && !T.first_done)
+		window_record(nvlp_now(), 0); /* ended before its first window: says so in the trace */
 }
 
 
