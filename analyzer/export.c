@@ -70,7 +70,7 @@ static int is_nccl(struct kname *c, uint64_t id, const char *name)
 
 static inline uint64_t job_t(const struct xm_rank *r, uint64_t local)
 {
-	return (uint64_t)((int64_t)local + r->offset);
+	return local + (uint64_t)r->offset;
 }
 
 /* One rank's stream: its calls with GPU time in GPU order (g), the kernel names' classes (kn),

@@ -196,7 +196,7 @@ static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
 	for (size_t i = 0; i < xm_nranks(x) && !real; i++) {
 		const struct xm_rank *R = xm_rank(x, i);
 		if (R->ok && R->t_real0)
-			real = R->t_real0 + (t0 - (uint64_t)((int64_t)R->t_mono0 + R->offset));
+			real = R->t_real0 + (t0 - (R->t_mono0 + (uint64_t)R->offset));
 	}
 	put_f(s, "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"baseTimeNanoseconds\":%llu",
 	      (unsigned long long)real);
@@ -257,8 +257,10 @@ static void ch_rank(void *ctx, const struct xm_job *x, size_t r)
 static int gpu_pid(struct ch *s, int64_t dev)
 {
 	/* Kineto gives each GPU its own pid (the device index); in one file holding several
-	 * processes the GPU pids are kept apart from each other and from host pids */
-	return s->dir || s->single_rank ? (int)dev : s->pid * 100 + 100000000 + (int)dev;
+	 * processes the GPU pids are kept apart from each other and from host pids (unsigned: a
+	 * corrupt trace's pid near INT_MAX wraps instead of overflowing) */
+	return s->dir || s->single_rank ? (int)dev
+	                                : (int)((unsigned)s->pid * 100u + 100000000u + (unsigned)dev);
 }
 
 /* text as a JSON string in a fresh allocation (the analyzer's one quoting), NULL out of memory */

@@ -159,9 +159,9 @@ void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c)
 {
 	const struct an_rank *r = &x->job.ranks[rank];
 	const struct an_call *a = &r->calls[k];
-	c->t = (uint64_t)((int64_t)a->t_enter + r->offset);
+	c->t = a->t_enter + (uint64_t)r->offset;
 	c->host_dur = a->host_dur;
-	c->gpu_start = a->gpu_start ? (uint64_t)((int64_t)a->gpu_start + r->offset) : 0;
+	c->gpu_start = a->gpu_start ? a->gpu_start + (uint64_t)r->offset : 0;
 	c->gpu_dur = a->gpu_dur;
 	c->bytes = a->bytes;
 	c->seq = a->seq;
@@ -242,8 +242,8 @@ void xm_sample(const struct xm_job *x, size_t rank, size_t d, size_t k, struct x
 {
 	const struct an_rank *r = &x->job.ranks[rank];
 	const struct an_sample *a = &r->devs[d].samples[k];
-	s->s = (uint64_t)((int64_t)a->s + r->offset);
-	s->e = (uint64_t)((int64_t)a->e + r->offset);
+	s->s = a->s + (uint64_t)r->offset;
+	s->e = a->e + (uint64_t)r->offset;
 	s->nvl = a->nvl;
 	s->pcie = a->pcie;
 }
@@ -255,8 +255,8 @@ void xm_coll_ival(const struct xm_job *x, size_t rank, size_t d, size_t k, uint6
 {
 	const struct an_rank *r = &x->job.ranks[rank];
 	const struct an_ival *v = &r->devs[d].nccl.v[k];
-	*s = (uint64_t)((int64_t)v->s + r->offset);
-	*e = (uint64_t)((int64_t)v->e + r->offset);
+	*s = v->s + (uint64_t)r->offset;
+	*e = v->e + (uint64_t)r->offset;
 }
 double xm_dev_peak(const struct xm_job *x, size_t rank, int device)
 {

@@ -380,7 +380,7 @@ static int plot_hang(struct ctx *c)
 				continue;
 			if (cl.t > lastt)
 				lastt = cl.t;
-			int px = (int)(svg_px(&s, ms(c, cl.t)) - s.ml);
+			int px = svg_col(&s, ms(c, cl.t));
 			if (px < 0 || px > cols || hit[px])
 				continue;
 			hit[px] = 1;
@@ -470,7 +470,7 @@ static int plot_um(struct ctx *c)
 			const struct umev *e = &c->um.v[i];
 			for (int k = 0; k < nt; k++)
 				if (top[k].rank == e->rank && top[k].alloc == e->alloc) {
-					int px = (int)(svg_px(&s, ms(c, e->t)) - s.ml);
+					int px = svg_col(&s, ms(c, e->t));
 					if (px < 0 || px > cols)
 						break;
 					uint64_t *v = &b[((size_t)k * 2 + (size_t)e->dir) *

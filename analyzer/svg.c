@@ -1,6 +1,7 @@
 /* svg.c: the SVG plotting kit of the HTML report (see svg.h); pure output, no allocation beyond
  * a series' pixel buckets. */
 #include <math.h>   /* floor */
+#include <limits.h> /* INT_MAX */
 #include <stdlib.h> /* malloc */
 
 #include "svg.h"
@@ -66,6 +67,12 @@ void svg_range(struct svg *s, double x0, double x1, double y0, double y1)
 double svg_px(const struct svg *s, double x)
 {
 	return s->ml + (x - s->x0) / (s->x1 - s->x0) * (s->w - s->ml - s->mr);
+}
+int svg_col(const struct svg *s, double x)
+{
+	/* a time far outside the range (a corrupt trace's) is no column, not an int overflow */
+	double d = svg_px(s, x) - s->ml;
+	return d > -1.0 && d < (double)INT_MAX ? (int)d : -1;
 }
 double svg_py(const struct svg *s, double y)
 {
@@ -148,7 +155,7 @@ void svg_series(struct svg *s, const double *xs, const double *ys, size_t n, con
 	for (int c = 0; c < cols; c++)
 		mn[c] = INFINITY, mx[c] = -INFINITY;
 	for (size_t i = 0; i < n; i++) {
-		int c = (int)(svg_px(s, xs[i]) - s->ml);
+		int c = svg_col(s, xs[i]);
 		if (c < 0 || c >= cols)
 			continue;
 		if (ys[i] < mn[c])

@@ -19,6 +19,8 @@ void svg_end(struct svg *s);
 /*! Set the data range; the plot area is the image less the margins. */
 void svg_range(struct svg *s, double x0, double x1, double y0, double y1);
 double svg_px(const struct svg *s, double x);
+/*! The plot-area column (pixels right of the left margin, truncated) of x; -1 when x is far out of range. */
+int svg_col(const struct svg *s, double x);
 double svg_py(const struct svg *s, double y);
 /*! A round tick step (1, 2 or 5 x 10^k) giving about n ticks over range. */
 double svg_nice_step(double range, int n);

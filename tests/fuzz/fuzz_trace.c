@@ -1,4 +1,4 @@
-/* fuzz_trace.c: libFuzzer target over the reader and every analyzer command (info, dump, report, diff), structure-aware. */
+/* fuzz_trace.c: libFuzzer target over the reader and every analyzer command (info, dump, report, diff, export, the HTML pages), structure-aware. */
 #include <dirent.h>   /* opendir */
 #include <errno.h>    /* ESRCH */
 #include <fcntl.h>    /* open */
@@ -12,17 +12,44 @@
 
 #include "codec.h"
 #include "commands.h"
+#include "export.h" /* nvlp_cmd_export */
 #include "util.h" /* nvlp_max_threads */
 
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 
 /* ---- the target: the input's traces are the files of one job, read by every command ---- */
-static char dir[256], job[300], solo[300], files[FZ_MAX_TRACES][340];
+static char dir[256], job[300], solo[300], out[300], files[FZ_MAX_TRACES][340];
 static int every; /* NVLP_FUZZ_EVERY=1: every command on every input */
+
+/* The outputs of export and --html (a file, or chrome's one file per rank in out/ch/) go once the
+ * command has run: the next input starts from an empty out/. */
+static void empty_out(void)
+{
+	char sub[340];
+	snprintf(sub, sizeof sub, "%s/ch", out);
+	const char *const dirs[] = {sub, out};
+	for (int k = 0; k < 2; k++) {
+		DIR *d = opendir(dirs[k]);
+		if (!d)
+			continue;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char p[700];
+			snprintf(p, sizeof p, "%s/%s", dirs[k], e->d_name);
+			if (unlink(p) < 0)
+				rmdir(p);
+		}
+		closedir(d);
+	}
+}
 
 static void cleanup(void)
 {
 	char p[400];
+	empty_out();
+	rmdir(out);
 	for (int i = 0; i < FZ_MAX_TRACES; i++)
 		unlink(files[i]);
 	snprintf(p, sizeof p, "%s/r0.nvlp", solo);
@@ -52,6 +79,14 @@ static void remove_stale(const char *base)
 		char p[600];
 		static const char *const parts[] = {"job/r0.nvlp", "job/r1.nvlp", "solo/r0.nvlp",
 						    "decode.nvlp", "job", "solo", ""};
+		char o[600];
+		snprintf(o, sizeof o, "%s/%s/out", base, e->d_name);
+		char *keep = out[0] ? strdup(out) : NULL; /* empty_out() works on out/ */
+		snprintf(out, sizeof out, "%s", o);
+		empty_out();
+		rmdir(out);
+		snprintf(out, sizeof out, "%s", keep ? keep : "");
+		free(keep);
 		for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
 			snprintf(p, sizeof p, "%s/%s/%s", base, e->d_name, parts[i]);
 			if (unlink(p) < 0)
@@ -71,9 +106,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(dir, sizeof dir, "%s/nvlp-fuzz-%d", base, (int)getpid());
 	snprintf(job, sizeof job, "%s/job", dir);
 	snprintf(solo, sizeof solo, "%s/solo", dir);
+	snprintf(out, sizeof out, "%s/out", dir);
 	mkdir(dir, 0700);
 	mkdir(job, 0700);
 	mkdir(solo, 0700);
+	mkdir(out, 0700);
 	for (int i = 0; i < FZ_MAX_TRACES; i++)
 		snprintf(files[i], sizeof files[i], "%s/r%d.nvlp", job, i);
 	atexit(cleanup);
@@ -107,7 +144,7 @@ static void put_file(const char *path, const uint8_t *data, size_t size)
 
 static int call(int (*cmd)(int, char **), int argc, const char **argv)
 {
-	char *v[8];
+	char *v[12];
 	for (int i = 0; i < argc; i++)
 		v[i] = (char *)argv[i];
 	v[argc] = NULL;
@@ -129,31 +166,53 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(solo_file, sizeof solo_file, "%s/r0.nvlp", solo);
 	put_file(solo_file, data + off[n - 1], len[n - 1]);
 	/* The input's last byte (a CRC byte of its last frame: it changes with nearly every mutation)
-	 * picks one command (bits 1-2) and text or JSON output (bit 0): one command per execution is
-	 * ~3.5x faster than all four, and every command still runs on ~1/4 of the inputs (libFuzzer
-	 * keeps an input for the coverage its command reached). NVLP_FUZZ_EVERY=1 runs all four. */
-	int last = size ? data[size - 1] : 0, json = last & 1, pick = (last >> 1) & 3;
+	 * picks one command (bits 1-3) and a variant (bit 0: JSON, or chrome's one file per rank, or
+	 * diff's HTML page): one command per execution is several times faster than all eight, and
+	 * every command still runs on ~1/8 of the inputs (libFuzzer keeps an input for the coverage its
+	 * command reached). NVLP_FUZZ_EVERY=1 runs all eight. */
+	int last = size ? data[size - 1] : 0, alt = last & 1, pick = (last >> 1) & 7;
+	char o[340];
 	if (every || pick == 0)
 		call(nvlp_cmd_info, 2, (const char *[]){"info", job});
 	if (every || pick == 1) {
-		if (json)
+		if (alt)
 			call(nvlp_cmd_dump, 3, (const char *[]){"dump", "--json", job});
 		else
 			call(nvlp_cmd_dump, 2, (const char *[]){"dump", job});
 	}
 	/* -j 1 (and nvlp_max_threads = 1): one thread, so a crash replays the same way */
 	if (every || pick == 2) {
-		if (json)
+		if (alt)
 			call(nvlp_cmd_report, 5, (const char *[]){"report", "-j", "1", "--json", job});
 		else
 			call(nvlp_cmd_report, 4, (const char *[]){"report", "-j", "1", job});
 	}
 	if (every || pick == 3) {
-		if (json)
+		if (alt)
 			call(nvlp_cmd_diff, 6, (const char *[]){"diff", "-j", "1", "--json", solo, job});
 		else
 			call(nvlp_cmd_diff, 5, (const char *[]){"diff", "-j", "1", solo, job});
 	}
+	if (every || pick == 4) {
+		snprintf(o, sizeof o, "%s/t.pftrace", out);
+		call(nvlp_cmd_export, 8, (const char *[]){"export", "--format", "perfetto", "-j", "1", "-o", o, job});
+	}
+	if (every || pick == 5) {
+		snprintf(o, sizeof o, alt ? "%s/ch/" : "%s/t.json", out);
+		call(nvlp_cmd_export, 8, (const char *[]){"export", "--format", "chrome", "-j", "1", "-o", o, job});
+	}
+	if (every || pick == 6) {
+		snprintf(o, sizeof o, "%s/t.sqlite", out);
+		call(nvlp_cmd_export, 8, (const char *[]){"export", "--format", "sqlite", "-j", "1", "-o", o, job});
+	}
+	if (every || pick == 7) {
+		snprintf(o, sizeof o, "%s/t.html", out);
+		if (alt)
+			call(nvlp_cmd_diff, 6, (const char *[]){"diff", "-j", "1", "--html", o, solo, job});
+		else
+			call(nvlp_cmd_report, 6, (const char *[]){"report", "-j", "1", "--html", o, job});
+	}
+	empty_out();
 	fflush(stdout);
 	fflush(stderr);
 	return 0;

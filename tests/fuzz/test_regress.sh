@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_regress.sh: replays the fuzzer's regression inputs (tests/fuzz/regress/) through the normal
-# CLI: info, dump, report and diff neither crash (status < 128) nor hang, and a complaint's first
+# CLI: info, dump, report, diff, export (perfetto, chrome, sqlite) and the HTML pages neither crash (status < 128) nor hang, and a complaint's first
 # line names the file. An input holds one or two traces, one after the other (as the fuzzer writes
 # them: each starts with its preamble); they are written as the two files of one job.
 # FUZZ_REGRESS_DIR=tests/fuzz/pending replays the inputs not fixed yet.
@@ -31,8 +31,12 @@ for in in "${FUZZ_REGRESS_DIR:-$ROOT/tests/fuzz/regress}"/*; do
 	d="$T/$name"
 	split "$in" "$d"
 	n=$((n + 1))
+	mkdir -p "$d/out"
 	for cmd in "info $d/job" "dump $d/job" "dump --json $d/job" "report $d/job" "report --json $d/job" \
-		"diff $d/solo $d/job"; do
+		"diff $d/solo $d/job" "export --format perfetto -o $d/out/t.pftrace $d/job" \
+		"export --format chrome -o $d/out/t.json $d/job" "export --format chrome -o $d/out/ch/ $d/job" \
+		"export --format sqlite -o $d/out/t.sqlite $d/job" "report --html $d/out/t.html $d/job" \
+		"diff --html $d/out/d.html $d/solo $d/job"; do
 		timeout -s KILL "$LIMIT" "$CLI" $cmd >/dev/null 2>"$d/err"
 		rc=$?
 		if [ "$rc" -ge 128 ]; then
@@ -40,7 +44,8 @@ for in in "${FUZZ_REGRESS_DIR:-$ROOT/tests/fuzz/regress}"/*; do
 			sed 's/^/    /' "$d/err" | head -20
 			continue
 		fi
-		first=$(head -1 "$d/err")
+		# export's summary line ("FILE written: N records ...") is not a complaint
+		first=$(grep -v -m1 ' written: [0-9]* records' "$d/err")
 		if [ -n "$first" ]; then
 			case "$first" in
 			*"$d/job/r0.nvlp"* | *"$d/job/r1.nvlp"* | *"$d/solo/r0.nvlp"*) pass "$name: nvlprof ${cmd%% *}: status $rc, names the file" ;;
