@@ -346,6 +346,7 @@ fuzz-pack: fuzz-build
 	@test -n "$(DEST)" || { echo "usage: make fuzz-pack DEST=dir" >&2; exit 2; }
 	@mkdir -p $(DEST)/seeds $(DEST)/regress $(DEST)/lib
 	cp $(FUZZ_BIN) tests/fuzz/run_many.sh $(DEST)/
+	@{ git describe --always --dirty 2>/dev/null || echo unknown; } >$(DEST)/BUILD # which build a campaign ran
 	cp $(FUZZ_DIR)/seeds/* $(DEST)/seeds/
 	cp $(filter-out %README,$(wildcard tests/fuzz/regress/*)) $(DEST)/regress/
 	@ldd $(FUZZ_BIN) | awk '$$2 == "=>" && $$3 ~ /^\// {print $$3}' | \
