@@ -37,6 +37,26 @@ struct ch {
 		size_t n;
 	} kn;
 	struct qn fn[2][64]; /* NCCL [0] and CUDA [1] function names, per fn */
+	/* Fragments kept formatted for the values they were made from: most events repeat the
+	 * pid and tid, a kernel its device, stream and launch shape, a call its communicator */
+	struct pt { /* `,"pid":P,"tid":T,"ts":` */
+		int pid;
+		uint64_t tid;
+		size_t len; /* 0: not made */
+		char t[64];
+	} pt[16];
+	struct kf { /* `,"args":{"device":D,"stream":S,"correlation":` and grid, block */
+		int64_t dev;
+		uint64_t stream, dim[6];
+		size_t alen, glen; /* 0: not made */
+		char a[96], g[160];
+	} kf[8];
+	struct cf { /* `,"Group size":N,"dtype":"T",...,"Rank":R,"Seq":` */
+		uint64_t nranks, dtype, hash, rank;
+		int comm;
+		size_t len; /* 0: not made */
+		char t[224];
+	} cf;
 };
 
 /* Formatting by hand into a buffer: stdio's per-call cost (fputs' strlen, fwrite's locking and
@@ -272,15 +292,24 @@ enum { EV_ROOM = 512 }; /* an event's bytes but its name and the comm args' name
 /* µs with ns precision, relative to the base, as Kineto writes them */
 #define W_US(o, key, t) (W_LIT(o, ",\"" key "\":"), (o) = w_milli(o, t))
 
-/* An event's pid, tid and ts, after its name */
-static inline char *w_where(char *o, int pid, uint64_t tid, uint64_t ts, uint64_t base)
+/* An event's pid, tid and ts, after its name (64 bytes of room besides the ts) */
+static inline char *w_where(struct ch *s, char *o, int pid, uint64_t tid, uint64_t ts,
+                            uint64_t base)
 {
-	W_LIT(o, ",\"pid\":");
-	o = w_i(o, pid);
-	W_LIT(o, ",\"tid\":");
-	o = w_u(o, tid);
-	W_US(o, "ts", ts >= base ? ts - base : 0);
-	return o;
+	struct pt *f = &s->pt[(tid ^ (uint64_t)pid) & 15];
+	if (!f->len || f->pid != pid || f->tid != tid) {
+		char *p = f->t;
+		W_LIT(p, ",\"pid\":");
+		p = w_i(p, pid);
+		W_LIT(p, ",\"tid\":");
+		p = w_u(p, tid);
+		W_LIT(p, ",\"ts\":");
+		f->len = (size_t)(p - f->t);
+		f->pid = pid;
+		f->tid = tid;
+	}
+	memcpy(o, f->t, sizeof f->t); /* a constant length: one copy, no call */
+	return w_milli(o + f->len, ts >= base ? ts - base : 0);
 }
 
 /* An event with a name made at run time (written quoted, escaped where it must be) */
@@ -288,7 +317,7 @@ static char *head(struct ch *s, char *o, const char *name, int pid, uint64_t tid
                   uint64_t base)
 {
 	o = w_q(s, o, name, EV_ROOM);
-	return w_where(o, pid, tid, ts, base);
+	return w_where(s, o, pid, tid, ts, base);
 }
 
 static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
@@ -486,6 +515,24 @@ static inline char *w_gpu_args(char *o, uint64_t dur, int64_t dev, uint64_t stre
 	return w_u(o, corr);
 }
 
+/* A call's communicator args, up to "Seq": (ld + 190 bytes at most) */
+static char *w_group(char *p, const struct nvlp_rec_nccl *n, const char *dt, size_t ld, int comm)
+{
+	W_LIT(p, ",\"Group size\":");
+	p = w_i(p, (int64_t)n->nranks);
+	W_LIT(p, ",\"dtype\":\"");
+	memcpy(p, dt, ld);
+	p += ld;
+	W_LIT(p, "\",\"Process Group Name\":\"");
+	p = w_i(p, comm);
+	W_LIT(p, "\",\"Process Group Description\":\"comm ");
+	p = w_hex16(p, n->comm);
+	W_LIT(p, "\",\"Rank\":");
+	p = w_i(p, (int64_t)n->rank);
+	W_LIT(p, ",\"Seq\":");
+	return p;
+}
+
 /* A matched call's record_param_comms args, as Kineto names them. */
 static char *w_comm_args(struct ch *s, char *o, const struct xe_ev *e,
                          const struct nvlp_rec_nccl *n)
@@ -507,18 +554,24 @@ static char *w_comm_args(struct ch *s, char *o, const struct xe_ev *e,
 	o = w_u(o, out);
 	W_LIT(o, ",\"In msg size\":");
 	o = w_u(o, nel * sz);
-	W_LIT(o, ",\"Group size\":");
-	o = w_i(o, (int64_t)n->nranks);
-	W_LIT(o, ",\"dtype\":\"");
-	o = w_mem(s, o, dt, strlen(dt), EV_ROOM);
-	W_LIT(o, "\",\"Process Group Name\":\"");
-	o = w_i(o, e->comm);
-	W_LIT(o, "\",\"Process Group Description\":\"comm ");
-	o = w_hex16(o, n->comm);
-	W_LIT(o, "\",\"Rank\":");
-	o = w_i(o, (int64_t)n->rank);
-	W_LIT(o, ",\"Seq\":");
-	o = w_u(o, n->seq);
+	struct cf *f = &s->cf;
+	size_t ld = strlen(dt);
+	if (ld > 32) { /* not a name of the table: not kept */
+		o = more(s, o, ld + EV_ROOM);
+		o = w_u(w_group(o, n, dt, ld, e->comm), n->seq);
+	} else {
+		if (!f->len || f->nranks != n->nranks || f->dtype != n->dtype ||
+		    f->hash != n->comm || f->rank != n->rank || f->comm != e->comm) {
+			f->len = (size_t)(w_group(f->t, n, dt, ld, e->comm) - f->t);
+			f->nranks = n->nranks;
+			f->dtype = n->dtype;
+			f->hash = n->comm;
+			f->rank = n->rank;
+			f->comm = e->comm;
+		}
+		memcpy(o, f->t, sizeof f->t);
+		o = w_u(o + f->len, n->seq);
+	}
 	if (cls == 'P') {
 		W_LIT(o, ",\"Peer\":");
 		o = w_i(o, (int64_t)n->peer);
@@ -535,7 +588,7 @@ static void ch_nccl(struct ch *s, const struct xe_ev *e)
 	/* the host call as Kineto's record_param_comms cpu_op */
 	char *o = EV_OPEN(s, "X", "cpu_op", 0);
 	o = w_fn_name(s, o, 0, n->fn, e->name);
-	o = w_where(o, s->pid, n->tid, e->ts, s->base);
+	o = w_where(s, o, s->pid, n->tid, e->ts, s->base);
 	W_US(o, "dur", e->dur);
 	W_LIT(o, ",\"args\":{\"External id\":");
 	o = w_i(o, e->call >= 0 ? e->call + 1 : 0);
@@ -546,7 +599,7 @@ static void ch_nccl(struct ch *s, const struct xe_ev *e)
 	if (e->call >= 0 && e->has_gpu) {
 		o = EV_OPEN(s, "s", "ac2g", EV_ROOM);
 		W_LIT(o, "\"ac2g\"");
-		o = w_where(o, s->pid, n->tid, e->ts, s->base);
+		o = w_where(s, o, s->pid, n->tid, e->ts, s->base);
 		W_LIT(o, ",\"id\":");
 		o = w_u(o, xe_flow_call(e->rank, e->call));
 		*o++ = '}';
@@ -571,7 +624,7 @@ static void ch_api(struct ch *s, const struct xe_ev *e)
 	}
 	char *o = EV_OPEN(s, "X", "cuda_runtime", 0);
 	o = w_fn_name(s, o, 1, fn, e->name);
-	o = w_where(o, s->pid, tid, e->ts, s->base);
+	o = w_where(s, o, s->pid, tid, e->ts, s->base);
 	W_US(o, "dur", e->dur);
 	W_LIT(o, ",\"args\":{\"correlation\":");
 	o = w_u(o, corr);
@@ -594,20 +647,44 @@ static void ch_kernel(struct ch *s, const struct xe_ev *e)
 	int pid = gpu_pid(s, (int64_t)k->device);
 	char *o = EV_OPEN(s, "X", "kernel", 0);
 	o = q ? w_mem(s, o, q->q, q->len, EV_ROOM) : w_q(s, o, raw, EV_ROOM);
-	o = w_where(o, pid, k->stream, e->ts, s->base);
-	o = w_gpu_args(o, e->dur, (int64_t)k->device, k->stream, k->correlation);
+	o = w_where(s, o, pid, k->stream, e->ts, s->base);
+	W_US(o, "dur", e->dur);
+	int64_t dev = (int64_t)k->device;
+	struct kf *f = &s->kf[(k->stream ^ (uint64_t)dev) & 7];
+	if (!f->alen || f->dev != dev || f->stream != k->stream) {
+		char *p = f->a;
+		W_LIT(p, ",\"args\":{\"device\":");
+		p = w_i(p, dev);
+		W_LIT(p, ",\"stream\":");
+		p = w_u(p, k->stream);
+		W_LIT(p, ",\"correlation\":");
+		f->alen = (size_t)(p - f->a);
+		f->dev = dev;
+		f->stream = k->stream;
+		f->glen = 0;
+	}
+	memcpy(o, f->a, sizeof f->a);
+	o = w_u(o + f->alen, k->correlation);
 	W_LIT(o, ",\"External id\":");
 	o = w_i(o, e->ncalls ? e->calls[0] + 1 : 0);
-	W_LIT(o, ",\"grid\":");
-	o = w_dim3(o, k->grid_x, k->grid_y, k->grid_z);
-	W_LIT(o, ",\"block\":");
-	o = w_dim3(o, k->block_x, k->block_y, k->block_z);
-	W_LIT(o, "}}");
-	done(s, o);
+	const uint64_t dim[6] = {k->grid_x,  k->grid_y,  k->grid_z,
+	                         k->block_x, k->block_y, k->block_z};
+	if (!f->glen || memcmp(f->dim, dim, sizeof dim)) {
+		char *p = f->g;
+		W_LIT(p, ",\"grid\":");
+		p = w_dim3(p, dim[0], dim[1], dim[2]);
+		W_LIT(p, ",\"block\":");
+		p = w_dim3(p, dim[3], dim[4], dim[5]);
+		W_LIT(p, "}}");
+		f->glen = (size_t)(p - f->g);
+		memcpy(f->dim, dim, sizeof dim);
+	}
+	memcpy(o, f->g, sizeof f->g);
+	done(s, o + f->glen);
 	for (size_t i = 0; i < e->ncalls; i++) {
 		o = EV_OPEN(s, "f", "ac2g", EV_ROOM);
 		W_LIT(o, "\"ac2g\"");
-		o = w_where(o, pid, k->stream, e->ts, s->base);
+		o = w_where(s, o, pid, k->stream, e->ts, s->base);
 		W_LIT(o, ",\"bp\":\"e\",\"id\":");
 		o = w_u(o, xe_flow_call(e->rank, e->calls[i]));
 		*o++ = '}';
@@ -625,7 +702,7 @@ static void ch_gpucopy(struct ch *s, const struct xe_ev *e)
 	W_LIT(o, " -> ");
 	o = w_i(o, (int64_t)c->dst_device);
 	*o++ = '"';
-	o = w_where(o, gpu_pid(s, (int64_t)c->device), c->stream, e->ts, s->base);
+	o = w_where(s, o, gpu_pid(s, (int64_t)c->device), c->stream, e->ts, s->base);
 	o = w_gpu_args(o, e->dur, (int64_t)c->device, c->stream,
 	               c->call_id ? c->call_id : c->correlation);
 	W_LIT(o, ",\"bytes\":");
@@ -646,7 +723,7 @@ static void ch_sample(struct ch *s, const struct xe_ev *e)
 	W_LIT(o, "\"GPU ");
 	o = w_i(o, (int64_t)l->device);
 	W_LIT(o, " link GB/s\"");
-	o = w_where(o, s->pid, 0, e->ts, s->base);
+	o = w_where(s, o, s->pid, 0, e->ts, s->base);
 	W_LIT(o, ",\"args\":{\"NVLink\":");
 	o = w_fix3(o, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
 	W_LIT(o, ",\"PCIe\":");
@@ -668,7 +745,7 @@ static void ch_um(struct ch *s, const struct xe_ev *e)
 		W_LIT(o, "\"UM HtoD\"");
 	else
 		W_LIT(o, "\"UM DtoD\"");
-	o = w_where(o, s->pid, 1, e->ts, s->base);
+	o = w_where(s, o, s->pid, 1, e->ts, s->base);
 	W_US(o, "dur", e->dur);
 	W_LIT(o, ",\"args\":{\"bytes\":");
 	o = w_u(o, u->value);
@@ -724,7 +801,7 @@ static void tail(struct ch *s, const struct xm_job *x, size_t r)
 		W_LIT(o, "\"Step#");
 		o = w_i(o, k);
 		*o++ = '"';
-		o = w_where(o, pid, s->tid0, s0 + (uint64_t)k * len, s->base);
+		o = w_where(s, o, pid, s->tid0, s0 + (uint64_t)k * len, s->base);
 		W_US(o, "dur", len);
 		*o++ = '}';
 		done(s, o);
