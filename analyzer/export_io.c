@@ -10,10 +10,10 @@
 #include "export.h"
 #include "util.h" /* nvlp_run_parallel */
 
-/* Held bytes in memory first: a temporary file costs its bytes twice more in the kernel (into
- * the file, then copied to the output), which was a third of the chrome export's CPU time */
+/* Held bytes in memory first: a temporary file costs its bytes twice more in the kernel (written
+ * into it, then copied to the output: 363 MB of page cache for a 242 MB chrome export of 2 ranks) */
 enum { XO_HOLD = 256 << 20, XO_CHUNK = (4 << 20) - 16 };
-struct xo_chunk { /* 4 MiB (huge pages, tried: more system time, in direct compaction) */
+struct xo_chunk { /* 4 MiB (madvise'd huge pages, tried: more system time, not less) */
 	struct xo_chunk *next;
 	size_t len;
 	char b[XO_CHUNK];
