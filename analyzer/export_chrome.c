@@ -8,8 +8,16 @@
 #include <string.h> /* strerror */
 
 #include "export.h"
+#include "export_chrome.h"
 #include "json.h" /* jw_quote */
 #include "nvlp_trace.h"
+
+/* A quoted name kept (a kernel name per name id, an NCCL or CUDA function name per fn) */
+struct qn {
+	char *q; /* the JSON string, NULL not made */
+	size_t len;
+	const char *key; /* the name it was made from (function names: static tables) */
+};
 
 struct ch {
 	/* output: a buffer flushed to f (the one file's header and tail, a per-rank file) or
@@ -24,14 +32,43 @@ struct ch {
 	uint64_t base; /* job time of ts 0 */
 	uint64_t tid0; /* first NCCL thread of the process: where Step#N go */
 	int pid;
-	struct kn { /* per kernel name id: the name as written (NULL not yet made) */
-		char **v;
+	struct kn { /* per kernel name id: the name as written */
+		struct qn *v;
 		size_t n;
 	} kn;
+	struct qn fn[2][64]; /* NCCL [0] and CUDA [1] function names, per fn */
+	/* Fragments kept formatted for the values they were made from: most events repeat the
+	 * pid and tid, a kernel its device, stream and launch shape, a call its communicator */
+	struct pt { /* `,"pid":P,"tid":T,"ts":` */
+		int pid;
+		uint64_t tid;
+		size_t len; /* 0: not made */
+		char t[64];
+	} pt[16];
+	struct kf { /* `,"args":{"device":D,"stream":S,"correlation":` and grid, block */
+		int64_t dev;
+		uint64_t stream, dim[6];
+		size_t alen, glen; /* 0: not made */
+		char a[96], g[160];
+	} kf[8];
+	struct fl { /* a flow id, written at both of its ends */
+		long call;
+		size_t rank, len; /* len 0: not made */
+		char t[24];
+	} fl[64];
+	struct cf { /* `,"Group size":N,"dtype":"T",...,"Rank":R,"Seq":` */
+		uint64_t nranks, dtype, hash, rank;
+		int comm;
+		size_t len; /* 0: not made */
+		char t[224];
+	} cf;
 };
 
 /* Formatting by hand into a buffer: stdio's per-call cost (fputs' strlen, fwrite's locking and
- * copying) was most of the export's time */
+ * copying) was most of the export's time. An event is written through a local pointer o into
+ * room reserved once (more()): stores through the buffer's char pointer could alias s->n, and
+ * a check and update of s->n per field cost more than the digits (issue 17: 341-409 CPU ns per
+ * record before). */
 enum { CH_BUF = 1 << 16 };
 static void ch_flush(struct ch *s)
 {
@@ -46,6 +83,20 @@ static inline char *room(struct ch *s, size_t need) /* need <= CH_BUF */
 	if (__builtin_expect(s->n + need > CH_BUF, 0))
 		ch_flush(s);
 	return s->b + s->n;
+}
+/* o: the write position; at least need bytes of room from the returned one */
+static inline char *more(struct ch *s, char *o, size_t need)
+{
+	if (__builtin_expect((size_t)(o - s->b) + need > CH_BUF, 0)) {
+		s->n = (size_t)(o - s->b);
+		ch_flush(s);
+		return s->b;
+	}
+	return o;
+}
+static inline void done(struct ch *s, char *o)
+{
+	s->n = (size_t)(o - s->b);
 }
 static void put_long(struct ch *s, const char *t, size_t len) /* past the buffer */
 {
@@ -72,58 +123,122 @@ static void put_s(struct ch *s, const char *t)
 {
 	put_mem(s, t, strlen(t));
 }
-static inline void put_u(struct ch *s, uint64_t v) /* two digits a step */
+/* text of len bytes at o, and afterwards room for after more. @return the write position */
+static inline char *w_mem(struct ch *s, char *o, const char *t, size_t len, size_t after)
 {
-	static const char d2[] =
-	    "00010203040506070809101112131415161718192021222324252627282930313233"
-	    "34353637383940414243444546474849505152535455565758596061626364656667"
-	    "6869707172737475767778798081828384858687888990919293949596979899";
-	char b[24];
-	int i = 24;
-	while (v >= 100) {
-		unsigned k = (unsigned)(v % 100) * 2;
-		v /= 100;
-		b[--i] = d2[k + 1];
-		b[--i] = d2[k];
+	if (__builtin_expect(len + after <= CH_BUF / 2, 1)) {
+		o = more(s, o, len + after);
+		memcpy(o, t, len);
+		return o + len;
 	}
-	if (v >= 10) {
-		b[--i] = d2[v * 2 + 1];
-		b[--i] = d2[v * 2];
-	} else
-		b[--i] = (char)('0' + v);
-	char *o = room(s, 24);
-	memcpy(o, b + i, (size_t)(24 - i));
-	s->n += (size_t)(24 - i);
+	done(s, o);
+	put_mem(s, t, len);
+	return room(s, after);
 }
-static inline void put_i(struct ch *s, int64_t v)
+#define W_LIT(o, lit) (memcpy(o, lit, sizeof lit - 1), (o) += sizeof lit - 1)
+
+/* The number writers: each writes at o (room reserved by the caller) and returns past it. */
+static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                         "34353637383940414243444546474849505152535455565758596061626364656667"
+                         "6869707172737475767778798081828384858687888990919293949596979899";
+static inline int ndigits(uint64_t v)
+{
+	static const uint64_t p10[20] = {1ull,
+	                                 10ull,
+	                                 100ull,
+	                                 1000ull,
+	                                 10000ull,
+	                                 100000ull,
+	                                 1000000ull,
+	                                 10000000ull,
+	                                 100000000ull,
+	                                 1000000000ull,
+	                                 10000000000ull,
+	                                 100000000000ull,
+	                                 1000000000000ull,
+	                                 10000000000000ull,
+	                                 100000000000000ull,
+	                                 1000000000000000ull,
+	                                 10000000000000000ull,
+	                                 100000000000000000ull,
+	                                 1000000000000000000ull,
+	                                 10000000000000000000ull};
+	/* floor(log2(v)+1) * 1233/4096 is log10 rounded down or one short */
+	int t = (64 - __builtin_clzll(v | 1)) * 1233 >> 12;
+	return t + 1 - ((v | 1) < p10[t]);
+}
+static inline char *w_u(char *o, uint64_t v) /* %llu, two digits a step */
+{
+	char *e = o + ndigits(v), *p = e;
+	while (v >> 32) { /* 8 digits at a time in 32 bits: cheaper division (flow ids) */
+		uint64_t q = v / 100000000;
+		uint32_t r = (uint32_t)(v - q * 100000000);
+		for (int i = 0; i < 4; i++, r /= 100) {
+			p -= 2;
+			memcpy(p, d2 + (r % 100) * 2, 2);
+		}
+		v = q;
+	}
+	uint32_t u = (uint32_t)v; /* most numbers (times in µs, ids) start here */
+	while (u >= 100) {
+		unsigned k = (u % 100) * 2;
+		u /= 100;
+		p -= 2;
+		memcpy(p, d2 + k, 2);
+	}
+	if (u >= 10)
+		memcpy(p - 2, d2 + u * 2, 2);
+	else
+		p[-1] = (char)('0' + u);
+	return e;
+}
+static inline char *w_i(char *o, int64_t v) /* %lld */
 {
 	if (v < 0) {
-		put_c(s, '-');
-		put_u(s, (uint64_t)0 - (uint64_t)v);
-	} else
-		put_u(s, (uint64_t)v);
+		*o++ = '-';
+		return w_u(o, (uint64_t)0 - (uint64_t)v);
+	}
+	return w_u(o, (uint64_t)v);
 }
-static inline void put_milli(struct ch *s, uint64_t v) /* v / 1000 with 3 decimals */
+static inline char *w_milli(char *o, uint64_t v) /* v / 1000 with 3 decimals: µs of ns */
 {
-	put_u(s, v / 1000);
-	char *o = room(s, 4);
+	uint64_t q = v / 1000;
+	unsigned r = (unsigned)(v - q * 1000);
+	o = w_u(o, q);
 	o[0] = '.';
-	o[1] = (char)('0' + v / 100 % 10);
-	o[2] = (char)('0' + v / 10 % 10);
-	o[3] = (char)('0' + v % 10);
-	s->n += 4;
+	o[1] = (char)('0' + r / 100);
+	memcpy(o + 2, d2 + (r % 100) * 2, 2);
+	return o + 4;
 }
-static inline void put_fix3(struct ch *s, double v) /* v >= 0, 3 decimals */
+static inline char *w_fix3(char *o, double v) /* v >= 0 with 3 decimals, else 0.000 */
 {
-	put_milli(s, v > 0 && v < 1e15 ? (uint64_t)(v * 1000 + 0.5) : 0);
+	return w_milli(o, v > 0 && v < 1e15 ? (uint64_t)(v * 1000 + 0.5) : 0);
 }
-static void put_hex16(struct ch *s, uint64_t v) /* %016llx */
+static inline char *w_hex16(char *o, uint64_t v) /* %016llx */
 {
-	char *o = room(s, 16);
 	for (int i = 15; i >= 0; i--, v >>= 4)
 		o[i] = "0123456789abcdef"[v & 15];
-	s->n += 16;
+	return o + 16;
 }
+enum { W_NUM = 24 }; /* the most one number writer writes */
+/* the writers for tests/unit/test_export_chrome.c */
+char *xc_u(char *o, uint64_t v)
+{
+	return w_u(o, v);
+}
+char *xc_i(char *o, int64_t v)
+{
+	return w_i(o, v);
+}
+char *xc_milli(char *o, uint64_t v)
+{
+	return w_milli(o, v);
+}
+char *xc_fix3(char *o, double v)
+{
+	return w_fix3(o, v);
+}
+
 static void put_f(struct ch *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put_f(struct ch *s, const char *fmt, ...) /* the rare lines */
 {
@@ -153,36 +268,57 @@ static void put_q(struct ch *s, const char *t) /* a JSON string */
 	put_mem(s, t, (size_t)(c - t));
 	put_c(s, '"');
 }
+/* put_q at o, with room for after more bytes afterwards */
+static char *w_q(struct ch *s, char *o, const char *t, size_t after)
+{
+	done(s, o);
+	put_q(s, t);
+	return room(s, after);
+}
+
+/* An event's opening: the comma before every event but a part's first, then lit (its ph, cat
+ * and "name":), with room for need more bytes */
+static inline char *ev_open(struct ch *s, const char *lit, size_t len, size_t need)
+{
+	char *o = room(s, len + 1 + need);
+	*o = ',';
+	o += s->nev++ != 0;
+	memcpy(o, lit, len);
+	return o + len;
+}
+#define EV_LIT(ph, cat) "\n{\"ph\":\"" ph "\",\"cat\":\"" cat "\",\"name\":"
+#define EV_OPEN(s, ph, cat, need) ev_open(s, EV_LIT(ph, cat), sizeof EV_LIT(ph, cat) - 1, need)
+enum { EV_ROOM = 512 }; /* an event's bytes but its name and the comm args' names */
 
 /* µs with ns precision, relative to the base, as Kineto writes them */
-#define ts_us(s, key, t) (PUT_LIT(s, ",\"" key "\":"), put_milli(s, t))
+#define W_US(o, key, t) (W_LIT(o, ",\"" key "\":"), (o) = w_milli(o, t))
 
-/* An event's opening up to ts; qlen > 0: name is already a JSON string of that length */
-static void head_q(struct ch *s, const char *ph, const char *cat, const char *name, size_t qlen,
-                   int pid, uint64_t tid, uint64_t ts, uint64_t base)
+/* An event's pid, tid and ts, after its name (64 bytes of room besides the ts) */
+static inline char *w_where(struct ch *s, char *o, int pid, uint64_t tid, uint64_t ts,
+                            uint64_t base)
 {
-	if (s->nev++)
-		PUT_LIT(s, ",\n{\"ph\":\"");
-	else
-		PUT_LIT(s, "\n{\"ph\":\"");
-	put_s(s, ph);
-	PUT_LIT(s, "\",\"cat\":\"");
-	put_s(s, cat);
-	PUT_LIT(s, "\",\"name\":");
-	if (qlen)
-		put_mem(s, name, qlen);
-	else
-		put_q(s, name);
-	PUT_LIT(s, ",\"pid\":");
-	put_i(s, pid);
-	PUT_LIT(s, ",\"tid\":");
-	put_u(s, tid);
-	ts_us(s, "ts", ts >= base ? ts - base : 0);
+	struct pt *f = &s->pt[(tid ^ (uint64_t)pid) & 15];
+	if (!f->len || f->pid != pid || f->tid != tid) {
+		char *p = f->t;
+		W_LIT(p, ",\"pid\":");
+		p = w_i(p, pid);
+		W_LIT(p, ",\"tid\":");
+		p = w_u(p, tid);
+		W_LIT(p, ",\"ts\":");
+		f->len = (size_t)(p - f->t);
+		f->pid = pid;
+		f->tid = tid;
+	}
+	memcpy(o, f->t, sizeof f->t); /* a constant length: one copy, no call */
+	return w_milli(o + f->len, ts >= base ? ts - base : 0);
 }
-static void head(struct ch *s, const char *ph, const char *cat, const char *name, int pid,
-                 uint64_t tid, uint64_t ts, uint64_t base)
+
+/* An event with a name made at run time (written quoted, escaped where it must be) */
+static char *head(struct ch *s, char *o, const char *name, int pid, uint64_t tid, uint64_t ts,
+                  uint64_t base)
 {
-	head_q(s, ph, cat, name, 0, pid, tid, ts, base);
+	o = w_q(s, o, name, EV_ROOM);
+	return w_where(s, o, pid, tid, ts, base);
 }
 
 static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
@@ -279,16 +415,50 @@ static char *quote_dup(const char *text)
 	return m;
 }
 
+/* text as put_q writes it, kept in q (NULL out of memory) */
+static void qn_make(struct qn *q, const char *text)
+{
+	const char *c = text;
+	while (*c && *c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
+		c++;
+	free(q->q);
+	q->key = text;
+	if (*c) { /* the rare string to escape */
+		q->q = quote_dup(text);
+		q->len = q->q ? strlen(q->q) : 0;
+		return;
+	}
+	size_t n = (size_t)(c - text);
+	if ((q->q = malloc(n + 2))) {
+		q->q[0] = '"';
+		memcpy(q->q + 1, text, n);
+		q->q[n + 1] = '"';
+	}
+	q->len = n + 2;
+}
+
+/* A function name (NCCL: t 0, CUDA: t 1) at o, quoted once per fn: the names come from the
+ * format's static tables (export.c's ev_nccl, api_ev), so the pointer names the text */
+static char *w_fn_name(struct ch *s, char *o, int t, uint64_t fn, const char *name)
+{
+	struct qn *q = fn < 64 ? &s->fn[t][fn] : NULL;
+	if (q && q->key != name)
+		qn_make(q, name);
+	if (!q || !q->q)
+		return w_q(s, o, name, EV_ROOM);
+	return w_mem(s, o, q->q, q->len, EV_ROOM);
+}
+
 /* The kernel's name as written. Tools look for the nccl prefix: "_Z39ncclDevKernel_AllReduce_..."
  * becomes "ncclDevKernel_AllReduce_..." (its identifier); another kernel that ran NCCL calls gets
  * "nccl:" before its name. Kept quoted per name id: kernels repeat a few names millions of times.
  * @return the quoted name, or NULL with the plain name in *plain (not kept) */
-static const char *kernel_name(struct ch *s, uint64_t id, const char *nm, int ran_calls,
-                               char buf[300], const char **plain)
+static const struct qn *kernel_name(struct ch *s, uint64_t id, const char *nm, int ran_calls,
+                                    char buf[300], const char **plain)
 {
 	size_t slot = (size_t)id * 2 + (ran_calls != 0);
-	if (slot < s->kn.n && s->kn.v[slot])
-		return s->kn.v[slot];
+	if (slot < s->kn.n && s->kn.v[slot].q)
+		return &s->kn.v[slot];
 	const char *p = strstr(nm, "nccl");
 	if (p && p != nm) {
 		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -310,41 +480,78 @@ static const char *kernel_name(struct ch *s, uint64_t id, const char *nm, int ra
 		size_t n = s->kn.n ? s->kn.n : 64;
 		while (n <= slot)
 			n *= 2;
-		char **v = realloc(s->kn.v, n * sizeof *v);
+		struct qn *v = realloc(s->kn.v, n * sizeof *v);
 		if (!v)
 			return NULL;
 		memset(v + s->kn.n, 0, (n - s->kn.n) * sizeof *v);
 		s->kn.v = v;
 		s->kn.n = n;
 	}
-	return s->kn.v[slot] = quote_dup(*plain);
+	struct qn *q = &s->kn.v[slot];
+	/* always the analyzer's quoting, as before: kernel names were never put_q's */
+	q->q = quote_dup(*plain);
+	q->len = q->q ? strlen(q->q) : 0;
+	return q->q ? q : NULL;
 }
 
-static void put_dim3(struct ch *s, uint64_t x, uint64_t y, uint64_t z) /* [x,y,z] */
+static inline char *w_dim3(char *o, uint64_t x, uint64_t y, uint64_t z) /* [x,y,z] */
 {
-	put_c(s, '[');
-	put_u(s, x);
-	put_c(s, ',');
-	put_u(s, y);
-	put_c(s, ',');
-	put_u(s, z);
-	put_c(s, ']');
+	*o++ = '[';
+	o = w_u(o, x);
+	*o++ = ',';
+	o = w_u(o, y);
+	*o++ = ',';
+	o = w_u(o, z);
+	*o++ = ']';
+	return o;
 }
 
 /* A GPU event's dur and first args (Kineto's: device, stream, correlation), args left open */
-static void gpu_args(struct ch *s, uint64_t dur, int64_t dev, uint64_t stream, uint64_t corr)
+static inline char *w_gpu_args(char *o, uint64_t dur, int64_t dev, uint64_t stream, uint64_t corr)
 {
-	ts_us(s, "dur", dur);
-	PUT_LIT(s, ",\"args\":{\"device\":");
-	put_i(s, dev);
-	PUT_LIT(s, ",\"stream\":");
-	put_u(s, stream);
-	PUT_LIT(s, ",\"correlation\":");
-	put_u(s, corr);
+	W_US(o, "dur", dur);
+	W_LIT(o, ",\"args\":{\"device\":");
+	o = w_i(o, dev);
+	W_LIT(o, ",\"stream\":");
+	o = w_u(o, stream);
+	W_LIT(o, ",\"correlation\":");
+	return w_u(o, corr);
+}
+
+/* A call's communicator args, up to "Seq": (ld + 190 bytes at most) */
+static char *w_group(char *p, const struct nvlp_rec_nccl *n, const char *dt, size_t ld, int comm)
+{
+	W_LIT(p, ",\"Group size\":");
+	p = w_i(p, (int64_t)n->nranks);
+	W_LIT(p, ",\"dtype\":\"");
+	memcpy(p, dt, ld);
+	p += ld;
+	W_LIT(p, "\",\"Process Group Name\":\"");
+	p = w_i(p, comm);
+	W_LIT(p, "\",\"Process Group Description\":\"comm ");
+	p = w_hex16(p, n->comm);
+	W_LIT(p, "\",\"Rank\":");
+	p = w_i(p, (int64_t)n->rank);
+	W_LIT(p, ",\"Seq\":");
+	return p;
+}
+
+/* The flow id of the process's call k (24 bytes of room) */
+static inline char *w_flow(struct ch *s, char *o, size_t rank, long k)
+{
+	struct fl *f = &s->fl[(unsigned long)k & 63];
+	if (!f->len || f->call != k || f->rank != rank) {
+		f->len = (size_t)(w_u(f->t, xe_flow_call(rank, k)) - f->t);
+		f->call = k;
+		f->rank = rank;
+	}
+	memcpy(o, f->t, sizeof f->t);
+	return o + f->len;
 }
 
 /* A matched call's record_param_comms args, as Kineto names them. */
-static void ch_comm_args(struct ch *s, const struct xe_ev *e, const struct nvlp_rec_nccl *n)
+static char *w_comm_args(struct ch *s, char *o, const struct xe_ev *e,
+                         const struct nvlp_rec_nccl *n)
 {
 	char cls = nvlp_nccl_fn_class((unsigned)n->fn);
 	unsigned sz = nvlp_nccl_dtype_size((int)(int64_t)n->dtype);
@@ -353,31 +560,39 @@ static void ch_comm_args(struct ch *s, const struct xe_ev *e, const struct nvlp_
 		out = n->count * (n->nranks ? n->nranks : 1);
 	else if (n->fn == NVLP_NCCL_REDUCE_SCATTER)
 		nel = n->count * (n->nranks ? n->nranks : 1);
-	PUT_LIT(s, ",\"Collective name\":\"");
-	put_s(s, xm_fn_coll((int)n->fn));
-	PUT_LIT(s, "\",\"In msg nelems\":");
-	put_u(s, nel);
-	PUT_LIT(s, ",\"Out msg nelems\":");
-	put_u(s, out);
-	PUT_LIT(s, ",\"In msg size\":");
-	put_u(s, nel * sz);
-	PUT_LIT(s, ",\"Group size\":");
-	put_i(s, (int64_t)n->nranks);
-	PUT_LIT(s, ",\"dtype\":\"");
-	put_s(s, nvlp_nccl_dtype_name((int)(int64_t)n->dtype));
-	PUT_LIT(s, "\",\"Process Group Name\":\"");
-	put_i(s, e->comm);
-	PUT_LIT(s, "\",\"Process Group Description\":\"comm ");
-	put_hex16(s, n->comm);
-	put_c(s, '"');
-	PUT_LIT(s, ",\"Rank\":");
-	put_i(s, (int64_t)n->rank);
-	PUT_LIT(s, ",\"Seq\":");
-	put_u(s, n->seq);
-	if (cls == 'P') {
-		PUT_LIT(s, ",\"Peer\":");
-		put_i(s, (int64_t)n->peer);
+	const char *coll = xm_fn_coll((int)n->fn);
+	const char *dt = nvlp_nccl_dtype_name((int)(int64_t)n->dtype);
+	W_LIT(o, ",\"Collective name\":\"");
+	o = w_mem(s, o, coll, strlen(coll), EV_ROOM);
+	W_LIT(o, "\",\"In msg nelems\":");
+	o = w_u(o, nel);
+	W_LIT(o, ",\"Out msg nelems\":");
+	o = w_u(o, out);
+	W_LIT(o, ",\"In msg size\":");
+	o = w_u(o, nel * sz);
+	struct cf *f = &s->cf;
+	size_t ld = strlen(dt);
+	if (ld > 32) { /* not a name of the table: not kept */
+		o = more(s, o, ld + EV_ROOM);
+		o = w_u(w_group(o, n, dt, ld, e->comm), n->seq);
+	} else {
+		if (!f->len || f->nranks != n->nranks || f->dtype != n->dtype ||
+		    f->hash != n->comm || f->rank != n->rank || f->comm != e->comm) {
+			f->len = (size_t)(w_group(f->t, n, dt, ld, e->comm) - f->t);
+			f->nranks = n->nranks;
+			f->dtype = n->dtype;
+			f->hash = n->comm;
+			f->rank = n->rank;
+			f->comm = e->comm;
+		}
+		memcpy(o, f->t, sizeof f->t);
+		o = w_u(o + f->len, n->seq);
 	}
+	if (cls == 'P') {
+		W_LIT(o, ",\"Peer\":");
+		o = w_i(o, (int64_t)n->peer);
+	}
+	return o;
 }
 
 /* An NCCL call, and the start of its flow to the kernel that ran it. */
@@ -387,39 +602,54 @@ static void ch_nccl(struct ch *s, const struct xe_ev *e)
 	if (!s->tid0)
 		s->tid0 = n->tid;
 	/* the host call as Kineto's record_param_comms cpu_op */
-	head(s, "X", "cpu_op", e->name, s->pid, n->tid, e->ts, s->base);
-	ts_us(s, "dur", e->dur);
-	PUT_LIT(s, ",\"args\":{\"External id\":");
-	put_i(s, e->call >= 0 ? e->call + 1 : 0);
+	char *o = EV_OPEN(s, "X", "cpu_op", 0);
+	o = w_fn_name(s, o, 0, n->fn, e->name);
+	o = w_where(s, o, s->pid, n->tid, e->ts, s->base);
+	W_US(o, "dur", e->dur);
+	W_LIT(o, ",\"args\":{\"External id\":");
+	o = w_i(o, e->call >= 0 ? e->call + 1 : 0);
 	if (e->call >= 0)
-		ch_comm_args(s, e, n);
-	PUT_LIT(s, "}}");
+		o = w_comm_args(s, o, e, n);
+	W_LIT(o, "}}");
+	done(s, o);
 	if (e->call >= 0 && e->has_gpu) {
-		head(s, "s", "ac2g", "ac2g", s->pid, n->tid, e->ts, s->base);
-		PUT_LIT(s, ",\"id\":");
-		put_u(s, xe_flow_call(e->rank, e->call));
-		put_c(s, '}');
+		o = EV_OPEN(s, "s", "ac2g", EV_ROOM);
+		W_LIT(o, "\"ac2g\"");
+		o = w_where(s, o, s->pid, n->tid, e->ts, s->base);
+		W_LIT(o, ",\"id\":");
+		o = w_flow(s, o, e->rank, e->call);
+		*o++ = '}';
+		done(s, o);
 	}
 }
 
 /* A CUDA runtime call that moves or places memory. */
 static void ch_api(struct ch *s, const struct xe_ev *e)
 {
-	uint64_t tid = 0, corr = 0;
+	uint64_t tid = 0, corr = 0, fn;
 	if (e->type == XE_COPY) {
 		tid = ((const struct nvlp_rec_copy *)e->f)->tid;
 		corr = ((const struct nvlp_rec_copy *)e->f)->call_id;
-	} else if (e->type == XE_MANAGED)
+		fn = ((const struct nvlp_rec_copy *)e->f)->fn;
+	} else if (e->type == XE_MANAGED) {
 		tid = ((const struct nvlp_rec_managed *)e->f)->tid;
-	else
+		fn = ((const struct nvlp_rec_managed *)e->f)->fn;
+	} else {
 		tid = ((const struct nvlp_rec_peer *)e->f)->tid;
-	head(s, "X", "cuda_runtime", e->name, s->pid, tid, e->ts, s->base);
-	ts_us(s, "dur", e->dur);
-	put_f(s, ",\"args\":{\"correlation\":%llu", (unsigned long long)corr);
-	if (e->type == XE_COPY)
-		put_f(s, ",\"bytes\":%llu",
-		      (unsigned long long)((const struct nvlp_rec_copy *)e->f)->bytes);
-	PUT_LIT(s, "}}");
+		fn = ((const struct nvlp_rec_peer *)e->f)->fn;
+	}
+	char *o = EV_OPEN(s, "X", "cuda_runtime", 0);
+	o = w_fn_name(s, o, 1, fn, e->name);
+	o = w_where(s, o, s->pid, tid, e->ts, s->base);
+	W_US(o, "dur", e->dur);
+	W_LIT(o, ",\"args\":{\"correlation\":");
+	o = w_u(o, corr);
+	if (e->type == XE_COPY) {
+		W_LIT(o, ",\"bytes\":");
+		o = w_u(o, ((const struct nvlp_rec_copy *)e->f)->bytes);
+	}
+	W_LIT(o, "}}");
+	done(s, o);
 }
 
 /* A kernel, with the ends of the flows from the NCCL calls it ran. */
@@ -428,65 +658,94 @@ static void ch_kernel(struct ch *s, const struct xe_ev *e)
 	const struct nvlp_rec_kernel *k = e->f;
 	char buf[300];
 	const char *raw = "";
-	const char *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
-	                            e->ncalls != 0, buf, &raw);
+	const struct qn *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
+	                                 e->ncalls != 0, buf, &raw);
 	int pid = gpu_pid(s, (int64_t)k->device);
-	head_q(s, "X", "kernel", q ? q : raw, q ? strlen(q) : 0, pid, k->stream, e->ts,
-	       s->base);
-	gpu_args(s, e->dur, (int64_t)k->device, k->stream, k->correlation);
-	PUT_LIT(s, ",\"External id\":");
-	put_i(s, e->ncalls ? e->calls[0] + 1 : 0);
-	PUT_LIT(s, ",\"grid\":");
-	put_dim3(s, k->grid_x, k->grid_y, k->grid_z);
-	PUT_LIT(s, ",\"block\":");
-	put_dim3(s, k->block_x, k->block_y, k->block_z);
-	PUT_LIT(s, "}}");
+	char *o = EV_OPEN(s, "X", "kernel", 0);
+	o = q ? w_mem(s, o, q->q, q->len, EV_ROOM) : w_q(s, o, raw, EV_ROOM);
+	o = w_where(s, o, pid, k->stream, e->ts, s->base);
+	W_US(o, "dur", e->dur);
+	int64_t dev = (int64_t)k->device;
+	struct kf *f = &s->kf[(k->stream ^ (uint64_t)dev) & 7];
+	if (!f->alen || f->dev != dev || f->stream != k->stream) {
+		char *p = f->a;
+		W_LIT(p, ",\"args\":{\"device\":");
+		p = w_i(p, dev);
+		W_LIT(p, ",\"stream\":");
+		p = w_u(p, k->stream);
+		W_LIT(p, ",\"correlation\":");
+		f->alen = (size_t)(p - f->a);
+		f->dev = dev;
+		f->stream = k->stream;
+		f->glen = 0;
+	}
+	memcpy(o, f->a, sizeof f->a);
+	o = w_u(o + f->alen, k->correlation);
+	W_LIT(o, ",\"External id\":");
+	o = w_i(o, e->ncalls ? e->calls[0] + 1 : 0);
+	const uint64_t dim[6] = {k->grid_x,  k->grid_y,  k->grid_z,
+	                         k->block_x, k->block_y, k->block_z};
+	if (!f->glen || memcmp(f->dim, dim, sizeof dim)) {
+		char *p = f->g;
+		W_LIT(p, ",\"grid\":");
+		p = w_dim3(p, dim[0], dim[1], dim[2]);
+		W_LIT(p, ",\"block\":");
+		p = w_dim3(p, dim[3], dim[4], dim[5]);
+		W_LIT(p, "}}");
+		f->glen = (size_t)(p - f->g);
+		memcpy(f->dim, dim, sizeof dim);
+	}
+	memcpy(o, f->g, sizeof f->g);
+	done(s, o + f->glen);
 	for (size_t i = 0; i < e->ncalls; i++) {
-		head(s, "f", "ac2g", "ac2g", pid, k->stream, e->ts, s->base);
-		PUT_LIT(s, ",\"bp\":\"e\",\"id\":");
-		put_u(s, xe_flow_call(e->rank, e->calls[i]));
-		put_c(s, '}');
+		o = EV_OPEN(s, "f", "ac2g", EV_ROOM);
+		W_LIT(o, "\"ac2g\"");
+		o = w_where(s, o, pid, k->stream, e->ts, s->base);
+		W_LIT(o, ",\"bp\":\"e\",\"id\":");
+		o = w_flow(s, o, e->rank, e->calls[i]);
+		*o++ = '}';
+		done(s, o);
 	}
 }
 
-/* A GPU copy. */
+/* A GPU copy, named "Memcpy <src> -> <dst>" (nothing in it to escape). */
 static void ch_gpucopy(struct ch *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_gpucopy *c = e->f;
-	char nm[64];
-	snprintf(nm, sizeof nm, "Memcpy %lld -> %lld", (long long)(int64_t)c->src_device,
-	         (long long)(int64_t)c->dst_device);
-	head(s, "X", "gpu_memcpy", nm, gpu_pid(s, (int64_t)c->device), c->stream, e->ts,
-	     s->base);
-	gpu_args(s, e->dur, (int64_t)c->device, c->stream,
-	         c->call_id ? c->call_id : c->correlation);
-	PUT_LIT(s, ",\"bytes\":");
-	put_u(s, c->bytes);
-	PUT_LIT(s, ",\"copy_kind\":");
-	put_u(s, c->copy_kind);
-	PUT_LIT(s, "}}");
+	char *o = EV_OPEN(s, "X", "gpu_memcpy", EV_ROOM);
+	W_LIT(o, "\"Memcpy ");
+	o = w_i(o, (int64_t)c->src_device);
+	W_LIT(o, " -> ");
+	o = w_i(o, (int64_t)c->dst_device);
+	*o++ = '"';
+	o = w_where(s, o, gpu_pid(s, (int64_t)c->device), c->stream, e->ts, s->base);
+	o = w_gpu_args(o, e->dur, (int64_t)c->device, c->stream,
+	               c->call_id ? c->call_id : c->correlation);
+	W_LIT(o, ",\"bytes\":");
+	o = w_u(o, c->bytes);
+	W_LIT(o, ",\"copy_kind\":");
+	o = w_u(o, c->copy_kind);
+	W_LIT(o, "}}");
+	done(s, o);
 }
 
-/* A link counter sample: a counter track per GPU, in GB/s. */
+/* A link counter sample: a counter track per GPU ("GPU <dev> link GB/s"), in GB/s. */
 static void ch_sample(struct ch *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_linksample *l = e->f;
 	if (!e->dur)
 		return;
-	static const char *const gpu_nm[] = {
-	    "GPU 0 link GB/s", "GPU 1 link GB/s", "GPU 2 link GB/s", "GPU 3 link GB/s",
-	    "GPU 4 link GB/s", "GPU 5 link GB/s", "GPU 6 link GB/s", "GPU 7 link GB/s"};
-	char nm[48];
-	int64_t dv = (int64_t)l->device;
-	if (dv < 0 || dv >= 8)
-		snprintf(nm, sizeof nm, "GPU %lld link GB/s", (long long)dv);
-	head(s, "C", "link", dv >= 0 && dv < 8 ? gpu_nm[dv] : nm, s->pid, 0, e->ts,
-	     s->base);
-	PUT_LIT(s, ",\"args\":{\"NVLink\":");
-	put_fix3(s, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
-	PUT_LIT(s, ",\"PCIe\":");
-	put_fix3(s, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
-	PUT_LIT(s, "}}");
+	char *o = EV_OPEN(s, "C", "link", EV_ROOM);
+	W_LIT(o, "\"GPU ");
+	o = w_i(o, (int64_t)l->device);
+	W_LIT(o, " link GB/s\"");
+	o = w_where(s, o, s->pid, 0, e->ts, s->base);
+	W_LIT(o, ",\"args\":{\"NVLink\":");
+	o = w_fix3(o, (double)(l->nvl_tx + l->nvl_rx) / (double)e->dur);
+	W_LIT(o, ",\"PCIe\":");
+	o = w_fix3(o, (double)(l->pcie_rd + l->pcie_wr) / (double)e->dur);
+	W_LIT(o, "}}");
+	done(s, o);
 }
 
 /* A unified memory migration (the byte counters; faults are not shown). */
@@ -495,14 +754,23 @@ static void ch_um(struct ch *s, const struct xe_ev *e)
 	const struct nvlp_rec_um *u = e->f;
 	if (u->counter < 1 || (u->counter > 2 && u->counter != 8))
 		return;
-	head(s, "X", "um_migration",
-	     u->counter == 2   ? "UM DtoH"
-	     : u->counter == 1 ? "UM HtoD"
-	                       : "UM DtoD",
-	     s->pid, 1, e->ts, s->base);
-	ts_us(s, "dur", e->dur);
-	put_f(s, ",\"args\":{\"bytes\":%llu,\"address\":%llu,\"allocation\":%ld}}",
-	      (unsigned long long)u->value, (unsigned long long)u->address, e->alloc);
+	char *o = EV_OPEN(s, "X", "um_migration", EV_ROOM);
+	if (u->counter == 2)
+		W_LIT(o, "\"UM DtoH\"");
+	else if (u->counter == 1)
+		W_LIT(o, "\"UM HtoD\"");
+	else
+		W_LIT(o, "\"UM DtoD\"");
+	o = w_where(s, o, s->pid, 1, e->ts, s->base);
+	W_US(o, "dur", e->dur);
+	W_LIT(o, ",\"args\":{\"bytes\":");
+	o = w_u(o, u->value);
+	W_LIT(o, ",\"address\":");
+	o = w_u(o, u->address);
+	W_LIT(o, ",\"allocation\":");
+	o = w_i(o, e->alloc);
+	W_LIT(o, "}}");
+	done(s, o);
 }
 
 static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
@@ -545,11 +813,14 @@ static void tail(struct ch *s, const struct xm_job *x, size_t r)
 	int n = xm_steps(x, &s0, &len);
 	int pid = xm_rank(x, r)->pid > 0 ? xm_rank(x, r)->pid : (int)r + 1;
 	for (int k = 0; k < n; k++) {
-		char nm[32];
-		snprintf(nm, sizeof nm, "Step#%d", k);
-		head(s, "X", "user_annotation", nm, pid, s->tid0, s0 + (uint64_t)k * len, s->base);
-		ts_us(s, "dur", len);
-		PUT_LIT(s, "}");
+		char *o = EV_OPEN(s, "X", "user_annotation", EV_ROOM);
+		W_LIT(o, "\"Step#");
+		o = w_i(o, k);
+		*o++ = '"';
+		o = w_where(s, o, pid, s->tid0, s0 + (uint64_t)k * len, s->base);
+		W_US(o, "dur", len);
+		*o++ = '}';
+		done(s, o);
 	}
 	for (size_t i = 0; i < xm_nfindings(x); i++) {
 		struct xm_finding f;
@@ -561,7 +832,9 @@ static void tail(struct ch *s, const struct xm_job *x, size_t r)
 		xm_span(x, &t0, &t1);
 		char nm[256];
 		snprintf(nm, sizeof nm, "%s: %s", f.id, f.title);
-		head(s, "i", "finding", nm, pid, s->tid0, n ? s0 : t0, s->base);
+		char *o = EV_OPEN(s, "i", "finding", 0);
+		o = head(s, o, nm, pid, s->tid0, n ? s0 : t0, s->base);
+		done(s, o);
 		put_f(s, ",\"s\":\"%s\",\"args\":{\"severity\":\"%s\",\"advice\":",
 		      f.root_rank < 0 ? "g" : "p", f.sev);
 		put_q(s, f.advice);
@@ -572,7 +845,7 @@ static void tail(struct ch *s, const struct xm_job *x, size_t r)
 static void free_names(struct ch *s)
 {
 	for (size_t i = 0; i < s->kn.n; i++)
-		free(s->kn.v[i]);
+		free(s->kn.v[i].q);
 	free(s->kn.v);
 	s->kn.v = NULL;
 	s->kn.n = 0;
@@ -606,25 +879,34 @@ static int ch_part(void *ctx, size_t r, struct xo *o, uint64_t *recs)
 {
 	const struct xm_job *x = ((void **)ctx)[0];
 	const struct ch_job *j = ((void **)ctx)[1];
-	struct ch s = {.b = malloc(CH_BUF),
-	               .xo = j->dir ? NULL : o,
-	               .part = r,
-	               .dir = j->dir,
-	               .base = j->base,
-	               .single_rank = j->single_rank,
-	               .nev = !j->dir && r != j->first};
-	if (!s.b) {
+	struct ch *s = calloc(1, sizeof *s); /* the function name caches: 3 KiB */
+	char *b = malloc(CH_BUF);
+	if (!s || !b) {
+		free(s);
+		free(b);
 		fprintf(stderr, "nvlprof: export: out of memory\n");
 		return 1;
 	}
-	struct xe_sink sink = {.ctx = &s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
+	*s = (struct ch){.b = b,
+	                 .xo = j->dir ? NULL : o,
+	                 .part = r,
+	                 .dir = j->dir,
+	                 .base = j->base,
+	                 .single_rank = j->single_rank,
+	                 .nev = !j->dir && r != j->first};
+	struct xe_sink sink = {.ctx = s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
 	int rc = xe_stream_rank(x, &sink, r, recs) != 0;
-	ch_flush(&s);
-	if (s.f) /* a trace failed in the middle: its file still gets closed */
-		fclose(s.f);
-	free_names(&s);
-	free(s.b);
-	return rc | (s.err ? 2 : 0);
+	ch_flush(s);
+	if (s->f) /* a trace failed in the middle: its file still gets closed */
+		fclose(s->f);
+	free_names(s);
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < 64; i++)
+			free(s->fn[t][i].q);
+	rc |= s->err ? 2 : 0;
+	free(s->b);
+	free(s);
+	return rc;
 }
 
 int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *records)
