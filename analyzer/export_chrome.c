@@ -360,6 +360,31 @@ static void meta(struct ch *s, const char *what, int pid, uint64_t tid, const ch
 	PUT_LIT(s, "}}");
 }
 
+/* The -o DIR/ file of trace r: rank<N>.json (pid<P>.json when the rank is unknown). Two traces
+ * that claim one rank (two runs in one directory, a relaunched rank) must not write one file from
+ * two threads: the later trace gets rank<N>.<r>.json, and its thread says so once. */
+static void dir_file(struct ch *s, const struct xm_job *x, size_t r, char *path, size_t n)
+{
+	const struct xm_rank *R = xm_rank(x, r);
+	size_t first = r;
+	for (size_t i = 0; i < r && first == r; i++) {
+		const struct xm_rank *Q = xm_rank(x, i);
+		if (R->rank >= 0 ? Q->rank == R->rank : Q->rank < 0 && Q->pid == R->pid)
+			first = i;
+	}
+	const char *what = R->rank >= 0 ? "rank" : "pid";
+	int id = R->rank >= 0 ? R->rank : R->pid;
+	if (first == r) {
+		snprintf(path, n, "%s/%s%d.json", s->dir, what, id);
+		return;
+	}
+	snprintf(path, n, "%s/%s%d.%zu.json", s->dir, what, id, r);
+	fprintf(stderr,
+	        "nvlprof: export: %s and %s are both %s %d: the second is written as %s\n",
+	        xm_rank(x, first)->path ? xm_rank(x, first)->path : "?", R->path ? R->path : "?", what,
+	        id, path);
+}
+
 static void ch_rank(void *ctx, const struct xm_job *x, size_t r)
 {
 	struct ch *s = ctx;
@@ -368,10 +393,7 @@ static void ch_rank(void *ctx, const struct xm_job *x, size_t r)
 	s->tid0 = 0;
 	if (s->dir) {
 		char path[4096];
-		if (R->rank >= 0)
-			snprintf(path, sizeof path, "%s/rank%d.json", s->dir, R->rank);
-		else
-			snprintf(path, sizeof path, "%s/pid%d.json", s->dir, R->pid);
+		dir_file(s, x, r, path, sizeof path);
 		if (!(s->f = fopen(path, "w"))) {
 			fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", path,
 			        strerror(errno));

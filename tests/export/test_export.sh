@@ -164,4 +164,14 @@ grep -q 'sqlite needs a file' "$T/err" && pass "sqlite to stdout: said why" || f
 $CLI report --html "$T/x.html" --help >"$T/out" 2>&1; check_eq "report --html --help: exit 0" 0 $?
 $CLI export -f perfetto -o - "$TRACES/p2p_staged" 2>/dev/null | protoc --proto_path="$ROOT/analyzer" --decode=perfetto.protos.Trace "$PROTO" >/dev/null 2>&1 &&
 	pass "perfetto to stdout decodes" || fail "perfetto to stdout"
+# two traces that claim one rank (a run copied next to itself): two files, the same bytes every time
+mkdir -p "$T/dup" && cp "$TRACES/ddp_healthy/vm-754.nvlp" "$T/dup/a.nvlp" && cp "$TRACES/ddp_healthy/vm-754.nvlp" "$T/dup/b.nvlp"
+for k in 1 2 3; do
+	rm -rf "$T/dup$k" && $CLI export -q -f chrome -o "$T/dup$k/" "$T/dup" 2>"$T/dup$k.err"
+done
+check_eq "one rank claimed twice: a file per trace" 2 "$(ls "$T/dup1" | wc -l)"
+grep -q 'both rank 0: the second is written as .*rank0\.1\.json' "$T/dup1.err" && pass "one rank claimed twice: said once" ||
+	fail "one rank claimed twice: $(cat "$T/dup1.err")"
+diff -r "$T/dup1" "$T/dup2" >/dev/null && diff -r "$T/dup1" "$T/dup3" >/dev/null && pass "one rank claimed twice: same files in 3 runs" ||
+	fail "one rank claimed twice: output differs between runs"
 exit 0
