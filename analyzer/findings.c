@@ -828,16 +828,19 @@ static void dropped(const struct an_job *job, struct an_findings *out)
 	}
 }
 
-static void gaps(const struct an_job *job, struct an_findings *out)
+/* The collection_gaps finding, added at its first piece of evidence (*x NULL until then) */
+static struct an_finding *gap_finding(struct an_findings *out, struct an_finding **x)
 {
-	struct an_finding *x = NULL;
-#define GAP(...)                                                                                   \
-	do {                                                                                       \
-		if (!x)                                                                            \
-			x = add(out, AN_F_collection_gaps, AN_SEV_INFO,                               \
-			        "Some data was not collected; related figures are partial");       \
-		ev_str(x, __VA_ARGS__);                                                            \
-	} while (0)
+	if (!*x)
+		*x = add(out, AN_F_collection_gaps, AN_SEV_INFO,
+		         "Some data was not collected; related figures are partial");
+	return *x;
+}
+#define GAP(...) ev_str(gap_finding(out, x), __VA_ARGS__)
+
+/* Traces that mix jobs, cannot be read, were cut short, or are missing */
+static void gaps_traces(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	if (job->several_jobs[0])
 		GAP("several_jobs", "%s: figures mix those jobs; give each run its own directory",
 		    job->several_jobs);
@@ -853,6 +856,11 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			GAP("missing_traces", "comm %016llx has %d ranks, traces hold %d of them",
 			    (unsigned long long)job->comms[ci].hash, job->comms[ci].nranks,
 			    job->comms[ci].nmembers);
+}
+
+/* GPU activity, link counters and topology that were not recorded */
+static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	if (!job->have_gpu_any && job->kch && job->kch->windows)
 		GAP("gpu_activity",
 		    "no GPU activity records: kernels and copies were traced only in %llu window(s) "
@@ -871,6 +879,11 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 	if (job->have_gpu_any && !job->have_topo)
 		GAP("topology",
 		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
+}
+
+/* NCCL kernels that never finished or could not be matched to their calls */
+static void gaps_kernels(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	uint64_t unmatched = 0, resync = 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		unmatched += job->ranks[f].gpu_unmatched_kernels;
@@ -887,38 +900,66 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 		GAP("kernel_matching",
 		    "%llu NCCL kernels without a call, %llu calls skipped to resynchronise",
 		    (unsigned long long)unmatched, (unsigned long long)resync);
-	/* notes: each distinct (code, message) once */
+}
+
+/* A note that says what was collected, not what is missing */
+static int note_is_status(unsigned code)
+{
+	return code == NVLP_NOTE_INFO || code == NVLP_NOTE_ACTIVITY_ON ||
+	       code == NVLP_NOTE_PM_SAMPLING_ON || code == NVLP_NOTE_NVML_ON ||
+	       code == NVLP_NOTE_UM_ON || code == NVLP_NOTE_CONFIG || code == NVLP_NOTE_NCCL_PLUGIN;
+}
+
+/* A GPU sampled by another process of this job (the NOTE's value is its pid): its counters
+ * are in the job */
+static int note_sampled_elsewhere(const struct an_job *job, size_t f, const struct an_note *n)
+{
+	const struct an_rank *r = &job->ranks[f];
+	int sampled_here = 0;
+	if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
+		for (size_t g = 0; g < job->nranks && !sampled_here; g++)
+			sampled_here = g != f && job->ranks[g].ok &&
+			               (uint64_t)job->ranks[g].pid == n->value &&
+			               !strcmp(job->ranks[g].host, r->host);
+	return sampled_here;
+}
+
+/* The same (code, message) came earlier: in an earlier trace or before note i of trace f */
+static int note_seen_before(const struct an_job *job, size_t f, size_t i)
+{
+	const struct an_note *n = &job->ranks[f].notes[i];
+	for (size_t g = 0; g <= f; g++)
+		for (size_t j = 0; j < (g == f ? i : job->ranks[g].nnotes); j++)
+			if (job->ranks[g].notes[j].code == n->code &&
+			    !strcmp(job->ranks[g].notes[j].msg, n->msg))
+				return 1;
+	return 0;
+}
+
+/* Notes of what could not be collected: each distinct (code, message) once */
+static void gaps_notes(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->nnotes; i++) {
 			const struct an_note *n = &r->notes[i];
-			if (n->code == NVLP_NOTE_INFO || n->code == NVLP_NOTE_ACTIVITY_ON ||
-			    n->code == NVLP_NOTE_PM_SAMPLING_ON || n->code == NVLP_NOTE_NVML_ON ||
-			    n->code == NVLP_NOTE_UM_ON || n->code == NVLP_NOTE_CONFIG ||
-			    n->code == NVLP_NOTE_NCCL_PLUGIN)
+			if (note_is_status(n->code) || note_sampled_elsewhere(job, f, n) ||
+			    note_seen_before(job, f, i))
 				continue;
-			/* a GPU sampled by another process of this job (the NOTE's value is its pid):
-			 * its counters are in the job */
-			int sampled_here = 0;
-			if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
-				for (size_t g = 0; g < job->nranks && !sampled_here; g++)
-					sampled_here = g != f && job->ranks[g].ok &&
-					               (uint64_t)job->ranks[g].pid == n->value &&
-					               !strcmp(job->ranks[g].host, r->host);
-			if (sampled_here)
-				continue;
-			int seen = 0;
-			for (size_t g = 0; g <= f && !seen; g++)
-				for (size_t j = 0; j < (g == f ? i : job->ranks[g].nnotes); j++)
-					if (job->ranks[g].notes[j].code == n->code &&
-					    !strcmp(job->ranks[g].notes[j].msg, n->msg))
-						seen = 1;
-			if (!seen)
-				GAP(nvlp_note_name(n->code), "%s", n->msg);
+			GAP(nvlp_note_name(n->code), "%s", n->msg);
 		}
 	}
-	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+}
 #undef GAP
+
+static void gaps(const struct an_job *job, struct an_findings *out)
+{
+	struct an_finding *x = NULL;
+	gaps_traces(job, out, &x);
+	gaps_gpu(job, out, &x);
+	gaps_kernels(job, out, &x);
+	gaps_notes(job, out, &x);
+	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
 }
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
