@@ -384,7 +384,8 @@ static int export_stream(const struct xm_job *x, int fmt, const char *out, uint6
 {
 	size_t ol = strlen(out);
 	struct stat st;
-	int dir = fmt == F_CHROME && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
+	int dir =
+	    fmt == F_CHROME && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
 	if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "nvlprof: export: %s: cannot create directory\n", out);
 		return -1;

@@ -118,8 +118,8 @@ static void bw_coll_bands(const struct ctx *c, struct svg *s, size_t r, size_t d
 }
 
 /* The bandwidth plot of one GPU from its rates (bw_rates) */
-static void bw_gpu_plot(const struct ctx *c, size_t r, size_t d, const double *xs,
-                        const double *yn, const double *yp, size_t n, double ymax)
+static void bw_gpu_plot(const struct ctx *c, size_t r, size_t d, const double *xs, const double *yn,
+                        const double *yp, size_t n, double ymax)
 {
 	const struct xm_job *x = c->x;
 	char title[160];
@@ -232,8 +232,7 @@ static int skew_rows(const struct xm_job *x, int comm, struct skew *k, uint32_t 
 
 /* Each row's first arrival at each of ns sequence numbers from smin (0: never); 0 if out of
  * memory. */
-static int skew_arrivals(const struct xm_job *x, int comm, struct skew *k, uint32_t smin,
-                         size_t ns)
+static int skew_arrivals(const struct xm_job *x, int comm, struct skew *k, uint32_t smin, size_t ns)
 {
 	k->t = calloc(ns * k->rows, sizeof *k->t);
 	if (!k->t)
@@ -272,7 +271,8 @@ static void skew_lateness(struct skew *k, size_t ns)
 			continue;
 		for (size_t i = 0; i < rows; i++) {
 			double sk = (double)(t[q * rows + i] - mn) / 1e6;
-			t[k->ncol * rows + i] = t[q * rows + i] - mn; /* compact in place: ncol <= q */
+			t[k->ncol * rows + i] =
+			    t[q * rows + i] - mn; /* compact in place: ncol <= q */
 			if (sk > k->maxskew)
 				k->maxskew = sk;
 		}
@@ -313,8 +313,8 @@ static int straggler_rank(const struct xm_job *x)
 
 /* Row i of the skew plot: one cell per `per` collectives (the latest arrival shown), and the
  * rank's label with how often it was last */
-static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, size_t i,
-                     size_t per, int strag_rank)
+static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, size_t i, size_t per,
+                     int strag_rank)
 {
 	const struct xm_job *x = c->x;
 	size_t ncol = k->ncol, cells = (ncol + per - 1) / per;
@@ -332,7 +332,8 @@ static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, s
 		         xm_rank(x, k->rank_of[i])->label, cell * per,
 		         (cell + 1) * per - 1 < ncol ? (cell + 1) * per - 1 : ncol - 1, mx);
 		svg_cell(s, (double)(cell * per), y + 0.08,
-		         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84, fill, tip);
+		         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84, fill,
+		         tip);
 	}
 	uint64_t last, colls;
 	xm_rank_last(x, k->rank_of[i], &last, &colls);
@@ -347,8 +348,8 @@ static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, s
 static void skew_draw(struct ctx *c, const struct skew *k)
 {
 	int plotw = c->W - 64 - 16 - 60;
-	size_t per = (k->ncol + (size_t)plotw / 3 - 1) /
-	             ((size_t)plotw / 3); /* collectives per cell */
+	size_t per =
+	    (k->ncol + (size_t)plotw / 3 - 1) / ((size_t)plotw / 3); /* collectives per cell */
 	if (per < 1)
 		per = 1;
 	char cap[300];
@@ -569,7 +570,8 @@ static uint64_t um_bin(const struct ctx *c, const struct svg *s, const struct um
 				if (px < 0 || px > cols)
 					break;
 				uint64_t *v =
-				    &b[((size_t)k * 2 + (size_t)e->dir) * ((size_t)cols + 1) + (size_t)px];
+				    &b[((size_t)k * 2 + (size_t)e->dir) * ((size_t)cols + 1) +
+				       (size_t)px];
 				*v += e->bytes;
 				if (*v > bmax)
 					bmax = *v;
@@ -590,8 +592,8 @@ static void um_dots(const struct ctx *c, struct svg *s, const struct um_top *top
 	for (int k = 0; k < nt; k++)
 		for (int dir = 0; dir < 2; dir++)
 			for (int px = 0; px <= cols; px++) {
-				uint64_t v =
-				    b[((size_t)k * 2 + (size_t)dir) * ((size_t)cols + 1) + (size_t)px];
+				uint64_t v = b[((size_t)k * 2 + (size_t)dir) * ((size_t)cols + 1) +
+				               (size_t)px];
 				if (!v)
 					continue;
 				double y = nt - 1 - k + (dir ? 0.35 : 0.65);
