@@ -135,11 +135,10 @@ static void text_quoted(FILE *o, const void *s, size_t n)
 	nvlp_json_string(o, s, n); /* JSON quoting is unambiguous and keeps one record per line */
 }
 
-static void dump_text(FILE *o, const nvlp_reader *r, const struct nvlp_record *rec)
+/* The record's name after its kind, quoted where it holds a blank */
+static void text_name(FILE *o, const nvlp_reader *r, const struct nvlp_record *rec)
 {
-	const struct nvlp_kind_info *ki = nvlp_kind_info(rec->kind);
 	char nbuf[512];
-	fputs(ki->name, o);
 	if (rec->kind != NVLP_K_HEADER && rec->kind != NVLP_K_STRING && rec->kind != NVLP_K_STACK &&
 	    rec->kind != NVLP_K_DROPS && rec->kind != NVLP_K_NVLINK) {
 		const char *name = record_name(r, rec, nbuf, sizeof(nbuf));
@@ -149,6 +148,12 @@ static void dump_text(FILE *o, const nvlp_reader *r, const struct nvlp_record *r
 		else
 			fputs(name, o);
 	}
+}
+
+/* Each field as name=value: its label where it has one, else by its type */
+static void text_fields(FILE *o, const nvlp_reader *r, const struct nvlp_record *rec)
+{
+	const struct nvlp_kind_info *ki = nvlp_kind_info(rec->kind);
 	for (unsigned i = 0; i < ki->nfields; i++) {
 		const char *fname = ki->fields[i];
 		uint64_t v = rec->f[i];
@@ -175,45 +180,59 @@ static void dump_text(FILE *o, const nvlp_reader *r, const struct nvlp_record *r
 		default: fprintf(o, "%" PRIu64, v); break;
 		}
 	}
-	if (rec->blob) {
-		switch (rec->kind) {
-		case NVLP_K_HEADER: {
-			/* one line: key="value" pairs */
-			const char *p = (const char *)rec->blob, *end = p + rec->blob_len;
-			while (p < end) {
-				const char *nl = memchr(p, '\n', (size_t)(end - p));
-				const char *le = nl ? nl : end;
-				const char *eq = memchr(p, '=', (size_t)(le - p));
-				if (eq) {
-					fprintf(o, " %.*s=", (int)(eq - p), p);
-					text_quoted(o, eq + 1, (size_t)(le - eq - 1));
-				}
-				p = le + 1;
-			}
-			break;
+}
+
+/* The header's key="value" pairs on one line */
+static void text_header_pairs(FILE *o, const struct nvlp_record *rec)
+{
+	const char *p = (const char *)rec->blob, *end = p + rec->blob_len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *eq = memchr(p, '=', (size_t)(le - p));
+		if (eq) {
+			fprintf(o, " %.*s=", (int)(eq - p), p);
+			text_quoted(o, eq + 1, (size_t)(le - eq - 1));
 		}
-		case NVLP_K_STACK:
-			fputs(" frames=", o);
-			for (uint32_t j = 0; j + 8 <= rec->blob_len; j += 8) {
-				uint64_t pc;
-				memcpy(&pc, rec->blob + j, 8);
-				fprintf(o, "%s0x%" PRIx64, j ? "," : "", pc);
-			}
-			break;
-		case NVLP_K_MODULE:
-		case NVLP_K_DEVICE:
-		case NVLP_K_SYMBOL:
-			break; /* the blob is the name, printed above */
-		case NVLP_K_BUILDID:
-			fputs(" build_id=", o);
-			for (uint32_t j = 0; j < rec->blob_len; j++)
-				fprintf(o, "%02x", rec->blob[j]);
-			break;
-		default:
-			fputs(rec->kind == NVLP_K_NOTE ? " msg=" : rec->kind == NVLP_K_STRING ? " text=" : " blob=", o);
-			text_quoted(o, rec->blob, rec->blob_len);
-		}
+		p = le + 1;
 	}
+}
+
+/* The record's blob as its kind reads it */
+static void text_blob(FILE *o, const struct nvlp_record *rec)
+{
+	switch (rec->kind) {
+	case NVLP_K_HEADER: text_header_pairs(o, rec); break;
+	case NVLP_K_STACK:
+		fputs(" frames=", o);
+		for (uint32_t j = 0; j + 8 <= rec->blob_len; j += 8) {
+			uint64_t pc;
+			memcpy(&pc, rec->blob + j, 8);
+			fprintf(o, "%s0x%" PRIx64, j ? "," : "", pc);
+		}
+		break;
+	case NVLP_K_MODULE:
+	case NVLP_K_DEVICE:
+	case NVLP_K_SYMBOL:
+		break; /* the blob is the name, printed above */
+	case NVLP_K_BUILDID:
+		fputs(" build_id=", o);
+		for (uint32_t j = 0; j < rec->blob_len; j++)
+			fprintf(o, "%02x", rec->blob[j]);
+		break;
+	default:
+		fputs(rec->kind == NVLP_K_NOTE ? " msg=" : rec->kind == NVLP_K_STRING ? " text=" : " blob=", o);
+		text_quoted(o, rec->blob, rec->blob_len);
+	}
+}
+
+static void dump_text(FILE *o, const nvlp_reader *r, const struct nvlp_record *rec)
+{
+	fputs(nvlp_kind_info(rec->kind)->name, o);
+	text_name(o, r, rec);
+	text_fields(o, r, rec);
+	if (rec->blob)
+		text_blob(o, rec);
 	putc('\n', o);
 }
 
@@ -240,10 +259,10 @@ static void json_header_object(FILE *o, const struct nvlp_record *rec)
 	fputs("}", o);
 }
 
-static void dump_json(FILE *o, const struct file_ctx *c, const nvlp_reader *r,
-		      const struct nvlp_record *rec)
+/* The process (file, pid, rank) a record came from, its kind and its name */
+static void json_origin(FILE *o, const struct file_ctx *c, const nvlp_reader *r,
+			const struct nvlp_record *rec)
 {
-	const struct nvlp_kind_info *ki = nvlp_kind_info(rec->kind);
 	char nbuf[512];
 	fputs("{\"file\":", o);
 	nvlp_json_cstr(o, c->base);
@@ -261,9 +280,15 @@ static void dump_json(FILE *o, const struct file_ctx *c, const nvlp_reader *r,
 			fputs(",\"rank\":null", o);
 	}
 	fputs(",\"kind\":", o);
-	nvlp_json_cstr(o, ki->name);
+	nvlp_json_cstr(o, nvlp_kind_info(rec->kind)->name);
 	fputs(",\"name\":", o);
 	nvlp_json_cstr(o, record_name(r, rec, nbuf, sizeof(nbuf)));
+}
+
+/* Each field by its type, with its label as NAME_name where it has one */
+static void json_fields(FILE *o, const nvlp_reader *r, const struct nvlp_record *rec)
+{
+	const struct nvlp_kind_info *ki = nvlp_kind_info(rec->kind);
 	for (unsigned i = 0; i < ki->nfields; i++) {
 		const char *fname = ki->fields[i];
 		uint64_t v = rec->f[i];
@@ -291,41 +316,53 @@ static void dump_json(FILE *o, const struct file_ctx *c, const nvlp_reader *r,
 			nvlp_json_cstr(o, label);
 		}
 	}
+}
+
+/* The record's blob as its kind reads it */
+static void json_blob(FILE *o, const struct nvlp_record *rec)
+{
+	switch (rec->kind) {
+	case NVLP_K_HEADER:
+		fputs(",\"header\":", o);
+		json_header_object(o, rec);
+		break;
+	case NVLP_K_STACK:
+		fputs(",\"frames\":[", o);
+		for (uint32_t j = 0; j + 8 <= rec->blob_len; j += 8) {
+			uint64_t pc;
+			memcpy(&pc, rec->blob + j, 8);
+			fprintf(o, "%s\"0x%" PRIx64 "\"", j ? "," : "", pc);
+		}
+		putc(']', o);
+		break;
+	case NVLP_K_MODULE:
+		fputs(",\"path\":", o);
+		nvlp_json_string(o, (const char *)rec->blob, rec->blob_len);
+		break;
+	case NVLP_K_DEVICE:
+	case NVLP_K_SYMBOL:
+		break; /* name */
+	case NVLP_K_BUILDID:
+		fputs(",\"build_id\":\"", o);
+		for (uint32_t j = 0; j < rec->blob_len; j++)
+			fprintf(o, "%02x", rec->blob[j]);
+		putc('"', o);
+		break;
+	default:
+		fputs(rec->kind == NVLP_K_NOTE ? ",\"message\":" : rec->kind == NVLP_K_STRING ? ",\"text\":" : ",\"blob\":", o);
+		nvlp_json_string(o, (const char *)rec->blob, rec->blob_len);
+	}
+}
+
+static void dump_json(FILE *o, const struct file_ctx *c, const nvlp_reader *r,
+		      const struct nvlp_record *rec)
+{
+	json_origin(o, c, r, rec);
+	json_fields(o, r, rec);
 	if (rec->kind == NVLP_K_NCCL)
 		fprintf(o, ",\"class\":\"%c\"", nvlp_nccl_fn_class((unsigned)rec->f[0]));
-	if (rec->blob) {
-		switch (rec->kind) {
-		case NVLP_K_HEADER:
-			fputs(",\"header\":", o);
-			json_header_object(o, rec);
-			break;
-		case NVLP_K_STACK:
-			fputs(",\"frames\":[", o);
-			for (uint32_t j = 0; j + 8 <= rec->blob_len; j += 8) {
-				uint64_t pc;
-				memcpy(&pc, rec->blob + j, 8);
-				fprintf(o, "%s\"0x%" PRIx64 "\"", j ? "," : "", pc);
-			}
-			putc(']', o);
-			break;
-		case NVLP_K_MODULE:
-			fputs(",\"path\":", o);
-			nvlp_json_string(o, (const char *)rec->blob, rec->blob_len);
-			break;
-		case NVLP_K_DEVICE:
-		case NVLP_K_SYMBOL:
-			break; /* name */
-		case NVLP_K_BUILDID:
-			fputs(",\"build_id\":\"", o);
-			for (uint32_t j = 0; j < rec->blob_len; j++)
-				fprintf(o, "%02x", rec->blob[j]);
-			putc('"', o);
-			break;
-		default:
-			fputs(rec->kind == NVLP_K_NOTE ? ",\"message\":" : rec->kind == NVLP_K_STRING ? ",\"text\":" : ",\"blob\":", o);
-			nvlp_json_string(o, (const char *)rec->blob, rec->blob_len);
-		}
-	}
+	if (rec->blob)
+		json_blob(o, rec);
 	fputs("}\n", o);
 }
 
@@ -459,82 +496,95 @@ struct drops_tid {
 	uint64_t tid, dropped;
 };
 
-static int info_one(const char *path, nvlp_reader *r, void *arg)
-{
-	int *nfiles = arg;
-	uint64_t counts[NVLP_K_COUNT] = {0}, total = 0, t_last = 0, end_dropped = 0;
-	uint64_t t_mono = 0, t_real = 0;
-	int end_reason = -1;
+/* What info tells of a trace, from one pass over its records */
+struct info_scan {
+	uint64_t counts[NVLP_K_COUNT], total, t_last, t_mono, t_real, end_dropped;
+	int end_reason; /* -1: no END record */
 	struct drops_tid drops[256];
-	unsigned ndrops = 0;
-	uint64_t drops_other = 0; /* threads past the table: counted by their largest value */
+	unsigned ndrops;
+	uint64_t drops_other; /* threads past the table: counted by their largest value */
 	struct an_rank_guess guess;
-	an_rank_guess_init(&guess, nvlp_reader_header(r, NVLP_HDR_RANK));
+};
+
+/* Keep the largest drop count of the DROPS record's thread */
+static void info_drops(struct info_scan *s, const struct nvlp_rec_drops *d)
+{
+	unsigned j = 0;
+	while (j < s->ndrops && s->drops[j].tid != d->tid)
+		j++;
+	if (j == s->ndrops && s->ndrops < sizeof(s->drops) / sizeof(s->drops[0]))
+		s->drops[s->ndrops++] = (struct drops_tid){d->tid, 0};
+	if (j < s->ndrops) {
+		if (d->dropped > s->drops[j].dropped)
+			s->drops[j].dropped = d->dropped;
+	} else if (d->dropped > s->drops_other) {
+		s->drops_other = d->dropped;
+	}
+}
+
+/* Read every record into s; returns the reader's last status (< 0: read error) */
+static int info_read(nvlp_reader *r, struct info_scan *s)
+{
+	s->end_reason = -1;
+	an_rank_guess_init(&s->guess, nvlp_reader_header(r, NVLP_HDR_RANK));
 	struct nvlp_record rec;
 	int rc;
 	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
-		counts[rec.kind]++;
-		total++;
+		s->counts[rec.kind]++;
+		s->total++;
 		const struct nvlp_kind_info *ki = nvlp_kind_info(rec.kind);
 		for (unsigned i = 0; i < ki->nfields; i++)
-			if (ki->types[i] == NVLP_FT_T && rec.f[i] > t_last)
-				t_last = rec.f[i];
+			if (ki->types[i] == NVLP_FT_T && rec.f[i] > s->t_last)
+				s->t_last = rec.f[i];
 		if (rec.kind == NVLP_K_NCCL) {
 			const struct nvlp_rec_nccl *n = (const void *)rec.f;
-			an_rank_guess_comm(&guess, (int)(int64_t)n->rank, (int)(int64_t)n->nranks);
+			an_rank_guess_comm(&s->guess, (int)(int64_t)n->rank, (int)(int64_t)n->nranks);
 		}
-		if (rec.kind == NVLP_K_HEADER && counts[rec.kind] == 1) {
-			t_mono = rec.f[0];
-			t_real = rec.f[1];
+		if (rec.kind == NVLP_K_HEADER && s->counts[rec.kind] == 1) {
+			s->t_mono = rec.f[0];
+			s->t_real = rec.f[1];
 		} else if (rec.kind == NVLP_K_END) {
 			const struct nvlp_rec_end *e = (const void *)rec.f;
-			end_dropped = e->dropped;
-			end_reason = (int)e->reason;
-			t_last = e->t;
+			s->end_dropped = e->dropped;
+			s->end_reason = (int)e->reason;
+			s->t_last = e->t;
 		} else if (rec.kind == NVLP_K_DROPS) {
-			const struct nvlp_rec_drops *d = (const void *)rec.f;
-			unsigned j = 0;
-			while (j < ndrops && drops[j].tid != d->tid)
-				j++;
-			if (j == ndrops && ndrops < sizeof(drops) / sizeof(drops[0]))
-				drops[ndrops++] = (struct drops_tid){d->tid, 0};
-			if (j < ndrops) {
-				if (d->dropped > drops[j].dropped)
-					drops[j].dropped = d->dropped;
-			} else if (d->dropped > drops_other) {
-				drops_other = d->dropped;
-			}
+			info_drops(s, (const void *)rec.f);
 		}
 	}
-	uint64_t dropped = drops_other;
-	for (unsigned j = 0; j < ndrops; j++)
-		dropped += drops[j].dropped;
-	if (end_dropped > dropped)
-		dropped = end_dropped;
+	return rc;
+}
 
-	char b1[64], b2[64];
-	printf("%s%s\n", (*nfiles)++ ? "\n" : "", path);
-	printf("  process   host %s, pid %s (parent %s)\n", hdr(r, NVLP_HDR_HOST), hdr(r, NVLP_HDR_PID),
-	       hdr(r, NVLP_HDR_PPID));
-	int rank = an_rank_guess_get(&guess);
-	if (!an_rank_is_worker(counts, rc < 0 || !nvlp_reader_complete(r)))
+/* Records lost: the threads' counts, or the END record's total if larger */
+static uint64_t info_dropped(const struct info_scan *s)
+{
+	uint64_t dropped = s->drops_other;
+	for (unsigned j = 0; j < s->ndrops; j++)
+		dropped += s->drops[j].dropped;
+	if (s->end_dropped > dropped)
+		dropped = s->end_dropped;
+	return dropped;
+}
+
+/* The process's role or rank, and where the rank comes from */
+static void info_print_rank(const nvlp_reader *r, const struct info_scan *s, int rc)
+{
+	int rank = an_rank_guess_get(&s->guess);
+	if (!an_rank_is_worker(s->counts, rc < 0 || !nvlp_reader_complete(r)))
 		printf("  role      other process (no GPU work, no NCCL call: a launcher or worker)\n");
 	else if (rank < 0)
 		printf("  rank      unknown\n");
-	else if (guess.header_rank >= 0)
+	else if (s->guess.header_rank >= 0)
 		printf("  rank      %d (local %s) of %s\n", rank, hdr(r, NVLP_HDR_LOCAL_RANK),
 		       hdr(r, NVLP_HDR_WORLD_SIZE));
 	else
 		printf("  rank      %d of %d (from its largest communicator)\n", rank,
-		       guess.best_nranks);
-	printf("  command   %s\n", hdr(r, NVLP_HDR_CMDLINE));
-	print_time("started", t_real);
-	if (t_last > t_mono)
-		printf("  duration  %s%s\n", nvlp_human_ns(t_last - t_mono, b1, sizeof(b1)),
-		       counts[NVLP_K_END] ? "" : " (to the last record)");
-	printf("  recorder  nvlprof %s, trace format %s\n", hdr(r, NVLP_HDR_VERSION),
-	       hdr(r, NVLP_HDR_FORMAT));
-	/* environment captured by the shim, one per line */
+		       s->guess.best_nranks);
+}
+
+/* The environment captured by the shim, one per line */
+static void info_print_env(const nvlp_reader *r)
+{
 	const char *text = nvlp_reader_header_text(r);
 	size_t plen = strlen(NVLP_HDR_ENV_PREFIX);
 	int nenv = 0;
@@ -545,24 +595,52 @@ static int info_one(const char *path, nvlp_reader *r, void *arg)
 			printf("  %-9s %.*s\n", nenv++ ? "" : "env", (int)(len - plen), p + plen);
 		p += len + (nl ? 1 : 0);
 	}
-	printf("  records   %" PRIu64 "\n", total);
+}
+
+/* Record counts by kind, drops, how the trace ended and its size */
+static void info_print_records(nvlp_reader *r, const struct info_scan *s, int rc)
+{
+	char b2[64];
+	uint64_t dropped = info_dropped(s);
+	printf("  records   %" PRIu64 "\n", s->total);
 	for (unsigned k = 1; k < NVLP_K_COUNT; k++)
-		if (counts[k])
-			printf("    %-12s %" PRIu64 "\n", nvlp_kind_info(k)->name, counts[k]);
+		if (s->counts[k])
+			printf("    %-12s %" PRIu64 "\n", nvlp_kind_info(k)->name, s->counts[k]);
 	printf("  dropped   %" PRIu64 "%s\n", dropped, dropped ? " records (thread buffers were full)" : "");
 	if (rc < 0)
 		printf("  status    read error: %s\n", nvlp_reader_error(r));
 	else if (nvlp_reader_complete(r))
 		printf("  status    complete (%s)\n",
-		       end_reason >= 0 && nvlp_end_reason_name((unsigned)end_reason)
-			       ? nvlp_end_reason_name((unsigned)end_reason)
+		       s->end_reason >= 0 && nvlp_end_reason_name((unsigned)s->end_reason)
+			       ? nvlp_end_reason_name((unsigned)s->end_reason)
 			       : "end");
 	else
 		printf("  status    truncated: %s\n", nvlp_reader_error(r));
 	uint64_t off = 0, size = 0;
 	nvlp_reader_progress(r, &off, &size);
 	printf("  size      %s compressed, %.2f bytes/record\n", nvlp_human_bytes(size, b2, sizeof(b2)),
-	       total ? (double)size / (double)total : 0.0);
+	       s->total ? (double)size / (double)s->total : 0.0);
+}
+
+static int info_one(const char *path, nvlp_reader *r, void *arg)
+{
+	int *nfiles = arg;
+	struct info_scan s = {0};
+	int rc = info_read(r, &s);
+	char b1[64];
+	printf("%s%s\n", (*nfiles)++ ? "\n" : "", path);
+	printf("  process   host %s, pid %s (parent %s)\n", hdr(r, NVLP_HDR_HOST), hdr(r, NVLP_HDR_PID),
+	       hdr(r, NVLP_HDR_PPID));
+	info_print_rank(r, &s, rc);
+	printf("  command   %s\n", hdr(r, NVLP_HDR_CMDLINE));
+	print_time("started", s.t_real);
+	if (s.t_last > s.t_mono)
+		printf("  duration  %s%s\n", nvlp_human_ns(s.t_last - s.t_mono, b1, sizeof(b1)),
+		       s.counts[NVLP_K_END] ? "" : " (to the last record)");
+	printf("  recorder  nvlprof %s, trace format %s\n", hdr(r, NVLP_HDR_VERSION),
+	       hdr(r, NVLP_HDR_FORMAT));
+	info_print_env(r);
+	info_print_records(r, &s, rc);
 	fflush(stdout);
 	return rc < 0;
 }

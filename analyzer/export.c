@@ -309,107 +309,128 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int nvlp_cmd_export(int argc, char **argv)
-{
+enum { F_PERFETTO, F_CHROME, F_SQLITE };
+
+struct export_args {
 	struct xm_opts opts;
-	xm_opts_init(&opts);
-	int quiet = 0;
-	const char *fmt = NULL, *out = NULL;
-	char **paths = calloc((size_t)argc + 1, sizeof *paths);
-	int np = 0;
-	if (!paths)
-		return 2;
+	int quiet, fmt; /* F_*, -1 unknown */
+	const char *out;
+	char **paths;
+	int np;
+};
+
+/* Parse the options and inputs into a (paths: argc + 1 entries); -1 to go on, else the exit
+ * status. */
+static int export_args(int argc, char **argv, struct export_args *a)
+{
+	const char *fmt = NULL;
 	for (int i = 1; i < argc; i++) {
-		int c = xm_opt(argc, argv, &i, &opts);
-		if (c < 0) {
-			free(paths);
+		int c = xm_opt(argc, argv, &i, &a->opts);
+		if (c < 0)
 			return 2;
-		}
 		if (c)
 			continue;
-		const char *a = argv[i];
-		if ((!strcmp(a, "--format") || !strcmp(a, "-f")) && i + 1 < argc)
+		const char *s = argv[i];
+		if ((!strcmp(s, "--format") || !strcmp(s, "-f")) && i + 1 < argc)
 			fmt = argv[++i];
-		else if (!strncmp(a, "--format=", 9))
-			fmt = a + 9;
-		else if (!strcmp(a, "-o") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
-			quiet = 1;
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		else if (!strncmp(s, "--format=", 9))
+			fmt = s + 9;
+		else if (!strcmp(s, "-o") && i + 1 < argc)
+			a->out = argv[++i];
+		else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
+			a->quiet = 1;
+		else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
 			usage(stdout);
-			free(paths);
 			return 0;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "nvlprof: export: unknown option %s\n", a);
+		} else if (s[0] == '-' && s[1]) {
+			fprintf(stderr, "nvlprof: export: unknown option %s\n", s);
 			usage(stderr);
-			free(paths);
 			return 2;
 		} else
-			paths[np++] = argv[i];
+			a->paths[a->np++] = argv[i];
 	}
-	int f = !fmt                       ? -1
-	        : !strcmp(fmt, "perfetto") ? 0
-	        : !strcmp(fmt, "chrome")   ? 1
-	        : !strcmp(fmt, "sqlite")   ? 2
-	                                   : -1;
-	if (f < 0 || !np) {
-		fprintf(stderr, f < 0
+	a->fmt = !fmt                       ? -1
+	         : !strcmp(fmt, "perfetto") ? F_PERFETTO
+	         : !strcmp(fmt, "chrome")   ? F_CHROME
+	         : !strcmp(fmt, "sqlite")   ? F_SQLITE
+	                                    : -1;
+	return -1;
+}
+
+/* The format and output are usable (the default output filled in); else the exit status */
+static int export_check(struct export_args *a)
+{
+	if (a->fmt < 0 || !a->np) {
+		fprintf(stderr, a->fmt < 0
 		                    ? "nvlprof: export: --format perfetto|chrome|sqlite is needed\n"
 		                    : "nvlprof: export: no input: give a trace directory or .nvlp "
 		                      "files\n");
 		usage(stderr);
-		free(paths);
 		return 2;
 	}
 	static const char *const defaults[] = {"nvlprof.pftrace", "nvlprof.json", "nvlprof.sqlite"};
-	if (!out)
-		out = defaults[f];
-	if (f == 2 && !strcmp(out, "-")) {
+	if (!a->out)
+		a->out = defaults[a->fmt];
+	if (a->fmt == F_SQLITE && !strcmp(a->out, "-")) {
 		fprintf(stderr, "nvlprof: export: sqlite needs a file (-o FILE), not stdout\n");
-		free(paths);
 		return 2;
 	}
+	return -1;
+}
+
+/* Perfetto or Chrome JSON to out (a file, "-" for stdout, or for chrome a directory of one
+ * file per rank); 0 written */
+static int export_stream(const struct xm_job *x, int fmt, const char *out, uint64_t *recs)
+{
+	size_t ol = strlen(out);
+	struct stat st;
+	int dir =
+	    fmt == F_CHROME && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
+	if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "nvlprof: export: %s: cannot create directory\n", out);
+		return -1;
+	}
+	FILE *o = stdout;
+	if (!dir && strcmp(out, "-") && !(o = fopen(out, "wb"))) {
+		fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out, strerror(errno));
+		return -1;
+	}
+	int rc = fmt == F_PERFETTO ? xe_perfetto(x, o, recs)
+	                           : xe_chrome(x, dir ? NULL : o, dir ? out : NULL, recs);
+	if (o != stdout && fclose(o) != 0 && !rc) {
+		fprintf(stderr, "nvlprof: export: %s: write error\n", out);
+		rc = -1;
+	}
+	return rc;
+}
+
+int nvlp_cmd_export(int argc, char **argv)
+{
+	struct export_args a = {.paths = calloc((size_t)argc + 1, sizeof *a.paths)};
+	xm_opts_init(&a.opts);
+	if (!a.paths)
+		return 2;
+	int rc = export_args(argc, argv, &a);
+	if (rc < 0)
+		rc = export_check(&a);
+	if (rc >= 0) {
+		free(a.paths);
+		return rc;
+	}
 	double t = now_s();
-	struct xm_job *x = xm_open(paths, np, &opts);
-	free(paths);
+	struct xm_job *x = xm_open(a.paths, a.np, &a.opts);
+	free(a.paths);
 	if (!x)
 		return 2;
 	double tload = now_s() - t;
 	uint64_t recs = 0;
-	int rc = 0;
-	if (f == 2)
-		rc = xe_sqlite(x, out, &recs);
-	else {
-		size_t ol = strlen(out);
-		struct stat st;
-		int dir =
-		    f == 1 && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
-		if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
-			fprintf(stderr, "nvlprof: export: %s: cannot create directory\n", out);
-			xm_close(x);
-			return 2;
-		}
-		FILE *o = stdout;
-		if (!dir && strcmp(out, "-") && !(o = fopen(out, "wb"))) {
-			fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out,
-			        strerror(errno));
-			xm_close(x);
-			return 2;
-		}
-		rc = f == 0 ? xe_perfetto(x, o, &recs)
-		            : xe_chrome(x, dir ? NULL : o, dir ? out : NULL, &recs);
-		if (o != stdout && fclose(o) != 0 && !rc) {
-			fprintf(stderr, "nvlprof: export: %s: write error\n", out);
-			rc = -1;
-		}
-	}
+	rc = a.fmt == F_SQLITE ? xe_sqlite(x, a.out, &recs) : export_stream(x, a.fmt, a.out, &recs);
 	double tall = now_s() - t;
-	if (!rc && !quiet && strcmp(out, "-"))
+	if (!rc && !a.quiet && strcmp(a.out, "-"))
 		fprintf(stderr,
 		        "nvlprof: export: %s written: %llu records in %.2f s (load and analysis "
 		        "%.2f s)\n",
-		        out, (unsigned long long)recs, tall, tload);
+		        a.out, (unsigned long long)recs, tall, tload);
 	xm_close(x);
 	return rc ? 2 : 0;
 }

@@ -126,40 +126,93 @@ static void env_causes(const struct an_job *job, char *out, size_t len)
 }
 
 /* @return the index of the communicator judged to fall back, -1 if none */
+/* The busiest single-host multi-rank communicator (collective bytes in *bytes); -1 if none */
+static int busiest_local_comm(const struct an_job *job, double *bytes)
+{
+	int best = -1;
+	*bytes = 0;
+	for (size_t a = 0; a < job->naggs; a++) {
+		const struct an_agg *g = &job->aggs[a];
+		const struct an_comm *c = &job->comms[g->comm];
+		if (c->nranks < 2 || !c->single_host || an_coll_of_fn(g->fn) == AN_C_NONE)
+			continue;
+		if ((double)g->bytes > *bytes) {
+			*bytes = (double)g->bytes;
+			best = g->comm;
+		}
+	}
+	return best;
+}
+
+/* NVLink and PCIe bytes of every device while collectives ran */
+static void coll_link_bytes(const struct an_job *job, uint64_t *nvl, uint64_t *pcie)
+{
+	*nvl = *pcie = 0;
+	for (size_t f = 0; f < job->nranks; f++)
+		for (size_t d = 0; d < job->ranks[f].ndevs; d++) {
+			*nvl += job->ranks[f].devs[d].nvl_coll;
+			*pcie += job->ranks[f].devs[d].pcie_coll;
+		}
+}
+
+/* Bus bandwidth of communicator comm over all its collective types, GB/s (0: no time) */
+static double comm_busbw(const struct big *big, int comm)
+{
+	double sbus = 0, ns = 0;
+	for (int fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
+		sbus += big[comm * NVLP_NCCL_FN_COUNT + fn].sbus;
+		ns += big[comm * NVLP_NCCL_FN_COUNT + fn].ns;
+	}
+	return ns > 0 ? sbus / ns : 0; /* bytes per ns = GB/s */
+}
+
+/* The pcie_fallback finding's evidence and advice */
+static void fallback_evidence(struct an_finding *x, const struct an_job *job,
+                              const struct an_comm *c, uint64_t nvl, uint64_t pcie, double busbw,
+                              const char *cause)
+{
+	if (cause[0])
+		ev_str(x, "env", "%s", cause);
+	ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
+	ev_num(x, "nranks", c->nranks, NULL);
+	if (job->have_links) {
+		ev_num(x, "nvlink_bytes_during_collectives", (double)nvl, "B");
+		ev_num(x, "pcie_bytes_during_collectives", (double)pcie, "B");
+	}
+	if (busbw > 0)
+		ev_num(x, "busbw_gbps", busbw, "GB/s");
+	if (c->peak_Bps > 0) {
+		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
+		if (busbw > 0)
+			ev_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
+	} else
+		ev_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
+	advise(
+	    x,
+	    cause[0]
+	        ? "Unset the variables above (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL=LOC, "
+	          "NCCL_SHM_DISABLE) so NCCL uses "
+	          "P2P over NVLink; check with NCCL_DEBUG=INFO that channels say P2P/CUMEM or NVLS."
+	        : "NCCL did not use P2P over NVLink: check NCCL_DEBUG=INFO transport lines, "
+	          "container IPC/"
+	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
+}
+
 static int fallback(const struct an_job *job, const double *th, struct big *big,
                     struct an_findings *out)
 {
 	char cause[256];
 	env_causes(job, cause, sizeof cause);
 	/* the busiest single-host multi-rank communicator with NVLink */
-	int best = -1;
-	double best_bytes = 0;
-	for (size_t a = 0; a < job->naggs; a++) {
-		const struct an_agg *g = &job->aggs[a];
-		const struct an_comm *c = &job->comms[g->comm];
-		if (c->nranks < 2 || !c->single_host || an_coll_of_fn(g->fn) == AN_C_NONE)
-			continue;
-		if ((double)g->bytes > best_bytes) {
-			best_bytes = (double)g->bytes;
-			best = g->comm;
-		}
-	}
+	double best_bytes;
+	int best = busiest_local_comm(job, &best_bytes);
 	if (best < 0)
 		return -1;
 	const struct an_comm *c = &job->comms[best];
 	double per_rank = best_bytes / (c->nmembers ? c->nmembers : 1);
-	uint64_t nvl = 0, pcie = 0;
-	for (size_t f = 0; f < job->nranks; f++)
-		for (size_t d = 0; d < job->ranks[f].ndevs; d++) {
-			nvl += job->ranks[f].devs[d].nvl_coll;
-			pcie += job->ranks[f].devs[d].pcie_coll;
-		}
-	double sbus = 0, ns = 0;
-	for (int fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
-		sbus += big[best * NVLP_NCCL_FN_COUNT + fn].sbus;
-		ns += big[best * NVLP_NCCL_FN_COUNT + fn].ns;
-	}
-	double busbw = ns > 0 ? sbus / ns : 0; /* bytes per ns = GB/s */
+	uint64_t nvl, pcie;
+	coll_link_bytes(job, &nvl, &pcie);
+	double busbw = comm_busbw(big, best);
 	int counters = job->have_links && pcie > 0 &&
 	               (double)pcie > th[AN_TH_fallback_pcie_ratio] * (double)nvl &&
 	               (double)pcie >= th[AN_TH_fallback_min_mib] * MIB;
@@ -175,32 +228,8 @@ static int fallback(const struct an_job *job, const double *th, struct big *big,
 	    add(out, AN_F_pcie_fallback, sev,
 	        "NCCL traffic between NVLink-connected GPUs went over PCIe/host memory%s%s%s",
 	        cause[0] ? " (" : "", cause, cause[0] ? ")" : "");
-	if (cause[0])
-		ev_str(x, "env", "%s", cause);
 	x->comm = best;
-	ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
-	ev_num(x, "nranks", c->nranks, NULL);
-	if (job->have_links) {
-		ev_num(x, "nvlink_bytes_during_collectives", (double)nvl, "B");
-		ev_num(x, "pcie_bytes_during_collectives", (double)pcie, "B");
-	}
-	if (busbw > 0)
-		ev_num(x, "busbw_gbps", busbw, "GB/s");
-	if (has_nvl) {
-		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
-		if (busbw > 0)
-			ev_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
-	} else
-		ev_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
-	advise(
-	    x,
-	    cause[0]
-	        ? "Unset the variables above (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL=LOC, "
-	          "NCCL_SHM_DISABLE) so NCCL uses "
-	          "P2P over NVLink; check with NCCL_DEBUG=INFO that channels say P2P/CUMEM or NVLS."
-	        : "NCCL did not use P2P over NVLink: check NCCL_DEBUG=INFO transport lines, "
-	          "container IPC/"
-	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
+	fallback_evidence(x, job, c, nvl, pcie, busbw, cause);
 	return x ? best : -1;
 }
 
@@ -325,6 +354,72 @@ static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a,
 	return 0;
 }
 
+/* What the staged copies of pair p cost against a peer copy: at the NVLink rate measured in
+ * this job (its peer copies), else at the NVLink peak */
+static void staged_cost(struct an_finding *x, const struct an_job *job, const struct an_rank *r,
+                        const struct an_pair *p, int nvl)
+{
+	double peak = nvl ? an_dev_peak(job, r, p->src) / 1e9 : 0, rate = 0;
+	const char *rate_src = "";
+	for (size_t k = 0; k < r->npairs; k++)
+		if (r->pairs[k].p2p_gpu_ns && r->pairs[k].p2p_bytes) {
+			rate = (double)r->pairs[k].p2p_bytes / (double)r->pairs[k].p2p_gpu_ns;
+			rate_src = "measured";
+		}
+	if (rate <= 0 && peak > 0) {
+		rate = peak;
+		rate_src = "nvlink_peak";
+	}
+	if (nvl)
+		ev_num(x, "nvlink_peak_gbps", peak, "GB/s");
+	if (rate > 0 && p->staged_ns) {
+		double peer_ms = (double)p->staged_bytes / rate / 1e6;
+		double took_ms = (double)p->staged_ns / 1e6;
+		ev_num(x, "staged_ms", took_ms, "ms");
+		ev_num(x, "peer_copy_ms", peer_ms, "ms");
+		ev_str(x, "peer_copy_rate", "%s %.0f GB/s", rate_src, rate);
+		ev_num(x, "lost_ms", took_ms > peer_ms ? took_ms - peer_ms : 0, "ms");
+	}
+}
+
+/* peer_access_disabled for pair p of trace f, whose copies went through host memory */
+static void staged_pair(const struct an_job *job, size_t f, const struct an_pair *p, int nvl,
+                        double gbps, struct an_findings *out)
+{
+	const struct an_rank *r = &job->ranks[f];
+	struct an_finding *x = add(
+	    out, AN_F_peer_access_disabled, AN_SEV_WARNING,
+	    "Copies GPU%d->GPU%d staged through host memory although the GPUs %s",
+	    p->src, p->dst, nvl ? "share NVLink" : "can likely reach each other");
+	x->rank = rank_id(job, f);
+	x->device = p->src;
+	ev_num(x, "rank", rank_id(job, f), NULL);
+	ev_num(x, "device", p->src, NULL);
+	ev_num(x, "dst_device", p->dst, NULL);
+	ev_num(x, "copies", (double)p->staged_copies, NULL);
+	ev_num(x, "bytes", (double)p->staged_bytes, "B");
+	/* achieved: the staged bytes over the host time in those calls (their GPU records are
+	 * only the chunks' first pieces) */
+	double sg = p->staged_ns ? (double)p->staged_bytes / (double)p->staged_ns : 0;
+	if (sg > 0)
+		ev_num(x, "achieved_gbps", sg, "GB/s");
+	else if (gbps > 0)
+		ev_num(x, "achieved_gbps", gbps, "GB/s");
+	staged_cost(x, job, r, p, nvl);
+	if (r->peer_enable_fail)
+		ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail, NULL);
+	/* the first of the pair's first staged copies that has one */
+	uint64_t py = 0;
+	for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
+		py = py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
+	ev_python(x, "python", "copied at", r, py);
+	native_at(x, "copied_at", r, p->staged_stack);
+	advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
+	          "(and the reverse) before cross-device copies: they then go GPU to "
+	          "GPU over NVLink instead of twice over PCIe through host memory "
+	          "(examples/p2p_copy: 393 vs 35 GB/s on 2 x H200).");
+}
+
 static void staged(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -340,59 +435,7 @@ static void staged(const struct an_job *job, const double *th, struct an_finding
 				continue;
 			if (!nvl && !(!known && slow))
 				continue;
-			struct an_finding *x = add(
-			    out, AN_F_peer_access_disabled, AN_SEV_WARNING,
-			    "Copies GPU%d->GPU%d staged through host memory although the GPUs %s",
-			    p->src, p->dst, nvl ? "share NVLink" : "can likely reach each other");
-			x->rank = rank_id(job, f);
-			x->device = p->src;
-			ev_num(x, "rank", rank_id(job, f), NULL);
-			ev_num(x, "device", p->src, NULL);
-			ev_num(x, "dst_device", p->dst, NULL);
-			ev_num(x, "copies", (double)p->staged_copies, NULL);
-			ev_num(x, "bytes", (double)p->staged_bytes, "B");
-			/* achieved: the staged bytes over the host time in those calls (their GPU
-			 * records are only the chunks' first pieces); a peer copy at the NVLink
-			 * rate measured in this job (its peer copies), else at the NVLink peak */
-			double sg = p->staged_ns ? (double)p->staged_bytes / (double)p->staged_ns : 0;
-			if (sg > 0)
-				ev_num(x, "achieved_gbps", sg, "GB/s");
-			else if (gbps > 0)
-				ev_num(x, "achieved_gbps", gbps, "GB/s");
-			double peak = nvl ? an_dev_peak(job, r, p->src) / 1e9 : 0, rate = 0;
-			const char *rate_src = "";
-			for (size_t k = 0; k < r->npairs; k++)
-				if (r->pairs[k].p2p_gpu_ns && r->pairs[k].p2p_bytes) {
-					rate = (double)r->pairs[k].p2p_bytes / (double)r->pairs[k].p2p_gpu_ns;
-					rate_src = "measured";
-				}
-			if (rate <= 0 && peak > 0) {
-				rate = peak;
-				rate_src = "nvlink_peak";
-			}
-			if (nvl)
-				ev_num(x, "nvlink_peak_gbps", peak, "GB/s");
-			if (rate > 0 && p->staged_ns) {
-				double peer_ms = (double)p->staged_bytes / rate / 1e6;
-				double took_ms = (double)p->staged_ns / 1e6;
-				ev_num(x, "staged_ms", took_ms, "ms");
-				ev_num(x, "peer_copy_ms", peer_ms, "ms");
-				ev_str(x, "peer_copy_rate", "%s %.0f GB/s", rate_src, rate);
-				ev_num(x, "lost_ms", took_ms > peer_ms ? took_ms - peer_ms : 0, "ms");
-			}
-			if (r->peer_enable_fail)
-				ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail,
-				       NULL);
-			/* the first of the pair's first staged copies that has one */
-			uint64_t py = 0;
-			for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
-				py = py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
-			ev_python(x, "python", "copied at", r, py);
-			native_at(x, "copied_at", r, p->staged_stack);
-			advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
-			          "(and the reverse) before cross-device copies: they then go GPU to "
-			          "GPU over NVLink instead of twice over PCIe through host memory "
-			          "(examples/p2p_copy: 393 vs 35 GB/s on 2 x H200).");
+			staged_pair(job, f, p, nvl, gbps, out);
 		}
 	}
 }
@@ -560,30 +603,79 @@ static int file_of(const struct an_job *job, int id)
 	return -1;
 }
 
+/* The ranks as "0,2,3" */
+static void rank_list(char *buf, size_t len, const int *ranks, int n)
+{
+	buf[0] = 0;
+	for (int k = 0; k < n; k++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%d", k ? "," : "", ranks[k]);
+}
+
+/* The hang_suspect finding of h with its title: who never entered and who waited */
+static struct an_finding *hang_add(const struct an_job *job, const struct an_hang *h,
+                                   const char *miss, struct an_findings *out)
+{
+	char failed[96] = "", cname[80] = "";
+	if (h->failed_rank >= 0)
+		snprintf(failed, sizeof failed, " (rank %d's call failed: %s)", h->failed_rank,
+		         nccl_result_name(h->failed_rc));
+	if (job->comms[h->comm].name[0])
+		snprintf(cname, sizeof cname, " (\"%s\")", job->comms[h->comm].name);
+	return add(out, AN_F_hang_suspect, AN_SEV_CRITICAL,
+	           "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %.1f ms%s",
+	           nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
+	           cname, h->nmissing > 1 ? "s" : "", miss, h->wait_ms, failed);
+}
+
+/* Where each rank's last NCCL call came from: the missing ones stopped after it (all named),
+ * the waiting ones are blocked in it (the first two) */
+static void hang_python(struct an_finding *x, const struct an_job *job, const struct an_hang *h)
+{
+	for (int pass = 0, waiting = 0; pass < 2; pass++)
+		for (size_t f = 0; f < job->nranks; f++) {
+			const struct an_rank *r = &job->ranks[f];
+			int id = rank_id(job, f), in = 0;
+			for (int k = 0; !pass && k < h->nmissing; k++)
+				in |= h->missing[k] == id;
+			for (int k = 0; pass && k < h->npresent; k++)
+				in |= h->present[k] == id;
+			if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
+				continue;
+			char key[32];
+			snprintf(key, sizeof key, "python_rank%d", id);
+			int n = x ? x->nev : 0;
+			ev_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
+			          py_of_last_nccl(r));
+			waiting += pass && x && x->nev > n;
+		}
+}
+
+/* How the missing ranks ended, and then the waiting ones (stopped while waiting) */
+static void hang_endings(struct an_finding *x, const struct an_job *job, const struct an_hang *h)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
+			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
+			char how[160], step[120], key[32];
+			uint64_t in;
+			if (fi < 0 || !job->ranks[fi].ok ||
+			    !end_of(job, &job->ranks[fi], how, sizeof how, step, sizeof step, &in))
+				continue;
+			snprintf(key, sizeof key, "rank_%d_ended", id);
+			ev_str(x, key, "%s%s", how, step);
+		}
+}
+
 static void hangs(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	for (size_t i = 0; i < job->nhangs; i++) {
 		const struct an_hang *h = &job->hangs[i];
 		if (h->wait_ms < th[AN_TH_hang_min_ms])
 			continue;
-		char miss[128] = "", pres[128] = "";
-		for (int k = 0; k < h->nmissing; k++)
-			snprintf(miss + strlen(miss), sizeof miss - strlen(miss), "%s%d",
-			         k ? "," : "", h->missing[k]);
-		for (int k = 0; k < h->npresent; k++)
-			snprintf(pres + strlen(pres), sizeof pres - strlen(pres), "%s%d",
-			         k ? "," : "", h->present[k]);
-		char failed[96] = "", cname[80] = "";
-		if (h->failed_rank >= 0)
-			snprintf(failed, sizeof failed, " (rank %d's call failed: %s)", h->failed_rank,
-			         nccl_result_name(h->failed_rc));
-		if (job->comms[h->comm].name[0])
-			snprintf(cname, sizeof cname, " (\"%s\")", job->comms[h->comm].name);
-		struct an_finding *x = add(
-		    out, AN_F_hang_suspect, AN_SEV_CRITICAL,
-		    "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %.1f ms%s",
-		    nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
-		    cname, h->nmissing > 1 ? "s" : "", miss, h->wait_ms, failed);
+		char miss[128], pres[128];
+		rank_list(miss, sizeof miss, h->missing, h->nmissing);
+		rank_list(pres, sizeof pres, h->present, h->npresent);
+		struct an_finding *x = hang_add(job, h, miss, out);
 		if (h->failed_rank >= 0) {
 			ev_num(x, "failed_rank", h->failed_rank, NULL);
 			ev_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
@@ -601,37 +693,8 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		ev_num(x, "seq", h->seq, NULL);
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
 		ev_num(x, "wait_ms", h->wait_ms, "ms");
-		/* where each rank's last NCCL call came from: the missing ones stopped after it
-		 * (all named), the waiting ones are blocked in it (the first two) */
-		for (int pass = 0, waiting = 0; pass < 2; pass++)
-			for (size_t f = 0; f < job->nranks; f++) {
-				const struct an_rank *r = &job->ranks[f];
-				int id = rank_id(job, f), in = 0;
-				for (int k = 0; !pass && k < h->nmissing; k++)
-					in |= h->missing[k] == id;
-				for (int k = 0; pass && k < h->npresent; k++)
-					in |= h->present[k] == id;
-				if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
-					continue;
-				char key[32];
-				snprintf(key, sizeof key, "python_rank%d", id);
-				int n = x ? x->nev : 0;
-				ev_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
-				          py_of_last_nccl(r));
-				waiting += pass && x && x->nev > n;
-			}
-		/* how the missing ranks ended, and then the waiting ones (stopped while waiting) */
-		for (int pass = 0; pass < 2; pass++)
-			for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
-				int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
-				char how[160], step[120], key[32];
-				uint64_t in;
-				if (fi < 0 || !job->ranks[fi].ok ||
-				    !end_of(job, &job->ranks[fi], how, sizeof how, step, sizeof step, &in))
-					continue;
-				snprintf(key, sizeof key, "rank_%d_ended", id);
-				ev_str(x, key, "%s%s", how, step);
-			}
+		hang_python(x, job, h);
+		hang_endings(x, job, h);
 		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
 		          "path) before this "
 		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "
@@ -828,16 +891,19 @@ static void dropped(const struct an_job *job, struct an_findings *out)
 	}
 }
 
-static void gaps(const struct an_job *job, struct an_findings *out)
+/* The collection_gaps finding, added at its first piece of evidence (*x NULL until then) */
+static struct an_finding *gap_finding(struct an_findings *out, struct an_finding **x)
 {
-	struct an_finding *x = NULL;
-#define GAP(...)                                                                                   \
-	do {                                                                                       \
-		if (!x)                                                                            \
-			x = add(out, AN_F_collection_gaps, AN_SEV_INFO,                               \
-			        "Some data was not collected; related figures are partial");       \
-		ev_str(x, __VA_ARGS__);                                                            \
-	} while (0)
+	if (!*x)
+		*x = add(out, AN_F_collection_gaps, AN_SEV_INFO,
+		         "Some data was not collected; related figures are partial");
+	return *x;
+}
+#define GAP(...) ev_str(gap_finding(out, x), __VA_ARGS__)
+
+/* Traces that mix jobs, cannot be read, were cut short, or are missing */
+static void gaps_traces(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	if (job->several_jobs[0])
 		GAP("several_jobs", "%s: figures mix those jobs; give each run its own directory",
 		    job->several_jobs);
@@ -853,6 +919,11 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 			GAP("missing_traces", "comm %016llx has %d ranks, traces hold %d of them",
 			    (unsigned long long)job->comms[ci].hash, job->comms[ci].nranks,
 			    job->comms[ci].nmembers);
+}
+
+/* GPU activity, link counters and topology that were not recorded */
+static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	if (!job->have_gpu_any && job->kch && job->kch->windows)
 		GAP("gpu_activity",
 		    "no GPU activity records: kernels and copies were traced only in %llu window(s) "
@@ -871,6 +942,11 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 	if (job->have_gpu_any && !job->have_topo)
 		GAP("topology",
 		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
+}
+
+/* NCCL kernels that never finished or could not be matched to their calls */
+static void gaps_kernels(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	uint64_t unmatched = 0, resync = 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		unmatched += job->ranks[f].gpu_unmatched_kernels;
@@ -887,38 +963,66 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 		GAP("kernel_matching",
 		    "%llu NCCL kernels without a call, %llu calls skipped to resynchronise",
 		    (unsigned long long)unmatched, (unsigned long long)resync);
-	/* notes: each distinct (code, message) once */
+}
+
+/* A note that says what was collected, not what is missing */
+static int note_is_status(unsigned code)
+{
+	return code == NVLP_NOTE_INFO || code == NVLP_NOTE_ACTIVITY_ON ||
+	       code == NVLP_NOTE_PM_SAMPLING_ON || code == NVLP_NOTE_NVML_ON ||
+	       code == NVLP_NOTE_UM_ON || code == NVLP_NOTE_CONFIG || code == NVLP_NOTE_NCCL_PLUGIN;
+}
+
+/* A GPU sampled by another process of this job (the NOTE's value is its pid): its counters
+ * are in the job */
+static int note_sampled_elsewhere(const struct an_job *job, size_t f, const struct an_note *n)
+{
+	const struct an_rank *r = &job->ranks[f];
+	int sampled_here = 0;
+	if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
+		for (size_t g = 0; g < job->nranks && !sampled_here; g++)
+			sampled_here = g != f && job->ranks[g].ok &&
+			               (uint64_t)job->ranks[g].pid == n->value &&
+			               !strcmp(job->ranks[g].host, r->host);
+	return sampled_here;
+}
+
+/* The same (code, message) came earlier: in an earlier trace or before note i of trace f */
+static int note_seen_before(const struct an_job *job, size_t f, size_t i)
+{
+	const struct an_note *n = &job->ranks[f].notes[i];
+	for (size_t g = 0; g <= f; g++)
+		for (size_t j = 0; j < (g == f ? i : job->ranks[g].nnotes); j++)
+			if (job->ranks[g].notes[j].code == n->code &&
+			    !strcmp(job->ranks[g].notes[j].msg, n->msg))
+				return 1;
+	return 0;
+}
+
+/* Notes of what could not be collected: each distinct (code, message) once */
+static void gaps_notes(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+{
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->nnotes; i++) {
 			const struct an_note *n = &r->notes[i];
-			if (n->code == NVLP_NOTE_INFO || n->code == NVLP_NOTE_ACTIVITY_ON ||
-			    n->code == NVLP_NOTE_PM_SAMPLING_ON || n->code == NVLP_NOTE_NVML_ON ||
-			    n->code == NVLP_NOTE_UM_ON || n->code == NVLP_NOTE_CONFIG ||
-			    n->code == NVLP_NOTE_NCCL_PLUGIN)
+			if (note_is_status(n->code) || note_sampled_elsewhere(job, f, n) ||
+			    note_seen_before(job, f, i))
 				continue;
-			/* a GPU sampled by another process of this job (the NOTE's value is its pid):
-			 * its counters are in the job */
-			int sampled_here = 0;
-			if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
-				for (size_t g = 0; g < job->nranks && !sampled_here; g++)
-					sampled_here = g != f && job->ranks[g].ok &&
-					               (uint64_t)job->ranks[g].pid == n->value &&
-					               !strcmp(job->ranks[g].host, r->host);
-			if (sampled_here)
-				continue;
-			int seen = 0;
-			for (size_t g = 0; g <= f && !seen; g++)
-				for (size_t j = 0; j < (g == f ? i : job->ranks[g].nnotes); j++)
-					if (job->ranks[g].notes[j].code == n->code &&
-					    !strcmp(job->ranks[g].notes[j].msg, n->msg))
-						seen = 1;
-			if (!seen)
-				GAP(nvlp_note_name(n->code), "%s", n->msg);
+			GAP(nvlp_note_name(n->code), "%s", n->msg);
 		}
 	}
-	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+}
 #undef GAP
+
+static void gaps(const struct an_job *job, struct an_findings *out)
+{
+	struct an_finding *x = NULL;
+	gaps_traces(job, out, &x);
+	gaps_gpu(job, out, &x);
+	gaps_kernels(job, out, &x);
+	gaps_notes(job, out, &x);
+	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
 }
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
@@ -1049,13 +1153,14 @@ static int cmp_find(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
-int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
+/* Bytes, bus bytes and transfer time of the large GPU-timed calls per (communicator, NCCL
+ * function); NULL if out of memory */
+static struct big *big_calls(const struct an_job *job, const double *th)
 {
-	memset(out, 0, sizeof *out);
 	size_t nb = job->ncomms * NVLP_NCCL_FN_COUNT;
 	struct big *big = calloc(nb ? nb : 1, sizeof *big);
 	if (!big)
-		return -1;
+		return NULL;
 	double minb = th[AN_TH_low_busbw_min_mib] * MIB;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
@@ -1071,20 +1176,13 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 			b->calls++;
 		}
 	}
-	int fb_comm = fallback(job, th, big, out);
-	staged(job, th, out);
-	thrashing(job, th, out);
-	stragglers(job, th, out);
-	hangs(job, th, out);
-	ended(job, out);
-	exposed(job, th, out);
-	low_bw(job, th, big, out);
-	dropped(job, out);
-	gaps(job, out);
-	free(big);
-	explain(job, th, fb_comm, out);
-	/* stable order: severity, then id (qsort is not stable: ties broken by id only, and
-	 * same-id findings were added in rank order, kept by the insertion sort below) */
+	return big;
+}
+
+/* Stable order: severity, then id (qsort is not stable: ties broken by id only, and same-id
+ * findings were added in rank order, kept by this insertion sort) */
+static void sort_findings(struct an_findings *out)
+{
 	for (size_t i = 1; i < out->n; i++) {
 		struct an_finding t = out->v[i];
 		size_t j = i;
@@ -1094,14 +1192,18 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 		}
 		out->v[j] = t;
 	}
-	/* each explained finding right after its root (diagnosis order: cause, then what it
-	 * explains) */
+}
+
+/* Each explained finding right after its root (diagnosis order: cause, then what it
+ * explains); out of memory keeps the plain order */
+static void group_explained(struct an_findings *out)
+{
 	struct an_finding *v = malloc((out->n ? out->n : 1) * sizeof *v);
 	char *used = calloc(out->n ? out->n : 1, 1);
 	if (!v || !used) {
 		free(v);
 		free(used);
-		return 0; /* keeps the plain order */
+		return;
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < out->n; i++) {
@@ -1125,6 +1227,28 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	free(used);
 	free(out->v);
 	out->v = v;
+}
+
+int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	memset(out, 0, sizeof *out);
+	struct big *big = big_calls(job, th);
+	if (!big)
+		return -1;
+	int fb_comm = fallback(job, th, big, out);
+	staged(job, th, out);
+	thrashing(job, th, out);
+	stragglers(job, th, out);
+	hangs(job, th, out);
+	ended(job, out);
+	exposed(job, th, out);
+	low_bw(job, th, big, out);
+	dropped(job, out);
+	gaps(job, out);
+	free(big);
+	explain(job, th, fb_comm, out);
+	sort_findings(out);
+	group_explained(out);
 	return 0;
 }
 

@@ -68,6 +68,79 @@ static void figure_begin(struct ctx *c, int kind, const char *caption)
 	fputs("</figcaption>\n", c->o);
 }
 
+/* One GPU's link samples as GB/s at each sample's midpoint; returns the largest (at least 1). */
+static double bw_rates(const struct ctx *c, size_t r, size_t d, size_t n, double *xs, double *yn,
+                       double *yp)
+{
+	double ymax = 1;
+	for (size_t k = 0; k < n; k++) {
+		struct xm_sample s;
+		xm_sample(c->x, r, d, k, &s);
+		double dur = s.e > s.s ? (double)(s.e - s.s) : 1;
+		xs[k] = ms(c, s.s + (s.e - s.s) / 2);
+		yn[k] = (double)s.nvl / dur;
+		yp[k] = (double)s.pcie / dur;
+		if (yn[k] > ymax)
+			ymax = yn[k];
+		if (yp[k] > ymax)
+			ymax = yp[k];
+	}
+	return ymax;
+}
+
+/* Shade the GPU's NCCL kernels, merged where closer than a pixel */
+static void bw_coll_bands(const struct ctx *c, struct svg *s, size_t r, size_t d)
+{
+	const struct xm_job *x = c->x;
+	double px_ms = (s->x1 - s->x0) / (c->W - s->ml - s->mr);
+	double a = -1, b = -1;
+	for (size_t k = 0; k < xm_ncoll_ivals(x, r, d); k++) {
+		uint64_t is, ie;
+		xm_coll_ival(x, r, d, k, &is, &ie);
+		double u = ms(c, is), v = ms(c, ie);
+		if (v < s->x0 || u > s->x1)
+			continue;
+		if (u < s->x0)
+			u = s->x0;
+		if (v > s->x1)
+			v = s->x1;
+		if (a >= 0 && u <= b + px_ms) {
+			if (v > b)
+				b = v;
+			continue;
+		}
+		if (a >= 0)
+			svg_band(s, a, b, "coll");
+		a = u, b = v;
+	}
+	if (a >= 0)
+		svg_band(s, a, b, "coll");
+}
+
+/* The bandwidth plot of one GPU from its rates (bw_rates) */
+static void bw_gpu_plot(const struct ctx *c, size_t r, size_t d, const double *xs, const double *yn,
+                        const double *yp, size_t n, double ymax)
+{
+	const struct xm_job *x = c->x;
+	char title[160];
+	snprintf(title, sizeof title, "%s GPU %d: NVLink and PCIe GB/s", xm_rank(x, r)->label,
+	         xm_dev(x, r, d));
+	struct svg s;
+	svg_begin(&s, c->o, c->W, 200, "bw", title);
+	svg_range(&s, c->xa, c->xb, 0, ymax * 1.05);
+	svg_axes(&s, "time since start (ms)", "GB/s", 1);
+	bw_coll_bands(c, &s, r, d);
+	svg_series(&s, xs, yp, n, "pcie");
+	svg_series(&s, xs, yn, n, "nvl");
+	svg_legend(&s, 0, "nvl", "NVLink");
+	svg_legend(&s, 1, "pcie", "PCIe");
+	svg_legend(&s, 2, "coll", "NCCL kernels");
+	char shortt[64]; /* in narrow plots the legend leaves room for less */
+	snprintf(shortt, sizeof shortt, "%s GPU %d", xm_rank(x, r)->label, xm_dev(x, r, d));
+	svg_text(&s, c->W - s.mr, 16, "end", "al", c->W < 700 ? shortt : title);
+	svg_end(&s);
+}
+
 /* NVLink and PCIe GB/s per GPU over time, NCCL kernels shaded */
 static int plot_bw(struct ctx *c)
 {
@@ -80,70 +153,18 @@ static int plot_bw(struct ctx *c)
 			size_t n = xm_nsamples(x, r, d);
 			if (!n)
 				continue;
-			double *xs = malloc(n * 3 * sizeof *xs), *yn = xs ? xs + n : NULL,
-			       *yp = xs ? xs + 2 * n : NULL;
+			double *xs = malloc(n * 3 * sizeof *xs);
 			if (!xs)
 				continue;
-			double ymax = 1;
-			for (size_t k = 0; k < n; k++) {
-				struct xm_sample s;
-				xm_sample(x, r, d, k, &s);
-				double dur = s.e > s.s ? (double)(s.e - s.s) : 1;
-				xs[k] = ms(c, s.s + (s.e - s.s) / 2);
-				yn[k] = (double)s.nvl / dur;
-				yp[k] = (double)s.pcie / dur;
-				if (yn[k] > ymax)
-					ymax = yn[k];
-				if (yp[k] > ymax)
-					ymax = yp[k];
-			}
+			double *yn = xs + n, *yp = xs + 2 * n;
+			double ymax = bw_rates(c, r, d, n, xs, yn, yp);
 			if (!drawn)
 				figure_begin(
 				    c, P_BW,
 				    "Link bandwidth per GPU over time (GB/s, tx+rx; over the "
 				    "recognised training steps when there are some); shaded: NCCL "
 				    "kernels running");
-			char title[160];
-			snprintf(title, sizeof title, "%s GPU %d: NVLink and PCIe GB/s",
-			         xm_rank(x, r)->label, xm_dev(x, r, d));
-			struct svg s;
-			svg_begin(&s, c->o, c->W, 200, "bw", title);
-			svg_range(&s, c->xa, c->xb, 0, ymax * 1.05);
-			svg_axes(&s, "time since start (ms)", "GB/s", 1);
-			/* collectives, merged where closer than a pixel */
-			double px_ms = (s.x1 - s.x0) / (c->W - s.ml - s.mr);
-			double a = -1, b = -1;
-			for (size_t k = 0; k < xm_ncoll_ivals(x, r, d); k++) {
-				uint64_t is, ie;
-				xm_coll_ival(x, r, d, k, &is, &ie);
-				double u = ms(c, is), v = ms(c, ie);
-				if (v < s.x0 || u > s.x1)
-					continue;
-				if (u < s.x0)
-					u = s.x0;
-				if (v > s.x1)
-					v = s.x1;
-				if (a >= 0 && u <= b + px_ms) {
-					if (v > b)
-						b = v;
-					continue;
-				}
-				if (a >= 0)
-					svg_band(&s, a, b, "coll");
-				a = u, b = v;
-			}
-			if (a >= 0)
-				svg_band(&s, a, b, "coll");
-			svg_series(&s, xs, yp, n, "pcie");
-			svg_series(&s, xs, yn, n, "nvl");
-			svg_legend(&s, 0, "nvl", "NVLink");
-			svg_legend(&s, 1, "pcie", "PCIe");
-			svg_legend(&s, 2, "coll", "NCCL kernels");
-			char shortt[64]; /* in narrow plots the legend leaves room for less */
-			snprintf(shortt, sizeof shortt, "%s GPU %d", xm_rank(x, r)->label,
-			         xm_dev(x, r, d));
-			svg_text(&s, c->W - s.mr, 16, "end", "al", c->W < 700 ? shortt : title);
-			svg_end(&s);
+			bw_gpu_plot(c, r, d, xs, yn, yp, n, ymax);
 			free(xs);
 			drawn++;
 		}
@@ -159,61 +180,84 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Arrival skew by rank and collective on the main communicator: how long after the first rank
- * each rank entered the call */
-static int plot_skew(struct ctx *c)
+/* The arrival table of the skew plot: one row per rank that called on the communicator */
+struct skew {
+	size_t rows, ncol;
+	size_t *row_of;  /* per rank: its row + 1, 0 if it has none */
+	size_t *rank_of; /* per row: its rank */
+	uint64_t *t;     /* t[q * rows + row]: arrival at collective q, then lateness (ns) */
+	double maxskew;  /* ms */
+	double sat;      /* ms at which the colour is full */
+};
+
+static void skew_free(struct skew *k)
 {
-	const struct xm_job *x = c->x;
-	int comm = xm_main_comm(x);
-	if (comm < 0)
+	free(k->t);
+	free(k->row_of);
+	free(k->rank_of);
+}
+
+/* Give a row to each rank with a call on comm and find the range of their sequence numbers;
+ * 0 if out of memory. */
+static int skew_rows(const struct xm_job *x, int comm, struct skew *k, uint32_t *smin,
+                     uint32_t *smax)
+{
+	size_t nr = xm_nranks(x);
+	k->row_of = calloc(nr, sizeof *k->row_of);
+	k->rank_of = calloc(nr, sizeof *k->rank_of);
+	*smin = UINT32_MAX;
+	*smax = 0;
+	if (!k->row_of || !k->rank_of)
 		return 0;
-	size_t nr = xm_nranks(x), rows = 0;
-	size_t *row_of = calloc(nr, sizeof *row_of), *rank_of = calloc(nr, sizeof *rank_of);
-	uint32_t smin = UINT32_MAX, smax = 0;
-	int ok = row_of && rank_of;
-	for (size_t r = 0; ok && r < nr; r++) {
+	for (size_t r = 0; r < nr; r++) {
 		int has = 0;
-		for (size_t k = 0; k < xm_ncalls(x, r); k++) {
+		for (size_t q = 0; q < xm_ncalls(x, r); q++) {
 			struct xm_call cl;
-			xm_call(x, r, k, &cl);
+			xm_call(x, r, q, &cl);
 			if (cl.comm != comm)
 				continue;
 			has = 1;
-			if (cl.seq < smin)
-				smin = cl.seq;
-			if (cl.seq > smax)
-				smax = cl.seq;
+			if (cl.seq < *smin)
+				*smin = cl.seq;
+			if (cl.seq > *smax)
+				*smax = cl.seq;
 		}
 		if (has) {
-			row_of[r] = rows + 1;
-			rank_of[rows++] = r;
+			k->row_of[r] = k->rows + 1;
+			k->rank_of[k->rows++] = r;
 		}
 	}
-	if (!ok || rows < 2 || smax < smin || smax - smin > 1000000) {
-		free(row_of);
-		free(rank_of);
+	return 1;
+}
+
+/* Each row's first arrival at each of ns sequence numbers from smin (0: never); 0 if out of
+ * memory. */
+static int skew_arrivals(const struct xm_job *x, int comm, struct skew *k, uint32_t smin, size_t ns)
+{
+	k->t = calloc(ns * k->rows, sizeof *k->t);
+	if (!k->t)
 		return 0;
-	}
-	size_t ns = (size_t)(smax - smin) + 1;
-	uint64_t *t = calloc(ns * rows, sizeof *t);
-	if (!t) {
-		free(row_of);
-		free(rank_of);
-		return 0;
-	}
-	for (size_t r = 0; r < nr; r++) {
-		if (!row_of[r])
+	size_t rows = k->rows;
+	for (size_t r = 0; r < xm_nranks(x); r++) {
+		if (!k->row_of[r])
 			continue;
-		for (size_t k = 0; k < xm_ncalls(x, r); k++) {
+		for (size_t q = 0; q < xm_ncalls(x, r); q++) {
 			struct xm_call cl;
-			xm_call(x, r, k, &cl);
-			if (cl.comm == comm && !t[(cl.seq - smin) * rows + row_of[r] - 1])
-				t[(cl.seq - smin) * rows + row_of[r] - 1] = cl.t ? cl.t : 1;
+			xm_call(x, r, q, &cl);
+			if (cl.comm == comm && !k->t[(cl.seq - smin) * rows + k->row_of[r] - 1])
+				k->t[(cl.seq - smin) * rows + k->row_of[r] - 1] = cl.t ? cl.t : 1;
 		}
 	}
-	/* the collectives every row entered; skew = arrival - first arrival */
-	size_t ncol = 0;
-	double maxskew = 0;
+	return 1;
+}
+
+/* Keep the collectives every row entered, as lateness after the first arrival */
+static void skew_lateness(struct skew *k, size_t ns)
+{
+	size_t rows = k->rows;
+	uint64_t *t = k->t;
+	k->ncol = 0;
+	k->maxskew = 0;
 	for (size_t q = 0; q < ns; q++) {
 		uint64_t mn = UINT64_MAX;
 		int all = 1;
@@ -227,89 +271,214 @@ static int plot_skew(struct ctx *c)
 			continue;
 		for (size_t i = 0; i < rows; i++) {
 			double sk = (double)(t[q * rows + i] - mn) / 1e6;
-			t[ncol * rows + i] = t[q * rows + i] - mn; /* compact in place: ncol <= q */
-			if (sk > maxskew)
-				maxskew = sk;
+			t[k->ncol * rows + i] =
+			    t[q * rows + i] - mn; /* compact in place: ncol <= q */
+			if (sk > k->maxskew)
+				k->maxskew = sk;
 		}
-		ncol++;
+		k->ncol++;
 	}
-	if (!ncol) {
-		free(t);
-		free(row_of);
-		free(rank_of);
-		return 0;
-	}
-	/* colours saturate at the 95th percentile: one startup outlier must not wash out the
-	 * steady pattern */
-	double *all = malloc(ncol * rows * sizeof *all), sat = maxskew;
+}
+
+/* Colours saturate at the 95th percentile: one startup outlier must not wash out the steady
+ * pattern */
+static void skew_saturation(struct skew *k)
+{
+	size_t n = k->ncol * k->rows;
+	double *all = malloc(n * sizeof *all);
+	k->sat = k->maxskew;
 	if (all) {
-		for (size_t i = 0; i < ncol * rows; i++)
-			all[i] = (double)t[i] / 1e6;
-		qsort(all, ncol * rows, sizeof *all, cmp_double);
-		sat = all[(ncol * rows - 1) * 95 / 100];
+		for (size_t i = 0; i < n; i++)
+			all[i] = (double)k->t[i] / 1e6;
+		qsort(all, n, sizeof *all, cmp_double);
+		k->sat = all[(n - 1) * 95 / 100];
 		free(all);
 	}
-	if (sat < 0.01)
-		sat = maxskew > 0.01 ? 0.01 : maxskew;
+	if (k->sat < 0.01)
+		k->sat = k->maxskew > 0.01 ? 0.01 : k->maxskew;
+}
+
+/* The rank the straggler finding names; -2 if there is none */
+static int straggler_rank(const struct xm_job *x)
+{
+	int rank = -2;
+	for (size_t i = 0; i < xm_nfindings(x); i++) {
+		struct xm_finding f;
+		xm_finding(x, i, &f);
+		if (!strcmp(f.id, "straggler"))
+			rank = f.root_rank;
+	}
+	return rank;
+}
+
+/* Row i of the skew plot: one cell per `per` collectives (the latest arrival shown), and the
+ * rank's label with how often it was last */
+static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, size_t i, size_t per,
+                     int strag_rank)
+{
+	const struct xm_job *x = c->x;
+	size_t ncol = k->ncol, cells = (ncol + per - 1) / per;
+	double y = (double)(k->rows - 1 - i);
+	for (size_t cell = 0; cell < cells; cell++) {
+		double mx = 0;
+		for (size_t q = cell * per; q < (cell + 1) * per && q < ncol; q++) {
+			double v = (double)k->t[q * k->rows + i] / 1e6;
+			if (v > mx)
+				mx = v;
+		}
+		char fill[8], tip[96];
+		svg_heat(k->sat > 0 ? mx / k->sat : 0, fill);
+		snprintf(tip, sizeof tip, "%s, collectives %zu-%zu: +%.3f ms",
+		         xm_rank(x, k->rank_of[i])->label, cell * per,
+		         (cell + 1) * per - 1 < ncol ? (cell + 1) * per - 1 : ncol - 1, mx);
+		svg_cell(s, (double)(cell * per), y + 0.08,
+		         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84, fill,
+		         tip);
+	}
+	uint64_t last, colls;
+	xm_rank_last(x, k->rank_of[i], &last, &colls);
+	char lab[96];
+	snprintf(lab, sizeof lab, "%s: last %.0f%%", xm_rank(x, k->rank_of[i])->label,
+	         colls ? 100.0 * (double)last / (double)colls : 0.0);
+	int strag = xm_rank(x, k->rank_of[i])->rank == strag_rank;
+	svg_text(s, s->ml - 6, svg_py(s, y + 0.5) + 4, "end", strag ? "al strag" : "al", lab);
+}
+
+/* The skew figure from a filled table */
+static void skew_draw(struct ctx *c, const struct skew *k)
+{
 	int plotw = c->W - 64 - 16 - 60;
 	size_t per =
-	    (ncol + (size_t)plotw / 3 - 1) / ((size_t)plotw / 3); /* collectives per cell */
+	    (k->ncol + (size_t)plotw / 3 - 1) / ((size_t)plotw / 3); /* collectives per cell */
 	if (per < 1)
 		per = 1;
-	size_t cells = (ncol + per - 1) / per;
 	char cap[300];
 	snprintf(cap, sizeof cap,
 	         "Arrival skew on the main communicator: how late each rank entered each of %zu "
 	         "collectives (ms after the first rank; darker = later, full colour at the 95th "
 	         "percentile, %.2f ms; %zu per cell, the latest shown); max %.2f ms",
-	         ncol, sat, per, maxskew);
+	         k->ncol, k->sat, per, k->maxskew);
 	figure_begin(c, P_SKEW, cap);
-	int strag_rank = -2; /* the rank of the straggler finding, if any */
-	for (size_t i = 0; i < xm_nfindings(x); i++) {
-		struct xm_finding f;
-		xm_finding(x, i, &f);
-		if (!strcmp(f.id, "straggler"))
-			strag_rank = f.root_rank;
-	}
+	int strag_rank = straggler_rank(c->x);
 	struct svg s;
-	int h = 60 + 26 * (int)rows;
+	int h = 60 + 26 * (int)k->rows;
 	svg_begin(&s, c->o, c->W, h, "skew", "arrival skew by rank and collective");
 	s.ml = 124;
-	svg_range(&s, 0, (double)ncol, 0, (double)rows);
+	svg_range(&s, 0, (double)k->ncol, 0, (double)k->rows);
 	svg_axes(&s, "collective (in sequence order)", NULL, 0);
-	for (size_t i = 0; i < rows; i++) {
-		double y = (double)(rows - 1 - i);
-		for (size_t cell = 0; cell < cells; cell++) {
-			double mx = 0;
-			for (size_t q = cell * per; q < (cell + 1) * per && q < ncol; q++) {
-				double v = (double)t[q * rows + i] / 1e6;
-				if (v > mx)
-					mx = v;
-			}
-			char fill[8], tip[96];
-			svg_heat(sat > 0 ? mx / sat : 0, fill);
-			snprintf(tip, sizeof tip, "%s, collectives %zu-%zu: +%.3f ms",
-			         xm_rank(x, rank_of[i])->label, cell * per,
-			         (cell + 1) * per - 1 < ncol ? (cell + 1) * per - 1 : ncol - 1, mx);
-			svg_cell(&s, (double)(cell * per), y + 0.08,
-			         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84,
-			         fill, tip);
-		}
-		uint64_t last, colls;
-		xm_rank_last(x, rank_of[i], &last, &colls);
-		char lab[96];
-		snprintf(lab, sizeof lab, "%s: last %.0f%%", xm_rank(x, rank_of[i])->label,
-		         colls ? 100.0 * (double)last / (double)colls : 0.0);
-		int strag = xm_rank(x, rank_of[i])->rank == strag_rank;
-		svg_text(&s, s.ml - 6, svg_py(&s, y + 0.5) + 4, "end", strag ? "al strag" : "al",
-		         lab);
-	}
+	for (size_t i = 0; i < k->rows; i++)
+		skew_row(c, &s, k, i, per, strag_rank);
 	svg_end(&s);
 	fputs("</figure>\n", c->o);
-	free(t);
-	free(row_of);
-	free(rank_of);
-	return 1;
+}
+
+/* Arrival skew by rank and collective on the main communicator: how long after the first rank
+ * each rank entered the call */
+static int plot_skew(struct ctx *c)
+{
+	const struct xm_job *x = c->x;
+	int comm = xm_main_comm(x);
+	if (comm < 0)
+		return 0;
+	struct skew k = {0};
+	uint32_t smin, smax;
+	int ok = skew_rows(x, comm, &k, &smin, &smax) && k.rows >= 2 && smax >= smin &&
+	         smax - smin <= 1000000;
+	size_t ns = ok ? (size_t)(smax - smin) + 1 : 0;
+	ok = ok && skew_arrivals(x, comm, &k, smin, ns);
+	if (ok) {
+		skew_lateness(&k, ns);
+		ok = k.ncol > 0;
+	}
+	if (ok) {
+		skew_saturation(&k);
+		skew_draw(c, &k);
+	}
+	skew_free(&k);
+	return ok;
+}
+
+/* When the first rank entered the collective the others wait in (0: not recorded) */
+static uint64_t hang_entry(const struct xm_job *x, const struct xm_hang *h)
+{
+	uint64_t hang_t = 0;
+	for (size_t r = 0; r < xm_nranks(x); r++)
+		for (size_t k = 0; k < xm_ncalls(x, r); k++) {
+			struct xm_call cl;
+			xm_call(x, r, k, &cl);
+			if (cl.comm == h->comm && cl.seq == h->seq && (!hang_t || cl.t < hang_t))
+				hang_t = cl.t;
+		}
+	return hang_t;
+}
+
+/* Zoom on the end: from the 40th-last call on the communicator of the rank that stopped first
+ * (earlier calls look the same on every rank); ms */
+static double hang_zoom_start(const struct ctx *c, int comm)
+{
+	const struct xm_job *x = c->x;
+	double xa = ms(c, c->t1);
+	for (size_t r = 0; r < xm_nranks(x); r++) {
+		uint64_t ring[40] = {0};
+		size_t m = 0;
+		for (size_t k = 0; k < xm_ncalls(x, r); k++) {
+			struct xm_call cl;
+			xm_call(x, r, k, &cl);
+			if (cl.comm == comm)
+				ring[m++ % 40] = cl.t;
+		}
+		if (m && ms(c, ring[m >= 40 ? m % 40 : 0]) < xa)
+			xa = ms(c, ring[m >= 40 ? m % 40 : 0]);
+	}
+	return xa;
+}
+
+/* A tick per pixel column for each of rank r's calls on comm; returns the last call's time */
+static uint64_t hang_ticks(const struct ctx *c, struct svg *s, size_t r, int comm, double y,
+                           int missing)
+{
+	const struct xm_job *x = c->x;
+	int cols = c->W - s->ml - s->mr;
+	unsigned char *hit = calloc((size_t)cols + 1, 1);
+	uint64_t lastt = 0;
+	for (size_t k = 0; hit && k < xm_ncalls(x, r); k++) {
+		struct xm_call cl;
+		xm_call(x, r, k, &cl);
+		if (cl.comm != comm)
+			continue;
+		if (cl.t > lastt)
+			lastt = cl.t;
+		int px = svg_col(s, ms(c, cl.t));
+		if (px < 0 || px > cols || hit[px])
+			continue;
+		hit[px] = 1;
+		svg_cell(s, ms(c, cl.t), y + 0.2, 0, 0.6, missing ? "#c62828" : "#1565c0", NULL);
+	}
+	free(hit);
+	return lastt;
+}
+
+/* Row y of the hang plot: rank r's ticks, its label, and for a missing rank its last call */
+static void hang_row(const struct ctx *c, struct svg *s, size_t r, double y,
+                     const struct xm_hang *h)
+{
+	const struct xm_rank *R = xm_rank(c->x, r);
+	int missing = 0;
+	for (int i = 0; i < h->nmissing; i++)
+		missing |= h->missing[i] == R->rank;
+	uint64_t lastt = hang_ticks(c, s, r, h->comm, y, missing);
+	char lab[96];
+	snprintf(lab, sizeof lab, "%s%s", R->label, missing ? ": MISSING" : "");
+	svg_text(s, s->ml - 6, svg_py(s, y + 0.5) + 4, "end", missing ? "al strag" : "al", lab);
+	if (missing && lastt) {
+		char note[96];
+		snprintf(note, sizeof note, "last call at %.0f ms; never entered #%u", ms(c, lastt),
+		         h->seq);
+		double px = svg_px(s, ms(c, lastt));
+		int right = px < s->w - s->mr - 260; /* room for the note on the right */
+		svg_text(s, px + (right ? 6 : -6), svg_py(s, y + 0.5) + 4, right ? "start" : "end",
+		         "al strag", note);
+	}
 }
 
 /* A hang: each rank's calls on the communicator over time; the missing ranks never reach the
@@ -322,29 +491,8 @@ static int plot_hang(struct ctx *c)
 	struct xm_hang h;
 	xm_hang(x, 0, &h);
 	size_t nr = xm_nranks(x);
-	uint64_t hang_t = 0;
-	for (size_t r = 0; r < nr; r++)
-		for (size_t k = 0; k < xm_ncalls(x, r); k++) {
-			struct xm_call cl;
-			xm_call(x, r, k, &cl);
-			if (cl.comm == h.comm && cl.seq == h.seq && (!hang_t || cl.t < hang_t))
-				hang_t = cl.t;
-		}
-	/* zoom on the end: from the 40th-last call on the communicator of the rank that stopped
-	 * first (earlier calls look the same on every rank) */
-	double xa = ms(c, c->t1);
-	for (size_t r = 0; r < nr; r++) {
-		uint64_t ring[40] = {0};
-		size_t m = 0;
-		for (size_t k = 0; k < xm_ncalls(x, r); k++) {
-			struct xm_call cl;
-			xm_call(x, r, k, &cl);
-			if (cl.comm == h.comm)
-				ring[m++ % 40] = cl.t;
-		}
-		if (m && ms(c, ring[m >= 40 ? m % 40 : 0]) < xa)
-			xa = ms(c, ring[m >= 40 ? m % 40 : 0]);
-	}
+	uint64_t hang_t = hang_entry(x, &h);
+	double xa = hang_zoom_start(c, h.comm);
 	double xb = ms(c, c->t1);
 	xa -= (xb - xa) * 0.02;
 	char cap[300];
@@ -362,46 +510,9 @@ static int plot_hang(struct ctx *c)
 	svg_range(&s, xa, xb, 0, (double)rows);
 	svg_axes(&s, "time since start (ms)", NULL, 0);
 	size_t row = 0;
-	for (size_t r = 0; r < nr; r++) {
-		const struct xm_rank *R = xm_rank(x, r);
-		if (!R->ok)
-			continue;
-		double y = (double)(rows - 1 - row++);
-		int missing = 0;
-		for (int i = 0; i < h.nmissing; i++)
-			missing |= h.missing[i] == R->rank;
-		int cols = c->W - s.ml - s.mr;
-		unsigned char *hit = calloc((size_t)cols + 1, 1);
-		uint64_t lastt = 0;
-		for (size_t k = 0; hit && k < xm_ncalls(x, r); k++) {
-			struct xm_call cl;
-			xm_call(x, r, k, &cl);
-			if (cl.comm != h.comm)
-				continue;
-			if (cl.t > lastt)
-				lastt = cl.t;
-			int px = svg_col(&s, ms(c, cl.t));
-			if (px < 0 || px > cols || hit[px])
-				continue;
-			hit[px] = 1;
-			svg_cell(&s, ms(c, cl.t), y + 0.2, 0, 0.6, missing ? "#c62828" : "#1565c0",
-			         NULL);
-		}
-		free(hit);
-		char lab[96];
-		snprintf(lab, sizeof lab, "%s%s", R->label, missing ? ": MISSING" : "");
-		svg_text(&s, s.ml - 6, svg_py(&s, y + 0.5) + 4, "end", missing ? "al strag" : "al",
-		         lab);
-		if (missing && lastt) {
-			char note[96];
-			snprintf(note, sizeof note, "last call at %.0f ms; never entered #%u",
-			         ms(c, lastt), h.seq);
-			double px = svg_px(&s, ms(c, lastt));
-			int right = px < s.w - s.mr - 260; /* room for the note on the right */
-			svg_text(&s, px + (right ? 6 : -6), svg_py(&s, y + 0.5) + 4,
-			         right ? "start" : "end", "al strag", note);
-		}
-	}
+	for (size_t r = 0; r < nr; r++)
+		if (xm_rank(x, r)->ok)
+			hang_row(c, &s, r, (double)(rows - 1 - row++), &h);
 	if (hang_t) {
 		double px = svg_px(&s, ms(c, hang_t));
 		fprintf(c->o,
@@ -414,18 +525,16 @@ static int plot_hang(struct ctx *c)
 	return 1;
 }
 
-/* Unified-memory migrations over time, one row per allocation (most migrated first) */
-static int plot_um(struct ctx *c)
+enum { UM_MAXROWS = 8 };
+struct um_top { /* an allocation with a row in the UM plot */
+	size_t rank;
+	long alloc;
+	uint64_t migr;
+};
+
+/* The UM_MAXROWS most migrated allocations, most first; returns how many */
+static int um_top_allocs(const struct xm_job *x, struct um_top top[UM_MAXROWS])
 {
-	const struct xm_job *x = c->x;
-	if (!c->um.n)
-		return 0;
-	enum { MAXROWS = 8 };
-	struct {
-		size_t rank;
-		long alloc;
-		uint64_t migr;
-	} top[MAXROWS];
 	int nt = 0;
 	for (size_t r = 0; r < xm_nranks(x); r++)
 		for (size_t k = 0; k < xm_nallocs(x, r); k++) {
@@ -433,17 +542,95 @@ static int plot_um(struct ctx *c)
 			xm_alloc(x, r, k, &a);
 			if (!a.migrations)
 				continue;
-			int at = nt < MAXROWS ? nt++ : MAXROWS;
-			if (at == MAXROWS && a.migrations <= top[MAXROWS - 1].migr)
+			int at = nt < UM_MAXROWS ? nt++ : UM_MAXROWS;
+			if (at == UM_MAXROWS && a.migrations <= top[UM_MAXROWS - 1].migr)
 				continue;
-			if (at == MAXROWS)
-				at = MAXROWS - 1;
+			if (at == UM_MAXROWS)
+				at = UM_MAXROWS - 1;
 			while (at > 0 && top[at - 1].migr < a.migrations) {
 				top[at] = top[at - 1];
 				at--;
 			}
 			top[at].rank = r, top[at].alloc = (long)k, top[at].migr = a.migrations;
 		}
+	return nt;
+}
+
+/* Bytes migrated per row, direction and pixel column (b: nt * 2 * (cols + 1)); returns the
+ * largest bin (at least 1) */
+static uint64_t um_bin(const struct ctx *c, const struct svg *s, const struct um_top *top, int nt,
+                       int cols, uint64_t *b)
+{
+	uint64_t bmax = 1;
+	for (size_t i = 0; i < c->um.n; i++) {
+		const struct umev *e = &c->um.v[i];
+		for (int k = 0; k < nt; k++)
+			if (top[k].rank == e->rank && top[k].alloc == e->alloc) {
+				int px = svg_col(s, ms(c, e->t));
+				if (px < 0 || px > cols)
+					break;
+				uint64_t *v =
+				    &b[((size_t)k * 2 + (size_t)e->dir) * ((size_t)cols + 1) +
+				       (size_t)px];
+				*v += e->bytes;
+				if (*v > bmax)
+					bmax = *v;
+				break;
+			}
+	}
+	return bmax;
+}
+
+/* One dot per non-empty bin, its area in proportion to the bytes */
+static void um_dots(const struct ctx *c, struct svg *s, const struct um_top *top, int nt)
+{
+	int cols = c->W - s->ml - s->mr;
+	uint64_t *b = calloc((size_t)nt * 2 * ((size_t)cols + 1), sizeof *b);
+	if (!b)
+		return;
+	uint64_t bmax = um_bin(c, s, top, nt, cols, b);
+	for (int k = 0; k < nt; k++)
+		for (int dir = 0; dir < 2; dir++)
+			for (int px = 0; px <= cols; px++) {
+				uint64_t v = b[((size_t)k * 2 + (size_t)dir) * ((size_t)cols + 1) +
+				               (size_t)px];
+				if (!v)
+					continue;
+				double y = nt - 1 - k + (dir ? 0.35 : 0.65);
+				double xv = s->x0 + (px + 0.5) / cols * (s->x1 - s->x0);
+				char tip[64];
+				snprintf(tip, sizeof tip, "%.2f MiB %s", (double)v / 1048576.0,
+				         dir ? "to CPU" : "to GPU");
+				svg_dot(s, xv, y, 1 + 3.5 * sqrt((double)v / (double)bmax),
+				        dir ? "dtoh" : "htod", tip);
+			}
+	free(b);
+}
+
+/* Each row's label: the allocation's size and address, its migrations and flips */
+static void um_labels(const struct ctx *c, struct svg *s, const struct um_top *top, int nt)
+{
+	for (int k = 0; k < nt; k++) {
+		struct xm_alloc a;
+		xm_alloc(c->x, top[k].rank, (size_t)top[k].alloc, &a);
+		char lab[128];
+		double y = svg_py(s, nt - 1 - k + 0.5);
+		snprintf(lab, sizeof lab, "%.0f MiB at 0x%llx", (double)a.bytes / 1048576.0,
+		         (unsigned long long)a.ptr);
+		svg_text(s, s->ml - 6, y - 2, "end", "al", lab);
+		snprintf(lab, sizeof lab, "%llu migrations, %llu flips",
+		         (unsigned long long)a.migrations, (unsigned long long)a.flips);
+		svg_text(s, s->ml - 6, y + 11, "end", "tl", lab);
+	}
+}
+
+/* Unified-memory migrations over time, one row per allocation (most migrated first) */
+static int plot_um(struct ctx *c)
+{
+	if (!c->um.n)
+		return 0;
+	struct um_top top[UM_MAXROWS];
+	int nt = um_top_allocs(c->x, top);
 	if (!nt)
 		return 0;
 	figure_begin(
@@ -462,56 +649,8 @@ static int plot_um(struct ctx *c)
 	s.ml = 200;
 	svg_range(&s, ua - pad, ub + pad, 0, nt);
 	svg_axes(&s, "time since start (ms)", NULL, 0);
-	int cols = c->W - s.ml - s.mr;
-	uint64_t *b = calloc((size_t)nt * 2 * ((size_t)cols + 1), sizeof *b);
-	if (b) {
-		uint64_t bmax = 1;
-		for (size_t i = 0; i < c->um.n; i++) {
-			const struct umev *e = &c->um.v[i];
-			for (int k = 0; k < nt; k++)
-				if (top[k].rank == e->rank && top[k].alloc == e->alloc) {
-					int px = svg_col(&s, ms(c, e->t));
-					if (px < 0 || px > cols)
-						break;
-					uint64_t *v = &b[((size_t)k * 2 + (size_t)e->dir) *
-					                     ((size_t)cols + 1) +
-					                 (size_t)px];
-					*v += e->bytes;
-					if (*v > bmax)
-						bmax = *v;
-					break;
-				}
-		}
-		for (int k = 0; k < nt; k++)
-			for (int dir = 0; dir < 2; dir++)
-				for (int px = 0; px <= cols; px++) {
-					uint64_t v =
-					    b[((size_t)k * 2 + (size_t)dir) * ((size_t)cols + 1) +
-					      (size_t)px];
-					if (!v)
-						continue;
-					double y = nt - 1 - k + (dir ? 0.35 : 0.65);
-					double xv = s.x0 + (px + 0.5) / cols * (s.x1 - s.x0);
-					char tip[64];
-					snprintf(tip, sizeof tip, "%.2f MiB %s",
-					         (double)v / 1048576.0, dir ? "to CPU" : "to GPU");
-					svg_dot(&s, xv, y, 1 + 3.5 * sqrt((double)v / (double)bmax),
-					        dir ? "dtoh" : "htod", tip);
-				}
-		free(b);
-	}
-	for (int k = 0; k < nt; k++) {
-		struct xm_alloc a;
-		xm_alloc(x, top[k].rank, (size_t)top[k].alloc, &a);
-		char lab[128];
-		double y = svg_py(&s, nt - 1 - k + 0.5);
-		snprintf(lab, sizeof lab, "%.0f MiB at 0x%llx", (double)a.bytes / 1048576.0,
-		         (unsigned long long)a.ptr);
-		svg_text(&s, s.ml - 6, y - 2, "end", "al", lab);
-		snprintf(lab, sizeof lab, "%llu migrations, %llu flips",
-		         (unsigned long long)a.migrations, (unsigned long long)a.flips);
-		svg_text(&s, s.ml - 6, y + 11, "end", "tl", lab);
-	}
+	um_dots(c, &s, top, nt);
+	um_labels(c, &s, top, nt);
 	svg_legend(&s, 0, "htod", "to a GPU");
 	svg_legend(&s, 1, "dtoh", "to the CPU");
 	svg_end(&s);
@@ -546,13 +685,11 @@ static void place(struct ctx *c, int k)
 		        c->pfx, plot_names[k], plot_names[k]);
 }
 
-static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
+/* The time range of the bandwidth plots and the line under the title: processes, length,
+ * steps */
+static void render_meta(struct ctx *c)
 {
-	struct ctx c = {.o = o, .x = x, .W = W, .pfx = pfx};
-	xm_span(x, &c.t0, &c.t1);
-	struct xe_sink sink = {.ctx = &c.um, .ev = um_ev};
-	uint64_t recs;
-	xe_stream(x, &sink, &recs); /* the UM migrations, with their times */
+	const struct xm_job *x = c->x;
 	size_t nok = 0;
 	for (size_t r = 0; r < xm_nranks(x); r++)
 		nok += xm_rank(x, r)->ok;
@@ -560,59 +697,58 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 	int steps = xm_steps(x, &s0, &len);
 	/* bandwidth over the training steps when they were recognised: the whole job would
 	 * squeeze a step into a pixel */
-	c.xa = 0;
-	c.xb = ms(&c, c.t1);
+	c->xa = 0;
+	c->xb = ms(c, c->t1);
 	if (steps) {
-		c.xa = ms(&c, s0);
-		c.xb = ms(&c, s0 + (uint64_t)steps * len);
+		c->xa = ms(c, s0);
+		c->xb = ms(c, s0 + (uint64_t)steps * len);
 	}
-	fprintf(o, "<p class=\"meta\">%zu process(es), %.1f ms", nok, ms(&c, c.t1));
+	fprintf(c->o, "<p class=\"meta\">%zu process(es), %.1f ms", nok, ms(c, c->t1));
 	if (steps)
-		fprintf(o, ", %d steps of %.2f ms", steps, (double)len / 1e6);
-	fputs("</p>\n", o);
-	fprintf(o, "<section class=\"findings\" id=\"%s-findings\"><h2>Findings</h2>\n", pfx);
-	if (!xm_nfindings(x))
-		fputs("<p class=\"none\">No finding: nothing to explain.</p>\n", o);
-	for (size_t i = 0; i < xm_nfindings(x); i++) {
-		struct xm_finding f;
-		xm_finding(x, i, &f);
-		fprintf(o,
-		        "<article class=\"finding sev-%s\" id=\"%s-f-%s\"><h3><span class=\"sev\">",
-		        f.sev, pfx, f.id);
-		svg_esc(o, f.sev);
-		fputs("</span> <code>", o);
-		svg_esc(o, f.id);
-		fputs("</code> ", o);
-		svg_esc(o, f.title);
-		fputs("</h3>\n", o);
-		if (f.explained_by) {
-			fputs("<p class=\"expl\">explained by <code>", o);
-			svg_esc(o, f.explained_by);
-			fputs("</code></p>\n", o);
-		}
-		fputs("<ul class=\"ev\">", o);
-		for (int k = 0; k < f.nev; k++) {
-			char ev[400];
-			xm_finding_ev(x, i, k, ev, sizeof ev);
-			/* a Python code location: its own line, as in the text report */
-			fputs(strncmp(ev, "python", 6) ? "<li>" : "<li class=\"loc\">", o);
-			svg_esc(o, ev);
-			fputs("</li>", o);
-		}
-		fputs("</ul>\n<p class=\"advice\">", o);
-		svg_esc(o, f.advice);
-		fputs("</p>\n", o);
-		int k = plot_for(f.id);
-		if (k >= 0)
-			place(&c, k);
-		fputs("</article>\n", o);
+		fprintf(c->o, ", %d steps of %.2f ms", steps, (double)len / 1e6);
+	fputs("</p>\n", c->o);
+}
+
+/* Finding i as an article: severity, id, title, evidence, advice, and its plot */
+static void render_finding(struct ctx *c, size_t i)
+{
+	FILE *o = c->o;
+	struct xm_finding f;
+	xm_finding(c->x, i, &f);
+	fprintf(o, "<article class=\"finding sev-%s\" id=\"%s-f-%s\"><h3><span class=\"sev\">",
+	        f.sev, c->pfx, f.id);
+	svg_esc(o, f.sev);
+	fputs("</span> <code>", o);
+	svg_esc(o, f.id);
+	fputs("</code> ", o);
+	svg_esc(o, f.title);
+	fputs("</h3>\n", o);
+	if (f.explained_by) {
+		fputs("<p class=\"expl\">explained by <code>", o);
+		svg_esc(o, f.explained_by);
+		fputs("</code></p>\n", o);
 	}
-	fputs("</section>\n", o);
-	fprintf(o, "<section class=\"more\" id=\"%s-more\"><h2>More plots</h2>\n", pfx);
-	for (int k = 0; k < P_COUNT; k++)
-		if (!c.done[k])
-			c.done[k] = plots[k](&c) ? 1 : -1;
-	fputs("</section>\n", o);
+	fputs("<ul class=\"ev\">", o);
+	for (int k = 0; k < f.nev; k++) {
+		char ev[400];
+		xm_finding_ev(c->x, i, k, ev, sizeof ev);
+		/* a Python code location: its own line, as in the text report */
+		fputs(strncmp(ev, "python", 6) ? "<li>" : "<li class=\"loc\">", o);
+		svg_esc(o, ev);
+		fputs("</li>", o);
+	}
+	fputs("</ul>\n<p class=\"advice\">", o);
+	svg_esc(o, f.advice);
+	fputs("</p>\n", o);
+	int k = plot_for(f.id);
+	if (k >= 0)
+		place(c, k);
+	fputs("</article>\n", o);
+}
+
+/* The text report, escaped, folded under the plots */
+static void render_text(FILE *o, const struct xm_job *x, const char *pfx)
+{
 	fprintf(o,
 	        "<details class=\"text\" id=\"%s-text\"><summary>Full text report</summary><pre>",
 	        pfx);
@@ -626,6 +762,28 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 		free(buf);
 	}
 	fputs("</pre></details>\n", o);
+}
+
+static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
+{
+	struct ctx c = {.o = o, .x = x, .W = W, .pfx = pfx};
+	xm_span(x, &c.t0, &c.t1);
+	struct xe_sink sink = {.ctx = &c.um, .ev = um_ev};
+	uint64_t recs;
+	xe_stream(x, &sink, &recs); /* the UM migrations, with their times */
+	render_meta(&c);
+	fprintf(o, "<section class=\"findings\" id=\"%s-findings\"><h2>Findings</h2>\n", pfx);
+	if (!xm_nfindings(x))
+		fputs("<p class=\"none\">No finding: nothing to explain.</p>\n", o);
+	for (size_t i = 0; i < xm_nfindings(x); i++)
+		render_finding(&c, i);
+	fputs("</section>\n", o);
+	fprintf(o, "<section class=\"more\" id=\"%s-more\"><h2>More plots</h2>\n", pfx);
+	for (int k = 0; k < P_COUNT; k++)
+		if (!c.done[k])
+			c.done[k] = plots[k](&c) ? 1 : -1;
+	fputs("</section>\n", o);
+	render_text(o, x, pfx);
 	free(c.um.v);
 }
 
@@ -748,22 +906,16 @@ int xh_wanted(int argc, char **argv)
 	return 0;
 }
 
-int xh_cmd(int argc, char **argv, int diff)
+/* Parse the HTML command's arguments into opts, *out and paths; -1 to go on, else the exit
+ * status. */
+static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, const char **out,
+                     char **paths, int *np)
 {
-	struct xm_opts opts;
-	xm_opts_init(&opts);
-	int np = 0;
-	const char *out = NULL;
-	char **paths = calloc((size_t)argc + 1, sizeof *paths);
-	if (!paths)
-		return 2;
 	const char *cmd = diff ? "diff" : "report";
 	for (int i = 1; i < argc; i++) {
-		int c = xm_opt(argc, argv, &i, &opts);
-		if (c < 0) {
-			free(paths);
+		int c = xm_opt(argc, argv, &i, opts);
+		if (c < 0)
 			return 2;
-		}
 		if (c)
 			continue;
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -774,42 +926,36 @@ int xh_cmd(int argc, char **argv, int diff)
 			    "each with its plot.\nOptions: --threshold NAME=VALUE, -j N (as "
 			    "without "
 			    "--html). See analyzer/EXPORT.md.\n");
-			free(paths);
 			return 0;
 		}
 		if (!strcmp(argv[i], "--html") && i + 1 < argc)
-			out = argv[++i];
+			*out = argv[++i];
 		else if (!strncmp(argv[i], "--html=", 7))
-			out = argv[i] + 7;
+			*out = argv[i] + 7;
 		else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr,
 			        "nvlprof: %s --html: option %s is not for the HTML report\n", cmd,
 			        argv[i]);
-			free(paths);
 			return 2;
 		} else
-			paths[np++] = argv[i];
+			paths[(*np)++] = argv[i];
 	}
-	if (!out || !*out || !np || (diff && np != 2)) {
+	if (!*out || !**out || !*np || (diff && *np != 2)) {
 		fprintf(stderr, diff ? "usage: nvlprof diff --html FILE BEFORE AFTER\n"
 		                     : "usage: nvlprof report --html FILE FILE|DIR...\n");
-		free(paths);
 		return 2;
 	}
-	struct xm_job *x = xm_open(paths, diff ? 1 : np, &opts), *y = NULL;
-	if (x && diff)
-		y = xm_open(paths + 1, 1, &opts);
-	if (!x || (diff && !y)) {
-		xm_close(x);
-		free(paths);
-		return 2;
-	}
+	return -1;
+}
+
+/* Write the page of the opened job(s) x (and y, the after run of a diff) to out */
+static int html_write(const char *out, int diff, const struct xm_job *x, const struct xm_job *y,
+                      char **paths, int np)
+{
+	const char *cmd = diff ? "diff" : "report";
 	FILE *o = strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!o) {
 		fprintf(stderr, "nvlprof: %s: cannot write %s\n", cmd, out);
-		xm_close(x);
-		xm_close(y);
-		free(paths);
 		return 2;
 	}
 	char title[512] = "";
@@ -821,8 +967,34 @@ int xh_cmd(int argc, char **argv, int diff)
 		rc = -1;
 	if (rc)
 		fprintf(stderr, "nvlprof: %s: write error on %s\n", cmd, out);
+	return rc ? 2 : 0;
+}
+
+int xh_cmd(int argc, char **argv, int diff)
+{
+	struct xm_opts opts;
+	xm_opts_init(&opts);
+	int np = 0;
+	const char *out = NULL;
+	char **paths = calloc((size_t)argc + 1, sizeof *paths);
+	if (!paths)
+		return 2;
+	int rc = html_args(argc, argv, diff, &opts, &out, paths, &np);
+	if (rc >= 0) {
+		free(paths);
+		return rc;
+	}
+	struct xm_job *x = xm_open(paths, diff ? 1 : np, &opts), *y = NULL;
+	if (x && diff)
+		y = xm_open(paths + 1, 1, &opts);
+	if (!x || (diff && !y)) {
+		xm_close(x);
+		free(paths);
+		return 2;
+	}
+	rc = html_write(out, diff, x, y, paths, np);
 	xm_close(x);
 	xm_close(y);
 	free(paths);
-	return rc ? 2 : 0;
+	return rc;
 }
