@@ -2,7 +2,8 @@
  * overlap (CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _RUNTIME, StringIds), plus NCCL calls with
  * communicator and sequence, unified-memory events, link samples, allocations, findings, ranks
  * and steps (schema and example queries: analyzer/EXPORT.md). */
-#include <sqlite3.h> /* sqlite3_open */
+#include <sqlite3.h>   /* sqlite3_open */
+#include <sys/stat.h> /* lstat */
 #include <stdlib.h>  /* calloc */
 #include <string.h>  /* strcmp */
 #include <unistd.h>  /* unlink */
@@ -447,7 +448,15 @@ int xe_sqlite(const struct xm_job *x, const char *path, uint64_t *records)
 {
 	struct sq s = {0};
 	*records = 0;
-	unlink(path); /* a fresh database, not rows added to an old one */
+	/* a fresh database, not rows added to an old one; but only a regular file (or a link) is
+	 * replaced: run as root, unlinking /dev/null or another device would remove it */
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "nvlprof: export: %s: not a regular file (sqlite writes a database file)\n",
+		        path);
+		return -1;
+	}
+	unlink(path);
 	/* no allocation statistics: each of SQLite's mallocs took a global mutex for them. Takes
 	 * effect only before SQLite is first used in the process (later it is refused, harmlessly)
 	 */

@@ -174,4 +174,10 @@ grep -q 'both rank 0: the second is written as .*rank0\.1\.json' "$T/dup1.err" &
 	fail "one rank claimed twice: $(cat "$T/dup1.err")"
 diff -r "$T/dup1" "$T/dup2" >/dev/null && diff -r "$T/dup1" "$T/dup3" >/dev/null && pass "one rank claimed twice: same files in 3 runs" ||
 	fail "one rank claimed twice: output differs between runs"
+# a device or FIFO given as the sqlite output is refused, not unlinked and replaced (as root,
+# -o /dev/null removed /dev/null); a FIFO stands in for the device here
+mkfifo "$T/fifo"
+$CLI export -f sqlite -o "$T/fifo" "$TRACES/ddp_healthy" 2>"$T/err"; check_eq "sqlite into a FIFO: exit 2" 2 $?
+test -p "$T/fifo" && grep -q "$T/fifo: not a regular file" "$T/err" && pass "sqlite into a FIFO: refused, the FIFO kept" ||
+	fail "sqlite into a FIFO: $(cat "$T/err"; ls -l "$T/fifo")"
 exit 0
