@@ -17,6 +17,7 @@
  * stops at the first zero, so the decode loop needs no per-byte bound check; one check per record
  * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 1. */
 #define PAD 64
+_Static_assert(NVLP_K_COUNT <= 64, "kinds_used is a 64-bit mask");
 /* STRING ids above this are not kept (ids are small and dense in real traces). */
 /* Input is read in chunks of this size: a trace of small frames (a short job, a flush every few
  * records) would otherwise cost two read(2) calls per frame, which dominated decoding time. */
@@ -53,6 +54,7 @@ struct nvlp_reader {
 	unsigned nfields[NVLP_K_COUNT];
 	unsigned char has_blob[NVLP_K_COUNT];
 	uint64_t prev[NVLP_K_COUNT][NVLP_MAX_FIELDS]; /* delta base; also what nvlp_record.f points to */
+	uint64_t kinds_used; /* bit per kind: its prev row is not all 0 (reset at each frame) */
 	uint8_t *ibuf; /* read-ahead buffer: ibuf[ipos..ilen) not yet consumed */
 	size_t ipos, ilen, icap; /* icap: IBUF_SIZE, or less for a smaller file */
 	char err[1024];
@@ -274,7 +276,9 @@ static int load_one_frame(nvlp_reader *r)
 	r->frames++;
 	r->p = r->rbuf;
 	r->end = r->rbuf + usize;
-	memset(r->prev, 0, sizeof(r->prev));
+	for (uint64_t u = r->kinds_used; u; u &= u - 1)
+		memset(r->prev[__builtin_ctzll(u)], 0, sizeof(r->prev[0]));
+	r->kinds_used = 0;
 	return 1;
 }
 
@@ -367,30 +371,35 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 	}
 	uint64_t *prev = r->prev[kind];
 	unsigned nf = r->nfields[kind];
-	for (unsigned i = 0; i < nf; i++) {
-		/* most deltas fit one byte and most are 0 (the field did not change): eight one-byte
-		 * varints at once (the frame's zero padding makes the 8-byte read safe) */
-		while (i + 8 <= nf) {
-			uint64_t w;
-			memcpy(&w, p, 8);
-			if (w & 0x8080808080808080ull)
-				break;
-			for (unsigned k = 0; w; k++, w >>= 8) {
-				uint64_t zz = w & 0xff;
-				prev[i + k] += (zz >> 1) ^ (0 - (zz & 1));
-			}
-			p += 8;
-			i += 8;
-		}
-		if (i >= nf)
+	r->kinds_used |= 1ull << kind;
+	/* most deltas are 0 (the field did not change), a one-byte varint 0: up to eight such
+	 * fields are passed over at once (the frame's zero padding makes the 8-byte read safe), and
+	 * only the nonzero ones are decoded */
+	for (unsigned i = 0; i < nf;) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		unsigned z = w ? (unsigned)__builtin_ctzll(w) >> 3 : 8; /* zero bytes at p */
+		if (z >= nf - i) { /* the record's remaining fields are all 0 */
+			p += nf - i;
 			break;
+		}
+		p += z;
+		i += z;
+		if (z == 8)
+			continue;
 		uint64_t zz;
-		if (get_varint(&p, &zz) < 0) {
+		if (p[0] < 0x80) { /* the usual small deltas: one or two bytes */
+			zz = p[0];
+			p++;
+		} else if (p[1] < 0x80) {
+			zz = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+			p += 2;
+		} else if (get_varint(&p, &zz) < 0) {
 			snprintf(why, sizeof(why), "record %llu: field overflow",
 				 (unsigned long long)r->records + 1);
 			goto bad;
 		}
-		prev[i] += (zz >> 1) ^ (0 - (zz & 1));
+		prev[i++] += (zz >> 1) ^ (0 - (zz & 1));
 	}
 	if (p > r->end) {
 		snprintf(why, sizeof(why), "record %llu runs past the frame",
