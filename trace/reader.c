@@ -18,6 +18,8 @@
  * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 1. */
 #define PAD 64
 _Static_assert(NVLP_K_COUNT <= 64, "kinds_used is a 64-bit mask");
+/* the decoder reads 8 bytes at once, the first in the low byte */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian host");
 /* STRING ids above this are not kept (ids are small and dense in real traces). */
 /* Input is read in chunks of this size: a trace of small frames (a short job, a flush every few
  * records) would otherwise cost two read(2) calls per frame, which dominated decoding time. */
@@ -319,6 +321,25 @@ static inline int get_varint(const uint8_t **pp, uint64_t *out)
 	return 0;
 }
 
+/* get_varint unrolled for a field: up to 9 bytes hold 63 bits (no overflow check); a longer one
+ * is get_varint's. */
+static inline int get_varint_field(const uint8_t **pp, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+#pragma GCC unroll 9
+	for (unsigned k = 0; k < 9; k++) {
+		uint64_t b = p[k];
+		v |= (b & 0x7f) << (7 * k);
+		if (b < 0x80) {
+			*out = v;
+			*pp = p + k + 1;
+			return 0;
+		}
+	}
+	return get_varint(pp, out);
+}
+
 /* The slot holding id, or the empty one where it would go (id 0 marks an empty slot). */
 static struct str_slot *str_slot(struct str_slot *t, size_t cap, uint64_t id)
 {
@@ -394,7 +415,7 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 		} else if (p[1] < 0x80) {
 			zz = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
 			p += 2;
-		} else if (get_varint(&p, &zz) < 0) {
+		} else if (get_varint_field(&p, &zz) < 0) {
 			snprintf(why, sizeof(why), "record %llu: field overflow",
 				 (unsigned long long)r->records + 1);
 			goto bad;
