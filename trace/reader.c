@@ -15,9 +15,11 @@
 
 /* Zero bytes after each decoded frame: a varint that starts inside the frame and runs past its end
  * stops at the first zero, so the decode loop needs no per-byte bound check; one check per record
- * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 1. */
+ * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 9: a record may
+ * run 1 + NVLP_MAX_FIELDS bytes past the end before the check, and the decoder reads up to 9 bytes
+ * at once. */
 #define PAD 64
-_Static_assert(NVLP_K_COUNT <= 64, "kinds_used is a 64-bit mask");
+_Static_assert(PAD > 1 + NVLP_MAX_FIELDS + 9, "PAD");
 /* the decoder reads 8 bytes at once, the first in the low byte */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian host");
 /* STRING ids above this are not kept (ids are small and dense in real traces). */
@@ -56,7 +58,6 @@ struct nvlp_reader {
 	unsigned nfields[NVLP_K_COUNT];
 	unsigned char has_blob[NVLP_K_COUNT];
 	uint64_t prev[NVLP_K_COUNT][NVLP_MAX_FIELDS]; /* delta base; also what nvlp_record.f points to */
-	uint64_t kinds_used; /* bit per kind: its prev row is not all 0 (reset at each frame) */
 	uint8_t *ibuf; /* read-ahead buffer: ibuf[ipos..ilen) not yet consumed */
 	size_t ipos, ilen, icap; /* icap: IBUF_SIZE, or less for a smaller file */
 	char err[1024];
@@ -278,14 +279,13 @@ static int load_one_frame(nvlp_reader *r)
 	r->frames++;
 	r->p = r->rbuf;
 	r->end = r->rbuf + usize;
-	for (uint64_t u = r->kinds_used; u; u &= u - 1)
-		memset(r->prev[__builtin_ctzll(u)], 0, sizeof(r->prev[0]));
-	r->kinds_used = 0;
+	memset(r->prev, 0, sizeof(r->prev));
 	return 1;
 }
 
-/* Loads the next good frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error */
-static int load_frame(nvlp_reader *r)
+/* Loads the next good frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error
+ * (out of line: nvlp_reader_next, called per record, stays small) */
+static int __attribute__((noinline)) load_frame(nvlp_reader *r)
 {
 	int rc;
 	while ((rc = load_one_frame(r)) == 2)
@@ -379,20 +379,31 @@ static void keep_string(nvlp_reader *r, uint64_t id, const uint8_t *s, uint32_t 
 	e->s = c;
 }
 
+/* A bad record: the rest of its frame is skipped (out of line: the decoder's hot path keeps no
+ * message buffer). @return 0 */
+static int __attribute__((noinline, cold, format(printf, 2, 3))) bad_record(nvlp_reader *r,
+									      const char *fmt, ...)
+{
+	char why[96];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	r->p = r->end;
+	note_corrupt(r, r->frames, r->frame_offset, why);
+	return 0;
+}
+
 /* @return 1 record, 0 a bad record: the rest of its frame is skipped. */
-static int decode(nvlp_reader *r, struct nvlp_record *rec)
+static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 {
 	const uint8_t *p = r->p;
 	uint64_t kind = 0;
-	char why[96];
-	if (get_varint(&p, &kind) < 0 || kind == NVLP_K_NONE || kind >= NVLP_K_COUNT) {
-		snprintf(why, sizeof(why), "record %llu: unknown kind %llu",
-			 (unsigned long long)r->records + 1, (unsigned long long)kind);
-		goto bad;
-	}
+	if (get_varint(&p, &kind) < 0 || kind == NVLP_K_NONE || kind >= NVLP_K_COUNT)
+		return bad_record(r, "record %llu: unknown kind %llu",
+				  (unsigned long long)r->records + 1, (unsigned long long)kind);
 	uint64_t *prev = r->prev[kind];
 	unsigned nf = r->nfields[kind];
-	r->kinds_used |= 1ull << kind;
 	/* most deltas are 0 (the field did not change), a one-byte varint 0: up to eight such
 	 * fields are passed over at once (the frame's zero padding makes the 8-byte read safe), and
 	 * only the nonzero ones are decoded */
@@ -416,17 +427,14 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 			zz = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
 			p += 2;
 		} else if (get_varint_field(&p, &zz) < 0) {
-			snprintf(why, sizeof(why), "record %llu: field overflow",
-				 (unsigned long long)r->records + 1);
-			goto bad;
+			return bad_record(r, "record %llu: field overflow",
+					  (unsigned long long)r->records + 1);
 		}
 		prev[i++] += (zz >> 1) ^ (0 - (zz & 1));
 	}
-	if (p > r->end) {
-		snprintf(why, sizeof(why), "record %llu runs past the frame",
-			 (unsigned long long)r->records + 1);
-		goto bad;
-	}
+	if (p > r->end)
+		return bad_record(r, "record %llu runs past the frame",
+				  (unsigned long long)r->records + 1);
 	rec->kind = (unsigned)kind;
 	rec->f = prev;
 	rec->blob = NULL;
@@ -434,11 +442,9 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 	if (r->has_blob[kind]) {
 		uint64_t len;
 		if (get_varint(&p, &len) < 0 || p > r->end || len > NVLP_MAX_BLOB ||
-		    len > (uint64_t)(r->end - p)) {
-			snprintf(why, sizeof(why), "record %llu: bad blob length",
-				 (unsigned long long)r->records + 1);
-			goto bad;
-		}
+		    len > (uint64_t)(r->end - p))
+			return bad_record(r, "record %llu: bad blob length",
+					  (unsigned long long)r->records + 1);
 		rec->blob = p;
 		rec->blob_len = (uint32_t)len;
 		p += len;
@@ -449,10 +455,6 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 	if (kind == NVLP_K_STRING)
 		keep_string(r, prev[0], rec->blob, rec->blob_len);
 	return 1;
-bad:
-	r->p = r->end;
-	note_corrupt(r, r->frames, r->frame_offset, why);
-	return 0;
 }
 
 int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)
