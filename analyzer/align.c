@@ -298,13 +298,17 @@ static int ctab_rows(struct ctab *t)
 	sort_entries(t);
 	size_t o = 0;
 	for (size_t i = 0; i < t->ne; i++) {
-		if (o && t->e[o - 1].seq == t->e[i].seq && t->e[o - 1].col == t->e[i].col)
+		const struct centry x = t->e[i];
+		if (o && t->e[o - 1].seq == x.seq && t->e[o - 1].col == x.col)
 			o--;
-		else if (!o || t->e[o - 1].seq != t->e[i].seq)
+		else if (!o || t->e[o - 1].seq != x.seq)
 			t->nrow++;
-		t->e[o++] = t->e[i];
-		if (t->e[i].seq > t->maxseq[t->e[i].col])
-			t->maxseq[t->e[i].col] = t->e[i].seq;
+		/* written only where a duplicate moved it: the usual table is read, not rewritten */
+		if (o != i)
+			t->e[o] = x;
+		o++;
+		if (x.seq > t->maxseq[x.col])
+			t->maxseq[x.col] = x.seq;
 	}
 	t->ne = o;
 	return 0;

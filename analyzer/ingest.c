@@ -133,11 +133,19 @@ static int local_comm(struct lctx *c, uint64_t hash, int rank, int nranks, int d
 	return (int)(r->ncomms - 1);
 }
 
+/* nvlp_nccl_fn_class's table, here so the per-call look-up is not a call into the trace library */
+static const char nccl_fn_cls[NVLP_NCCL_FN_COUNT] = {
+#define AN_X_CLS(E, sym, cls) (#cls)[0],
+    NVLP_NCCL_FUNCS(AN_X_CLS)
+#undef AN_X_CLS
+};
+
 static int on_nccl(struct lctx *c)
 {
 	const struct nvlp_rec_nccl *n = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
-	char cls = nvlp_nccl_fn_class((unsigned)n->fn);
+	unsigned fn32 = (unsigned)n->fn; /* nvlp_nccl_fn_class's argument */
+	char cls = fn32 < NVLP_NCCL_FN_COUNT ? nccl_fn_cls[fn32] : '?';
 	seen_time(r, n->t_enter, n->t_enter + n->dur);
 	if (cls == 'G') {
 		if (n->fn == NVLP_NCCL_GROUP_START || n->fn == NVLP_NCCL_GROUP_END)

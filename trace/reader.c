@@ -15,8 +15,13 @@
 
 /* Zero bytes after each decoded frame: a varint that starts inside the frame and runs past its end
  * stops at the first zero, so the decode loop needs no per-byte bound check; one check per record
- * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 1. */
+ * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 9: a record may
+ * run 1 + NVLP_MAX_FIELDS bytes past the end before the check, and the decoder reads up to 9 bytes
+ * at once. */
 #define PAD 64
+_Static_assert(PAD > 1 + NVLP_MAX_FIELDS + 9, "PAD");
+/* the decoder reads 8 bytes at once, the first in the low byte */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian host");
 /* STRING ids above this are not kept (ids are small and dense in real traces). */
 /* Input is read in chunks of this size: a trace of small frames (a short job, a flush every few
  * records) would otherwise cost two read(2) calls per frame, which dominated decoding time. */
@@ -278,8 +283,9 @@ static int load_one_frame(nvlp_reader *r)
 	return 1;
 }
 
-/* Loads the next good frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error */
-static int load_frame(nvlp_reader *r)
+/* Loads the next good frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error
+ * (out of line: nvlp_reader_next, called per record, stays small) */
+static int __attribute__((noinline)) load_frame(nvlp_reader *r)
 {
 	int rc;
 	while ((rc = load_one_frame(r)) == 2)
@@ -313,6 +319,25 @@ static inline int get_varint(const uint8_t **pp, uint64_t *out)
 	*out = v;
 	*pp = p;
 	return 0;
+}
+
+/* get_varint unrolled for a field: up to 9 bytes hold 63 bits (no overflow check); a longer one
+ * is get_varint's. */
+static inline int get_varint_field(const uint8_t **pp, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+#pragma GCC unroll 9
+	for (unsigned k = 0; k < 9; k++) {
+		uint64_t b = p[k];
+		v |= (b & 0x7f) << (7 * k);
+		if (b < 0x80) {
+			*out = v;
+			*pp = p + k + 1;
+			return 0;
+		}
+	}
+	return get_varint(pp, out);
 }
 
 /* The slot holding id, or the empty one where it would go (id 0 marks an empty slot). */
@@ -354,49 +379,62 @@ static void keep_string(nvlp_reader *r, uint64_t id, const uint8_t *s, uint32_t 
 	e->s = c;
 }
 
+/* A bad record: the rest of its frame is skipped (out of line: the decoder's hot path keeps no
+ * message buffer). @return 0 */
+static int __attribute__((noinline, cold, format(printf, 2, 3))) bad_record(nvlp_reader *r,
+									      const char *fmt, ...)
+{
+	char why[96];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	r->p = r->end;
+	note_corrupt(r, r->frames, r->frame_offset, why);
+	return 0;
+}
+
 /* @return 1 record, 0 a bad record: the rest of its frame is skipped. */
-static int decode(nvlp_reader *r, struct nvlp_record *rec)
+static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 {
 	const uint8_t *p = r->p;
 	uint64_t kind = 0;
-	char why[96];
-	if (get_varint(&p, &kind) < 0 || kind == NVLP_K_NONE || kind >= NVLP_K_COUNT) {
-		snprintf(why, sizeof(why), "record %llu: unknown kind %llu",
-			 (unsigned long long)r->records + 1, (unsigned long long)kind);
-		goto bad;
-	}
+	if (get_varint(&p, &kind) < 0 || kind == NVLP_K_NONE || kind >= NVLP_K_COUNT)
+		return bad_record(r, "record %llu: unknown kind %llu",
+				  (unsigned long long)r->records + 1, (unsigned long long)kind);
 	uint64_t *prev = r->prev[kind];
 	unsigned nf = r->nfields[kind];
-	for (unsigned i = 0; i < nf; i++) {
-		/* most deltas fit one byte and most are 0 (the field did not change): eight one-byte
-		 * varints at once (the frame's zero padding makes the 8-byte read safe) */
-		while (i + 8 <= nf) {
-			uint64_t w;
-			memcpy(&w, p, 8);
-			if (w & 0x8080808080808080ull)
-				break;
-			for (unsigned k = 0; w; k++, w >>= 8) {
-				uint64_t zz = w & 0xff;
-				prev[i + k] += (zz >> 1) ^ (0 - (zz & 1));
-			}
-			p += 8;
-			i += 8;
-		}
-		if (i >= nf)
+	/* most deltas are 0 (the field did not change), a one-byte varint 0: up to eight such
+	 * fields are passed over at once (the frame's zero padding makes the 8-byte read safe), and
+	 * only the nonzero ones are decoded */
+	for (unsigned i = 0; i < nf;) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		unsigned z = w ? (unsigned)__builtin_ctzll(w) >> 3 : 8; /* zero bytes at p */
+		if (z >= nf - i) { /* the record's remaining fields are all 0 */
+			p += nf - i;
 			break;
-		uint64_t zz;
-		if (get_varint(&p, &zz) < 0) {
-			snprintf(why, sizeof(why), "record %llu: field overflow",
-				 (unsigned long long)r->records + 1);
-			goto bad;
 		}
-		prev[i] += (zz >> 1) ^ (0 - (zz & 1));
+		p += z;
+		i += z;
+		if (z == 8)
+			continue;
+		uint64_t zz;
+		if (p[0] < 0x80) { /* the usual small deltas: one or two bytes */
+			zz = p[0];
+			p++;
+		} else if (p[1] < 0x80) {
+			zz = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+			p += 2;
+		} else if (get_varint_field(&p, &zz) < 0) {
+			return bad_record(r, "record %llu: field overflow",
+					  (unsigned long long)r->records + 1);
+		}
+		prev[i++] += (zz >> 1) ^ (0 - (zz & 1));
 	}
-	if (p > r->end) {
-		snprintf(why, sizeof(why), "record %llu runs past the frame",
-			 (unsigned long long)r->records + 1);
-		goto bad;
-	}
+	if (p > r->end)
+		return bad_record(r, "record %llu runs past the frame",
+				  (unsigned long long)r->records + 1);
 	rec->kind = (unsigned)kind;
 	rec->f = prev;
 	rec->blob = NULL;
@@ -404,11 +442,9 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 	if (r->has_blob[kind]) {
 		uint64_t len;
 		if (get_varint(&p, &len) < 0 || p > r->end || len > NVLP_MAX_BLOB ||
-		    len > (uint64_t)(r->end - p)) {
-			snprintf(why, sizeof(why), "record %llu: bad blob length",
-				 (unsigned long long)r->records + 1);
-			goto bad;
-		}
+		    len > (uint64_t)(r->end - p))
+			return bad_record(r, "record %llu: bad blob length",
+					  (unsigned long long)r->records + 1);
 		rec->blob = p;
 		rec->blob_len = (uint32_t)len;
 		p += len;
@@ -419,10 +455,6 @@ static int decode(nvlp_reader *r, struct nvlp_record *rec)
 	if (kind == NVLP_K_STRING)
 		keep_string(r, prev[0], rec->blob, rec->blob_len);
 	return 1;
-bad:
-	r->p = r->end;
-	note_corrupt(r, r->frames, r->frame_offset, why);
-	return 0;
 }
 
 int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)
