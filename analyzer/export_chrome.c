@@ -496,7 +496,9 @@ static const struct qn *kernel_name(struct ch *s, uint64_t id, const char *nm, i
 		*plain = buf;
 	} else
 		*plain = nm;
-	if (id >= (1u << 24)) /* ids are small and dense (STRING records, per file) */
+	/* ids are small and dense (STRING records, per file): up to 2^18 of them are cached (12 MB
+	 * of slots at most); a corrupt trace's huge id is quoted per event, not given 800 MB */
+	if (id >= (1u << 18))
 		return NULL;
 	if (slot >= s->kn.n) {
 		size_t n = s->kn.n ? s->kn.n : 64;
