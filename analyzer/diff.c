@@ -307,6 +307,112 @@ static void jw_ids(struct jw *w, const char *key, const char *const *ids, size_t
 	jw_arr_end(w);
 }
 
+static void json_metrics(struct jw *w, const struct diff_rows *d)
+{
+	jw_arr(w, "metrics");
+	for (size_t i = 0; i < d->nm; i++) {
+		jw_obj(w, NULL);
+		jw_str(w, "name", d->m[i].name);
+		jw_num(w, "before", d->m[i].b);
+		jw_num(w, "after", d->m[i].a);
+		jw_num(w, "change_pct", pct(d->m[i].b, d->m[i].a));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_busbw(struct jw *w, const struct diff_rows *d)
+{
+	jw_arr(w, "busbw");
+	for (size_t i = 0; i < d->nbusbw; i++) {
+		const struct cell *x = &d->busbw[i];
+		jw_obj(w, NULL);
+		jw_str(w, "collective", an_coll_name(x->c));
+		jw_str(w, "size_class", an_size_class_name(x->sc));
+		jw_num(w, "before_gbps", x->b);
+		jw_num(w, "after_gbps", x->a);
+		jw_num(w, "change_pct", pct(x->b, x->a));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_host_time(struct jw *w, const struct diff_rows *d)
+{
+	jw_arr(w, "host_time");
+	for (size_t i = 0; i < d->nhost; i++) {
+		const struct cell *x = &d->host[i];
+		jw_obj(w, NULL);
+		jw_str(w, "collective", an_coll_name(x->c));
+		jw_str(w, "size_class", an_size_class_name(x->sc));
+		jw_num(w, "before_ms_per_call", x->b);
+		jw_num(w, "after_ms_per_call", x->a);
+		jw_num(w, "change_pct", pct(x->b, x->a));
+		jw_str(w, "time_source", "host");
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_findings(struct jw *w, const struct diff_rows *d, const struct side *B,
+                          const struct side *A)
+{
+	jw_obj(w, "findings");
+	jw_ids(w, "new", d->fnew, d->nnew);
+	jw_ids(w, "resolved", d->fres, d->nres);
+	jw_ids(w, "still", d->fstill, d->nstill);
+	an_findings_json(w, "before_findings", &B->f);
+	an_findings_json(w, "after_findings", &A->f);
+	jw_obj_end(w);
+}
+
+static void json_env(struct jw *w, const struct diff_rows *d)
+{
+	jw_arr(w, "env");
+	for (size_t i = 0; i < d->ne; i++) {
+		jw_obj(w, NULL);
+		jw_str(w, "name", d->env[i].name);
+		jw_str(w, "before", d->env[i].b);
+		jw_str(w, "after", d->env[i].a);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+/* A side without a choice for the collective is null, not "". */
+static void json_choices(struct jw *w, const struct diff_rows *d)
+{
+	jw_arr(w, "nccl_choices");
+	for (size_t i = 0; i < d->nch; i++) {
+		const struct choice_row *x = &d->ch[i];
+		jw_obj(w, NULL);
+		jw_str(w, "collective", nvlp_nccl_fn_name(x->fn));
+		if (x->b[0])
+			jw_str(w, "before", x->b);
+		else
+			jw_null(w, "before");
+		if (x->a[0])
+			jw_str(w, "after", x->a);
+		else
+			jw_null(w, "after");
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void json_verdict(struct jw *w, const struct diff_rows *d)
+{
+	jw_obj(w, "verdict");
+	jw_str(w, "metric", d->v.metric);
+	jw_num(w, "before", d->v.b);
+	jw_num(w, "after", d->v.a);
+	jw_num(w, "slower_pct", d->v.slower_pct);
+	jw_str(w, "cause", d->v.cause);
+	jw_num(w, "fail_if_slower_pct", d->fail_pct);
+	jw_bool(w, "failed", d->failed);
+	jw_obj_end(w);
+}
+
 static void diff_print_json(const struct diff_rows *d, const struct side *B, const struct side *A)
 {
 	struct jw w;
@@ -317,82 +423,13 @@ static void diff_print_json(const struct diff_rows *d, const struct side *B, con
 	jw_int(&w, "schema", 1);
 	jw_str(&w, "before", B->path);
 	jw_str(&w, "after", A->path);
-	jw_arr(&w, "metrics");
-	for (size_t i = 0; i < d->nm; i++) {
-		jw_obj(&w, NULL);
-		jw_str(&w, "name", d->m[i].name);
-		jw_num(&w, "before", d->m[i].b);
-		jw_num(&w, "after", d->m[i].a);
-		jw_num(&w, "change_pct", pct(d->m[i].b, d->m[i].a));
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-	jw_arr(&w, "busbw");
-	for (size_t i = 0; i < d->nbusbw; i++) {
-		const struct cell *x = &d->busbw[i];
-		jw_obj(&w, NULL);
-		jw_str(&w, "collective", an_coll_name(x->c));
-		jw_str(&w, "size_class", an_size_class_name(x->sc));
-		jw_num(&w, "before_gbps", x->b);
-		jw_num(&w, "after_gbps", x->a);
-		jw_num(&w, "change_pct", pct(x->b, x->a));
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-	jw_arr(&w, "host_time");
-	for (size_t i = 0; i < d->nhost; i++) {
-		const struct cell *x = &d->host[i];
-		jw_obj(&w, NULL);
-		jw_str(&w, "collective", an_coll_name(x->c));
-		jw_str(&w, "size_class", an_size_class_name(x->sc));
-		jw_num(&w, "before_ms_per_call", x->b);
-		jw_num(&w, "after_ms_per_call", x->a);
-		jw_num(&w, "change_pct", pct(x->b, x->a));
-		jw_str(&w, "time_source", "host");
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-	jw_obj(&w, "findings");
-	jw_ids(&w, "new", d->fnew, d->nnew);
-	jw_ids(&w, "resolved", d->fres, d->nres);
-	jw_ids(&w, "still", d->fstill, d->nstill);
-	an_findings_json(&w, "before_findings", &B->f);
-	an_findings_json(&w, "after_findings", &A->f);
-	jw_obj_end(&w);
-	jw_arr(&w, "env");
-	for (size_t i = 0; i < d->ne; i++) {
-		jw_obj(&w, NULL);
-		jw_str(&w, "name", d->env[i].name);
-		jw_str(&w, "before", d->env[i].b);
-		jw_str(&w, "after", d->env[i].a);
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-	jw_arr(&w, "nccl_choices");
-	for (size_t i = 0; i < d->nch; i++) {
-		const struct choice_row *x = &d->ch[i];
-		jw_obj(&w, NULL);
-		jw_str(&w, "collective", nvlp_nccl_fn_name(x->fn));
-		if (x->b[0])
-			jw_str(&w, "before", x->b);
-		else
-			jw_null(&w, "before");
-		if (x->a[0])
-			jw_str(&w, "after", x->a);
-		else
-			jw_null(&w, "after");
-		jw_obj_end(&w);
-	}
-	jw_arr_end(&w);
-	jw_obj(&w, "verdict");
-	jw_str(&w, "metric", d->v.metric);
-	jw_num(&w, "before", d->v.b);
-	jw_num(&w, "after", d->v.a);
-	jw_num(&w, "slower_pct", d->v.slower_pct);
-	jw_str(&w, "cause", d->v.cause);
-	jw_num(&w, "fail_if_slower_pct", d->fail_pct);
-	jw_bool(&w, "failed", d->failed);
-	jw_obj_end(&w);
+	json_metrics(&w, d);
+	json_busbw(&w, d);
+	json_host_time(&w, d);
+	json_findings(&w, d, B, A);
+	json_env(&w, d);
+	json_choices(&w, d);
+	json_verdict(&w, d);
 	jw_obj_end(&w);
 }
 
@@ -406,7 +443,7 @@ static void fmt_pct(char *buf, size_t n, double b, double a)
 		snprintf(buf, n, "%+.1f%%", p);
 }
 
-static void diff_print_text(const struct diff_rows *d, const struct side *B, const struct side *A)
+static void text_header(const struct diff_rows *d, const struct side *B, const struct side *A)
 {
 	const struct verdict *v = &d->v;
 	printf("nvlprof diff\n  BEFORE %s (%d processes)\n  AFTER  %s (%d processes)\n\n", B->path,
@@ -417,6 +454,10 @@ static void diff_print_text(const struct diff_rows *d, const struct side *B, con
 		printf("VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s\n", fabs(v->slower_pct),
 		       v->slower_pct >= 0 ? "slower" : "faster", v->metric, v->b, v->a,
 		       v->cause[0] ? "; " : "", v->cause);
+}
+
+static void text_metrics(const struct diff_rows *d)
+{
 	printf("\n  %-22s %12s %12s %9s\n", "metric", "before", "after", "change");
 	for (size_t i = 0; i < d->nm; i++) {
 		char b[32], a[32], c[32];
@@ -425,6 +466,10 @@ static void diff_print_text(const struct diff_rows *d, const struct side *B, con
 		fmt_pct(c, sizeof c, d->m[i].b, d->m[i].a);
 		printf("  %-22s %12s %12s %9s\n", d->m[i].name, b, a, c);
 	}
+}
+
+static void text_busbw(const struct diff_rows *d)
+{
 	printf("\n  bus bandwidth GB/s (GPU transfer time)\n  %-14s %-9s %10s %10s %9s\n",
 	       "collective", "size", "before", "after", "change");
 	for (size_t i = 0; i < d->nbusbw; i++) {
@@ -436,6 +481,11 @@ static void diff_print_text(const struct diff_rows *d, const struct side *B, con
 		printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(x->c), an_size_class_name(x->sc),
 		       b, a, ch);
 	}
+}
+
+/* Only when a side has no GPU time: no table at all otherwise. */
+static void text_host_time(const struct diff_rows *d)
+{
 	for (size_t i = 0; i < d->nhost; i++) {
 		const struct cell *x = &d->host[i];
 		if (!i)
@@ -450,6 +500,10 @@ static void diff_print_text(const struct diff_rows *d, const struct side *B, con
 		printf("  %-14s %-9s %10s %10s %9s\n", an_coll_name(x->c), an_size_class_name(x->sc),
 		       b, a, ch);
 	}
+}
+
+static void text_findings(const struct diff_rows *d, const struct side *B, const struct side *A)
+{
 	printf("\nFINDINGS\n");
 	printf("  new:      ");
 	for (size_t i = 0; i < d->nnew; i++)
@@ -464,6 +518,10 @@ static void diff_print_text(const struct diff_rows *d, const struct side *B, con
 	for (size_t i = 0; i < A->f.n; i++)
 		if (!finding_in(&B->f, A->f.v[i].id) && A->f.v[i].sev > AN_SEV_INFO)
 			printf("    AFTER %s: %s\n", A->f.v[i].id, A->f.v[i].title);
+}
+
+static void text_choices_env(const struct diff_rows *d)
+{
 	if (d->nch) {
 		printf("\nNCCL CHOICES (differs; usual algorithm/protocol and channels, from "
 		       "NCCL's profiler plugin)\n");
@@ -477,9 +535,19 @@ static void diff_print_text(const struct diff_rows *d, const struct side *B, con
 		printf("  none\n");
 	for (size_t i = 0; i < d->ne; i++)
 		printf("  %-28s %s -> %s\n", d->env[i].name, d->env[i].b, d->env[i].a);
+}
+
+static void diff_print_text(const struct diff_rows *d, const struct side *B, const struct side *A)
+{
+	text_header(d, B, A);
+	text_metrics(d);
+	text_busbw(d);
+	text_host_time(d);
+	text_findings(d, B, A);
+	text_choices_env(d);
 	if (d->failed)
-		printf("\nFAILED: AFTER is %.1f%% slower than BEFORE (limit %.1f%%)\n", v->slower_pct,
-		       d->fail_pct);
+		printf("\nFAILED: AFTER is %.1f%% slower than BEFORE (limit %.1f%%)\n",
+		       d->v.slower_pct, d->fail_pct);
 }
 
 /* Options and the two inputs. @return 0, 1 --help printed (exit 0), -1 usage error said */

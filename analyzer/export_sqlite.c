@@ -358,12 +358,13 @@ static int exec(struct sq *s, const char *sql)
 	return 0;
 }
 
-static void job_tables(struct sq *s, const struct xm_job *x)
+/* Each table's rows: @return 0, -1 its statement did not prepare (said; no later table) */
+static int rank_rows(struct sq *s, const struct xm_job *x)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, "INSERT INTO RANKS VALUES(?,?,?,?,?,?)", -1, &st, NULL)) {
 		fail(s, "prepare");
-		return;
+		return -1;
 	}
 	for (size_t r = 0; r < xm_nranks(x); r++) {
 		const struct xm_rank *R = xm_rank(x, r);
@@ -376,10 +377,16 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 		run(s, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
+
+static int allocation_rows(struct sq *s, const struct xm_job *x)
+{
+	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, "INSERT INTO ALLOCATIONS VALUES(?,?,?,?,?,?,?,?,?)", -1, &st,
 	                       NULL)) {
 		fail(s, "prepare");
-		return;
+		return -1;
 	}
 	for (size_t r = 0; r < xm_nranks(x); r++)
 		for (size_t k = 0; k < xm_nallocs(x, r); k++) {
@@ -397,21 +404,34 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 			run(s, st);
 		}
 	sqlite3_finalize(st);
+	return 0;
+}
+
+/* A finding's evidence lines joined with "; ", cut at the buffer's end. */
+static void finding_evidence(const struct xm_job *x, size_t i, int nev, char *ev, size_t size)
+{
+	size_t n = 0;
+	ev[0] = 0;
+	for (int k = 0; k < nev && n < size - 1; k++) {
+		char one[300];
+		xm_finding_ev(x, i, k, one, sizeof one);
+		n += (size_t)snprintf(ev + n, size - n, "%s%s", k ? "; " : "", one);
+	}
+}
+
+static int finding_rows(struct sq *s, const struct xm_job *x)
+{
+	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, "INSERT INTO FINDINGS VALUES(?,?,?,?,?,?,?,?)", -1, &st,
 	                       NULL)) {
 		fail(s, "prepare");
-		return;
+		return -1;
 	}
 	for (size_t i = 0; i < xm_nfindings(x); i++) {
 		struct xm_finding f;
 		xm_finding(x, i, &f);
-		char ev[4096] = "";
-		size_t n = 0;
-		for (int k = 0; k < f.nev && n < sizeof ev - 1; k++) {
-			char one[300];
-			xm_finding_ev(x, i, k, one, sizeof one);
-			n += (size_t)snprintf(ev + n, sizeof ev - n, "%s%s", k ? "; " : "", one);
-		}
+		char ev[4096];
+		finding_evidence(x, i, f.nev, ev, sizeof ev);
 		BI(st, 1, i + 1);
 		sqlite3_bind_text(st, 2, f.id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, f.sev, -1, SQLITE_STATIC);
@@ -429,11 +449,17 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 		run(s, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
+
+static int step_rows(struct sq *s, const struct xm_job *x)
+{
+	sqlite3_stmt *st;
 	uint64_t s0, len;
 	int n = xm_steps(x, &s0, &len);
 	if (sqlite3_prepare_v2(s->db, "INSERT INTO STEPS VALUES(?,?,?)", -1, &st, NULL)) {
 		fail(s, "prepare");
-		return;
+		return -1;
 	}
 	for (int k = 0; k < n; k++) {
 		BI(st, 1, k);
@@ -442,6 +468,14 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 		run(s, st);
 	}
 	sqlite3_finalize(st);
+	return 0;
+}
+
+static void job_tables(struct sq *s, const struct xm_job *x)
+{
+	if (rank_rows(s, x) || allocation_rows(s, x) || finding_rows(s, x))
+		return;
+	step_rows(s, x);
 }
 
 int xe_sqlite(const struct xm_job *x, const char *path, uint64_t *records)

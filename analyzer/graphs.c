@@ -283,6 +283,118 @@ static int cmp_gfirst(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* CUPTI's graphs with their first node start, ordered by it (d->gn sorted by graph first). */
+static struct gfirst *graphs_by_first_node(const struct an_graph_file *d, size_t *ngf)
+{
+	struct gfirst *gf = NULL;
+	size_t capgf = 0;
+	*ngf = 0;
+	for (size_t i = 0; i < d->ngn; i++) {
+		if (i && d->gn[i].graph_id == d->gn[i - 1].graph_id) {
+			if (d->gn[i].s < gf[*ngf - 1].first)
+				gf[*ngf - 1].first = d->gn[i].s;
+			continue;
+		}
+		struct gfirst *f = PUSH(gf, *ngf, capgf);
+		if (!f)
+			break;
+		*f = (struct gfirst){d->gn[i].graph_id, d->gn[i].s, i};
+	}
+	if (*ngf)
+		qsort(gf, *ngf, sizeof *gf, cmp_gfirst);
+	return gf;
+}
+
+/* The execs with their first launch, ordered by it (launch records are in time order per
+ * thread; take the minimum). */
+static struct pair *execs_by_first_launch(const struct an_graph_file *d, size_t *nex)
+{
+	struct pair *ex = NULL; /* exec, first launch */
+	size_t capex = 0;
+	*nex = 0;
+	for (size_t l = 0; l < d->nlaunch; l++) {
+		size_t k = 0;
+		while (k < *nex && ex[k].a != d->launch[l].a)
+			k++;
+		if (k == *nex)
+			add_pair(&ex, nex, &capex, d->launch[l].a, d->launch[l].b);
+		else if (d->launch[l].b < ex[k].b)
+			ex[k].b = d->launch[l].b;
+	}
+	for (size_t i = 1; i < *nex; i++) /* insertion sort by first launch: few execs */
+		for (size_t j = i; j > 0 && ex[j].b < ex[j - 1].b; j--) {
+			struct pair t = ex[j];
+			ex[j] = ex[j - 1], ex[j - 1] = t;
+		}
+	return ex;
+}
+
+/* A captured collective takes an NCCL kernel node's time unless KernelCh timed it. */
+static void time_by_node(struct an_gcoll *c, const struct gnode *n)
+{
+	if (c->source == 1) /* KernelCh times come first */
+		return;
+	uint64_t ns = n->e - n->s;
+	c->source = 2;
+	c->timed++;
+	c->gpu_ns += ns;
+	if (!c->gpu_min_ns || ns < c->gpu_min_ns)
+		c->gpu_min_ns = ns;
+	if (ns > c->gpu_max_ns)
+		c->gpu_max_ns = ns;
+}
+
+/* One execution: the nodes from d->gn[a] on that share its graph and correlation id; its span
+ * joins o's. @return the first node after it */
+static size_t one_execution(struct an_graphs *g, const struct an_graph_file *d, struct an_ggpu *o,
+                            const size_t *cc, size_t ncc, size_t a)
+{
+	size_t b = a;
+	uint64_t s = UINT64_MAX, e = 0;
+	size_t nth = 0;
+	for (;
+	     b < d->ngn && d->gn[b].graph_id == d->gn[a].graph_id && d->gn[b].corr == d->gn[a].corr;
+	     b++) {
+		const struct gnode *n = &d->gn[b];
+		if (n->s < s)
+			s = n->s;
+		if (n->e > e)
+			e = n->e;
+		if (n->nccl && nth < ncc)
+			time_by_node(&g->c[cc[nth++]], n);
+	}
+	o->executions++;
+	uint64_t ns = e > s ? e - s : 0;
+	o->span_ns += ns;
+	if (!o->span_min_ns || ns < o->span_min_ns)
+		o->span_min_ns = ns;
+	if (ns > o->span_max_ns)
+		o->span_max_ns = ns;
+	return b;
+}
+
+/* One CUPTI graph matched to exec (0: none): its launches and every execution. @return 0 out of
+ * memory */
+static int graph_executions(struct an_graphs *g, const struct an_graph_file *d, int rank, size_t c0,
+                            const struct gfirst *f, uint64_t exec)
+{
+	struct an_ggpu *o = PUSH(g->gpu, g->ngpu, g->capgpu);
+	if (!o)
+		return 0;
+	*o = (struct an_ggpu){.rank = rank, .graph_id = f->graph_id, .exec = exec};
+	for (size_t l = 0; o->exec && l < d->nlaunch; l++)
+		o->launches += d->launch[l].a == o->exec;
+	uint64_t graph = o->exec ? lookup_rev(d->inst, d->ninst, o->exec) : 0;
+	/* captured collectives of that graph, in call order (c0.. are this rank's) */
+	size_t cc[64], ncc = 0;
+	for (size_t k = c0; graph && k < g->n && ncc < 64; k++)
+		if (g->c[k].graph == graph)
+			cc[ncc++] = k;
+	for (size_t a = f->at; a < d->ngn && d->gn[a].graph_id == f->graph_id;)
+		a = one_execution(g, d, o, cc, ncc, a);
+	return 1;
+}
+
 /*
  * Executions as CUPTI saw them: the nodes of one CUDA graph launch share its correlation id.
  * CUPTI's graph id is not a handle the trace knows, so CUPTI's graphs are matched to the execs in
@@ -296,88 +408,12 @@ static void gpu_executions(struct an_graphs *g, struct an_graph_file *d, int ran
 	if (!d->ngn)
 		return;
 	qsort(d->gn, d->ngn, sizeof *d->gn, cmp_gnode);
-	struct gfirst *gf = NULL;
-	size_t ngf = 0, capgf = 0;
-	for (size_t i = 0; i < d->ngn; i++) {
-		if (i && d->gn[i].graph_id == d->gn[i - 1].graph_id) {
-			if (d->gn[i].s < gf[ngf - 1].first)
-				gf[ngf - 1].first = d->gn[i].s;
-			continue;
-		}
-		struct gfirst *f = PUSH(gf, ngf, capgf);
-		if (!f)
+	size_t ngf, nex;
+	struct gfirst *gf = graphs_by_first_node(d, &ngf);
+	struct pair *ex = execs_by_first_launch(d, &nex);
+	for (size_t i = 0; i < ngf; i++)
+		if (!graph_executions(g, d, rank, c0, &gf[i], i < nex ? ex[i].a : 0))
 			break;
-		*f = (struct gfirst){d->gn[i].graph_id, d->gn[i].s, i};
-	}
-	if (ngf)
-		qsort(gf, ngf, sizeof *gf, cmp_gfirst);
-	/* execs by first launch (launch records are in time order per thread; take the minimum) */
-	struct pair *ex = NULL; /* exec, first launch */
-	size_t nex = 0, capex = 0;
-	for (size_t l = 0; l < d->nlaunch; l++) {
-		size_t k = 0;
-		while (k < nex && ex[k].a != d->launch[l].a)
-			k++;
-		if (k == nex)
-			add_pair(&ex, &nex, &capex, d->launch[l].a, d->launch[l].b);
-		else if (d->launch[l].b < ex[k].b)
-			ex[k].b = d->launch[l].b;
-	}
-	for (size_t i = 1; i < nex; i++) /* insertion sort by first launch: few execs */
-		for (size_t j = i; j > 0 && ex[j].b < ex[j - 1].b; j--) {
-			struct pair t = ex[j];
-			ex[j] = ex[j - 1], ex[j - 1] = t;
-		}
-	for (size_t i = 0; i < ngf; i++) {
-		struct an_ggpu *o = PUSH(g->gpu, g->ngpu, g->capgpu);
-		if (!o)
-			break;
-		*o = (struct an_ggpu){
-		    .rank = rank, .graph_id = gf[i].graph_id, .exec = i < nex ? ex[i].a : 0};
-		for (size_t l = 0; o->exec && l < d->nlaunch; l++)
-			o->launches += d->launch[l].a == o->exec;
-		uint64_t graph = o->exec ? lookup_rev(d->inst, d->ninst, o->exec) : 0;
-		/* captured collectives of that graph, in call order (c0.. are this rank's) */
-		size_t cc[64], ncc = 0;
-		for (size_t k = c0; graph && k < g->n && ncc < 64; k++)
-			if (g->c[k].graph == graph)
-				cc[ncc++] = k;
-		for (size_t a = gf[i].at; a < d->ngn && d->gn[a].graph_id == gf[i].graph_id;) {
-			size_t b = a;
-			uint64_t s = UINT64_MAX, e = 0;
-			size_t nth = 0;
-			for (; b < d->ngn && d->gn[b].graph_id == d->gn[a].graph_id &&
-			       d->gn[b].corr == d->gn[a].corr;
-			     b++) {
-				const struct gnode *n = &d->gn[b];
-				if (n->s < s)
-					s = n->s;
-				if (n->e > e)
-					e = n->e;
-				if (n->nccl && nth < ncc) {
-					struct an_gcoll *c = &g->c[cc[nth++]];
-					if (c->source != 1) { /* KernelCh times come first */
-						uint64_t ns = n->e - n->s;
-						c->source = 2;
-						c->timed++;
-						c->gpu_ns += ns;
-						if (!c->gpu_min_ns || ns < c->gpu_min_ns)
-							c->gpu_min_ns = ns;
-						if (ns > c->gpu_max_ns)
-							c->gpu_max_ns = ns;
-					}
-				}
-			}
-			o->executions++;
-			uint64_t ns = e > s ? e - s : 0;
-			o->span_ns += ns;
-			if (!o->span_min_ns || ns < o->span_min_ns)
-				o->span_min_ns = ns;
-			if (ns > o->span_max_ns)
-				o->span_max_ns = ns;
-			a = b;
-		}
-	}
 	free(gf);
 	free(ex);
 }

@@ -106,6 +106,142 @@ static int failed_call(const struct an_job *job, const struct an_rank *r, const 
 	return 0;
 }
 
+/* The communicator with the most calls on rank 0 and its call count; 0 when out of memory. Each
+ * pass over the calls counts on a trace of millions of small calls: one comm needs no counting. */
+static int busiest_comm(const struct an_job *job, const struct an_rank *r, uint16_t *main,
+                        size_t *n)
+{
+	*main = 0;
+	*n = r->ncalls;
+	if (job->ncomms <= 1)
+		return 1;
+	size_t *cnt = calloc(job->ncomms + 1, sizeof *cnt);
+	if (!cnt)
+		return 0;
+	for (size_t k = 0; k < r->ncalls; k++)
+		cnt[r->calls[k].comm]++;
+	for (size_t c = 1; c < job->ncomms; c++)
+		if (cnt[c] > cnt[*main])
+			*main = (uint16_t)c;
+	*n = cnt[*main];
+	free(cnt);
+	return 1;
+}
+
+/* Rank 0's calls of one communicator, in issue order, with what the gathering pass learnt. */
+struct gathered {
+	uint32_t *ix; /* indexes into r->calls, ordered by seq */
+	size_t m;
+	uint64_t *te;       /* their t_enter when gathered in order, else NULL */
+	size_t same1, tot1; /* the period-1 test, valid while te is set */
+};
+
+/* Gathers the calls of comm `main` that did not fail; 0 when out of memory. The order check
+ * rides on the gathering. */
+static int gather_calls(const struct an_job *job, const struct an_rank *r, uint16_t main, size_t n,
+                        struct gathered *g)
+{
+	g->ix = malloc((n ? n : 1) * sizeof *g->ix);
+	if (!g->ix)
+		return 0;
+	g->m = 0;
+	int unsorted = 0;
+	/* No failed call: all n are gathered, so the skip below is known now and the gathering
+	 * pass also tests period 1 and keeps the times it would read (the usual answer on a
+	 * trace of many small calls: two fewer passes over the calls). */
+	g->te = !r->nfailed ? malloc((n ? n : 1) * sizeof *g->te) : NULL;
+	size_t skip0 = n / 10;
+	g->same1 = g->tot1 = 0;
+	const struct an_call *pc = NULL;
+	for (size_t k = 0; k < r->ncalls; k++)
+		if (r->calls[k].comm == main &&
+		    (!r->nfailed || !failed_call(job, r, &r->calls[k]))) {
+			const struct an_call *c = &r->calls[k];
+			/* calls from several threads are in file order, not issue order */
+			unsorted |= g->m && c->seq < pc->seq;
+			if (g->te) {
+				g->te[g->m] = c->t_enter;
+				if (g->m > skip0) {
+					g->tot1++;
+					g->same1 += pc->fn == c->fn && pc->bytes == c->bytes;
+				}
+			}
+			pc = c;
+			g->ix[g->m++] = (uint32_t)k;
+		}
+	/* order them by seq */
+	seq_calls = r->calls;
+	if (unsorted) { /* one thread's calls are in order already: no sort (glibc's is stable) */
+		qsort(g->ix, g->m, sizeof *g->ix, cmp_by_seq);
+		free(g->te); /* in file order: of no use */
+		g->te = NULL;
+	}
+	return 1;
+}
+
+/* Whether the calls repeat with period p: >= 95% of calls match the call p later in function
+ * and size. */
+static int repeats_with(const struct an_rank *r, const struct gathered *g, size_t skip, int p)
+{
+	size_t same = 0, tot = 0;
+	if (p == 1 && g->te) {
+		same = g->same1;
+		tot = g->tot1;
+	} else
+		for (size_t i = skip; i + p < g->m; i++) {
+			struct an_call *a = &r->calls[g->ix[i]], *b = &r->calls[g->ix[i + p]];
+			tot++;
+			same += a->fn == b->fn && a->bytes == b->bytes;
+		}
+	return tot && same >= tot * 95 / 100;
+}
+
+/* Whether the k steps of p calls from `skip` on start in time order and regularly. */
+static int steps_regular(struct an_job *job, const double *th, const struct an_rank *r,
+                         const struct gathered *g, size_t skip, int p, size_t k)
+{
+	int own = !(p == 1 && g->te); /* else the times gathered above */
+	uint64_t *st = own ? malloc((k + 1) * sizeof *st) : g->te + skip;
+	int bad = !st;
+	for (size_t j = 0; st && own && j <= k; j++)
+		st[j] = r->calls[g->ix[skip + j * p]].t_enter;
+	for (size_t j = 0; st && j < k && !bad; j++)
+		bad = st[j + 1] < st[j]; /* seq order is not time order: no steps */
+	if (!bad)
+		bad = irregular(job, th, st, k);
+	if (own)
+		free(st);
+	return !bad;
+}
+
+/* Records steps of p calls of comm `main`: their length, count and the step window. */
+static void set_pattern_steps(struct an_job *job, const struct an_rank *r, const struct gathered *g,
+                              uint16_t main, size_t skip, int p, size_t k)
+{
+	job->step_comm = main;
+	uint64_t t0 = r->calls[g->ix[skip]].t_enter;
+	double ta = (double)t0, tb = (double)r->calls[g->ix[skip + k * p]].t_enter;
+	job->step_ns = tb > ta ? (tb - ta) / k : 0;
+	job->steps = g->m / p;
+	/* the step window: from the first steady-state step to the end of the last call */
+	const struct an_call *last = &r->calls[g->ix[g->m - 1]];
+	/* a last call that hung or failed after seconds ends no step: its host time counts up
+	 * to one step */
+	uint64_t hd = last->host_dur;
+	if (job->step_ns > 0 && hd > job->step_ns)
+		hd = (uint64_t)job->step_ns;
+	uint64_t e = last->t_enter + hd;
+	if (last->gpu_start && last->gpu_start + last->gpu_dur > e)
+		e = last->gpu_start + last->gpu_dur;
+	if (job->step_ns > 0 && e > t0) {
+		job->win0 = an_job_time(r, t0);
+		job->win1 = an_job_time(r, e);
+	}
+	job->step_source = "pattern";
+	snprintf(job->steps_why, sizeof job->steps_why, "a repeating pattern of %d collective(s)",
+	         p);
+}
+
 /* The period of the repeating collective pattern on the busiest comm of the first rank, accepted
  * only when regular (irregular()). */
 static void find_period(struct an_job *job, const double *th)
@@ -113,112 +249,23 @@ static void find_period(struct an_job *job, const double *th)
 	struct an_rank *r = &job->ranks[0];
 	if (!r->ok || !r->ncalls)
 		return;
-	/* each pass over the calls counts on a trace of millions of small calls: one comm needs
-	 * no counting, and the order check rides on the gathering */
-	uint16_t main = 0;
-	size_t n = r->ncalls;
-	if (job->ncomms > 1) {
-		size_t *cnt = calloc(job->ncomms + 1, sizeof *cnt);
-		if (!cnt)
-			return;
-		for (size_t k = 0; k < r->ncalls; k++)
-			cnt[r->calls[k].comm]++;
-		for (size_t c = 1; c < job->ncomms; c++)
-			if (cnt[c] > cnt[main])
-				main = (uint16_t)c;
-		n = cnt[main];
-		free(cnt);
-	}
-	uint32_t *ix = malloc((n ? n : 1) * sizeof *ix);
-	if (!ix)
+	uint16_t main;
+	size_t n;
+	struct gathered g;
+	if (!busiest_comm(job, r, &main, &n) || !gather_calls(job, r, main, n, &g))
 		return;
-	size_t m = 0;
-	int unsorted = 0;
-	/* No failed call: all n are gathered, so the skip below is known now and the gathering
-	 * pass also tests period 1 and keeps the times it would read (the usual answer on a
-	 * trace of many small calls: two fewer passes over the calls). */
-	uint64_t *te = !r->nfailed ? malloc((n ? n : 1) * sizeof *te) : NULL;
-	size_t skip0 = n / 10, same1 = 0, tot1 = 0;
-	const struct an_call *pc = NULL;
-	for (size_t k = 0; k < r->ncalls; k++)
-		if (r->calls[k].comm == main && (!r->nfailed || !failed_call(job, r, &r->calls[k]))) {
-			const struct an_call *c = &r->calls[k];
-			/* calls from several threads are in file order, not issue order */
-			unsorted |= m && c->seq < pc->seq;
-			if (te) {
-				te[m] = c->t_enter;
-				if (m > skip0) {
-					tot1++;
-					same1 += pc->fn == c->fn && pc->bytes == c->bytes;
-				}
-			}
-			pc = c;
-			ix[m++] = (uint32_t)k;
-		}
-	/* order them by seq */
-	seq_calls = r->calls;
-	if (unsorted) { /* one thread's calls are in order already: no sort (glibc's is stable) */
-		qsort(ix, m, sizeof *ix, cmp_by_seq);
-		free(te); /* in file order: of no use */
-		te = NULL;
-	}
 	/* skip the first calls (setup broadcasts); the steady pattern must repeat >= 3 times */
-	size_t skip = m / 10;
-	for (int p = 1; p <= 256 && (size_t)p * 3 <= m - skip; p++) {
-		size_t same = 0, tot = 0;
-		if (p == 1 && te) {
-			same = same1;
-			tot = tot1;
-		} else
-			for (size_t i = skip; i + p < m; i++) {
-				struct an_call *a = &r->calls[ix[i]], *b = &r->calls[ix[i + p]];
-				tot++;
-				same += a->fn == b->fn && a->bytes == b->bytes;
-			}
-		if (tot && same >= tot * 95 / 100) {
-			size_t k = (m - 1 - skip) / p;
+	size_t skip = g.m / 10;
+	for (int p = 1; p <= 256 && (size_t)p * 3 <= g.m - skip; p++)
+		if (repeats_with(r, &g, skip, p)) {
+			size_t k = (g.m - 1 - skip) / p;
 			job->step_calls = p;
-			int own = !(p == 1 && te); /* else the times gathered above */
-			uint64_t *st = own ? malloc((k + 1) * sizeof *st) : te + skip;
-			int bad = !st;
-			for (size_t j = 0; st && own && j <= k; j++)
-				st[j] = r->calls[ix[skip + j * p]].t_enter;
-			for (size_t j = 0; st && j < k && !bad; j++)
-				bad = st[j + 1] < st[j]; /* seq order is not time order: no steps */
-			if (!bad)
-				bad = irregular(job, th, st, k);
-			if (own)
-				free(st);
-			if (!bad) {
-				job->step_comm = main;
-				uint64_t t0 = r->calls[ix[skip]].t_enter;
-				double ta = (double)t0, tb = (double)r->calls[ix[skip + k * p]].t_enter;
-				job->step_ns = tb > ta ? (tb - ta) / k : 0;
-				job->steps = m / p;
-				/* the step window: from the first steady-state step to the end of
-				 * the last call */
-				const struct an_call *last = &r->calls[ix[m - 1]];
-				/* a last call that hung or failed after seconds ends no step: its
-				 * host time counts up to one step */
-				uint64_t hd = last->host_dur;
-				if (job->step_ns > 0 && hd > job->step_ns)
-					hd = (uint64_t)job->step_ns;
-				uint64_t e = last->t_enter + hd;
-				if (last->gpu_start && last->gpu_start + last->gpu_dur > e)
-					e = last->gpu_start + last->gpu_dur;
-				if (job->step_ns > 0 && e > t0) {
-					job->win0 = an_job_time(r, t0);
-					job->win1 = an_job_time(r, e);
-				}
-				job->step_source = "pattern";
-				snprintf(job->steps_why, sizeof job->steps_why,
-				         "a repeating pattern of %d collective(s)", p);
-			}
+			if (steps_regular(job, th, r, &g, skip, p, k))
+				set_pattern_steps(job, r, &g, main, skip, p, k);
 			break;
 		}
-	}
-	free(ix);
-	free(te);
+	free(g.ix);
+	free(g.te);
 }
 
 /* The step each process was in at its last record (1-based), and the steps it completed: its
