@@ -3,6 +3,7 @@
 #   bash tests/gpu/fuzz_campaign.sh PACK SECONDS SEED_BASE [CORPUS_DIR...]
 # PACK: the fuzz-pack folder; SEED_BASE: FUZZ_SEED_BASE (each round its own, so rounds do not repeat
 # each other); CORPUS_DIR: more seed folders (a merged corpus shipped with the pack).
+# FUZZ_KEEP_MERGED=1 also puts the merged corpus in $OUT (tens of MB).
 set -u
 P=$1 T=$2 B=$3
 shift 3
@@ -24,6 +25,6 @@ bad=$(grep -a -l -E 'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:|ERR
 tar czf "$OUT/failures-$B.tgz" -C "$R" crashes $(for f in $bad; do echo "logs/$(basename "$f")"; done) 2>/dev/null
 if [ -d "$R/merged" ]; then
 	rm -rf "$W/prev" && cp -r "$R/merged" "$W/prev"
-	tar czf "$OUT/merged-$B.tgz" -C "$R" merged
+	[ "${FUZZ_KEEP_MERGED:-0}" = 1 ] && tar czf "$OUT/merged-$B.tgz" -C "$R" merged
 fi
 exit $rc
