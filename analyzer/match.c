@@ -128,7 +128,10 @@ static void assign(struct an_rank *r, struct unit *u, uint64_t s, uint64_t e)
 	uint64_t at = s;
 	for (uint32_t i = 0; i < u->n; i++) {
 		struct an_call *cl = &r->calls[unit_call(u, i)];
-		uint64_t part = total ? (uint64_t)((double)dur * cl->bytes / total) : dur / u->n;
+		/* a share of dur; a corrupt trace's byte counts can wrap total below one call's
+		 * bytes, so the share is capped at the whole (not a double past 2^64 cast) */
+		double f = total ? (double)dur * cl->bytes / total : 0;
+		uint64_t part = !total ? dur / u->n : f >= (double)dur ? dur : (uint64_t)f;
 		cl->gpu_start = at ? at : 1;
 		cl->gpu_dur = part > UINT32_MAX ? UINT32_MAX : (uint32_t)part;
 		at += part;
