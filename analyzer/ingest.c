@@ -1006,9 +1006,12 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	if (!tuned++) {
 		mallopt(M_MMAP_THRESHOLD, 512 << 20);
 		mallopt(M_TRIM_THRESHOLD, 1 << 30);
-		/* reader threads allocate rarely (arrays double): one arena lets them reuse each
-		 * other's freed blocks instead of faulting in per-thread heaps */
-		mallopt(M_ARENA_MAX, 1);
+		/* No M_ARENA_MAX 1: one arena for all reader threads made their small allocations
+		 * (match.c's group index per flushed group, ingest's growing arrays) contend for its
+		 * lock: report -j 8 of an 8-rank job made 7,880 futex calls (-j 1: 1) and took 1.31-
+		 * 1.47 s of CPU against 0.93-1.32 s with per-thread arenas on 2 cores; on the 16-core
+		 * GPU machine 8 threads took 3.8-4.2 s of CPU to load what one thread loads in 0.5 s
+		 * (tests/gpu/results/run5.txt; tests/gpu/report_scaling.sh compares the two). */
 	}
 	struct nvlp_paths ps = {0};
 	for (int i = 0; i < npaths; i++)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# report_scaling.sh: does `nvlprof report` scale with reader threads on a many-core machine? Times report -j 1/8/16 of a generated 8-rank job (8 x 1 M records), and -j 8 under glibc malloc tunables (one arena; no mmap-backed chunks, so no mremap on growth) that test the mmap_lock hypothesis of run 5 (8 threads: 3.8-4.2 s of CPU to load what 1 thread loads in 0.46-0.55).
+# report_scaling.sh: does `nvlprof report` scale with reader threads on a many-core machine? Times report -j 1/8/16 of a generated 8-rank job (8 x 1 M records), and -j 8 under glibc malloc tunables: arena1 (one arena, what the analyzer forced until run 5, where 8 threads took 3.8-4.2 s of CPU to load what 1 thread loads in 0.46-0.55: its lock was contended) and nommap (no mmap-backed chunks, so no mremap on growth).
 #   bash tests/gpu/report_scaling.sh [BUILD_DIR]   (needs BUILD_DIR/nvlprof and BUILD_DIR/tests/progs/an_gen or BUILD_DIR/an_gen)
 set -u
 B=${1:-build}
