@@ -321,37 +321,36 @@ static void json_metrics(struct jw *w, const struct diff_rows *d)
 	jw_arr_end(w);
 }
 
-static void json_busbw(struct jw *w, const struct diff_rows *d)
+/* A per-collective table of before/after cells: "before_UNIT", "after_UNIT", the change, and
+ * the time source when there is one. */
+static void json_cells(struct jw *w, const char *name, const struct cell *v, size_t n,
+                       const char *before, const char *after, const char *source)
 {
-	jw_arr(w, "busbw");
-	for (size_t i = 0; i < d->nbusbw; i++) {
-		const struct cell *x = &d->busbw[i];
+	jw_arr(w, name);
+	for (size_t i = 0; i < n; i++) {
+		const struct cell *x = &v[i];
 		jw_obj(w, NULL);
 		jw_str(w, "collective", an_coll_name(x->c));
 		jw_str(w, "size_class", an_size_class_name(x->sc));
-		jw_num(w, "before_gbps", x->b);
-		jw_num(w, "after_gbps", x->a);
+		jw_num(w, before, x->b);
+		jw_num(w, after, x->a);
 		jw_num(w, "change_pct", pct(x->b, x->a));
+		if (source)
+			jw_str(w, "time_source", source);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
 }
 
+static void json_busbw(struct jw *w, const struct diff_rows *d)
+{
+	json_cells(w, "busbw", d->busbw, d->nbusbw, "before_gbps", "after_gbps", NULL);
+}
+
 static void json_host_time(struct jw *w, const struct diff_rows *d)
 {
-	jw_arr(w, "host_time");
-	for (size_t i = 0; i < d->nhost; i++) {
-		const struct cell *x = &d->host[i];
-		jw_obj(w, NULL);
-		jw_str(w, "collective", an_coll_name(x->c));
-		jw_str(w, "size_class", an_size_class_name(x->sc));
-		jw_num(w, "before_ms_per_call", x->b);
-		jw_num(w, "after_ms_per_call", x->a);
-		jw_num(w, "change_pct", pct(x->b, x->a));
-		jw_str(w, "time_source", "host");
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	json_cells(w, "host_time", d->host, d->nhost, "before_ms_per_call", "after_ms_per_call",
+	           "host");
 }
 
 static void json_findings(struct jw *w, const struct diff_rows *d, const struct side *B,

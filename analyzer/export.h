@@ -26,6 +26,14 @@ struct xe_ev {
 	long alloc; /* XE_UM: allocation index (xm_alloc), -1 none */
 };
 
+/*! A UM record the timelines show: bytes migrated (HtoD, DtoH, DtoD), not fault or
+ * thrashing counts. */
+static inline int xe_um_migration(uint64_t counter)
+{
+	return counter == NVLP_UM_BYTES_TRANSFER_HTOD || counter == NVLP_UM_BYTES_TRANSFER_DTOH ||
+	       counter == NVLP_UM_BYTES_TRANSFER_DTOD;
+}
+
 struct xe_sink {
 	void *ctx;
 	void (*rank)(void *ctx, const struct xm_job *x, size_t r); /* before a process's events */

@@ -776,12 +776,12 @@ static void ch_sample(struct ch *s, const struct xe_ev *e)
 static void ch_um(struct ch *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_um *u = e->f;
-	if (u->counter < 1 || (u->counter > 2 && u->counter != 8))
+	if (!xe_um_migration(u->counter))
 		return;
 	char *o = EV_OPEN(s, "X", "um_migration", EV_ROOM);
-	if (u->counter == 2)
+	if (u->counter == NVLP_UM_BYTES_TRANSFER_DTOH)
 		W_LIT(o, "\"UM DtoH\"");
-	else if (u->counter == 1)
+	else if (u->counter == NVLP_UM_BYTES_TRANSFER_HTOD)
 		W_LIT(o, "\"UM HtoD\"");
 	else
 		W_LIT(o, "\"UM DtoD\"");

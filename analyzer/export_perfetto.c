@@ -535,7 +535,7 @@ static void pf_gpucopy(struct pf *s, const struct xe_ev *e)
 static void pf_um(struct pf *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_um *u = e->f;
-	if (u->counter < 1 || (u->counter > 2 && u->counter != 8)) /* bytes transferred */
+	if (!xe_um_migration(u->counter))
 		return;
 	struct ctr *c = counter_track(s, e->rank, 'U', -1);
 	double dur = e->dur ? (double)e->dur : 1;

@@ -237,6 +237,17 @@ static int64_t seq_offset(const struct an_graph_file *d)
 }
 
 /* Executions of (comm, seq) cut from its stamps (sorted): adds them to c. */
+/* One timed execution of ns more for c: count, sum, min and max. */
+static void gcoll_add(struct an_gcoll *c, uint64_t ns)
+{
+	c->timed++;
+	c->gpu_ns += ns;
+	if (!c->gpu_min_ns || ns < c->gpu_min_ns)
+		c->gpu_min_ns = ns;
+	if (ns > c->gpu_max_ns)
+		c->gpu_max_ns = ns;
+}
+
 static void time_executions(const struct an_graph_file *d, struct an_gcoll *c, uint64_t seq)
 {
 	uint64_t s = 0, e = 0;
@@ -247,15 +258,8 @@ static void time_executions(const struct an_graph_file *d, struct an_gcoll *c, u
 				e = d->k[i].e;
 			continue;
 		}
-		if (e) {
-			uint64_t ns = e - s;
-			c->timed++;
-			c->gpu_ns += ns;
-			if (!c->gpu_min_ns || ns < c->gpu_min_ns)
-				c->gpu_min_ns = ns;
-			if (ns > c->gpu_max_ns)
-				c->gpu_max_ns = ns;
-		}
+		if (e)
+			gcoll_add(c, e - s);
 		if (!same)
 			break;
 		s = d->k[i].s, e = d->k[i].e;
@@ -334,14 +338,8 @@ static void time_by_node(struct an_gcoll *c, const struct gnode *n)
 {
 	if (c->source == 1) /* KernelCh times come first */
 		return;
-	uint64_t ns = n->e - n->s;
 	c->source = 2;
-	c->timed++;
-	c->gpu_ns += ns;
-	if (!c->gpu_min_ns || ns < c->gpu_min_ns)
-		c->gpu_min_ns = ns;
-	if (ns > c->gpu_max_ns)
-		c->gpu_max_ns = ns;
+	gcoll_add(c, n->e - n->s);
 }
 
 /* One execution: the nodes from d->gn[a] on that share its graph and correlation id; its span

@@ -31,7 +31,7 @@ static void um_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	if (e->type != XE_UM || e->alloc < 0)
 		return;
 	const struct nvlp_rec_um *u = e->f;
-	if (u->counter != 1 && u->counter != 2 && u->counter != 8) /* bytes HtoD, DtoH, DtoD */
+	if (!xe_um_migration(u->counter))
 		return;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 1024;
@@ -41,7 +41,8 @@ static void um_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		c->v = v;
 		c->cap = cap;
 	}
-	c->v[c->n++] = (struct umev){e->ts, u->value, e->alloc, u->counter == 2, e->rank};
+	c->v[c->n++] = (struct umev){e->ts, u->value, e->alloc, u->counter == NVLP_UM_BYTES_TRANSFER_DTOH,
+	                            e->rank};
 }
 
 struct ctx {
