@@ -21,13 +21,13 @@ size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 static char dir[256], job[300], solo[300], out[300], files[FZ_MAX_TRACES][340];
 static int every; /* NVLP_FUZZ_EVERY=1: every command on every input */
 
-/* The outputs of export and --html (a file, or chrome's one file per rank in out/ch/) go once the
- * command has run: the next input starts from an empty out/. */
-static void empty_out(void)
+/* The outputs of export and --html in dir o (a file, or chrome's one file per rank in o/ch/) go
+ * once the command has run: the next input starts from an empty out/. */
+static void empty_out(const char *o)
 {
-	char sub[340];
-	snprintf(sub, sizeof sub, "%s/ch", out);
-	const char *const dirs[] = {sub, out};
+	char sub[700];
+	snprintf(sub, sizeof sub, "%s/ch", o);
+	const char *const dirs[] = {sub, o};
 	for (int k = 0; k < 2; k++) {
 		DIR *d = opendir(dirs[k]);
 		if (!d)
@@ -36,7 +36,7 @@ static void empty_out(void)
 		while ((e = readdir(d))) {
 			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 				continue;
-			char p[700];
+			char p[1000];
 			snprintf(p, sizeof p, "%s/%s", dirs[k], e->d_name);
 			if (unlink(p) < 0)
 				rmdir(p);
@@ -48,7 +48,7 @@ static void empty_out(void)
 static void cleanup(void)
 {
 	char p[400];
-	empty_out();
+	empty_out(out);
 	rmdir(out);
 	for (int i = 0; i < FZ_MAX_TRACES; i++)
 		unlink(files[i]);
@@ -79,14 +79,9 @@ static void remove_stale(const char *base)
 		char p[600];
 		static const char *const parts[] = {"job/r0.nvlp", "job/r1.nvlp", "solo/r0.nvlp",
 						    "decode.nvlp", "job", "solo", ""};
-		char o[600];
-		snprintf(o, sizeof o, "%s/%s/out", base, e->d_name);
-		char *keep = out[0] ? strdup(out) : NULL; /* empty_out() works on out/ */
-		snprintf(out, sizeof out, "%s", o);
-		empty_out();
-		rmdir(out);
-		snprintf(out, sizeof out, "%s", keep ? keep : "");
-		free(keep);
+		snprintf(p, sizeof p, "%s/%s/out", base, e->d_name);
+		empty_out(p);
+		rmdir(p);
 		for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
 			snprintf(p, sizeof p, "%s/%s/%s", base, e->d_name, parts[i]);
 			if (unlink(p) < 0)
@@ -212,7 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else
 			call(nvlp_cmd_report, 6, (const char *[]){"report", "-j", "1", "--html", o, job});
 	}
-	empty_out();
+	empty_out(out);
 	fflush(stdout);
 	fflush(stderr);
 	return 0;
