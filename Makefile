@@ -48,7 +48,7 @@ LIB_CFLAGS := -fvisibility=hidden
 ZSTD_LIB := -Wl,-Bstatic -lzstd -Wl,-Bdynamic
 LIB_LDFLAGS := -shared -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(SANFLAGS)
 LIB_LDLIBS := $(ZSTD_LIB) -ldl -lpthread
-CLI_LDLIBS := $(ZSTD_LIB) -lsqlite3 -lpthread -lm -ldl
+CLI_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl
 
 TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
@@ -169,6 +169,8 @@ PROG_LIBS_hk_cuda := -l:libcudart.so.13
 PROG_LIBS_hk_nvtx := -l:libnccl.so.2 -l:libcudart.so.13 -ldl
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
+# bench_export: libsqlite3 for the bare-insert comparison (the product no longer links it)
+BENCH_LIBS_bench_export := -lsqlite3
 # bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
 BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
 $(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cupti/libcuda.so.1
