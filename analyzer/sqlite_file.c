@@ -125,27 +125,27 @@ static unsigned putv(uint8_t *p, uint64_t v)
 	return n;
 }
 
-/* The serial type SQLite gives an integer (schema format 4: 0 and 1 take no body) */
-static unsigned int_type(int64_t v, unsigned *len)
+/* The serial type SQLite gives an integer (schema format 4: 0 and 1 take no body): the
+ * smallest of 1, 2, 3, 4, 6, 8 bytes holding it with its sign */
+static inline unsigned int_type(int64_t v, unsigned *len)
 {
-	static const uint8_t bytes[7] = {0, 1, 2, 3, 4, 6, 8};
-	unsigned t;
-	if (v == 0 || v == 1) {
+	static const uint8_t type_of[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6};
+	static const uint8_t len_of[7] = {0, 1, 2, 3, 4, 6, 8};
+	if ((uint64_t)v <= 1) {
 		*len = 0;
 		return 8 + (unsigned)v;
 	}
-	uint64_t u = v < 0 ? ~(uint64_t)v : (uint64_t)v;
-	t = u <= 127 ? 1 : u <= 32767 ? 2 : u <= 8388607 ? 3 : u <= 2147483647 ? 4
-	    : u <= 140737488355327ULL ? 5 : 6;
-	*len = bytes[t];
+	uint64_t u = (uint64_t)(v ^ (v >> 63)); /* ~v for a negative */
+	unsigned t = type_of[(64 - (unsigned)__builtin_clzll(u | 1) + 8) / 8];
+	*len = len_of[t];
 	return t;
 }
 
-static uint8_t *put_int(uint8_t *p, int64_t v, unsigned len)
+/* len (1..8) bytes of v, big-endian; writes 8 bytes: p has room for them */
+static inline uint8_t *put_int(uint8_t *p, int64_t v, unsigned len)
 {
-	uint64_t u = (uint64_t)v;
-	for (unsigned i = len; i-- > 0; u >>= 8)
-		p[i] = (uint8_t)u;
+	uint64_t be = __builtin_bswap64((uint64_t)v << (64 - 8 * len));
+	memcpy(p, &be, 8);
 	return p + len;
 }
 
@@ -389,30 +389,47 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 		     (long long)rowid, (long long)t->last);
 		return;
 	}
-	/* the record: header size, serial types, bodies */
-	uint8_t st[SQF_MAX_COLS];
-	unsigned len[SQF_MAX_COLS];
-	size_t hdr = 0, body = 0;
-	for (int c = 0; c < t->ncols; c++) {
-		if (c == t->ipk || v[c].type == SQF_NULL) {
-			st[c] = 0;
-			len[c] = 0;
-			hdr++;
-		} else if (v[c].type == SQF_INT) {
-			st[c] = (uint8_t)int_type(v[c].i, &len[c]);
-			hdr++;
-		} else {
-			st[c] = 255; /* text: 2n + 13, a varint */
-			len[c] = v[c].n;
+	/* the record: header size, serial types, bodies; the header's size first (an int or a
+	 * NULL has a one-byte type, a text of n bytes a varint of 2n + 13) */
+	size_t hdr = 0, bound = 8;
+	for (int c = 0; c < t->ncols; c++)
+		if (v[c].type == SQF_TEXT && c != t->ipk) {
 			hdr += vlen(2 * (uint64_t)v[c].n + 13);
+			bound += v[c].n;
+		} else {
+			hdr++;
+			bound += 8;
 		}
-		body += len[c];
-	}
 	unsigned hv = 1;
 	while (vlen(hdr + hv) > hv)
 		hv++;
 	hdr += hv;
-	size_t P = hdr + body, local = local_size(f->U, P, 0);
+	bound += hdr;
+	if (bound > f->paycap) {
+		uint8_t *b = realloc(f->payload, bound);
+		if (!b) {
+			fail(f, "out of memory");
+			return;
+		}
+		f->payload = b;
+		f->paycap = bound;
+	}
+	uint8_t *rec = f->payload, *h = rec + putv(rec, hdr), *o = rec + hdr;
+	for (int c = 0; c < t->ncols; c++) {
+		if (c == t->ipk || v[c].type == SQF_NULL)
+			*h++ = 0;
+		else if (v[c].type == SQF_INT) {
+			unsigned len;
+			*h++ = (uint8_t)int_type(v[c].i, &len);
+			if (len)
+				o = put_int(o, v[c].i, len);
+		} else {
+			h += putv(h, 2 * (uint64_t)v[c].n + 13);
+			memcpy(o, v[c].s, v[c].n);
+			o += v[c].n;
+		}
+	}
+	size_t P = (size_t)(o - rec), local = local_size(f->U, P, 0);
 	size_t cell = vlen(P) + vlen((uint64_t)rowid) + local + (local < P ? 4 : 0);
 	struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
 	if (!page_fits(&p, cell)) {
@@ -420,41 +437,13 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 		p.nc = 0;
 		p.top = f->U;
 	}
-	uint8_t *rec, *o;
-	if (local < P) { /* built apart, then split between the cell and overflow pages */
-		if (P > f->paycap) {
-			uint8_t *b = realloc(f->payload, P);
-			if (!b) {
-				fail(f, "out of memory");
-				return;
-			}
-			f->payload = b;
-			f->paycap = P;
-		}
-		rec = f->payload;
-	} else {
-		o = page_cell(&p, cell);
-		o += putv(o, P);
-		o += putv(o, (uint64_t)rowid);
-		rec = o;
-	}
-	o = rec + putv(rec, hdr);
-	for (int c = 0; c < t->ncols; c++)
-		o += st[c] == 255 ? putv(o, 2 * (uint64_t)v[c].n + 13) : (*o = st[c], 1);
-	for (int c = 0; c < t->ncols; c++)
-		if (st[c] == 255) {
-			memcpy(o, v[c].s, v[c].n);
-			o += v[c].n;
-		} else if (len[c])
-			o = put_int(o, v[c].i, len[c]);
-	if (local < P) {
-		uint32_t first = overflow(f, rec + local, P - local);
-		o = page_cell(&p, cell);
-		o += putv(o, P);
-		o += putv(o, (uint64_t)rowid);
-		memcpy(o, rec, local);
-		put32(o + local, first);
-	}
+	uint32_t first = local < P ? overflow(f, rec + local, P - local) : 0;
+	uint8_t *c = page_cell(&p, cell);
+	c += putv(c, P);
+	c += putv(c, (uint64_t)rowid);
+	memcpy(c, rec, local);
+	if (local < P)
+		put32(c + local, first);
 	t->nc = p.nc;
 	t->top = p.top;
 	t->last = rowid;
@@ -539,47 +528,71 @@ static void table_finish(struct sqf *f, struct table *t, unsigned root_hoff)
 
 /* ---- indexes: entries sorted as SQLite orders them, then the B-tree from the bottom up ---- */
 
-/* NULL first, then integers (biased: unsigned order), ties in rowid (= insertion) order */
-static int entry_le(const uint64_t *a, const uint64_t *b, int nk)
+/* NULL first, then integers (biased: unsigned order; a NULL's word is 0, so only a tie with
+ * INT64_MIN needs the flag), ties in rowid (= insertion) order */
+static inline int entry_le(const uint64_t *a, const uint64_t *b, int nk)
 {
 	for (int k = 0; k < nk; k++) {
+		if (a[k] != b[k])
+			return a[k] < b[k];
 		uint64_t na = a[nk] >> (ROWID_BITS + k) & 1, nb = b[nk] >> (ROWID_BITS + k) & 1;
 		if (na != nb)
 			return na > nb;
-		if (a[k] != b[k])
-			return a[k] < b[k];
 	}
 	return 1;
 }
 
-/* LSD radix sort, stable (so equal keys stay in rowid order): a pass per key byte that varies,
- * last key column first, and a pass per NULL flag. Memory: a second copy of the entries. */
-static void index_sort(struct sqf *f, struct index *x)
+static inline void entry_copy(uint64_t *o, const uint64_t *e, size_t s)
 {
-	size_t n = x->n, s = (size_t)x->nk + 1;
-	int nk = x->nk, sorted = 1;
-	for (size_t i = 1; i < n && sorted; i++)
-		sorted = entry_le(x->w + (i - 1) * s, x->w + i * s, nk);
-	if (sorted)
-		return;
-	uint32_t(*h)[256] = calloc((size_t)nk * 8, sizeof *h);
-	uint64_t *tmp = malloc(n * s * sizeof *tmp);
-	if (!h || !tmp) {
-		free(h);
-		free(tmp);
-		fail(f, "out of memory sorting index %s", x->name);
-		return;
+	for (size_t w = 0; w < s; w++)
+		o[w] = e[w];
+}
+
+/* Bottom-up merges of the sorted runs that start at run[0..nr) (run[nr] = n), stable; the
+ * common case: each process's records come in time order. @return where the result is */
+static uint64_t *merge_runs(uint64_t *src, uint64_t *dst, size_t *run, size_t nr, int nk)
+{
+	size_t s = (size_t)nk + 1;
+	while (nr > 1) {
+		size_t j = 0;
+		for (size_t r = 0; r < nr; r += 2) {
+			size_t a = run[r], m = run[r + 1], e = r + 2 <= nr ? run[r + 2] : m;
+			size_t i = a, k = m, o = a;
+			if (r + 1 < nr)
+				while (i < m && k < e) {
+					if (entry_le(src + i * s, src + k * s, nk))
+						entry_copy(dst + o++ * s, src + i++ * s, s);
+					else
+						entry_copy(dst + o++ * s, src + k++ * s, s);
+				}
+			memcpy(dst + o * s, src + i * s, (m - i) * s * sizeof *src);
+			o += m - i;
+			memcpy(dst + o * s, src + k * s, (e - k) * s * sizeof *src);
+			run[j++] = a;
+		}
+		run[j] = run[nr];
+		nr = j;
+		uint64_t *t = src;
+		src = dst;
+		dst = t;
 	}
+	return src;
+}
+
+/* LSD radix sort, stable (so equal keys stay in rowid order): a pass per key byte that varies,
+ * last key column first, and a pass per NULL flag. @return where the result is */
+static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk, uint32_t (*h)[256])
+{
+	size_t s = (size_t)nk + 1;
 	size_t nulls[SQF_MAX_KEYS] = {0};
 	for (size_t i = 0; i < n; i++) {
-		const uint64_t *e = x->w + i * s;
+		const uint64_t *e = src + i * s;
 		for (int k = 0; k < nk; k++) {
 			for (int b = 0; b < 8; b++)
 				h[k * 8 + b][e[k] >> (8 * b) & 255]++;
 			nulls[k] += e[nk] >> (ROWID_BITS + k) & 1;
 		}
 	}
-	uint64_t *src = x->w, *dst = tmp;
 	for (int k = nk - 1; k >= 0; k--) {
 		for (int b = 0; b < 8; b++) {
 			uint32_t *c = h[k * 8 + b];
@@ -592,9 +605,7 @@ static void index_sort(struct sqf *f, struct index *x)
 			}
 			for (size_t i = 0; i < n; i++) {
 				const uint64_t *e = src + i * s;
-				uint64_t *o = dst + off[e[k] >> (8 * b) & 255]++ * s;
-				for (size_t w = 0; w < s; w++)
-					o[w] = e[w];
+				entry_copy(dst + off[e[k] >> (8 * b) & 255]++ * s, e, s);
 			}
 			uint64_t *t = src;
 			src = dst;
@@ -604,17 +615,48 @@ static void index_sort(struct sqf *f, struct index *x)
 			size_t o0 = 0, o1 = nulls[k];
 			for (size_t i = 0; i < n; i++) {
 				const uint64_t *e = src + i * s;
-				uint64_t *o = dst + (e[nk] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s;
-				for (size_t w = 0; w < s; w++)
-					o[w] = e[w];
+				entry_copy(dst + (e[nk] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s, e, s);
 			}
 			uint64_t *t = src;
 			src = dst;
 			dst = t;
 		}
 	}
-	x->w = src;
-	free(dst);
+	return src;
+}
+
+/* SQLite's index order. Memory: a second copy of the entries while sorting (and 64 run starts,
+ * or nk * 8 KiB of counts). */
+enum { MERGE_RUNS = 64 };
+static void index_sort(struct sqf *f, struct index *x)
+{
+	size_t n = x->n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1], nr = 1;
+	run[0] = 0;
+	for (size_t i = 1; i < n; i++)
+		if (!entry_le(x->w + (i - 1) * s, x->w + i * s, x->nk)) {
+			if (nr == MERGE_RUNS) {
+				nr++; /* too many: radix sort */
+				break;
+			}
+			run[nr++] = i;
+		}
+	if (nr == 1)
+		return;
+	uint64_t *tmp = malloc(n * s * sizeof *tmp), *res;
+	uint32_t(*h)[256] = nr > MERGE_RUNS ? calloc((size_t)x->nk * 8, sizeof *h) : NULL;
+	if (!tmp || (nr > MERGE_RUNS && !h)) {
+		free(tmp);
+		free(h);
+		fail(f, "out of memory sorting index %s", x->name);
+		return;
+	}
+	if (nr <= MERGE_RUNS) {
+		run[nr] = n;
+		res = merge_runs(x->w, tmp, run, nr, x->nk);
+	} else
+		res = radix(x->w, tmp, n, x->nk, h);
+	free(res == x->w ? tmp : x->w);
+	x->w = res;
 	free(h);
 }
 
@@ -642,37 +684,85 @@ static size_t entry_record(const struct index *x, const uint64_t *e, uint8_t *r)
 	return (size_t)(o - r);
 }
 
+/* the largest record of an index entry: header, NULL/integer types, 8-byte bodies */
+enum { ENTRY_MAX = 1 + SQF_MAX_KEYS + 1 + 8 * (SQF_MAX_KEYS + 1) };
+
 static uint32_t index_build(struct sqf *f, struct index *x)
 {
-	struct page p;
-	size_t n = x->n, s = (size_t)x->nk + 1;
+	struct page p, q = {0}; /* the leaf being filled; the one before it, held back */
+	size_t n = x->n, s = (size_t)x->nk + 1, nup = n / 2 + 2, m = 0, nleaf = 0;
+	uint8_t r[ENTRY_MAX + 8];
+	uint32_t root = 0;
+	if (local_size(f->U, ENTRY_MAX, 1) < ENTRY_MAX) { /* never at 512 bytes and more */
+		fail(f, "index %s: page too small", x->name);
+		return 0;
+	}
 	if (!n) {
 		page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
 		page_end(&p, 0);
 		return emit(f, f->pg);
 	}
 	index_sort(f, x);
-	uint8_t *sz = malloc(n);
-	size_t *item = malloc(n * sizeof *item), *ends = malloc((n + 1) * sizeof *ends);
-	uint32_t *child = malloc((n + 1) * sizeof *child), *up = malloc((n + 1) * sizeof *up);
-	uint8_t r[64];
-	uint32_t root = 0;
-	if (!sz || !item || !ends || !child || !up) {
+	/* a leaf holds 10 entries or more: at most n / 2 go up from the leaves */
+	size_t *item = malloc(nup * sizeof *item), *ends = malloc((nup + 1) * sizeof *ends);
+	uint32_t *child = malloc((nup + 1) * sizeof *child), *up = malloc((nup + 1) * sizeof *up);
+	uint8_t *other = malloc(f->U);
+	if (!item || !ends || !child || !up || !other) {
 		fail(f, "out of memory building index %s", x->name);
 		goto out;
 	}
-	for (size_t i = 0; i < n && !f->err; i++) {
-		item[i] = i;
-		sz[i] = (uint8_t)entry_record(x, x->w + i * s, r);
-		if (local_size(f->U, sz[i], 1) < sz[i]) /* 46 bytes at most: X >= 102 at 512 */
-			fail(f, "index %s: entry larger than a cell", x->name);
+	/* the leaves, filled in order; an entry that does not fit goes up between two leaves */
+	int held = 0;
+	page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = entry_record(x, x->w + i * s, r);
+		if (!page_fits(&p, 1 + len)) {
+			if (held) {
+				page_end(&q, 0);
+				child[nleaf++] = emit(f, q.b);
+			}
+			q = p;
+			held = 1;
+			page_start(&p, q.b == f->pg ? other : f->pg, f->U, 0, LEAF_INDEX);
+			item[m++] = i;
+			continue;
+		}
+		uint8_t *c = page_cell(&p, 1 + len);
+		c[0] = (uint8_t)len; /* < 128: a one-byte varint */
+		memcpy(c + 1, r, len);
 	}
-	/* each level: runs of cells, one entry moved up between two runs; the last run ends at m */
-	for (size_t m = n, level = 0; !f->err; level++) {
-		unsigned cap = f->U - (level ? 12 : 8), extra = level ? 4 : 0;
+	if (!p.nc && held) { /* nothing after the last one up: the entry before it goes up instead */
+		size_t last = item[m - 1];
+		size_t len = entry_record(x, x->w + (last - 1) * s, r);
+		if (q.nc < 2) {
+			fail(f, "index %s: page too small", x->name);
+			goto out;
+		}
+		memset(q.b + q.top, 0, 1 + len);
+		q.top += (unsigned)(1 + len);
+		q.nc--;
+		put16(q.b + 8 + 2 * q.nc, 0);
+		item[m - 1] = last - 1;
+		len = entry_record(x, x->w + last * s, r);
+		uint8_t *c = page_cell(&p, 1 + len);
+		c[0] = (uint8_t)len;
+		memcpy(c + 1, r, len);
+	}
+	if (held) {
+		page_end(&q, 0);
+		child[nleaf++] = emit(f, q.b);
+	}
+	page_end(&p, 0);
+	child[nleaf++] = emit(f, p.b);
+	root = child[0];
+	/* each level above: runs of cells (child, entry), one entry moved up between two runs,
+	 * each run's right child the child of the entry after it; the last run ends at m */
+	while (m && !f->err) {
+		unsigned cap = f->U - 12;
 		size_t nr = 0, used = 0, start = 0, last_start = 0;
 		for (size_t i = 0; i < m; i++) {
-			size_t c = 2 + extra + 1 + sz[item[i]]; /* pointer, child, size varint, record */
+			/* pointer, child, size varint, record */
+			size_t c = 2 + 4 + 1 + entry_record(x, x->w + item[i] * s, r);
 			if (used + c <= cap)
 				used += c;
 			else { /* item i goes up; a run of at least one cell is done */
@@ -691,23 +781,19 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 		}
 		ends[nr++] = m;
 		for (size_t j = 0, a = 0; j < nr; j++) {
-			page_start(&p, f->pg, f->U, 0, level ? INTERIOR_INDEX : LEAF_INDEX);
+			page_start(&p, f->pg, f->U, 0, INTERIOR_INDEX);
 			for (size_t i = a; i < ends[j]; i++) {
 				size_t len = entry_record(x, x->w + item[i] * s, r);
-				uint8_t *c = page_cell(&p, extra + 1 + len);
-				if (level)
-					put32(c, child[i]);
-				c[extra] = (uint8_t)len; /* < 128: a one-byte varint */
-				memcpy(c + extra + 1, r, len);
+				uint8_t *c = page_cell(&p, 4 + 1 + len);
+				put32(c, child[i]);
+				c[4] = (uint8_t)len;
+				memcpy(c + 5, r, len);
 			}
-			page_end(&p, level ? child[ends[j]] : 0);
+			page_end(&p, child[ends[j]]);
 			up[j] = emit(f, f->pg);
 			a = ends[j] + 1;
 		}
-		if (nr == 1) {
-			root = up[0];
-			break;
-		}
+		root = up[0];
 		for (size_t j = 0; j + 1 < nr; j++)
 			item[j] = item[ends[j]];
 		uint32_t *t = child;
@@ -716,11 +802,11 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 		m = nr - 1;
 	}
 out:
-	free(sz);
 	free(item);
 	free(ends);
 	free(child);
 	free(up);
+	free(other);
 	free(x->w);
 	x->w = NULL;
 	return root;
