@@ -9,6 +9,7 @@
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc */
 #include <string.h>   /* memcpy */
+#include <sys/mman.h> /* mremap */
 #include <sys/stat.h> /* fchmod, umask */
 #include <unistd.h>   /* pwrite */
 
@@ -17,6 +18,7 @@
 #define SQF_LIBVERSION 3040001
 
 enum { MAX_TABLES = 24, MAX_INDEXES = 24, OUTBUF = 1 << 20 };
+enum { HDR_ROOM = 9 + SQF_MAX_COLS * 9 }; /* the largest record header */
 enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
 #define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
 #define ROWID_BITS 56                    /* index entries: rowid below, key NULL flags above */
@@ -43,7 +45,7 @@ struct index {
 	char *name, *sql;
 	int table, nk, cols[SQF_MAX_KEYS];
 	uint64_t *w; /* n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
-	size_t n, cap;
+	size_t n, cap, bytes; /* bytes mapped at w */
 	uint32_t root;
 };
 
@@ -56,7 +58,7 @@ struct sqf {
 	size_t outn;
 	off_t outoff;
 	uint8_t *page1, *pg; /* page 1 (written last); a page being built */
-	uint8_t *payload;    /* a record too large for its cell */
+	uint8_t *payload;    /* the record being encoded */
 	size_t paycap;
 	int err;
 	char msg[200];
@@ -87,6 +89,21 @@ static void put32(uint8_t *p, uint32_t v)
 	p[1] = (uint8_t)(v >> 16);
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
+}
+
+/* Index entries live in their own mappings: mremap grows them without copying, where glibc's
+ * realloc copies once its mmap threshold has risen (11% of the instructions of an export). */
+static void *map_grow(void *p, size_t old, size_t len)
+{
+	void *q = p ? mremap(p, old, len, MREMAP_MAYMOVE)
+	            : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return q == MAP_FAILED ? NULL : q;
+}
+
+static void map_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
 }
 
 static unsigned vlen(uint64_t v)
@@ -334,13 +351,14 @@ static void index_add(struct sqf *f, struct index *x, const struct table *t,
 	size_t s = (size_t)x->nk + 1;
 	if (x->n == x->cap) {
 		size_t cap = x->cap ? 2 * x->cap : 4096;
-		uint64_t *w = realloc(x->w, cap * s * sizeof *w);
+		uint64_t *w = map_grow(x->w, x->bytes, cap * s * sizeof *w);
 		if (!w) {
 			fail(f, "out of memory");
 			return;
 		}
 		x->w = w;
 		x->cap = cap;
+		x->bytes = cap * s * sizeof *w;
 	}
 	uint64_t *e = x->w + x->n * s, nulls = 0;
 	for (int k = 0; k < x->nk; k++) {
@@ -389,46 +407,42 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 		     (long long)rowid, (long long)t->last);
 		return;
 	}
-	/* the record: header size, serial types, bodies; the header's size first (an int or a
-	 * NULL has a one-byte type, a text of n bytes a varint of 2n + 13) */
-	size_t hdr = 0, bound = 8;
-	for (int c = 0; c < t->ncols; c++)
-		if (v[c].type == SQF_TEXT && c != t->ipk) {
-			hdr += vlen(2 * (uint64_t)v[c].n + 13);
-			bound += v[c].n;
-		} else {
-			hdr++;
-			bound += 8;
-		}
-	unsigned hv = 1;
-	while (vlen(hdr + hv) > hv)
-		hv++;
-	hdr += hv;
-	bound += hdr;
-	if (bound > f->paycap) {
-		uint8_t *b = realloc(f->payload, bound);
-		if (!b) {
-			fail(f, "out of memory");
-			return;
-		}
-		f->payload = b;
-		f->paycap = bound;
-	}
-	uint8_t *rec = f->payload, *h = rec + putv(rec, hdr), *o = rec + hdr;
+	/* the record: serial types into ty, bodies into the payload buffer after room for the
+	 * header; then the header's size, and the header moved in front of the bodies */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9];
+	uint8_t *h = ty, *o = f->payload + HDR_ROOM, *body = o;
 	for (int c = 0; c < t->ncols; c++) {
-		if (c == t->ipk || v[c].type == SQF_NULL)
-			*h++ = 0;
-		else if (v[c].type == SQF_INT) {
+		if (v[c].type == SQF_INT && c != t->ipk) {
 			unsigned len;
 			*h++ = (uint8_t)int_type(v[c].i, &len);
 			if (len)
 				o = put_int(o, v[c].i, len);
-		} else {
+		} else if (v[c].type == SQF_TEXT && c != t->ipk) {
+			/* the buffer holds HDR_ROOM and 8 bytes a column: more only for texts */
+			size_t need = (size_t)(o - f->payload) + v[c].n + 8 * (size_t)(t->ncols - c);
+			if (need > f->paycap) {
+				uint8_t *b = realloc(f->payload, need + need / 2);
+				if (!b) {
+					fail(f, "out of memory");
+					return;
+				}
+				o = b + (o - f->payload);
+				body = b + HDR_ROOM;
+				f->payload = b;
+				f->paycap = need + need / 2;
+			}
 			h += putv(h, 2 * (uint64_t)v[c].n + 13);
 			memcpy(o, v[c].s, v[c].n);
 			o += v[c].n;
-		}
+		} else
+			*h++ = 0;
 	}
+	size_t nty = (size_t)(h - ty), hdr = nty + 1;
+	if (hdr > 127) /* a header size of 2 bytes or more (its own varint counts) */
+		while (vlen(hdr) > hdr - nty)
+			hdr++;
+	uint8_t *rec = body - hdr;
+	memcpy(rec + putv(rec, hdr), ty, nty);
 	size_t P = (size_t)(o - rec), local = local_size(f->U, P, 0);
 	size_t cell = vlen(P) + vlen((uint64_t)rowid) + local + (local < P ? 4 : 0);
 	struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
@@ -579,25 +593,34 @@ static uint64_t *merge_runs(uint64_t *src, uint64_t *dst, size_t *run, size_t nr
 	return src;
 }
 
-/* LSD radix sort, stable (so equal keys stay in rowid order): a pass per key byte that varies,
- * last key column first, and a pass per NULL flag. @return where the result is */
-static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk, uint32_t (*h)[256])
+/* LSD radix sort of key columns [0, nk) of entries of nk0 keys, stable (equal keys keep their
+ * order): a pass per key byte that varies, last column first, and a pass per NULL flag.
+ * @return where the result is */
+static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk0, int nk, uint32_t (*h)[256])
 {
-	size_t s = (size_t)nk + 1;
+	size_t s = (size_t)nk0 + 1;
 	size_t nulls[SQF_MAX_KEYS] = {0};
+	uint64_t diff[SQF_MAX_KEYS] = {0};
 	for (size_t i = 0; i < n; i++) {
 		const uint64_t *e = src + i * s;
 		for (int k = 0; k < nk; k++) {
-			for (int b = 0; b < 8; b++)
-				h[k * 8 + b][e[k] >> (8 * b) & 255]++;
-			nulls[k] += e[nk] >> (ROWID_BITS + k) & 1;
+			diff[k] |= e[k] ^ src[k];
+			nulls[k] += e[nk0] >> (ROWID_BITS + k) & 1;
 		}
+	}
+	memset(h, 0, (size_t)nk * 8 * sizeof *h);
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *e = src + i * s;
+		for (int k = 0; k < nk; k++)
+			for (int b = 0; b < 8; b++)
+				if (diff[k] >> (8 * b) & 255)
+					h[k * 8 + b][e[k] >> (8 * b) & 255]++;
 	}
 	for (int k = nk - 1; k >= 0; k--) {
 		for (int b = 0; b < 8; b++) {
-			uint32_t *c = h[k * 8 + b];
-			if (c[src[k] >> (8 * b) & 255] == n)
+			if (!(diff[k] >> (8 * b) & 255))
 				continue; /* every entry has this byte */
+			uint32_t *c = h[k * 8 + b];
 			size_t off[256], sum = 0;
 			for (int d = 0; d < 256; d++) {
 				off[d] = sum;
@@ -615,7 +638,7 @@ static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk, uint32_t 
 			size_t o0 = 0, o1 = nulls[k];
 			for (size_t i = 0; i < n; i++) {
 				const uint64_t *e = src + i * s;
-				entry_copy(dst + (e[nk] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s, e, s);
+				entry_copy(dst + (e[nk0] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s, e, s);
 			}
 			uint64_t *t = src;
 			src = dst;
@@ -625,38 +648,56 @@ static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk, uint32_t 
 	return src;
 }
 
-/* SQLite's index order. Memory: a second copy of the entries while sorting (and 64 run starts,
- * or nk * 8 KiB of counts). */
+/* the sorted runs of x[0..n): their starts in run[0..nr), nr > max: more than max */
+static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_t max)
+{
+	size_t s = (size_t)nk + 1, nr = 1;
+	run[0] = 0;
+	for (size_t i = 1; i < n; i++)
+		if (!entry_le(w + (i - 1) * s, w + i * s, nk)) {
+			if (nr == max)
+				return max + 1;
+			run[nr++] = i;
+		}
+	run[nr] = n;
+	return nr;
+}
+
+/* SQLite's index order: already sorted runs (each process's records come in time order) are
+ * merged; else a radix sort on the leading key columns, which is enough where the last column
+ * is in order within each group (a process's devices, each in time order), then merges or a
+ * full radix sort. Memory: a second copy of the entries while sorting, nk * 8 KiB of counts. */
 enum { MERGE_RUNS = 64 };
 static void index_sort(struct sqf *f, struct index *x)
 {
-	size_t n = x->n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1], nr = 1;
-	run[0] = 0;
-	for (size_t i = 1; i < n; i++)
-		if (!entry_le(x->w + (i - 1) * s, x->w + i * s, x->nk)) {
-			if (nr == MERGE_RUNS) {
-				nr++; /* too many: radix sort */
-				break;
-			}
-			run[nr++] = i;
-		}
+	size_t n = x->n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
+	size_t nr = count_runs(x->w, n, x->nk, run, MERGE_RUNS);
 	if (nr == 1)
 		return;
-	uint64_t *tmp = malloc(n * s * sizeof *tmp), *res;
-	uint32_t(*h)[256] = nr > MERGE_RUNS ? calloc((size_t)x->nk * 8, sizeof *h) : NULL;
+	size_t tbytes = n * s * sizeof *x->w;
+	uint64_t *tmp = map_grow(NULL, 0, tbytes), *res = x->w;
+	uint32_t(*h)[256] = nr > MERGE_RUNS ? malloc((size_t)x->nk * 8 * sizeof *h) : NULL;
 	if (!tmp || (nr > MERGE_RUNS && !h)) {
-		free(tmp);
+		map_free(tmp, tbytes);
 		free(h);
 		fail(f, "out of memory sorting index %s", x->name);
 		return;
 	}
-	if (nr <= MERGE_RUNS) {
-		run[nr] = n;
-		res = merge_runs(x->w, tmp, run, nr, x->nk);
-	} else
-		res = radix(x->w, tmp, n, x->nk, h);
-	free(res == x->w ? tmp : x->w);
-	x->w = res;
+	if (nr > MERGE_RUNS && x->nk > 1) {
+		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk - 1, h);
+		nr = count_runs(res, n, x->nk, run, MERGE_RUNS);
+	}
+	if (nr > MERGE_RUNS)
+		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk, h);
+	else if (nr > 1)
+		res = merge_runs(res, res == x->w ? tmp : x->w, run, nr, x->nk);
+	if (res == x->w)
+		map_free(tmp, tbytes);
+	else {
+		map_free(x->w, x->bytes);
+		x->w = res;
+		x->bytes = tbytes;
+	}
 	free(h);
 }
 
@@ -807,7 +848,7 @@ out:
 	free(child);
 	free(up);
 	free(other);
-	free(x->w);
+	map_free(x->w, x->bytes);
 	x->w = NULL;
 	return root;
 }
@@ -840,6 +881,13 @@ struct sqf *sqf_open(const char *path, unsigned page_size)
 		errno = e;
 		goto fail;
 	}
+	f->paycap = HDR_ROOM + 8 * SQF_MAX_COLS + 8;
+	if (!(f->payload = malloc(f->paycap))) {
+		close(f->fd);
+		unlink(f->tmp);
+		errno = ENOMEM;
+		goto fail;
+	}
 	f->U = page_size;
 	f->npages = 1;
 	f->outoff = page_size;
@@ -869,7 +917,7 @@ static void sqf_free(struct sqf *f)
 	for (int i = 0; i < f->nix; i++) {
 		free(f->ix[i].name);
 		free(f->ix[i].sql);
-		free(f->ix[i].w);
+		map_free(f->ix[i].w, f->ix[i].bytes);
 	}
 	free(f->path);
 	free(f->tmp);
