@@ -17,7 +17,7 @@
  * files are checked against in tests/export (sqlite3 3.40.1) */
 #define SQF_LIBVERSION 3040001
 
-enum { MAX_TABLES = 24, MAX_INDEXES = 24, OUTBUF = 1 << 20 };
+enum { MAX_TABLES = 32, MAX_INDEXES = 32, OUTBUF = 1 << 20 };
 enum { HDR_ROOM = 9 + SQF_MAX_COLS * 9 }; /* the largest record header */
 enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
 #define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
