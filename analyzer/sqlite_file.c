@@ -701,27 +701,26 @@ static void index_sort(struct sqf *f, struct index *x)
 	free(h);
 }
 
-/* entry e's record (keys, then rowid) into r: @return its size, at most 1 + 5 + 5 * 8 */
+/* entry e's record (keys, then rowid) into r: @return its size, at most ENTRY_MAX (the header
+ * has nk + 2 bytes: every serial type is one byte); writes up to 8 bytes past it */
 static size_t entry_record(const struct index *x, const uint64_t *e, uint8_t *r)
 {
-	unsigned len[SQF_MAX_KEYS + 1];
-	int64_t val[SQF_MAX_KEYS + 1];
 	int nk = x->nk;
+	uint64_t nulls = e[nk] >> ROWID_BITS;
+	uint8_t *o = r + nk + 2;
 	r[0] = (uint8_t)(nk + 2);
 	for (int k = 0; k <= nk; k++) {
-		if (k < nk && e[nk] >> (ROWID_BITS + k) & 1) {
+		unsigned len;
+		if (k < nk && nulls >> k & 1) {
 			r[1 + k] = 0;
-			len[k] = 0;
 			continue;
 		}
-		val[k] = k < nk ? (int64_t)(e[k] ^ KEY_BIAS)
-		                : (int64_t)(e[nk] & (((uint64_t)1 << ROWID_BITS) - 1));
-		r[1 + k] = (uint8_t)int_type(val[k], &len[k]);
+		int64_t v = k < nk ? (int64_t)(e[k] ^ KEY_BIAS)
+		                   : (int64_t)(e[nk] & (((uint64_t)1 << ROWID_BITS) - 1));
+		r[1 + k] = (uint8_t)int_type(v, &len);
+		if (len)
+			o = put_int(o, v, len);
 	}
-	uint8_t *o = r + nk + 2;
-	for (int k = 0; k <= nk; k++)
-		if (len[k])
-			o = put_int(o, val[k], len[k]);
 	return (size_t)(o - r);
 }
 
