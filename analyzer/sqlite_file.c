@@ -871,7 +871,9 @@ struct sqf *sqf_open(const char *path, unsigned page_size)
 	f->fd = mkostemp(f->tmp, O_CLOEXEC);
 	if (f->fd < 0)
 		goto fail;
-	mode_t um = umask(0); /* the mode a plain create gives, not mkstemp's 0600 */
+	/* the mode a plain create gives, not mkstemp's 0600 (umask is read by setting it: the
+	 * export writes the database on one thread) */
+	mode_t um = umask(0);
 	umask(um);
 	if (fchmod(f->fd, 0666 & ~um) != 0) {
 		int e = errno;
@@ -925,15 +927,6 @@ static void sqf_free(struct sqf *f)
 	free(f->pg);
 	free(f->payload);
 	free(f);
-}
-
-void sqf_abort(struct sqf *f)
-{
-	if (!f)
-		return;
-	close(f->fd);
-	unlink(f->tmp);
-	sqf_free(f);
 }
 
 static void schema_row(struct sqf *f, int schema, const char *type, const char *name,

@@ -48,7 +48,4 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v);
  * Frees f. @return 0, or -1 with a one-line reason in msg (the target untouched) */
 int sqf_close(struct sqf *f, char *msg, size_t size);
 
-/*! Abandon: remove the temporary file, free f. */
-void sqf_abort(struct sqf *f);
-
 #endif
