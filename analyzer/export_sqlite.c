@@ -17,8 +17,20 @@
 #define XS_PAGE_SIZE 4096
 #endif
 
-enum { T_RANKS, T_STRING, T_KERNEL, T_MEMCPY, T_RUNTIME, T_NCCL, T_UM, T_ALLOC, T_LINK,
-       T_FINDINGS, T_STEPS, T_COUNT };
+enum {
+	T_RANKS,
+	T_STRING,
+	T_KERNEL,
+	T_MEMCPY,
+	T_RUNTIME,
+	T_NCCL,
+	T_UM,
+	T_ALLOC,
+	T_LINK,
+	T_FINDINGS,
+	T_STEPS,
+	T_COUNT
+};
 static const struct {
 	const char *name;
 	int ncols, ipk; /* ipk: the INTEGER PRIMARY KEY column, -1 none */
@@ -78,20 +90,38 @@ static const struct {
 	const char *sql;
 } indexes[] = {
     {T_ALLOC, "sqlite_autoindex_ALLOCATIONS_1", 2, {0, 1}, NULL},
-    {T_KERNEL, "kernel_start", 1, {0},
+    {T_KERNEL,
+     "kernel_start",
+     1,
+     {0},
      "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL(start)"},
-    {T_KERNEL, "kernel_dev", 3, {14, 2, 0},
+    {T_KERNEL,
+     "kernel_dev",
+     3,
+     {14, 2, 0},
      "CREATE INDEX kernel_dev ON CUPTI_ACTIVITY_KIND_KERNEL(rankId, deviceId, start)"},
-    {T_MEMCPY, "memcpy_start", 1, {0},
+    {T_MEMCPY,
+     "memcpy_start",
+     1,
+     {0},
      "CREATE INDEX memcpy_start ON CUPTI_ACTIVITY_KIND_MEMCPY(start)"},
-    {T_RUNTIME, "runtime_start", 1, {0},
+    {T_RUNTIME,
+     "runtime_start",
+     1,
+     {0},
      "CREATE INDEX runtime_start ON CUPTI_ACTIVITY_KIND_RUNTIME(start)"},
     {T_NCCL, "nccl_coll", 2, {8, 9}, "CREATE INDEX nccl_coll ON NCCL_CALLS(commId, seq)"},
     {T_NCCL, "nccl_start", 1, {2}, "CREATE INDEX nccl_start ON NCCL_CALLS(start)"},
-    {T_UM, "um_alloc", 3, {8, 9, 0},
+    {T_UM,
+     "um_alloc",
+     3,
+     {8, 9, 0},
      "CREATE INDEX um_alloc ON UNIFIED_MEMORY_EVENTS(rankId, allocId, start)"},
     {T_UM, "um_address", 1, {4}, "CREATE INDEX um_address ON UNIFIED_MEMORY_EVENTS(address)"},
-    {T_LINK, "link_dev", 3, {0, 1, 2},
+    {T_LINK,
+     "link_dev",
+     3,
+     {0, 1, 2},
      "CREATE INDEX link_dev ON LINK_SAMPLES(rankId, deviceId, start)"},
 };
 
@@ -190,8 +220,19 @@ static void sq_nccl(struct sq *s, const struct xm_job *x, const struct xe_ev *e)
 /* A CUDA runtime call that moves or places memory: a row of CUPTI_ACTIVITY_KIND_RUNTIME. */
 static void sq_api(struct sq *s, const struct xe_ev *e)
 {
-	struct sqf_val v[13] = {I(e->ts), I(e->ts + e->dur), N, N, I(string_id(s, e->name)), N,
-	                        I(e->rank), N, N, N, N, N, N};
+	struct sqf_val v[13] = {I(e->ts),
+	                        I(e->ts + e->dur),
+	                        N,
+	                        N,
+	                        I(string_id(s, e->name)),
+	                        N,
+	                        I(e->rank),
+	                        N,
+	                        N,
+	                        N,
+	                        N,
+	                        N,
+	                        N};
 	if (e->type == XE_COPY) {
 		const struct nvlp_rec_copy *c = e->f;
 		v[2] = I(c->tid);
@@ -226,11 +267,21 @@ static void sq_kernel(struct sq *s, const struct xe_ev *e)
 	const struct nvlp_rec_kernel *k = e->f;
 	int64_t nm = string_id(s, e->name);
 	int call = e->ncalls && s->kcall && (size_t)e->calls[0] < s->nk && s->kcall[e->calls[0]];
-	struct sqf_val v[16] = {I(e->ts),         I(e->ts + e->dur), I((int64_t)k->device),
-	                        I(k->context),    I(k->stream),      I(k->correlation),
-	                        I(nm),            I(nm),             I(k->grid_x),
-	                        I(k->grid_y),     I(k->grid_z),      I(k->block_x),
-	                        I(k->block_y),    I(k->block_z),     I(e->rank),
+	struct sqf_val v[16] = {I(e->ts),
+	                        I(e->ts + e->dur),
+	                        I((int64_t)k->device),
+	                        I(k->context),
+	                        I(k->stream),
+	                        I(k->correlation),
+	                        I(nm),
+	                        I(nm),
+	                        I(k->grid_x),
+	                        I(k->grid_y),
+	                        I(k->grid_z),
+	                        I(k->block_x),
+	                        I(k->block_y),
+	                        I(k->block_z),
+	                        I(e->rank),
 	                        call ? I(s->kcall[e->calls[0]]) : N};
 	sqf_insert(s->db, T_KERNEL, v);
 }
@@ -239,12 +290,18 @@ static void sq_kernel(struct sq *s, const struct xe_ev *e)
 static void sq_gpucopy(struct sq *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_gpucopy *c = e->f;
-	struct sqf_val v[13] = {I(e->ts),          I(e->ts + e->dur),
-	                        I((int64_t)c->device), I(c->context),
-	                        I(c->stream),      I(c->correlation),
-	                        I(c->bytes),       I(c->copy_kind),
-	                        I(c->src_kind),    I(c->dst_kind),
-	                        I((int64_t)c->src_device), I((int64_t)c->dst_device),
+	struct sqf_val v[13] = {I(e->ts),
+	                        I(e->ts + e->dur),
+	                        I((int64_t)c->device),
+	                        I(c->context),
+	                        I(c->stream),
+	                        I(c->correlation),
+	                        I(c->bytes),
+	                        I(c->copy_kind),
+	                        I(c->src_kind),
+	                        I(c->dst_kind),
+	                        I((int64_t)c->src_device),
+	                        I((int64_t)c->dst_device),
 	                        I(e->rank)};
 	sqf_insert(s->db, T_MEMCPY, v);
 }
@@ -256,16 +313,11 @@ static void sq_um(struct sq *s, const struct xe_ev *e)
 	static const char *const kinds[] = {"",           "bytes_htod", "bytes_dtoh",
 	                                    "cpu_fault",  "gpu_fault",  "thrashing",
 	                                    "throttling", "remote_map", "bytes_dtod"};
-	struct sqf_val v[10] = {I(e->ts),
-	                        I(e->ts + e->dur),
-	                        I(u->counter),
-	                        S(u->counter < 9 ? kinds[u->counter] : "other"),
-	                        I(u->address),
-	                        I(u->value),
-	                        I((int64_t)u->src),
-	                        I((int64_t)u->dst),
-	                        I(e->rank),
-	                        e->alloc >= 0 ? I(e->alloc) : N};
+	struct sqf_val v[10] = {I(e->ts),           I(e->ts + e->dur),
+	                        I(u->counter),      S(u->counter < 9 ? kinds[u->counter] : "other"),
+	                        I(u->address),      I(u->value),
+	                        I((int64_t)u->src), I((int64_t)u->dst),
+	                        I(e->rank),         e->alloc >= 0 ? I(e->alloc) : N};
 	sqf_insert(s->db, T_UM, v);
 }
 
@@ -273,10 +325,9 @@ static void sq_um(struct sq *s, const struct xe_ev *e)
 static void sq_sample(struct sq *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_linksample *l = e->f;
-	struct sqf_val v[10] = {I(e->rank),   I((int64_t)l->device), I(e->ts),
-	                        I(e->ts + e->dur), I(l->nvl_tx),     I(l->nvl_rx),
-	                        I(l->pcie_rd), I(l->pcie_wr),        I(l->source),
-	                        I(l->flags)};
+	struct sqf_val v[10] = {
+	    I(e->rank),   I((int64_t)l->device), I(e->ts),      I(e->ts + e->dur), I(l->nvl_tx),
+	    I(l->nvl_rx), I(l->pcie_rd),         I(l->pcie_wr), I(l->source),      I(l->flags)};
 	sqf_insert(s->db, T_LINK, v);
 }
 
@@ -334,7 +385,8 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 			xm_alloc(x, r, k, &a);
 			sqf_insert(s->db, T_ALLOC,
 			           (struct sqf_val[]){I(r), I(k), I(a.ptr), I(a.bytes), I(a.device),
-			                              I(a.migrations), I(a.flips), I(a.htod), I(a.dtoh)});
+			                              I(a.migrations), I(a.flips), I(a.htod),
+			                              I(a.dtoh)});
 		}
 	for (size_t i = 0; i < xm_nfindings(x); i++) {
 		struct xm_finding f;
@@ -362,7 +414,8 @@ int xe_sqlite(const struct xm_job *x, const char *path, uint64_t *records)
 	 * replaced: run as root, replacing /dev/null or another device would remove it */
 	struct stat st;
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		fprintf(stderr, "nvlprof: export: %s: not a regular file (sqlite writes a database file)\n",
+		fprintf(stderr,
+		        "nvlprof: export: %s: not a regular file (sqlite writes a database file)\n",
 		        path);
 		return -1;
 	}

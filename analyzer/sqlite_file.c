@@ -21,7 +21,7 @@ enum { MAX_TABLES = 32, MAX_INDEXES = 32, OUTBUF = 1 << 20 };
 enum { HDR_ROOM = 9 + SQF_MAX_COLS * 9 }; /* the largest record header */
 enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
 #define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
-#define ROWID_BITS 56                    /* index entries: rowid below, key NULL flags above */
+#define ROWID_BITS 56                  /* index entries: rowid below, key NULL flags above */
 
 struct kid { /* a finished child of a table B-tree level: its page, its largest rowid */
 	uint32_t pgno;
@@ -419,7 +419,8 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 				o = put_int(o, v[c].i, len);
 		} else if (v[c].type == SQF_TEXT && c != t->ipk) {
 			/* the buffer holds HDR_ROOM and 8 bytes a column: more only for texts */
-			size_t need = (size_t)(o - f->payload) + v[c].n + 8 * (size_t)(t->ncols - c);
+			size_t need =
+			    (size_t)(o - f->payload) + v[c].n + 8 * (size_t)(t->ncols - c);
 			if (need > f->paycap) {
 				uint8_t *b = realloc(f->payload, need + need / 2);
 				if (!b) {
@@ -494,7 +495,8 @@ static uint32_t table_interior(struct sqf *f, struct kid *k, size_t n, unsigned 
 			a = e + 1;
 		}
 		if (nn > 1 && ends[nn - 1] == ends[nn - 2] + 1)
-			ends[nn - 2]--; /* a node needs a cell: the last one takes a child of the one before */
+			ends[nn - 2]--; /* a node needs a cell: the last one takes a child of the
+			                   one before */
 		if (nn == 1 && root_hoff && used + root_hoff > U) { /* page 1 holds less */
 			ends[0] = n / 2 - 1;
 			ends[1] = n - 1;
@@ -502,8 +504,8 @@ static uint32_t table_interior(struct sqf *f, struct kid *k, size_t n, unsigned 
 		}
 		for (size_t j = 0, a = 0; j < nn; j++) {
 			int root = nn == 1;
-			page_start(&p, root && root_hoff ? f->page1 : f->pg, U, root ? root_hoff : 0,
-			           INTERIOR_TABLE);
+			page_start(&p, root && root_hoff ? f->page1 : f->pg, U,
+			           root ? root_hoff : 0, INTERIOR_TABLE);
 			for (size_t i = a; i < ends[j]; i++) {
 				uint8_t *c = page_cell(&p, 4 + vlen((uint64_t)k[i].key));
 				put32(c, k[i].pgno);
@@ -638,7 +640,8 @@ static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk0, int nk, 
 			size_t o0 = 0, o1 = nulls[k];
 			for (size_t i = 0; i < n; i++) {
 				const uint64_t *e = src + i * s;
-				entry_copy(dst + (e[nk0] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s, e, s);
+				entry_copy(dst + (e[nk0] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s,
+				           e, s);
 			}
 			uint64_t *t = src;
 			src = dst;
@@ -771,7 +774,8 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 		c[0] = (uint8_t)len; /* < 128: a one-byte varint */
 		memcpy(c + 1, r, len);
 	}
-	if (!p.nc && held) { /* nothing after the last one up: the entry before it goes up instead */
+	if (!p.nc &&
+	    held) { /* nothing after the last one up: the entry before it goes up instead */
 		size_t last = item[m - 1];
 		size_t len = entry_record(x, x->w + (last - 1) * s, r);
 		if (q.nc < 2) {
@@ -987,7 +991,8 @@ int sqf_close(struct sqf *f, char *msg, size_t size)
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)
-				fail(f, "write failed: %s", w < 0 ? strerror(errno) : "no progress");
+				fail(f, "write failed: %s",
+				     w < 0 ? strerror(errno) : "no progress");
 			else
 				done += (size_t)w;
 		}

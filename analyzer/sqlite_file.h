@@ -1,5 +1,6 @@
-/* sqlite_file.h: writes an SQLite 3 database file directly (https://www.sqlite.org/fileformat2.html):
- * rowid tables filled in rowid order, indexes on integer columns, no libsqlite3. */
+/* sqlite_file.h: writes an SQLite 3 database file directly
+ * (https://www.sqlite.org/fileformat2.html): rowid tables filled in rowid order, indexes on integer
+ * columns, no libsqlite3. */
 #ifndef NVLP_AN_SQLITE_FILE_H
 #define NVLP_AN_SQLITE_FILE_H
 
@@ -10,7 +11,7 @@
 /* One column value of a row. Text is UTF-8 as given (not copied beyond sqf_insert). */
 enum { SQF_NULL, SQF_INT, SQF_TEXT };
 struct sqf_val {
-	int type; /* SQF_NULL, SQF_INT, SQF_TEXT */
+	int type;   /* SQF_NULL, SQF_INT, SQF_TEXT */
 	uint32_t n; /* text bytes */
 	union {
 		int64_t i;
@@ -18,7 +19,11 @@ struct sqf_val {
 	};
 };
 #define SQF_I(v) ((struct sqf_val){.type = SQF_INT, .i = (int64_t)(v)})
-#define SQF_S(v) ((struct sqf_val){.type = SQF_TEXT, .n = (uint32_t)strlen(v), .s = (v)})
+static inline struct sqf_val sqf_text(const char *s) /* s evaluated once */
+{
+	return (struct sqf_val){.type = SQF_TEXT, .n = (uint32_t)strlen(s), .s = s};
+}
+#define SQF_S(v) sqf_text(v)
 #define SQF_N ((struct sqf_val){.type = SQF_NULL})
 
 enum { SQF_MAX_COLS = 64, SQF_MAX_KEYS = 4 };

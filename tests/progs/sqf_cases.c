@@ -16,9 +16,24 @@ static uint64_t lcg(uint64_t *x)
  * that take every integer serial type; NULL: *null */
 static int64_t big_a(uint64_t i, uint64_t *x, int *null)
 {
-	static const int64_t special[] = {INT64_MIN, INT64_MAX, -1, 0, 1, 127, 128, -128, -129,
-	                                  32767, 32768, 8388607, 8388608, 2147483647, 2147483648LL,
-	                                  140737488355327LL, 140737488355328LL, -140737488355329LL};
+	static const int64_t special[] = {INT64_MIN,
+	                                  INT64_MAX,
+	                                  -1,
+	                                  0,
+	                                  1,
+	                                  127,
+	                                  128,
+	                                  -128,
+	                                  -129,
+	                                  32767,
+	                                  32768,
+	                                  8388607,
+	                                  8388608,
+	                                  2147483647,
+	                                  2147483648LL,
+	                                  140737488355327LL,
+	                                  140737488355328LL,
+	                                  -140737488355329LL};
 	uint64_t r = lcg(x);
 	*null = 0;
 	if (i % 997 == 0) {
@@ -79,9 +94,10 @@ int main(int argc, char **argv)
 		int n = snprintf(sql, sizeof sql, "CREATE TABLE pad%d(", k);
 		int ncol = k == 0 ? 60 : 8;
 		for (int c = 0; c < ncol; c++)
-			n += snprintf(sql + n, sizeof sql - (size_t)n,
-			              "%scolumn_%d_with_a_long_name_to_make_the_schema_large INTEGER",
-			              c ? ", " : "", c);
+			n += snprintf(
+			    sql + n, sizeof sql - (size_t)n,
+			    "%scolumn_%d_with_a_long_name_to_make_the_schema_large INTEGER",
+			    c ? ", " : "", c);
 		snprintf(sql + n, sizeof sql - (size_t)n, ")");
 		char name[16];
 		snprintf(name, sizeof name, "pad%d", k);
@@ -91,13 +107,16 @@ int main(int argc, char **argv)
 	sqf_index(f, tb, "big_ba", "CREATE INDEX big_ba ON big(b, a)", (int[]){1, 0}, 2);
 	sqf_index(f, te, "empty_x", "CREATE INDEX empty_x ON empty(x)", (int[]){0}, 1);
 	if (!strcmp(bad, "bad-key"))
-		sqf_index(f, tt, "texts_body", "CREATE INDEX texts_body ON texts(body)", (int[]){1}, 1);
+		sqf_index(f, tt, "texts_body", "CREATE INDEX texts_body ON texts(body)", (int[]){1},
+		          1);
 
 	/* texts: lengths 0 and 1, then payloads at the local maximum X, the minimum M and the
 	 * overflow page boundaries, several pages and 1 MB */
 	size_t X = U - 35, M = (size_t)(U - 12) * 32 / 255 - 23;
-	size_t want[] = {X - 1, X, X + 1, X + 2, M + (U - 4), M + (U - 4) + 1, X + (U - 4),
-	                 X + (U - 4) + 1, 3 * (size_t)U, 5 * (size_t)U + 17, (size_t)1 << 20};
+	size_t want[] = {
+	    X - 1,           X,           X + 1,           X + 2,         M + (U - 4),
+	    M + (U - 4) + 1, X + (U - 4), X + (U - 4) + 1, 3 * (size_t)U, 5 * (size_t)U + 17,
+	    (size_t)1 << 20};
 	int64_t id = 1;
 	for (size_t n = 0; n < 2; n++, id++) {
 		char *t = text(n, id);
@@ -128,8 +147,9 @@ int main(int argc, char **argv)
 		           (struct sqf_val[]){null ? SQF_N : SQF_I(a), SQF_I(i % 7), SQF_S(c)});
 	}
 	for (int64_t i = 0; i < 2000; i++) /* keys inserted out of order: the index sorts them */
-		sqf_insert(f, tp,
-		           (struct sqf_val[]){SQF_I((i * 7919) % 2000 - 1000), SQF_I(i % 3), SQF_S("p")});
+		sqf_insert(
+		    f, tp,
+		    (struct sqf_val[]){SQF_I((i * 7919) % 2000 - 1000), SQF_I(i % 3), SQF_S("p")});
 	for (int k = 1; k < 20; k += 5) {
 		struct sqf_val v[8];
 		for (int c = 0; c < 8; c++)
