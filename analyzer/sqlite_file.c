@@ -238,7 +238,7 @@ static void page_start(struct page *p, uint8_t *b, unsigned U, unsigned hoff, in
 	p->hlen = flag == LEAF_TABLE || flag == LEAF_INDEX ? 8 : 12;
 	p->nc = 0;
 	p->top = U;
-	memset(b + hoff, 0, U - hoff);
+	memset(b + hoff, 0, p->hlen); /* the rest: cells, pointers, and the gap page_end clears */
 	b[hoff] = (uint8_t)flag;
 }
 
@@ -259,6 +259,8 @@ static uint8_t *page_cell(struct page *p, size_t len)
 static void page_end(struct page *p, uint32_t right)
 {
 	uint8_t *h = p->b + p->hoff;
+	unsigned gap = p->hoff + p->hlen + 2 * p->nc;
+	memset(p->b + gap, 0, p->top - gap);
 	put16(h + 3, p->nc);
 	put16(h + 5, p->top & 0xffff); /* 65536 is written 0 */
 	if (p->hlen == 12)
