@@ -48,7 +48,7 @@ LIB_CFLAGS := -fvisibility=hidden
 ZSTD_LIB := -Wl,-Bstatic -lzstd -Wl,-Bdynamic
 LIB_LDFLAGS := -shared -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(SANFLAGS)
 LIB_LDLIBS := $(ZSTD_LIB) -ldl -lpthread
-CLI_LDLIBS := $(ZSTD_LIB) -lsqlite3 -lpthread -lm -ldl
+CLI_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl
 
 TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
@@ -70,11 +70,11 @@ analyzer: $(CLI)
 
 # ---- build dependencies --------------------------------------------------------------------
 # Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
-# build. The analyzer needs only libzstd-dev and libsqlite3-dev; the shim also libunwind-dev and the CUDA headers.
+# build. The analyzer needs only libzstd-dev; the shim also libunwind-dev and the CUDA headers.
 NO_BUILD_GOALS := clean format help
 CLI_GOALS := analyzer demo fuzz fuzz-build fuzz-pack $(CLI)
 GOALS := $(or $(MAKECMDGOALS),all)
-DEB_DEPS := libzstd-dev:zstd.h libsqlite3-dev:sqlite3.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
+DEB_DEPS := libzstd-dev:zstd.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
 define DEPS_SCRIPT
 missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
   echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
@@ -168,6 +168,8 @@ PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_hk_cuda := -l:libcudart.so.13
 PROG_LIBS_hk_nvtx := -l:libnccl.so.2 -l:libcudart.so.13 -ldl
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
+# sqf_cases compiles the SQLite file writer in (tests/export/test_sqlite.sh)
+$(BUILD)/tests/progs/sqf_cases: analyzer/sqlite_file.c analyzer/sqlite_file.h
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
 # bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
 BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
@@ -291,7 +293,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 FUZZ_OPT ?= -O2
 FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) $(FUZZ_OPT) -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 # only libc and libm at run time: the binary runs on machines without sqlite or clang (fuzz-pack)
-FUZZ_LDLIBS := $(ZSTD_LIB) -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lpthread -lm -ldl -static-libstdc++ -static-libgcc
+FUZZ_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl -static-libstdc++ -static-libgcc
 FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS))
 # The mutator's decode and re-encode (codec.c over its own copy of the reader and writer) is built
 # without sanitizers or coverage, its copy's symbols made local: it is no code under test, and

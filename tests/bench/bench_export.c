@@ -1,10 +1,9 @@
 /* bench_export.c: export throughput: a large synthetic job (8 ranks x 1M records), exported to
  * perfetto, chrome and sqlite; records/s of the export pass (best of 3), CPU ns per record (what
- * a loaded machine blurs least), with loading; and what bare SQLite inserts reach here. */
+ * a loaded machine blurs least), with loading. */
 #define AN_GEN_NO_MAIN 1
 #include "../progs/an_gen.c"
 
-#include <sqlite3.h> /* the bare-insert floor */
 #include <string.h>  /* strcmp */
 #include <time.h>    /* clock_gettime */
 
@@ -27,39 +26,6 @@ static double cpu(void) /* every thread of the process */
 	struct timespec ts;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* SQLite's own ceiling on this machine: n prepared inserts of a 16-integer row (the kernel
- * table's width) in one transaction, journal and syncs off, no index. @return rows/s */
-static double sqlite_floor(const char *path, int n, double *cpu_ns)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	remove(path);
-	if (sqlite3_open_v2(path, &db,
-	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-	                    NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_exec(db,
-	             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE t(a,b,c,d,e,"
-	             "f,g,h,i,j,k,l,m,n,o,p); BEGIN",
-	             NULL, NULL, NULL);
-	sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st,
-	                   NULL);
-	double t = now(), c = cpu();
-	for (int i = 0; i < n; i++) {
-		for (int k = 1; k <= 16; k++)
-			sqlite3_bind_int64(st, k, (sqlite3_int64)i * 1000 + k);
-		sqlite3_step(st);
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-	sqlite3_close(db);
-	double dt = now() - t;
-	*cpu_ns = (cpu() - c) * 1e9 / n;
-	remove(path);
-	return n / dt;
 }
 
 int main(int argc, char **argv)
@@ -152,15 +118,6 @@ int main(int argc, char **argv)
 		       names[f], (unsigned long long)recs, best, recs / best / 1e6,
 		       recs / worst / 1e6, cbest * 1e9 / recs, recs / cbest / 1e6,
 		       recs / (best + tload) / 1e6, tload, size / 1e6);
-	}
-	if (!only || !strcmp(only, "sqlite")) {
-		double cns = 0;
-		snprintf(out, sizeof out, "%s/floor.sqlite", dir);
-		double rs = sqlite_floor(out, 2000000, &cns);
-		printf(
-		    "bench_export: sqlite3 itself: %.2f M rows/s, %.0f CPU ns/row (bare prepared "
-		    "inserts of 16 integers, one transaction, no journal, no mutex, no index)\n",
-		    rs / 1e6, cns);
 	}
 	xm_close(x);
 	char cmd[128];

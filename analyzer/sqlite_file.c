@@ -1,0 +1,1015 @@
+/* sqlite_file.c: an SQLite 3 database file written page by page (file format:
+ * https://www.sqlite.org/fileformat2.html): table B-trees bottom-up as rows stream in, index
+ * B-trees from sorted keys at the end, sqlite_schema on page 1, the header last. */
+#include "sqlite_file.h"
+
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open */
+#include <stdarg.h>   /* va_list */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc */
+#include <string.h>   /* memcpy */
+#include <sys/mman.h> /* mremap */
+#include <sys/stat.h> /* fchmod, umask */
+#include <unistd.h>   /* pwrite */
+
+/* written at header offset 96 (the library version that last wrote the file): the release the
+ * files are checked against in tests/export (sqlite3 3.40.1) */
+#define SQF_LIBVERSION 3040001
+
+enum { MAX_TABLES = 32, MAX_INDEXES = 32, OUTBUF = 1 << 20 };
+enum { HDR_ROOM = 9 + SQF_MAX_COLS * 9 }; /* the largest record header */
+enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
+#define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
+#define ROWID_BITS 56                  /* index entries: rowid below, key NULL flags above */
+
+struct kid { /* a finished child of a table B-tree level: its page, its largest rowid */
+	uint32_t pgno;
+	int64_t key;
+};
+
+struct table {
+	char *name, *sql;
+	int ncols, ipk, nidx;
+	int idx[MAX_INDEXES];
+	int64_t last; /* rowid of the last row */
+	uint64_t rows;
+	uint8_t *leaf; /* the leaf being filled: cells from the end down, pointers from byte 8 */
+	unsigned nc, top;
+	struct kid *kids; /* finished leaves, in rowid order */
+	size_t nkids, capkids;
+	uint32_t root;
+};
+
+struct index {
+	char *name, *sql;
+	int table, nk, cols[SQF_MAX_KEYS];
+	uint64_t *w; /* n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
+	size_t n, cap, bytes; /* bytes mapped at w */
+	uint32_t root;
+};
+
+struct sqf {
+	int fd;
+	char *path, *tmp;
+	unsigned U;      /* page size = usable size (no reserved bytes) */
+	uint32_t npages; /* pages numbered so far, page 1 included */
+	uint8_t *out;    /* pages 2.. on their way to the file, written at outoff */
+	size_t outn;
+	off_t outoff;
+	uint8_t *page1, *pg; /* page 1 (written last); a page being built */
+	uint8_t *payload;    /* the record being encoded */
+	size_t paycap;
+	int err;
+	char msg[200];
+	int nt, nix;
+	struct table t[MAX_TABLES];
+	struct index ix[MAX_INDEXES];
+};
+
+static void fail(struct sqf *f, const char *fmt, ...)
+{
+	if (f->err)
+		return;
+	f->err = 1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+	va_end(ap);
+}
+
+static void put16(uint8_t *p, unsigned v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Index entries live in their own mappings: mremap grows them without copying, where glibc's
+ * realloc copies once its mmap threshold has risen (11% of the instructions of an export). */
+static void *map_grow(void *p, size_t old, size_t len)
+{
+	void *q = p ? mremap(p, old, len, MREMAP_MAYMOVE)
+	            : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return q == MAP_FAILED ? NULL : q;
+}
+
+static void map_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
+static unsigned vlen(uint64_t v)
+{
+	if (v > 0x00ffffffffffffffULL)
+		return 9;
+	unsigned n = 1;
+	while (v >>= 7)
+		n++;
+	return n;
+}
+
+/* SQLite's varint: big-endian groups of 7 bits, high bit = more; a 9th byte carries 8 bits */
+static unsigned putv(uint8_t *p, uint64_t v)
+{
+	if (v <= 0x7f) {
+		p[0] = (uint8_t)v;
+		return 1;
+	}
+	if (v <= 0x3fff) {
+		p[0] = (uint8_t)(0x80 | (v >> 7));
+		p[1] = (uint8_t)(v & 0x7f);
+		return 2;
+	}
+	if (v > 0x00ffffffffffffffULL) {
+		p[8] = (uint8_t)v;
+		v >>= 8;
+		for (int i = 7; i >= 0; i--, v >>= 7)
+			p[i] = (uint8_t)(0x80 | (v & 0x7f));
+		return 9;
+	}
+	unsigned n = vlen(v);
+	for (unsigned i = n; i-- > 0; v >>= 7)
+		p[i] = (uint8_t)(0x80 | (v & 0x7f));
+	p[n - 1] &= 0x7f;
+	return n;
+}
+
+/* The serial type SQLite gives an integer (schema format 4: 0 and 1 take no body): the
+ * smallest of 1, 2, 3, 4, 6, 8 bytes holding it with its sign */
+static inline unsigned int_type(int64_t v, unsigned *len)
+{
+	static const uint8_t type_of[9] = {0, 1, 2, 3, 4, 5, 5, 6, 6};
+	static const uint8_t len_of[7] = {0, 1, 2, 3, 4, 6, 8};
+	if ((uint64_t)v <= 1) {
+		*len = 0;
+		return 8 + (unsigned)v;
+	}
+	uint64_t u = (uint64_t)(v ^ (v >> 63)); /* ~v for a negative */
+	unsigned t = type_of[(64 - (unsigned)__builtin_clzll(u | 1) + 8) / 8];
+	*len = len_of[t];
+	return t;
+}
+
+/* len (1..8) bytes of v, big-endian; writes 8 bytes: p has room for them */
+static inline uint8_t *put_int(uint8_t *p, int64_t v, unsigned len)
+{
+	uint64_t be = __builtin_bswap64((uint64_t)v << (64 - 8 * len));
+	memcpy(p, &be, 8);
+	return p + len;
+}
+
+/* Bytes of a payload of size P kept in its cell (the rest goes to overflow pages): the X, M, K
+ * of the file format, where X differs for table leaves and index pages. */
+static size_t local_size(unsigned U, size_t P, int index)
+{
+	size_t X = index ? (size_t)(U - 12) * 64 / 255 - 23 : U - 35;
+	if (P <= X)
+		return P;
+	size_t M = (size_t)(U - 12) * 32 / 255 - 23;
+	size_t K = M + (P - M) % (U - 4);
+	return K <= X ? K : M;
+}
+
+/* ---- the file: pages 2.. appended in the order they are numbered -------------------------- */
+
+static void flush(struct sqf *f)
+{
+	size_t done = 0;
+	while (done < f->outn && !f->err) {
+		ssize_t w = pwrite(f->fd, f->out + done, f->outn - done, f->outoff + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			fail(f, "write failed: %s", w < 0 ? strerror(errno) : "no progress");
+		else
+			done += (size_t)w;
+	}
+	f->outoff += (off_t)f->outn;
+	f->outn = 0;
+}
+
+/* the next page number, the page's bytes queued for it */
+static uint32_t emit(struct sqf *f, const uint8_t *page)
+{
+	if (f->outn + f->U > OUTBUF)
+		flush(f);
+	memcpy(f->out + f->outn, page, f->U);
+	f->outn += f->U;
+	if (f->npages == UINT32_MAX - 1)
+		fail(f, "database larger than 2^32 pages");
+	return ++f->npages;
+}
+
+/* The part of a payload beyond its local bytes as a chain of overflow pages (4 bytes: the next
+ * page, then U - 4 bytes of payload). @return the first page */
+static uint32_t overflow(struct sqf *f, const uint8_t *p, size_t n)
+{
+	size_t per = f->U - 4, npg = (n + per - 1) / per;
+	uint32_t first = f->npages + 1;
+	for (size_t i = 0; i < npg; i++) {
+		size_t k = i + 1 < npg ? per : n - i * per;
+		memset(f->pg, 0, f->U);
+		put32(f->pg, i + 1 < npg ? first + (uint32_t)i + 1 : 0);
+		memcpy(f->pg + 4, p + i * per, k);
+		emit(f, f->pg);
+	}
+	return first;
+}
+
+/* ---- pages being built: header at hoff, cell pointers after it, cells from the end down -- */
+
+struct page {
+	uint8_t *b;
+	unsigned hoff, hlen, nc, top;
+};
+
+static void page_start(struct page *p, uint8_t *b, unsigned U, unsigned hoff, int flag)
+{
+	p->b = b;
+	p->hoff = hoff;
+	p->hlen = flag == LEAF_TABLE || flag == LEAF_INDEX ? 8 : 12;
+	p->nc = 0;
+	p->top = U;
+	memset(b + hoff, 0, p->hlen); /* the rest: cells, pointers, and the gap page_end clears */
+	b[hoff] = (uint8_t)flag;
+}
+
+static int page_fits(const struct page *p, size_t cell)
+{
+	return p->hoff + p->hlen + 2 * (p->nc + 1) + cell <= p->top;
+}
+
+/* room for a cell of len bytes: @return where it goes */
+static uint8_t *page_cell(struct page *p, size_t len)
+{
+	p->top -= (unsigned)len;
+	put16(p->b + p->hoff + p->hlen + 2 * p->nc, p->top);
+	p->nc++;
+	return p->b + p->top;
+}
+
+static void page_end(struct page *p, uint32_t right)
+{
+	uint8_t *h = p->b + p->hoff;
+	unsigned gap = p->hoff + p->hlen + 2 * p->nc;
+	memset(p->b + gap, 0, p->top - gap);
+	put16(h + 3, p->nc);
+	put16(h + 5, p->top & 0xffff); /* 65536 is written 0 */
+	if (p->hlen == 12)
+		put32(h + 8, right);
+}
+
+/* ---- tables ----------------------------------------------------------------------------- */
+
+static char *sdup(struct sqf *f, const char *s)
+{
+	char *d = s ? strdup(s) : NULL;
+	if (s && !d)
+		fail(f, "out of memory");
+	return d;
+}
+
+int sqf_table(struct sqf *f, const char *name, int ncols, int ipk, const char *sql)
+{
+	if (f->nt == MAX_TABLES || ncols < 1 || ncols > SQF_MAX_COLS || ipk >= ncols) {
+		fail(f, "table %s: too many tables or columns", name);
+		return -1;
+	}
+	struct table *t = &f->t[f->nt];
+	memset(t, 0, sizeof *t);
+	t->name = sdup(f, name);
+	t->sql = sdup(f, sql);
+	t->ncols = ncols;
+	t->ipk = ipk;
+	t->leaf = malloc(f->U);
+	if (!t->leaf) {
+		fail(f, "out of memory");
+		return -1;
+	}
+	struct page p;
+	page_start(&p, t->leaf, f->U, 0, LEAF_TABLE);
+	t->top = f->U;
+	return f->nt++;
+}
+
+int sqf_index(struct sqf *f, int table, const char *name, const char *sql, const int *cols,
+              int nkeys)
+{
+	struct table *t = table >= 0 && table < f->nt ? &f->t[table] : NULL;
+	if (!t || f->nix == MAX_INDEXES || nkeys < 1 || nkeys > SQF_MAX_KEYS || t->rows) {
+		fail(f, "index %s: no such table, too many keys or declared after rows", name);
+		return -1;
+	}
+	struct index *x = &f->ix[f->nix];
+	memset(x, 0, sizeof *x);
+	x->name = sdup(f, name);
+	x->sql = sdup(f, sql);
+	x->table = table;
+	x->nk = nkeys;
+	for (int k = 0; k < nkeys; k++) {
+		if (cols[k] < 0 || cols[k] >= t->ncols) {
+			fail(f, "index %s: no column %d", name, cols[k]);
+			return -1;
+		}
+		x->cols[k] = cols[k];
+	}
+	t->idx[t->nidx++] = f->nix++;
+	return 0;
+}
+
+static void leaf_done(struct sqf *f, struct table *t)
+{
+	struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
+	page_end(&p, 0);
+	if (t->nkids == t->capkids) {
+		size_t cap = t->capkids ? 2 * t->capkids : 64;
+		struct kid *k = realloc(t->kids, cap * sizeof *k);
+		if (!k) {
+			fail(f, "out of memory");
+			return;
+		}
+		t->kids = k;
+		t->capkids = cap;
+	}
+	t->kids[t->nkids].pgno = emit(f, t->leaf);
+	t->kids[t->nkids++].key = t->last;
+	page_start(&p, t->leaf, f->U, 0, LEAF_TABLE);
+	t->nc = 0;
+	t->top = f->U;
+}
+
+/* one index entry of the row just added */
+static void index_add(struct sqf *f, struct index *x, const struct table *t,
+                      const struct sqf_val *v, int64_t rowid)
+{
+	size_t s = (size_t)x->nk + 1;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 4096;
+		uint64_t *w = map_grow(x->w, x->bytes, cap * s * sizeof *w);
+		if (!w) {
+			fail(f, "out of memory");
+			return;
+		}
+		x->w = w;
+		x->cap = cap;
+		x->bytes = cap * s * sizeof *w;
+	}
+	uint64_t *e = x->w + x->n * s, nulls = 0;
+	for (int k = 0; k < x->nk; k++) {
+		int c = x->cols[k];
+		if (c == t->ipk)
+			e[k] = (uint64_t)rowid ^ KEY_BIAS;
+		else if (v[c].type == SQF_INT)
+			e[k] = (uint64_t)v[c].i ^ KEY_BIAS;
+		else if (v[c].type == SQF_NULL) {
+			e[k] = 0;
+			nulls |= 1ULL << k;
+		} else {
+			fail(f, "index %s: a key that is not an integer", x->name);
+			return;
+		}
+	}
+	if (rowid < 0 || rowid >= (int64_t)1 << ROWID_BITS) {
+		fail(f, "index %s: rowid %lld out of range", x->name, (long long)rowid);
+		return;
+	}
+	e[x->nk] = (uint64_t)rowid | nulls << ROWID_BITS;
+	x->n++;
+}
+
+void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
+{
+	if (f->err)
+		return;
+	struct table *t = &f->t[table];
+	int64_t rowid;
+	if (t->ipk >= 0) {
+		if (v[t->ipk].type != SQF_INT) {
+			fail(f, "%s: INTEGER PRIMARY KEY is not an integer", t->name);
+			return;
+		}
+		rowid = v[t->ipk].i;
+	} else {
+		if (t->rows && t->last == INT64_MAX) {
+			fail(f, "%s: rowids exhausted", t->name);
+			return;
+		}
+		rowid = t->rows ? t->last + 1 : 1;
+	}
+	if (t->rows && rowid <= t->last) {
+		fail(f, "%s: rowid %lld after %lld (rows must come in rowid order)", t->name,
+		     (long long)rowid, (long long)t->last);
+		return;
+	}
+	/* the record: serial types into ty, bodies into the payload buffer after room for the
+	 * header; then the header's size, and the header moved in front of the bodies */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9];
+	uint8_t *h = ty, *o = f->payload + HDR_ROOM, *body = o;
+	for (int c = 0; c < t->ncols; c++) {
+		if (v[c].type == SQF_INT && c != t->ipk) {
+			unsigned len;
+			*h++ = (uint8_t)int_type(v[c].i, &len);
+			if (len)
+				o = put_int(o, v[c].i, len);
+		} else if (v[c].type == SQF_TEXT && c != t->ipk) {
+			/* the buffer holds HDR_ROOM and 8 bytes a column: more only for texts */
+			size_t need =
+			    (size_t)(o - f->payload) + v[c].n + 8 * (size_t)(t->ncols - c);
+			if (need > f->paycap) {
+				uint8_t *b = realloc(f->payload, need + need / 2);
+				if (!b) {
+					fail(f, "out of memory");
+					return;
+				}
+				o = b + (o - f->payload);
+				body = b + HDR_ROOM;
+				f->payload = b;
+				f->paycap = need + need / 2;
+			}
+			h += putv(h, 2 * (uint64_t)v[c].n + 13);
+			memcpy(o, v[c].s, v[c].n);
+			o += v[c].n;
+		} else
+			*h++ = 0;
+	}
+	size_t nty = (size_t)(h - ty), hdr = nty + 1;
+	if (hdr > 127) /* a header size of 2 bytes or more (its own varint counts) */
+		while (vlen(hdr) > hdr - nty)
+			hdr++;
+	uint8_t *rec = body - hdr;
+	memcpy(rec + putv(rec, hdr), ty, nty);
+	size_t P = (size_t)(o - rec), local = local_size(f->U, P, 0);
+	size_t cell = vlen(P) + vlen((uint64_t)rowid) + local + (local < P ? 4 : 0);
+	struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
+	if (!page_fits(&p, cell)) {
+		leaf_done(f, t);
+		p.nc = 0;
+		p.top = f->U;
+	}
+	uint32_t first = local < P ? overflow(f, rec + local, P - local) : 0;
+	uint8_t *c = page_cell(&p, cell);
+	c += putv(c, P);
+	c += putv(c, (uint64_t)rowid);
+	memcpy(c, rec, local);
+	if (local < P)
+		put32(c + local, first);
+	t->nc = p.nc;
+	t->top = p.top;
+	t->last = rowid;
+	t->rows++;
+	for (int k = 0; k < t->nidx; k++)
+		index_add(f, &f->ix[t->idx[k]], t, v, rowid);
+}
+
+/* The levels above a table's leaves, from its finished children k[0..n) (rewritten in place);
+ * root_hoff 100: the root is page 1, after the file header (sqlite_schema). @return the root */
+static uint32_t table_interior(struct sqf *f, struct kid *k, size_t n, unsigned root_hoff)
+{
+	unsigned U = f->U;
+	struct page p;
+	if (n == 1 && root_hoff) { /* one leaf too large for page 1: SQLite's own shape then */
+		page_start(&p, f->page1, U, root_hoff, INTERIOR_TABLE);
+		page_end(&p, k[0].pgno);
+		return 1;
+	}
+	size_t *ends = malloc(n * sizeof *ends);
+	if (!ends) {
+		fail(f, "out of memory");
+		return 0;
+	}
+	while (n > 1 && !f->err) {
+		/* nodes [a, e]: cells (child, largest rowid) for a..e-1, child e on the right */
+		size_t nn = 0, used = 0;
+		for (size_t a = 0; a < n;) {
+			size_t e = a;
+			used = 12;
+			while (e + 1 < n && used + 6 + vlen((uint64_t)k[e].key) <= U)
+				used += 6 + vlen((uint64_t)k[e++].key);
+			ends[nn++] = e;
+			a = e + 1;
+		}
+		if (nn > 1 && ends[nn - 1] == ends[nn - 2] + 1)
+			ends[nn - 2]--; /* a node needs a cell: the last one takes a child of the
+			                   one before */
+		if (nn == 1 && root_hoff && used + root_hoff > U) { /* page 1 holds less */
+			ends[0] = n / 2 - 1;
+			ends[1] = n - 1;
+			nn = 2;
+		}
+		for (size_t j = 0, a = 0; j < nn; j++) {
+			int root = nn == 1;
+			page_start(&p, root && root_hoff ? f->page1 : f->pg, U,
+			           root ? root_hoff : 0, INTERIOR_TABLE);
+			for (size_t i = a; i < ends[j]; i++) {
+				uint8_t *c = page_cell(&p, 4 + vlen((uint64_t)k[i].key));
+				put32(c, k[i].pgno);
+				putv(c + 4, (uint64_t)k[i].key);
+			}
+			page_end(&p, k[ends[j]].pgno);
+			struct kid up = {root && root_hoff ? 1 : emit(f, p.b), k[ends[j]].key};
+			a = ends[j] + 1;
+			k[j] = up; /* j < a: read already */
+		}
+		n = nn;
+	}
+	free(ends);
+	return k[0].pgno;
+}
+
+static void table_finish(struct sqf *f, struct table *t, unsigned root_hoff)
+{
+	if (!t->nkids) { /* one leaf, maybe empty: the root */
+		struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
+		page_end(&p, 0);
+		if (!root_hoff) {
+			t->root = emit(f, t->leaf);
+			return;
+		}
+		if (root_hoff + 8 + 2 * t->nc <= t->top) {
+			memcpy(f->page1, t->leaf, f->U);
+			memmove(f->page1 + root_hoff, f->page1, 8 + 2 * t->nc);
+			t->root = 1;
+			return;
+		}
+	}
+	leaf_done(f, t);
+	t->root = table_interior(f, t->kids, t->nkids, root_hoff);
+}
+
+/* ---- indexes: entries sorted as SQLite orders them, then the B-tree from the bottom up ---- */
+
+/* NULL first, then integers (biased: unsigned order; a NULL's word is 0, so only a tie with
+ * INT64_MIN needs the flag), ties in rowid (= insertion) order */
+static inline int entry_le(const uint64_t *a, const uint64_t *b, int nk)
+{
+	for (int k = 0; k < nk; k++) {
+		if (a[k] != b[k])
+			return a[k] < b[k];
+		uint64_t na = a[nk] >> (ROWID_BITS + k) & 1, nb = b[nk] >> (ROWID_BITS + k) & 1;
+		if (na != nb)
+			return na > nb;
+	}
+	return 1;
+}
+
+static inline void entry_copy(uint64_t *o, const uint64_t *e, size_t s)
+{
+	for (size_t w = 0; w < s; w++)
+		o[w] = e[w];
+}
+
+/* Bottom-up merges of the sorted runs that start at run[0..nr) (run[nr] = n), stable; the
+ * common case: each process's records come in time order. @return where the result is */
+static uint64_t *merge_runs(uint64_t *src, uint64_t *dst, size_t *run, size_t nr, int nk)
+{
+	size_t s = (size_t)nk + 1;
+	while (nr > 1) {
+		size_t j = 0;
+		for (size_t r = 0; r < nr; r += 2) {
+			size_t a = run[r], m = run[r + 1], e = r + 2 <= nr ? run[r + 2] : m;
+			size_t i = a, k = m, o = a;
+			if (r + 1 < nr)
+				while (i < m && k < e) {
+					if (entry_le(src + i * s, src + k * s, nk))
+						entry_copy(dst + o++ * s, src + i++ * s, s);
+					else
+						entry_copy(dst + o++ * s, src + k++ * s, s);
+				}
+			memcpy(dst + o * s, src + i * s, (m - i) * s * sizeof *src);
+			o += m - i;
+			memcpy(dst + o * s, src + k * s, (e - k) * s * sizeof *src);
+			run[j++] = a;
+		}
+		run[j] = run[nr];
+		nr = j;
+		uint64_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	return src;
+}
+
+/* LSD radix sort of key columns [0, nk) of entries of nk0 keys, stable (equal keys keep their
+ * order): a pass per key byte that varies, last column first, and a pass per NULL flag.
+ * @return where the result is */
+static uint64_t *radix(uint64_t *src, uint64_t *dst, size_t n, int nk0, int nk, uint32_t (*h)[256])
+{
+	size_t s = (size_t)nk0 + 1;
+	size_t nulls[SQF_MAX_KEYS] = {0};
+	uint64_t diff[SQF_MAX_KEYS] = {0};
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *e = src + i * s;
+		for (int k = 0; k < nk; k++) {
+			diff[k] |= e[k] ^ src[k];
+			nulls[k] += e[nk0] >> (ROWID_BITS + k) & 1;
+		}
+	}
+	memset(h, 0, (size_t)nk * 8 * sizeof *h);
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *e = src + i * s;
+		for (int k = 0; k < nk; k++)
+			for (int b = 0; b < 8; b++)
+				if (diff[k] >> (8 * b) & 255)
+					h[k * 8 + b][e[k] >> (8 * b) & 255]++;
+	}
+	for (int k = nk - 1; k >= 0; k--) {
+		for (int b = 0; b < 8; b++) {
+			if (!(diff[k] >> (8 * b) & 255))
+				continue; /* every entry has this byte */
+			uint32_t *c = h[k * 8 + b];
+			size_t off[256], sum = 0;
+			for (int d = 0; d < 256; d++) {
+				off[d] = sum;
+				sum += c[d];
+			}
+			for (size_t i = 0; i < n; i++) {
+				const uint64_t *e = src + i * s;
+				entry_copy(dst + off[e[k] >> (8 * b) & 255]++ * s, e, s);
+			}
+			uint64_t *t = src;
+			src = dst;
+			dst = t;
+		}
+		if (nulls[k] && nulls[k] < n) {
+			size_t o0 = 0, o1 = nulls[k];
+			for (size_t i = 0; i < n; i++) {
+				const uint64_t *e = src + i * s;
+				entry_copy(dst + (e[nk0] >> (ROWID_BITS + k) & 1 ? o0++ : o1++) * s,
+				           e, s);
+			}
+			uint64_t *t = src;
+			src = dst;
+			dst = t;
+		}
+	}
+	return src;
+}
+
+/* the sorted runs of x[0..n): their starts in run[0..nr), nr > max: more than max */
+static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_t max)
+{
+	size_t s = (size_t)nk + 1, nr = 1;
+	run[0] = 0;
+	for (size_t i = 1; i < n; i++)
+		if (!entry_le(w + (i - 1) * s, w + i * s, nk)) {
+			if (nr == max)
+				return max + 1;
+			run[nr++] = i;
+		}
+	run[nr] = n;
+	return nr;
+}
+
+/* SQLite's index order: already sorted runs (each process's records come in time order) are
+ * merged; else a radix sort on the leading key columns, which is enough where the last column
+ * is in order within each group (a process's devices, each in time order), then merges or a
+ * full radix sort. Memory: a second copy of the entries while sorting, nk * 8 KiB of counts. */
+enum { MERGE_RUNS = 64 };
+static void index_sort(struct sqf *f, struct index *x)
+{
+	size_t n = x->n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
+	size_t nr = count_runs(x->w, n, x->nk, run, MERGE_RUNS);
+	if (nr == 1)
+		return;
+	size_t tbytes = n * s * sizeof *x->w;
+	uint64_t *tmp = map_grow(NULL, 0, tbytes), *res = x->w;
+	uint32_t(*h)[256] = nr > MERGE_RUNS ? malloc((size_t)x->nk * 8 * sizeof *h) : NULL;
+	if (!tmp || (nr > MERGE_RUNS && !h)) {
+		map_free(tmp, tbytes);
+		free(h);
+		fail(f, "out of memory sorting index %s", x->name);
+		return;
+	}
+	if (nr > MERGE_RUNS && x->nk > 1) {
+		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk - 1, h);
+		nr = count_runs(res, n, x->nk, run, MERGE_RUNS);
+	}
+	if (nr > MERGE_RUNS)
+		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk, h);
+	else if (nr > 1)
+		res = merge_runs(res, res == x->w ? tmp : x->w, run, nr, x->nk);
+	if (res == x->w)
+		map_free(tmp, tbytes);
+	else {
+		map_free(x->w, x->bytes);
+		x->w = res;
+		x->bytes = tbytes;
+	}
+	free(h);
+}
+
+/* entry e's record (keys, then rowid) into r: @return its size, at most ENTRY_MAX (the header
+ * has nk + 2 bytes: every serial type is one byte); writes up to 8 bytes past it */
+static size_t entry_record(const struct index *x, const uint64_t *e, uint8_t *r)
+{
+	int nk = x->nk;
+	uint64_t nulls = e[nk] >> ROWID_BITS;
+	uint8_t *o = r + nk + 2;
+	r[0] = (uint8_t)(nk + 2);
+	for (int k = 0; k <= nk; k++) {
+		unsigned len;
+		if (k < nk && nulls >> k & 1) {
+			r[1 + k] = 0;
+			continue;
+		}
+		int64_t v = k < nk ? (int64_t)(e[k] ^ KEY_BIAS)
+		                   : (int64_t)(e[nk] & (((uint64_t)1 << ROWID_BITS) - 1));
+		r[1 + k] = (uint8_t)int_type(v, &len);
+		if (len)
+			o = put_int(o, v, len);
+	}
+	return (size_t)(o - r);
+}
+
+/* the largest record of an index entry: header, NULL/integer types, 8-byte bodies */
+enum { ENTRY_MAX = 1 + SQF_MAX_KEYS + 1 + 8 * (SQF_MAX_KEYS + 1) };
+
+static uint32_t index_build(struct sqf *f, struct index *x)
+{
+	struct page p, q = {0}; /* the leaf being filled; the one before it, held back */
+	size_t n = x->n, s = (size_t)x->nk + 1, nup = n / 2 + 2, m = 0, nleaf = 0;
+	uint8_t r[ENTRY_MAX + 8];
+	uint32_t root = 0;
+	if (local_size(f->U, ENTRY_MAX, 1) < ENTRY_MAX) { /* never at 512 bytes and more */
+		fail(f, "index %s: page too small", x->name);
+		return 0;
+	}
+	if (!n) {
+		page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
+		page_end(&p, 0);
+		return emit(f, f->pg);
+	}
+	index_sort(f, x);
+	/* a leaf holds 10 entries or more: at most n / 2 go up from the leaves */
+	size_t *item = malloc(nup * sizeof *item), *ends = malloc((nup + 1) * sizeof *ends);
+	uint32_t *child = malloc((nup + 1) * sizeof *child), *up = malloc((nup + 1) * sizeof *up);
+	uint8_t *other = malloc(f->U);
+	if (!item || !ends || !child || !up || !other) {
+		fail(f, "out of memory building index %s", x->name);
+		goto out;
+	}
+	/* the leaves, filled in order; an entry that does not fit goes up between two leaves */
+	int held = 0;
+	page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = entry_record(x, x->w + i * s, r);
+		if (!page_fits(&p, 1 + len)) {
+			if (held) {
+				page_end(&q, 0);
+				child[nleaf++] = emit(f, q.b);
+			}
+			q = p;
+			held = 1;
+			page_start(&p, q.b == f->pg ? other : f->pg, f->U, 0, LEAF_INDEX);
+			item[m++] = i;
+			continue;
+		}
+		uint8_t *c = page_cell(&p, 1 + len);
+		c[0] = (uint8_t)len; /* < 128: a one-byte varint */
+		memcpy(c + 1, r, len);
+	}
+	if (!p.nc &&
+	    held) { /* nothing after the last one up: the entry before it goes up instead */
+		size_t last = item[m - 1];
+		size_t len = entry_record(x, x->w + (last - 1) * s, r);
+		if (q.nc < 2) {
+			fail(f, "index %s: page too small", x->name);
+			goto out;
+		}
+		memset(q.b + q.top, 0, 1 + len);
+		q.top += (unsigned)(1 + len);
+		q.nc--;
+		put16(q.b + 8 + 2 * q.nc, 0);
+		item[m - 1] = last - 1;
+		len = entry_record(x, x->w + last * s, r);
+		uint8_t *c = page_cell(&p, 1 + len);
+		c[0] = (uint8_t)len;
+		memcpy(c + 1, r, len);
+	}
+	if (held) {
+		page_end(&q, 0);
+		child[nleaf++] = emit(f, q.b);
+	}
+	page_end(&p, 0);
+	child[nleaf++] = emit(f, p.b);
+	root = child[0];
+	/* each level above: runs of cells (child, entry), one entry moved up between two runs,
+	 * each run's right child the child of the entry after it; the last run ends at m */
+	while (m && !f->err) {
+		unsigned cap = f->U - 12;
+		size_t nr = 0, used = 0, start = 0, last_start = 0;
+		for (size_t i = 0; i < m; i++) {
+			/* pointer, child, size varint, record */
+			size_t c = 2 + 4 + 1 + entry_record(x, x->w + item[i] * s, r);
+			if (used + c <= cap)
+				used += c;
+			else { /* item i goes up; a run of at least one cell is done */
+				ends[nr++] = i;
+				last_start = start;
+				start = i + 1;
+				used = 0;
+			}
+		}
+		if (nr && ends[nr - 1] == m - 1) { /* nothing after the last one moved up */
+			if (ends[nr - 1] - last_start < 2) {
+				fail(f, "index %s: page too small", x->name);
+				break;
+			}
+			ends[nr - 1]--;
+		}
+		ends[nr++] = m;
+		for (size_t j = 0, a = 0; j < nr; j++) {
+			page_start(&p, f->pg, f->U, 0, INTERIOR_INDEX);
+			for (size_t i = a; i < ends[j]; i++) {
+				size_t len = entry_record(x, x->w + item[i] * s, r);
+				uint8_t *c = page_cell(&p, 4 + 1 + len);
+				put32(c, child[i]);
+				c[4] = (uint8_t)len;
+				memcpy(c + 5, r, len);
+			}
+			page_end(&p, child[ends[j]]);
+			up[j] = emit(f, f->pg);
+			a = ends[j] + 1;
+		}
+		root = up[0];
+		for (size_t j = 0; j + 1 < nr; j++)
+			item[j] = item[ends[j]];
+		uint32_t *t = child;
+		child = up;
+		up = t;
+		m = nr - 1;
+	}
+out:
+	free(item);
+	free(ends);
+	free(child);
+	free(up);
+	free(other);
+	map_free(x->w, x->bytes);
+	x->w = NULL;
+	return root;
+}
+
+/* ---- the file as a whole --------------------------------------------------------------- */
+
+struct sqf *sqf_open(const char *path, unsigned page_size)
+{
+	if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sqf *f = calloc(1, sizeof *f);
+	size_t n = strlen(path);
+	if (!f || !(f->path = strdup(path)) || !(f->tmp = malloc(n + 16)) ||
+	    !(f->out = malloc(OUTBUF)) || !(f->page1 = calloc(1, page_size)) ||
+	    !(f->pg = malloc(page_size)))
+		goto fail;
+	/* next to the target, so that the rename stays in one file system */
+	snprintf(f->tmp, n + 16, "%s.tmp-XXXXXX", path);
+	f->fd = mkostemp(f->tmp, O_CLOEXEC);
+	if (f->fd < 0)
+		goto fail;
+	/* the mode a plain create gives, not mkstemp's 0600 (umask is read by setting it: the
+	 * export writes the database on one thread) */
+	mode_t um = umask(0);
+	umask(um);
+	if (fchmod(f->fd, 0666 & ~um) != 0) {
+		int e = errno;
+		close(f->fd);
+		unlink(f->tmp);
+		errno = e;
+		goto fail;
+	}
+	f->paycap = HDR_ROOM + 8 * SQF_MAX_COLS + 8;
+	if (!(f->payload = malloc(f->paycap))) {
+		close(f->fd);
+		unlink(f->tmp);
+		errno = ENOMEM;
+		goto fail;
+	}
+	f->U = page_size;
+	f->npages = 1;
+	f->outoff = page_size;
+	return f;
+fail:;
+	int e = errno ? errno : ENOMEM;
+	if (f) {
+		free(f->path);
+		free(f->tmp);
+		free(f->out);
+		free(f->page1);
+		free(f->pg);
+		free(f);
+	}
+	errno = e;
+	return NULL;
+}
+
+static void sqf_free(struct sqf *f)
+{
+	for (int i = 0; i < f->nt; i++) {
+		free(f->t[i].name);
+		free(f->t[i].sql);
+		free(f->t[i].leaf);
+		free(f->t[i].kids);
+	}
+	for (int i = 0; i < f->nix; i++) {
+		free(f->ix[i].name);
+		free(f->ix[i].sql);
+		map_free(f->ix[i].w, f->ix[i].bytes);
+	}
+	free(f->path);
+	free(f->tmp);
+	free(f->out);
+	free(f->page1);
+	free(f->pg);
+	free(f->payload);
+	free(f);
+}
+
+static void schema_row(struct sqf *f, int schema, const char *type, const char *name,
+                       const char *tbl, uint32_t root, const char *sql)
+{
+	struct sqf_val v[5] = {SQF_S(type), SQF_S(name), SQF_S(tbl), SQF_I(root),
+	                       sql ? SQF_S(sql) : SQF_N};
+	sqf_insert(f, schema, v);
+}
+
+int sqf_close(struct sqf *f, char *msg, size_t size)
+{
+	int nt = f->nt;
+	for (int i = 0; i < nt && !f->err; i++)
+		table_finish(f, &f->t[i], 0);
+	for (int i = 0; i < f->nix && !f->err; i++)
+		f->ix[i].root = index_build(f, &f->ix[i]);
+	/* sqlite_schema as libsqlite3 fills it: each table, its automatic indexes after it, then
+	 * the CREATE INDEXes in their order */
+	int sch = f->err ? -1 : sqf_table(f, "sqlite_schema", 5, -1, NULL);
+	for (int i = 0; i < nt && sch >= 0; i++) {
+		const struct table *t = &f->t[i];
+		schema_row(f, sch, "table", t->name, t->name, t->root, t->sql);
+		for (int k = 0; k < t->nidx; k++)
+			if (!f->ix[t->idx[k]].sql)
+				schema_row(f, sch, "index", f->ix[t->idx[k]].name, t->name,
+				           f->ix[t->idx[k]].root, NULL);
+	}
+	for (int i = 0; i < f->nix && sch >= 0; i++)
+		if (f->ix[i].sql)
+			schema_row(f, sch, "index", f->ix[i].name, f->t[f->ix[i].table].name,
+			           f->ix[i].root, f->ix[i].sql);
+	if (sch >= 0)
+		table_finish(f, &f->t[sch], 100);
+	flush(f);
+	uint8_t *h = f->page1;
+	memcpy(h, "SQLite format 3", 16);
+	put16(h + 16, f->U == 65536 ? 1 : f->U);
+	h[18] = h[19] = 1; /* legacy journal: readable and writable by any SQLite 3 */
+	h[20] = 0;         /* no reserved bytes per page */
+	h[21] = 64;        /* payload fractions, fixed by the format */
+	h[22] = 32;
+	h[23] = 32;
+	put32(h + 24, 1);         /* change counter */
+	put32(h + 28, f->npages); /* valid: 92 holds the same change counter */
+	memset(h + 32, 0, 8);     /* no freelist */
+	put32(h + 40, 1);         /* schema cookie */
+	put32(h + 44, 4);         /* schema format 4 */
+	memset(h + 48, 0, 8);     /* default cache size, no auto-vacuum */
+	put32(h + 56, 1);         /* UTF-8 */
+	memset(h + 60, 0, 32);    /* user version, incremental vacuum, application id, reserved */
+	put32(h + 92, 1);
+	put32(h + 96, SQF_LIBVERSION);
+	if (!f->err) {
+		size_t done = 0;
+		while (done < f->U && !f->err) {
+			ssize_t w = pwrite(f->fd, h + done, f->U - done, (off_t)done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				fail(f, "write failed: %s",
+				     w < 0 ? strerror(errno) : "no progress");
+			else
+				done += (size_t)w;
+		}
+	}
+	int fd = f->fd;
+	f->fd = -1;
+	if (close(fd) != 0 && !f->err)
+		fail(f, "write failed: %s", strerror(errno));
+	if (!f->err && rename(f->tmp, f->path) != 0)
+		fail(f, "cannot rename %s to it: %s", f->tmp, strerror(errno));
+	int rc = f->err ? -1 : 0;
+	if (rc) {
+		unlink(f->tmp);
+		snprintf(msg, size, "%s", f->msg);
+	}
+	sqf_free(f);
+	return rc;
+}
