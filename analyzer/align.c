@@ -780,6 +780,19 @@ static void xfer_end(struct an_comm *m, size_t n, uint64_t full)
 		m->xfer_seq = fit;
 	m->nxfer = (uint32_t)n;
 	m->xfer_dense = m->xfer_seq[n - 1] - m->xfer_seq[0] == (uint32_t)(n - 1);
+	uint64_t span = (uint64_t)m->xfer_seq[n - 1] - m->xfer_seq[0] + 1;
+	uint32_t *x = NULL;
+	if (!m->xfer_dense && span <= 2 * (uint64_t)n + 1024 && span <= UINT32_MAX &&
+	    (x = calloc(span, sizeof *x))) { /* else the sorted table stays, searched */
+		for (size_t i = 0; i < n; i++)
+			x[m->xfer_seq[i] - m->xfer_seq[0]] = m->xfer[i];
+		free(m->xfer);
+		m->xfer = x;
+		m->nxfer = (uint32_t)span;
+		m->xfer_dense = 1;
+	}
+	if (m->xfer_dense && (fit = realloc(m->xfer_seq, sizeof *fit))) /* only [0] is read */
+		m->xfer_seq = fit;
 }
 
 /* Skew over the job's collectives, each comm's first excluded. */
