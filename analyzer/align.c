@@ -8,6 +8,27 @@
 #include "stages.h"
 
 /* ---- the job's communicators ---- */
+/* A process's calls renumbered to the job's comms and counted; dropped: some of its comms are
+ * beyond AN_MAX_COMMS, their calls go. */
+static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
+{
+	size_t o = 0;
+	for (size_t k = 0; k < r->ncalls; k++) {
+		struct an_call *c = &r->calls[k];
+		uint16_t jc = r->comms[c->comm].job_comm;
+		if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
+			job->calls_dropped++;
+			continue;
+		}
+		c->comm = jc;
+		job->comms[jc].ncalls++;
+		if (dropped)
+			r->calls[o] = *c;
+		o++;
+	}
+	r->ncalls = o;
+}
+
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond
  * AN_MAX_COMMS dropped and counted) and counted per comm. @return 0, or -1 out of memory */
 static int comm_table(struct an_job *job)
@@ -55,21 +76,7 @@ static int comm_table(struct an_job *job)
 			job->comms[0].ncalls += r->ncalls;
 			continue;
 		}
-		size_t o = 0;
-		for (size_t k = 0; k < r->ncalls; k++) {
-			struct an_call *c = &r->calls[k];
-			uint16_t jc = r->comms[c->comm].job_comm;
-			if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
-				job->calls_dropped++;
-				continue;
-			}
-			c->comm = jc;
-			job->comms[jc].ncalls++;
-			if (dropped)
-				r->calls[o] = *c;
-			o++;
-		}
-		r->ncalls = o;
+		renumber_calls(job, r, dropped);
 	}
 	an_index_free(&ix);
 	return 0;
@@ -150,13 +157,13 @@ struct centry {
 struct ccol {
 	const struct an_call *calls; /* the process's */
 	int file, dev;
-	size_t lo, hi;   /* its calls are among calls[lo, hi) */
-	size_t n;        /* how many */
-	uint32_t maxseq; /* highest seq it entered */
-	int sorted;      /* its seq numbers never go down in file order */
-	int dense;       /* every call in [lo, hi) is its own */
-	int64_t offset;        /* the process's clock offset, once refined */
-	struct an_rank_x *rx;  /* the process's cross-rank figures */
+	size_t lo, hi;        /* its calls are among calls[lo, hi) */
+	size_t n;             /* how many */
+	uint32_t maxseq;      /* highest seq it entered */
+	int sorted;           /* its seq numbers never go down in file order */
+	int dense;            /* every call in [lo, hi) is its own */
+	int64_t offset;       /* the process's clock offset, once refined */
+	struct an_rank_x *rx; /* the process's cross-rank figures */
 };
 /* Rows are the sequence numbers present (memory and time in proportion to the calls, whatever
  * the numbers); columns are (process, device): a process driving several GPUs holds several
@@ -213,8 +220,8 @@ static int merge_runs(struct ctab *t)
 	if (!tmp)
 		return 0;
 	/* (seq, col) orders the entries: a column belongs to one file, so two runs never tie */
-#define CKEY(x) ((uint64_t)(x)->seq << 32 | (x)->col)
 	for (size_t o = 0; o < t->ne; o++) {
+#define CKEY(x) ((uint64_t)(x)->seq << 32 | (x)->col)
 		int best = -1;
 		uint64_t bk = UINT64_MAX;
 		for (int r = 0; r < nr; r++)
@@ -578,6 +585,41 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The completion differences (host `host` minus the reference host) of one comm's collectives
+ * that a column of each host entered with GPU time, appended to d. */
+struct i64s {
+	int64_t *v;
+	size_t n, cap;
+};
+static void clock_diffs(const struct an_job *job, const struct ctab *t, const char *ref,
+                        const char *host, struct i64s *d)
+{
+	int cr = -1, cx = -1;
+	for (int col = 0; col < t->ncol; col++) {
+		const char *h = job->ranks[t->col[col].file].host;
+		if (cr < 0 && !strcmp(h, ref))
+			cr = col;
+		if (cx < 0 && !strcmp(h, host))
+			cx = col;
+	}
+	struct crow w;
+	if (cr < 0 || cx < 0 || crow_init(t, &w) < 0)
+		return;
+	const struct an_rank *a = &job->ranks[t->col[cr].file], *b = &job->ranks[t->col[cx].file];
+	while (crow_next(t, &w)) {
+		const struct an_call *x = w.k[cr] != CROW_NONE ? &a->calls[w.k[cr]] : NULL;
+		const struct an_call *y = w.k[cx] != CROW_NONE ? &b->calls[w.k[cx]] : NULL;
+		if (!x || !y || !x->gpu_start || !y->gpu_start)
+			continue;
+		int64_t ex = an_add_i64((int64_t)(x->gpu_start + x->gpu_dur), a->offset);
+		int64_t ey = an_add_i64((int64_t)(y->gpu_start + y->gpu_dur), b->offset);
+		int64_t *p = PUSH(d->v, d->n, d->cap);
+		if (p)
+			*p = an_sub_i64(ey, ex);
+	}
+	crow_free(&w);
+}
+
 /* Hosts with different clocks: correct each host by the median difference of collective
  * completions (GPU kernel ends of the same (comm, seq) finish together on all ranks). */
 static void refine_clocks(struct an_job *job, struct ctab *tabs)
@@ -594,41 +636,12 @@ static void refine_clocks(struct an_job *job, struct ctab *tabs)
 		if (done)
 			continue;
 		job->multi_host = 1;
-		int64_t *d = NULL;
-		size_t nd = 0, capd = 0;
-		for (size_t ci = 0; ci < job->ncomms; ci++) {
-			struct ctab *t = &tabs[ci];
-			int cr = -1, cx = -1;
-			for (int col = 0; col < t->ncol; col++) {
-				const char *h = job->ranks[t->col[col].file].host;
-				if (cr < 0 && !strcmp(h, ref))
-					cr = col;
-				if (cx < 0 && !strcmp(h, r->host))
-					cx = col;
-			}
-			if (cr < 0 || cx < 0)
-				continue;
-			struct an_rank *a = &job->ranks[t->col[cr].file],
-			               *b = &job->ranks[t->col[cx].file];
-			struct crow w;
-			if (crow_init(t, &w) < 0)
-				continue;
-			while (crow_next(t, &w)) {
-				const struct an_call *x = w.k[cr] != CROW_NONE ? &a->calls[w.k[cr]] : NULL;
-				const struct an_call *y = w.k[cx] != CROW_NONE ? &b->calls[w.k[cx]] : NULL;
-				if (!x || !y || !x->gpu_start || !y->gpu_start)
-					continue;
-				int64_t ex = an_add_i64((int64_t)(x->gpu_start + x->gpu_dur), a->offset);
-				int64_t ey = an_add_i64((int64_t)(y->gpu_start + y->gpu_dur), b->offset);
-				int64_t *p = PUSH(d, nd, capd);
-				if (p)
-					*p = an_sub_i64(ey, ex);
-			}
-			crow_free(&w);
-		}
-		if (nd >= 3) {
-			qsort(d, nd, sizeof *d, cmp_i64);
-			int64_t med = d[nd / 2];
+		struct i64s d = {0};
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			clock_diffs(job, &tabs[ci], ref, r->host, &d);
+		if (d.n >= 3) {
+			qsort(d.v, d.n, sizeof *d.v, cmp_i64);
+			int64_t med = d.v[d.n / 2];
 			for (size_t g = 0; g < job->nranks; g++)
 				if (!strcmp(job->ranks[g].host, r->host)) {
 					job->ranks[g].offset = an_sub_i64(job->ranks[g].offset, med);
@@ -638,7 +651,7 @@ static void refine_clocks(struct an_job *job, struct ctab *tabs)
 			if (a > job->max_refine_ns)
 				job->max_refine_ns = a;
 		}
-		free(d);
+		free(d.v);
 	}
 }
 
@@ -828,8 +841,7 @@ static void row_full(struct an_job *job, size_t ci, const struct ctab *t, const 
 }
 
 /* One comm's rows: full ones, and the first hang. @return 0, or -1 out of memory */
-static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t,
-                           struct skew_sum *sk)
+static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, struct skew_sum *sk)
 {
 	struct an_comm *m = &job->comms[ci];
 	int hang_done = 0;
@@ -868,7 +880,7 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 		}
 	for (size_t ci = 0; ci < job->ncomms; ci++)
 		if (tabs[ci].ncol >= 2 && cross_rank_comm(job, ci, &tabs[ci], &sk) < 0)
-			job->comms_unmatched++; /* said in the report: its cross-rank figures are missing */
+			job->comms_unmatched++; /* said in the report: its figures are missing */
 	job->mean_skew_ns = sk.n ? sk.sum / (double)sk.n : 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank_x *x = &job->rx[f];

@@ -68,8 +68,9 @@ struct an_match {
 	 * so replaying the log in order at the first kernel (or group unit) builds the same queues;
 	 * a trace without NCCL kernels (CUPTI off, NCCL-only) never pays for the queues. */
 	int live;
-	struct dcall { /* a run of calls idx, idx + 1, ... idx + n - 1 on one stream: a trace
-	                * without kernels logs a few runs, not 8 bytes per call */
+	/* runs of calls idx, idx + 1, ... idx + n - 1 on one stream: a trace without kernels logs
+	 * a few runs, not 8 bytes per call */
+	struct dcall {
 		uint32_t idx, n, cs; /* cs: index into dcs */
 	} *d;
 	size_t nd, capd;
