@@ -426,8 +426,10 @@ static struct centry *ctab_fill(struct an_job *job, struct ctab *tabs, int *last
 		return NULL;
 	}
 	for (size_t ci = 0, at = 0; ci < job->ncomms; ci++) {
+		if (tabs[ci].stream)
+			continue;
 		tabs[ci].e = all + at;
-		at += tabs[ci].stream ? 0 : tabs[ci].ne;
+		at += tabs[ci].ne;
 		tabs[ci].ne = 0;
 		last_f[ci] = -1;
 		cur[ci] = 0;
@@ -766,7 +768,7 @@ AN_DEFINE_NTH(nth_float, float)
 
 /* The comm's transfer table, filled as its rows are walked: every row's seq, so calls find
  * their row, and the transfer time of the full ones (rows <= entries: the walk stays inside). */
-static void xfer_begin(const struct ctab *t, struct an_comm *m)
+static size_t xfer_begin(const struct ctab *t, struct an_comm *m)
 {
 	size_t cap = t->stream ? t->ne : t->nrow;
 	m->xfer_seq = malloc((cap ? cap : 1) * sizeof *m->xfer_seq);
@@ -775,6 +777,7 @@ static void xfer_begin(const struct ctab *t, struct an_comm *m)
 		free(m->xfer_seq);
 		m->xfer_seq = NULL;
 	}
+	return cap;
 }
 /* Kept only when some row was full; n: the rows. */
 static void xfer_end(struct an_comm *m, size_t n, uint64_t full)
@@ -852,9 +855,13 @@ static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, 
 		free(a.te);
 		return -1;
 	}
-	xfer_begin(t, m);
-	size_t nrow = 0;
+	size_t cap = xfer_begin(t, m), nrow = 0;
 	while (crow_next(t, &w)) {
+		if (m->xfer_seq && w.index >= cap) { /* cannot be (rows <= entries): no table */
+			free(m->xfer);
+			free(m->xfer_seq);
+			m->xfer = m->xfer_seq = NULL;
+		}
 		if (m->xfer_seq)
 			m->xfer_seq[w.index] = w.seq;
 		nrow++;
