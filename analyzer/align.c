@@ -8,6 +8,27 @@
 #include "stages.h"
 
 /* ---- the job's communicators ---- */
+/* A process's calls renumbered to the job's comms and counted; dropped: some of its comms are
+ * beyond AN_MAX_COMMS, their calls go. */
+static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
+{
+	size_t o = 0;
+	for (size_t k = 0; k < r->ncalls; k++) {
+		struct an_call *c = &r->calls[k];
+		uint16_t jc = r->comms[c->comm].job_comm;
+		if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
+			job->calls_dropped++;
+			continue;
+		}
+		c->comm = jc;
+		job->comms[jc].ncalls++;
+		if (dropped)
+			r->calls[o] = *c;
+		o++;
+	}
+	r->ncalls = o;
+}
+
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond
  * AN_MAX_COMMS dropped and counted) and counted per comm. @return 0, or -1 out of memory */
 static int comm_table(struct an_job *job)
@@ -55,21 +76,7 @@ static int comm_table(struct an_job *job)
 			job->comms[0].ncalls += r->ncalls;
 			continue;
 		}
-		size_t o = 0;
-		for (size_t k = 0; k < r->ncalls; k++) {
-			struct an_call *c = &r->calls[k];
-			uint16_t jc = r->comms[c->comm].job_comm;
-			if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
-				job->calls_dropped++;
-				continue;
-			}
-			c->comm = jc;
-			job->comms[jc].ncalls++;
-			if (dropped)
-				r->calls[o] = *c;
-			o++;
-		}
-		r->ncalls = o;
+		renumber_calls(job, r, dropped);
 	}
 	an_index_free(&ix);
 	return 0;
@@ -141,23 +148,44 @@ int an_align_comms(struct an_job *job)
 }
 
 /* ---- the collective table of one communicator ---- */
-/* One call of the comm: its row is its seq, its column its (process, device). */
+/* One call of the comm in a table of entries: its row is its seq, its column its (process,
+ * device). */
 struct centry {
 	uint32_t seq, col, k; /* k: call index in its process */
 };
+/* A column: one (process, device) of the comm, and where its calls lie among the process's. */
+struct ccol {
+	const struct an_call *calls; /* the process's */
+	int file, dev;
+	size_t lo, hi;        /* its calls are among calls[lo, hi) */
+	size_t n;             /* how many */
+	uint32_t maxseq;      /* highest seq it entered */
+	int sorted;           /* its seq numbers never go down in file order */
+	int dense;            /* every call in [lo, hi) is its own */
+	int64_t offset;       /* the process's clock offset, once refined */
+	struct an_rank_x *rx; /* the process's cross-rank figures */
+};
 /* Rows are the sequence numbers present (memory and time in proportion to the calls, whatever
  * the numbers); columns are (process, device): a process driving several GPUs holds several
- * ranks of one comm. */
+ * ranks of one comm. The usual table (each column's calls in seq order, a few columns) is
+ * streamed: rows are merged from the columns' calls as they are walked, nothing is copied or
+ * sorted (building and merging entries took a quarter of report's instructions on 2 ranks x 2M
+ * calls, and 96 MB of fresh memory). Any other is a sorted array of entries, one per cell. */
 struct ctab {
-	struct centry *e; /* sorted by (seq, col); one entry per cell */
-	size_t ne;
-	uint32_t nrow;
+	uint16_t comm;
+	int stream;
+	struct centry *e; /* entry form: sorted by (seq, col) */
+	size_t ne;        /* entries (streamed: the comm's calls in the table) */
+	uint32_t nrow;    /* rows, in entry form */
 	int ncol;
-	int *col_file;    /* column -> index in job->ranks */
-	int *col_dev;     /* column -> device */
-	uint32_t *maxseq; /* per column: highest seq it entered */
+	size_t capcol;
+	struct ccol *col;
 	struct centry *own; /* e once merged into an array of its own (freed with the table) */
 };
+/* Streamed only while a row's merge over the columns stays short, and a column's walk over its
+ * process's calls (passing those of other comms and devices) stays in proportion to its own. */
+#define CTAB_STREAM_MAXCOL 32
+#define CTAB_STREAM_SCAN 4
 
 static int cmp_centry(const void *a, const void *b)
 {
@@ -170,15 +198,14 @@ static int cmp_centry(const void *a, const void *b)
 }
 
 /* Entries are added file by file: each file's are a run, sorted itself when its calls came in seq
- * order (the usual case). A few sorted runs are merged (a tenth of report's CPU went to the
- * counting sort below on a 2-rank trace of 2M calls each). @return 1 done, 0 not this case */
+ * order. A few sorted runs are merged. @return 1 done, 0 not this case */
 #define MERGE_MAXRUNS 16
 static int merge_runs(struct ctab *t)
 {
 	size_t at[MERGE_MAXRUNS + 1], end[MERGE_MAXRUNS];
 	int nr = 0;
 	for (size_t i = 0; i < t->ne; i++) {
-		if (!i || t->col_file[t->e[i].col] != t->col_file[t->e[i - 1].col]) {
+		if (!i || t->col[t->e[i].col].file != t->col[t->e[i - 1].col].file) {
 			if (nr == MERGE_MAXRUNS)
 				return 0;
 			at[nr++] = i;
@@ -193,17 +220,8 @@ static int merge_runs(struct ctab *t)
 	if (!tmp)
 		return 0;
 	/* (seq, col) orders the entries: a column belongs to one file, so two runs never tie */
+	for (size_t o = 0; o < t->ne; o++) {
 #define CKEY(x) ((uint64_t)(x)->seq << 32 | (x)->col)
-	if (nr == 2) { /* the usual pair of ranks: a plain two-way merge */
-		size_t i = at[0], j = at[1], o = 0;
-		while (i < end[0] && j < end[1])
-			tmp[o++] = CKEY(&t->e[i]) < CKEY(&t->e[j]) ? t->e[i++] : t->e[j++];
-		while (i < end[0])
-			tmp[o++] = t->e[i++];
-		while (j < end[1])
-			tmp[o++] = t->e[j++];
-	}
-	for (size_t o = 0; nr > 2 && o < t->ne; o++) {
 		int best = -1;
 		uint64_t bk = UINT64_MAX;
 		for (int r = 0; r < nr; r++)
@@ -266,35 +284,10 @@ static void sort_entries(struct ctab *t)
 	free(cnt);
 }
 
-/* Add a column (file f, device dev) to t. @return its index, or -1 out of memory */
-static int ctab_col(struct ctab *t, size_t *capcol, int f, int dev)
+/* Sort an entry table into rows; one entry per cell (a seq entered twice on one column keeps its
+ * later call). */
+static void ctab_rows(struct ctab *t)
 {
-	if ((size_t)t->ncol + 1 > *capcol) {
-		size_t nc = *capcol ? *capcol * 2 : 4;
-		int *a = realloc(t->col_file, nc * sizeof *a);
-		if (a)
-			t->col_file = a;
-		int *b = realloc(t->col_dev, nc * sizeof *b);
-		if (b)
-			t->col_dev = b;
-		if (!a || !b)
-			return -1;
-		*capcol = nc;
-	}
-	t->col_file[t->ncol] = f;
-	t->col_dev[t->ncol] = dev;
-	return t->ncol++;
-}
-
-/* Sort one table's entries into rows; one entry per cell (a seq entered twice on one column keeps
- * its later call). @return 0, or -1 out of memory */
-static int ctab_rows(struct ctab *t)
-{
-	if (!t->ncol)
-		return 0;
-	t->maxseq = calloc((size_t)t->ncol, sizeof *t->maxseq);
-	if (!t->maxseq)
-		return -1;
 	sort_entries(t);
 	size_t o = 0;
 	for (size_t i = 0; i < t->ne; i++) {
@@ -307,125 +300,326 @@ static int ctab_rows(struct ctab *t)
 		if (o != i)
 			t->e[o] = x;
 		o++;
-		if (x.seq > t->maxseq[x.col])
-			t->maxseq[x.col] = x.seq;
 	}
 	t->ne = o;
+}
+
+/* The column of (file f, device dev) in t, added if new; the file's columns start at first.
+ * @return its index, or -1 out of memory */
+static int ctab_col(struct ctab *t, int first, const struct an_rank *r, int f, int dev)
+{
+	int col;
+	for (col = first; col < t->ncol && t->col[col].dev != dev; col++)
+		;
+	if (col < t->ncol)
+		return col;
+	size_t n = (size_t)t->ncol;
+	struct ccol *c = PUSH(t->col, n, t->capcol);
+	if (!c)
+		return -1;
+	*c = (struct ccol){.calls = r->calls, .file = f, .dev = dev, .sorted = 1};
+	return t->ncol++;
+}
+
+/* model.c's aggregate() while no call has GPU time (the layout pass reads the calls anyway); one
+ * that has: aggregate() makes its own pass, for all. @return 0 go on, 1 stop aggregating */
+static inline int agg_call(struct an_job *job, struct an_agg *ag, const struct an_call *c)
+{
+	if (c->gpu_start) {
+		free(job->agg_host);
+		job->agg_host = NULL;
+		job->agg_gpu = 1;
+		return 1;
+	}
+	struct an_agg *a = &ag[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+	a->calls++;
+	a->bytes += c->bytes;
+	a->host_ns += c->host_dur;
 	return 0;
 }
 
-/* All communicators' tables in one pass over the calls: entries go to their comm's slice of one
- * array (ncalls[ci] calls each). @return the array (freed by the caller), NULL out of memory */
-static struct centry *ctab_build_all(struct an_job *job, const size_t *ncalls, struct ctab *tabs)
+/* One file's calls into their columns; last_f, first: per comm scratch. @return 0, or -1 out of
+ * memory */
+static int layout_file(struct an_job *job, struct ctab *tabs, size_t f, int *last_f, int *first)
 {
-	size_t total = 0;
-	for (size_t ci = 0; ci < job->ncomms; ci++)
-		total += ncalls[ci];
-	struct centry *all = malloc((total ? total : 1) * sizeof *all);
-	size_t *capcol = calloc(job->ncomms ? job->ncomms : 1, sizeof *capcol);
-	int *first = malloc((job->ncomms ? job->ncomms : 1) * sizeof *first);
-	int *last_f = malloc((job->ncomms ? job->ncomms : 1) * sizeof *last_f);
-	if (!all || !capcol || !first || !last_f)
-		goto fail;
-	size_t at = 0;
-	for (size_t ci = 0; ci < job->ncomms; ci++) {
-		tabs[ci].e = all + at;
-		at += ncalls[ci];
-		last_f[ci] = -1;
-	}
-	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
-	free(job->agg_host);
-	job->agg_host = calloc(na ? na : 1, sizeof *job->agg_host);
-	job->agg_gpu = 0;
-	struct an_agg *ag = job->agg_host;
-	for (size_t f = 0; f < job->nranks; f++) {
-		struct an_rank *r = &job->ranks[f];
-		for (size_t k = 0; k < r->ncalls; k++) {
-			struct an_call *c = &r->calls[k];
-			/* model.c's aggregate() while no call has GPU time (this pass reads the calls
-			 * anyway); one that has: aggregate() makes its own pass, for all */
-			if (ag && c->gpu_start) {
-				free(ag);
-				ag = job->agg_host = NULL;
-				job->agg_gpu = 1;
-			} else if (ag) {
-				struct an_agg *a = &ag[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
-				a->calls++;
-				a->bytes += c->bytes;
-				a->host_ns += c->host_dur;
-			}
-			if (an_coll_of_fn(c->fn) == AN_C_SENDRECV)
-				continue;
-			struct ctab *t = &tabs[c->comm];
+	struct an_rank *r = &job->ranks[f];
+	int lcomm = -1, ldev = 0, lcol = 0; /* the last call's: the next is mostly on the same */
+	for (size_t k = 0; k < r->ncalls; k++) {
+		const struct an_call *c = &r->calls[k];
+		if (job->agg_host && agg_call(job, job->agg_host, c))
+			job->agg_host = NULL;
+		if (an_coll_of_fn(c->fn) == AN_C_SENDRECV)
+			continue;
+		struct ctab *t = &tabs[c->comm];
+		if (c->comm != lcomm || c->device != ldev) {
 			if (last_f[c->comm] != (int)f) { /* this file's columns start here */
 				last_f[c->comm] = (int)f;
 				first[c->comm] = t->ncol;
 			}
-			int col;
-			for (col = first[c->comm]; col < t->ncol && t->col_dev[col] != c->device; col++)
-				;
-			if (col == t->ncol && ctab_col(t, &capcol[c->comm], (int)f, c->device) < 0)
-				goto fail;
+			lcol = ctab_col(t, first[c->comm], r, (int)f, c->device);
+			if (lcol < 0)
+				return -1;
+			lcomm = c->comm;
+			ldev = c->device;
+		}
+		struct ccol *x = &t->col[lcol];
+		if (!x->n)
+			x->lo = k;
+		if (c->seq < x->maxseq)
+			x->sorted = 0;
+		else
+			x->maxseq = c->seq;
+		x->hi = k + 1;
+		x->n++;
+		t->ne++;
+	}
+	return 0;
+}
+
+/* Every communicator's columns, and where each column's calls lie, in one pass over the calls;
+ * last_f, first: per comm scratch. @return 0, or -1 out of memory */
+static int ctab_layout(struct an_job *job, struct ctab *tabs, int *last_f, int *first)
+{
+	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
+	free(job->agg_host);
+	job->agg_host = calloc(na ? na : 1, sizeof *job->agg_host);
+	job->agg_gpu = 0;
+	for (size_t ci = 0; ci < job->ncomms; ci++) {
+		tabs[ci].comm = (uint16_t)ci;
+		last_f[ci] = -1;
+	}
+	for (size_t f = 0; f < job->nranks; f++)
+		if (layout_file(job, tabs, f, last_f, first) < 0)
+			return -1;
+	return 0;
+}
+
+/* Streamed, or entries: see struct ctab. */
+static void ctab_choose(struct ctab *t)
+{
+	size_t scan = 0;
+	int ok = t->ncol <= CTAB_STREAM_MAXCOL;
+	for (int col = 0; ok && col < t->ncol; col++) {
+		ok = t->col[col].sorted;
+		scan += t->col[col].hi - t->col[col].lo;
+	}
+	t->stream = ok && scan <= CTAB_STREAM_SCAN * t->ne + 64;
+	for (int col = 0; col < t->ncol; col++)
+		t->col[col].dense = t->col[col].n == t->col[col].hi - t->col[col].lo;
+}
+
+/* The entries of the tables not streamed, in one pass over the calls; last_f, cur: per comm
+ * scratch. @return the array they live in (freed by the caller; NULL: none needed), 0 or -1 out
+ * of memory in *rc */
+static struct centry *ctab_fill(struct an_job *job, struct ctab *tabs, int *last_f, int *cur,
+                                int *rc)
+{
+	size_t total = 0;
+	*rc = 0;
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		total += tabs[ci].stream ? 0 : tabs[ci].ne;
+	if (!total)
+		return NULL;
+	struct centry *all = malloc(total * sizeof *all);
+	if (!all) {
+		*rc = -1;
+		return NULL;
+	}
+	for (size_t ci = 0, at = 0; ci < job->ncomms; ci++) {
+		if (tabs[ci].stream)
+			continue;
+		tabs[ci].e = all + at;
+		at += tabs[ci].ne;
+		tabs[ci].ne = 0;
+		last_f[ci] = -1;
+		cur[ci] = 0;
+	}
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		for (size_t k = 0; k < r->ncalls; k++) {
+			const struct an_call *c = &r->calls[k];
+			struct ctab *t = &tabs[c->comm];
+			if (t->stream || an_coll_of_fn(c->fn) == AN_C_SENDRECV)
+				continue;
+			if (last_f[c->comm] != (int)f) { /* files' columns come in file order */
+				last_f[c->comm] = (int)f;
+				while (t->col[cur[c->comm]].file != (int)f)
+					cur[c->comm]++;
+			}
+			int col = cur[c->comm];
+			while (t->col[col].dev != c->device)
+				col++;
 			t->e[t->ne++] = (struct centry){c->seq, (uint32_t)col, (uint32_t)k};
 		}
 	}
-	free(capcol);
-	free(first);
-	free(last_f);
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		if (!tabs[ci].stream)
+			ctab_rows(&tabs[ci]);
 	return all;
-fail:
-	free(job->agg_host);
-	job->agg_host = NULL;
-	free(all);
-	free(capcol);
-	free(first);
-	free(last_f);
-	for (size_t ci = 0; ci < job->ncomms; ci++) {
-		free(tabs[ci].col_file);
-		free(tabs[ci].col_dev);
-		memset(&tabs[ci], 0, sizeof tabs[ci]);
-	}
-	return NULL;
 }
 
 static void ctab_free(struct ctab *t)
 {
 	free(t->own);
-	free(t->col_file);
-	free(t->col_dev);
-	free(t->maxseq);
+	free(t->col);
 }
 
-/* Row iterator: the entries [at, end) of one seq. */
+/* Row iterator: one seq at a time, and each column's call in it. */
+#define CROW_NONE UINT32_MAX
+#define CROW_END UINT64_MAX /* a streamed column's head once its calls are done */
 struct crow {
-	size_t at, end;
 	uint32_t seq, index; /* index: row number */
 	int present;         /* columns that entered it */
+	int started;
+	uint32_t *k;    /* per column: its call in the row, CROW_NONE if it did not enter it */
+	size_t *pos;    /* streamed: per column, its next call */
+	uint64_t *head; /* streamed: per column, that call's seq (CROW_END: none left) */
+	size_t at, end; /* entry form: the row's entries */
 };
-static inline int crow_next(const struct ctab *t, struct crow *w)
+static void crow_free(struct crow *w)
 {
+	free(w->k);
+	free(w->pos);
+	free(w->head);
+}
+/* @return 0, or -1 out of memory */
+static int crow_init(const struct ctab *t, struct crow *w)
+{
+	size_t n = (size_t)(t->ncol ? t->ncol : 1);
+	memset(w, 0, sizeof *w);
+	w->k = malloc(n * sizeof *w->k);
+	if (t->stream) {
+		w->pos = malloc(n * sizeof *w->pos);
+		w->head = malloc(n * sizeof *w->head);
+	}
+	if (!w->k || (t->stream && (!w->pos || !w->head))) {
+		crow_free(w);
+		return -1;
+	}
+	for (int col = 0; col < t->ncol; col++) {
+		w->k[col] = CROW_NONE;
+		if (t->stream) {
+			const struct ccol *c = &t->col[col];
+			w->pos[col] = c->lo;
+			w->head[col] = c->lo < c->hi ? c->calls[c->lo].seq : CROW_END;
+		}
+	}
+	return 0;
+}
+/* The column's next call after call k (hi if none). */
+static inline size_t col_next(const struct ctab *t, const struct ccol *c, size_t k)
+{
+	if (c->dense)
+		return k + 1;
+	for (k++; k < c->hi; k++) {
+		const struct an_call *x = &c->calls[k];
+		if (x->comm == t->comm && x->device == c->dev &&
+		    an_coll_of_fn(x->fn) != AN_C_SENDRECV)
+			break;
+	}
+	return k;
+}
+static int crow_next_stream(const struct ctab *t, struct crow *w)
+{
+	const int nc = t->ncol;
+	uint64_t *head = w->head, s = CROW_END;
+	for (int col = 0; col < nc; col++)
+		s = head[col] < s ? head[col] : s;
+	if (s == CROW_END)
+		return 0;
+	int present = 0;
+	size_t *pos = w->pos;
+	uint32_t *kk = w->k;
+	for (int col = 0; col < nc; col++) {
+		if (head[col] != s) {
+			kk[col] = CROW_NONE;
+			continue;
+		}
+		const struct ccol *c = &t->col[col];
+		const struct an_call *calls = c->calls;
+		size_t p = pos[col], k, hi = c->hi;
+		uint64_t h;
+		do { /* a seq entered twice on one column: its later call */
+			k = p;
+			p = col_next(t, c, p);
+			h = p < hi ? calls[p].seq : CROW_END;
+		} while (h == s);
+		pos[col] = p;
+		head[col] = h;
+		kk[col] = (uint32_t)k;
+		present++;
+	}
+	w->seq = (uint32_t)s;
+	w->present = present;
+	return 1;
+}
+static int crow_next_entries(const struct ctab *t, struct crow *w)
+{
+	for (size_t i = w->at; i < w->end; i++)
+		w->k[t->e[i].col] = CROW_NONE;
 	if (w->end >= t->ne)
 		return 0;
-	if (w->end) /* not the first row */
-		w->index++;
 	w->at = w->end;
 	w->seq = t->e[w->at].seq;
 	for (w->end = w->at; w->end < t->ne && t->e[w->end].seq == w->seq; w->end++)
-		;
+		w->k[t->e[w->end].col] = t->e[w->end].k;
 	w->present = (int)(w->end - w->at);
 	return 1;
 }
-/* The call of column col in a full row (entries are in column order). */
-static inline const struct an_call *crow_call(const struct an_job *job, const struct ctab *t,
-                                              const struct crow *w, int col)
+static inline int crow_next(const struct ctab *t, struct crow *w)
 {
-	return &job->ranks[t->col_file[col]].calls[t->e[w->at + (size_t)col].k];
+	if (!(t->stream ? crow_next_stream(t, w) : crow_next_entries(t, w)))
+		return 0;
+	if (w->started) /* not the first row */
+		w->index++;
+	w->started = 1;
+	return 1;
+}
+/* The call of column col in a row it entered. */
+static inline const struct an_call *crow_call(const struct ctab *t, const struct crow *w, int col)
+{
+	return &t->col[col].calls[w->k[col]];
 }
 
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* The completion differences (host `host` minus the reference host) of one comm's collectives
+ * that a column of each host entered with GPU time, appended to d. */
+struct i64s {
+	int64_t *v;
+	size_t n, cap;
+};
+static void clock_diffs(const struct an_job *job, const struct ctab *t, const char *ref,
+                        const char *host, struct i64s *d)
+{
+	int cr = -1, cx = -1;
+	for (int col = 0; col < t->ncol; col++) {
+		const char *h = job->ranks[t->col[col].file].host;
+		if (cr < 0 && !strcmp(h, ref))
+			cr = col;
+		if (cx < 0 && !strcmp(h, host))
+			cx = col;
+	}
+	struct crow w;
+	if (cr < 0 || cx < 0 || crow_init(t, &w) < 0)
+		return;
+	const struct an_rank *a = &job->ranks[t->col[cr].file], *b = &job->ranks[t->col[cx].file];
+	while (crow_next(t, &w)) {
+		const struct an_call *x = w.k[cr] != CROW_NONE ? &a->calls[w.k[cr]] : NULL;
+		const struct an_call *y = w.k[cx] != CROW_NONE ? &b->calls[w.k[cx]] : NULL;
+		if (!x || !y || !x->gpu_start || !y->gpu_start)
+			continue;
+		int64_t ex = an_add_i64((int64_t)(x->gpu_start + x->gpu_dur), a->offset);
+		int64_t ey = an_add_i64((int64_t)(y->gpu_start + y->gpu_dur), b->offset);
+		int64_t *p = PUSH(d->v, d->n, d->cap);
+		if (p)
+			*p = an_sub_i64(ey, ex);
+	}
+	crow_free(&w);
 }
 
 /* Hosts with different clocks: correct each host by the median difference of collective
@@ -444,43 +638,12 @@ static void refine_clocks(struct an_job *job, struct ctab *tabs)
 		if (done)
 			continue;
 		job->multi_host = 1;
-		int64_t *d = NULL;
-		size_t nd = 0, capd = 0;
-		for (size_t ci = 0; ci < job->ncomms; ci++) {
-			struct ctab *t = &tabs[ci];
-			int cr = -1, cx = -1;
-			for (int col = 0; col < t->ncol; col++) {
-				const char *h = job->ranks[t->col_file[col]].host;
-				if (cr < 0 && !strcmp(h, ref))
-					cr = col;
-				if (cx < 0 && !strcmp(h, r->host))
-					cx = col;
-			}
-			if (cr < 0 || cx < 0)
-				continue;
-			struct an_rank *a = &job->ranks[t->col_file[cr]],
-			               *b = &job->ranks[t->col_file[cx]];
-			struct crow w = {0};
-			while (crow_next(t, &w)) {
-				const struct an_call *x = NULL, *y = NULL;
-				for (size_t i = w.at; i < w.end; i++) {
-					if ((int)t->e[i].col == cr)
-						x = &a->calls[t->e[i].k];
-					if ((int)t->e[i].col == cx)
-						y = &b->calls[t->e[i].k];
-				}
-				if (!x || !y || !x->gpu_start || !y->gpu_start)
-					continue;
-				int64_t ex = an_add_i64((int64_t)(x->gpu_start + x->gpu_dur), a->offset);
-				int64_t ey = an_add_i64((int64_t)(y->gpu_start + y->gpu_dur), b->offset);
-				int64_t *p = PUSH(d, nd, capd);
-				if (p)
-					*p = an_sub_i64(ey, ex);
-			}
-		}
-		if (nd >= 3) {
-			qsort(d, nd, sizeof *d, cmp_i64);
-			int64_t med = d[nd / 2];
+		struct i64s d = {0};
+		for (size_t ci = 0; ci < job->ncomms; ci++)
+			clock_diffs(job, &tabs[ci], ref, r->host, &d);
+		if (d.n >= 3) {
+			qsort(d.v, d.n, sizeof *d.v, cmp_i64);
+			int64_t med = d.v[d.n / 2];
 			for (size_t g = 0; g < job->nranks; g++)
 				if (!strcmp(job->ranks[g].host, r->host)) {
 					job->ranks[g].offset = an_sub_i64(job->ranks[g].offset, med);
@@ -490,7 +653,7 @@ static void refine_clocks(struct an_job *job, struct ctab *tabs)
 			if (a > job->max_refine_ns)
 				job->max_refine_ns = a;
 		}
-		free(d);
+		free(d.v);
 	}
 }
 
@@ -501,69 +664,62 @@ struct arrivals {
 	int64_t *te;
 	int64_t mx, mx2, mn;
 	int last;
+	uint32_t xfer; /* transfer time: the shortest GPU time among the ranks (the last to arrive
+	                * barely waits) */
 };
-static void row_arrivals(const struct an_job *job, const struct ctab *t, const struct crow *w,
-                         struct arrivals *a)
+static void row_arrivals(const struct ctab *t, const struct crow *w, struct arrivals *a)
 {
-	a->mx = a->mx2 = INT64_MIN;
-	a->mn = INT64_MAX;
-	a->last = -1;
-	const struct centry *e = &t->e[w->at];
-	for (int col = 0; col < t->ncol; col++) {
-		const struct an_rank *r = &job->ranks[t->col_file[col]];
-		int64_t te = an_add_i64((int64_t)r->calls[e[col].k].t_enter, r->offset);
-		a->te[col] = te;
-		if (te > a->mx) {
-			a->mx2 = a->mx;
-			a->mx = te;
-			a->last = col;
-		} else if (te > a->mx2)
-			a->mx2 = te;
-		if (te < a->mn)
-			a->mn = te;
-	}
-}
-
-/* Transfer time: the shortest GPU time among the ranks (the last to arrive barely waits). */
-static uint32_t row_xfer(const struct an_job *job, const struct ctab *t, const struct crow *w)
-{
+	int64_t mx = INT64_MIN, mx2 = INT64_MIN, mn = INT64_MAX, *te = a->te;
+	int last = -1;
 	uint32_t xmin = 0;
 	for (int col = 0; col < t->ncol; col++) {
-		const struct an_call *c = crow_call(job, t, w, col);
+		const struct an_call *c = crow_call(t, w, col);
+		int64_t e = an_add_i64((int64_t)c->t_enter, t->col[col].offset);
+		te[col] = e;
+		if (e > mx) {
+			mx2 = mx;
+			mx = e;
+			last = col;
+		} else if (e > mx2)
+			mx2 = e;
+		if (e < mn)
+			mn = e;
 		if (c->gpu_start && c->gpu_dur && (!xmin || c->gpu_dur < xmin))
 			xmin = c->gpu_dur;
 	}
-	return xmin;
+	a->mx = mx;
+	a->mx2 = mx2;
+	a->mn = mn;
+	a->last = last;
+	a->xfer = xmin;
 }
 
 /* Who waited for whom: each rank's wait, the last one's lead and the wait it caused. */
-static void row_waits(struct an_job *job, const struct ctab *t, const struct crow *w,
-                      const struct arrivals *a, int first)
+static void row_waits(const struct ctab *t, const struct arrivals *a, int first)
 {
-	(void)w;
+	const int64_t mx = a->mx, *te = a->te;
 	if (first) { /* startup: ranks reach their first collective seconds apart */
 		for (int col = 0; col < t->ncol; col++)
-			job->rx[t->col_file[col]].first_wait_ns += (double)an_sub_i64(a->mx, a->te[col]);
+			t->col[col].rx->first_wait_ns += (double)an_sub_i64(mx, te[col]);
 		return;
 	}
 	/* a wrapped difference of untrusted times stays a number; no overflow trap */
-	double lead = (double)an_sub_i64(a->mx, a->mx2);
+	double lead = (double)an_sub_i64(mx, a->mx2);
+	struct an_rank_x *lx = t->col[a->last].rx;
 	for (int col = 0; col < t->ncol; col++) {
-		int64_t te = a->te[col];
-		struct an_rank_x *x = &job->rx[t->col_file[col]];
+		struct an_rank_x *x = t->col[col].rx;
+		double wt = (double)an_sub_i64(mx, te[col]);
 		x->colls++;
-		x->wait_ns += (double)an_sub_i64(a->mx, te);
+		x->wait_ns += wt;
 		if (col == a->last) {
 			x->last_count++;
 			x->lead_ns_sum += lead;
 			float *l = PUSH(x->leads, x->nleads, x->capleads);
 			if (l)
-				*l = (float)an_sub_i64(a->mx, a->mx2);
+				*l = (float)an_sub_i64(mx, a->mx2);
 		}
+		lx->caused_wait_ns += wt; /* each sum in the order it always had: same figures */
 	}
-	struct an_rank_x *lx = &job->rx[t->col_file[a->last]];
-	for (int col = 0; col < t->ncol; col++)
-		lx->caused_wait_ns += (double)an_sub_i64(a->mx, a->te[col]);
 }
 
 /* Some ranks entered a collective, some never did: only ranks whose trace stops before this seq
@@ -571,12 +727,11 @@ static void row_waits(struct an_job *job, const struct ctab *t, const struct cro
 static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint16_t ci)
 {
 	struct an_hang h = {.comm = ci, .seq = w->seq, .failed_rank = -1};
-	size_t i = w->at;
 	for (int col = 0; col < t->ncol; col++) {
-		struct an_rank *r = &job->ranks[t->col_file[col]];
-		int gr = r->rank >= 0 ? r->rank : t->col_file[col];
-		if (i < w->end && (int)t->e[i].col == col) {
-			struct an_call *c = &r->calls[t->e[i++].k];
+		struct an_rank *r = &job->ranks[t->col[col].file];
+		int gr = r->rank >= 0 ? r->rank : t->col[col].file;
+		if (w->k[col] != CROW_NONE) {
+			const struct an_call *c = crow_call(t, w, col);
 			h.fn = c->fn;
 			double wt = c->gpu_start ? (double)c->gpu_dur
 			                         : (double)(r->t_last > c->t_enter ? r->t_last - c->t_enter
@@ -593,7 +748,7 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 					if ((double)r->failed[q].host_ns / 1e6 > h.wait_ms)
 						h.wait_ms = (double)r->failed[q].host_ns / 1e6;
 				}
-		} else if (t->maxseq[col] < w->seq) {
+		} else if (t->col[col].maxseq < w->seq) {
 			if (h.nmissing < 16)
 				h.missing[h.nmissing++] = gr;
 		}
@@ -610,70 +765,130 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 
 AN_DEFINE_NTH(nth_float, float)
 
+
+/* The comm's transfer table, filled as its rows are walked: every row's seq, so calls find
+ * their row, and the transfer time of the full ones (rows <= entries: the walk stays inside). */
+static size_t xfer_begin(const struct ctab *t, struct an_comm *m)
+{
+	size_t cap = t->stream ? t->ne : t->nrow;
+	m->xfer_seq = malloc((cap ? cap : 1) * sizeof *m->xfer_seq);
+	m->xfer = m->xfer_seq ? calloc(cap ? cap : 1, sizeof *m->xfer) : NULL;
+	if (!m->xfer) { /* without it, only the transfer times are missing */
+		free(m->xfer_seq);
+		m->xfer_seq = NULL;
+	}
+	return cap;
+}
+/* Kept only when some row was full; n: the rows. */
+static void xfer_end(struct an_comm *m, size_t n, uint64_t full)
+{
+	if (!m->xfer || !n || !full) {
+		free(m->xfer);
+		free(m->xfer_seq);
+		m->xfer = m->xfer_seq = NULL;
+		return;
+	}
+	uint32_t *fit = realloc(m->xfer, n * sizeof *fit);
+	if (fit)
+		m->xfer = fit;
+	fit = realloc(m->xfer_seq, n * sizeof *fit);
+	if (fit)
+		m->xfer_seq = fit;
+	m->nxfer = (uint32_t)n;
+	m->xfer_dense = m->xfer_seq[n - 1] - m->xfer_seq[0] == (uint32_t)(n - 1);
+	uint64_t span = (uint64_t)m->xfer_seq[n - 1] - m->xfer_seq[0] + 1;
+	uint32_t *x = NULL;
+	if (!m->xfer_dense && span <= 2 * (uint64_t)n + 1024 && span <= UINT32_MAX &&
+	    (x = calloc(span, sizeof *x))) { /* else the sorted table stays, searched */
+		for (size_t i = 0; i < n; i++)
+			x[m->xfer_seq[i] - m->xfer_seq[0]] = m->xfer[i];
+		free(m->xfer);
+		m->xfer = x;
+		m->nxfer = (uint32_t)span;
+		m->xfer_dense = 1;
+	}
+	if (m->xfer_dense && (fit = realloc(m->xfer_seq, sizeof *fit))) /* only [0] is read */
+		m->xfer_seq = fit;
+}
+
+/* Skew over the job's collectives, each comm's first excluded. */
+struct skew_sum {
+	double sum;
+	uint64_t n;
+};
+
+/* The figures of a row every column entered; first: the comm's first such row. */
+static void row_full(struct an_job *job, size_t ci, const struct ctab *t, const struct crow *w,
+                     struct arrivals *a, int first, struct skew_sum *sk)
+{
+	struct an_comm *m = &job->comms[ci];
+	row_arrivals(t, w, a);
+	if (m->xfer)
+		m->xfer[w->index] = a->xfer;
+	double skew = (double)an_sub_i64(a->mx, a->mn);
+	job->matched_colls++;
+	if (first) {
+		if (job->first_comm < 0 || skew > job->first_skew_ns) {
+			job->first_skew_ns = skew;
+			job->first_comm = (int)ci;
+			job->first_seq = w->seq;
+			job->first_fn = crow_call(t, w, 0)->fn;
+		}
+	} else {
+		sk->sum += skew;
+		sk->n++;
+		if (skew > job->max_skew_ns)
+			job->max_skew_ns = skew;
+	}
+	row_waits(t, a, first);
+}
+
+/* One comm's rows: full ones, and the first hang. @return 0, or -1 out of memory */
+static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, struct skew_sum *sk)
+{
+	struct an_comm *m = &job->comms[ci];
+	int hang_done = 0;
+	uint64_t seen_full = 0;
+	struct arrivals a = {.te = malloc((size_t)t->ncol * sizeof *a.te)};
+	struct crow w;
+	if (!a.te || crow_init(t, &w) < 0) {
+		free(a.te);
+		return -1;
+	}
+	size_t cap = xfer_begin(t, m), nrow = 0;
+	while (crow_next(t, &w)) {
+		if (m->xfer_seq && w.index >= cap) { /* cannot be (rows <= entries): no table */
+			free(m->xfer);
+			free(m->xfer_seq);
+			m->xfer = m->xfer_seq = NULL;
+		}
+		if (m->xfer_seq)
+			m->xfer_seq[w.index] = w.seq;
+		nrow++;
+		if (w.present == t->ncol)
+			row_full(job, ci, t, &w, &a, !seen_full++, sk);
+		else if (!hang_done && w.present)
+			hang_done = row_hang(job, t, &w, (uint16_t)ci);
+	}
+	xfer_end(m, nrow, seen_full);
+	crow_free(&w);
+	free(a.te);
+	return 0;
+}
+
 static void cross_rank(struct an_job *job, struct ctab *tabs)
 {
-	double skew_sum = 0;
-	uint64_t nskew = 0;
+	struct skew_sum sk = {0};
 	job->first_comm = -1;
-	for (size_t ci = 0; ci < job->ncomms; ci++) {
-		struct ctab *t = &tabs[ci];
-		struct an_comm *m = &job->comms[ci];
-		int hang_done = 0;
-		uint64_t seen_full = 0;
-		if (t->ncol < 2)
-			continue;
-		struct arrivals a = {.te = malloc((size_t)t->ncol * sizeof *a.te)};
-		if (!a.te) {
-			job->comms_unmatched++; /* said in the report: its cross-rank figures are missing */
-			continue;
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		for (int col = 0; col < tabs[ci].ncol; col++) {
+			tabs[ci].col[col].offset = job->ranks[tabs[ci].col[col].file].offset;
+			tabs[ci].col[col].rx = &job->rx[tabs[ci].col[col].file];
 		}
-		struct crow w = {0};
-		while (crow_next(t, &w)) {
-			if (w.present == t->ncol) {
-				if (!m->xfer) {
-					m->xfer = calloc(t->nrow, sizeof *m->xfer);
-					m->xfer_seq = m->xfer ? calloc(t->nrow, sizeof *m->xfer_seq) : NULL;
-					if (!m->xfer_seq) {
-						free(m->xfer);
-						m->xfer = NULL;
-					}
-					m->nxfer = m->xfer ? t->nrow : 0;
-					if (m->xfer) { /* every row's seq, so calls find their row */
-						struct crow v = {0};
-						while (crow_next(t, &v))
-							m->xfer_seq[v.index] = v.seq;
-						m->xfer_dense = m->xfer_seq[t->nrow - 1] - m->xfer_seq[0] ==
-						                t->nrow - 1;
-					}
-				}
-				row_arrivals(job, t, &w, &a);
-				if (m->xfer)
-					m->xfer[w.index] = row_xfer(job, t, &w);
-				double skew = (double)an_sub_i64(a.mx, a.mn);
-				job->matched_colls++;
-				int first = !seen_full++;
-				if (first) {
-					if (job->first_comm < 0 || skew > job->first_skew_ns) {
-						job->first_skew_ns = skew;
-						job->first_comm = (int)ci;
-						job->first_seq = w.seq;
-						job->first_fn = crow_call(job, t, &w, 0)->fn;
-					}
-				} else {
-					skew_sum += skew;
-					nskew++;
-					if (skew > job->max_skew_ns)
-						job->max_skew_ns = skew;
-				}
-				row_waits(job, t, &w, &a, first);
-				continue;
-			}
-			if (!hang_done && w.present)
-				hang_done = row_hang(job, t, &w, (uint16_t)ci);
-		}
-		free(a.te);
-	}
-	job->mean_skew_ns = nskew ? skew_sum / (double)nskew : 0;
+	for (size_t ci = 0; ci < job->ncomms; ci++)
+		if (tabs[ci].ncol >= 2 && cross_rank_comm(job, ci, &tabs[ci], &sk) < 0)
+			job->comms_unmatched++; /* said in the report: its figures are missing */
+	job->mean_skew_ns = sk.n ? sk.sum / (double)sk.n : 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank_x *x = &job->rx[f];
 		if (x->nleads)
@@ -684,24 +899,31 @@ static void cross_rank(struct an_job *job, struct ctab *tabs)
 	}
 }
 
+/* Every comm's table, streamed or as entries. @return 0, or -1 out of memory */
+static int ctab_build_all(struct an_job *job, struct ctab *tabs, struct centry **all)
+{
+	size_t n = job->ncomms ? job->ncomms : 1;
+	int *last_f = malloc(n * sizeof *last_f), *aux = malloc(n * sizeof *aux);
+	int rc = last_f && aux ? ctab_layout(job, tabs, last_f, aux) : -1;
+	for (size_t ci = 0; !rc && ci < job->ncomms; ci++)
+		ctab_choose(&tabs[ci]);
+	if (!rc)
+		*all = ctab_fill(job, tabs, last_f, aux, &rc);
+	free(last_f);
+	free(aux);
+	if (rc < 0) {
+		free(job->agg_host);
+		job->agg_host = NULL;
+	}
+	return rc;
+}
+
 void an_align_cross_rank(struct an_job *job)
 {
 	job->rx = calloc(job->nranks, sizeof *job->rx);
 	struct ctab *tabs = calloc(job->ncomms ? job->ncomms : 1, sizeof *tabs);
-	size_t *ncalls = calloc(job->ncomms ? job->ncomms : 1, sizeof *ncalls);
 	struct centry *all = NULL;
-	int ok = tabs && job->rx && ncalls;
-	for (size_t ci = 0; ok && ci < job->ncomms; ci++)
-		ncalls[ci] = job->comms[ci].ncalls;
-	if (ok && !(all = ctab_build_all(job, ncalls, tabs)))
-		ok = 0;
-	for (size_t ci = 0; ok && ci < job->ncomms; ci++)
-		if (ctab_rows(&tabs[ci]) < 0) {
-			ctab_free(&tabs[ci]);
-			memset(&tabs[ci], 0, sizeof tabs[ci]);
-			job->comms_unmatched++; /* said in the report: its cross-rank figures are missing */
-		}
-	if (ok) {
+	if (tabs && job->rx && ctab_build_all(job, tabs, &all) == 0) {
 		refine_clocks(job, tabs);
 		cross_rank(job, tabs);
 	} else if (job->ncomms)
@@ -710,5 +932,4 @@ void an_align_cross_rank(struct an_job *job)
 		ctab_free(&tabs[ci]);
 	free(all);
 	free(tabs);
-	free(ncalls);
 }

@@ -994,10 +994,8 @@ static int cmp_rank(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
-                size_t errlen)
+static void tune_malloc(void)
 {
-	memset(job, 0, sizeof *job);
 	/* Fresh pages are dear (zeroing dominated loading on a VM): keep freed blocks in the heap
 	 * for reuse instead of returning them to the kernel (measured against a 4 MiB mmap
 	 * threshold, where growing arrays move by mremap: the heap was 10-20% less CPU on both
@@ -1007,12 +1005,46 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 		mallopt(M_MMAP_THRESHOLD, 512 << 20);
 		mallopt(M_TRIM_THRESHOLD, 1 << 30);
 		/* No M_ARENA_MAX 1: one arena for all reader threads made their small allocations
-		 * (match.c's group index per flushed group, ingest's growing arrays) contend for its
+		 * (match.c's index per flushed group, then; ingest's growing arrays) contend for its
 		 * lock: report -j 8 of an 8-rank job made 7,880 futex calls (-j 1: 1) and took 1.31-
 		 * 1.47 s of CPU against 0.93-1.32 s with per-thread arenas on 2 cores; on the 16-core
 		 * GPU machine 8 threads took 3.8-4.2 s of CPU to load what one thread loads in 0.5 s
 		 * (tests/gpu/results/run5.txt; tests/gpu/report_scaling.sh compares the two). */
 	}
+}
+
+/* Processes that did no rank's work go last, out of every table; when none did any (a trace
+ * without GPU or NCCL records at all) all stay, so the report still shows them. */
+static void workers_first(struct an_job *job, size_t nf)
+{
+	size_t nw = 0;
+	for (size_t i = 0; i < nf; i++)
+		nw += job->ranks[i].ok && an_rank_is_worker(job->ranks[i].kind_count, job->ranks[i].truncated);
+	if (nw) {
+		struct an_rank *tmp = malloc(nf * sizeof *tmp);
+		if (tmp) {
+			size_t a = 0, b = 0;
+			for (int pass = 0; pass < 3; pass++)
+				for (size_t i = 0; i < nf; i++) {
+					struct an_rank *r = &job->ranks[i];
+					int cls = !r->ok ? 1 : an_rank_is_worker(r->kind_count, r->truncated) ? 0 : 2;
+					if (cls == pass)
+						tmp[a++] = *r;
+					b += pass == 2 && cls == 2;
+				}
+			memcpy(job->ranks, tmp, nf * sizeof *tmp);
+			free(tmp);
+			job->nothers = b;
+			job->nranks = nf - b;
+		}
+	}
+}
+
+int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
+                size_t errlen)
+{
+	memset(job, 0, sizeof *job);
+	tune_malloc();
 	struct nvlp_paths ps = {0};
 	for (int i = 0; i < npaths; i++)
 		if (nvlp_paths_add(&ps, paths[i], err, errlen) < 0) {
@@ -1047,29 +1079,7 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	atomic_init(&q.next, 0);
 	nvlp_run_parallel(load_worker, &q, (size_t)nthreads);
 	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
-	/* processes that did no rank's work go last, out of every table; when none did any (a
-	 * trace without GPU or NCCL records at all) all stay, so the report still shows them */
-	size_t nw = 0;
-	for (size_t i = 0; i < nf; i++)
-		nw += job->ranks[i].ok && an_rank_is_worker(job->ranks[i].kind_count, job->ranks[i].truncated);
-	if (nw) {
-		struct an_rank *tmp = malloc(nf * sizeof *tmp);
-		if (tmp) {
-			size_t a = 0, b = 0;
-			for (int pass = 0; pass < 3; pass++)
-				for (size_t i = 0; i < nf; i++) {
-					struct an_rank *r = &job->ranks[i];
-					int cls = !r->ok ? 1 : an_rank_is_worker(r->kind_count, r->truncated) ? 0 : 2;
-					if (cls == pass)
-						tmp[a++] = *r;
-					b += pass == 2 && cls == 2;
-				}
-			memcpy(job->ranks, tmp, nf * sizeof *tmp);
-			free(tmp);
-			job->nothers = b;
-			job->nranks = nf - b;
-		}
-	}
+	workers_first(job, nf);
 	for (size_t i = 0; i < job->nranks; i++)
 		job->nok += job->ranks[i].ok;
 	if (!job->nok) {

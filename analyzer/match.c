@@ -68,8 +68,10 @@ struct an_match {
 	 * so replaying the log in order at the first kernel (or group unit) builds the same queues;
 	 * a trace without NCCL kernels (CUPTI off, NCCL-only) never pays for the queues. */
 	int live;
+	/* runs of calls idx, idx + 1, ... idx + n - 1 on one stream: a trace without kernels logs
+	 * a few runs, not 8 bytes per call */
 	struct dcall {
-		uint32_t idx, cs; /* cs: index into dcs */
+		uint32_t idx, n, cs; /* cs: index into dcs */
 	} *d;
 	size_t nd, capd;
 	uint64_t *dcs; /* distinct stream ids of the logged calls */
@@ -248,12 +250,14 @@ static void push_unit(struct an_match *c, int dev, uint64_t cs, struct unit *u);
 static void go_live(struct an_match *c)
 {
 	c->live = 1;
-	for (size_t i = 0; i < c->nd; i++) {
-		const struct an_call *cl = &c->r->calls[c->d[i].idx];
-		struct unit u = {.first = c->d[i].idx, .n = 1, .mask = 1u << an_coll_of_fn(cl->fn),
-		                 .t = cl->t_enter};
-		push_unit(c, cl->device, c->dcs[c->d[i].cs], &u);
-	}
+	for (size_t i = 0; i < c->nd; i++)
+		for (uint32_t j = 0; j < c->d[i].n; j++) {
+			uint32_t idx = c->d[i].idx + j;
+			const struct an_call *cl = &c->r->calls[idx];
+			struct unit u = {.first = idx, .n = 1, .mask = 1u << an_coll_of_fn(cl->fn),
+			                 .t = cl->t_enter};
+			push_unit(c, cl->device, c->dcs[c->d[i].cs], &u);
+		}
 	free(c->d);
 	free(c->dcs);
 	c->d = NULL;
@@ -278,11 +282,15 @@ static int defer_call(struct an_match *c, uint32_t idx, uint64_t cs)
 		}
 		c->lastd = k;
 	}
+	struct dcall *l = c->nd ? &c->d[c->nd - 1] : NULL;
+	if (l && l->cs == k && (uint64_t)l->idx + l->n == idx) {
+		l->n++;
+		return 0;
+	}
 	struct dcall *x = PUSH(c->d, c->nd, c->capd);
 	if (!x)
 		return -1;
-	x->idx = idx;
-	x->cs = (uint32_t)k;
+	*x = (struct dcall){idx, 1, (uint32_t)k};
 	return 0;
 }
 
@@ -361,34 +369,59 @@ struct gunit {
 	int dev;
 	uint64_t cs;
 };
-static void flush_group(struct an_match *c, struct tgroup *g)
+/* Which unit each call of a group goes to (cls), the units in the order of their first call.
+ * A small group (the usual pair or handful) looks its units up in place: no index, no
+ * allocation (flush_group's mallocs, frees and index were 5% of loading an 8-rank job).
+ * @return the units, gu_small or allocated; NULL out of memory */
+#define GROUP_SMALL 16
+static struct gunit *group_units(const struct an_rank *r, const struct tgroup *g, uint32_t *cls,
+                                 struct gunit *gu_small, size_t *ngu)
 {
-	struct an_rank *r = c->r;
+	int small = g->n <= GROUP_SMALL;
 	struct an_index ix = {0};
-	struct gunit *gu = NULL;
-	size_t ngu = 0, capgu = 0;
-	uint32_t *cls = malloc((g->n ? g->n : 1) * sizeof *cls);
-	for (size_t i = 0; cls && i < g->n; i++) {
+	struct gunit *gu = small ? gu_small : NULL;
+	size_t capgu = small ? GROUP_SMALL : 0;
+	*ngu = 0;
+	for (size_t i = 0; i < g->n; i++) {
 		const struct an_call *cl = &r->calls[g->c[i].idx];
-		long k = an_index_get(&ix, (uint64_t)(int64_t)cl->device, g->c[i].cs);
+		long k = -1;
+		if (small) {
+			for (size_t j = 0; j < *ngu && k < 0; j++)
+				if (gu[j].dev == cl->device && gu[j].cs == g->c[i].cs)
+					k = (long)j;
+		} else
+			k = an_index_get(&ix, (uint64_t)(int64_t)cl->device, g->c[i].cs);
 		if (k < 0) {
-			struct gunit *x = PUSH(gu, ngu, capgu);
-			if (!x || an_index_put(&ix, (uint64_t)(int64_t)cl->device, g->c[i].cs,
-			                       (uint32_t)(ngu - 1)) < 0) {
-				free(cls);
-				cls = NULL;
-				break;
+			struct gunit *x = PUSH(gu, *ngu, capgu);
+			if (!x || (!small && an_index_put(&ix, (uint64_t)(int64_t)cl->device,
+			                                  g->c[i].cs, (uint32_t)(*ngu - 1)) < 0)) {
+				if (!small)
+					free(gu);
+				an_index_free(&ix);
+				return NULL;
 			}
 			memset(x, 0, sizeof *x);
 			x->u.first = g->c[i].idx;
 			x->dev = cl->device;
 			x->cs = g->c[i].cs;
-			k = (long)(ngu - 1);
+			k = (long)(*ngu - 1);
 		}
 		cls[i] = (uint32_t)k;
 		gu[k].u.n++;
 	}
-	if (!cls) { /* out of memory: each call its own unit */
+	an_index_free(&ix);
+	return gu;
+}
+
+static void flush_group(struct an_match *c, struct tgroup *g)
+{
+	struct an_rank *r = c->r;
+	struct gunit gu_small[GROUP_SMALL];
+	uint32_t cls_small[GROUP_SMALL];
+	size_t ngu = 0;
+	uint32_t *cls = g->n <= GROUP_SMALL ? cls_small : malloc(g->n * sizeof *cls);
+	struct gunit *gu = cls ? group_units(r, g, cls, gu_small, &ngu) : NULL;
+	if (!gu) { /* out of memory: each call its own unit */
 		for (size_t i = 0; i < g->n; i++) {
 			const struct an_call *cl = &r->calls[g->c[i].idx];
 			struct unit u = {.first = g->c[i].idx, .n = 1,
@@ -407,7 +440,7 @@ static void flush_group(struct an_match *c, struct tgroup *g)
 		} else
 			u->n = 0;
 	}
-	for (size_t i = 0; cls && i < g->n; i++) {
+	for (size_t i = 0; gu && i < g->n; i++) {
 		struct unit *u = &gu[cls[i]].u;
 		uint32_t idx = g->c[i].idx;
 		if (!u->list && u->n) /* its first call only (see above) */
@@ -421,9 +454,10 @@ static void flush_group(struct an_match *c, struct tgroup *g)
 	}
 	for (size_t k = 0; k < ngu; k++)
 		push_unit(c, gu[k].dev, gu[k].cs, &gu[k].u);
-	free(cls);
-	free(gu);
-	an_index_free(&ix);
+	if (cls != cls_small)
+		free(cls);
+	if (gu != gu_small)
+		free(gu);
 	g->n = 0;
 }
 

@@ -483,10 +483,12 @@ uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c)
 		 * leaves that rank a kernel far too short to be a transfer (seen: 0.5 ms for
 		 * 256 MiB, 11x the link). Then the data moved while the others waited: keep the
 		 * rank's own time rather than report a bandwidth the link cannot carry. */
-		double bus = x ? (double)c->bytes / ((double)x * 1e-9) *
-		                     an_busbw_factor(c->fn, m->nranks)
-		               : 0;
-		if (x && x < c->gpu_dur && !(m->peak_Bps > 0 && bus > m->peak_Bps))
+		if (!x || x >= c->gpu_dur)
+			return c->gpu_dur;
+		if (!(m->peak_Bps > 0)) /* no peak to judge by: the bandwidth is not needed */
+			return x;
+		double bus = (double)c->bytes / ((double)x * 1e-9) * an_busbw_factor(c->fn, m->nranks);
+		if (!(bus > m->peak_Bps))
 			return x;
 	}
 	return c->gpu_dur;

@@ -327,7 +327,10 @@ struct an_comm {
 	 * waits), 0 = not matched. One entry per collective, not per call. */
 	uint32_t *xfer, *xfer_seq;
 	uint32_t nxfer;
-	int xfer_dense; /* xfer_seq is xfer_seq[0], +1, +2, ...: index by seq - xfer_seq[0] */
+	/* xfer is indexed by seq - xfer_seq[0] (nxfer entries; xfer_seq holds that one seq): when
+	 * the seq numbers present span at most about twice their count, a gap holding 0 as a
+	 * collective not matched does (a look-up per call, four passes over the calls) */
+	int xfer_dense;
 };
 
 /* Per (comm, fn) aggregate over all ranks. */
