@@ -179,6 +179,131 @@ int nvlp_cupti_graph_node(const CUpti_Activity *a, const union nvlp_cupti_rec *r
 	return 1;
 }
 
+/* One converter per activity kind family: static inline so the per-record switch below
+ * compiles to the same straight-line code as one function. */
+static inline unsigned conv_kernel(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
+                                   union nvlp_cupti_rec *out, const char **text)
+{
+	const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
+	struct nvlp_rec_kernel *o = &out->kernel;
+	o->start = nvlp_cupti_ts(clk, k->start);
+	o->dur = dur(k->start, k->end);
+	o->device = dev_field(k->deviceId);
+	o->context = k->contextId;
+	o->stream = k->streamId;
+	o->correlation = k->correlationId;
+	o->grid_x = (uint32_t)k->gridX;
+	o->grid_y = (uint32_t)k->gridY;
+	o->grid_z = (uint32_t)k->gridZ;
+	o->block_x = (uint32_t)k->blockX;
+	o->block_y = (uint32_t)k->blockY;
+	o->block_z = (uint32_t)k->blockZ;
+	/* nccl_call stays 0: the analyzer matches NCCL kernels to calls by stream and
+	 * order. */
+	o->flags = (k->name && strncmp(k->name, "nccl", 4) == 0) ? 1 : 0;
+	*text = k->name;
+	return NVLP_K_KERNEL;
+}
+
+static inline unsigned conv_memcpy(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
+                                   union nvlp_cupti_rec *out)
+{
+	const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
+	struct nvlp_rec_gpucopy *o = &out->gpucopy;
+	o->start = nvlp_cupti_ts(clk, m->start);
+	o->dur = dur(m->start, m->end);
+	o->copy_kind = m->copyKind;
+	o->src_kind = m->srcKind;
+	o->dst_kind = m->dstKind;
+	o->device = dev_field(m->deviceId);
+	memcpy_ends(m->copyKind, m->deviceId, &o->src_device, &o->dst_device);
+	o->context = m->contextId;
+	o->stream = m->streamId;
+	o->bytes = m->bytes;
+	o->correlation = m->correlationId;
+	o->flags = m->flags; /* CUpti_ActivityFlag (bit 0: async) */
+	return NVLP_K_GPUCOPY;
+}
+
+static inline unsigned conv_memcpy2(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
+                                    union nvlp_cupti_rec *out)
+{
+	const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)a;
+	struct nvlp_rec_gpucopy *o = &out->gpucopy;
+	o->start = nvlp_cupti_ts(clk, m->start);
+	o->dur = dur(m->start, m->end);
+	o->copy_kind = m->copyKind;
+	o->src_kind = m->srcKind;
+	o->dst_kind = m->dstKind;
+	o->device = dev_field(m->deviceId);
+	o->src_device = dev_field(m->srcDeviceId);
+	o->dst_device = dev_field(m->dstDeviceId);
+	o->context = m->contextId;
+	o->stream = m->streamId;
+	o->bytes = m->bytes;
+	o->correlation = m->correlationId;
+	/* bit 8 marks a MEMCPY2 (peer) record; the low bits are CUPTI's flags */
+	o->flags = (uint64_t)m->flags | NVLP_GPUCOPY_F_PEER;
+	return NVLP_K_GPUCOPY;
+}
+
+static inline unsigned conv_um(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
+                               union nvlp_cupti_rec *out)
+{
+	const CUpti_ActivityUnifiedMemoryCounter3 *u =
+	    (const CUpti_ActivityUnifiedMemoryCounter3 *)a;
+	struct nvlp_rec_um *o = &out->um;
+	o->counter = u->counterKind;
+	o->start = nvlp_cupti_ts(clk, u->start);
+	o->dur = dur(u->start, u->end);
+	o->address = u->address;
+	o->value = u->value;
+	o->src = dev_field(u->srcId);
+	o->dst = dev_field(u->dstId);
+	o->flags = u->flags;
+	o->stream = u->streamId;
+	o->process = u->processId;
+	return NVLP_K_UM;
+}
+
+static inline unsigned conv_nvlink(const CUpti_Activity *a, struct nvlp_cupti_devmap *map,
+                                   union nvlp_cupti_rec *out)
+{
+	const CUpti_ActivityNvLink4 *n = (const CUpti_ActivityNvLink4 *)a;
+	struct nvlp_rec_nvlink *o = &out->nvlink;
+	o->version = n->nvlinkVersion;
+	o->type0 = n->typeDev0;
+	o->type1 = n->typeDev1;
+	nvlink_end(n->typeDev0, (const uint8_t *)&n->idDev0, map, &o->dev0, &o->id0);
+	nvlink_end(n->typeDev1, (const uint8_t *)&n->idDev1, map, &o->dev1, &o->id1);
+	o->bandwidth = n->bandwidth;
+	o->links = n->physicalNvLinkCount;
+	o->ports0 = port_mask(n->portDev0);
+	o->ports1 = port_mask(n->portDev1);
+	/* bit 16: connected through NVSwitch; low bits: CUpti_LinkFlag */
+	o->flags = (uint64_t)n->flag | (n->nvswitchConnected ? NVLP_NVLINK_F_NVSWITCH : 0);
+	return NVLP_K_NVLINK;
+}
+
+static inline unsigned conv_device(const CUpti_Activity *a, struct nvlp_cupti_devmap *map,
+                                   union nvlp_cupti_rec *out, const char **text)
+{
+	const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)a;
+	struct nvlp_rec_device *o = &out->device;
+	const uint8_t *uuid = (const uint8_t *)&d->uuid;
+	o->device = dev_field(d->id);
+	/* pci_*: not in the record; cupti.c fills them from the driver */
+	o->uuid_hi = be64(uuid);
+	o->uuid_lo = be64(uuid + 8);
+	o->sm_count = d->numMultiprocessors;
+	o->global_mem = d->globalMemorySize;
+	o->cc_major = d->computeCapabilityMajor;
+	o->cc_minor = d->computeCapabilityMinor;
+	devmap_add(map, uuid, (int)d->id);
+	*text = d->name;
+	return NVLP_K_DEVICE;
+}
+
 unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clock *clk,
                             struct nvlp_cupti_devmap *map, union nvlp_cupti_rec *out,
                             const char **text)
@@ -187,111 +312,18 @@ unsigned nvlp_cupti_convert(const CUpti_Activity *a, const struct nvlp_cupti_clo
 	*text = NULL;
 	switch (a->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-		const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
-		struct nvlp_rec_kernel *o = &out->kernel;
-		o->start = nvlp_cupti_ts(clk, k->start);
-		o->dur = dur(k->start, k->end);
-		o->device = dev_field(k->deviceId);
-		o->context = k->contextId;
-		o->stream = k->streamId;
-		o->correlation = k->correlationId;
-		o->grid_x = (uint32_t)k->gridX;
-		o->grid_y = (uint32_t)k->gridY;
-		o->grid_z = (uint32_t)k->gridZ;
-		o->block_x = (uint32_t)k->blockX;
-		o->block_y = (uint32_t)k->blockY;
-		o->block_z = (uint32_t)k->blockZ;
-		/* nccl_call stays 0: the analyzer matches NCCL kernels to calls by stream and
-		 * order. */
-		o->flags = (k->name && strncmp(k->name, "nccl", 4) == 0) ? 1 : 0;
-		*text = k->name;
-		return NVLP_K_KERNEL;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMCPY: {
-		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
-		struct nvlp_rec_gpucopy *o = &out->gpucopy;
-		o->start = nvlp_cupti_ts(clk, m->start);
-		o->dur = dur(m->start, m->end);
-		o->copy_kind = m->copyKind;
-		o->src_kind = m->srcKind;
-		o->dst_kind = m->dstKind;
-		o->device = dev_field(m->deviceId);
-		memcpy_ends(m->copyKind, m->deviceId, &o->src_device, &o->dst_device);
-		o->context = m->contextId;
-		o->stream = m->streamId;
-		o->bytes = m->bytes;
-		o->correlation = m->correlationId;
-		o->flags = m->flags; /* CUpti_ActivityFlag (bit 0: async) */
-		return NVLP_K_GPUCOPY;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-		const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)a;
-		struct nvlp_rec_gpucopy *o = &out->gpucopy;
-		o->start = nvlp_cupti_ts(clk, m->start);
-		o->dur = dur(m->start, m->end);
-		o->copy_kind = m->copyKind;
-		o->src_kind = m->srcKind;
-		o->dst_kind = m->dstKind;
-		o->device = dev_field(m->deviceId);
-		o->src_device = dev_field(m->srcDeviceId);
-		o->dst_device = dev_field(m->dstDeviceId);
-		o->context = m->contextId;
-		o->stream = m->streamId;
-		o->bytes = m->bytes;
-		o->correlation = m->correlationId;
-		/* bit 8 marks a MEMCPY2 (peer) record; the low bits are CUPTI's flags */
-		o->flags = (uint64_t)m->flags | NVLP_GPUCOPY_F_PEER;
-		return NVLP_K_GPUCOPY;
-	}
-	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
-		const CUpti_ActivityUnifiedMemoryCounter3 *u =
-		    (const CUpti_ActivityUnifiedMemoryCounter3 *)a;
-		struct nvlp_rec_um *o = &out->um;
-		o->counter = u->counterKind;
-		o->start = nvlp_cupti_ts(clk, u->start);
-		o->dur = dur(u->start, u->end);
-		o->address = u->address;
-		o->value = u->value;
-		o->src = dev_field(u->srcId);
-		o->dst = dev_field(u->dstId);
-		o->flags = u->flags;
-		o->stream = u->streamId;
-		o->process = u->processId;
-		return NVLP_K_UM;
-	}
-	case CUPTI_ACTIVITY_KIND_NVLINK: {
-		const CUpti_ActivityNvLink4 *n = (const CUpti_ActivityNvLink4 *)a;
-		struct nvlp_rec_nvlink *o = &out->nvlink;
-		o->version = n->nvlinkVersion;
-		o->type0 = n->typeDev0;
-		o->type1 = n->typeDev1;
-		nvlink_end(n->typeDev0, (const uint8_t *)&n->idDev0, map, &o->dev0, &o->id0);
-		nvlink_end(n->typeDev1, (const uint8_t *)&n->idDev1, map, &o->dev1, &o->id1);
-		o->bandwidth = n->bandwidth;
-		o->links = n->physicalNvLinkCount;
-		o->ports0 = port_mask(n->portDev0);
-		o->ports1 = port_mask(n->portDev1);
-		/* bit 16: connected through NVSwitch; low bits: CUpti_LinkFlag */
-		o->flags = (uint64_t)n->flag | (n->nvswitchConnected ? NVLP_NVLINK_F_NVSWITCH : 0);
-		return NVLP_K_NVLINK;
-	}
-	case CUPTI_ACTIVITY_KIND_DEVICE: {
-		const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)a;
-		struct nvlp_rec_device *o = &out->device;
-		const uint8_t *uuid = (const uint8_t *)&d->uuid;
-		o->device = dev_field(d->id);
-		/* pci_*: not in the record; cupti.c fills them from the driver */
-		o->uuid_hi = be64(uuid);
-		o->uuid_lo = be64(uuid + 8);
-		o->sm_count = d->numMultiprocessors;
-		o->global_mem = d->globalMemorySize;
-		o->cc_major = d->computeCapabilityMajor;
-		o->cc_minor = d->computeCapabilityMinor;
-		devmap_add(map, uuid, (int)d->id);
-		*text = d->name;
-		return NVLP_K_DEVICE;
-	}
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		return conv_kernel(a, clk, out, text);
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		return conv_memcpy(a, clk, out);
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		return conv_memcpy2(a, clk, out);
+	case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER:
+		return conv_um(a, clk, out);
+	case CUPTI_ACTIVITY_KIND_NVLINK:
+		return conv_nvlink(a, map, out);
+	case CUPTI_ACTIVITY_KIND_DEVICE:
+		return conv_device(a, map, out, text);
 	default:
 		return 0;
 	}

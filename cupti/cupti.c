@@ -359,106 +359,129 @@ static int injection_is_ours(void)
 	return cached;
 }
 
-static void start_locked(void)
+/* The steps of start_locked, each called with start_mu held, in the order CUPTI needs them.
+ * Those returning int return 0 to go on, -1 after the note saying why nvlprof stays aside. */
+
+/* Whether this process wants GPU activity from nvlprof and CUPTI can be loaded. */
+static int start_wanted(const struct nvlp_config *cfg)
 {
-	const struct nvlp_config *cfg = nvlp_cfg();
 	char why[600], tool[600];
-	S.t_start = nvlp_now();
 	if (!nvlp_is_active())
-		goto aside; /* recording is off (NVLPROF_DISABLE, inherited injection path): stay
-		               out */
+		return -1; /* recording is off (NVLPROF_DISABLE, inherited injection path): stay
+		              out */
 	if (!cfg->cupti) {
 		nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
 		          "NVLPROF_CUPTI=0: no GPU activity or link counters collected");
-		goto aside;
+		return -1;
 	}
 	if (foreign_tool(tool, sizeof tool)) {
 		nvlp_note(NVLP_NOTE_FOREIGN_TOOL, -1, 0,
 		          "%s owns CUPTI: no GPU activity, UM counters or link counters collected "
 		          "by nvlprof in this process (from its start)",
 		          tool);
-		goto aside;
+		return -1;
 	}
 	if (nvlp_cupti_load(why, sizeof why) != 0) {
 		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0, "no GPU activity: %s", why);
-		goto aside;
+		return -1;
 	}
-	uint32_t ver = 0;
-	CUptiResult r = nvlp_cu.cuptiGetVersion(&ver);
-	if (r != CUPTI_SUCCESS || !nvlp_cupti_layout(ver)) {
-		nvlp_note(NVLP_NOTE_CUPTI_VERSION, -1, ver,
+	return 0;
+}
+
+/* The loaded CUPTI's API version in *ver; -1 when its records are not those we read. */
+static int start_version(uint32_t *ver)
+{
+	CUptiResult r = nvlp_cu.cuptiGetVersion(ver);
+	if (r != CUPTI_SUCCESS || !nvlp_cupti_layout(*ver)) {
+		nvlp_note(NVLP_NOTE_CUPTI_VERSION, -1, *ver,
 		          "%s reports CUPTI API version %u, nvlprof reads those of CUDA 12.x (18-29) "
 		          "and 13.x (13xxxx): no GPU activity collected",
-		          nvlp_cupti_path(), ver);
-		goto aside;
+		          nvlp_cupti_path(), *ver);
+		return -1;
 	}
-	if (!S.injected) {
-		/* late start: CUDA should be up; find out whether there is a driver at all */
-		if (nvlp_driver_load(why, sizeof why) != 0) {
-			nvlp_note(
-			    NVLP_NOTE_NO_DRIVER, -1, 0,
-			    "no NVIDIA driver: %s; no GPU activity collected (CUPTI %u at %s)", why,
-			    ver, nvlp_cupti_path());
-			goto aside;
-		}
-		nvlp_cures cr = nvlp_drv.cuInit(0); /* no-op when CUDA is up, as it should be */
-		if (cr != 0) {
-			nvlp_note(
-			    NVLP_NOTE_NO_DRIVER, -1, (uint64_t)cr,
-			    "cuInit failed with CUresult %d%s: no GPU activity collected (CUPTI "
-			    "%u at %s)",
-			    cr, cr == 34 ? " (stub libcuda, no driver)" : "", ver, nvlp_cupti_path());
-			goto aside;
-		}
+	return 0;
+}
+
+/* Late start only: CUDA should be up; find out whether there is a driver at all. */
+static int start_driver(uint32_t ver)
+{
+	char why[600];
+	if (nvlp_driver_load(why, sizeof why) != 0) {
+		nvlp_note(NVLP_NOTE_NO_DRIVER, -1, 0,
+		          "no NVIDIA driver: %s; no GPU activity collected (CUPTI %u at %s)", why,
+		          ver, nvlp_cupti_path());
+		return -1;
 	}
+	nvlp_cures cr = nvlp_drv.cuInit(0); /* no-op when CUDA is up, as it should be */
+	if (cr != 0) {
+		nvlp_note(NVLP_NOTE_NO_DRIVER, -1, (uint64_t)cr,
+		          "cuInit failed with CUresult %d%s: no GPU activity collected (CUPTI "
+		          "%u at %s)",
+		          cr, cr == 34 ? " (stub libcuda, no driver)" : "", ver, nvlp_cupti_path());
+		return -1;
+	}
+	return 0;
+}
 
-	/* One clock for everything: ours, when CUPTI lets us. */
-	nvlp_cupti_clock_register();
-	nvlp_cupti_clock_pair();
-
-	r = nvlp_cu.cuptiActivityRegisterCallbacks(nvlp_cupti_buf_request, nvlp_cupti_buf_complete);
+/* Hands CUPTI our activity buffers. */
+static int start_buffers(void)
+{
+	CUptiResult r =
+	    nvlp_cu.cuptiActivityRegisterCallbacks(nvlp_cupti_buf_request, nvlp_cupti_buf_complete);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ||
 	    r == CUPTI_ERROR_NOT_INITIALIZED) {
 		nvlp_note(NVLP_NOTE_FOREIGN_TOOL, -1, (uint64_t)r,
 		          "CUPTI refused our activity callbacks (%s): another tool owns it; no GPU "
 		          "activity collected from the start",
 		          nvlp_cupti_err(r));
-		goto aside;
+		return -1;
 	}
 	if (r != CUPTI_SUCCESS) {
 		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, (uint64_t)r,
 		          "cuptiActivityRegisterCallbacks: %s; no GPU activity collected",
 		          nvlp_cupti_err(r));
-		goto aside;
+		return -1;
 	}
-	char list[256] = "";
+	return 0;
+}
+
+/* Enables the activity kinds, naming those enabled in list. */
+static int start_kinds(uint32_t ver, char *list, size_t len)
+{
+	CUptiResult r;
 	/* topology first: DEVICE/NVLINK records are only produced when enabled before cuInit
 	 * ends */
-	nvlp_act_enable(CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", list, sizeof list);
-	r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_NVLINK, "NVLINK", list, sizeof list);
+	nvlp_act_enable(CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", list, len);
+	r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_NVLINK, "NVLINK", list, len);
 	kernels_config();
 	/* off: kernels never instrumented; the kinds' refusal still tells whether CUPTI works */
 	if (KM.mode != KM_OFF)
 		r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-		                                 "CONCURRENT_KERNEL", list, sizeof list);
+		                                 "CONCURRENT_KERNEL", list, len);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		nvlp_note(NVLP_NOTE_FOREIGN_TOOL, -1, (uint64_t)r,
 		          "CUPTI refused activity (%s): another tool owns it; no GPU activity "
 		          "collected from the start",
 		          nvlp_cupti_err(r));
-		goto aside;
+		return -1;
 	}
 	if (r != CUPTI_SUCCESS) {
 		/* kernels are the point: without them CUPTI is not usable here (seen: no driver) */
 		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, (uint64_t)r,
 		          "CUPTI %u (%s) cannot trace kernels (%s): no GPU activity collected", ver,
 		          nvlp_cupti_path(), nvlp_cupti_err(r));
-		goto aside;
+		return -1;
 	}
 	if (KM.mode != KM_OFF) {
-		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", list, sizeof list);
-		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", list, sizeof list);
+		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", list, len);
+		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", list, len);
 	}
+	return 0;
+}
+
+/* The note saying what is collected and how it is timed. */
+static void start_note(uint32_t ver, const char *list)
+{
 	char km[128];
 	if (KM.mode == KM_WINDOW)
 		snprintf(km, sizeof km, "kernels and copies traced %llu ms of every %llu ms%s",
@@ -475,6 +498,11 @@ static void start_locked(void)
 	          S.injected ? ""
 	                     : "; started late (CUDA was initialised before nvlprof's "
 	                       "injection ran): NVLINK/DEVICE topology records missing");
+}
+
+/* Activity is on: starts what rides on it (sharing, driver callbacks, UM, links, windows). */
+static void start_collectors(const struct nvlp_config *cfg)
+{
 	nvlp_act_set_state(NVLP_CS_ACTIVE);
 	nvlp_share_on_start();
 	nvlp_drv_start(); /* driver-API callbacks: managed memory and copies from any runtime */
@@ -490,6 +518,31 @@ static void start_locked(void)
 		if (nvlp_drv.cuCtxGetDevice && nvlp_drv.cuCtxGetDevice(&dev) == 0 && dev >= 0)
 			nvlp_link_device_seen(dev);
 	}
+}
+
+static void start_locked(void)
+{
+	const struct nvlp_config *cfg = nvlp_cfg();
+	S.t_start = nvlp_now();
+	if (start_wanted(cfg) != 0)
+		goto aside;
+	uint32_t ver = 0;
+	if (start_version(&ver) != 0)
+		goto aside;
+	if (!S.injected && start_driver(ver) != 0)
+		goto aside;
+
+	/* One clock for everything: ours, when CUPTI lets us. */
+	nvlp_cupti_clock_register();
+	nvlp_cupti_clock_pair();
+
+	if (start_buffers() != 0)
+		goto aside;
+	char list[256] = "";
+	if (start_kinds(ver, list, sizeof list) != 0)
+		goto aside;
+	start_note(ver, list);
+	start_collectors(cfg);
 	return;
 aside:
 	nvlp_act_set_state(NVLP_CS_ASIDE);

@@ -226,10 +226,12 @@ static int pm_exiting(char *why, size_t len)
 	return -2;
 }
 
-/* @return 0 on success; -1 (why says why); -2 when the process began to exit during setup. */
-static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped, size_t dlen)
+/* The steps of pm_setup, in the order CUPTI needs them. Those returning int return 0 to go
+ * on, -1 (why says why) or -2 when the process began to exit during that step. */
+
+/* The profiler API, initialised once per process. */
+static int pm_init_profiler(char *why, size_t len)
 {
-	const struct nvlp_config *cfg = nvlp_cfg();
 	if (!nvlp_cu.cuptiPmSamplingEnable || !nvlp_cu.cuptiDeviceGetChipName ||
 	    !nvlp_cu.cuptiProfilerInitialize || !L.host.init) {
 		snprintf(why, len, "%s has no PM sampling API", nvlp_cupti_path());
@@ -246,77 +248,71 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 		return pm_exiting(why, len);
 	if (L.profiler_init < 0)
 		return pm_fail(why, len, "cuptiProfilerInitialize", L.profiler_err);
-	PARAMS(CUpti_Device_GetChipName_Params, cn);
-	cn.deviceIndex = (size_t)dev;
-	CUptiResult r = nvlp_cu.cuptiDeviceGetChipName(&cn);
-	if (r != CUPTI_SUCCESS)
-		return pm_fail(why, len, "cuptiDeviceGetChipName", r);
+	return 0;
+}
+
+/* The device's counter availability image in *avail (malloc'd; NULL when CUPTI gives none). */
+static int pm_availability(int dev, uint8_t **avail, char *why, size_t len)
+{
 	PARAMS(CUpti_PmSampling_GetCounterAvailability_Params, av);
 	av.deviceIndex = (size_t)dev;
-	r = nvlp_cu.cuptiPmSamplingGetCounterAvailability(&av);
-	uint8_t *avail = NULL;
+	CUptiResult r = nvlp_cu.cuptiPmSamplingGetCounterAvailability(&av);
+	*avail = NULL;
 	if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize) {
-		avail = malloc(av.counterAvailabilityImageSize);
-		av.pCounterAvailabilityImage = avail;
-		if (avail)
+		*avail = malloc(av.counterAvailabilityImageSize);
+		av.pCounterAvailabilityImage = *avail;
+		if (*avail)
 			r = nvlp_cu.cuptiPmSamplingGetCounterAvailability(&av);
 	}
 	after_load();
 	if (stopping()) {
-		free(avail);
+		free(*avail);
 		return pm_exiting(why, len);
 	}
 	if (r != CUPTI_SUCCESS) {
-		free(avail);
+		free(*avail);
 		return pm_fail(why, len, "counter availability (permission or counters in use)", r);
 	}
+	return 0;
+}
+
+/* g's metrics and config image; dropped names the metrics the chip refused. */
+static CUptiResult pm_config(struct gpu *g, const char *chip, const uint8_t *avail,
+                             size_t *passes, char *dropped, size_t dlen)
+{
 	/* all metrics in one config; if refused, keep those the chip accepts one by one */
-	size_t passes = 0;
-	r = nvlp_pmh_config(&L.host, cn.pChipName, avail, METRICS, NMETRICS, &g->host, &g->cfg,
-	                    &g->cfg_size, &passes);
+	CUptiResult r = nvlp_pmh_config(&L.host, chip, avail, METRICS, NMETRICS, &g->host,
+	                                &g->cfg, &g->cfg_size, passes);
 	g->nm = 0;
 	dropped[0] = 0;
 	if (r == CUPTI_SUCCESS) {
 		for (int i = 0; i < NMETRICS; i++)
 			g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
-	} else {
-		for (int i = 0; i < NMETRICS; i++) {
-			void *h;
-			uint8_t *img;
-			size_t sz, p;
-			if (nvlp_pmh_config(&L.host, cn.pChipName, avail, &METRICS[i], 1, &h, &img,
-			                    &sz, &p) == CUPTI_SUCCESS) {
-				g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
-				free(img);
-				nvlp_pmh_destroy(&L.host, h);
-			} else {
-				size_t l = strlen(dropped);
-				snprintf(dropped + l, dlen - l, "%s%s", l ? " " : "", METRICS[i]);
-			}
+		return r;
+	}
+	for (int i = 0; i < NMETRICS; i++) {
+		void *h;
+		uint8_t *img;
+		size_t sz, p;
+		if (nvlp_pmh_config(&L.host, chip, avail, &METRICS[i], 1, &h, &img, &sz, &p) ==
+		    CUPTI_SUCCESS) {
+			g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
+			free(img);
+			nvlp_pmh_destroy(&L.host, h);
+		} else {
+			size_t l = strlen(dropped);
+			snprintf(dropped + l, dlen - l, "%s%s", l ? " " : "", METRICS[i]);
 		}
-		r = g->nm ? nvlp_pmh_config(&L.host, cn.pChipName, avail, g->metrics, (size_t)g->nm,
-		                            &g->host, &g->cfg, &g->cfg_size, &passes)
-		          : CUPTI_ERROR_INVALID_METRIC_NAME;
 	}
-	free(avail);
-	after_load(); /* the host object is where libnvperf_host comes in */
-	if (stopping())
-		return pm_exiting(why, len);
-	if (r != CUPTI_SUCCESS)
-		return pm_fail(why, len, "no link metric accepted for this chip", r);
-	if (passes != 1) {
-		snprintf(why, len, "link metrics need %zu passes on %s (sampling needs 1)", passes,
-		         cn.pChipName);
-		return -1;
-	}
-	PARAMS(CUpti_PmSampling_Enable_Params, en);
-	en.deviceIndex = (size_t)dev;
-	if ((r = nvlp_cu.cuptiPmSamplingEnable(&en)) != CUPTI_SUCCESS)
-		return pm_fail(why, len, "cuptiPmSamplingEnable", r);
-	g->pm = en.pPmSamplingObject;
-	after_load();
-	if (stopping())
-		return pm_exiting(why, len);
+	return g->nm ? nvlp_pmh_config(&L.host, chip, avail, g->metrics, (size_t)g->nm, &g->host,
+	                               &g->cfg, &g->cfg_size, passes)
+	             : CUPTI_ERROR_INVALID_METRIC_NAME;
+}
+
+/* Sampling interval, buffer and trigger for g's enabled sampling object. */
+static CUptiResult pm_set_config(struct gpu *g)
+{
+	const struct nvlp_config *cfg = nvlp_cfg();
 	PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
 	sc.pPmSamplingObject = g->pm;
 	sc.configSize = g->cfg_size;
@@ -325,28 +321,48 @@ static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped
 	sc.samplingInterval = (uint64_t)cfg->sample_us * 1000u;
 	sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
 	sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
-	if ((r = nvlp_cu.cuptiPmSamplingSetConfig(&sc)) != CUPTI_SUCCESS)
-		goto fail_enabled;
-	if (stopping())
-		return pm_exiting(why, len);
+	return nvlp_cu.cuptiPmSamplingSetConfig(&sc);
+}
+
+/* g's counter data image, sized for MAX_SAMPLES of its metrics, initialised. */
+static CUptiResult pm_counter_data(struct gpu *g)
+{
+	CUptiResult r;
 	PARAMS(CUpti_PmSampling_GetCounterDataSize_Params, ds);
 	ds.pPmSamplingObject = g->pm;
 	ds.pMetricNames = g->metrics;
 	ds.numMetrics = (size_t)g->nm;
 	ds.maxSamples = MAX_SAMPLES;
 	if ((r = nvlp_cu.cuptiPmSamplingGetCounterDataSize(&ds)) != CUPTI_SUCCESS)
-		goto fail_enabled;
+		return r;
 	g->data_size = ds.counterDataSize;
 	g->data = malloc(g->data_size);
-	if (!g->data) {
-		r = CUPTI_ERROR_OUT_OF_MEMORY;
-		goto fail_enabled;
-	}
+	if (!g->data)
+		return CUPTI_ERROR_OUT_OF_MEMORY;
 	PARAMS(CUpti_PmSampling_CounterDataImage_Initialize_Params, di);
 	di.pPmSamplingObject = g->pm;
 	di.counterDataSize = g->data_size;
 	di.pCounterData = g->data;
-	if ((r = nvlp_cu.cuptiPmSamplingCounterDataImageInitialize(&di)) != CUPTI_SUCCESS)
+	return nvlp_cu.cuptiPmSamplingCounterDataImageInitialize(&di);
+}
+
+/* Enables sampling on dev with g's config and starts it; on failure disables it again. */
+static int pm_enable_start(int dev, struct gpu *g, char *why, size_t len)
+{
+	CUptiResult r;
+	PARAMS(CUpti_PmSampling_Enable_Params, en);
+	en.deviceIndex = (size_t)dev;
+	if ((r = nvlp_cu.cuptiPmSamplingEnable(&en)) != CUPTI_SUCCESS)
+		return pm_fail(why, len, "cuptiPmSamplingEnable", r);
+	g->pm = en.pPmSamplingObject;
+	after_load();
+	if (stopping())
+		return pm_exiting(why, len);
+	if ((r = pm_set_config(g)) != CUPTI_SUCCESS)
+		goto fail_enabled;
+	if (stopping())
+		return pm_exiting(why, len);
+	if ((r = pm_counter_data(g)) != CUPTI_SUCCESS)
 		goto fail_enabled;
 	if (stopping())
 		return pm_exiting(why, len);
@@ -366,6 +382,36 @@ fail_enabled:
 	free(g->data);
 	g->data = NULL;
 	return -1;
+}
+
+/* @return 0 on success; -1 (why says why); -2 when the process began to exit during setup. */
+static int pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped, size_t dlen)
+{
+	int rc = pm_init_profiler(why, len);
+	if (rc != 0)
+		return rc;
+	PARAMS(CUpti_Device_GetChipName_Params, cn);
+	cn.deviceIndex = (size_t)dev;
+	CUptiResult r = nvlp_cu.cuptiDeviceGetChipName(&cn);
+	if (r != CUPTI_SUCCESS)
+		return pm_fail(why, len, "cuptiDeviceGetChipName", r);
+	uint8_t *avail;
+	if ((rc = pm_availability(dev, &avail, why, len)) != 0)
+		return rc;
+	size_t passes = 0;
+	r = pm_config(g, cn.pChipName, avail, &passes, dropped, dlen);
+	free(avail);
+	after_load(); /* the host object is where libnvperf_host comes in */
+	if (stopping())
+		return pm_exiting(why, len);
+	if (r != CUPTI_SUCCESS)
+		return pm_fail(why, len, "no link metric accepted for this chip", r);
+	if (passes != 1) {
+		snprintf(why, len, "link metrics need %zu passes on %s (sampling needs 1)", passes,
+		         cn.pChipName);
+		return -1;
+	}
+	return pm_enable_start(dev, g, why, len);
 }
 
 /* Decode what the GPU has buffered into LINKSAMPLE records. */
