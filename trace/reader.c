@@ -196,6 +196,76 @@ static void stop_io(nvlp_reader *r, const char *what)
 		(unsigned long long)r->offset, strerror(errno));
 }
 
+/* End of data where a frame header would start: done, and truncated unless the END record came
+ * (what it says is added to the last corrupt frame's message, if any). @return 0 */
+static int at_eof(nvlp_reader *r)
+{
+	r->done = 1;
+	if (!r->complete) {
+		r->truncated = 1;
+		if (r->skipped) {
+			size_t l = strlen(r->err);
+			snprintf(r->err + l, sizeof(r->err) - l,
+				 "; %u corrupt frame(s) in all, the file ends without an END record",
+				 r->skipped);
+		} else
+			set_err(r,
+				"ends after frame %u (offset %llu) without an END record (process "
+				"killed?); read %llu records",
+				r->frames, (unsigned long long)r->offset,
+				(unsigned long long)r->records);
+	}
+	return 0;
+}
+
+/* @return what is wrong with frame header h, or NULL when its magic, crc and sizes are sound */
+static const char *frame_header_bad(const uint8_t *h, uint32_t csize, uint32_t usize)
+{
+	return get_u32le(h) != NVLP_FRAME_MAGIC		  ? "bad frame magic"
+	       : get_u32le(h + 12) != nvlp_crc32(h, 12) ? "frame header crc mismatch"
+	       : !plausible(csize, usize)		  ? "impossible frame size"
+							  : NULL;
+}
+
+/* The body of a frame whose header was sound, read and decompressed into rbuf. @return as
+ * load_one_frame */
+static int load_frame_body(nvlp_reader *r, uint32_t csize, uint32_t usize)
+{
+	const size_t hsize = NVLP_FRAME_HEADER_SIZE;
+	if (reserve(&r->cbuf, &r->ccap, csize) < 0 || reserve(&r->rbuf, &r->rcap, usize + PAD) < 0) {
+		stop_io(r, "out of memory");
+		return -1;
+	}
+	ssize_t n = read_full(r, r->cbuf, csize);
+	if (n < 0) {
+		stop_io(r, "read error");
+		return -1;
+	}
+	if ((uint64_t)n < csize) {
+		if (r->offset + hsize + (uint64_t)n > r->size)
+			r->size = r->offset + hsize + (uint64_t)n;
+		stop_cut(r);
+		return 0;
+	}
+	size_t got = ZSTD_decompressDCtx(r->dctx, r->rbuf, usize, r->cbuf, csize);
+	if (ZSTD_isError(got) || got != usize) { /* its header was sound: the next frame follows */
+		char why[160];
+		snprintf(why, sizeof(why), "zstd: %s",
+			 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong decoded size");
+		note_corrupt(r, ++r->frames, r->offset, why);
+		r->offset += hsize + csize;
+		return 2;
+	}
+	memset(r->rbuf + usize, 0, PAD);
+	r->frame_offset = r->offset;
+	r->offset += hsize + csize;
+	r->frames++;
+	r->p = r->rbuf;
+	r->end = r->rbuf + usize;
+	memset(r->prev, 0, sizeof(r->prev));
+	return 1;
+}
+
 /* Loads the next frame. @return 1 loaded, 2 a corrupt frame was skipped, 0 no more data (done
  * set), -1 I/O or memory error. */
 static int load_one_frame(nvlp_reader *r)
@@ -206,24 +276,8 @@ static int load_one_frame(nvlp_reader *r)
 		stop_io(r, "read error");
 		return -1;
 	}
-	if (n == 0) {
-		r->done = 1;
-		if (!r->complete) {
-			r->truncated = 1;
-			if (r->skipped) {
-				size_t l = strlen(r->err);
-				snprintf(r->err + l, sizeof(r->err) - l,
-					 "; %u corrupt frame(s) in all, the file ends without an END record",
-					 r->skipped);
-			} else
-				set_err(r,
-					"ends after frame %u (offset %llu) without an END record (process "
-					"killed?); read %llu records",
-					r->frames, (unsigned long long)r->offset,
-					(unsigned long long)r->records);
-		}
-		return 0;
-	}
+	if (n == 0)
+		return at_eof(r);
 	if (r->offset + (uint64_t)n > r->size) /* the file grew while we read it */
 		r->size = r->offset + (uint64_t)n;
 	/* after the END record, what follows (trailing bytes, a frame cut short) is not data */
@@ -236,10 +290,7 @@ static int load_one_frame(nvlp_reader *r)
 		return 0;
 	}
 	uint32_t csize = get_u32le(h + 4), usize = get_u32le(h + 8);
-	const char *bad_header = get_u32le(h) != NVLP_FRAME_MAGIC	    ? "bad frame magic"
-				 : get_u32le(h + 12) != nvlp_crc32(h, 12) ? "frame header crc mismatch"
-				 : !plausible(csize, usize)		    ? "impossible frame size"
-									    : NULL;
+	const char *bad_header = frame_header_bad(h, csize, usize);
 	if (bad_header) { /* its sizes cannot be trusted: look for the next frame header */
 		uint64_t at = r->offset;
 		note_corrupt(r, ++r->frames, at, bad_header);
@@ -249,38 +300,7 @@ static int load_one_frame(nvlp_reader *r)
 		}
 		return 2;
 	}
-	if (reserve(&r->cbuf, &r->ccap, csize) < 0 || reserve(&r->rbuf, &r->rcap, usize + PAD) < 0) {
-		stop_io(r, "out of memory");
-		return -1;
-	}
-	n = read_full(r, r->cbuf, csize);
-	if (n < 0) {
-		stop_io(r, "read error");
-		return -1;
-	}
-	if ((uint64_t)n < csize) {
-		if (r->offset + sizeof(h) + (uint64_t)n > r->size)
-			r->size = r->offset + sizeof(h) + (uint64_t)n;
-		stop_cut(r);
-		return 0;
-	}
-	size_t got = ZSTD_decompressDCtx(r->dctx, r->rbuf, usize, r->cbuf, csize);
-	if (ZSTD_isError(got) || got != usize) { /* its header was sound: the next frame follows */
-		char why[160];
-		snprintf(why, sizeof(why), "zstd: %s",
-			 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong decoded size");
-		note_corrupt(r, ++r->frames, r->offset, why);
-		r->offset += sizeof(h) + csize;
-		return 2;
-	}
-	memset(r->rbuf + usize, 0, PAD);
-	r->frame_offset = r->offset;
-	r->offset += sizeof(h) + csize;
-	r->frames++;
-	r->p = r->rbuf;
-	r->end = r->rbuf + usize;
-	memset(r->prev, 0, sizeof(r->prev));
-	return 1;
+	return load_frame_body(r, csize, usize);
 }
 
 /* Loads the next good frame. @return 1 loaded, 0 no more data (done set), -1 I/O or memory error
@@ -507,36 +527,36 @@ static int parse_header(nvlp_reader *r, const struct nvlp_record *rec)
  * time). One slot, swapped atomically: parallel loaders take it or make their own. */
 static _Atomic(ZSTD_DCtx *) spare_dctx;
 
-nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
+/* Opens path, a regular file, for r. @return 0, or -1 (r->err says why) */
+static int open_file(nvlp_reader *r, const char *path)
 {
-	size_t plen = strlen(path);
-	nvlp_reader *r = calloc(1, sizeof(*r) + plen + 1);
-	if (!r) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return NULL;
-	}
-	memcpy(r->path, path, plen + 1);
 	/* O_NONBLOCK: a FIFO or device named like a trace must not block us; only regular files are
 	 * read (checked below) */
 	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (r->fd < 0) {
 		set_err(r, "%s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	struct stat st;
 	if (fstat(r->fd, &st) < 0) {
 		set_err(r, "%s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		set_err(r, "is a directory");
-		goto fail;
+		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		set_err(r, "not a regular file");
-		goto fail;
+		return -1;
 	}
 	r->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* The kind table, the decompression context and the input buffer. @return 0, or -1 */
+static int decode_setup(nvlp_reader *r)
+{
 	for (unsigned k = 1; k < NVLP_K_COUNT; k++) {
 		const struct nvlp_kind_info *ki = nvlp_kind_info(k);
 		r->nfields[k] = ki->nfields;
@@ -551,63 +571,87 @@ nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
 	r->ibuf = malloc(r->icap);
 	if (!r->dctx || !r->ibuf) {
 		set_err(r, "out of memory");
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
 
+/* The preamble: magic, byte order, format version. @return 0, or -1 (r->err says why) */
+static int read_preamble(nvlp_reader *r)
+{
 	uint8_t pre[NVLP_PREAMBLE_SIZE];
 	ssize_t n = read_full(r, pre, sizeof(pre));
 	if (n < 0) {
 		set_err(r, "%s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	size_t cmp = (size_t)n < 8 ? (size_t)n : 8;
 	if (n == 0 || memcmp(pre, NVLP_MAGIC, cmp) != 0) {
 		set_err(r, n == 0 ? "empty file, not an nvlprof trace" : "not an nvlprof trace");
-		goto fail;
+		return -1;
 	}
 	if ((size_t)n < sizeof(pre)) {
 		set_err(r, "cut short inside the preamble (%zd bytes)", n);
-		goto fail;
+		return -1;
 	}
 	uint32_t version = get_u32le(pre + 8), mark = get_u32le(pre + 12);
 	if (mark == __builtin_bswap32(NVLP_ENDIAN_MARK)) {
 		set_err(r, "written with the other byte order (big-endian), this nvlprof cannot read it");
-		goto fail;
+		return -1;
 	}
 	if (mark != NVLP_ENDIAN_MARK) {
 		set_err(r, "not an nvlprof trace (bad byte-order mark)");
-		goto fail;
+		return -1;
 	}
 	if (version != NVLP_FORMAT_VERSION) {
 		set_err(r, "trace format version %u, this nvlprof reads version %u", version,
 			NVLP_FORMAT_VERSION);
-		goto fail;
+		return -1;
 	}
 	r->offset = sizeof(pre);
+	return 0;
+}
 
+/* The header record, kept to be handed out first. @return 0, or -1 (r->err says why) */
+static int read_header(nvlp_reader *r)
+{
 	/* The header must come first: without it nothing in the file can be attributed. */
 	int rc = nvlp_reader_next(r, &r->first);
 	if (rc <= 0) {
-		if (r->frames == 0 && r->size <= sizeof(pre))
+		if (r->frames == 0 && r->size <= NVLP_PREAMBLE_SIZE)
 			set_err(r, "cut short before its header (%llu bytes)",
 				(unsigned long long)r->size);
-		goto fail; /* r->err says why */
+		return -1; /* r->err says why */
 	}
 	if (r->first.kind != NVLP_K_HEADER) {
 		set_err(r, "first record is '%s', not a header: not an nvlprof trace",
 			nvlp_kind_info(r->first.kind)->name);
-		goto fail;
+		return -1;
 	}
 	if (parse_header(r, &r->first) < 0) {
 		set_err(r, "out of memory");
-		goto fail;
+		return -1;
 	}
 	r->pending_first = 1;
+	return 0;
+}
+
+nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen)
+{
+	size_t plen = strlen(path);
+	nvlp_reader *r = calloc(1, sizeof(*r) + plen + 1);
+	if (!r) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	memcpy(r->path, path, plen + 1);
+	if (open_file(r, path) < 0 || decode_setup(r) < 0 || read_preamble(r) < 0 ||
+	    read_header(r) < 0) {
+		snprintf(err, errlen, "%s", r->err);
+		nvlp_reader_close(r);
+		return NULL;
+	}
 	return r;
-fail:
-	snprintf(err, errlen, "%s", r->err);
-	nvlp_reader_close(r);
-	return NULL;
 }
 
 int nvlp_reader_truncated(const nvlp_reader *r)
