@@ -347,26 +347,10 @@ static void set_peer(int64_t dev, int64_t peer, unsigned char on)
 
 /* ---- the callback ---- */
 
-void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+/* The exit of a managed allocation or free: the block table, and a MANAGED record. */
+static void drv_exit_block(const struct row *w, const CUpti_CallbackData *cb, const void *fp,
+                           int rc, uint64_t t0, struct nvlp_tls *tls)
 {
-	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE || !cb || !cb->functionParams)
-		return;
-	const struct row *w = &rows[cbid];
-	if (w->op == OP_NONE)
-		return;
-	const void *fp = cb->functionParams;
-	if (cb->callbackSite == CUPTI_API_ENTER) {
-		/* the time, for the exit; and a free's block leaves the table before the real
-		 * call (afterwards its address could already be another thread's new block) */
-		if (cb->correlationData)
-			*cb->correlationData = nvlp_now();
-		if (w->op == OP_FREE)
-			mg_free_enter(((const cuMemFree_v2_params *)fp)->dptr);
-		return;
-	}
-	int rc = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
-	uint64_t t0 = cb->correlationData ? *cb->correlationData : 0;
-	struct nvlp_tls *tls = nvlp_recording_tls(); /* NULL inside a recording runtime hook */
 	switch (w->op) {
 	case OP_ALLOC: {
 		const cuMemAllocManaged_params *p = fp;
@@ -395,60 +379,110 @@ void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 			             0, -1, rc, NULL);
 		return;
 	}
+	default:
+		return;
+	}
+}
+
+/* The exit of a prefetch or an advice (both API versions): a MANAGED record. */
+static void drv_exit_hint(const struct row *w, const CUpti_CallbackData *cb, const void *fp,
+                          int rc, uint64_t t0, struct nvlp_tls *tls)
+{
+	if (!tls)
+		return;
+	switch (w->op) {
 	case OP_PREFETCH: {
 		const cuMemPrefetchAsync_v2_params *p = fp;
-		if (tls)
-			emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count,
-			             p->flags, loc_device(p->location), rc, p->hStream);
+		emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count,
+		             p->flags, loc_device(p->location), rc, p->hStream);
 		return;
 	}
 	case OP_PREFETCH_V1: {
 		const cuMemPrefetchAsync_params *p = fp;
-		if (tls)
-			emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count, 0,
-			             p->dstDevice, rc, p->hStream);
+		emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count, 0,
+		             p->dstDevice, rc, p->hStream);
 		return;
 	}
 	case OP_ADVISE: {
 		const cuMemAdvise_v2_params *p = fp;
-		if (tls)
-			emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count,
-			             (unsigned)p->advice, loc_device(p->location), rc, NULL);
+		emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count,
+		             (unsigned)p->advice, loc_device(p->location), rc, NULL);
 		return;
 	}
 	case OP_ADVISE_V1: {
 		const cuMemAdvise_params *p = fp;
-		if (tls)
-			emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count,
-			             (unsigned)p->advice, p->device, rc, NULL);
+		emit_managed(tls, w, t0, ctx_device(cb->context), p->devPtr, p->count,
+		             (unsigned)p->advice, p->device, rc, NULL);
 		return;
 	}
+	default:
+		return;
+	}
+}
+
+/* The exit of cuCtxEnablePeerAccess / cuCtxDisablePeerAccess: the peer table, and a PEER record. */
+static void drv_exit_peer(const struct row *w, const CUpti_CallbackData *cb, const void *fp,
+                          int rc, uint64_t t0, struct nvlp_tls *tls)
+{
+	/* both forms start with the peer context */
+	CUcontext peer_ctx = ((const cuCtxDisablePeerAccess_params *)fp)->peerContext;
+	unsigned flags = w->op == OP_PEER_ON ? ((const cuCtxEnablePeerAccess_params *)fp)->Flags
+	                                     : 0;
+	int64_t dev = ctx_device(cb->context), peer = ctx_device(peer_ctx);
+	if (w->op == OP_PEER_ON && (rc == 0 || rc == CU_PEER_ALREADY_ENABLED))
+		set_peer(dev, peer, 1);
+	else if (w->op == OP_PEER_OFF && rc == 0)
+		set_peer(dev, peer, 0);
+	if (tls) {
+		struct nvlp_rec_peer r = {
+		    .fn = w->fn,
+		    .t_enter = t0,
+		    .dur = nvlp_elapsed(t0, nvlp_now()),
+		    .tid = tls->tid,
+		    .device = (uint64_t)dev,
+		    .peer_device = (uint64_t)peer,
+		    .flags = flags,
+		    .rc = (uint64_t)(int64_t)rc,
+		};
+		nvlp_emit(NVLP_K_PEER, &r, NULL, 0);
+	}
+}
+
+void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE || !cb || !cb->functionParams)
+		return;
+	const struct row *w = &rows[cbid];
+	if (w->op == OP_NONE)
+		return;
+	const void *fp = cb->functionParams;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		/* the time, for the exit; and a free's block leaves the table before the real
+		 * call (afterwards its address could already be another thread's new block) */
+		if (cb->correlationData)
+			*cb->correlationData = nvlp_now();
+		if (w->op == OP_FREE)
+			mg_free_enter(((const cuMemFree_v2_params *)fp)->dptr);
+		return;
+	}
+	int rc = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0;
+	uint64_t t0 = cb->correlationData ? *cb->correlationData : 0;
+	struct nvlp_tls *tls = nvlp_recording_tls(); /* NULL inside a recording runtime hook */
+	switch (w->op) {
+	case OP_ALLOC:
+	case OP_FREE:
+		drv_exit_block(w, cb, fp, rc, t0, tls);
+		return;
+	case OP_PREFETCH:
+	case OP_PREFETCH_V1:
+	case OP_ADVISE:
+	case OP_ADVISE_V1:
+		drv_exit_hint(w, cb, fp, rc, t0, tls);
+		return;
 	case OP_PEER_ON:
-	case OP_PEER_OFF: {
-		/* both forms start with the peer context */
-		CUcontext peer_ctx = ((const cuCtxDisablePeerAccess_params *)fp)->peerContext;
-		unsigned flags = w->op == OP_PEER_ON ? ((const cuCtxEnablePeerAccess_params *)fp)->Flags
-		                                     : 0;
-		int64_t dev = ctx_device(cb->context), peer = ctx_device(peer_ctx);
-		if (w->op == OP_PEER_ON && (rc == 0 || rc == CU_PEER_ALREADY_ENABLED))
-			set_peer(dev, peer, 1);
-		else if (w->op == OP_PEER_OFF && rc == 0)
-			set_peer(dev, peer, 0);
-		if (tls) {
-			struct nvlp_rec_peer r = {
-			    .fn = w->fn,
-			    .t_enter = t0,
-			    .dur = nvlp_elapsed(t0, nvlp_now()),
-			    .tid = tls->tid,
-			    .device = (uint64_t)dev,
-			    .peer_device = (uint64_t)peer,
-			    .flags = flags,
-			    .rc = (uint64_t)(int64_t)rc,
-			};
-			nvlp_emit(NVLP_K_PEER, &r, NULL, 0);
-		}
+	case OP_PEER_OFF:
+		drv_exit_peer(w, cb, fp, rc, t0, tls);
 		return;
-	}
 	default: {
 		struct copy c;
 		if (tls && plan_copy(w, fp, cb->context, &c))
