@@ -23,6 +23,12 @@ enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_IND
 #define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
 #define ROWID_BITS 56                  /* index entries: rowid below, key NULL flags above */
 
+/* A page being built: header at hoff, cell pointers after it, cells from the end down */
+struct page {
+	uint8_t *b;
+	unsigned hoff, hlen, nc, top;
+};
+
 struct kid { /* a finished child of a table B-tree level: its page, its largest rowid */
 	uint32_t pgno;
 	int64_t key;
@@ -34,8 +40,7 @@ struct table {
 	int idx[MAX_INDEXES];
 	int64_t last; /* rowid of the last row */
 	uint64_t rows;
-	uint8_t *leaf; /* the leaf being filled: cells from the end down, pointers from byte 8 */
-	unsigned nc, top;
+	struct page leaf; /* the leaf being filled (its own buffer, leaf.b) */
 	struct kid *kids; /* finished leaves, in rowid order */
 	size_t nkids, capkids;
 	uint32_t root;
@@ -224,12 +229,7 @@ static uint32_t overflow(struct sqf *f, const uint8_t *p, size_t n)
 	return first;
 }
 
-/* ---- pages being built: header at hoff, cell pointers after it, cells from the end down -- */
-
-struct page {
-	uint8_t *b;
-	unsigned hoff, hlen, nc, top;
-};
+/* ---- pages being built (struct page above): page_start, page_fits, page_cell, page_end -- */
 
 static void page_start(struct page *p, uint8_t *b, unsigned U, unsigned hoff, int flag)
 {
@@ -289,14 +289,12 @@ int sqf_table(struct sqf *f, const char *name, int ncols, int ipk, const char *s
 	t->sql = sdup(f, sql);
 	t->ncols = ncols;
 	t->ipk = ipk;
-	t->leaf = malloc(f->U);
-	if (!t->leaf) {
+	uint8_t *b = malloc(f->U);
+	if (!b) {
 		fail(f, "out of memory");
 		return -1;
 	}
-	struct page p;
-	page_start(&p, t->leaf, f->U, 0, LEAF_TABLE);
-	t->top = f->U;
+	page_start(&t->leaf, b, f->U, 0, LEAF_TABLE);
 	return f->nt++;
 }
 
@@ -327,8 +325,7 @@ int sqf_index(struct sqf *f, int table, const char *name, const char *sql, const
 
 static void leaf_done(struct sqf *f, struct table *t)
 {
-	struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
-	page_end(&p, 0);
+	page_end(&t->leaf, 0);
 	if (t->nkids == t->capkids) {
 		size_t cap = t->capkids ? 2 * t->capkids : 64;
 		struct kid *k = realloc(t->kids, cap * sizeof *k);
@@ -339,11 +336,9 @@ static void leaf_done(struct sqf *f, struct table *t)
 		t->kids = k;
 		t->capkids = cap;
 	}
-	t->kids[t->nkids].pgno = emit(f, t->leaf);
+	t->kids[t->nkids].pgno = emit(f, t->leaf.b);
 	t->kids[t->nkids++].key = t->last;
-	page_start(&p, t->leaf, f->U, 0, LEAF_TABLE);
-	t->nc = 0;
-	t->top = f->U;
+	page_start(&t->leaf, t->leaf.b, f->U, 0, LEAF_TABLE);
 }
 
 /* one index entry of the row just added */
@@ -467,21 +462,15 @@ cell_add(struct sqf *f, struct table *t, const uint8_t *rec, size_t P, int64_t r
 {
 	size_t local = local_size(f->U, P, 0);
 	size_t cell = vlen(P) + vlen((uint64_t)rowid) + local + (local < P ? 4 : 0);
-	struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
-	if (!page_fits(&p, cell)) {
+	if (!page_fits(&t->leaf, cell))
 		leaf_done(f, t);
-		p.nc = 0;
-		p.top = f->U;
-	}
 	uint32_t first = local < P ? overflow(f, rec + local, P - local) : 0;
-	uint8_t *c = page_cell(&p, cell);
+	uint8_t *c = page_cell(&t->leaf, cell);
 	c += putv(c, P);
 	c += putv(c, (uint64_t)rowid);
 	memcpy(c, rec, local);
 	if (local < P)
 		put32(c + local, first);
-	t->nc = p.nc;
-	t->top = p.top;
 }
 
 void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
@@ -560,15 +549,15 @@ static uint32_t table_interior(struct sqf *f, struct kid *k, size_t n, unsigned 
 static void table_finish(struct sqf *f, struct table *t, unsigned root_hoff)
 {
 	if (!t->nkids) { /* one leaf, maybe empty: the root */
-		struct page p = {.b = t->leaf, .hoff = 0, .hlen = 8, .nc = t->nc, .top = t->top};
-		page_end(&p, 0);
+		const struct page *p = &t->leaf;
+		page_end(&t->leaf, 0);
 		if (!root_hoff) {
-			t->root = emit(f, t->leaf);
+			t->root = emit(f, p->b);
 			return;
 		}
-		if (root_hoff + 8 + 2 * t->nc <= t->top) {
-			memcpy(f->page1, t->leaf, f->U);
-			memmove(f->page1 + root_hoff, f->page1, 8 + 2 * t->nc);
+		if (root_hoff + 8 + 2 * p->nc <= p->top) {
+			memcpy(f->page1, p->b, f->U);
+			memmove(f->page1 + root_hoff, f->page1, 8 + 2 * p->nc);
 			t->root = 1;
 			return;
 		}
@@ -1004,7 +993,7 @@ static void sqf_free(struct sqf *f)
 	for (int i = 0; i < f->nt; i++) {
 		free(f->t[i].name);
 		free(f->t[i].sql);
-		free(f->t[i].leaf);
+		free(f->t[i].leaf.b);
 		free(f->t[i].kids);
 	}
 	for (int i = 0; i < f->nix; i++) {
