@@ -220,8 +220,8 @@ static int merge_runs(struct ctab *t)
 	if (!tmp)
 		return 0;
 	/* (seq, col) orders the entries: a column belongs to one file, so two runs never tie */
-	for (size_t o = 0; o < t->ne; o++) {
 #define CKEY(x) ((uint64_t)(x)->seq << 32 | (x)->col)
+	for (size_t o = 0; o < t->ne; o++) {
 		int best = -1;
 		uint64_t bk = UINT64_MAX;
 		for (int r = 0; r < nr; r++)
