@@ -239,7 +239,7 @@ struct choice_row {
 	char b[64], a[64];
 };
 struct diff_rows {
-	struct metric m[10];
+	struct metric m[11];
 	size_t nm;
 	struct cell busbw[AN_C_COUNT * AN_SIZE_CLASSES]; /* GPU transfer time on either side */
 	size_t nbusbw;
@@ -264,6 +264,8 @@ static void diff_compute(struct side *B, struct side *A, double fail_pct, struct
 	    {"step_ms", B->s.step_ms, A->s.step_ms},
 	    {"steps", B->s.steps, A->s.steps},
 	    {"comm_ms_per_rank", B->s.comm_ms, A->s.comm_ms},
+	    /* the host-timed part of it (report's rank_comm): a change here is no GPU change */
+	    {"comm_host_ms_per_rank", B->s.comm_host_ms, A->s.comm_host_ms},
 	    {"exposed_ms_per_rank", B->s.exposed_ms, A->s.exposed_ms},
 	    {"exposed_share", B->s.exposed_share, A->s.exposed_share},
 	    {"nvlink_mib", B->s.nvlink_bytes / MIB, A->s.nvlink_bytes / MIB},

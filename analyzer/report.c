@@ -134,6 +134,54 @@ static int rank_id(const struct an_job *job, size_t f)
 	return job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
 }
 
+/* Which (comm, fn) aggregates have no GPU execution anywhere in the job: COLLECTIVES' "h" rows
+ * (a single-rank in-place AllReduce, which NCCL runs as nothing; calls outside every kernel
+ * window). calloc'd, NULL when there is none or no memory (then no host part is added). */
+static uint8_t *host_aggs(const struct an_job *job)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < job->naggs; i++)
+		n += job->aggs[i].calls_gpu == 0;
+	uint8_t *m = n ? calloc((size_t)job->ncomms * NVLP_NCCL_FN_COUNT, 1) : NULL;
+	for (size_t i = 0; m && i < job->naggs; i++)
+		if (job->aggs[i].calls_gpu == 0)
+			m[(size_t)job->aggs[i].comm * NVLP_NCCL_FN_COUNT + job->aggs[i].fn] = 1;
+	return m;
+}
+
+/* A rank's communication time, the one definition behind the summary line, RANKS, the JSON and
+ * diff: its NCCL GPU time (an_rank_comm_ns: the union of NCCL's kernels and copies per device)
+ * plus the host call time of its calls in collectives that have no GPU execution (host_aggs), so
+ * that it adds up with COLLECTIVES. Without NCCL GPU time it is all host time. host: the host
+ * part; win_host: the host part of calls entered inside the step window. */
+struct rcomm {
+	double ns, host, win_host;
+	int host_only;
+};
+static struct rcomm rank_comm(const struct an_job *job, const struct an_rank *r,
+                              const uint8_t *hagg)
+{
+	struct rcomm c = {0};
+	c.ns = (double)an_rank_comm_ns(r, &c.host_only);
+	if (c.host_only) {
+		c.host = c.ns;
+		return c;
+	}
+	int win = job->win1 > job->win0;
+	uint64_t a = win ? (uint64_t)((int64_t)job->win0 - r->offset) : 0,
+	         b = win ? (uint64_t)((int64_t)job->win1 - r->offset) : UINT64_MAX;
+	for (size_t k = 0; hagg && k < r->ncalls; k++) {
+		const struct an_call *cl = &r->calls[k];
+		if (!hagg[(size_t)cl->comm * NVLP_NCCL_FN_COUNT + cl->fn])
+			continue;
+		c.host += (double)cl->host_dur;
+		if (cl->t_enter >= a && cl->t_enter < b)
+			c.win_host += (double)cl->host_dur;
+	}
+	c.ns += c.host;
+	return c;
+}
+
 void an_summarize(const struct an_job *job, struct an_summary *s)
 {
 	memset(s, 0, sizeof *s);
@@ -143,22 +191,24 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	s->wall_ms = (double)(job->t1 - job->t0) / 1e6;
 	s->step_ms = job->step_ns > 0 ? job->step_ns / 1e6 : NAN;
 	s->steps = (int)job->steps;
-	double e = 0, w = 0, c = 0, cw = 0;
+	double e = 0, w = 0, c = 0, cw = 0, ch = 0;
 	size_t nh = 0;
+	uint8_t *hagg = host_aggs(job);
 	double sb[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, st[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
 	double hn[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}}, ht[AN_C_COUNT][AN_SIZE_CLASSES] = {{0}};
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok)
 			continue;
-		double re, rw, rc;
-		int ho = 0;
-		an_rank_exposure(job, r, &re, &rw, &rc);
+		double re, rw, rwc;
+		an_rank_exposure(job, r, &re, &rw, &rwc);
 		e += re;
 		w += rw;
-		cw += rc;
-		c += (double)an_rank_comm_ns(r, &ho);
-		nh += ho;
+		struct rcomm rc = rank_comm(job, r, hagg);
+		c += rc.ns;
+		ch += rc.host;
+		cw += rwc + rc.win_host;
+		nh += rc.host_only;
 		for (size_t k = 0; k < r->ncalls; k++) {
 			const struct an_call *cl = &r->calls[k];
 			int cc = an_coll_of_fn(cl->fn), sc = an_size_class(cl->bytes);
@@ -190,7 +240,9 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 			s->host_ms_per_call[cc][sc] = hn[cc][sc] > 0 ? ht[cc][sc] / hn[cc][sc] / 1e6 : NAN;
 		}
 	int n = job->nok ? (int)job->nok : 1;
+	free(hagg);
 	s->comm_ms = c / 1e6 / n;
+	s->comm_host_ms = ch / 1e6 / n;
 	s->comm_host = job->nok && nh == job->nok;
 	s->comm_win_ms = job->have_gpu && job->win1 && !s->comm_host ? cw / 1e6 / n : NAN;
 	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;
@@ -250,7 +302,8 @@ struct rrow {
 	const struct an_rank *r;
 	const struct an_rank_x *x;
 	int rank, gpu;
-	double wall_ns, comm_ns, exposed_ns, span_ns;
+	int comm_host_only; /* comm_ns is all host call time (no NCCL GPU time) */
+	double wall_ns, comm_ns, comm_host_ns, exposed_ns, span_ns;
 };
 /* One (rank, comm, fn) of the JSON's collectives_by_rank. */
 struct crow {
@@ -322,6 +375,7 @@ static int tables_build(const struct an_job *job, struct tables *t)
 		return -1;
 	for (size_t i = 0; i < job->naggs; i++)
 		arow_of(job, &job->aggs[i], &t->coll[i]);
+	uint8_t *hagg = host_aggs(job);
 	for (size_t i = 0; i < job->nranks; i++) {
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
@@ -332,9 +386,13 @@ static int tables_build(const struct an_job *job, struct tables *t)
 		w->rank = rank_id(job, i);
 		w->gpu = r->kind_count[NVLP_K_KERNEL] != 0;
 		w->wall_ns = (double)an_rank_wall(r);
-		w->comm_ns = (double)an_rank_comm_ns(r, NULL);
+		struct rcomm rc = rank_comm(job, r, hagg);
+		w->comm_ns = rc.ns;
+		w->comm_host_ns = rc.host;
+		w->comm_host_only = rc.host_only;
 		an_rank_exposure(job, r, &w->exposed_ns, &w->span_ns, NULL);
 	}
+	free(hagg);
 	by_rank_rows(job, t);
 	return 0;
 }
@@ -430,15 +488,23 @@ static void text_comm(FILE *o, const struct an_job *job, const struct tables *t)
 		        "communication: %.2f ms per rank in NCCL calls (host time: no NCCL kernel "
 		        "traced; exposure unknown)\n",
 		        s->comm_ms);
-	else if (job->have_gpu && !isnan(s->comm_win_ms))
-		fprintf(o,
-		        "communication: %.2f ms per rank (%.2f ms in the steps); exposed %.2f ms = "
-		        "%.1f%% of the steps' time\n",
-		        s->comm_ms, s->comm_win_ms, s->exposed_ms, s->exposed_share * 100);
-	else if (job->have_gpu)
-		fprintf(o, "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of wall time\n",
-		        s->comm_ms, s->exposed_ms, s->exposed_share * 100);
-	else
+	else if (job->have_gpu) {
+		if (!isnan(s->comm_win_ms))
+			fprintf(o,
+			        "communication: %.2f ms per rank (%.2f ms in the steps); exposed %.2f ms "
+			        "= %.1f%% of the steps' time",
+			        s->comm_ms, s->comm_win_ms, s->exposed_ms, s->exposed_share * 100);
+		else
+			fprintf(o,
+			        "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of wall time",
+			        s->comm_ms, s->exposed_ms, s->exposed_share * 100);
+		if (s->comm_host_ms > 0) /* rank_comm: collectives with no GPU execution */
+			fprintf(o,
+			        "; %.2f ms of it is host call time of collectives NCCL ran without GPU "
+			        "work (h in COLLECTIVES; exposure unknown)",
+			        s->comm_host_ms);
+		fputc('\n', o);
+	} else
 		fprintf(
 		    o,
 		    "communication: %.2f ms per rank in NCCL calls (host time; exposure unknown)\n",
@@ -516,8 +582,9 @@ static void text_ranks(FILE *o, const struct tables *t)
 			snprintf(exs, sizeof exs, "-");
 			snprintf(exp_, sizeof exp_, "-");
 		}
-		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f %10s %8s %7.0f %8.2f %9.2f%s\n",
-		        w->rank, r->host, r->pid, wall / 1e6, w->comm_ns / 1e6, exs, exp_,
+		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f%c%10s %8s %7.0f %8.2f %9.2f%s\n",
+		        w->rank, r->host, r->pid, wall / 1e6, w->comm_ns / 1e6,
+		        w->comm_host_ns > 0 ? 'h' : ' ', exs, exp_,
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
@@ -527,7 +594,7 @@ static void text_ranks(FILE *o, const struct tables *t)
 static void text_ranks_notes(FILE *o, const struct an_job *job)
 {
 	if (job->ncomms)
-		fprintf(o, "  (comm ms: NCCL kernel time (h: host call time); exposed: not overlapped by "
+		fprintf(o, "  (comm ms: NCCL GPU time (h: includes host call time, as COLLECTIVES' h rows); exposed: not overlapped by "
 	           "compute%s; last%%: share of collectives it arrived last at; lead ms: median "
 	           "lead over the next-latest rank then; waited ms: its waits for the last rank)\n",
 	        job->win1 ? ", in the steps" : "");
@@ -675,7 +742,10 @@ static void json_job(struct jw *w, const struct an_job *job, const struct tables
 	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	jw_num(w, "comm_ms_per_rank", s->comm_ms);
 	jw_num(w, "comm_in_steps_ms_per_rank", s->comm_win_ms);
-	jw_str(w, "comm_time_source", job->have_gpu && !s->comm_host ? "gpu" : "host");
+	jw_num(w, "comm_host_ms_per_rank", s->comm_host_ms);
+	jw_str(w, "comm_time_source", !job->have_gpu || s->comm_host ? "host"
+	                              : s->comm_host_ms > 0          ? "gpu+host"
+	                                                             : "gpu");
 	jw_num(w, "exposed_ms_per_rank", s->exposed_ms);
 	jw_num(w, "exposed_share", s->exposed_share);
 	jw_str(w, "exposed_over", job->win1 ? "steps" : "trace");
@@ -729,7 +799,10 @@ static void json_ranks(struct jw *w, const struct tables *t)
 		jw_bool(w, "complete", r->complete);
 		jw_num(w, "wall_ms", wall / 1e6);
 		jw_num(w, "comm_ms", rw->comm_ns / 1e6);
-		jw_str(w, "comm_time_source", gpu ? "gpu" : "host");
+		jw_num(w, "comm_host_ms", rw->comm_host_ns / 1e6);
+		jw_str(w, "comm_time_source", rw->comm_host_only   ? "host"
+		                              : rw->comm_host_ns > 0 ? "gpu+host"
+		                                                     : "gpu");
 		jw_num(w, "exposed_ms", gpu ? ex / 1e6 : NAN);
 		jw_num(w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
 		jw_int(w, "collectives", (int64_t)x->colls);

@@ -18,6 +18,8 @@ struct an_summary {
 	double wall_ms, step_ms, comm_ms, exposed_ms, exposed_share;
 	double comm_win_ms; /* communication inside the step window (NaN without steps or GPU) */
 	int comm_host;      /* comm_ms is host call time on every rank (no NCCL GPU time) */
+	double comm_host_ms; /* the part of comm_ms that is host call time: all of it with
+	                      * comm_host, else the calls of collectives with no GPU execution */
 	int steps, gpu_data, processes, hosts;
 	/* bus bandwidth per collective class and size class (GPU time only) */
 	double busbw[AN_C_COUNT][AN_SIZE_CLASSES];

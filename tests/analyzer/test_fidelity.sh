@@ -123,6 +123,23 @@ check_eq "totals: COLLECTIVES ms/rank add up to comm_ms_per_rank (healthy)" "Tru
 gen nonccl --single-rank --no-nccl-gpu
 "$CLI" report "$T/nonccl" >"$T/nonccl.txt" 2>/dev/null
 check "totals: compute kernels but no NCCL GPU time -> host time, not 0.00" grep -qE "^communication: 0.2[0-9] ms per rank in NCCL calls \(host time: no NCCL kernel traced" "$T/nonccl.txt"
+"$CLI" report --json "$T/nonccl" >"$T/nonccl.json" 2>/dev/null
+check_eq "totals: no NCCL GPU time -> the rank's comm_time_source is host (it has compute kernels)" \
+	"host host 0.2" "$(pyq "$T/nonccl.json" "d['ranks'][0]['comm_time_source'], d['job']['comm_time_source'], d['job']['comm_host_ms_per_rank']" | tr -d "(),'")"
+check "totals: RANKS marks host-timed comm ms with h" grep -qE "^ +0 node0 +5000 +[0-9.]+ +0\.20h " "$T/nonccl.txt"
+# a world-size-1 job: NCCL runs the in-place AllReduce as nothing (host time only, 'h'), the
+# Bcast as a copy (GPU time): communication is both, and says which part is host time
+gen inplace --single-rank --in-place
+"$CLI" report "$T/inplace" >"$T/inplace.txt" 2>/dev/null
+"$CLI" report --json "$T/inplace" >"$T/inplace.json" 2>/dev/null
+check "totals: in-place AllReduce is an h row, the Bcast a GPU row" bash -c "grep -qE '^  0005eed0c0117ec7 ncclAllReduce +1 +40.0 +16.000 +0.20h ' '$T/inplace.txt' && grep -qE '^  0005eed0c0117ec7 ncclBcast +1 +40.0 +1.000 +0.80  ' '$T/inplace.txt'"
+check "totals: summary = GPU part + host part, host part named" grep -qE "^communication: 1.00 ms per rank \(0.90 ms in the steps\); exposed 0.72 ms = 0.2% of the steps' time; 0.20 ms of it is host call time of collectives NCCL ran without GPU work" "$T/inplace.txt"
+check "totals: RANKS comm ms 1.00h" grep -qE "^ +0 node0 +5000 +[0-9.]+ +1\.00h +0\.72 " "$T/inplace.txt"
+check_eq "totals: JSON COLLECTIVES sum = comm_ms_per_rank = rank comm_ms; source gpu+host; host part 0.2" "True" \
+	"$(pyq "$T/inplace.json" "abs(sum(c['time_ms_per_rank'] for c in d['collectives']) - d['job']['comm_ms_per_rank']) < 0.01 and d['ranks'][0]['comm_ms'] == d['job']['comm_ms_per_rank'] and d['job']['comm_time_source'] == d['ranks'][0]['comm_time_source'] == 'gpu+host' and d['job']['comm_host_ms_per_rank'] == d['ranks'][0]['comm_host_ms'] == 0.2")"
+"$CLI" diff --json "$T/nonccl" "$T/inplace" >"$T/ipd.json" 2>/dev/null
+check_eq "totals: diff compares the same figures (comm 0.2 -> 1, host part 0.2 -> 0.2)" "0.2 1 0.2 0.2" \
+	"$(pyq "$T/ipd.json" "' '.join('%g %g' % (m['before'], m['after']) for m in d['metrics'] if m['name'] in ('comm_ms_per_rank', 'comm_host_ms_per_rank'))")"
 # 3. staged copies: achieved GB/s and what a peer copy would have taken
 "$CLI" report --json "$EX/p2p_staged" >"$T/sg.json" 2>/dev/null
 check_eq "staged: achieved ~38 GB/s, a peer copy at 478 GB/s ~11.8 ms, lost = staged - peer" "True" \

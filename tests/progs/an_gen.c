@@ -47,6 +47,9 @@ struct an_gen_opts {
 	int launcher;            /* also a launcher's trace: a device and clock records, no work */
 	const char *comm_name;   /* COMMNAME record for the job's communicator */
 	int no_nccl_gpu;         /* plain jobs: compute kernels only, NCCL's work never traced */
+	int in_place;            /* PLAIN_SINGLE: the AllReduce runs in place (NCCL does no GPU
+	                          * work for it, as at world size 1) and each step also calls a
+	                          * ncclBcast that NCCL runs as a copy */
 	int python;              /* PYSTACK/PYREF records: each rank's collectives, rank 0's first
 	                          * staged copy and its managed allocation have a Python chain */
 	int quiet;
@@ -496,7 +499,7 @@ static int gen_plain(const struct an_gen_opts *o)
 				c.bytes = bytes;
 				c.count = bytes / 4;
 				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
-				if (o->no_nccl_gpu) {
+				if (o->no_nccl_gpu || (single && o->in_place)) {
 				} else if (single) {
 					struct nvlp_rec_gpucopy g = {.start = t + 6 * US, .dur = gd,
 					                             .copy_kind = 8 /* DTOD */,
@@ -519,6 +522,25 @@ static int gen_plain(const struct an_gen_opts *o)
 					k.name = 1;
 					k.flags = 1;
 					nvlp_writer_add(w, NVLP_K_KERNEL, &k, NULL, 0);
+				}
+				if (single && o->in_place) { /* 1 MiB ncclBcast, a 20 us copy */
+					struct nvlp_rec_nccl b = c;
+					b.fn = NVLP_NCCL_BCAST;
+					b.t_enter = t + 100 * US;
+					b.dur = 7 * US;
+					b.seq = seq++;
+					b.call_id = 100000 + seq;
+					b.bytes = MIB;
+					b.count = MIB / 4;
+					nvlp_writer_add(w, NVLP_K_NCCL, &b, NULL, 0);
+					struct nvlp_rec_gpucopy g = {.start = b.t_enter + 8 * US,
+					                             .dur = 20 * US, .copy_kind = 8 /* DTOD */,
+					                             .device = (uint64_t)r,
+					                             .src_device = (uint64_t)r,
+					                             .dst_device = (uint64_t)r,
+					                             .context = 1, .stream = NCCL_STREAM,
+					                             .bytes = MIB};
+					nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
 				}
 				t += 6 * US + gd + (o->plain == PLAIN_FAIL || single ? 2 * MS - gd : 2 * US);
 				if (nvlp_writer_pending(w) > 48 * 1024)
@@ -1012,7 +1034,7 @@ static void usage(void)
 	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
 	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
-	                "       [--comm-name NAME]\n");
+	                "       [--in-place] [--comm-name NAME]\n");
 }
 
 int main(int argc, char **argv)
@@ -1032,7 +1054,7 @@ int main(int argc, char **argv)
 	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
-	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},
+	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
 	    {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
@@ -1148,6 +1170,9 @@ int main(int argc, char **argv)
 			break;
 		case 8:
 			o.python = gen_python = 1;
+			break;
+		case 9:
+			o.in_place = 1;
 			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
