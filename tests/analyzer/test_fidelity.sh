@@ -137,6 +137,14 @@ check "totals: summary = GPU part + host part, host part named" grep -qE "^commu
 check "totals: RANKS comm ms 1.00h" grep -qE "^ +0 node0 +5000 +[0-9.]+ +1\.00h +0\.72 " "$T/inplace.txt"
 check_eq "totals: JSON COLLECTIVES sum = comm_ms_per_rank = rank comm_ms; source gpu+host; host part 0.2" "True" \
 	"$(pyq "$T/inplace.json" "abs(sum(c['time_ms_per_rank'] for c in d['collectives']) - d['job']['comm_ms_per_rank']) < 0.01 and d['ranks'][0]['comm_ms'] == d['job']['comm_ms_per_rank'] and d['job']['comm_time_source'] == d['ranks'][0]['comm_time_source'] == 'gpu+host' and d['job']['comm_host_ms_per_rank'] == d['ranks'][0]['comm_host_ms'] == 0.2")"
+# the same on a real job: examples/ddp_train.py --nprocs 1 with NVLPROF_KERNELS=all on one H200
+# (run 9): NCCL ran its 118 AllReduce and 5 Bcast as nothing, the 0-byte AllGather as a copy
+W1="$ROOT/tests/analyzer/traces/ddp_ws1_all"
+"$CLI" report "$W1" >"$T/w1.txt" 2>/dev/null
+"$CLI" report --json "$W1" >"$T/w1.json" 2>/dev/null
+check "totals (real ws1): summary names the host part" grep -qE "^communication: 0.33 ms per rank \(0.19 ms in the steps\); .*; 0.33 ms of it is host call time" "$T/w1.txt"
+check_eq "totals (real ws1): COLLECTIVES sum = comm_ms_per_rank, gpu+host" "True" \
+	"$(pyq "$T/w1.json" "abs(sum(c['time_ms_per_rank'] for c in d['collectives']) - d['job']['comm_ms_per_rank']) < 0.005 and d['job']['comm_time_source'] == 'gpu+host' and [c['time_source'] for c in d['collectives']] == ['host', 'host', 'gpu']")"
 "$CLI" diff --json "$T/nonccl" "$T/inplace" >"$T/ipd.json" 2>/dev/null
 check_eq "totals: diff compares the same figures (comm 0.2 -> 1, host part 0.2 -> 0.2)" "0.2 1 0.2 0.2" \
 	"$(pyq "$T/ipd.json" "' '.join('%g %g' % (m['before'], m['after']) for m in d['metrics'] if m['name'] in ('comm_ms_per_rank', 'comm_host_ms_per_rank'))")"
