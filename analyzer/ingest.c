@@ -722,15 +722,36 @@ static int on_commname(struct lctx *c)
 }
 
 #ifdef NVLP_FIELDS_MARK
-/* MARK: torch.profiler's ProfilerStep#N ranges begin steps (a capture range from
- * cudaProfilerStart/Stop is not a step). */
+/* MARK: torch.profiler's ProfilerStep#N ranges begin steps: as NVTX ranges (emit_nvtx), else as
+ * the outermost user ranges the shim saw through CUPTI (USER_RANGE, no name; only those of the
+ * thread that made the first, as prof.step() runs on one thread). A capture range from
+ * cudaProfilerStart/Stop is not a step. */
 static int on_mark(struct lctx *c)
 {
 	const struct nvlp_rec_mark *m = (const void *)c->rec->f;
-	seen_time(c->r, m->t, m->t);
-	const char *s = m->name ? nvlp_reader_string(c->rd, m->name) : NULL;
-	if ((m->kind == NVLP_MARK_RANGE_PUSH || m->kind == NVLP_MARK_RANGE_START) && s &&
-	    !strncmp(s, "ProfilerStep#", 13) && an_steps_mark(c->r, m->t, "ProfilerStep") < 0)
+	struct an_rank *r = c->r;
+	seen_time(r, m->t, m->t);
+	const char *name = NULL;
+	if (m->kind == NVLP_MARK_RANGE_PUSH || m->kind == NVLP_MARK_RANGE_START) {
+		const char *s = m->name ? nvlp_reader_string(c->rd, m->name) : NULL;
+		if (!s || strncmp(s, "ProfilerStep#", 13))
+			return 0;
+		r->mark_src = 1; /* the named marks replace the unnamed ones (umarks) */
+		name = "ProfilerStep";
+	} else if (m->kind == NVLP_MARK_USER_RANGE) {
+		if (r->mark_src == 1)
+			return 0;
+		r->mark_src = 2;
+		struct an_umark *u = PUSH(r->umarks, r->numarks, r->capumarks);
+		if (!u)
+			return bad(c, "not kept: out of memory");
+		u->t = m->t;
+		u->tid = m->tid;
+		return 0;
+	} else {
+		return 0;
+	}
+	if (an_steps_mark(r, m->t, name) < 0)
 		return bad(c, "not kept: out of memory");
 	return 0;
 }

@@ -431,6 +431,7 @@ void an_job_free(struct an_job *job)
 		an_kch_file_free(r);
 		an_graphs_file_free(r);
 		free(r->marks);
+		free(r->umarks);
 		free(r->cnames);
 		free(r->failed);
 		for (size_t i = 0; i < r->npystacks; i++)

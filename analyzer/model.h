@@ -301,6 +301,15 @@ struct an_rank {
 	uint64_t *marks; /* step marks (local clock, file order): an_steps_mark */
 	size_t nmarks, capmarks;
 	char mark_name[48]; /* what made them ("ProfilerStep", "cudaProfilerStart") */
+	/* which marks they are: 0 none yet, 1 NVTX ProfilerStep#N ranges (emit_nvtx), 2 outermost
+	 * torch.profiler user ranges through CUPTI (MARK USER_RANGE, kept in umarks until the steps
+	 * are found: those of the thread with the most become the marks); NVTX's named ones win when
+	 * a trace has both */
+	uint8_t mark_src;
+	struct an_umark {
+		uint64_t t, tid;
+	} *umarks;
+	size_t numarks, capumarks;
 	struct an_pystack {
 		uint64_t id;
 		char *text; /* "file:line:function\n" per frame, innermost first */

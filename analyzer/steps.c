@@ -33,12 +33,39 @@ int an_steps_mark(struct an_rank *r, uint64_t t, const char *name)
 	return 0;
 }
 
+/* torch.profiler's steps seen through CUPTI (an_rank.umarks): the outermost user ranges of the
+ * thread that made the most of them (prof.step() runs on one thread; an autograd thread's own
+ * record_function is outermost on that thread too) become the step marks. */
+static void umarks_resolve(struct an_rank *r)
+{
+	if (r->mark_src != 2 || r->nmarks || !r->numarks)
+		return;
+	uint64_t best = 0;
+	size_t bestn = 0;
+	for (size_t i = 0; i < r->numarks; i++) { /* a few threads: count each tid once */
+		size_t n = 0, seen = 0;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = r->umarks[j].tid == r->umarks[i].tid;
+		for (size_t j = i; j < r->numarks && !seen; j++)
+			n += r->umarks[j].tid == r->umarks[i].tid;
+		if (n > bestn)
+			best = r->umarks[i].tid, bestn = n;
+		if (bestn * 2 > r->numarks)
+			break;
+	}
+	for (size_t i = 0; i < r->numarks; i++)
+		if (r->umarks[i].tid == best && an_steps_mark(r, r->umarks[i].t, "ProfilerStep via CUPTI") < 0)
+			return; /* out of memory: the marks so far */
+}
+
 /* Steps from marks: the first process with at least two (ranks mark the same steps); a step is
  * the time from one mark to the next. @return 1 if found */
 static int from_marks(struct an_job *job)
 {
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
+		if (r->ok)
+			umarks_resolve(r);
 		if (!r->ok || r->nmarks < 2)
 			continue;
 		qsort(r->marks, r->nmarks, sizeof *r->marks, cmp_u64);

@@ -1,4 +1,4 @@
-/* capture.c: marks the job makes (cudaProfilerStart/Stop, NVTX ranges through NVTX_INJECTION64_PATH) as MARK records, and the NVLPROF_CAPTURE range they open and close. */
+/* capture.c: marks the job makes (cudaProfilerStart/Stop, NVTX ranges through NVTX_INJECTION64_PATH, torch.profiler's steps through CUPTI's external correlation) as MARK records, and the NVLPROF_CAPTURE range they open and close. */
 #include <errno.h>   /* errno, kept across our work */
 #include <pthread.h> /* the interval table's mutex */
 #include <stddef.h>  /* offsetof */
@@ -8,6 +8,7 @@
 #include <string.h>  /* strcmp */
 
 #include <cuda_profiler_api.h>
+#include <cupti_activity.h> /* cuptiActivityPush/PopExternalCorrelationId */
 #include <nvtx3/nvToolsExt.h>
 
 #include "nvlp_rt.h"
@@ -174,6 +175,53 @@ NVLP_EXPORT cudaError_t cudaProfilerStop(void)
 		range_close(nvlp_now());
 	errno = err;
 	return real();
+}
+
+/* ---- torch.profiler's steps, through CUPTI's external correlation ------------------------------ */
+
+/*
+ * While torch.profiler traces CUDA, Kineto pushes a CUPTI external correlation id as each op it
+ * records begins and pops it as the op ends: kind CUSTOM0 for ops, CUSTOM1 for user-scope ranges
+ * (record_function, and ProfilerStep#N, which prof.step() opens and the next step() closes). So
+ * ProfilerStep#N is the outermost CUSTOM1 range of the thread that calls prof.step(). Measured on
+ * one H200 (torch 2.11, tests/gpu/results/run9.txt): 10 steps with schedule(wait=1, warmup=1,
+ * active=4) and one record_function per step gave 16 CUSTOM1 pushes, 4 outermost (one per active
+ * step), and 376 CUSTOM0 ones. No name passes through CUPTI: each outermost push becomes a
+ * MARK(USER_RANGE) record, which the analyzer takes as a step mark. Per op: one thread-local
+ * counter and the call through; the ids and return codes are the job's.
+ */
+static __thread int xc_depth; /* open CUSTOM1 ranges on this thread */
+typedef CUptiResult (*xc_push_fn)(CUpti_ExternalCorrelationKind, uint64_t);
+typedef CUptiResult (*xc_pop_fn)(CUpti_ExternalCorrelationKind, uint64_t *);
+static struct nvlp_sym xc_syms[2] = {{"cuptiActivityPushExternalCorrelationId", NULL, NULL, NULL},
+                                     {"cuptiActivityPopExternalCorrelationId", NULL, NULL, NULL}};
+
+NVLP_EXPORT CUptiResult CUPTIAPI
+cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id)
+{
+	xc_push_fn real = (xc_push_fn)nvlp_real(&xc_syms[0]);
+	if (NVLP_UNLIKELY(!real))
+		return CUPTI_ERROR_NOT_INITIALIZED; /* no libcupti loaded: nothing to push into */
+	CUptiResult rc = real(kind, id);
+	if (kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 && rc == CUPTI_SUCCESS &&
+	    xc_depth++ == 0 && nvlp_cfg()->nvtx) {
+		int err = errno;
+		mark(NVLP_MARK_USER_RANGE, NULL);
+		errno = err;
+	}
+	return rc;
+}
+
+NVLP_EXPORT CUptiResult CUPTIAPI
+cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t *last_id)
+{
+	xc_pop_fn real = (xc_pop_fn)nvlp_real(&xc_syms[1]);
+	if (NVLP_UNLIKELY(!real))
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	CUptiResult rc = real(kind, last_id);
+	if (kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 && rc == CUPTI_SUCCESS && xc_depth > 0)
+		xc_depth--;
+	return rc;
 }
 
 /* ---- NVTX ---------------------------------------------------------------------------------------- */

@@ -435,7 +435,10 @@ enum nvlp_graph_op {
 	V(RANGE_POP, 4, "range_pop")     /* nvtxRangePop / nvtxDomainRangePop */                  \
 	V(RANGE_START, 5, "range_start") /* nvtxRangeStart* (not nested; name = message) */       \
 	V(RANGE_END, 6, "range_end")                                                               \
-	V(INSTANT, 7, "mark")            /* nvtxMark* */
+	V(INSTANT, 7, "mark")            /* nvtxMark* */                                         \
+	V(USER_RANGE, 8, "user_range")   /* outermost CUPTI external correlation push of kind      \
+	                                  * CUSTOM1 on its thread: torch.profiler's ProfilerStep#N \
+	                                  * (no name) */
 enum nvlp_mark_kind {
 #define NVLP_V_ENUM(NAME, v, label) NVLP_MARK_##NAME = v,
 	NVLP_MARK_KINDS(NVLP_V_ENUM)

@@ -592,6 +592,32 @@ static void fill(uint8_t *p, int kind, uint64_t i)
 	}
 }
 
+/* External correlation: one stack of ids per kind and thread, as CUPTI keeps them; popping an
+ * empty stack is an error, as in CUPTI. */
+#define FAKE_XC_DEPTH 256
+static __thread uint64_t xc_stack[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][FAKE_XC_DEPTH];
+static __thread int xc_n[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
+CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id)
+{
+	if ((unsigned)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE || kind == 0)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (xc_n[kind] == FAKE_XC_DEPTH)
+		return CUPTI_ERROR_UNKNOWN;
+	xc_stack[kind][xc_n[kind]++] = id;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t *last)
+{
+	if ((unsigned)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE || kind == 0)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (xc_n[kind] == 0)
+		return CUPTI_ERROR_QUEUE_EMPTY;
+	uint64_t v = xc_stack[kind][--xc_n[kind]];
+	if (last)
+		*last = v;
+	return CUPTI_SUCCESS;
+}
+
 CUptiResult cuptiGetVersion(uint32_t *v)
 {
 	const char *e = getenv("FAKE_CUPTI_VERSION");

@@ -58,4 +58,20 @@ check_eq "NVLPROF_NVTX=0: no marks, job unchanged" "0 0 16" "$(cat "$T/off.rc") 
 run nsys nvtx NVTX_INJECTION64_PATH=/nonexistent/tool.so
 check_eq "another tool's NVTX_INJECTION64_PATH is kept (no marks of ours)" "0 0" "$(cat "$T/nsys.rc") $(count "$T/nsys.txt" '^mark ')"
 
+
+# torch.profiler's steps through CUPTI's external correlation (hk_nvtx kineto: as libtorch_cpu
+# calls libcupti while torch.profiler traces CUDA)
+XLIB="$FAKES/cupti/libcupti.so.13"
+run kin kineto HK_CUPTI_LIB="$XLIB"
+check_eq "kineto: job ran, every id and return code its library's (push/pop passed through)" "0 xc ok done" "$(cat "$T/kin.rc") $(cat "$T/kin.out" | paste -sd' ')"
+check_eq "kineto: the job alone prints the same" "xc ok done" "$(HK_CUPTI_LIB="$XLIB" "$APP" kineto 2>&1 | paste -sd' ')"
+check_eq "kineto: one USER_RANGE mark per outermost CUSTOM1 range (5 steps + 1 on a second thread)" 6 "$(count "$T/kin.txt" '^mark .* kind=8 ')"
+check_eq "kineto: the second thread's mark has its own tid" 2 "$(grep '^mark .* kind=8 ' "$T/kin.txt" | sed -E 's/.* tid=([0-9]+).*/\1/' | sort -u | wc -l | tr -d ' ')"
+"$CLI" report "$T/kin" >"$T/kin.rep" 2>&1
+check "kineto: report takes the main thread's 5 marks as steps (4 between them), marked by the job" grep -qE "^nvlprof report: .*, 4 steps of [0-9.]+ ms \(marked by the job\)" "$T/kin.rep"
+"$CLI" report --json "$T/kin" >"$T/kin.json" 2>/dev/null
+check "kineto: JSON says where the steps came from" grep -q '"steps_why": "marked by the job (ProfilerStep via CUPTI)"' "$T/kin.json"
+run kinoff kineto HK_CUPTI_LIB="$XLIB" NVLPROF_NVTX=0
+check_eq "kineto with NVLPROF_NVTX=0: job unchanged, no marks" "0 xc ok done 0" "$(cat "$T/kinoff.rc") $(cat "$T/kinoff.out" | paste -sd' ') $(count "$T/kinoff.txt" '^mark ')"
+
 exit $((FAILED > 0))

@@ -146,6 +146,59 @@ int main(void)
 		      j.step_source, (unsigned long long)j.steps, j.step_ns / 1e6);
 		an_job_free(&j);
 	}
+	/* torch.profiler's steps through CUPTI (USER_RANGE marks, no name): those of the thread with
+	 * the most (tid 1: 9 marks 30 ms apart) are the steps, not another thread's (tid 2: 3 marks,
+	 * written first); with NVTX ProfilerStep#N ranges in the same trace (tid 1, 25 ms apart),
+	 * the named ones win, whichever comes first in the file */
+	for (int nvtx = 0; nvtx < 3; nvtx++) {
+		char path[160];
+		snprintf(path, sizeof path, "%s/xc%d-0.nvlp", dir, nvtx);
+		nvlp_writer *w = nvlp_writer_open(path, "host=h\npid=301\nppid=1\nrank=0\n", T0,
+		                                  1700000000000000000ull);
+		for (int i = 0; i < 30; i++) {
+			struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .t_enter = T0 + at_growing(i),
+			                          .dur = 2000, .tid = 1, .bytes = 4096, .comm = 0x78,
+			                          .rank = 0, .nranks = 1, .seq = (uint64_t)i};
+			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			if (pass == (nvtx == 2))
+				for (int i = 0; i < 3; i++) {
+					struct nvlp_rec_mark mk = {.t = T0 + 7 * MS + (uint64_t)i * 11 * MS,
+					                           .kind = NVLP_MARK_USER_RANGE, .tid = 2};
+					nvlp_writer_add(w, NVLP_K_MARK, &mk, NULL, 0);
+				}
+			for (int i = 0; pass == (nvtx == 2) && i <= 8; i++) {
+				struct nvlp_rec_mark mk = {.t = T0 + 40 * MS + (uint64_t)i * 30 * MS,
+				                           .kind = NVLP_MARK_USER_RANGE, .tid = 1};
+				nvlp_writer_add(w, NVLP_K_MARK, &mk, NULL, 0);
+			}
+			for (int i = 0; nvtx && pass == (nvtx != 2) && i <= 8; i++) {
+				static const char nm[] = "ProfilerStep#3";
+				struct nvlp_rec_string st = {.id = 50};
+				if (i == 0)
+					nvlp_writer_add(w, NVLP_K_STRING, &st, nm, sizeof nm - 1);
+				struct nvlp_rec_mark mk = {.t = T0 + 50 * MS + (uint64_t)i * 25 * MS,
+				                           .kind = NVLP_MARK_RANGE_PUSH, .name = 50,
+				                           .tid = 1};
+				nvlp_writer_add(w, NVLP_K_MARK, &mk, NULL, 0);
+			}
+		}
+		struct nvlp_rec_end e = {.t = T0 + 1000 * MS};
+		nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+		nvlp_writer_close(w);
+		char err[256];
+		char *paths[1] = {path};
+		CHECK(an_job_load(&j, paths, 1, 1, err, sizeof err) == 0, "USER_RANGE job %d loads", nvtx);
+		an_job_analyze(&j);
+		double want = nvtx ? 25.0 * MS : 30.0 * MS;
+		CHECK(!strcmp(j.step_source, "marks") && j.steps == 8 && j.step_ns == want &&
+		          strstr(j.steps_why, nvtx ? "(ProfilerStep)" : "(ProfilerStep via CUPTI)"),
+		      "USER_RANGE marks%s: 8 steps of %.0f ms (%s, %llu, %.3f ms, %s)",
+		      nvtx == 1 ? " + NVTX after" : nvtx == 2 ? " + NVTX before" : "", want / 1e6,
+		      j.step_source, (unsigned long long)j.steps, j.step_ns / 1e6, j.steps_why);
+		an_job_free(&j);
+	}
 #endif
 
 	char cmd[128];
