@@ -303,8 +303,8 @@ struct an_rank {
 	char mark_name[48]; /* what made them ("ProfilerStep", "cudaProfilerStart") */
 	/* which marks they are: 0 none yet, 1 NVTX ProfilerStep#N ranges (emit_nvtx), 2 outermost
 	 * torch.profiler user ranges through CUPTI (MARK USER_RANGE, kept in umarks until the steps
-	 * are found: those of the thread with the most become the marks); NVTX's named ones win when
-	 * a trace has both */
+	 * are found: those of the thread that made the earliest become the marks); NVTX's named ones
+	 * win when a trace has both */
 	uint8_t mark_src;
 	struct an_umark {
 		uint64_t t, tid;

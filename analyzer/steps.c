@@ -34,27 +34,23 @@ int an_steps_mark(struct an_rank *r, uint64_t t, const char *name)
 }
 
 /* torch.profiler's steps seen through CUPTI (an_rank.umarks): the outermost user ranges of the
- * thread that made the most of them (prof.step() runs on one thread; an autograd thread's own
- * record_function is outermost on that thread too) become the step marks. */
+ * thread that made the earliest one become the step marks. That is the thread calling
+ * prof.step(): the profiler starts pushing ids there, with ProfilerStep#N, and every other
+ * range of the step nests inside it or comes later. Other threads have outermost ranges of
+ * their own, often more: DDP's bucket all-reduces run on the autograd thread, 3 per step against
+ * 1 ProfilerStep in HF GPT-2 on one H200 (tests/gpu/results/run9.txt). */
 static void umarks_resolve(struct an_rank *r)
 {
 	if (r->mark_src != 2 || r->nmarks || !r->numarks)
 		return;
-	uint64_t best = 0;
-	size_t bestn = 0;
-	for (size_t i = 0; i < r->numarks; i++) { /* a few threads: count each tid once */
-		size_t n = 0, seen = 0;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = r->umarks[j].tid == r->umarks[i].tid;
-		for (size_t j = i; j < r->numarks && !seen; j++)
-			n += r->umarks[j].tid == r->umarks[i].tid;
-		if (n > bestn)
-			best = r->umarks[i].tid, bestn = n;
-		if (bestn * 2 > r->numarks)
-			break;
-	}
+	size_t first = 0;
+	for (size_t i = 1; i < r->numarks; i++)
+		if (r->umarks[i].t < r->umarks[first].t)
+			first = i;
+	uint64_t tid = r->umarks[first].tid;
 	for (size_t i = 0; i < r->numarks; i++)
-		if (r->umarks[i].tid == best && an_steps_mark(r, r->umarks[i].t, "ProfilerStep via CUPTI") < 0)
+		if (r->umarks[i].tid == tid &&
+		    an_steps_mark(r, r->umarks[i].t, "ProfilerStep via CUPTI") < 0)
 			return; /* out of memory: the marks so far */
 }
 

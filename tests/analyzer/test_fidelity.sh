@@ -30,6 +30,17 @@ check_eq "role: info resolves mp.spawn ranks (no RANK) from their communicator, 
 	"$(grep -oE '^  rank      [0-9]+ of 2 \(from its largest communicator\)' "$T/dhi.txt" | awk '{print $2}' | tr '\n' ' ' | sed 's/ $//')"
 check "role: a killed rank's trace stays a rank" grep -q "rank      1 (local 1) of 2" "$T/fi.txt"
 
+# steps torch.profiler marks, seen through CUPTI without emit_nvtx: HF GPT-2 under torchrun with
+# torch.profiler inside (schedule wait=2, warmup=2, active=26; one H200, run 9). 26 ProfilerStep#N
+# ranges on the main thread, 78 outermost user ranges (DDP's bucket all-reduces) on the autograd
+# thread: the steps are the main thread's, 25 between 26 marks, ~32 ms each
+HP="$ROOT/tests/analyzer/traces/hf_profiler"
+"$CLI" report "$HP" >"$T/hp.txt" 2>/dev/null
+"$CLI" report --json "$HP" >"$T/hp.json" 2>/dev/null
+check "steps (real torch.profiler): 25 steps of ~32 ms, marked by the job" grep -qE "^nvlprof report: 1 process on 1 host, wall [0-9.]+ ms, 25 steps of 3[12]\.[0-9]+ ms \(marked by the job\)" "$T/hp.txt"
+check_eq "steps (real torch.profiler): JSON source marks, ProfilerStep via CUPTI" "25 marks marked by the job (ProfilerStep via CUPTI)" "$(pyq "$T/hp.json" "'%d %s %s' % (d['job']['steps'], d['job']['step_source'], d['job']['steps_why'])")"
+check "steps (real torch.profiler): torchrun's parent listed apart" grep -q "^OTHER PROCESSES" "$T/hp.txt"
+
 # 2. steps only where proven
 "$CLI" report "$T/sweep" >"$T/sweep.txt" 2>&1
 "$CLI" report --json "$T/sweep" >"$T/sweep.json" 2>/dev/null

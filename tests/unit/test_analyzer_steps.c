@@ -146,10 +146,11 @@ int main(void)
 		      j.step_source, (unsigned long long)j.steps, j.step_ns / 1e6);
 		an_job_free(&j);
 	}
-	/* torch.profiler's steps through CUPTI (USER_RANGE marks, no name): those of the thread with
-	 * the most (tid 1: 9 marks 30 ms apart) are the steps, not another thread's (tid 2: 3 marks,
-	 * written first); with NVTX ProfilerStep#N ranges in the same trace (tid 1, 25 ms apart),
-	 * the named ones win, whichever comes first in the file */
+	/* torch.profiler's steps through CUPTI (USER_RANGE marks, no name): those of the thread that
+	 * made the earliest (tid 1: 9 marks 30 ms apart, from 40 ms) are the steps, not those of a
+	 * thread with more, written first in the file (tid 2: 24 marks 10 ms apart from 45 ms, as
+	 * DDP's bucket all-reduces on the autograd thread); with NVTX ProfilerStep#N ranges in the
+	 * same trace (tid 1, 25 ms apart), the named ones win, whichever comes first in the file */
 	for (int nvtx = 0; nvtx < 3; nvtx++) {
 		char path[160];
 		snprintf(path, sizeof path, "%s/xc%d-0.nvlp", dir, nvtx);
@@ -163,8 +164,8 @@ int main(void)
 		}
 		for (int pass = 0; pass < 2; pass++) {
 			if (pass == (nvtx == 2))
-				for (int i = 0; i < 3; i++) {
-					struct nvlp_rec_mark mk = {.t = T0 + 7 * MS + (uint64_t)i * 11 * MS,
+				for (int i = 0; i < 24; i++) {
+					struct nvlp_rec_mark mk = {.t = T0 + 45 * MS + (uint64_t)i * 10 * MS,
 					                           .kind = NVLP_MARK_USER_RANGE, .tid = 2};
 					nvlp_writer_add(w, NVLP_K_MARK, &mk, NULL, 0);
 				}
