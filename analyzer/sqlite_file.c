@@ -49,8 +49,11 @@ struct table {
 struct index {
 	char *name, *sql;
 	int table, nk, cols[SQF_MAX_KEYS];
-	uint64_t *w; /* n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
-	size_t n, cap, bytes; /* bytes mapped at w */
+	/* e.n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
+	struct sqf_keys e;
+	int sorted, err; /* err: a failure of the index's own work (sqf_index_add, _sort: any
+	                    thread), its message in msg, taken over by sqf_close */
+	char msg[160];
 	uint32_t root;
 };
 
@@ -341,43 +344,123 @@ static void leaf_done(struct sqf *f, struct table *t)
 	page_start(&t->leaf, t->leaf.b, f->U, 0, LEAF_TABLE);
 }
 
+/* x's entry of row v (rowid) of a table whose INTEGER PRIMARY KEY is column ipk, onto k.
+ * @return 0, -1 (out of memory), -2 (a key that is not an integer), -3 (rowid out of range) */
+static int keys_push(struct sqf_keys *k, const struct index *x, int ipk, const struct sqf_val *v,
+                     int64_t rowid)
+{
+	size_t s = (size_t)x->nk + 1;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 4096;
+		uint64_t *w = map_grow(k->w, k->bytes, cap * s * sizeof *w);
+		if (!w)
+			return -1;
+		k->w = w;
+		k->cap = cap;
+		k->bytes = cap * s * sizeof *w;
+	}
+	uint64_t *e = k->w + k->n * s, nulls = 0;
+	for (int j = 0; j < x->nk; j++) {
+		int c = x->cols[j];
+		if (c == ipk)
+			e[j] = (uint64_t)rowid ^ KEY_BIAS;
+		else if (v[c].type == SQF_INT)
+			e[j] = (uint64_t)v[c].i ^ KEY_BIAS;
+		else if (v[c].type == SQF_NULL) {
+			e[j] = 0;
+			nulls |= 1ULL << j;
+		} else
+			return -2;
+	}
+	if (rowid < 0 || rowid >= (int64_t)1 << ROWID_BITS)
+		return -3;
+	e[x->nk] = (uint64_t)rowid | nulls << ROWID_BITS;
+	k->n++;
+	return 0;
+}
+
 /* one index entry of the row just added */
 static void index_add(struct sqf *f, struct index *x, const struct table *t,
                       const struct sqf_val *v, int64_t rowid)
 {
-	size_t s = (size_t)x->nk + 1;
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 4096;
-		uint64_t *w = map_grow(x->w, x->bytes, cap * s * sizeof *w);
-		if (!w) {
-			fail(f, "out of memory");
-			return;
-		}
-		x->w = w;
-		x->cap = cap;
-		x->bytes = cap * s * sizeof *w;
-	}
-	uint64_t *e = x->w + x->n * s, nulls = 0;
-	for (int k = 0; k < x->nk; k++) {
-		int c = x->cols[k];
-		if (c == t->ipk)
-			e[k] = (uint64_t)rowid ^ KEY_BIAS;
-		else if (v[c].type == SQF_INT)
-			e[k] = (uint64_t)v[c].i ^ KEY_BIAS;
-		else if (v[c].type == SQF_NULL) {
-			e[k] = 0;
-			nulls |= 1ULL << k;
-		} else {
-			fail(f, "index %s: a key that is not an integer", x->name);
-			return;
-		}
-	}
-	if (rowid < 0 || rowid >= (int64_t)1 << ROWID_BITS) {
+	int rc = keys_push(&x->e, x, t->ipk, v, rowid);
+	x->sorted = 0;
+	if (rc == -1)
+		fail(f, "out of memory");
+	else if (rc == -2)
+		fail(f, "index %s: a key that is not an integer", x->name);
+	else if (rc == -3)
 		fail(f, "index %s: rowid %lld out of range", x->name, (long long)rowid);
+}
+
+int sqf_keys_add(const struct sqf *f, int ix, struct sqf_keys *k, const struct sqf_val *v,
+                 int64_t rowid)
+{
+	const struct index *x = &f->ix[ix];
+	return keys_push(k, x, f->t[x->table].ipk, v, rowid) ? -1 : 0;
+}
+
+void sqf_keys_free(struct sqf_keys *k)
+{
+	map_free(k->w, k->bytes);
+	memset(k, 0, sizeof *k);
+}
+
+static void ix_fail(struct index *x, const char *fmt, ...)
+{
+	if (x->err)
 		return;
+	x->err = 1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+	va_end(ap);
+}
+
+int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base)
+{
+	struct index *x = &f->ix[ix];
+	size_t s = (size_t)x->nk + 1, n = k->n;
+	const uint64_t lim = (uint64_t)1 << ROWID_BITS, low = lim - 1;
+	if (!n || x->err) {
+		sqf_keys_free(k);
+		return x->err ? -1 : 0;
 	}
-	e[x->nk] = (uint64_t)rowid | nulls << ROWID_BITS;
-	x->n++;
+	x->sorted = 0;
+	if (!x->e.n && !base) { /* the first set as it is: no copy */
+		map_free(x->e.w, x->e.bytes);
+		x->e = *k;
+		memset(k, 0, sizeof *k);
+		return 0;
+	}
+	if (x->e.n + n > x->e.cap) {
+		size_t cap = x->e.n + n;
+		uint64_t *w = map_grow(x->e.w, x->e.bytes, cap * s * sizeof *w);
+		if (!w) {
+			sqf_keys_free(k);
+			ix_fail(x, "out of memory");
+			return -1;
+		}
+		x->e.w = w;
+		x->e.cap = cap;
+		x->e.bytes = cap * s * sizeof *w;
+	}
+	uint64_t *o = x->e.w + x->e.n * s;
+	const uint64_t *e = k->w;
+	for (size_t i = 0; i < n; i++, o += s, e += s) {
+		for (size_t j = 0; j + 1 < s; j++)
+			o[j] = e[j];
+		uint64_t r = (e[s - 1] & low) + (uint64_t)base;
+		if (base < 0 || r >= lim) {
+			sqf_keys_free(k);
+			ix_fail(x, "index %s: rowid %llu out of range", x->name, (unsigned long long)r);
+			return -1;
+		}
+		o[s - 1] = (e[s - 1] & ~low) | r;
+	}
+	x->e.n += n;
+	sqf_keys_free(k);
+	return 0;
 }
 
 /* sqf_insert's parts are always_inline: it runs once a row, and gcc -O2 left record_build out
@@ -489,6 +572,150 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 	t->rows++;
 	for (int k = 0; k < t->nidx; k++)
 		index_add(f, &f->ix[t->idx[k]], t, v, rowid);
+}
+
+/* ---- rows encoded on other threads: sqf_record, sqf_record_set, sqf_insert_record ------- */
+
+size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v)
+{
+	/* the bytes record_build writes: serial types first (their sizes give the header's), then
+	 * header and bodies in place */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9], ilen[SQF_MAX_COLS], *h = ty;
+	size_t body = 0;
+	for (int c = 0; c < ncols; c++) {
+		if (v[c].type == SQF_INT && c != ipk) {
+			unsigned len;
+			*h++ = (uint8_t)int_type(v[c].i, &len);
+			ilen[c] = (uint8_t)len;
+			body += len;
+		} else if (v[c].type == SQF_TEXT && c != ipk) {
+			h += putv(h, 2 * (uint64_t)v[c].n + 13);
+			body += v[c].n;
+		} else
+			*h++ = 0;
+	}
+	size_t nty = (size_t)(h - ty), hdr = nty + 1;
+	if (hdr > 127)
+		while (vlen(hdr) > hdr - nty)
+			hdr++;
+	size_t P = hdr + body;
+	if (P + 8 > cap)
+		return P;
+	uint8_t *o = out + putv(out, hdr);
+	memcpy(o, ty, nty);
+	o += nty;
+	for (int c = 0; c < ncols; c++) {
+		if (v[c].type == SQF_INT && c != ipk) {
+			if (ilen[c])
+				o = put_int(o, v[c].i, ilen[c]);
+		} else if (v[c].type == SQF_TEXT && c != ipk) {
+			memcpy(o, v[c].s, v[c].n);
+			o += v[c].n;
+		}
+	}
+	return P;
+}
+
+/* a varint of at most 9 bytes from p (before end): its value, its size in *k (0: cut short) */
+static uint64_t getv(const uint8_t *p, const uint8_t *end, unsigned *k)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < 9 && p + i < end; i++) {
+		if (i == 8) {
+			*k = 9;
+			return v << 8 | p[i];
+		}
+		v = v << 7 | (p[i] & 0x7f);
+		if (!(p[i] & 0x80)) {
+			*k = i + 1;
+			return v;
+		}
+	}
+	*k = 0;
+	return 0;
+}
+
+/* bytes of a value of serial type t in the record's body */
+static size_t type_size(uint64_t t)
+{
+	static const uint8_t sz[12] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0};
+	return t < 12 ? sz[t] : (size_t)(t - 12 - (t & 1)) / 2;
+}
+
+size_t sqf_record_set(const uint8_t *rec, size_t len, const int *col, const int64_t *val, int n,
+                      uint8_t *out)
+{
+	enum { MAX_SET = 8 };
+	unsigned k;
+	uint64_t hdr = getv(rec, rec + len, &k);
+	if (!k || hdr > len || k > hdr || n > MAX_SET)
+		return 0;
+	/* the header with the set columns' new types; where their old bodies are */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9], *h = ty;
+	size_t off[MAX_SET], sz[MAX_SET], boff = (size_t)hdr;
+	unsigned nlen[MAX_SET];
+	int j = 0, c = 0;
+	for (const uint8_t *p = rec + k, *hend = rec + hdr; p < hend; c++) {
+		uint64_t t = getv(p, hend, &k);
+		if (!k || c == SQF_MAX_COLS)
+			return 0;
+		size_t s = type_size(t);
+		if (j < n && col[j] == c) {
+			off[j] = boff;
+			sz[j] = s;
+			*h++ = (uint8_t)int_type(val[j], &nlen[j]);
+			j++;
+		} else {
+			memcpy(h, p, k);
+			h += k;
+		}
+		p += k;
+		boff += s;
+	}
+	if (j < n || boff != len)
+		return 0;
+	size_t nty = (size_t)(h - ty), nh = nty + 1;
+	if (nh > 127)
+		while (vlen(nh) > nh - nty)
+			nh++;
+	uint8_t *o = out + putv(out, nh);
+	memcpy(o, ty, nty);
+	o += nty;
+	size_t from = (size_t)hdr;
+	for (j = 0; j < n; j++) {
+		memcpy(o, rec + from, off[j] - from);
+		o += off[j] - from;
+		if (nlen[j])
+			o = put_int(o, val[j], nlen[j]);
+		from = off[j] + sz[j];
+	}
+	memcpy(o, rec + from, len - from);
+	return (size_t)(o - out) + (len - from);
+}
+
+void sqf_insert_record(struct sqf *f, int table, const uint8_t *rec, size_t len)
+{
+	if (f->err)
+		return;
+	struct table *t = &f->t[table];
+	if (t->rows && t->last == INT64_MAX) {
+		fail(f, "%s: rowids exhausted", t->name);
+		return;
+	}
+	int64_t rowid = t->rows ? t->last + 1 : 1;
+	cell_add(f, t, rec, len, rowid);
+	t->last = rowid;
+	t->rows++;
+}
+
+void sqf_fail(struct sqf *f, const char *why)
+{
+	fail(f, "%s", why);
+}
+
+int sqf_failed(const struct sqf *f)
+{
+	return f->err;
 }
 
 /* The levels above a table's leaves, from its finished children k[0..n) (rewritten in place);
@@ -695,37 +922,45 @@ static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_
  * is in order within each group (a process's devices, each in time order), then merges or a
  * full radix sort. Memory: a second copy of the entries while sorting, nk * 8 KiB of counts. */
 enum { MERGE_RUNS = 64 };
-static void index_sort(struct sqf *f, struct index *x)
+static void index_sort(struct index *x)
 {
-	size_t n = x->n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
-	size_t nr = count_runs(x->w, n, x->nk, run, MERGE_RUNS);
+	x->sorted = 1;
+	size_t n = x->e.n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
+	size_t nr = count_runs(x->e.w, n, x->nk, run, MERGE_RUNS);
 	if (nr == 1)
 		return;
-	size_t tbytes = n * s * sizeof *x->w;
-	uint64_t *tmp = map_grow(NULL, 0, tbytes), *res = x->w;
+	size_t tbytes = n * s * sizeof *x->e.w;
+	uint64_t *tmp = map_grow(NULL, 0, tbytes), *res = x->e.w;
 	uint32_t(*h)[256] = nr > MERGE_RUNS ? malloc((size_t)x->nk * 8 * sizeof *h) : NULL;
 	if (!tmp || (nr > MERGE_RUNS && !h)) {
 		map_free(tmp, tbytes);
 		free(h);
-		fail(f, "out of memory sorting index %s", x->name);
+		ix_fail(x, "out of memory sorting index %s", x->name);
 		return;
 	}
 	if (nr > MERGE_RUNS && x->nk > 1) {
-		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk - 1, h);
+		res = radix(res, res == x->e.w ? tmp : x->e.w, n, x->nk, x->nk - 1, h);
 		nr = count_runs(res, n, x->nk, run, MERGE_RUNS);
 	}
 	if (nr > MERGE_RUNS)
-		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk, h);
+		res = radix(res, res == x->e.w ? tmp : x->e.w, n, x->nk, x->nk, h);
 	else if (nr > 1)
-		res = merge_runs(res, res == x->w ? tmp : x->w, run, nr, x->nk);
-	if (res == x->w)
+		res = merge_runs(res, res == x->e.w ? tmp : x->e.w, run, nr, x->nk);
+	if (res == x->e.w)
 		map_free(tmp, tbytes);
 	else {
-		map_free(x->w, x->bytes);
-		x->w = res;
-		x->bytes = tbytes;
+		map_free(x->e.w, x->e.bytes);
+		x->e.w = res;
+		x->e.bytes = tbytes;
+		x->e.cap = n;
 	}
 	free(h);
+}
+
+void sqf_index_sort(struct sqf *f, int ix)
+{
+	if (!f->ix[ix].err && !f->ix[ix].sorted)
+		index_sort(&f->ix[ix]);
 }
 
 /* entry e's record (keys, then rowid) into r: @return its size, at most ENTRY_MAX (the header
@@ -769,7 +1004,7 @@ static int last_up_back(struct sqf *f, const struct index *x, size_t *item, size
 {
 	size_t s = (size_t)x->nk + 1, last = item[m - 1];
 	uint8_t r[ENTRY_MAX + 8];
-	size_t len = entry_record(x, x->w + (last - 1) * s, r);
+	size_t len = entry_record(x, x->e.w + (last - 1) * s, r);
 	if (q->nc < 2) {
 		fail(f, "index %s: page too small", x->name);
 		return -1;
@@ -779,7 +1014,7 @@ static int last_up_back(struct sqf *f, const struct index *x, size_t *item, size
 	q->nc--;
 	put16(q->b + 8 + 2 * q->nc, 0);
 	item[m - 1] = last - 1;
-	len = entry_record(x, x->w + last * s, r);
+	len = entry_record(x, x->e.w + last * s, r);
 	uint8_t *c = page_cell(p, 1 + len);
 	c[0] = (uint8_t)len;
 	memcpy(c + 1, r, len);
@@ -791,12 +1026,12 @@ static int last_up_back(struct sqf *f, const struct index *x, size_t *item, size
 static int index_leaves(struct sqf *f, const struct index *x, struct ibuild *b)
 {
 	struct page p, q = {0}; /* the leaf being filled; the one before it, held back */
-	size_t n = x->n, s = (size_t)x->nk + 1, m = 0, nleaf = 0;
+	size_t n = x->e.n, s = (size_t)x->nk + 1, m = 0, nleaf = 0;
 	uint8_t r[ENTRY_MAX + 8];
 	int held = 0;
 	page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
 	for (size_t i = 0; i < n; i++) {
-		size_t len = entry_record(x, x->w + i * s, r);
+		size_t len = entry_record(x, x->e.w + i * s, r);
 		if (!page_fits(&p, 1 + len)) {
 			if (held) {
 				page_end(&q, 0);
@@ -833,7 +1068,7 @@ static size_t level_runs(struct sqf *f, const struct index *x, struct ibuild *b)
 	uint8_t r[ENTRY_MAX + 8];
 	for (size_t i = 0; i < m; i++) {
 		/* pointer, child, size varint, record */
-		size_t c = 2 + 4 + 1 + entry_record(x, x->w + b->item[i] * s, r);
+		size_t c = 2 + 4 + 1 + entry_record(x, x->e.w + b->item[i] * s, r);
 		if (used + c <= cap)
 			used += c;
 		else { /* item i goes up; a run of at least one cell is done */
@@ -863,7 +1098,7 @@ static void level_emit(struct sqf *f, const struct index *x, struct ibuild *b, s
 	for (size_t j = 0, a = 0; j < nr; j++) {
 		page_start(&p, f->pg, f->U, 0, INTERIOR_INDEX);
 		for (size_t i = a; i < b->ends[j]; i++) {
-			size_t len = entry_record(x, x->w + b->item[i] * s, r);
+			size_t len = entry_record(x, x->e.w + b->item[i] * s, r);
 			uint8_t *c = page_cell(&p, 4 + 1 + len);
 			put32(c, b->child[i]);
 			c[4] = (uint8_t)len;
@@ -900,19 +1135,30 @@ static uint32_t index_levels(struct sqf *f, const struct index *x, struct ibuild
 static uint32_t index_build(struct sqf *f, struct index *x)
 {
 	uint32_t root = 0;
+	if (x->err) {
+		fail(f, "%s", x->msg);
+		return 0;
+	}
 	if (local_size(f->U, ENTRY_MAX, 1) < ENTRY_MAX) { /* never at 512 bytes and more */
 		fail(f, "index %s: page too small", x->name);
 		return 0;
 	}
-	if (!x->n) {
+	if (!x->e.n) {
 		struct page p;
 		page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
 		page_end(&p, 0);
 		return emit(f, f->pg);
 	}
-	index_sort(f, x);
+	if (!x->sorted)
+		index_sort(x);
+	if (x->err) {
+		fail(f, "%s", x->msg);
+		map_free(x->e.w, x->e.bytes);
+		x->e.w = NULL;
+		return 0;
+	}
 	/* a leaf holds 10 entries or more: at most n / 2 go up from the leaves */
-	size_t nup = x->n / 2 + 2;
+	size_t nup = x->e.n / 2 + 2;
 	struct ibuild b = {0};
 	b.item = malloc(nup * sizeof *b.item);
 	b.ends = malloc((nup + 1) * sizeof *b.ends);
@@ -928,8 +1174,8 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 	free(b.child);
 	free(b.up);
 	free(b.other);
-	map_free(x->w, x->bytes);
-	x->w = NULL;
+	map_free(x->e.w, x->e.bytes);
+	x->e.w = NULL;
 	return root;
 }
 
@@ -999,7 +1245,7 @@ static void sqf_free(struct sqf *f)
 	for (int i = 0; i < f->nix; i++) {
 		free(f->ix[i].name);
 		free(f->ix[i].sql);
-		map_free(f->ix[i].w, f->ix[i].bytes);
+		map_free(f->ix[i].e.w, f->ix[i].e.bytes);
 	}
 	free(f->path);
 	free(f->tmp);

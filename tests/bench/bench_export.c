@@ -86,7 +86,7 @@ int main(int argc, char **argv)
 			double c = cpu();
 			int r;
 			if (f == 2)
-				r = xe_sqlite(x, out, &recs);
+				r = xe_sqlite(x, out, 0, &recs);
 			else {
 				FILE *fo = fopen(out, "wb");
 				if (!fo)
