@@ -299,7 +299,8 @@ static const uint8_t *row_ids(struct sq *s, int t, const uint8_t *ex, const uint
 		s->patch = b;
 		s->patchcap = 2 * need;
 	}
-	*len = sqf_record_set(rec, *len, cols, val, nc, s->patch);
+	*len = g == name ? sqf_record_set_last(rec, *len, val[2], s->patch)
+	                 : sqf_record_set(rec, *len, cols, val, nc, s->patch);
 	if (!*len) {
 		sqf_fail(s->db, "internal error: a malformed record");
 		return NULL;
@@ -425,19 +426,18 @@ static void row(struct sqw *w, int t, const struct sqf_val *v, uint32_t name, in
 			w->oom = 1;
 			return;
 		}
+	int nc = tables[t].ncols, ipk = tables[t].ipk;
 	size_t x = extra_of(t), avail = w->cur ? w->cur->cap - w->cur->len : 0;
 	uint8_t *p = w->cur ? w->cur->b + w->cur->len : NULL;
-	size_t P = avail > 5 + x ? sqf_record(p + 5 + x, avail - 5 - x, tables[t].ncols,
-	                                      tables[t].ipk, v)
-	                         : 0;
-	if (!P || 5 + x + P + 8 > avail) { /* a new chunk */
+	size_t P = avail > 5 + x ? sqf_record(p + 5 + x, avail - 5 - x, nc, ipk, v) : 0;
+	if (!P || 5 + x + SQF_RECORD_ROOM(P, nc) > avail) { /* a new chunk */
 		if (!P)
-			P = sqf_record(NULL, 0, tables[t].ncols, tables[t].ipk, v);
-		if (P > UINT32_MAX || !(p = room(w, 5 + x + P + 8))) {
+			P = sqf_record(NULL, 0, nc, ipk, v);
+		if (P > UINT32_MAX || !(p = room(w, 5 + x + SQF_RECORD_ROOM(P, nc)))) {
 			w->oom = 1;
 			return;
 		}
-		sqf_record(p + 5 + x, P + 8, tables[t].ncols, tables[t].ipk, v);
+		sqf_record(p + 5 + x, SQF_RECORD_ROOM(P, nc), nc, ipk, v);
 	}
 	uint32_t len = (uint32_t)P;
 	p[0] = (uint8_t)t;

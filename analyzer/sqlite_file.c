@@ -576,44 +576,63 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 
 /* ---- rows encoded on other threads: sqf_record, sqf_record_set, sqf_insert_record ------- */
 
+/* the size of the record of v (what sqf_record writes) */
+static size_t record_size(int ncols, int ipk, const struct sqf_val *v)
+{
+	size_t nty = 0, body = 0;
+	for (int c = 0; c < ncols; c++) {
+		unsigned len = 0;
+		if (v[c].type == SQF_INT && c != ipk)
+			int_type(v[c].i, &len), nty++;
+		else if (v[c].type == SQF_TEXT && c != ipk)
+			nty += vlen(2 * (uint64_t)v[c].n + 13), len = v[c].n;
+		else
+			nty++;
+		body += len;
+	}
+	size_t hdr = nty + 1;
+	if (hdr > 127)
+		while (vlen(hdr) > hdr - nty)
+			hdr++;
+	return hdr + body;
+}
+
 size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v)
 {
-	/* the bytes record_build writes: serial types first (their sizes give the header's), then
-	 * header and bodies in place */
-	uint8_t ty[SQF_MAX_COLS * 9 + 9], ilen[SQF_MAX_COLS], *h = ty;
-	size_t body = 0;
+	/* one pass, as record_build: serial types into ty, bodies after room for the smallest
+	 * header (a byte a column, and its size); the bodies moved on when the header is longer */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9], *h = ty;
+	size_t est = (size_t)ncols + 1;
+	if (est > 127 || cap < est + 8 * (size_t)ncols + 8)
+		return record_size(ncols, ipk, v);
+	uint8_t *body = out + est, *o = body;
 	for (int c = 0; c < ncols; c++) {
 		if (v[c].type == SQF_INT && c != ipk) {
 			unsigned len;
 			*h++ = (uint8_t)int_type(v[c].i, &len);
-			ilen[c] = (uint8_t)len;
-			body += len;
+			if (len)
+				o = put_int(o, v[c].i, len);
 		} else if (v[c].type == SQF_TEXT && c != ipk) {
+			/* room: this text, 8 bytes each column after it, 9 more header bytes */
+			if ((size_t)(o - out) + v[c].n + 8 * (size_t)(ncols - c) + 9 > cap)
+				return record_size(ncols, ipk, v);
 			h += putv(h, 2 * (uint64_t)v[c].n + 13);
-			body += v[c].n;
+			memcpy(o, v[c].s, v[c].n);
+			o += v[c].n;
 		} else
 			*h++ = 0;
 	}
-	size_t nty = (size_t)(h - ty), hdr = nty + 1;
+	size_t nty = (size_t)(h - ty), hdr = nty + 1, nb = (size_t)(o - body);
 	if (hdr > 127)
 		while (vlen(hdr) > hdr - nty)
 			hdr++;
-	size_t P = hdr + body;
-	if (P + 8 > cap)
-		return P;
-	uint8_t *o = out + putv(out, hdr);
-	memcpy(o, ty, nty);
-	o += nty;
-	for (int c = 0; c < ncols; c++) {
-		if (v[c].type == SQF_INT && c != ipk) {
-			if (ilen[c])
-				o = put_int(o, v[c].i, ilen[c]);
-		} else if (v[c].type == SQF_TEXT && c != ipk) {
-			memcpy(o, v[c].s, v[c].n);
-			o += v[c].n;
-		}
+	if (hdr != est) {
+		if (hdr + nb > cap)
+			return hdr + nb;
+		memmove(out + hdr, body, nb);
 	}
-	return P;
+	memcpy(out + putv(out, hdr), ty, nty);
+	return hdr + nb;
 }
 
 /* a varint of at most 9 bytes from p (before end): its value, its size in *k (0: cut short) */
@@ -640,6 +659,21 @@ static size_t type_size(uint64_t t)
 {
 	static const uint8_t sz[12] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0};
 	return t < 12 ? sz[t] : (size_t)(t - 12 - (t & 1)) / 2;
+}
+
+size_t sqf_record_set_last(const uint8_t *rec, size_t len, int64_t val, uint8_t *out)
+{
+	unsigned k;
+	uint64_t hdr = getv(rec, rec + len, &k);
+	if (!k || hdr > len || hdr < 2 || rec[hdr - 1] > 9 || (hdr > 1 && rec[hdr - 2] & 0x80))
+		return 0; /* the last type: one byte (an integer's or a NULL's) */
+	size_t sz = type_size(rec[hdr - 1]), keep = len - sz;
+	if (sz > len - hdr)
+		return 0;
+	unsigned nl;
+	memcpy(out, rec, keep);
+	out[hdr - 1] = (uint8_t)int_type(val, &nl);
+	return nl ? (size_t)(put_int(out + keep, val, nl) - out) : keep;
 }
 
 size_t sqf_record_set(const uint8_t *rec, size_t len, const int *col, const int64_t *val, int n,

@@ -53,14 +53,19 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v);
  * entries on its own thread; the one thread that owns f appends them in rowid order ---- */
 
 /*! The record of row v (ncols values, column ipk stored as NULL, -1 none), the bytes
- * sqf_insert would store, into out[0..cap). Any thread. @return its size: written only when
- * size + 8 <= cap (it writes up to 8 bytes past its end) */
+ * sqf_insert would store, into out[0..cap). Any thread. @return its size P: written when
+ * cap >= SQF_RECORD_ROOM(P, ncols) (it writes past its end), maybe when cap is less */
 size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v);
+#define SQF_RECORD_ROOM(P, ncols) ((P) + 8 * (size_t)(ncols) + 17)
 
 /*! Record rec[0..len) with the values of columns col[0..n) (increasing, n <= 8) set to the
  * integers val, into out (room for len + 9 * n + 9 bytes). @return its size, 0 (rec malformed) */
 size_t sqf_record_set(const uint8_t *rec, size_t len, const int *col, const int64_t *val, int n,
                       uint8_t *out);
+
+/*! The same for the record's last column, its serial type one byte (an integer or NULL):
+ * out has room for len + 9 bytes. */
+size_t sqf_record_set_last(const uint8_t *rec, size_t len, int64_t val, uint8_t *out);
 
 /*! A row given as its record (sqf_record's), its rowid the one after the table's last (1 for
  * the first); the table's index entries are the caller's (sqf_keys_add, sqf_index_add). */
