@@ -103,8 +103,18 @@ static void put32(uint8_t *p, uint32_t v)
  * realloc copies once its mmap threshold has risen (11% of the instructions of an export). */
 static void *map_grow(void *p, size_t old, size_t len)
 {
+#ifdef __SANITIZE_THREAD__
+	/* TSan does not follow mremap: a range moved away keeps its threads' history, and another
+	 * thread's mapping landing there reads as a race; a new mapping and a copy under TSan */
+	void *q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q != MAP_FAILED && p) {
+		memcpy(q, p, old < len ? old : len);
+		munmap(p, old);
+	}
+#else
 	void *q = p ? mremap(p, old, len, MREMAP_MAYMOVE)
 	            : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#endif
 	return q == MAP_FAILED ? NULL : q;
 }
 
