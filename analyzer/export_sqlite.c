@@ -137,7 +137,10 @@ enum { NIX = sizeof indexes / sizeof *indexes };
 /* Encoded rows travel in chunks of 1 MiB. Bound: encoders of processes after the writer's wait
  * while HOLD bytes are queued in all; the writer's own process waits while TURN_HOLD of its are
  * (it never waits on the others', so the writer always has work coming). */
-enum { CHUNK = 1 << 20, HOLD = 256 << 20, TURN_HOLD = 32 << 20 };
+#ifndef XS_HOLD_MB /* -DXS_HOLD_MB=2: the bound reached by small jobs (its waits tested) */
+#define XS_HOLD_MB 256
+#endif
+enum { CHUNK = 1 << 20, HOLD = XS_HOLD_MB << 20, TURN_HOLD = (XS_HOLD_MB / 8 + 1) << 20 };
 struct chunk {
 	struct chunk *next;
 	size_t len, cap;
@@ -208,6 +211,7 @@ struct sqw { /* one process: its encoder's state, its queue of chunks for the wr
 	struct chunk *q, *qlast; /* for the writer (under s->mu) */
 	size_t qbytes;
 	int done, rc, oom; /* rc: xe_stream_rank's */
+	int direct;        /* on the writer's thread, its turn: rows go straight into the database */
 	uint64_t recs;
 };
 
@@ -242,19 +246,28 @@ struct sq {
 
 /* ---- the writer: a process's entries into the database ------------------------------------ */
 
-static void text_def(struct sq *s, uint64_t h, const uint8_t *text, uint32_t len)
+/* the StringIds.id of a text (a row of StringIds when it is new). @return it, 0 (failed) */
+static int64_t text_global(struct sq *s, uint64_t h, const char *text, size_t len)
 {
 	int fresh;
 	int64_t *id = str_slot(&s->str, h, &fresh);
 	if (!id) {
 		sqf_fail(s->db, "out of memory");
-		return;
+		return 0;
 	}
 	if (fresh) {
 		*id = ++s->next_id;
-		struct sqf_val v[2] = {I(*id), {.type = SQF_TEXT, .n = len, .s = (const char *)text}};
+		struct sqf_val v[2] = {I(*id), {.type = SQF_TEXT, .n = (uint32_t)len, .s = text}};
 		sqf_insert(s->db, T_STRING, v);
 	}
+	return *id;
+}
+
+static void text_def(struct sq *s, uint64_t h, const uint8_t *text, uint32_t len)
+{
+	int64_t id = text_global(s, h, (const char *)text, len);
+	if (!id)
+		return;
 	if (s->nmap == s->capmap) {
 		size_t cap = s->capmap ? 2 * s->capmap : 256;
 		int64_t *m = realloc(s->map, cap * sizeof *m);
@@ -265,7 +278,7 @@ static void text_def(struct sq *s, uint64_t h, const uint8_t *text, uint32_t len
 		s->map = m;
 		s->capmap = cap;
 	}
-	s->map[s->nmap++] = *id;
+	s->map[s->nmap++] = id;
 }
 
 /* a row's record with its local ids made the database's (texts: StringIds.id; NCCL call: +
@@ -389,10 +402,12 @@ static void publish(struct sqw *w)
 	pthread_mutex_unlock(&s->mu);
 }
 
-static uint32_t text_id(struct sqw *w, const char *v)
+static int64_t text_id(struct sqw *w, const char *v)
 {
 	size_t n = strlen(v);
 	uint64_t h = nvlp_hash64(v, n, 0x737472ULL) | 1;
+	if (w->direct)
+		return text_global(w->s, h, v, n);
 	int fresh;
 	int64_t *id = str_slot(&w->str, h, &fresh);
 	if (!id || n > UINT32_MAX || w->nstr == UINT32_MAX) {
@@ -411,15 +426,20 @@ static uint32_t text_id(struct sqw *w, const char *v)
 		memcpy(p + 13, v, n);
 		w->cur->len += 13 + n;
 	}
-	return (uint32_t)*id;
+	return *id;
 }
 
 /* row v of table t: its index entries, its entry (name, call: the local ids the writer maps) */
-static void row(struct sqw *w, int t, const struct sqf_val *v, uint32_t name, int64_t call)
+static void row(struct sqw *w, int t, const struct sqf_val *v, int64_t name, int64_t call)
 {
 	struct sq *s = w->s;
 	if (w->oom)
 		return;
+	if (w->direct) { /* the ids are the database's already */
+		w->rows[t]++;
+		sqf_insert(s->db, t, v);
+		return;
+	}
 	int64_t rowid = ++w->rows[t];
 	for (int k = 0; k < s->ntix[t]; k++)
 		if (sqf_keys_add(s->db, s->tix[t][k], &w->keys[s->tix[t][k]], v, rowid)) {
@@ -439,11 +459,11 @@ static void row(struct sqw *w, int t, const struct sqf_val *v, uint32_t name, in
 		}
 		sqf_record(p + 5 + x, SQF_RECORD_ROOM(P, nc), nc, ipk, v);
 	}
-	uint32_t len = (uint32_t)P;
+	uint32_t len = (uint32_t)P, nm = (uint32_t)name;
 	p[0] = (uint8_t)t;
 	memcpy(p + 1, &len, 4);
 	if (x)
-		memcpy(p + 5, &name, 4);
+		memcpy(p + 5, &nm, 4);
 	if (x == 12)
 		memcpy(p + 9, &call, 8);
 	w->cur->len += 5 + x + P;
@@ -461,10 +481,12 @@ static void sq_rank(void *ctx, const struct xm_job *x, size_t r)
 static void sq_nccl(struct sqw *w, const struct xm_job *x, const struct xe_ev *e)
 {
 	const struct nvlp_rec_nccl *n = e->f;
-	int64_t id = ++w->ncall;
+	/* NCCL_CALLS.id: counted in the process (the writer adds the processes before), or at
+	 * once the database's */
+	int64_t id = ++w->ncall + (w->direct ? w->s->call_base : 0);
 	if (e->call >= 0 && (size_t)e->call < w->nk && w->kcall)
 		w->kcall[e->call] = (long)id;
-	uint32_t name = text_id(w, e->name);
+	int64_t name = text_id(w, e->name);
 	struct xm_call c = {0};
 	if (e->call >= 0)
 		xm_call(x, e->rank, (size_t)e->call, &c);
@@ -495,7 +517,7 @@ static void sq_nccl(struct sqw *w, const struct xm_job *x, const struct xe_ev *e
 /* A CUDA runtime call that moves or places memory: a row of CUPTI_ACTIVITY_KIND_RUNTIME. */
 static void sq_api(struct sqw *w, const struct xe_ev *e)
 {
-	uint32_t name = text_id(w, e->name);
+	int64_t name = text_id(w, e->name);
 	struct sqf_val v[13] = {I(e->ts), I(e->ts + e->dur), N, N, I(name), N, I(e->rank),
 	                        N,        N,                 N, N, N,       N};
 	if (e->type == XE_COPY) {
@@ -530,7 +552,7 @@ static void sq_api(struct sqw *w, const struct xe_ev *e)
 static void sq_kernel(struct sqw *w, const struct xe_ev *e)
 {
 	const struct nvlp_rec_kernel *k = e->f;
-	uint32_t nm = text_id(w, e->name);
+	int64_t nm = text_id(w, e->name);
 	int call = e->ncalls && w->kcall && (size_t)e->calls[0] < w->nk && w->kcall[e->calls[0]];
 	int64_t cid = call ? w->kcall[e->calls[0]] : 0;
 	struct sqf_val v[16] = {I(e->ts),
@@ -792,6 +814,7 @@ static void write_inline(struct sq *s)
 {
 	for (size_t r = 0; r < s->n; r++) {
 		s->turn = r;
+		s->w[r].direct = 1;
 		encode(s, r);
 		if (turn_end(s, &s->w[r]) != 0) {
 			__atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
