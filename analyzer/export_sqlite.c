@@ -138,9 +138,10 @@ enum { NIX = sizeof indexes / sizeof *indexes };
  * while HOLD bytes are queued in all; the writer's own process waits while TURN_HOLD of its are
  * (it never waits on the others', so the writer always has work coming). */
 #ifndef XS_HOLD_MB /* -DXS_HOLD_MB=2: the bound reached by small jobs (its waits tested) */
-#define XS_HOLD_MB 256
+#define XS_HOLD_MB 32
 #endif
 enum { CHUNK = 1 << 20, HOLD = XS_HOLD_MB << 20, TURN_HOLD = (XS_HOLD_MB / 8 + 1) << 20 };
+enum { POOL = XS_HOLD_MB + 8 }; /* chunks kept for reuse: about as many as may be queued */
 struct chunk {
 	struct chunk *next;
 	size_t len, cap;
@@ -234,6 +235,8 @@ struct sq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv_w, cv_p; /* the writer waits on cv_w, the encoders on cv_p */
 	size_t next, turn, ndone, held, next_ix, ix_done;
+	struct chunk *pool; /* chunks written, for the encoders to fill again (fewer page faults) */
+	size_t npool;
 	int cancel;   /* atomic: the writer stopped: encoders drop what they make */
 	int fatal;    /* atomic: the output failed: index tasks skip their work too */
 	int base_oom; /* no memory for base */
@@ -352,8 +355,19 @@ static uint8_t *room(struct sqw *w, size_t need)
 	if (w->cur && w->cur->cap - w->cur->len >= need)
 		return w->cur->b + w->cur->len;
 	publish(w);
+	struct sq *s = w->s;
+	struct chunk *c = NULL;
 	size_t cap = need > CHUNK - sizeof(struct chunk) ? need : CHUNK - sizeof(struct chunk);
-	struct chunk *c = malloc(sizeof *c + cap);
+	if (s->threaded && cap == CHUNK - sizeof(struct chunk)) {
+		pthread_mutex_lock(&s->mu);
+		if ((c = s->pool)) {
+			s->pool = c->next;
+			s->npool--;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (!c)
+		c = malloc(sizeof *c + cap);
 	if (!c) {
 		w->oom = 1;
 		return NULL;
@@ -784,16 +798,24 @@ static void write_queued(struct sq *s)
 			w->q = w->qlast = NULL;
 			pthread_mutex_unlock(&s->mu);
 			size_t freed = 0;
-			for (struct chunk *next; c; c = next) {
-				next = c->next;
+			for (struct chunk *k = c; k; k = k->next) {
 				if (!sqf_failed(s->db))
-					consume(s, c);
-				freed += c->cap;
-				free(c);
+					consume(s, k);
+				freed += k->cap;
 			}
 			pthread_mutex_lock(&s->mu);
 			w->qbytes -= freed;
 			s->held -= freed;
+			for (struct chunk *next; c; c = next) {
+				next = c->next;
+				if (s->npool < POOL && c->cap == CHUNK - sizeof(struct chunk)) {
+					c->next = s->pool;
+					c->len = 0;
+					s->pool = c;
+					s->npool++;
+				} else
+					free(c);
+			}
 			pthread_cond_broadcast(&s->cv_p);
 		}
 		pthread_mutex_unlock(&s->mu);
@@ -921,6 +943,10 @@ static void sq_free(struct sq *s)
 		free(w->cur);
 		free(w->kcall);
 		free(w->str.v);
+	}
+	for (struct chunk *c = s->pool, *next; c; c = next) {
+		next = c->next;
+		free(c);
 	}
 	free(s->w);
 	free(s->base);

@@ -22,6 +22,7 @@ enum { HDR_ROOM = 9 + SQF_MAX_COLS * 9 }; /* the largest record header */
 enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
 #define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
 #define ROWID_BITS 56                  /* index entries: rowid below, key NULL flags above */
+enum { MERGE_MAX = 64 };               /* sets of index entries merged in one pass */
 
 /* A page being built: header at hoff, cell pointers after it, cells from the end down */
 struct page {
@@ -51,6 +52,11 @@ struct index {
 	int table, nk, cols[SQF_MAX_KEYS];
 	/* e.n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
 	struct sqf_keys e;
+	struct kset { /* sets handed over by sqf_index_add, not yet in e */
+		struct sqf_keys k;
+		int64_t base;
+	} * sets;
+	size_t nsets, capsets;
 	int sorted, err; /* err: a failure of the index's own work (sqf_index_add, _sort: any
 	                    thread), its message in msg, taken over by sqf_close */
 	char msg[160];
@@ -427,9 +433,9 @@ static void ix_fail(struct index *x, const char *fmt, ...)
 	va_end(ap);
 }
 
-int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base)
+/* k's entries after x's, their rowids + base (k emptied). @return 0, -1 (failed: in x) */
+static int keys_append(struct index *x, struct sqf_keys *k, int64_t base)
 {
-	struct index *x = &f->ix[ix];
 	size_t s = (size_t)x->nk + 1, n = k->n;
 	const uint64_t lim = (uint64_t)1 << ROWID_BITS, low = lim - 1;
 	if (!n || x->err) {
@@ -470,6 +476,30 @@ int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base)
 	}
 	x->e.n += n;
 	sqf_keys_free(k);
+	return 0;
+}
+
+int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base)
+{
+	struct index *x = &f->ix[ix];
+	if (!k->n || x->err) {
+		sqf_keys_free(k);
+		return x->err ? -1 : 0;
+	}
+	if (x->nsets == x->capsets) {
+		size_t cap = x->capsets ? 2 * x->capsets : 16;
+		struct kset *v = realloc(x->sets, cap * sizeof *v);
+		if (!v) {
+			sqf_keys_free(k);
+			ix_fail(x, "out of memory");
+			return -1;
+		}
+		x->sets = v;
+		x->capsets = cap;
+	}
+	x->sets[x->nsets++] = (struct kset){*k, base};
+	memset(k, 0, sizeof *k);
+	x->sorted = 0;
 	return 0;
 }
 
@@ -961,6 +991,108 @@ static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_
 	return nr;
 }
 
+/* entry a of a set with rowid base ba before entry b (base bb): keys, then rowid */
+static inline int head_less(const uint64_t *a, int64_t ba, const uint64_t *b, int64_t bb, int nk)
+{
+	const uint64_t low = ((uint64_t)1 << ROWID_BITS) - 1;
+	for (int k = 0; k < nk; k++) {
+		if (a[k] != b[k])
+			return a[k] < b[k];
+		uint64_t na = a[nk] >> (ROWID_BITS + k) & 1, nb = b[nk] >> (ROWID_BITS + k) & 1;
+		if (na != nb)
+			return na > nb;
+	}
+	return (a[nk] & low) + (uint64_t)ba < (b[nk] & low) + (uint64_t)bb;
+}
+
+/* x's sets, each sorted, merged into e in one pass (a heap of their heads), rowids rebased.
+ * @return 0, -1 (out of memory: nothing changed) */
+static int kmerge(struct index *x)
+{
+	size_t s = (size_t)x->nk + 1, n = 0, ns = x->nsets, pos[MERGE_MAX] = {0};
+	const uint64_t lim = (uint64_t)1 << ROWID_BITS, low = lim - 1;
+	for (size_t i = 0; i < ns; i++)
+		n += x->sets[i].k.n;
+	size_t bytes = n * s * sizeof(uint64_t);
+	uint64_t *dst = map_grow(NULL, 0, bytes), *o = dst;
+	if (!dst)
+		return -1;
+	int heap[MERGE_MAX], hn = 0;
+	const struct kset *S = x->sets;
+#define HEAD(i) (S[i].k.w + pos[i] * s)
+#define LESS(i, j) head_less(HEAD(i), S[i].base, HEAD(j), S[j].base, x->nk)
+	for (size_t i = 0; i < ns; i++) { /* sift up */
+		int c = hn++;
+		heap[c] = (int)i;
+		while (c && LESS(heap[c], heap[(c - 1) / 2])) {
+			int t = heap[c];
+			heap[c] = heap[(c - 1) / 2];
+			heap[(c - 1) / 2] = t;
+			c = (c - 1) / 2;
+		}
+	}
+	while (hn) {
+		int i = heap[0];
+		const uint64_t *e = HEAD(i);
+		uint64_t r = (e[s - 1] & low) + (uint64_t)S[i].base;
+		if (S[i].base < 0 || r >= lim) {
+			map_free(dst, bytes);
+			ix_fail(x, "index %s: rowid %llu out of range", x->name, (unsigned long long)r);
+			return 0;
+		}
+		for (size_t j = 0; j + 1 < s; j++)
+			o[j] = e[j];
+		o[s - 1] = (e[s - 1] & ~low) | r;
+		o += s;
+		if (++pos[i] == S[i].k.n)
+			heap[0] = heap[--hn];
+		for (int c = 0;;) { /* sift down */
+			int l = 2 * c + 1, m = c;
+			if (l < hn && LESS(heap[l], heap[m]))
+				m = l;
+			if (l + 1 < hn && LESS(heap[l + 1], heap[m]))
+				m = l + 1;
+			if (m == c)
+				break;
+			int t = heap[c];
+			heap[c] = heap[m];
+			heap[m] = t;
+			c = m;
+		}
+	}
+#undef HEAD
+#undef LESS
+	map_free(x->e.w, x->e.bytes);
+	x->e = (struct sqf_keys){dst, n, n, bytes};
+	return 0;
+}
+
+static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_t max);
+
+/* x's sets into e: merged when each is sorted (a process's entries mostly are), else appended.
+ * @return 1 (e sorted), 0 */
+static int gather(struct index *x)
+{
+	int sorted = 0;
+	size_t run[2];
+	if (!x->e.n && x->nsets <= MERGE_MAX) {
+		sorted = 1;
+		for (size_t i = 0; i < x->nsets && sorted; i++)
+			sorted = count_runs(x->sets[i].k.w, x->sets[i].k.n, x->nk, run, 1) == 1;
+		if (sorted && kmerge(x) != 0)
+			sorted = 0;
+	}
+	for (size_t i = 0; i < x->nsets; i++) {
+		if (!sorted && !x->err)
+			keys_append(x, &x->sets[i].k, x->sets[i].base);
+		sqf_keys_free(&x->sets[i].k);
+	}
+	free(x->sets);
+	x->sets = NULL;
+	x->nsets = x->capsets = 0;
+	return sorted;
+}
+
 /* SQLite's index order: already sorted runs (each process's records come in time order) are
  * merged; else a radix sort on the leading key columns, which is enough where the last column
  * is in order within each group (a process's devices, each in time order), then merges or a
@@ -969,6 +1101,8 @@ enum { MERGE_RUNS = 64 };
 static void index_sort(struct index *x)
 {
 	x->sorted = 1;
+	if (x->nsets && (gather(x) || x->err))
+		return;
 	size_t n = x->e.n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
 	size_t nr = count_runs(x->e.w, n, x->nk, run, MERGE_RUNS);
 	if (nr == 1)
@@ -1187,12 +1321,6 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 		fail(f, "index %s: page too small", x->name);
 		return 0;
 	}
-	if (!x->e.n) {
-		struct page p;
-		page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
-		page_end(&p, 0);
-		return emit(f, f->pg);
-	}
 	if (!x->sorted)
 		index_sort(x);
 	if (x->err) {
@@ -1200,6 +1328,12 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 		map_free(x->e.w, x->e.bytes);
 		x->e.w = NULL;
 		return 0;
+	}
+	if (!x->e.n) {
+		struct page p;
+		page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
+		page_end(&p, 0);
+		return emit(f, f->pg);
 	}
 	/* a leaf holds 10 entries or more: at most n / 2 go up from the leaves */
 	size_t nup = x->e.n / 2 + 2;
@@ -1290,6 +1424,9 @@ static void sqf_free(struct sqf *f)
 		free(f->ix[i].name);
 		free(f->ix[i].sql);
 		map_free(f->ix[i].e.w, f->ix[i].e.bytes);
+		for (size_t k = 0; k < f->ix[i].nsets; k++)
+			sqf_keys_free(&f->ix[i].sets[k].k);
+		free(f->ix[i].sets);
 	}
 	free(f->path);
 	free(f->tmp);

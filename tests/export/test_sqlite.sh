@@ -94,14 +94,15 @@ void *malloc(size_t n) /* the FAIL_AFTER-th malloc of 1 MiB and the ones after i
 }
 CEOF
 then
-	for j in 2 8; do for after in 1 3 8; do
+	# at least one chunk per encoder is allocated (more may be reused): N + 1 allocations of 1 MiB
+	for ja in 2:1 2:2 8:1 8:3 8:8; do j=${ja%:*} after=${ja#*:}
 		echo old >"$T/oom.sqlite"
 		LD_PRELOAD="$T/failmalloc.so" FAIL_AFTER=$after $CLI export -q -j $j -f sqlite -o "$T/oom.sqlite" "$T/gen" 2>"$T/err"
 		rc=$?
 		[ $rc = 2 ] && [ "$(cat "$T/err")" = "nvlprof: export: $T/oom.sqlite: out of memory" ] && [ "$(cat "$T/oom.sqlite")" = old ] &&
 			! ls "$T"/oom.sqlite.tmp-* >/dev/null 2>&1 && pass "-j $j, chunk $after fails: exit 2, out of memory said, old file kept, no temporary file" ||
 			fail "-j $j, chunk $after fails: exit $rc: $(head -3 "$T/err"), file $(head -c 16 "$T/oom.sqlite"), $(ls "$T"/oom.sqlite.tmp-* 2>&1)"
-	done; done
+	done
 	echo old >"$T/oom.sqlite" # -j 1 writes rows as they come: its 1 MiB is the writer's buffer
 	LD_PRELOAD="$T/failmalloc.so" FAIL_AFTER=0 $CLI export -q -j 1 -f sqlite -o "$T/oom.sqlite" "$T/gen" 2>"$T/err"
 	check_eq "-j 1, no memory for the writer's buffer: exit 2" 2 $?
