@@ -212,7 +212,7 @@ struct sqw { /* one process: its encoder's state, its queue of chunks for the wr
 	struct chunk *q, *qlast; /* for the writer (under s->mu) */
 	size_t qbytes;
 	int done, rc, oom; /* rc: xe_stream_rank's */
-	int direct;        /* on the writer's thread, its turn: rows go straight into the database */
+	int direct; /* on the writer's thread, its turn: rows go straight into the database */
 	uint64_t recs;
 };
 
@@ -237,9 +237,9 @@ struct sq {
 	size_t next, turn, ndone, held, next_ix, ix_done;
 	struct chunk *pool; /* chunks written, for the encoders to fill again (fewer page faults) */
 	size_t npool;
-	int cancel;   /* atomic: the writer stopped: encoders drop what they make */
-	int fatal;    /* atomic: the output failed: index tasks skip their work too */
-	int base_oom; /* no memory for base */
+	int cancel;               /* atomic: the writer stopped: encoders drop what they make */
+	int fatal;                /* atomic: the output failed: index tasks skip their work too */
+	int base_oom;             /* no memory for base */
 	int64_t (*base)[T_COUNT]; /* rows of each table before each process */
 };
 
@@ -410,8 +410,7 @@ static void publish(struct sqw *w)
 	w->qbytes += c->cap;
 	s->held += c->cap;
 	pthread_cond_signal(&s->cv_w);
-	while (!cancelled(s) &&
-	       (s->turn == w->r ? w->qbytes > TURN_HOLD : s->held > HOLD))
+	while (!cancelled(s) && (s->turn == w->r ? w->qbytes > TURN_HOLD : s->held > HOLD))
 		pthread_cond_wait(&s->cv_p, &s->mu);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -532,8 +531,8 @@ static void sq_nccl(struct sqw *w, const struct xm_job *x, const struct xe_ev *e
 static void sq_api(struct sqw *w, const struct xe_ev *e)
 {
 	int64_t name = text_id(w, e->name);
-	struct sqf_val v[13] = {I(e->ts), I(e->ts + e->dur), N, N, I(name), N, I(e->rank),
-	                        N,        N,                 N, N, N,       N};
+	struct sqf_val v[13] = {
+	    I(e->ts), I(e->ts + e->dur), N, N, I(name), N, I(e->rank), N, N, N, N, N, N};
 	if (e->type == XE_COPY) {
 		const struct nvlp_rec_copy *c = e->f;
 		v[2] = I(c->tid);

@@ -469,7 +469,8 @@ static int keys_append(struct index *x, struct sqf_keys *k, int64_t base)
 		uint64_t r = (e[s - 1] & low) + (uint64_t)base;
 		if (base < 0 || r >= lim) {
 			sqf_keys_free(k);
-			ix_fail(x, "index %s: rowid %llu out of range", x->name, (unsigned long long)r);
+			ix_fail(x, "index %s: rowid %llu out of range", x->name,
+			        (unsigned long long)r);
 			return -1;
 		}
 		o[s - 1] = (e[s - 1] & ~low) | r;
@@ -1037,7 +1038,8 @@ static int kmerge(struct index *x)
 		uint64_t r = (e[s - 1] & low) + (uint64_t)S[i].base;
 		if (S[i].base < 0 || r >= lim) {
 			map_free(dst, bytes);
-			ix_fail(x, "index %s: rowid %llu out of range", x->name, (unsigned long long)r);
+			ix_fail(x, "index %s: rowid %llu out of range", x->name,
+			        (unsigned long long)r);
 			return 0;
 		}
 		for (size_t j = 0; j + 1 < s; j++)
