@@ -719,8 +719,9 @@ static void index_task(struct sq *s, int i)
 		else
 			sqf_keys_free(&s->w[r].keys[i]);
 	}
+	/* with threads, the B-tree too: the writer then only places its pages */
 	if (!__atomic_load_n(&s->fatal, __ATOMIC_RELAXED))
-		sqf_index_sort(s->db, i);
+		sqf_index_sort(s->db, i, s->threaded);
 }
 
 /* Take index tasks until none is left; waits until every process is encoded */

@@ -57,6 +57,9 @@ struct index {
 		int64_t base;
 	} * sets;
 	size_t nsets, capsets;
+	uint8_t *pages; /* its B-tree built ahead (sqf_index_sort): npg pages numbered 1.. */
+	size_t npg, pgbytes;
+	uint32_t proot;  /* the root among them, 0 not built */
 	int sorted, err; /* err: a failure of the index's own work (sqf_index_add, _sort: any
 	                    thread), its message in msg, taken over by sqf_close */
 	char msg[160];
@@ -76,6 +79,7 @@ struct sqf {
 	size_t paycap;
 	int err;
 	char msg[200];
+	struct index *pre; /* a shell building pre's pages in memory: emit appends them there */
 	int nt, nix;
 	struct table t[MAX_TABLES];
 	struct index ix[MAX_INDEXES];
@@ -103,6 +107,10 @@ static void put32(uint8_t *p, uint32_t v)
 	p[1] = (uint8_t)(v >> 16);
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
+}
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* Index entries live in their own mappings: mremap grows them without copying, where glibc's
@@ -223,6 +231,21 @@ static void flush(struct sqf *f)
 /* the next page number, the page's bytes queued for it */
 static uint32_t emit(struct sqf *f, const uint8_t *page)
 {
+	struct index *x = f->pre;
+	if (x) {
+		if ((x->npg + 1) * f->U > x->pgbytes) {
+			size_t len = x->pgbytes ? 2 * x->pgbytes : 64 * (size_t)f->U;
+			uint8_t *b = map_grow(x->pages, x->pgbytes, len);
+			if (!b) {
+				fail(f, "out of memory building index %s", x->name);
+				return 0;
+			}
+			x->pages = b;
+			x->pgbytes = len;
+		}
+		memcpy(x->pages + x->npg * f->U, page, f->U);
+		return (uint32_t)++x->npg;
+	}
 	if (f->outn + f->U > OUTBUF)
 		flush(f);
 	memcpy(f->out + f->outn, page, f->U);
@@ -1137,10 +1160,58 @@ static void index_sort(struct index *x)
 	free(h);
 }
 
-void sqf_index_sort(struct sqf *f, int ix)
+static uint32_t index_build(struct sqf *f, struct index *x);
+
+/* x's B-tree built now into x->pages, its pages numbered from 1 (the writer adds where they
+ * land), on the caller's thread: a shell of f with its own scratch page and error */
+static void index_prebuild(const struct sqf *f, struct index *x)
 {
-	if (!f->ix[ix].err && !f->ix[ix].sorted)
-		index_sort(&f->ix[ix]);
+	struct sqf *p = calloc(1, sizeof *p);
+	if (!p || !(p->pg = malloc(f->U))) {
+		free(p);
+		ix_fail(x, "out of memory building index %s", x->name);
+		return;
+	}
+	p->U = f->U;
+	p->pre = x;
+	uint32_t root = index_build(p, x);
+	if (p->err)
+		ix_fail(x, "%s", p->msg);
+	else
+		x->proot = root;
+	free(p->pg);
+	free(p);
+}
+
+void sqf_index_sort(struct sqf *f, int ix, int build)
+{
+	struct index *x = &f->ix[ix];
+	if (!x->err && !x->sorted)
+		index_sort(x);
+	if (build && !x->err && !x->proot)
+		index_prebuild(f, x);
+}
+
+/* x's pages built ahead, into the file after those numbered so far: child numbers of its
+ * interior pages made the file's. @return its root */
+static uint32_t index_place(struct sqf *f, struct index *x)
+{
+	uint32_t base = f->npages;
+	for (size_t k = 0; k < x->npg && !f->err; k++) {
+		uint8_t *p = x->pages + k * f->U;
+		if (p[0] == INTERIOR_INDEX) {
+			unsigned nc = (unsigned)p[3] << 8 | p[4];
+			put32(p + 8, get32(p + 8) + base);
+			for (unsigned i = 0; i < nc; i++) {
+				unsigned off = (unsigned)p[12 + 2 * i] << 8 | p[13 + 2 * i];
+				put32(p + off, get32(p + off) + base);
+			}
+		}
+		emit(f, p);
+	}
+	map_free(x->pages, x->pgbytes);
+	x->pages = NULL;
+	return base + x->proot;
 }
 
 /* entry e's record (keys, then rowid) into r: @return its size, at most ENTRY_MAX (the header
@@ -1426,6 +1497,7 @@ static void sqf_free(struct sqf *f)
 		free(f->ix[i].name);
 		free(f->ix[i].sql);
 		map_free(f->ix[i].e.w, f->ix[i].e.bytes);
+		map_free(f->ix[i].pages, f->ix[i].pgbytes);
 		for (size_t k = 0; k < f->ix[i].nsets; k++)
 			sqf_keys_free(&f->ix[i].sets[k].k);
 		free(f->ix[i].sets);
@@ -1454,7 +1526,9 @@ static void trees_finish(struct sqf *f)
 	for (int i = 0; i < nt && !f->err; i++)
 		table_finish(f, &f->t[i], 0);
 	for (int i = 0; i < f->nix && !f->err; i++)
-		f->ix[i].root = index_build(f, &f->ix[i]);
+		f->ix[i].root = f->ix[i].err     ? (fail(f, "%s", f->ix[i].msg), 0)
+		                : f->ix[i].proot ? index_place(f, &f->ix[i])
+		                                 : index_build(f, &f->ix[i]);
 	/* sqlite_schema as libsqlite3 fills it: each table, its automatic indexes after it, then
 	 * the CREATE INDEXes in their order */
 	int sch = f->err ? -1 : sqf_table(f, "sqlite_schema", 5, -1, NULL);

@@ -81,12 +81,13 @@ struct sqf_keys {
 int sqf_keys_add(const struct sqf *f, int ix, struct sqf_keys *k, const struct sqf_val *v,
                  int64_t rowid);
 void sqf_keys_free(struct sqf_keys *k);
-/*! Move k's entries after index ix's, their rowids + base (k emptied), and sort index ix now
- * (else sqf_close does). Calls for different indexes may run on several threads at once, and
- * alongside sqf_insert* of rows of tables without indexes; errors are kept for sqf_close.
- * @return 0, -1 */
+/*! Hand k's entries to index ix, their rowids + base (k emptied; sets come in rowid order);
+ * sqf_index_sort sorts them now (else sqf_close does) and, build set, builds the index's B-tree
+ * in memory too (its pages then written by sqf_close). Calls for different indexes may run on
+ * several threads at once, and alongside sqf_insert* of rows of tables without indexes; errors
+ * are kept for sqf_close. @return 0, -1 */
 int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base);
-void sqf_index_sort(struct sqf *f, int ix);
+void sqf_index_sort(struct sqf *f, int ix, int build);
 
 /*! The caller's own failure (out of memory): sqf_close fails with why. */
 void sqf_fail(struct sqf *f, const char *why);
