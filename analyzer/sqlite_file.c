@@ -1033,7 +1033,7 @@ static inline int head_less(const uint64_t *a, int64_t ba, const uint64_t *b, in
  * @return 0, -1 (out of memory: nothing changed) */
 static int kmerge(struct index *x)
 {
-	size_t s = (size_t)x->nk + 1, n = 0, ns = x->nsets, pos[MERGE_MAX] = {0};
+	size_t s = (size_t)x->nk + 1, n = 0, ns = x->nsets;
 	const uint64_t lim = (uint64_t)1 << ROWID_BITS, low = lim - 1;
 	for (size_t i = 0; i < ns; i++)
 		n += x->sets[i].k.n;
@@ -1041,10 +1041,18 @@ static int kmerge(struct index *x)
 	uint64_t *dst = map_grow(NULL, 0, bytes), *o = dst;
 	if (!dst)
 		return -1;
-	int heap[MERGE_MAX], hn = 0;
-	const struct kset *S = x->sets;
-#define HEAD(i) (S[i].k.w + pos[i] * s)
-#define LESS(i, j) head_less(HEAD(i), S[i].base, HEAD(j), S[j].base, x->nk)
+	/* each set's head and end; the heap orders the sets by their heads, the first key word
+	 * deciding most comparisons */
+	const uint64_t *h[MERGE_MAX], *end[MERGE_MAX];
+	int64_t base[MERGE_MAX];
+	int heap[MERGE_MAX], hn = 0, nk = x->nk;
+	for (size_t i = 0; i < ns; i++) {
+		h[i] = x->sets[i].k.w;
+		end[i] = h[i] + x->sets[i].k.n * s;
+		base[i] = x->sets[i].base;
+	}
+#define LESS(i, j)                                                                                 \
+	(h[i][0] != h[j][0] ? h[i][0] < h[j][0] : head_less(h[i], base[i], h[j], base[j], nk))
 	for (size_t i = 0; i < ns; i++) { /* sift up */
 		int c = hn++;
 		heap[c] = (int)i;
@@ -1057,9 +1065,9 @@ static int kmerge(struct index *x)
 	}
 	while (hn) {
 		int i = heap[0];
-		const uint64_t *e = HEAD(i);
-		uint64_t r = (e[s - 1] & low) + (uint64_t)S[i].base;
-		if (S[i].base < 0 || r >= lim) {
+		const uint64_t *e = h[i];
+		uint64_t r = (e[s - 1] & low) + (uint64_t)base[i];
+		if (base[i] < 0 || r >= lim) {
 			map_free(dst, bytes);
 			ix_fail(x, "index %s: rowid %llu out of range", x->name,
 			        (unsigned long long)r);
@@ -1069,7 +1077,7 @@ static int kmerge(struct index *x)
 			o[j] = e[j];
 		o[s - 1] = (e[s - 1] & ~low) | r;
 		o += s;
-		if (++pos[i] == S[i].k.n)
+		if ((h[i] += s) == end[i])
 			heap[0] = heap[--hn];
 		for (int c = 0;;) { /* sift down */
 			int l = 2 * c + 1, m = c;
@@ -1085,7 +1093,6 @@ static int kmerge(struct index *x)
 			c = m;
 		}
 	}
-#undef HEAD
 #undef LESS
 	map_free(x->e.w, x->e.bytes);
 	x->e = (struct sqf_keys){dst, n, n, bytes};
