@@ -424,7 +424,7 @@ int nvlp_cmd_export(int argc, char **argv)
 		return 2;
 	double tload = now_s() - t;
 	uint64_t recs = 0;
-	rc = a.fmt == F_SQLITE ? xe_sqlite(x, a.out, &recs) : export_stream(x, a.fmt, a.out, &recs);
+	rc = a.fmt == F_SQLITE ? xe_sqlite(x, a.out, a.opts.threads, &recs) : export_stream(x, a.fmt, a.out, &recs);
 	double tall = now_s() - t;
 	if (!rc && !a.quiet && strcmp(a.out, "-"))
 		fprintf(stderr,

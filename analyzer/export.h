@@ -69,7 +69,8 @@ int xo_write(struct xo *o, size_t r, const void *buf, size_t len);
 int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records);
 /* out_dir != NULL: one file per process in out_dir (rank<N>.json, HTA's layout), else one file */
 int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *records);
-int xe_sqlite(const struct xm_job *x, const char *path, uint64_t *records);
+/* sqlite: threads encoding processes (-j; 0 one per CPU, 1 all on the calling thread) */
+int xe_sqlite(const struct xm_job *x, const char *path, int threads, uint64_t *records);
 
 /*! The HTML report (diff: b and a both set, side by side). @return 0 or -1 */
 int xh_report(FILE *o, const struct xm_job *x, const char *title);

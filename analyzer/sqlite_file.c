@@ -22,6 +22,7 @@ enum { HDR_ROOM = 9 + SQF_MAX_COLS * 9 }; /* the largest record header */
 enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
 #define KEY_BIAS 0x8000000000000000ULL /* int64 -> uint64 keeping the order */
 #define ROWID_BITS 56                  /* index entries: rowid below, key NULL flags above */
+enum { MERGE_MAX = 64 };               /* sets of index entries merged in one pass */
 
 /* A page being built: header at hoff, cell pointers after it, cells from the end down */
 struct page {
@@ -49,8 +50,19 @@ struct table {
 struct index {
 	char *name, *sql;
 	int table, nk, cols[SQF_MAX_KEYS];
-	uint64_t *w; /* n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
-	size_t n, cap, bytes; /* bytes mapped at w */
+	/* e.n entries of nk+1 words: key + KEY_BIAS (0 for NULL), rowid | NULL flags */
+	struct sqf_keys e;
+	struct kset { /* sets handed over by sqf_index_add, not yet in e */
+		struct sqf_keys k;
+		int64_t base;
+	} * sets;
+	size_t nsets, capsets;
+	uint8_t *pages; /* its B-tree built ahead (sqf_index_sort): npg pages numbered 1.. */
+	size_t npg, pgbytes;
+	uint32_t proot;  /* the root among them, 0 not built */
+	int sorted, err; /* err: a failure of the index's own work (sqf_index_add, _sort: any
+	                    thread), its message in msg, taken over by sqf_close */
+	char msg[160];
 	uint32_t root;
 };
 
@@ -67,6 +79,7 @@ struct sqf {
 	size_t paycap;
 	int err;
 	char msg[200];
+	struct index *pre; /* a shell building pre's pages in memory: emit appends them there */
 	int nt, nix;
 	struct table t[MAX_TABLES];
 	struct index ix[MAX_INDEXES];
@@ -95,13 +108,27 @@ static void put32(uint8_t *p, uint32_t v)
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
 }
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 
 /* Index entries live in their own mappings: mremap grows them without copying, where glibc's
  * realloc copies once its mmap threshold has risen (11% of the instructions of an export). */
 static void *map_grow(void *p, size_t old, size_t len)
 {
+#ifdef __SANITIZE_THREAD__
+	/* TSan does not follow mremap: a range moved away keeps its threads' history, and another
+	 * thread's mapping landing there reads as a race; a new mapping and a copy under TSan */
+	void *q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q != MAP_FAILED && p) {
+		memcpy(q, p, old < len ? old : len);
+		munmap(p, old);
+	}
+#else
 	void *q = p ? mremap(p, old, len, MREMAP_MAYMOVE)
 	            : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#endif
 	return q == MAP_FAILED ? NULL : q;
 }
 
@@ -204,6 +231,21 @@ static void flush(struct sqf *f)
 /* the next page number, the page's bytes queued for it */
 static uint32_t emit(struct sqf *f, const uint8_t *page)
 {
+	struct index *x = f->pre;
+	if (x) {
+		if ((x->npg + 1) * f->U > x->pgbytes) {
+			size_t len = x->pgbytes ? 2 * x->pgbytes : 64 * (size_t)f->U;
+			uint8_t *b = map_grow(x->pages, x->pgbytes, len);
+			if (!b) {
+				fail(f, "out of memory building index %s", x->name);
+				return 0;
+			}
+			x->pages = b;
+			x->pgbytes = len;
+		}
+		memcpy(x->pages + x->npg * f->U, page, f->U);
+		return (uint32_t)++x->npg;
+	}
 	if (f->outn + f->U > OUTBUF)
 		flush(f);
 	memcpy(f->out + f->outn, page, f->U);
@@ -341,43 +383,148 @@ static void leaf_done(struct sqf *f, struct table *t)
 	page_start(&t->leaf, t->leaf.b, f->U, 0, LEAF_TABLE);
 }
 
+/* x's entry of row v (rowid) of a table whose INTEGER PRIMARY KEY is column ipk, onto k.
+ * @return 0, -1 (out of memory), -2 (a key that is not an integer), -3 (rowid out of range) */
+static int keys_push(struct sqf_keys *k, const struct index *x, int ipk, const struct sqf_val *v,
+                     int64_t rowid)
+{
+	size_t s = (size_t)x->nk + 1;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 4096;
+		uint64_t *w = map_grow(k->w, k->bytes, cap * s * sizeof *w);
+		if (!w)
+			return -1;
+		k->w = w;
+		k->cap = cap;
+		k->bytes = cap * s * sizeof *w;
+	}
+	uint64_t *e = k->w + k->n * s, nulls = 0;
+	for (int j = 0; j < x->nk; j++) {
+		int c = x->cols[j];
+		if (c == ipk)
+			e[j] = (uint64_t)rowid ^ KEY_BIAS;
+		else if (v[c].type == SQF_INT)
+			e[j] = (uint64_t)v[c].i ^ KEY_BIAS;
+		else if (v[c].type == SQF_NULL) {
+			e[j] = 0;
+			nulls |= 1ULL << j;
+		} else
+			return -2;
+	}
+	if (rowid < 0 || rowid >= (int64_t)1 << ROWID_BITS)
+		return -3;
+	e[x->nk] = (uint64_t)rowid | nulls << ROWID_BITS;
+	k->n++;
+	return 0;
+}
+
 /* one index entry of the row just added */
 static void index_add(struct sqf *f, struct index *x, const struct table *t,
                       const struct sqf_val *v, int64_t rowid)
 {
-	size_t s = (size_t)x->nk + 1;
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 4096;
-		uint64_t *w = map_grow(x->w, x->bytes, cap * s * sizeof *w);
-		if (!w) {
-			fail(f, "out of memory");
-			return;
-		}
-		x->w = w;
-		x->cap = cap;
-		x->bytes = cap * s * sizeof *w;
-	}
-	uint64_t *e = x->w + x->n * s, nulls = 0;
-	for (int k = 0; k < x->nk; k++) {
-		int c = x->cols[k];
-		if (c == t->ipk)
-			e[k] = (uint64_t)rowid ^ KEY_BIAS;
-		else if (v[c].type == SQF_INT)
-			e[k] = (uint64_t)v[c].i ^ KEY_BIAS;
-		else if (v[c].type == SQF_NULL) {
-			e[k] = 0;
-			nulls |= 1ULL << k;
-		} else {
-			fail(f, "index %s: a key that is not an integer", x->name);
-			return;
-		}
-	}
-	if (rowid < 0 || rowid >= (int64_t)1 << ROWID_BITS) {
+	int rc = keys_push(&x->e, x, t->ipk, v, rowid);
+	x->sorted = 0;
+	if (rc == -1)
+		fail(f, "out of memory");
+	else if (rc == -2)
+		fail(f, "index %s: a key that is not an integer", x->name);
+	else if (rc == -3)
 		fail(f, "index %s: rowid %lld out of range", x->name, (long long)rowid);
+}
+
+int sqf_keys_add(const struct sqf *f, int ix, struct sqf_keys *k, const struct sqf_val *v,
+                 int64_t rowid)
+{
+	const struct index *x = &f->ix[ix];
+	return keys_push(k, x, f->t[x->table].ipk, v, rowid) ? -1 : 0;
+}
+
+void sqf_keys_free(struct sqf_keys *k)
+{
+	map_free(k->w, k->bytes);
+	memset(k, 0, sizeof *k);
+}
+
+static void ix_fail(struct index *x, const char *fmt, ...)
+{
+	if (x->err)
 		return;
+	x->err = 1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+	va_end(ap);
+}
+
+/* k's entries after x's, their rowids + base (k emptied). @return 0, -1 (failed: in x) */
+static int keys_append(struct index *x, struct sqf_keys *k, int64_t base)
+{
+	size_t s = (size_t)x->nk + 1, n = k->n;
+	const uint64_t lim = (uint64_t)1 << ROWID_BITS, low = lim - 1;
+	if (!n || x->err) {
+		sqf_keys_free(k);
+		return x->err ? -1 : 0;
 	}
-	e[x->nk] = (uint64_t)rowid | nulls << ROWID_BITS;
-	x->n++;
+	x->sorted = 0;
+	if (!x->e.n && !base) { /* the first set as it is: no copy */
+		map_free(x->e.w, x->e.bytes);
+		x->e = *k;
+		memset(k, 0, sizeof *k);
+		return 0;
+	}
+	if (x->e.n + n > x->e.cap) {
+		size_t cap = x->e.n + n;
+		uint64_t *w = map_grow(x->e.w, x->e.bytes, cap * s * sizeof *w);
+		if (!w) {
+			sqf_keys_free(k);
+			ix_fail(x, "out of memory");
+			return -1;
+		}
+		x->e.w = w;
+		x->e.cap = cap;
+		x->e.bytes = cap * s * sizeof *w;
+	}
+	uint64_t *o = x->e.w + x->e.n * s;
+	const uint64_t *e = k->w;
+	for (size_t i = 0; i < n; i++, o += s, e += s) {
+		for (size_t j = 0; j + 1 < s; j++)
+			o[j] = e[j];
+		uint64_t r = (e[s - 1] & low) + (uint64_t)base;
+		if (base < 0 || r >= lim) {
+			sqf_keys_free(k);
+			ix_fail(x, "index %s: rowid %llu out of range", x->name,
+			        (unsigned long long)r);
+			return -1;
+		}
+		o[s - 1] = (e[s - 1] & ~low) | r;
+	}
+	x->e.n += n;
+	sqf_keys_free(k);
+	return 0;
+}
+
+int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base)
+{
+	struct index *x = &f->ix[ix];
+	if (!k->n || x->err) {
+		sqf_keys_free(k);
+		return x->err ? -1 : 0;
+	}
+	if (x->nsets == x->capsets) {
+		size_t cap = x->capsets ? 2 * x->capsets : 16;
+		struct kset *v = realloc(x->sets, cap * sizeof *v);
+		if (!v) {
+			sqf_keys_free(k);
+			ix_fail(x, "out of memory");
+			return -1;
+		}
+		x->sets = v;
+		x->capsets = cap;
+	}
+	x->sets[x->nsets++] = (struct kset){*k, base};
+	memset(k, 0, sizeof *k);
+	x->sorted = 0;
+	return 0;
 }
 
 /* sqf_insert's parts are always_inline: it runs once a row, and gcc -O2 left record_build out
@@ -489,6 +636,184 @@ void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
 	t->rows++;
 	for (int k = 0; k < t->nidx; k++)
 		index_add(f, &f->ix[t->idx[k]], t, v, rowid);
+}
+
+/* ---- rows encoded on other threads: sqf_record, sqf_record_set, sqf_insert_record ------- */
+
+/* the size of the record of v (what sqf_record writes) */
+static size_t record_size(int ncols, int ipk, const struct sqf_val *v)
+{
+	size_t nty = 0, body = 0;
+	for (int c = 0; c < ncols; c++) {
+		unsigned len = 0;
+		if (v[c].type == SQF_INT && c != ipk)
+			int_type(v[c].i, &len), nty++;
+		else if (v[c].type == SQF_TEXT && c != ipk)
+			nty += vlen(2 * (uint64_t)v[c].n + 13), len = v[c].n;
+		else
+			nty++;
+		body += len;
+	}
+	size_t hdr = nty + 1;
+	if (hdr > 127)
+		while (vlen(hdr) > hdr - nty)
+			hdr++;
+	return hdr + body;
+}
+
+size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v)
+{
+	/* one pass, as record_build: serial types into ty, bodies after room for the smallest
+	 * header (a byte a column, and its size); the bodies moved on when the header is longer */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9], *h = ty;
+	size_t est = (size_t)ncols + 1;
+	if (est > 127 || cap < est + 8 * (size_t)ncols + 8)
+		return record_size(ncols, ipk, v);
+	uint8_t *body = out + est, *o = body;
+	for (int c = 0; c < ncols; c++) {
+		if (v[c].type == SQF_INT && c != ipk) {
+			unsigned len;
+			*h++ = (uint8_t)int_type(v[c].i, &len);
+			if (len)
+				o = put_int(o, v[c].i, len);
+		} else if (v[c].type == SQF_TEXT && c != ipk) {
+			/* room: this text, 8 bytes each column after it, 9 more header bytes */
+			if ((size_t)(o - out) + v[c].n + 8 * (size_t)(ncols - c) + 9 > cap)
+				return record_size(ncols, ipk, v);
+			h += putv(h, 2 * (uint64_t)v[c].n + 13);
+			memcpy(o, v[c].s, v[c].n);
+			o += v[c].n;
+		} else
+			*h++ = 0;
+	}
+	size_t nty = (size_t)(h - ty), hdr = nty + 1, nb = (size_t)(o - body);
+	if (hdr > 127)
+		while (vlen(hdr) > hdr - nty)
+			hdr++;
+	if (hdr != est) {
+		if (hdr + nb > cap)
+			return hdr + nb;
+		memmove(out + hdr, body, nb);
+	}
+	memcpy(out + putv(out, hdr), ty, nty);
+	return hdr + nb;
+}
+
+/* a varint of at most 9 bytes from p (before end): its value, its size in *k (0: cut short) */
+static uint64_t getv(const uint8_t *p, const uint8_t *end, unsigned *k)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < 9 && p + i < end; i++) {
+		if (i == 8) {
+			*k = 9;
+			return v << 8 | p[i];
+		}
+		v = v << 7 | (p[i] & 0x7f);
+		if (!(p[i] & 0x80)) {
+			*k = i + 1;
+			return v;
+		}
+	}
+	*k = 0;
+	return 0;
+}
+
+/* bytes of a value of serial type t in the record's body */
+static size_t type_size(uint64_t t)
+{
+	static const uint8_t sz[12] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0};
+	return t < 12 ? sz[t] : (size_t)(t - 12 - (t & 1)) / 2;
+}
+
+size_t sqf_record_set_last(const uint8_t *rec, size_t len, int64_t val, uint8_t *out)
+{
+	unsigned k;
+	uint64_t hdr = getv(rec, rec + len, &k);
+	if (!k || hdr > len || hdr < 2 || rec[hdr - 1] > 9 || (hdr > 1 && rec[hdr - 2] & 0x80))
+		return 0; /* the last type: one byte (an integer's or a NULL's) */
+	size_t sz = type_size(rec[hdr - 1]), keep = len - sz;
+	if (sz > len - hdr)
+		return 0;
+	unsigned nl;
+	memcpy(out, rec, keep);
+	out[hdr - 1] = (uint8_t)int_type(val, &nl);
+	return nl ? (size_t)(put_int(out + keep, val, nl) - out) : keep;
+}
+
+size_t sqf_record_set(const uint8_t *rec, size_t len, const int *col, const int64_t *val, int n,
+                      uint8_t *out)
+{
+	enum { MAX_SET = 8 };
+	unsigned k;
+	uint64_t hdr = getv(rec, rec + len, &k);
+	if (!k || hdr > len || k > hdr || n > MAX_SET)
+		return 0;
+	/* the header with the set columns' new types; where their old bodies are */
+	uint8_t ty[SQF_MAX_COLS * 9 + 9], *h = ty;
+	size_t off[MAX_SET], sz[MAX_SET], boff = (size_t)hdr;
+	unsigned nlen[MAX_SET];
+	int j = 0, c = 0;
+	for (const uint8_t *p = rec + k, *hend = rec + hdr; p < hend; c++) {
+		uint64_t t = getv(p, hend, &k);
+		if (!k || c == SQF_MAX_COLS)
+			return 0;
+		size_t s = type_size(t);
+		if (j < n && col[j] == c) {
+			off[j] = boff;
+			sz[j] = s;
+			*h++ = (uint8_t)int_type(val[j], &nlen[j]);
+			j++;
+		} else {
+			memcpy(h, p, k);
+			h += k;
+		}
+		p += k;
+		boff += s;
+	}
+	if (j < n || boff != len)
+		return 0;
+	size_t nty = (size_t)(h - ty), nh = nty + 1;
+	if (nh > 127)
+		while (vlen(nh) > nh - nty)
+			nh++;
+	uint8_t *o = out + putv(out, nh);
+	memcpy(o, ty, nty);
+	o += nty;
+	size_t from = (size_t)hdr;
+	for (j = 0; j < n; j++) {
+		memcpy(o, rec + from, off[j] - from);
+		o += off[j] - from;
+		if (nlen[j])
+			o = put_int(o, val[j], nlen[j]);
+		from = off[j] + sz[j];
+	}
+	memcpy(o, rec + from, len - from);
+	return (size_t)(o - out) + (len - from);
+}
+
+void sqf_insert_record(struct sqf *f, int table, const uint8_t *rec, size_t len)
+{
+	if (f->err)
+		return;
+	struct table *t = &f->t[table];
+	if (t->rows && t->last == INT64_MAX) {
+		fail(f, "%s: rowids exhausted", t->name);
+		return;
+	}
+	int64_t rowid = t->rows ? t->last + 1 : 1;
+	cell_add(f, t, rec, len, rowid);
+	t->last = rowid;
+	t->rows++;
+}
+
+void sqf_fail(struct sqf *f, const char *why)
+{
+	fail(f, "%s", why);
+}
+
+int sqf_failed(const struct sqf *f)
+{
+	return f->err;
 }
 
 /* The levels above a table's leaves, from its finished children k[0..n) (rewritten in place);
@@ -690,42 +1015,210 @@ static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_
 	return nr;
 }
 
+/* entry a of a set with rowid base ba before entry b (base bb): keys, then rowid */
+static inline int head_less(const uint64_t *a, int64_t ba, const uint64_t *b, int64_t bb, int nk)
+{
+	const uint64_t low = ((uint64_t)1 << ROWID_BITS) - 1;
+	for (int k = 0; k < nk; k++) {
+		if (a[k] != b[k])
+			return a[k] < b[k];
+		uint64_t na = a[nk] >> (ROWID_BITS + k) & 1, nb = b[nk] >> (ROWID_BITS + k) & 1;
+		if (na != nb)
+			return na > nb;
+	}
+	return (a[nk] & low) + (uint64_t)ba < (b[nk] & low) + (uint64_t)bb;
+}
+
+/* x's sets, each sorted, merged into e in one pass (a heap of their heads), rowids rebased.
+ * @return 0, -1 (out of memory: nothing changed) */
+static int kmerge(struct index *x)
+{
+	size_t s = (size_t)x->nk + 1, n = 0, ns = x->nsets;
+	const uint64_t lim = (uint64_t)1 << ROWID_BITS, low = lim - 1;
+	for (size_t i = 0; i < ns; i++)
+		n += x->sets[i].k.n;
+	size_t bytes = n * s * sizeof(uint64_t);
+	uint64_t *dst = map_grow(NULL, 0, bytes), *o = dst;
+	if (!dst)
+		return -1;
+	/* each set's head and end; the heap orders the sets by their heads, the first key word
+	 * deciding most comparisons */
+	const uint64_t *h[MERGE_MAX], *end[MERGE_MAX];
+	int64_t base[MERGE_MAX];
+	int heap[MERGE_MAX], hn = 0, nk = x->nk;
+	for (size_t i = 0; i < ns; i++) {
+		h[i] = x->sets[i].k.w;
+		end[i] = h[i] + x->sets[i].k.n * s;
+		base[i] = x->sets[i].base;
+	}
+#define LESS(i, j)                                                                                 \
+	(h[i][0] != h[j][0] ? h[i][0] < h[j][0] : head_less(h[i], base[i], h[j], base[j], nk))
+	for (size_t i = 0; i < ns; i++) { /* sift up */
+		int c = hn++;
+		heap[c] = (int)i;
+		while (c && LESS(heap[c], heap[(c - 1) / 2])) {
+			int t = heap[c];
+			heap[c] = heap[(c - 1) / 2];
+			heap[(c - 1) / 2] = t;
+			c = (c - 1) / 2;
+		}
+	}
+	while (hn) {
+		int i = heap[0];
+		const uint64_t *e = h[i];
+		uint64_t r = (e[s - 1] & low) + (uint64_t)base[i];
+		if (base[i] < 0 || r >= lim) {
+			map_free(dst, bytes);
+			ix_fail(x, "index %s: rowid %llu out of range", x->name,
+			        (unsigned long long)r);
+			return 0;
+		}
+		for (size_t j = 0; j + 1 < s; j++)
+			o[j] = e[j];
+		o[s - 1] = (e[s - 1] & ~low) | r;
+		o += s;
+		if ((h[i] += s) == end[i])
+			heap[0] = heap[--hn];
+		for (int c = 0;;) { /* sift down */
+			int l = 2 * c + 1, m = c;
+			if (l < hn && LESS(heap[l], heap[m]))
+				m = l;
+			if (l + 1 < hn && LESS(heap[l + 1], heap[m]))
+				m = l + 1;
+			if (m == c)
+				break;
+			int t = heap[c];
+			heap[c] = heap[m];
+			heap[m] = t;
+			c = m;
+		}
+	}
+#undef LESS
+	map_free(x->e.w, x->e.bytes);
+	x->e = (struct sqf_keys){dst, n, n, bytes};
+	return 0;
+}
+
+static size_t count_runs(const uint64_t *w, size_t n, int nk, size_t *run, size_t max);
+
+/* x's sets into e: merged when each is sorted (a process's entries mostly are), else appended.
+ * @return 1 (e sorted), 0 */
+static int gather(struct index *x)
+{
+	int sorted = 0;
+	size_t run[2];
+	if (!x->e.n && x->nsets <= MERGE_MAX) {
+		sorted = 1;
+		for (size_t i = 0; i < x->nsets && sorted; i++)
+			sorted = count_runs(x->sets[i].k.w, x->sets[i].k.n, x->nk, run, 1) == 1;
+		if (sorted && kmerge(x) != 0)
+			sorted = 0;
+	}
+	for (size_t i = 0; i < x->nsets; i++) {
+		if (!sorted && !x->err)
+			keys_append(x, &x->sets[i].k, x->sets[i].base);
+		sqf_keys_free(&x->sets[i].k);
+	}
+	free(x->sets);
+	x->sets = NULL;
+	x->nsets = x->capsets = 0;
+	return sorted;
+}
+
 /* SQLite's index order: already sorted runs (each process's records come in time order) are
  * merged; else a radix sort on the leading key columns, which is enough where the last column
  * is in order within each group (a process's devices, each in time order), then merges or a
  * full radix sort. Memory: a second copy of the entries while sorting, nk * 8 KiB of counts. */
 enum { MERGE_RUNS = 64 };
-static void index_sort(struct sqf *f, struct index *x)
+static void index_sort(struct index *x)
 {
-	size_t n = x->n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
-	size_t nr = count_runs(x->w, n, x->nk, run, MERGE_RUNS);
+	x->sorted = 1;
+	if (x->nsets && (gather(x) || x->err))
+		return;
+	size_t n = x->e.n, s = (size_t)x->nk + 1, run[MERGE_RUNS + 1];
+	size_t nr = count_runs(x->e.w, n, x->nk, run, MERGE_RUNS);
 	if (nr == 1)
 		return;
-	size_t tbytes = n * s * sizeof *x->w;
-	uint64_t *tmp = map_grow(NULL, 0, tbytes), *res = x->w;
+	size_t tbytes = n * s * sizeof *x->e.w;
+	uint64_t *tmp = map_grow(NULL, 0, tbytes), *res = x->e.w;
 	uint32_t(*h)[256] = nr > MERGE_RUNS ? malloc((size_t)x->nk * 8 * sizeof *h) : NULL;
 	if (!tmp || (nr > MERGE_RUNS && !h)) {
 		map_free(tmp, tbytes);
 		free(h);
-		fail(f, "out of memory sorting index %s", x->name);
+		ix_fail(x, "out of memory sorting index %s", x->name);
 		return;
 	}
 	if (nr > MERGE_RUNS && x->nk > 1) {
-		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk - 1, h);
+		res = radix(res, res == x->e.w ? tmp : x->e.w, n, x->nk, x->nk - 1, h);
 		nr = count_runs(res, n, x->nk, run, MERGE_RUNS);
 	}
 	if (nr > MERGE_RUNS)
-		res = radix(res, res == x->w ? tmp : x->w, n, x->nk, x->nk, h);
+		res = radix(res, res == x->e.w ? tmp : x->e.w, n, x->nk, x->nk, h);
 	else if (nr > 1)
-		res = merge_runs(res, res == x->w ? tmp : x->w, run, nr, x->nk);
-	if (res == x->w)
+		res = merge_runs(res, res == x->e.w ? tmp : x->e.w, run, nr, x->nk);
+	if (res == x->e.w)
 		map_free(tmp, tbytes);
 	else {
-		map_free(x->w, x->bytes);
-		x->w = res;
-		x->bytes = tbytes;
+		map_free(x->e.w, x->e.bytes);
+		x->e.w = res;
+		x->e.bytes = tbytes;
+		x->e.cap = n;
 	}
 	free(h);
+}
+
+static uint32_t index_build(struct sqf *f, struct index *x);
+
+/* x's B-tree built now into x->pages, its pages numbered from 1 (the writer adds where they
+ * land), on the caller's thread: a shell of f with its own scratch page and error */
+static void index_prebuild(const struct sqf *f, struct index *x)
+{
+	struct sqf *p = calloc(1, sizeof *p);
+	if (!p || !(p->pg = malloc(f->U))) {
+		free(p);
+		ix_fail(x, "out of memory building index %s", x->name);
+		return;
+	}
+	p->U = f->U;
+	p->pre = x;
+	uint32_t root = index_build(p, x);
+	if (p->err)
+		ix_fail(x, "%s", p->msg);
+	else
+		x->proot = root;
+	free(p->pg);
+	free(p);
+}
+
+void sqf_index_sort(struct sqf *f, int ix, int build)
+{
+	struct index *x = &f->ix[ix];
+	if (!x->err && !x->sorted)
+		index_sort(x);
+	if (build && !x->err && !x->proot)
+		index_prebuild(f, x);
+}
+
+/* x's pages built ahead, into the file after those numbered so far: child numbers of its
+ * interior pages made the file's. @return its root */
+static uint32_t index_place(struct sqf *f, struct index *x)
+{
+	uint32_t base = f->npages;
+	for (size_t k = 0; k < x->npg && !f->err; k++) {
+		uint8_t *p = x->pages + k * f->U;
+		if (p[0] == INTERIOR_INDEX) {
+			unsigned nc = (unsigned)p[3] << 8 | p[4];
+			put32(p + 8, get32(p + 8) + base);
+			for (unsigned i = 0; i < nc; i++) {
+				unsigned off = (unsigned)p[12 + 2 * i] << 8 | p[13 + 2 * i];
+				put32(p + off, get32(p + off) + base);
+			}
+		}
+		emit(f, p);
+	}
+	map_free(x->pages, x->pgbytes);
+	x->pages = NULL;
+	return base + x->proot;
 }
 
 /* entry e's record (keys, then rowid) into r: @return its size, at most ENTRY_MAX (the header
@@ -769,7 +1262,7 @@ static int last_up_back(struct sqf *f, const struct index *x, size_t *item, size
 {
 	size_t s = (size_t)x->nk + 1, last = item[m - 1];
 	uint8_t r[ENTRY_MAX + 8];
-	size_t len = entry_record(x, x->w + (last - 1) * s, r);
+	size_t len = entry_record(x, x->e.w + (last - 1) * s, r);
 	if (q->nc < 2) {
 		fail(f, "index %s: page too small", x->name);
 		return -1;
@@ -779,7 +1272,7 @@ static int last_up_back(struct sqf *f, const struct index *x, size_t *item, size
 	q->nc--;
 	put16(q->b + 8 + 2 * q->nc, 0);
 	item[m - 1] = last - 1;
-	len = entry_record(x, x->w + last * s, r);
+	len = entry_record(x, x->e.w + last * s, r);
 	uint8_t *c = page_cell(p, 1 + len);
 	c[0] = (uint8_t)len;
 	memcpy(c + 1, r, len);
@@ -791,12 +1284,12 @@ static int last_up_back(struct sqf *f, const struct index *x, size_t *item, size
 static int index_leaves(struct sqf *f, const struct index *x, struct ibuild *b)
 {
 	struct page p, q = {0}; /* the leaf being filled; the one before it, held back */
-	size_t n = x->n, s = (size_t)x->nk + 1, m = 0, nleaf = 0;
+	size_t n = x->e.n, s = (size_t)x->nk + 1, m = 0, nleaf = 0;
 	uint8_t r[ENTRY_MAX + 8];
 	int held = 0;
 	page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
 	for (size_t i = 0; i < n; i++) {
-		size_t len = entry_record(x, x->w + i * s, r);
+		size_t len = entry_record(x, x->e.w + i * s, r);
 		if (!page_fits(&p, 1 + len)) {
 			if (held) {
 				page_end(&q, 0);
@@ -833,7 +1326,7 @@ static size_t level_runs(struct sqf *f, const struct index *x, struct ibuild *b)
 	uint8_t r[ENTRY_MAX + 8];
 	for (size_t i = 0; i < m; i++) {
 		/* pointer, child, size varint, record */
-		size_t c = 2 + 4 + 1 + entry_record(x, x->w + b->item[i] * s, r);
+		size_t c = 2 + 4 + 1 + entry_record(x, x->e.w + b->item[i] * s, r);
 		if (used + c <= cap)
 			used += c;
 		else { /* item i goes up; a run of at least one cell is done */
@@ -863,7 +1356,7 @@ static void level_emit(struct sqf *f, const struct index *x, struct ibuild *b, s
 	for (size_t j = 0, a = 0; j < nr; j++) {
 		page_start(&p, f->pg, f->U, 0, INTERIOR_INDEX);
 		for (size_t i = a; i < b->ends[j]; i++) {
-			size_t len = entry_record(x, x->w + b->item[i] * s, r);
+			size_t len = entry_record(x, x->e.w + b->item[i] * s, r);
 			uint8_t *c = page_cell(&p, 4 + 1 + len);
 			put32(c, b->child[i]);
 			c[4] = (uint8_t)len;
@@ -900,19 +1393,30 @@ static uint32_t index_levels(struct sqf *f, const struct index *x, struct ibuild
 static uint32_t index_build(struct sqf *f, struct index *x)
 {
 	uint32_t root = 0;
+	if (x->err) {
+		fail(f, "%s", x->msg);
+		return 0;
+	}
 	if (local_size(f->U, ENTRY_MAX, 1) < ENTRY_MAX) { /* never at 512 bytes and more */
 		fail(f, "index %s: page too small", x->name);
 		return 0;
 	}
-	if (!x->n) {
+	if (!x->sorted)
+		index_sort(x);
+	if (x->err) {
+		fail(f, "%s", x->msg);
+		map_free(x->e.w, x->e.bytes);
+		x->e.w = NULL;
+		return 0;
+	}
+	if (!x->e.n) {
 		struct page p;
 		page_start(&p, f->pg, f->U, 0, LEAF_INDEX);
 		page_end(&p, 0);
 		return emit(f, f->pg);
 	}
-	index_sort(f, x);
 	/* a leaf holds 10 entries or more: at most n / 2 go up from the leaves */
-	size_t nup = x->n / 2 + 2;
+	size_t nup = x->e.n / 2 + 2;
 	struct ibuild b = {0};
 	b.item = malloc(nup * sizeof *b.item);
 	b.ends = malloc((nup + 1) * sizeof *b.ends);
@@ -928,8 +1432,8 @@ static uint32_t index_build(struct sqf *f, struct index *x)
 	free(b.child);
 	free(b.up);
 	free(b.other);
-	map_free(x->w, x->bytes);
-	x->w = NULL;
+	map_free(x->e.w, x->e.bytes);
+	x->e.w = NULL;
 	return root;
 }
 
@@ -999,7 +1503,11 @@ static void sqf_free(struct sqf *f)
 	for (int i = 0; i < f->nix; i++) {
 		free(f->ix[i].name);
 		free(f->ix[i].sql);
-		map_free(f->ix[i].w, f->ix[i].bytes);
+		map_free(f->ix[i].e.w, f->ix[i].e.bytes);
+		map_free(f->ix[i].pages, f->ix[i].pgbytes);
+		for (size_t k = 0; k < f->ix[i].nsets; k++)
+			sqf_keys_free(&f->ix[i].sets[k].k);
+		free(f->ix[i].sets);
 	}
 	free(f->path);
 	free(f->tmp);
@@ -1025,7 +1533,9 @@ static void trees_finish(struct sqf *f)
 	for (int i = 0; i < nt && !f->err; i++)
 		table_finish(f, &f->t[i], 0);
 	for (int i = 0; i < f->nix && !f->err; i++)
-		f->ix[i].root = index_build(f, &f->ix[i]);
+		f->ix[i].root = f->ix[i].err     ? (fail(f, "%s", f->ix[i].msg), 0)
+		                : f->ix[i].proot ? index_place(f, &f->ix[i])
+		                                 : index_build(f, &f->ix[i]);
 	/* sqlite_schema as libsqlite3 fills it: each table, its automatic indexes after it, then
 	 * the CREATE INDEXes in their order */
 	int sch = f->err ? -1 : sqf_table(f, "sqlite_schema", 5, -1, NULL);

@@ -42,6 +42,75 @@ if $PROGS/an_gen -o "$T/gen" --ranks 8 --records 20000 >/dev/null 2>"$T/err" &&
 	pyrun indexes "$T/gen.sqlite"
 else fail "an_gen job export: $(head -3 "$T/err")"; fi
 
+# ---- threads (-j N: encoders, one writer): the same file byte for byte whatever N
+cmp_j() { # NAME DIR: -j 1, 2, 3, 8 and the default write the same file
+	local name=$1 dir=$2 j ok=1
+	$CLI export -q -j 1 -f sqlite -o "$T/j1.sqlite" "$dir" 2>"$T/err" || { fail "$name -j 1: $(head -3 "$T/err")"; return; }
+	for j in 2 3 8 0; do
+		if [ $j = 0 ]; then $CLI export -q -f sqlite -o "$T/jn.sqlite" "$dir" 2>"$T/err"
+		else $CLI export -q -j $j -f sqlite -o "$T/jn.sqlite" "$dir" 2>"$T/err"; fi
+		cmp -s "$T/j1.sqlite" "$T/jn.sqlite" || { ok=0; fail "$name: -j $j differs from -j 1 ($(head -2 "$T/err"))"; }
+	done
+	[ $ok = 1 ] && pass "$name: -j 1, 2, 3, 8 and the default: the same file"
+	check_eq "$name: integrity_check" ok "$(sqlite3 "$T/jn.sqlite" 'PRAGMA integrity_check' 2>&1)"
+}
+cmp_j "an_gen 8 ranks" "$T/gen"
+check_eq "an_gen 8 ranks: .dump of -j 8 as of -j 1" "$(sqlite3 "$T/j1.sqlite" .dump | sha256sum)" "$(sqlite3 "$T/jn.sqlite" .dump | sha256sum)"
+# processes with texts in different orders (the writer maps each process's text ids)
+mkdir -p "$T/mix"
+cp "$ROOT"/examples/traces/uma_thrash/*.nvlp "$ROOT"/examples/traces/p2p_staged/*.nvlp "$ROOT"/examples/traces/ddp_healthy/*.nvlp "$T/mix/"
+cmp_j "3 jobs' traces in one directory" "$T/mix"
+s1=$(sqlite3 "$T/jn.sqlite" "SELECT count(DISTINCT demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName WHERE k.demangledName = k.shortName")
+s2=$(sqlite3 "$T/jn.sqlite" "SELECT count(*) FROM StringIds")
+[ "${s1:-0}" -gt 3 ] && [ "$s2" -ge "$s1" ] && pass "mixed job: kernel names map to StringIds ($s1 of $s2)" || fail "mixed job: kernel names $s1, StringIds $s2"
+check_eq "mixed job: every NCCL call id of a kernel is a call of its rank" 0 "$(sqlite3 "$T/jn.sqlite" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN NCCL_CALLS c ON c.id = k.ncclCallId WHERE k.ncclCallId IS NOT NULL AND (c.id IS NULL OR c.rankId != k.rankId)")"
+# many processes, more than threads
+if $PROGS/an_gen -o "$T/many" --ranks 40 --records 1500 >/dev/null 2>"$T/err"; then
+	cmp_j "an_gen 40 ranks" "$T/many"
+	check_eq "40 ranks: every rank's rows" 40 "$(sqlite3 "$T/jn.sqlite" 'SELECT count(DISTINCT rankId) FROM NCCL_CALLS')"
+	pyrun indexes "$T/jn.sqlite"
+else fail "an_gen 40 ranks: $(head -3 "$T/err")"; fi
+# a write that fails while the encoders run: exit 2, said once, old file kept, no temporary file
+for j in 0 8; do
+	echo old >"$T/full8.sqlite"
+	(trap '' XFSZ; ulimit -f 256; [ $j = 0 ] || set -- -j $j; exec $CLI export -q "$@" -f sqlite -o "$T/full8.sqlite" "$T/gen") 2>"$T/err"
+	check_eq "write error, 8 ranks, -j $j: exit 2" 2 $?
+	[ "$(cat "$T/err")" = "nvlprof: export: $T/full8.sqlite: write failed: File too large" ] && pass "write error -j $j: one line" || fail "write error -j $j: $(cat "$T/err")"
+	check_eq "write error -j $j: the old file kept" old "$(cat "$T/full8.sqlite")"
+	ls "$T"/full8.sqlite.tmp-* >/dev/null 2>&1 && fail "write error -j $j: temporary file left" || pass "write error -j $j: temporary file removed"
+done
+# memory running out: the Nth allocation of 1 MiB (the writer's buffer, then chunks of rows) fails (a preloaded
+# malloc; not under ASan/TSan, whose runtime must come first): exit 2, one line, old file kept
+if ldd "$CLI" | grep -q 'libasan\|libtsan'; then pass "out of memory: skipped under ASan/TSan (malloc preload)"
+elif cat >"$T/failmalloc.c" <<'CEOF' && gcc -shared -fPIC -O2 -o "$T/failmalloc.so" "$T/failmalloc.c"
+#include <stdlib.h>
+extern void *__libc_malloc(size_t);
+static long seen;
+void *malloc(size_t n) /* the FAIL_AFTER-th malloc of 1 MiB and the ones after it fail */
+{
+	if (n == 1 << 20 && __atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED) > atol(getenv("FAIL_AFTER") ?: "1000000"))
+		return NULL;
+	return __libc_malloc(n);
+}
+CEOF
+then
+	# at least one chunk per encoder is allocated (more may be reused): N + 1 allocations of 1 MiB
+	for ja in 2:1 2:2 8:1 8:3 8:8; do j=${ja%:*} after=${ja#*:}
+		echo old >"$T/oom.sqlite"
+		LD_PRELOAD="$T/failmalloc.so" FAIL_AFTER=$after $CLI export -q -j $j -f sqlite -o "$T/oom.sqlite" "$T/gen" 2>"$T/err"
+		rc=$?
+		[ $rc = 2 ] && [ "$(cat "$T/err")" = "nvlprof: export: $T/oom.sqlite: out of memory" ] && [ "$(cat "$T/oom.sqlite")" = old ] &&
+			! ls "$T"/oom.sqlite.tmp-* >/dev/null 2>&1 && pass "-j $j, chunk $after fails: exit 2, out of memory said, old file kept, no temporary file" ||
+			fail "-j $j, chunk $after fails: exit $rc: $(head -3 "$T/err"), file $(head -c 16 "$T/oom.sqlite"), $(ls "$T"/oom.sqlite.tmp-* 2>&1)"
+	done
+	echo old >"$T/oom.sqlite" # -j 1 writes rows as they come: its 1 MiB is the writer's buffer
+	LD_PRELOAD="$T/failmalloc.so" FAIL_AFTER=0 $CLI export -q -j 1 -f sqlite -o "$T/oom.sqlite" "$T/gen" 2>"$T/err"
+	check_eq "-j 1, no memory for the writer's buffer: exit 2" 2 $?
+	[ "$(cat "$T/err")" = "nvlprof: export: $T/oom.sqlite: cannot create database: Cannot allocate memory" ] && [ "$(cat "$T/oom.sqlite")" = old ] && pass "-j 1: said, old file kept" || fail "-j 1 no memory: $(cat "$T/err")"
+	LD_PRELOAD="$T/failmalloc.so" FAIL_AFTER=100000 $CLI export -q -f sqlite -o "$T/oom.sqlite" "$T/gen" 2>"$T/err"
+	cmp -s "$T/oom.sqlite" "$T/gen.sqlite" && pass "the preload itself changes nothing" || fail "with the preload: $(head -3 "$T/err")"
+else fail "cannot build the malloc preload"; fi
+
 # ---- the writer's edge cases (tests/progs/sqf_cases.c) at 3 page sizes
 for U in 512 4096 65536; do
 	if $PROGS/sqf_cases $U "$T/c$U.db" 300000 >"$T/c$U.out" 2>"$T/err"; then
