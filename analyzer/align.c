@@ -13,11 +13,14 @@
 static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 {
 	size_t o = 0;
+	int valid = r->host_sum_n == r->ncalls;
 	for (size_t k = 0; k < r->ncalls; k++) {
 		struct an_call *c = &r->calls[k];
 		uint16_t jc = r->comms[c->comm].job_comm;
 		if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
 			job->calls_dropped++;
+			if (valid) /* the sum stays that of the calls kept */
+				r->host_sum -= c->host_dur;
 			continue;
 		}
 		c->comm = jc;
@@ -27,6 +30,8 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 		o++;
 	}
 	r->ncalls = o;
+	if (valid)
+		r->host_sum_n = o;
 }
 
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond

@@ -178,6 +178,8 @@ static int on_nccl(struct lctx *c)
 	cl->gpu_start = 0;
 	cl->gpu_dur = 0;
 	cl->host_dur = n->dur > UINT32_MAX ? UINT32_MAX : (uint32_t)n->dur;
+	r->host_sum += cl->host_dur;
+	r->host_sum_n++;
 	cl->seq = (uint32_t)n->seq;
 	cl->fn = (uint8_t)n->fn;
 	cl->device = (int8_t)n->device;

@@ -339,6 +339,10 @@ static void aggregate(struct an_job *job)
 			}
 		}
 	}
+	uint64_t gpu_calls = 0;
+	for (size_t i = 0; i < na; i++)
+		gpu_calls += all[i].calls_gpu;
+	job->calls_gpu_none = !gpu_calls; /* without a pass: align.c's sums were of such calls */
 	for (size_t i = 0; i < na; i++)
 		if (all[i].calls) {
 			all[i].comm = (uint16_t)(i / NVLP_NCCL_FN_COUNT);
@@ -566,11 +570,14 @@ uint64_t an_rank_wall(const struct an_rank *r)
 
 uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only)
 {
-	uint64_t g = 0, h = 0;
+	uint64_t g = 0, h = r->host_sum;
 	for (size_t d = 0; d < r->ndevs; d++)
 		g += r->devs[d].union_nccl_ns;
-	for (size_t k = 0; k < r->ncalls; k++)
-		h += r->calls[k].host_dur;
+	if (r->host_sum_n != r->ncalls) { /* calls not kept by ingest: summed here */
+		h = 0;
+		for (size_t k = 0; k < r->ncalls; k++)
+			h += r->calls[k].host_dur;
+	}
 	/* GPU time where NCCL's work was traced; else (no kernels at all, or kernels of compute
 	 * only: the calls' kernels were never seen) the host time the calls took, as COLLECTIVES
 	 * then shows it, never 0 beside a table of collective time */

@@ -255,6 +255,10 @@ struct an_rank {
 	int64_t refine;           /* part of offset found from collective completions */
 	uint64_t t_first, t_last; /* local clock, any record with a time */
 	uint64_t records, kind_count[NVLP_K_COUNT];
+	/* the calls' host_dur summed as they are kept (ingest, renumber_calls): an_rank_comm_ns
+	 * needs no pass over millions of calls; valid while host_sum_n == ncalls */
+	uint64_t host_sum;
+	size_t host_sum_n;
 	unsigned frames_skipped; /* corrupt frames the reader skipped (resynchronised after) */
 	uint64_t dropped;
 	uint64_t gpu_unmatched_kernels, gpu_resync;
@@ -377,6 +381,9 @@ struct an_job {
 	 * (aggregate() then needs no pass of its own); agg_gpu: a call has some */
 	struct an_agg *agg_host;
 	size_t agg_gpu;
+	/* aggregate() saw every call and none has GPU time: the passes over the calls that look
+	 * only at GPU-timed ones (findings' big calls) have nothing to find */
+	int calls_gpu_none;
 	struct an_hang *hangs;
 	size_t nhangs;
 	struct an_rank_x *rx;
