@@ -524,7 +524,9 @@ static inline size_t col_next(const struct ctab *t, const struct ccol *c, size_t
 	}
 	return k;
 }
-static int crow_next_stream(const struct ctab *t, struct crow *w)
+/* inlined in both walks: the call was ~15% of its cost per row (cachegrind, 2M rows) */
+static inline __attribute__((always_inline)) int crow_next_stream(const struct ctab *t,
+                                                                  struct crow *w)
 {
 	const int nc = t->ncol;
 	uint64_t *head = w->head, s = CROW_END;
@@ -571,7 +573,7 @@ static int crow_next_entries(const struct ctab *t, struct crow *w)
 	w->present = (int)(w->end - w->at);
 	return 1;
 }
-static inline int crow_next(const struct ctab *t, struct crow *w)
+static inline __attribute__((always_inline)) int crow_next(const struct ctab *t, struct crow *w)
 {
 	if (!(t->stream ? crow_next_stream(t, w) : crow_next_entries(t, w)))
 		return 0;
