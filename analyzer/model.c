@@ -247,7 +247,6 @@ static void *dev_worker(void *arg)
 	return NULL;
 }
 
-
 const char *an_choice_channels(const struct an_jchoice *x, char *buf, size_t len)
 {
 	if (x->ch_min == x->ch_max)
@@ -456,47 +455,6 @@ void an_job_free(struct an_job *job)
 }
 
 /* ---- helpers ---- */
-/* The row of seq in a communicator's transfer table, -1 if absent. */
-static long xfer_row(const struct an_comm *m, uint32_t seq)
-{
-	if (!m->nxfer || seq < m->xfer_seq[0])
-		return -1;
-	if (m->xfer_dense)
-		return seq - m->xfer_seq[0] < m->nxfer ? (long)(seq - m->xfer_seq[0]) : -1;
-	size_t lo = 0, hi = m->nxfer;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->xfer_seq[mid] < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < m->nxfer && m->xfer_seq[lo] == seq ? (long)lo : -1;
-}
-
-uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c)
-{
-	if (!c->gpu_start)
-		return 0;
-	const struct an_comm *m = &job->comms[c->comm];
-	long row = m->xfer ? xfer_row(m, c->seq) : -1;
-	if (row >= 0 && an_coll_of_fn(c->fn) != AN_C_SENDRECV) {
-		uint32_t x = m->xfer[row];
-		/* The shortest rank's time is the transfer only when the data could not move
-		 * before it arrived. A root that pushes a broadcast into the late rank's buffers
-		 * leaves that rank a kernel far too short to be a transfer (seen: 0.5 ms for
-		 * 256 MiB, 11x the link). Then the data moved while the others waited: keep the
-		 * rank's own time rather than report a bandwidth the link cannot carry. */
-		if (!x || x >= c->gpu_dur)
-			return c->gpu_dur;
-		if (!(m->peak_Bps > 0)) /* no peak to judge by: the bandwidth is not needed */
-			return x;
-		double bus = (double)c->bytes / ((double)x * 1e-9) * an_busbw_factor(c->fn, m->nranks);
-		if (!(bus > m->peak_Bps))
-			return x;
-	}
-	return c->gpu_dur;
-}
 
 const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len)
 {
