@@ -127,27 +127,6 @@ void an_index_free(struct an_index *ix)
 	memset(ix, 0, sizeof *ix);
 }
 
-void an_ivals_push(struct an_ivals *iv, uint64_t s, uint64_t e)
-{
-	/* Only the union is ever used: an interval overlapping the last one (back-to-back kernels,
-	 * concurrent streams) widens it instead of taking memory. */
-	if (iv->n) {
-		struct an_ival *l = &iv->v[iv->n - 1];
-		if (s <= l->e && e >= l->s) {
-			if (s < l->s)
-				l->s = s;
-			if (e > l->e)
-				l->e = e;
-			return;
-		}
-	}
-	struct an_ival *x = PUSH(iv->v, iv->n, iv->cap);
-	if (x) {
-		x->s = s;
-		x->e = e;
-	}
-}
-
 /* ---- analysis ---- */
 static int cmp_ival(const void *a, const void *b)
 {
