@@ -161,9 +161,8 @@ static uint64_t ivals_union(struct an_ivals *iv)
 
 /* inlined in analyze_dev's loops (one call per collective and per link sample: perf put 3% of an
  * 8-rank report in the call) */
-static inline __attribute__((always_inline)) uint64_t ivals_covered(const struct an_ivals *iv,
-                                                                    size_t *pos, uint64_t s,
-                                                                    uint64_t e)
+static inline __attribute__((always_inline)) uint64_t
+ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, uint64_t e)
 {
 	uint64_t c = 0;
 	size_t i = *pos;

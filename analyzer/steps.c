@@ -75,8 +75,8 @@ static int irregular(struct an_job *job, const double *th, const uint64_t *st, s
 	for (size_t j = 0; j < k; j++)
 		d[j] = (double)(st[j + 1] - st[j]);
 	double med = nth_double(d, k, k / 2);
-	if (med < th[AN_TH_step_min_ms] * 1e6) { /* the usual answer on millions of small calls:
-	                                           * no pass for the share below */
+	/* the usual answer on millions of small calls: no pass for the share below */
+	if (med < th[AN_TH_step_min_ms] * 1e6) {
 		free(d);
 		snprintf(job->steps_why, sizeof job->steps_why,
 		         "%zu repetitions of %d collective(s) last %.3f ms each (median), below "
