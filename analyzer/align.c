@@ -13,11 +13,14 @@
 static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 {
 	size_t o = 0;
+	int valid = r->host_sum_n == r->ncalls;
 	for (size_t k = 0; k < r->ncalls; k++) {
 		struct an_call *c = &r->calls[k];
 		uint16_t jc = r->comms[c->comm].job_comm;
 		if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
 			job->calls_dropped++;
+			if (valid) /* the sum stays that of the calls kept */
+				r->host_sum -= c->host_dur;
 			continue;
 		}
 		c->comm = jc;
@@ -27,6 +30,8 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 		o++;
 	}
 	r->ncalls = o;
+	if (valid)
+		r->host_sum_n = o;
 }
 
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond
@@ -519,7 +524,9 @@ static inline size_t col_next(const struct ctab *t, const struct ccol *c, size_t
 	}
 	return k;
 }
-static int crow_next_stream(const struct ctab *t, struct crow *w)
+/* inlined in both walks: the call was ~15% of its cost per row (cachegrind, 2M rows) */
+static inline __attribute__((always_inline)) int crow_next_stream(const struct ctab *t,
+                                                                  struct crow *w)
 {
 	const int nc = t->ncol;
 	uint64_t *head = w->head, s = CROW_END;
@@ -566,7 +573,7 @@ static int crow_next_entries(const struct ctab *t, struct crow *w)
 	w->present = (int)(w->end - w->at);
 	return 1;
 }
-static inline int crow_next(const struct ctab *t, struct crow *w)
+static inline __attribute__((always_inline)) int crow_next(const struct ctab *t, struct crow *w)
 {
 	if (!(t->stream ? crow_next_stream(t, w) : crow_next_entries(t, w)))
 		return 0;

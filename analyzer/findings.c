@@ -1159,8 +1159,8 @@ static struct big *big_calls(const struct an_job *job, const double *th)
 {
 	size_t nb = job->ncomms * NVLP_NCCL_FN_COUNT;
 	struct big *big = calloc(nb ? nb : 1, sizeof *big);
-	if (!big)
-		return NULL;
+	if (!big || job->calls_gpu_none)
+		return big;
 	double minb = th[AN_TH_low_busbw_min_mib] * MIB;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];

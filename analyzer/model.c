@@ -127,27 +127,6 @@ void an_index_free(struct an_index *ix)
 	memset(ix, 0, sizeof *ix);
 }
 
-void an_ivals_push(struct an_ivals *iv, uint64_t s, uint64_t e)
-{
-	/* Only the union is ever used: an interval overlapping the last one (back-to-back kernels,
-	 * concurrent streams) widens it instead of taking memory. */
-	if (iv->n) {
-		struct an_ival *l = &iv->v[iv->n - 1];
-		if (s <= l->e && e >= l->s) {
-			if (s < l->s)
-				l->s = s;
-			if (e > l->e)
-				l->e = e;
-			return;
-		}
-	}
-	struct an_ival *x = PUSH(iv->v, iv->n, iv->cap);
-	if (x) {
-		x->s = s;
-		x->e = e;
-	}
-}
-
 /* ---- analysis ---- */
 static int cmp_ival(const void *a, const void *b)
 {
@@ -180,7 +159,10 @@ static uint64_t ivals_union(struct an_ivals *iv)
 	return total;
 }
 
-uint64_t an_ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, uint64_t e)
+/* inlined in analyze_dev's loops (one call per collective and per link sample: perf put 3% of an
+ * 8-rank report in the call) */
+static inline __attribute__((always_inline)) uint64_t
+ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, uint64_t e)
 {
 	uint64_t c = 0;
 	size_t i = *pos;
@@ -196,6 +178,11 @@ uint64_t an_ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, ui
 	return c;
 }
 
+uint64_t an_ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, uint64_t e)
+{
+	return ivals_covered(iv, pos, s, e);
+}
+
 static int cmp_sample(const void *a, const void *b)
 {
 	const struct an_sample *x = a, *y = b;
@@ -209,7 +196,7 @@ static void analyze_dev(struct an_dev *d)
 	size_t pos = 0;
 	uint64_t hidden = 0;
 	for (size_t i = 0; i < d->nccl.n; i++)
-		hidden += an_ivals_covered(&d->compute, &pos, d->nccl.v[i].s, d->nccl.v[i].e);
+		hidden += ivals_covered(&d->compute, &pos, d->nccl.v[i].s, d->nccl.v[i].e);
 	d->exposed_ns = d->union_nccl_ns - hidden;
 	for (size_t i = 1; i < d->nsamples; i++)
 		if (d->samples[i].s < d->samples[i - 1].s) {
@@ -224,7 +211,7 @@ static void analyze_dev(struct an_dev *d)
 		/* Samples (1-20 ms) are coarser than most collectives (0.1-1 ms), so a
 		 * time-weighted split would hide collective traffic: a sample that overlaps a
 		 * collective counts whole. */
-		if (an_ivals_covered(&d->nccl, &pos, s->s, s->e)) {
+		if (ivals_covered(&d->nccl, &pos, s->s, s->e)) {
 			d->nvl_coll += s->nvl;
 			d->pcie_coll += s->pcie;
 		}
@@ -246,7 +233,6 @@ static void *dev_worker(void *arg)
 	}
 	return NULL;
 }
-
 
 const char *an_choice_channels(const struct an_jchoice *x, char *buf, size_t len)
 {
@@ -339,6 +325,10 @@ static void aggregate(struct an_job *job)
 			}
 		}
 	}
+	uint64_t gpu_calls = 0;
+	for (size_t i = 0; i < na; i++)
+		gpu_calls += all[i].calls_gpu;
+	job->calls_gpu_none = !gpu_calls; /* without a pass: align.c's sums were of such calls */
 	for (size_t i = 0; i < na; i++)
 		if (all[i].calls) {
 			all[i].comm = (uint16_t)(i / NVLP_NCCL_FN_COUNT);
@@ -453,47 +443,6 @@ void an_job_free(struct an_job *job)
 }
 
 /* ---- helpers ---- */
-/* The row of seq in a communicator's transfer table, -1 if absent. */
-static long xfer_row(const struct an_comm *m, uint32_t seq)
-{
-	if (!m->nxfer || seq < m->xfer_seq[0])
-		return -1;
-	if (m->xfer_dense)
-		return seq - m->xfer_seq[0] < m->nxfer ? (long)(seq - m->xfer_seq[0]) : -1;
-	size_t lo = 0, hi = m->nxfer;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->xfer_seq[mid] < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < m->nxfer && m->xfer_seq[lo] == seq ? (long)lo : -1;
-}
-
-uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c)
-{
-	if (!c->gpu_start)
-		return 0;
-	const struct an_comm *m = &job->comms[c->comm];
-	long row = m->xfer ? xfer_row(m, c->seq) : -1;
-	if (row >= 0 && an_coll_of_fn(c->fn) != AN_C_SENDRECV) {
-		uint32_t x = m->xfer[row];
-		/* The shortest rank's time is the transfer only when the data could not move
-		 * before it arrived. A root that pushes a broadcast into the late rank's buffers
-		 * leaves that rank a kernel far too short to be a transfer (seen: 0.5 ms for
-		 * 256 MiB, 11x the link). Then the data moved while the others waited: keep the
-		 * rank's own time rather than report a bandwidth the link cannot carry. */
-		if (!x || x >= c->gpu_dur)
-			return c->gpu_dur;
-		if (!(m->peak_Bps > 0)) /* no peak to judge by: the bandwidth is not needed */
-			return x;
-		double bus = (double)c->bytes / ((double)x * 1e-9) * an_busbw_factor(c->fn, m->nranks);
-		if (!(bus > m->peak_Bps))
-			return x;
-	}
-	return c->gpu_dur;
-}
 
 const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len)
 {
@@ -567,11 +516,14 @@ uint64_t an_rank_wall(const struct an_rank *r)
 
 uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only)
 {
-	uint64_t g = 0, h = 0;
+	uint64_t g = 0, h = r->host_sum;
 	for (size_t d = 0; d < r->ndevs; d++)
 		g += r->devs[d].union_nccl_ns;
-	for (size_t k = 0; k < r->ncalls; k++)
-		h += r->calls[k].host_dur;
+	if (r->host_sum_n != r->ncalls) { /* calls not kept by ingest: summed here */
+		h = 0;
+		for (size_t k = 0; k < r->ncalls; k++)
+			h += r->calls[k].host_dur;
+	}
 	/* GPU time where NCCL's work was traced; else (no kernels at all, or kernels of compute
 	 * only: the calls' kernels were never seen) the host time the calls took, as COLLECTIVES
 	 * then shows it, never 0 beside a table of collective time */

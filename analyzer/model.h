@@ -255,6 +255,10 @@ struct an_rank {
 	int64_t refine;           /* part of offset found from collective completions */
 	uint64_t t_first, t_last; /* local clock, any record with a time */
 	uint64_t records, kind_count[NVLP_K_COUNT];
+	/* the calls' host_dur summed as they are kept (ingest, renumber_calls): an_rank_comm_ns
+	 * needs no pass over millions of calls; valid while host_sum_n == ncalls */
+	uint64_t host_sum;
+	size_t host_sum_n;
 	unsigned frames_skipped; /* corrupt frames the reader skipped (resynchronised after) */
 	uint64_t dropped;
 	uint64_t gpu_unmatched_kernels, gpu_resync;
@@ -386,6 +390,9 @@ struct an_job {
 	 * (aggregate() then needs no pass of its own); agg_gpu: a call has some */
 	struct an_agg *agg_host;
 	size_t agg_gpu;
+	/* aggregate() saw every call and none has GPU time: the passes over the calls that look
+	 * only at GPU-timed ones (findings' big calls) have nothing to find */
+	int calls_gpu_none;
 	struct an_hang *hangs;
 	size_t nhangs;
 	struct an_rank_x *rx;
@@ -468,11 +475,53 @@ void an_symbols_dir(const char *dir);
 /*! Symbolize pc of process r: "func+0x12 (libfoo.so+0x1234)" or "libfoo.so+0x1234" or "0x...". */
 void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len);
 const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
+/* The row of seq in a communicator's transfer table, -1 if absent. */
+static inline long an_xfer_row(const struct an_comm *m, uint32_t seq)
+{
+	if (!m->nxfer || seq < m->xfer_seq[0])
+		return -1;
+	if (m->xfer_dense)
+		return seq - m->xfer_seq[0] < m->nxfer ? (long)(seq - m->xfer_seq[0]) : -1;
+	size_t lo = 0, hi = m->nxfer;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->xfer_seq[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nxfer && m->xfer_seq[lo] == seq ? (long)lo : -1;
+}
+
 /*! Transfer time of a call, ns, for bandwidth: for a collective matched across ranks the
  * shortest GPU time any rank spent in it (nccl-tests time a collective once all ranks have
  * arrived; the early ranks' kernels include waiting for the late one), else (unmatched,
- * Send/Recv) the call's own GPU time. 0 without GPU time. */
-uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c);
+ * Send/Recv) the call's own GPU time. 0 without GPU time.
+ * Inline: called per call by aggregate(), the findings and the report's tables (perf: 4% of an
+ * 8-rank report's cycles were this call). */
+static inline uint32_t an_call_xfer_ns(const struct an_job *job, const struct an_call *c)
+{
+	if (!c->gpu_start)
+		return 0;
+	const struct an_comm *m = &job->comms[c->comm];
+	long row = m->xfer ? an_xfer_row(m, c->seq) : -1;
+	if (row >= 0 && an_coll_of_fn(c->fn) != AN_C_SENDRECV) {
+		uint32_t x = m->xfer[row];
+		/* The shortest rank's time is the transfer only when the data could not move
+		 * before it arrived. A root that pushes a broadcast into the late rank's buffers
+		 * leaves that rank a kernel far too short to be a transfer (seen: 0.5 ms for
+		 * 256 MiB, 11x the link). Then the data moved while the others waited: keep the
+		 * rank's own time rather than report a bandwidth the link cannot carry. */
+		if (!x || x >= c->gpu_dur)
+			return c->gpu_dur;
+		if (!(m->peak_Bps > 0)) /* no peak to judge by: the bandwidth is not needed */
+			return x;
+		double bus = (double)c->bytes / ((double)x * 1e-9) * an_busbw_factor(c->fn, m->nranks);
+		if (!(bus > m->peak_Bps))
+			return x;
+	}
+	return c->gpu_dur;
+}
 /*! Wall time of a process in ns. */
 uint64_t an_rank_wall(const struct an_rank *r);
 /*! Communication GPU (or host) time of a process, ns; *host_only set when no GPU time. */

@@ -62,8 +62,27 @@ static inline uint64_t an_job_time(const struct an_rank *r, uint64_t t)
 }
 
 /* ---- GPU intervals (model.c) ---- */
-/*! Add [s, e); overlapping the last interval widens it (only the union is ever used). */
-void an_ivals_push(struct an_ivals *iv, uint64_t s, uint64_t e);
+/*! Add [s, e); overlapping the last interval widens it. Inline: ingest pushes one per kernel. */
+static inline void an_ivals_push(struct an_ivals *iv, uint64_t s, uint64_t e)
+{
+	/* Only the union is ever used: an interval overlapping the last one (back-to-back kernels,
+	 * concurrent streams) widens it instead of taking memory. */
+	if (iv->n) {
+		struct an_ival *l = &iv->v[iv->n - 1];
+		if (s <= l->e && e >= l->s) {
+			if (s < l->s)
+				l->s = s;
+			if (e > l->e)
+				l->e = e;
+			return;
+		}
+	}
+	struct an_ival *x = PUSH(iv->v, iv->n, iv->cap);
+	if (x) {
+		x->s = s;
+		x->e = e;
+	}
+}
 /*! Length of [s, e) covered by the sorted disjoint intervals iv, scanning from *pos. */
 uint64_t an_ivals_covered(const struct an_ivals *iv, size_t *pos, uint64_t s, uint64_t e);
 

@@ -98,17 +98,19 @@ static int irregular(struct an_job *job, const double *th, const uint64_t *st, s
 	for (size_t j = 0; j < k; j++)
 		d[j] = (double)(st[j + 1] - st[j]);
 	double med = nth_double(d, k, k / 2);
-	size_t near = 0;
-	for (size_t j = 0; j < k; j++)
-		near += d[j] >= 0.75 * med && d[j] <= 1.25 * med;
-	free(d);
+	/* the usual answer on millions of small calls: no pass for the share below */
 	if (med < th[AN_TH_step_min_ms] * 1e6) {
+		free(d);
 		snprintf(job->steps_why, sizeof job->steps_why,
 		         "%zu repetitions of %d collective(s) last %.3f ms each (median), below "
 		         "step_min_ms %g: a loop, not training steps",
 		         k, job->step_calls, med / 1e6, th[AN_TH_step_min_ms]);
 		return 1;
 	}
+	size_t near = 0;
+	for (size_t j = 0; j < k; j++)
+		near += d[j] >= 0.75 * med && d[j] <= 1.25 * med;
+	free(d);
 	if ((double)near < th[AN_TH_step_regular_share] * (double)k) {
 		snprintf(job->steps_why, sizeof job->steps_why,
 		         "%zu repetitions of %d collective(s) vary in length: %.0f%% within 25%% of the "
