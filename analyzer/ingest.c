@@ -1,6 +1,7 @@
 /* ingest.c: reads one trace file into its process's tables (one thread per file): one handler per
- * record kind, in a table generated from NVLP_RECORD_KINDS; the handler checks every decoded value
- * it uses, and a record it cannot use is skipped with one warning naming file, frame and record. */
+ * record kind, dispatched by a switch generated from NVLP_RECORD_KINDS; the handler checks every
+ * decoded value it uses, and a record it cannot use is skipped with one warning naming file,
+ * frame and record. */
 #include <malloc.h>    /* mallopt */
 #include <stdarg.h>    /* va_list */
 #include <stdatomic.h> /* atomic_fetch_add */
