@@ -137,8 +137,11 @@ enum { NIX = sizeof indexes / sizeof *indexes };
 /* Encoded rows travel in chunks of 1 MiB. Bound: encoders of processes after the writer's wait
  * while HOLD bytes are queued in all; the writer's own process waits while TURN_HOLD of its are
  * (it never waits on the others', so the writer always has work coming). */
+/* 256 MiB, as the other exports hold (export_io.c's XO_HOLD): with 32 the encoders of later
+ * processes waited most of the time, 2.9-3.1 M records/s of wall on 16 cores (8 x 1 M records,
+ * tests/gpu/results/run9.txt); 256: 6.5-6.8; 1024: 7.9 */
 #ifndef XS_HOLD_MB /* -DXS_HOLD_MB=2: the bound reached by small jobs (its waits tested) */
-#define XS_HOLD_MB 32
+#define XS_HOLD_MB 256
 #endif
 enum { CHUNK = 1 << 20, HOLD = XS_HOLD_MB << 20, TURN_HOLD = (XS_HOLD_MB / 8 + 1) << 20 };
 enum { POOL = XS_HOLD_MB + 8 }; /* chunks kept for reuse: about as many as may be queued */
