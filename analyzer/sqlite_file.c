@@ -334,6 +334,9 @@ int sqf_table(struct sqf *f, const char *name, int ncols, int ipk, const char *s
 	uint8_t *b = malloc(f->U);
 	if (!b) {
 		fail(f, "out of memory");
+		free(t->name); /* not counted in nt: sqf_close would not free them */
+		free(t->sql);
+		t->name = t->sql = NULL;
 		return -1;
 	}
 	page_start(&t->leaf, b, f->U, 0, LEAF_TABLE);
