@@ -530,119 +530,6 @@ int sqf_index_add(struct sqf *f, int ix, struct sqf_keys *k, int64_t base)
 	return 0;
 }
 
-/* sqf_insert's parts are always_inline: it runs once a row, and gcc -O2 left record_build out
- * of line, 2.5 M more instructions in sqf_insert (+4.5%) exporting an an_gen job of 4 ranks x
- * 20000 records (cachegrind); inlined, the export's count is that of the unsplit function. */
-
-/* The rowid of the row v of t: its INTEGER PRIMARY KEY, or the one after the last. @return 0, or
- * -1 (failed) */
-static inline __attribute__((always_inline)) int row_id(struct sqf *f, const struct table *t,
-                                                        const struct sqf_val *v, int64_t *rowid)
-{
-	if (t->ipk >= 0) {
-		if (v[t->ipk].type != SQF_INT) {
-			fail(f, "%s: INTEGER PRIMARY KEY is not an integer", t->name);
-			return -1;
-		}
-		*rowid = v[t->ipk].i;
-	} else {
-		if (t->rows && t->last == INT64_MAX) {
-			fail(f, "%s: rowids exhausted", t->name);
-			return -1;
-		}
-		*rowid = t->rows ? t->last + 1 : 1;
-	}
-	if (t->rows && *rowid <= t->last) {
-		fail(f, "%s: rowid %lld after %lld (rows must come in rowid order)", t->name,
-		     (long long)*rowid, (long long)t->last);
-		return -1;
-	}
-	return 0;
-}
-
-/* The record of row v in f->payload. @return its first byte (its end in *end), or NULL (failed) */
-static inline __attribute__((always_inline)) uint8_t *
-record_build(struct sqf *f, const struct table *t, const struct sqf_val *v, uint8_t **end)
-{
-	/* the record: serial types into ty, bodies into the payload buffer after room for the
-	 * header; then the header's size, and the header moved in front of the bodies */
-	uint8_t ty[SQF_MAX_COLS * 9 + 9];
-	uint8_t *h = ty, *o = f->payload + HDR_ROOM, *body = o;
-	for (int c = 0; c < t->ncols; c++) {
-		if (v[c].type == SQF_INT && c != t->ipk) {
-			unsigned len;
-			*h++ = (uint8_t)int_type(v[c].i, &len);
-			if (len)
-				o = put_int(o, v[c].i, len);
-		} else if (v[c].type == SQF_TEXT && c != t->ipk) {
-			/* the buffer holds HDR_ROOM and 8 bytes a column: more only for texts */
-			size_t need =
-			    (size_t)(o - f->payload) + v[c].n + 8 * (size_t)(t->ncols - c);
-			if (need > f->paycap) {
-				uint8_t *b = realloc(f->payload, need + need / 2);
-				if (!b) {
-					fail(f, "out of memory");
-					return NULL;
-				}
-				o = b + (o - f->payload);
-				body = b + HDR_ROOM;
-				f->payload = b;
-				f->paycap = need + need / 2;
-			}
-			h += putv(h, 2 * (uint64_t)v[c].n + 13);
-			memcpy(o, v[c].s, v[c].n);
-			o += v[c].n;
-		} else
-			*h++ = 0;
-	}
-	size_t nty = (size_t)(h - ty), hdr = nty + 1;
-	if (hdr > 127) /* a header size of 2 bytes or more (its own varint counts) */
-		while (vlen(hdr) > hdr - nty)
-			hdr++;
-	uint8_t *rec = body - hdr;
-	memcpy(rec + putv(rec, hdr), ty, nty);
-	*end = o;
-	return rec;
-}
-
-/* The cell of record rec[0..P) with rowid on t's leaf (a new leaf when it is full), what does
- * not fit locally on overflow pages */
-static inline __attribute__((always_inline)) void
-cell_add(struct sqf *f, struct table *t, const uint8_t *rec, size_t P, int64_t rowid)
-{
-	size_t local = local_size(f->U, P, 0);
-	size_t cell = vlen(P) + vlen((uint64_t)rowid) + local + (local < P ? 4 : 0);
-	if (!page_fits(&t->leaf, cell))
-		leaf_done(f, t);
-	uint32_t first = local < P ? overflow(f, rec + local, P - local) : 0;
-	uint8_t *c = page_cell(&t->leaf, cell);
-	c += putv(c, P);
-	c += putv(c, (uint64_t)rowid);
-	memcpy(c, rec, local);
-	if (local < P)
-		put32(c + local, first);
-}
-
-void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
-{
-	if (f->err)
-		return;
-	struct table *t = &f->t[table];
-	int64_t rowid;
-	if (row_id(f, t, v, &rowid) < 0)
-		return;
-	uint8_t *end, *rec = record_build(f, t, v, &end);
-	if (!rec)
-		return;
-	cell_add(f, t, rec, (size_t)(end - rec), rowid);
-	t->last = rowid;
-	t->rows++;
-	for (int k = 0; k < t->nidx; k++)
-		index_add(f, &f->ix[t->idx[k]], t, v, rowid);
-}
-
-/* ---- rows encoded on other threads: sqf_record, sqf_record_set, sqf_insert_record ------- */
-
 /* the size of the record of v (what sqf_record writes) */
 static size_t record_size(int ncols, int ipk, const struct sqf_val *v)
 {
@@ -664,10 +551,14 @@ static size_t record_size(int ncols, int ipk, const struct sqf_val *v)
 	return hdr + body;
 }
 
-size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v)
+/* sqf_record's body, inlined into sqf_insert too: the one encoding of a row, on the writer and on
+ * the encoders' threads (a call from sqf_insert cost 1.6% more instructions in a -j 1 export of 4
+ * x 20000 records than sqf_insert's own encoder did; inlined, 1.2% more) */
+static inline __attribute__((always_inline)) size_t
+record_encode(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v)
 {
-	/* one pass, as record_build: serial types into ty, bodies after room for the smallest
-	 * header (a byte a column, and its size); the bodies moved on when the header is longer */
+	/* one pass: serial types into ty, bodies after room for the smallest header (a byte a
+	 * column, and its size); the bodies moved on when the header is longer */
 	uint8_t ty[SQF_MAX_COLS * 9 + 9], *h = ty;
 	size_t est = (size_t)ncols + 1;
 	if (est > 127 || cap < est + 8 * (size_t)ncols + 8)
@@ -700,6 +591,89 @@ size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf
 	}
 	memcpy(out + putv(out, hdr), ty, nty);
 	return hdr + nb;
+}
+
+/* sqf_insert's own parts are always_inline: it runs once a row, and gcc -O2 left a part out of
+ * line, 2.5 M more instructions in sqf_insert (+4.5%) exporting an an_gen job of 4 ranks x
+ * 20000 records (cachegrind). Its record is sqf_record's, the encoders' one encoding. */
+
+/* The rowid of the row v of t: its INTEGER PRIMARY KEY, or the one after the last. @return 0, or
+ * -1 (failed) */
+static inline __attribute__((always_inline)) int row_id(struct sqf *f, const struct table *t,
+                                                        const struct sqf_val *v, int64_t *rowid)
+{
+	if (t->ipk >= 0) {
+		if (v[t->ipk].type != SQF_INT) {
+			fail(f, "%s: INTEGER PRIMARY KEY is not an integer", t->name);
+			return -1;
+		}
+		*rowid = v[t->ipk].i;
+	} else {
+		if (t->rows && t->last == INT64_MAX) {
+			fail(f, "%s: rowids exhausted", t->name);
+			return -1;
+		}
+		*rowid = t->rows ? t->last + 1 : 1;
+	}
+	if (t->rows && *rowid <= t->last) {
+		fail(f, "%s: rowid %lld after %lld (rows must come in rowid order)", t->name,
+		     (long long)*rowid, (long long)t->last);
+		return -1;
+	}
+	return 0;
+}
+
+/* The cell of record rec[0..P) with rowid on t's leaf (a new leaf when it is full), what does
+ * not fit locally on overflow pages */
+static inline __attribute__((always_inline)) void
+cell_add(struct sqf *f, struct table *t, const uint8_t *rec, size_t P, int64_t rowid)
+{
+	size_t local = local_size(f->U, P, 0);
+	size_t cell = vlen(P) + vlen((uint64_t)rowid) + local + (local < P ? 4 : 0);
+	if (!page_fits(&t->leaf, cell))
+		leaf_done(f, t);
+	uint32_t first = local < P ? overflow(f, rec + local, P - local) : 0;
+	uint8_t *c = page_cell(&t->leaf, cell);
+	c += putv(c, P);
+	c += putv(c, (uint64_t)rowid);
+	memcpy(c, rec, local);
+	if (local < P)
+		put32(c + local, first);
+}
+
+void sqf_insert(struct sqf *f, int table, const struct sqf_val *v)
+{
+	if (f->err)
+		return;
+	struct table *t = &f->t[table];
+	int64_t rowid;
+	if (row_id(f, t, v, &rowid) < 0)
+		return;
+	/* the record in f->payload, grown when a text needs more than its room */
+	size_t P = record_encode(f->payload, f->paycap, t->ncols, t->ipk, v);
+	if (SQF_RECORD_ROOM(P, t->ncols) > f->paycap) {
+		size_t cap = SQF_RECORD_ROOM(P, t->ncols) * 3 / 2;
+		uint8_t *b = realloc(f->payload, cap);
+		if (!b) {
+			fail(f, "out of memory");
+			return;
+		}
+		f->payload = b;
+		f->paycap = cap;
+		P = record_encode(f->payload, f->paycap, t->ncols, t->ipk, v);
+	}
+	cell_add(f, t, f->payload, P, rowid);
+	t->last = rowid;
+	t->rows++;
+	for (int k = 0; k < t->nidx; k++)
+		index_add(f, &f->ix[t->idx[k]], t, v, rowid);
+}
+
+/* ---- rows encoded on other threads: sqf_record, sqf_record_set, sqf_insert_record ------- */
+
+size_t sqf_record(uint8_t *out, size_t cap, int ncols, int ipk, const struct sqf_val *v)
+{
+	return record_encode(out, cap, ncols, ipk, v);
 }
 
 /* a varint of at most 9 bytes from p (before end): its value, its size in *k (0: cut short) */
