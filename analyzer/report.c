@@ -182,7 +182,9 @@ static struct rcomm rank_comm(const struct an_job *job, const struct an_rank *r,
 	return c;
 }
 
-void an_summarize(const struct an_job *job, struct an_summary *s)
+/* an_summarize, and each process's rank_comm into rcs[file index] when rcs is not NULL (RANKS
+ * and the JSON's ranks show the figures the summary adds up, computed once) */
+static void summarize(const struct an_job *job, struct an_summary *s, struct rcomm *rcs)
 {
 	memset(s, 0, sizeof *s);
 	s->processes = (int)job->nok;
@@ -205,6 +207,8 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 		e += re;
 		w += rw;
 		struct rcomm rc = rank_comm(job, r, hagg);
+		if (rcs)
+			rcs[f] = rc;
 		c += rc.ns;
 		ch += rc.host;
 		cw += rwc + rc.win_host;
@@ -247,6 +251,11 @@ void an_summarize(const struct an_job *job, struct an_summary *s)
 	s->comm_win_ms = job->have_gpu && job->win1 && !s->comm_host ? cw / 1e6 / n : NAN;
 	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;
 	s->exposed_share = job->have_gpu && w > 0 ? e / w : NAN;
+}
+
+void an_summarize(const struct an_job *job, struct an_summary *s)
+{
+	summarize(job, s, NULL);
 }
 
 static double max_peak(const struct an_job *job)
@@ -302,8 +311,8 @@ struct rrow {
 	const struct an_rank *r;
 	const struct an_rank_x *x;
 	int rank, gpu;
-	int comm_host_only; /* comm_ns is all host call time (no NCCL GPU time) */
-	double wall_ns, comm_ns, comm_host_ns, exposed_ns, span_ns;
+	struct rcomm comm;
+	double wall_ns, exposed_ns, span_ns;
 };
 /* One (rank, comm, fn) of the JSON's collectives_by_rank. */
 struct crow {
@@ -367,15 +376,19 @@ static void by_rank_rows(const struct an_job *job, struct tables *t)
 static int tables_build(const struct an_job *job, struct tables *t)
 {
 	memset(t, 0, sizeof *t);
-	an_summarize(job, &t->s);
+	struct rcomm *rc = calloc(job->nranks ? job->nranks : 1, sizeof *rc);
+	if (!rc)
+		return -1;
+	summarize(job, &t->s, rc);
 	t->peak = max_peak(job);
 	t->coll = calloc(job->naggs ? job->naggs : 1, sizeof *t->coll);
 	t->ranks = calloc(job->nranks ? job->nranks : 1, sizeof *t->ranks);
-	if (!t->coll || !t->ranks)
+	if (!t->coll || !t->ranks) {
+		free(rc);
 		return -1;
+	}
 	for (size_t i = 0; i < job->naggs; i++)
 		arow_of(job, &job->aggs[i], &t->coll[i]);
-	uint8_t *hagg = host_aggs(job);
 	for (size_t i = 0; i < job->nranks; i++) {
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
@@ -386,13 +399,10 @@ static int tables_build(const struct an_job *job, struct tables *t)
 		w->rank = rank_id(job, i);
 		w->gpu = r->kind_count[NVLP_K_KERNEL] != 0;
 		w->wall_ns = (double)an_rank_wall(r);
-		struct rcomm rc = rank_comm(job, r, hagg);
-		w->comm_ns = rc.ns;
-		w->comm_host_ns = rc.host;
-		w->comm_host_only = rc.host_only;
+		w->comm = rc[i];
 		an_rank_exposure(job, r, &w->exposed_ns, &w->span_ns, NULL);
 	}
-	free(hagg);
+	free(rc);
 	by_rank_rows(job, t);
 	return 0;
 }
@@ -583,8 +593,8 @@ static void text_ranks(FILE *o, const struct tables *t)
 			snprintf(exp_, sizeof exp_, "-");
 		}
 		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f%c%10s %8s %7.0f %8.2f %9.2f%s\n",
-		        w->rank, r->host, r->pid, wall / 1e6, w->comm_ns / 1e6,
-		        w->comm_host_ns > 0 ? 'h' : ' ', exs, exp_,
+		        w->rank, r->host, r->pid, wall / 1e6, w->comm.ns / 1e6,
+		        w->comm.host > 0 ? 'h' : ' ', exs, exp_,
 		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
 		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
 	}
@@ -798,11 +808,11 @@ static void json_ranks(struct jw *w, const struct tables *t)
 		jw_int(w, "pid", r->pid);
 		jw_bool(w, "complete", r->complete);
 		jw_num(w, "wall_ms", wall / 1e6);
-		jw_num(w, "comm_ms", rw->comm_ns / 1e6);
-		jw_num(w, "comm_host_ms", rw->comm_host_ns / 1e6);
-		jw_str(w, "comm_time_source", rw->comm_host_only   ? "host"
-		                              : rw->comm_host_ns > 0 ? "gpu+host"
-		                                                     : "gpu");
+		jw_num(w, "comm_ms", rw->comm.ns / 1e6);
+		jw_num(w, "comm_host_ms", rw->comm.host / 1e6);
+		jw_str(w, "comm_time_source", rw->comm.host_only ? "host"
+		                              : rw->comm.host > 0 ? "gpu+host"
+		                                                  : "gpu");
 		jw_num(w, "exposed_ms", gpu ? ex / 1e6 : NAN);
 		jw_num(w, "exposed_share", gpu && span > 0 ? ex / span : NAN);
 		jw_int(w, "collectives", (int64_t)x->colls);
