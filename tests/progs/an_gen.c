@@ -408,6 +408,16 @@ static int gen_small(const struct an_gen_opts *o)
  * failed, no kernel), or (PLAIN_SINGLE) the same steps on a single-rank communicator, which NCCL
  * runs as a device-to-device copy on the call's stream (beside one copy of the job's own). */
 enum { PLAIN_SWEEP = 1, PLAIN_LOOP, PLAIN_FAIL, PLAIN_SINGLE };
+/* A device-to-device copy on rank r's GPU, on the NCCL stream: how NCCL runs a single-rank
+ * collective */
+static void nccl_copy(nvlp_writer *w, int r, uint64_t start, uint64_t dur, uint64_t bytes)
+{
+	struct nvlp_rec_gpucopy g = {.start = start, .dur = dur, .copy_kind = 8 /* DTOD */,
+	                             .device = (uint64_t)r, .src_device = (uint64_t)r,
+	                             .dst_device = (uint64_t)r, .context = 1,
+	                             .stream = NCCL_STREAM, .bytes = bytes};
+	nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
+}
 static int gen_plain(const struct an_gen_opts *o)
 {
 	mkdir(o->dir, 0755);
@@ -501,20 +511,9 @@ static int gen_plain(const struct an_gen_opts *o)
 				nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
 				if (o->no_nccl_gpu || (single && o->in_place)) {
 				} else if (single) {
-					struct nvlp_rec_gpucopy g = {.start = t + 6 * US, .dur = gd,
-					                             .copy_kind = 8 /* DTOD */,
-					                             .device = (uint64_t)r,
-					                             .src_device = (uint64_t)r,
-					                             .dst_device = (uint64_t)r,
-					                             .context = 1, .stream = NCCL_STREAM,
-					                             .bytes = bytes};
-					nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
-					if (i == 3) { /* the job's own copy on that stream */
-						g.start += gd + US;
-						g.dur = 3 * US;
-						g.bytes = 4096;
-						nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
-					}
+					nccl_copy(w, r, t + 6 * US, gd, bytes);
+					if (i == 3) /* the job's own copy on that stream */
+						nccl_copy(w, r, t + 6 * US + gd + US, 3 * US, 4096);
 				} else {
 					k.start = t + 6 * US;
 					k.dur = gd;
@@ -533,14 +532,7 @@ static int gen_plain(const struct an_gen_opts *o)
 					b.bytes = MIB;
 					b.count = MIB / 4;
 					nvlp_writer_add(w, NVLP_K_NCCL, &b, NULL, 0);
-					struct nvlp_rec_gpucopy g = {.start = b.t_enter + 8 * US,
-					                             .dur = 20 * US, .copy_kind = 8 /* DTOD */,
-					                             .device = (uint64_t)r,
-					                             .src_device = (uint64_t)r,
-					                             .dst_device = (uint64_t)r,
-					                             .context = 1, .stream = NCCL_STREAM,
-					                             .bytes = MIB};
-					nvlp_writer_add(w, NVLP_K_GPUCOPY, &g, NULL, 0);
+					nccl_copy(w, r, b.t_enter + 8 * US, 20 * US, MIB);
 				}
 				t += 6 * US + gd + (o->plain == PLAIN_FAIL || single ? 2 * MS - gd : 2 * US);
 				if (nvlp_writer_pending(w) > 48 * 1024)

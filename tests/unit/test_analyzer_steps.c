@@ -46,6 +46,38 @@ static int load(struct an_job *j, const char *name)
 	return an_job_load(j, paths, 2, 1, err, sizeof err);
 }
 
+#ifdef NVLP_FIELDS_MARK
+/* One process (pid) of a single-rank communicator with 30 growing AllReduce (no pattern: the
+ * steps can come only from its marks), open for the marks a case adds; the path in path. */
+static nvlp_writer *growing_open(char *path, size_t size, const char *name, int pid)
+{
+	char hdr[64];
+	snprintf(path, size, "%s/%s-0.nvlp", dir, name);
+	snprintf(hdr, sizeof hdr, "host=h\npid=%d\nppid=1\nrank=0\n", pid);
+	nvlp_writer *w = nvlp_writer_open(path, hdr, T0, 1700000000000000000ull);
+	for (int i = 0; i < 30; i++) {
+		struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .t_enter = T0 + at_growing(i),
+		                          .dur = 2000, .tid = 1, .bytes = 4096, .comm = 0x78,
+		                          .rank = 0, .nranks = 1, .seq = (uint64_t)i};
+		nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
+	}
+	return w;
+}
+
+/* Its END, then the trace loaded into j and analysed. @return an_job_load's */
+static int growing_load(struct an_job *j, nvlp_writer *w, char *path)
+{
+	struct nvlp_rec_end e = {.t = T0 + 1000 * MS};
+	nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
+	nvlp_writer_close(w);
+	char err[256];
+	char *paths[1] = {path};
+	int rc = an_job_load(j, paths, 1, 1, err, sizeof err);
+	an_job_analyze(j);
+	return rc;
+}
+#endif
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/nvlp-an-steps.XXXXXX");
@@ -112,15 +144,7 @@ int main(void)
 	 * the shim writes the kind; until then this part is not compiled) */
 	{
 		char path[160];
-		snprintf(path, sizeof path, "%s/marked-0.nvlp", dir);
-		nvlp_writer *w = nvlp_writer_open(path, "host=h\npid=300\nppid=1\nrank=0\n", T0,
-		                                  1700000000000000000ull);
-		for (int i = 0; i < 30; i++) {
-			struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .t_enter = T0 + at_growing(i),
-			                          .dur = 2000, .tid = 1, .bytes = 4096, .comm = 0x78,
-			                          .rank = 0, .nranks = 1, .seq = (uint64_t)i};
-			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
-		}
+		nvlp_writer *w = growing_open(path, sizeof path, "marked", 300);
 		for (int i = 0; i <= 8; i++) {
 			char name[32];
 			int n = snprintf(name, sizeof name, "ProfilerStep#%d", i);
@@ -134,13 +158,7 @@ int main(void)
 			                            .tid = 1};
 			nvlp_writer_add(w, NVLP_K_MARK, &pop, NULL, 0);
 		}
-		struct nvlp_rec_end e = {.t = T0 + 1000 * MS};
-		nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
-		nvlp_writer_close(w);
-		char err[256];
-		char *paths[1] = {path};
-		CHECK(an_job_load(&j, paths, 1, 1, err, sizeof err) == 0, "marked job loads");
-		an_job_analyze(&j);
+		CHECK(growing_load(&j, w, path) == 0, "marked job loads");
 		CHECK(!strcmp(j.step_source, "marks") && j.steps == 8 && j.step_ns == 25.0 * MS,
 		      "ProfilerStep#N MARK records give 8 steps of 25 ms (%s, %llu, %.3f ms)",
 		      j.step_source, (unsigned long long)j.steps, j.step_ns / 1e6);
@@ -152,16 +170,9 @@ int main(void)
 	 * DDP's bucket all-reduces on the autograd thread); with NVTX ProfilerStep#N ranges in the
 	 * same trace (tid 1, 25 ms apart), the named ones win, whichever comes first in the file */
 	for (int nvtx = 0; nvtx < 3; nvtx++) {
-		char path[160];
-		snprintf(path, sizeof path, "%s/xc%d-0.nvlp", dir, nvtx);
-		nvlp_writer *w = nvlp_writer_open(path, "host=h\npid=301\nppid=1\nrank=0\n", T0,
-		                                  1700000000000000000ull);
-		for (int i = 0; i < 30; i++) {
-			struct nvlp_rec_nccl c = {.fn = NVLP_NCCL_ALL_REDUCE, .t_enter = T0 + at_growing(i),
-			                          .dur = 2000, .tid = 1, .bytes = 4096, .comm = 0x78,
-			                          .rank = 0, .nranks = 1, .seq = (uint64_t)i};
-			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
-		}
+		char path[160], name[16];
+		snprintf(name, sizeof name, "xc%d", nvtx);
+		nvlp_writer *w = growing_open(path, sizeof path, name, 301);
 		for (int pass = 0; pass < 2; pass++) {
 			if (pass == (nvtx == 2))
 				for (int i = 0; i < 24; i++) {
@@ -185,13 +196,7 @@ int main(void)
 				nvlp_writer_add(w, NVLP_K_MARK, &mk, NULL, 0);
 			}
 		}
-		struct nvlp_rec_end e = {.t = T0 + 1000 * MS};
-		nvlp_writer_add(w, NVLP_K_END, &e, NULL, 0);
-		nvlp_writer_close(w);
-		char err[256];
-		char *paths[1] = {path};
-		CHECK(an_job_load(&j, paths, 1, 1, err, sizeof err) == 0, "USER_RANGE job %d loads", nvtx);
-		an_job_analyze(&j);
+		CHECK(growing_load(&j, w, path) == 0, "USER_RANGE job %d loads", nvtx);
 		double want = nvtx ? 25.0 * MS : 30.0 * MS;
 		CHECK(!strcmp(j.step_source, "marks") && j.steps == 8 && j.step_ns == want &&
 		          strstr(j.steps_why, nvtx ? "(ProfilerStep)" : "(ProfilerStep via CUPTI)"),
