@@ -735,7 +735,7 @@ static int on_commname(struct lctx *c)
 #ifdef NVLP_FIELDS_MARK
 /* MARK: torch.profiler's ProfilerStep#N ranges begin steps: as NVTX ranges (emit_nvtx), else as
  * the outermost user ranges the shim saw through CUPTI (USER_RANGE, no name; only those of the
- * thread that made the first, as prof.step() runs on one thread). A capture range from
+ * thread that made the earliest, as prof.step() runs on one thread: steps.c). A capture range from
  * cudaProfilerStart/Stop is not a step. */
 static int on_mark(struct lctx *c)
 {
