@@ -604,10 +604,12 @@ static void text_ranks(FILE *o, const struct tables *t)
 static void text_ranks_notes(FILE *o, const struct an_job *job)
 {
 	if (job->ncomms)
-		fprintf(o, "  (comm ms: NCCL GPU time (h: includes host call time, as COLLECTIVES' h rows); exposed: not overlapped by "
-	           "compute%s; last%%: share of collectives it arrived last at; lead ms: median "
-	           "lead over the next-latest rank then; waited ms: its waits for the last rank)\n",
-	        job->win1 ? ", in the steps" : "");
+		fprintf(o,
+		        "  (comm ms: NCCL GPU time (h: includes host call time, as COLLECTIVES' h "
+		        "rows); exposed: not overlapped by compute%s; last%%: share of collectives it "
+		        "arrived last at; lead ms: median lead over the next-latest rank then; waited "
+		        "ms: its waits for the last rank)\n",
+		        job->win1 ? ", in the steps" : "");
 	if (job->matched_colls) {
 		fprintf(o,
 		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "

@@ -177,7 +177,7 @@ NVLP_EXPORT cudaError_t cudaProfilerStop(void)
 	return real();
 }
 
-/* ---- torch.profiler's steps, through CUPTI's external correlation ------------------------------ */
+/* ---- torch.profiler's steps, through CUPTI's external correlation --------------------------- */
 
 /*
  * While torch.profiler traces CUDA, Kineto pushes a CUPTI external correlation id as each op it
