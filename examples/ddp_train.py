@@ -10,10 +10,12 @@ Prints per-rank step times and, on rank 0, the losses (identical from run to run
   python3 examples/ddp_train.py --kill-rank 1 --kill-step 20     # rank 1 dies mid-run (others hang, then time out)
   python3 examples/ddp_train.py --torch-profiler prof.json       # torch.profiler around some steps
   python3 examples/ddp_train.py --pin --steps 300 --json t.json  # ranks pinned near their GPU: steadier timings
+  python3 examples/ddp_train.py --nprocs 2 --hostid-per-rank     # 2 ranks on one GPU: NCCL sees 2 hosts (NET/Socket)
 """
 import argparse
 import json
 import os
+import socket
 import statistics
 import sys
 import time
@@ -41,6 +43,10 @@ def parse():
     p.add_argument("--timeout-s", type=int, default=60, help="process group timeout")
     p.add_argument("--json", default="", help="write rank 0's losses and step times here")
     p.add_argument("--port", type=int, default=29533)
+    p.add_argument("--hostid-per-rank", action="store_true",
+                   help="give each rank its own NCCL_HOSTID (as containers with their own host names get): NCCL "
+                        "then takes the ranks for separate hosts and connects them over the network, which also "
+                        "lets several ranks share one GPU")
     p.add_argument("--pin", action="store_true",
                    help="pin each rank to the CPUs near its GPU (split evenly when all CPUs are near both)")
     return p.parse_args()
@@ -80,6 +86,8 @@ def pin(rank, world):
 def worker(rank, world, args):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(args.port))
+    if args.hostid_per_rank:
+        os.environ["NCCL_HOSTID"] = f"{socket.gethostname()}-rank{rank}"
     torch.cuda.set_device(rank % torch.cuda.device_count())
     if args.pin:
         pin(rank, world)

@@ -14,7 +14,7 @@ p.add_argument("--json", default="")
 p.add_argument("--kill-step", type=int, default=-1)
 a = p.parse_args()
 rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-local = int(os.environ.get("LOCAL_RANK", 0))
+local = int(os.environ.get("LOCAL_RANK", 0)) % max(torch.cuda.device_count(), 1)  # ranks may share a GPU
 torch.cuda.set_device(local)
 dist.init_process_group("nccl", device_id=torch.device("cuda", local))
 torch.manual_seed(1234)

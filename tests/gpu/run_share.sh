@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# run_share.sh: two ranks on ONE GPU, each with its own NCCL_HOSTID, so NCCL accepts them (it refuses
+# two ranks of one host on one device) and connects them over NET/Socket on loopback, as it would two
+# hosts. Not NVLink: what this proves is the two-rank logic on real NCCL and real launchers (torchrun,
+# mp.spawn, Lightning's re-exec), a dead peer, a straggler, torch's group names, and the report on ranks
+# that share a host but not NCCL's idea of one. Logs, reports and traces in $OUT.
+#   bash tests/gpu/run_share.sh [names] [ddp] [straggler] [killed] [hf] [lightning] [uma]
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/nvlp-share}
+DONE_MSG="run_share: done"
+scen=${*:-names ddp straggler killed hf lightning uma}
+. tests/gpu/common.sh
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
+R=tests/gpu/real
+N=${NRANKS:-2}
+# torchrun with each rank's NCCL_HOSTID set before the interpreter starts (as a container runtime would)
+TRH="torchrun --standalone --nproc-per-node $N --no-python tests/gpu/hostid_rank.sh"
+run() {
+	local n=$1; shift
+	local t0=$(date +%s%N)
+	timeout 200 "$NV" run -o "$T/$n" -- "$@" >"$L/$n.log" 2>&1
+	echo "rc=$? wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
+}
+base() {
+	local n=$1; shift
+	local t0=$(date +%s%N)
+	timeout 200 "$@" >"$L/$n.log" 2>&1
+	echo "rc=$? wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
+}
+if want names; then
+	log "torch's process-group names ($N ranks, one GPU)"
+	run names $TRH $R/pg_names.py
+fi
+if want ddp; then
+	log "DDP, $N ranks on one GPU (mp.spawn, NCCL_HOSTID per rank)"
+	NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET base ddp_base $PY examples/ddp_train.py --nprocs $N --hostid-per-rank --steps 40 --json $L/ddp_base.json
+	run ddp $PY examples/ddp_train.py --nprocs $N --hostid-per-rank --steps 40 --json $L/ddp.json
+fi
+if want straggler; then
+	log "DDP, rank 1 sleeps 20 ms before each step"
+	run straggler $PY examples/ddp_train.py --nprocs $N --hostid-per-rank --steps 40 --sleep-rank 1 --sleep-ms 20
+fi
+if want killed; then
+	log "DDP, rank 1 dies at step 20"
+	run killed $PY examples/ddp_train.py --nprocs $N --hostid-per-rank --steps 40 --kill-rank 1 --kill-step 20 --timeout-s 10
+fi
+if want hf; then
+	log "HF GPT-2 under torchrun, $N ranks on one GPU"
+	base hf_base $TRH $R/hf_train.py --steps 30 --json $L/hf_base.json
+	run hf $TRH $R/hf_train.py --steps 30 --json $L/hf.json
+fi
+if want lightning; then
+	log "Lightning strategy=ddp, $N processes on one GPU (re-exec)"
+	base lt_base $PY $R/lightning_ddp.py $N $L/lt_base.json --share-gpu
+	run lt $PY $R/lightning_ddp.py $N $L/lt.json --share-gpu
+fi
+if want uma; then
+	log "uma_thrash with the current shim (shipped trace)"
+	mkdir -p build/examples
+	[ -x build/examples/uma_thrash ] || nvcc -O2 -arch=sm_90 -cudart shared -o build/examples/uma_thrash examples/uma_thrash.cu >$L/nvcc.log 2>&1
+	run uma_thrash build/examples/uma_thrash
+fi
