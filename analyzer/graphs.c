@@ -15,8 +15,9 @@
  * record), the graph each capture made (GRAPH end_capture), the execs made from each graph
  * (instantiate) and each launch. A captured collective thus runs once per launch of any exec of
  * its graph. Its executions are timed by NCCL's KernelCh stamps when there are some: every replay
- * stamps the same (comm, seq) again, so the channels of one (comm, seq) are cut into executions
- * where a channel starts after all earlier ones stopped.
+ * stamps the same (comm, function, seq) again, so the channels of one are cut into executions
+ * where a channel starts after all earlier ones stopped. NCCL numbers a communicator's
+ * collectives per function (kernelch.c's an_nccl_numbers gives each call its number).
  */
 
 
@@ -24,6 +25,7 @@ struct call {
 	uint64_t call_id, comm, seq, bytes;
 	unsigned fn;
 	int ok;
+	uint32_t nseq; /* NCCL's number for it (apply_rank), UINT32_MAX unknown */
 };
 struct pair {
 	uint64_t a, b;
@@ -95,7 +97,7 @@ void an_graphs_on_nccl(struct an_rank *r, const struct nvlp_rec_nccl *n)
 	struct an_graph_file *d = gfile(r);
 	if (!d)
 		return;
-	struct call c = {n->call_id, n->comm, n->seq, n->bytes, (unsigned)n->fn, n->rc == 0};
+	struct call c = {n->call_id, n->comm, n->seq, n->bytes, (unsigned)n->fn, n->rc == 0, UINT32_MAX};
 	d->ok_calls += c.ok;
 	if (d->live) {
 		struct call *x = PUSH(d->call, d->ncall, d->capcall);
@@ -157,7 +159,7 @@ void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 	struct an_graph_file *d = gfile(r);
 	struct stamp *s = d ? PUSH(d->k, d->nk, d->capk) : NULL;
 	if (s)
-		*s = (struct stamp){k->comm, k->seq, k->gpu_start, k->gpu_stop, k->fn};
+		*s = (struct stamp){k->comm, k->seq, k->gpu_start, k->gpu_stop, an_nccl_func((uint8_t)k->fn)};
 }
 
 void an_graphs_file_free(struct an_rank *r)
@@ -181,6 +183,8 @@ static int cmp_stamp(const void *a, const void *b)
 	const struct stamp *x = a, *y = b;
 	if (x->comm != y->comm)
 		return x->comm < y->comm ? -1 : 1;
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
 	return x->s < y->s ? -1 : x->s > y->s;
@@ -203,10 +207,10 @@ static uint64_t lookup(const struct pair *v, size_t n, uint64_t a)
 	return 0;
 }
 
-/* Index of the first stamp of (comm, seq) in the sorted stamps, d->nk if none. */
-static size_t first_stamp(const struct an_graph_file *d, uint64_t comm, uint64_t seq)
+/* Index of the first stamp of (comm, fn, seq) in the sorted stamps, d->nk if none. */
+static size_t first_stamp(const struct an_graph_file *d, uint64_t comm, uint64_t fn, uint64_t seq)
 {
-	struct stamp key = {comm, seq, 0, 0, 0};
+	struct stamp key = {comm, seq, 0, 0, fn};
 	size_t lo = 0, hi = d->nk;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -215,25 +219,51 @@ static size_t first_stamp(const struct an_graph_file *d, uint64_t comm, uint64_t
 		else
 			hi = mid;
 	}
-	return lo < d->nk && d->k[lo].comm == comm && d->k[lo].seq == seq ? lo : d->nk;
+	return lo < d->nk && d->k[lo].comm == comm && d->k[lo].fn == fn && d->k[lo].seq == seq ? lo
+	                                                                                    : d->nk;
 }
 
-/* NCCL's seqNumber vs the shim's seq (NCCL counts from 0, the shim from 1): the offset under which
- * most calls find stamps of their own function. */
-static int64_t seq_offset(const struct an_graph_file *d)
+/* A call's number under NCCL's per-function numbering (per_fn) or the shim's + dd */
+static uint64_t call_num(const struct call *c, int per_fn, int64_t dd)
+{
+	if (per_fn && c->nseq == UINT32_MAX)
+		return UINT64_MAX;
+	return (per_fn ? c->nseq : c->seq) + (uint64_t)dd;
+}
+
+/* The numbering (NCCL's per function, or the shim's per communicator, which counts from 1) and
+ * offset under which most calls find stamps of their own function; per function wins ties. */
+static int64_t seq_offset(const struct an_graph_file *d, int *per_fn)
 {
 	int64_t best = -1;
 	size_t best_n = 0;
-	for (int64_t dd = -2; dd <= 2; dd++) {
-		size_t n = 0;
-		for (size_t i = 0; i < d->ncall; i++) {
-			size_t k = first_stamp(d, d->call[i].comm, d->call[i].seq + (uint64_t)dd);
-			n += k < d->nk && d->k[k].fn == d->call[i].fn;
+	*per_fn = 0;
+	for (int pf = 1; pf >= 0; pf--)
+		for (int64_t dd = -2; dd <= 2; dd++) {
+			size_t n = 0;
+			for (size_t i = 0; i < d->ncall; i++) {
+				uint64_t fn = an_nccl_func((uint8_t)d->call[i].fn);
+				n += first_stamp(d, d->call[i].comm, fn, call_num(&d->call[i], pf, dd)) <
+				     d->nk;
+			}
+			if (n > best_n)
+				best = dd, best_n = n, *per_fn = pf;
 		}
-		if (n > best_n)
-			best = dd, best_n = n;
-	}
 	return best;
+}
+
+/* Each call's NCCL number, from the rank's calls (d->call is sorted by call_id) */
+static void number_calls(const struct an_job *job, const struct an_rank *r, struct an_graph_file *d)
+{
+	struct an_ncclnum *num;
+	size_t n = an_nccl_numbers(job, r, &num);
+	for (size_t i = 0; n && i < d->ncall; i++) {
+		struct an_ncclnum key = {.comm = d->call[i].comm, .seq = (uint32_t)d->call[i].seq};
+		const struct an_ncclnum *x = bsearch(&key, num, n, sizeof *num, an_ncclnum_cmp);
+		if (x)
+			d->call[i].nseq = x->nseq;
+	}
+	free(num);
 }
 
 /* Executions of (comm, seq) cut from its stamps (sorted): adds them to c. */
@@ -250,9 +280,9 @@ static void gcoll_add(struct an_gcoll *c, uint64_t ns)
 
 static void time_executions(const struct an_graph_file *d, struct an_gcoll *c, uint64_t seq)
 {
-	uint64_t s = 0, e = 0;
-	for (size_t i = first_stamp(d, c->comm, seq); i <= d->nk; i++) {
-		int same = i < d->nk && d->k[i].comm == c->comm && d->k[i].seq == seq;
+	uint64_t s = 0, e = 0, fn = an_nccl_func((uint8_t)c->fn);
+	for (size_t i = first_stamp(d, c->comm, fn, seq); i <= d->nk; i++) {
+		int same = i < d->nk && d->k[i].comm == c->comm && d->k[i].fn == fn && d->k[i].seq == seq;
 		if (same && e && d->k[i].s <= e) {
 			if (d->k[i].e > e)
 				e = d->k[i].e;
@@ -416,14 +446,18 @@ static void gpu_executions(struct an_graphs *g, struct an_graph_file *d, int ran
 	free(ex);
 }
 
-static void apply_rank(struct an_graphs *g, struct an_graph_file *d, int rank)
+static void apply_rank(const struct an_job *job, const struct an_rank *r, struct an_graphs *g,
+                       struct an_graph_file *d, int rank)
 {
 	size_t c0 = g->n;
 	if (d->ncall) /* qsort and bsearch take no NULL array, even empty */
 		qsort(d->call, d->ncall, sizeof *d->call, cmp_call);
 	if (d->nk)
 		qsort(d->k, d->nk, sizeof *d->k, cmp_stamp);
-	int64_t dd = d->nk ? seq_offset(d) : 0;
+	int per_fn = 0;
+	if (d->nk)
+		number_calls(job, r, d);
+	int64_t dd = d->nk ? seq_offset(d, &per_fn) : 0;
 	g->graphs += d->nend;
 	g->execs += d->ninst;
 	g->launches += d->nlaunch;
@@ -451,7 +485,9 @@ static void apply_rank(struct an_graphs *g, struct an_graph_file *d, int rank)
 			if (d->inst[x].a == o->graph)
 				for (size_t l = 0; l < d->nlaunch; l++)
 					o->executions += d->launch[l].a == d->inst[x].b;
-		time_executions(d, o, o->seq + (uint64_t)dd);
+		uint64_t num = call_num(c, per_fn, dd);
+		if (num != UINT64_MAX)
+			time_executions(d, o, num);
 		o->source = o->timed ? 1 : 0;
 		g->executions += o->executions;
 	}
@@ -483,7 +519,7 @@ void an_graphs_apply(struct an_job *job)
 		if (!g && !(g = calloc(1, sizeof *g)))
 			return;
 		struct an_graph_file none = {0};
-		apply_rank(g, r->graph_file ? r->graph_file : &none, (int)f);
+		apply_rank(job, r, g, r->graph_file ? r->graph_file : &none, (int)f);
 		an_graphs_file_free(r);
 	}
 	job->graphs = g;

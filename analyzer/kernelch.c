@@ -18,8 +18,12 @@
  * capture); stamps shared by several seqs on one channel are collectives fused into one kernel,
  * whose span is split evenly among them (as model.c splits a group's CUPTI kernel). Records with
  * zero or reversed stamps, channels that never stopped and channels without a parent collective
- * are dropped and counted. Calls match by communicator and sequence number: NCCL's seqNumber
- * counts from 0, the shim's from 1; the offset that makes the most functions agree is used.
+ * are dropped and counted. Calls match by communicator, function and sequence number: NCCL
+ * numbers a communicator's collectives per function (comm->seqNumber[func], from 0; ncclBcast and
+ * ncclBroadcast are both its Broadcast), the shim per communicator over every function (from 1), so
+ * NCCL's AllReduce #0 of a DDP job is the shim's #5 after an AllGather and three Broadcasts. The
+ * k-th call of a function (in shim seq order) is NCCL's #k of it; the per-communicator reading
+ * (shim seq - 1) is tried too and kept where more calls agree with it.
  */
 #include <math.h>   /* NAN */
 #include <stdio.h>  /* fprintf */
@@ -110,7 +114,7 @@ void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 	                  k->host,
 	                  (uint32_t)k->channel,
 	                  1,
-	                  (uint8_t)k->fn};
+	                  an_nccl_func((uint8_t)k->fn)};
 	if (!x->comm)
 		x->comm = k->nccl_comm | 1ull << 63; /* resolved at the end of the file */
 }
@@ -168,6 +172,8 @@ static int by_comm_seq(const void *a, const void *b)
 	const struct kch *x = a, *y = b;
 	if (x->comm != y->comm)
 		return x->comm < y->comm ? -1 : 1;
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
 	if (x->gs != y->gs)
@@ -240,27 +246,78 @@ static int64_t rt_offset(const struct an_kch_file *d, uint64_t gt)
 	return (int64_t)(d->rt[b].mono - d->rt[b].other); /* wraps, never overflows */
 }
 
-/* Calls of one communicator of rank r, by shim seq (collectives only). */
+/* A collective call of rank r under one of the two numberings: key = (function, NCCL's number
+ * for it) with fn = its NCCL function, or (0, shim seq) for the per-communicator reading. */
 struct cidx {
+	uint64_t comm; /* the communicator's hash */
 	uint32_t seq;
 	uint32_t call;
+	uint8_t fn;
 };
-static int by_seq(const void *a, const void *b)
+static int by_key(const void *a, const void *b)
 {
 	const struct cidx *x = a, *y = b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
-static const struct cidx *find_seq(const struct cidx *v, size_t n, uint64_t seq)
+static const struct cidx *find_key(const struct cidx *v, size_t n, uint64_t comm, uint8_t fn,
+                                   uint64_t seq)
 {
+	struct cidx key = {comm, (uint32_t)seq, 0, fn};
+	if (seq > UINT32_MAX)
+		return NULL;
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (v[mid].seq < seq)
+		if (by_key(&v[mid], &key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && v[lo].seq == seq ? &v[lo] : NULL;
+	return lo < n && !by_key(&v[lo], &key) ? &v[lo] : NULL;
+}
+
+uint8_t an_nccl_func(uint8_t fn)
+{
+	return fn == NVLP_NCCL_BCAST ? NVLP_NCCL_BROADCAST : fn;
+}
+
+size_t an_nccl_numbers(const struct an_job *job, const struct an_rank *r, struct an_ncclnum **out)
+{
+	size_t n = 0;
+	*out = NULL;
+	for (size_t k = 0; k < r->ncalls; k++)
+		n += nvlp_nccl_fn_class(r->calls[k].fn) == 'C';
+	struct an_ncclnum *v = n ? malloc(n * sizeof *v) : NULL;
+	if (!v)
+		return 0;
+	n = 0;
+	for (size_t k = 0; k < r->ncalls; k++) {
+		const struct an_call *c = &r->calls[k];
+		if (nvlp_nccl_fn_class(c->fn) == 'C')
+			v[n++] = (struct an_ncclnum){job->comms[c->comm].hash, c->seq, 0, (uint32_t)k,
+			                             an_nccl_func(c->fn)};
+	}
+	qsort(v, n, sizeof *v, an_ncclnum_cmp);
+	uint32_t count[NVLP_NCCL_FN_COUNT];
+	for (size_t i = 0; i < n; i++) {
+		if (!i || v[i].comm != v[i - 1].comm)
+			memset(count, 0, sizeof count);
+		v[i].nseq = v[i].fn < NVLP_NCCL_FN_COUNT ? count[v[i].fn]++ : 0;
+	}
+	*out = v;
+	return n;
+}
+
+int an_ncclnum_cmp(const void *a, const void *b)
+{
+	const struct an_ncclnum *x = a, *y = b;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* One collective instance: d->k[i..j) (one comm, one seq, each channel once). */
@@ -291,22 +348,36 @@ static void give(struct an_rank *r, const struct inst *x, uint64_t start, uint64
 	if (start < c->t_enter)
 		s->before_call++; /* the fit puts the kernel before its call */
 	s->matched++;
-	if (!c->gpu_start) {
+	uint64_t sd = !c->gpu_start      ? 0
+	              : start > c->gpu_start ? start - c->gpu_start
+	                                     : c->gpu_start - start;
+	/* CUPTI's kernel starts elsewhere: match.c gave this call another call's kernel (in kernel
+	 * windows a call launched before the window has none traced and the window's first kernel
+	 * can go to it); NCCL's own numbering is exact, so its time replaces CUPTI's */
+	int other = c->gpu_start && sd > AN_KCH_SAME_NS && sd > part;
+	if (!c->gpu_start || other) {
 		c->gpu_start = start ? start : 1;
 		c->gpu_dur = part > UINT32_MAX ? UINT32_MAX : (uint32_t)part;
 		s->timed++;
 		s->timed_ns += part;
+		s->retimed += other;
+		r->kch_timed++;
 		return;
 	}
 	int64_t *p = PUSH(*diffs, *ndiffs, *capdiffs);
 	if (p)
 		*p = (int64_t)(part - (uint64_t)c->gpu_dur);
-	uint64_t sd = start > c->gpu_start ? start - c->gpu_start : c->gpu_start - start;
 	if (sd > s->xcheck_max_start_ns)
 		s->xcheck_max_start_ns = sd;
 }
 
-/* One graph replay of a (comm, seq) from d->k[a]: its bounds over the channels up to the first
+/* The channels of one collective: NCCL's (communicator, function, seqNumber) */
+static inline int same_coll(const struct kch *x, const struct kch *y)
+{
+	return x->comm == y->comm && x->fn == y->fn && x->seq == y->seq;
+}
+
+/* One graph replay of a (comm, fn, seq) from d->k[a]: its bounds over the channels up to the first
  * that repeats. Returns the index past them. */
 static size_t one_instance(const struct an_kch_file *d, size_t a, struct inst *x)
 {
@@ -314,7 +385,7 @@ static size_t one_instance(const struct an_kch_file *d, size_t a, struct inst *x
 	*x = (struct inst){d->k[a].comm, d->k[a].seq, d->k[a].gs, d->k[a].ge,
 	                   d->k[a].host, 1,          d->k[a].fn, -1, 0};
 	size_t j = a;
-	for (; j < d->nk && d->k[j].comm == d->k[a].comm && d->k[j].seq == d->k[a].seq; j++) {
+	for (; j < d->nk && same_coll(&d->k[j], &d->k[a]); j++) {
 		uint32_t c = d->k[j].ch & 255;
 		if (seen[c / 64] >> (c % 64) & 1)
 			break; /* the same channel again: the next replay */
@@ -331,7 +402,7 @@ static size_t one_instance(const struct an_kch_file *d, size_t a, struct inst *x
 	return j;
 }
 
-/* instances: a channel that repeats within (comm, seq) starts a graph replay; the first replay
+/* instances: a channel that repeats within (comm, fn, seq) starts a graph replay; the first replay
  * is the collective, the others are counted */
 static struct inst *instances(const struct an_kch_file *d, struct an_kch *s, size_t *nout)
 {
@@ -340,7 +411,7 @@ static struct inst *instances(const struct an_kch_file *d, struct an_kch *s, siz
 	for (size_t i = 0; i < d->nk;) {
 		size_t j = i;
 		int instance = 0;
-		while (j < d->nk && d->k[j].comm == d->k[i].comm && d->k[j].seq == d->k[i].seq) {
+		while (j < d->nk && same_coll(&d->k[j], &d->k[i])) {
 			struct inst x;
 			j = one_instance(d, j, &x);
 			if (instance++) {
@@ -403,50 +474,66 @@ static struct fit clock_fit(const struct an_kch_file *d, const struct inst *in, 
 	return f;
 }
 
-/* NCCL's seqNumber vs the shim's seq for the instances in[i..j) of one communicator: the offset
- * that makes functions agree (unsigned: a decoded seq near 2^63 wraps instead of overflowing) */
-static int64_t seq_offset(const struct an_rank *r, const struct inst *in, size_t i, size_t j,
-                          const struct cidx *ci, size_t nc)
+/* How many of the instances in[i..j) of one communicator find a call of their function under
+ * numbering ci with offset dd (at most 1000 looked at: the numbering holds from the start). */
+static size_t agree(const struct an_rank *r, const struct inst *in, size_t i, size_t j,
+                    const struct cidx *ci, size_t nc, int per_fn, int64_t dd)
 {
-	int64_t best = 1;
-	size_t best_ok = 0;
-	for (int64_t dd = -1; dd <= 2; dd++) {
-		size_t ok = 0;
-		for (size_t k = i; k < j && k < i + 1000; k++) {
-			const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)dd);
-			if (x && (!in[k].fn || r->calls[x->call].fn == in[k].fn))
-				ok++;
-		}
-		if (ok > best_ok)
-			best_ok = ok, best = dd;
+	size_t ok = 0;
+	for (size_t k = i; k < j && k < i + 1000; k++) {
+		if (per_fn && !in[k].fn)
+			continue;
+		const struct cidx *x = find_key(ci, nc, in[k].comm, per_fn ? in[k].fn : 0,
+		                                in[k].seq + (uint64_t)dd);
+		if (x && (!in[k].fn || an_nccl_func(r->calls[x->call].fn) == in[k].fn))
+			ok++;
 	}
-	return best;
+	return ok;
 }
 
-/* Each instance to the rank's call on its communicator hash, by seq; -1 when out of memory. */
+/* Each instance to the rank's call on its communicator hash, by NCCL's per-function numbering
+ * (or, where more agree, the per-communicator one: see the top of this file); -1 when out of
+ * memory. */
 static int match_calls(const struct an_job *job, const struct an_rank *r,
                        const struct an_kch_file *d, struct inst *in, size_t nin,
                        const struct fit *f, struct an_kch *s)
 {
-	struct cidx *ci = calloc(r->ncalls ? r->ncalls : 1, sizeof *ci);
-	if (!ci)
+	struct an_ncclnum *num;
+	size_t nc = an_nccl_numbers(job, r, &num);
+	struct cidx *cf = calloc(nc ? nc : 1, sizeof *cf), *cs = calloc(nc ? nc : 1, sizeof *cs);
+	if (!cf || !cs || (nc && !num)) {
+		free(cf), free(cs), free(num);
 		return -1;
+	}
+	for (size_t k = 0; k < nc; k++) {
+		cf[k] = (struct cidx){num[k].comm, num[k].nseq, num[k].call, num[k].fn};
+		cs[k] = (struct cidx){num[k].comm, num[k].seq, num[k].call, 0};
+	}
+	free(num);
+	if (nc > 1) {
+		qsort(cf, nc, sizeof *cf, by_key);
+		qsort(cs, nc, sizeof *cs, by_key);
+	}
 	for (size_t i = 0; i < nin;) {
-		uint64_t comm = in[i].comm;
 		size_t j = i;
-		while (j < nin && in[j].comm == comm)
+		while (j < nin && in[j].comm == in[i].comm)
 			j++;
-		size_t nc = 0;
-		for (size_t k = 0; k < r->ncalls; k++) {
-			struct an_call *c = &r->calls[k];
-			if (job->comms[c->comm].hash == comm && nvlp_nccl_fn_class(c->fn) == 'C')
-				ci[nc++] = (struct cidx){c->seq, (uint32_t)k};
-		}
-		qsort(ci, nc, sizeof *ci, by_seq);
-		int64_t best = seq_offset(r, in, i, j, ci, nc);
+		/* per function from 0 (NCCL 2.23 on: every profiler-plugin NCCL) first, ties to it */
+		int best_fn = 1;
+		int64_t best = 0;
+		size_t best_ok = 0;
+		for (int per_fn = 1; per_fn >= 0; per_fn--) /* offsets: 0 and 1 expected */
+			for (int64_t dd = -1; dd <= (per_fn ? 1 : 2); dd++) {
+				size_t ok = agree(r, in, i, j, per_fn ? cf : cs, nc, per_fn, dd);
+				if (ok > best_ok)
+					best_ok = ok, best = dd, best_fn = per_fn;
+			}
+		if (!best_ok) /* nothing agrees: the per-communicator reading, as before */
+			best_fn = 0, best = 1;
 		for (size_t k = i; k < j; k++) {
-			const struct cidx *x = find_seq(ci, nc, in[k].seq + (uint64_t)best);
-			if (!x || (in[k].fn && r->calls[x->call].fn != in[k].fn)) {
+			const struct cidx *x = find_key(best_fn ? cf : cs, nc, in[k].comm,
+			                                best_fn ? in[k].fn : 0, in[k].seq + (uint64_t)best);
+			if (!x || (in[k].fn && an_nccl_func(r->calls[x->call].fn) != in[k].fn)) {
 				s->unmatched++;
 				continue;
 			}
@@ -455,7 +542,7 @@ static int match_calls(const struct an_job *job, const struct an_rank *r,
 		}
 		i = j;
 	}
-	free(ci);
+	free(cf), free(cs);
 	return 0;
 }
 
@@ -538,6 +625,30 @@ static void apply_rank(struct an_job *job, struct an_rank *r, struct an_kch_file
 	free(in);
 }
 
+/* An an_dev for every device a call was timed on (a process that never sampled its links nor had
+ * a kernel in a window has none): model.c keeps communication time per device. */
+static void add_call_devices(struct an_rank *r)
+{
+	uint64_t seen = 0; /* devices 0..63 already checked */
+	for (size_t k = 0; k < r->ncalls; k++) {
+		int dev = r->calls[k].device;
+		if (!r->calls[k].gpu_start || dev < 0 || dev >= 64 || (seen >> dev & 1))
+			continue;
+		seen |= 1ull << dev;
+		int known = 0;
+		for (size_t d = 0; d < r->ndevs && !known; d++)
+			known = r->devs[d].device == dev;
+		if (known)
+			continue;
+		struct an_dev *v = realloc(r->devs, (r->ndevs + 1) * sizeof *v);
+		if (!v)
+			return; /* out of memory: that device's calls count as host time */
+		r->devs = v;
+		memset(&v[r->ndevs], 0, sizeof *v);
+		v[r->ndevs++].device = dev;
+	}
+}
+
 void an_kch_apply(struct an_job *job)
 {
 	struct an_kch *s = calloc(1, sizeof *s);
@@ -564,6 +675,8 @@ void an_kch_apply(struct an_job *job)
 			s->span_ns += r->t_last - r->t_first;
 		struct an_kch_file none = {0};
 		apply_rank(job, r, d ? d : &none, s, &diffs, &ndiffs, &capdiffs);
+		if (r->kch_timed)
+			add_call_devices(r);
 		for (size_t k = 0; k < r->ncalls; k++)
 			if (nvlp_nccl_fn_class(r->calls[k].fn) == 'C') {
 				s->calls++;
@@ -572,6 +685,7 @@ void an_kch_apply(struct an_job *job)
 			}
 	}
 	s->xcheck = ndiffs;
+	job->have_kch_gpu = s->timed > 0;
 	if (ndiffs) {
 		qsort(diffs, ndiffs, sizeof *diffs, cmp_i64);
 		s->xcheck_median_ns = diffs[ndiffs / 2];
@@ -600,6 +714,9 @@ void an_kch_report_text(FILE *o, const struct an_job *job)
 		        "%llu calls given their GPU time from them, %llu already timed by CUPTI",
 		        (unsigned long long)s->collectives, (unsigned long long)s->channels,
 		        (unsigned long long)s->timed, (unsigned long long)s->xcheck);
+		if (s->retimed)
+			fprintf(o, " (%llu of them re-timed: CUPTI's kernel was another call's)",
+			        (unsigned long long)s->retimed);
 		if (s->untimed)
 			fprintf(o, ", %llu of %llu collective calls without GPU time",
 			        (unsigned long long)s->untimed, (unsigned long long)s->calls);
@@ -669,6 +786,7 @@ void an_kch_json(struct jw *w, const struct an_job *job)
 	jw_int(w, "calls_timed", (int64_t)s->timed);
 	jw_num(w, "calls_timed_ms", s->timed_ns / 1e6);
 	jw_int(w, "calls_also_cupti", (int64_t)s->xcheck);
+	jw_int(w, "calls_retimed", (int64_t)s->retimed);
 	jw_num(w, "vs_cupti_median_us", s->xcheck ? s->xcheck_median_ns / 1e3 : NAN);
 	jw_num(w, "vs_cupti_max_us", s->xcheck ? s->xcheck_max_ns / 1e3 : NAN);
 	jw_num(w, "vs_cupti_start_max_us", s->xcheck ? s->xcheck_max_start_ns / 1e3 : NAN);

@@ -2,6 +2,7 @@
 #ifndef AN_KERNELCH_H
 #define AN_KERNELCH_H
 
+#include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* FILE */
 
@@ -12,6 +13,9 @@ struct nvlp_rec_clock;
 struct nvlp_rec_ncclprof;
 struct nvlp_rec_kwindow;
 
+/* CUPTI's and KernelCh's start of one collective farther apart than this (and than its duration)
+ * are two collectives: the clock fit is off by up to ~2 ms (corrections seen on H200). */
+#define AN_KCH_SAME_NS 5000000ull
 /* A channel longer than this is not a real stamp pair. */
 #define AN_KCH_MAX_NS 60000000000ull
 
@@ -21,6 +25,7 @@ struct an_kch {
 	uint64_t collectives; /* collective instances built from them (first of each seq) */
 	uint64_t matched;     /* instances matched to an intercepted call */
 	uint64_t timed, timed_ns; /* calls that had no CUPTI GPU time and got it from KCH */
+	uint64_t retimed; /* of those, calls whose CUPTI kernel started elsewhere (match.c's miss) */
 	uint64_t xcheck;      /* calls timed by both: CUPTI kept, difference measured */
 	int64_t xcheck_median_ns; /* KCH duration - CUPTI duration, median */
 	uint64_t xcheck_max_ns, xcheck_max_start_ns;
@@ -33,6 +38,22 @@ struct an_kch {
 	int fit_bound_only;
 	uint64_t windows, window_ns, span_ns; /* KWINDOW coverage */
 };
+
+/* NCCL's own number of a collective call: NCCL's profiler numbers a communicator's collectives
+ * per function from 0 (comm->seqNumber[func]), the shim per communicator from 1. */
+struct an_ncclnum {
+	uint64_t comm; /* the communicator's hash */
+	uint32_t seq;  /* the shim's */
+	uint32_t nseq; /* NCCL's: the calls of fn before it on comm, in shim seq order */
+	uint32_t call; /* index into r->calls */
+	uint8_t fn;    /* an_nccl_func of the call's */
+};
+/*! The function as NCCL counts it (ncclBcast is its Broadcast). */
+uint8_t an_nccl_func(uint8_t fn);
+/*! r's collective calls with NCCL's numbers, sorted by (comm, seq) (an_ncclnum_cmp) into a
+ * malloc'd *out; returns how many (0 and *out NULL when none or out of memory). */
+size_t an_nccl_numbers(const struct an_job *job, const struct an_rank *r, struct an_ncclnum **out);
+int an_ncclnum_cmp(const void *a, const void *b);
 
 /* ---- ingest's handlers: what one trace's KCH, CLOCK, NCCLPROF and KWINDOW records tell
  * kernelch, kept in r->kch_file (the file is decoded once, by ingest) ---- */

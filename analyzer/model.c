@@ -189,10 +189,29 @@ static int cmp_sample(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
-static void analyze_dev(struct an_dev *d)
+/* The GPU intervals of r's calls on device dev (those NCCL's kernel channels timed, and CUPTI's,
+ * already in nccl: a union takes them once) appended to iv (out of memory: fewer) */
+static void push_calls(struct an_ivals *iv, const struct an_rank *r, int dev)
+{
+	for (size_t k = 0; k < r->ncalls; k++) {
+		const struct an_call *c = &r->calls[k];
+		if (c->gpu_start && c->gpu_dur && c->device == dev)
+			an_ivals_push(iv, c->gpu_start, c->gpu_start + c->gpu_dur);
+	}
+}
+
+static void analyze_dev(const struct an_rank *r, struct an_dev *d)
 {
 	ivals_union(&d->compute);
 	d->union_nccl_ns = ivals_union(&d->nccl);
+	d->union_comm_ns = d->union_nccl_ns;
+	if (r->kch_timed) {
+		for (size_t i = 0; i < d->nccl.n; i++)
+			an_ivals_push(&d->comm, d->nccl.v[i].s, d->nccl.v[i].e);
+		push_calls(&d->comm, r, d->device);
+		if (d->comm.n)
+			d->union_comm_ns = ivals_union(&d->comm);
+	}
 	size_t pos = 0;
 	uint64_t hidden = 0;
 	for (size_t i = 0; i < d->nccl.n; i++)
@@ -211,7 +230,7 @@ static void analyze_dev(struct an_dev *d)
 		/* Samples (1-20 ms) are coarser than most collectives (0.1-1 ms), so a
 		 * time-weighted split would hide collective traffic: a sample that overlaps a
 		 * collective counts whole. */
-		if (ivals_covered(&d->nccl, &pos, s->s, s->e)) {
+		if (ivals_covered(d->comm.n ? &d->comm : &d->nccl, &pos, s->s, s->e)) {
 			d->nvl_coll += s->nvl;
 			d->pcie_coll += s->pcie;
 		}
@@ -229,7 +248,7 @@ static void *dev_worker(void *arg)
 	while ((i = atomic_fetch_add(&a->next, 1)) < a->job->nranks) {
 		struct an_rank *r = &a->job->ranks[i];
 		for (size_t d = 0; d < r->ndevs; d++)
-			analyze_dev(&r->devs[d]);
+			analyze_dev(r, &r->devs[d]);
 	}
 	return NULL;
 }
@@ -380,7 +399,7 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 	int win = job->win1 > job->win0;
 	for (size_t d = 0; d < r->ndevs; d++) {
 		e += (double)(win ? r->devs[d].win_exposed_ns : r->devs[d].exposed_ns);
-		c += (double)(win ? r->devs[d].win_nccl_ns : r->devs[d].union_nccl_ns);
+		c += (double)(win ? r->devs[d].win_comm_ns : r->devs[d].union_comm_ns);
 	}
 	*exposed_ns = e;
 	*span_ns = win ? (double)(job->win1 - job->win0) : (double)an_rank_wall(r);
@@ -403,6 +422,7 @@ void an_job_free(struct an_job *job)
 		for (size_t d = 0; d < r->ndevs; d++) {
 			free(r->devs[d].compute.v);
 			free(r->devs[d].nccl.v);
+			free(r->devs[d].comm.v);
 			free(r->devs[d].samples);
 		}
 		free(r->devs);
@@ -518,7 +538,7 @@ uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only)
 {
 	uint64_t g = 0, h = r->host_sum;
 	for (size_t d = 0; d < r->ndevs; d++)
-		g += r->devs[d].union_nccl_ns;
+		g += r->devs[d].union_comm_ns;
 	if (r->host_sum_n != r->ncalls) { /* calls not kept by ingest: summed here */
 		h = 0;
 		for (size_t k = 0; k < r->ncalls; k++)
@@ -527,7 +547,7 @@ uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only)
 	/* GPU time where NCCL's work was traced; else (no kernels at all, or kernels of compute
 	 * only: the calls' kernels were never seen) the host time the calls took, as COLLECTIVES
 	 * then shows it, never 0 beside a table of collective time */
-	int gpu = r->kind_count[NVLP_K_KERNEL] && (g || !r->ncalls);
+	int gpu = (r->kind_count[NVLP_K_KERNEL] || r->kch_timed) && (g || !r->ncalls);
 	if (host_only)
 		*host_only = !gpu;
 	return gpu ? g : h;

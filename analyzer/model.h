@@ -42,6 +42,10 @@
 	T(straggler_step_share, 0.15,                                                              \
 	  "... and, when steps are recognised, at least this share of the step time is a "         \
 	  "straggler (DDP ranks differ by a few % of a step as a matter of course)")               \
+	T(straggler_long_ms, 5.0,                                                                  \
+	  "... or, a lead of at least this (ms) ...")                                              \
+	T(straggler_long_share, 0.05,                                                              \
+	  "... that is at least this share of the step (20 ms in 180 ms steps: 840 ms lost)")      \
 	T(explained_share, 0.5,                                                                    \
 	  "pcie_fallback / straggler explains exposed_communication (demoted to info) when it "    \
 	  "accounts for at least this share of the exposed time")                                  \
@@ -146,9 +150,15 @@ struct an_dev {
 	uint64_t nvl_coll, pcie_coll;              /* part of (tx+rx), (rd+wr) during collectives */
 	struct an_sample *samples;
 	size_t nsamples, capsamples;
+	/* NCCL kernels and copies (nccl) merged with the GPU times NCCL's kernel channels gave the
+	 * calls on this device (outside CUPTI's kernel windows they are all there is): made by
+	 * analyze_dev only for a rank with such calls (an_rank.kch_timed), else n = 0 and nccl
+	 * stands for both. Communication time and link bytes during collectives use it; exposure
+	 * uses nccl alone (compute is known only where CUPTI traced kernels). */
+	struct an_ivals comm;
 	/* results */
-	uint64_t union_nccl_ns, exposed_ns;
-	uint64_t win_nccl_ns, win_exposed_ns; /* the same inside the job's step window */
+	uint64_t union_nccl_ns, exposed_ns, union_comm_ns;
+	uint64_t win_nccl_ns, win_exposed_ns, win_comm_ns; /* the same inside the step window */
 };
 
 /* Cross-device copies between one (src, dst) device pair of one process. */
@@ -263,6 +273,7 @@ struct an_rank {
 	uint64_t dropped;
 	uint64_t gpu_unmatched_kernels, gpu_resync;
 	uint64_t gpu_unfinished; /* NCCL calls whose kernel never finished (hung or killed job) */
+	uint64_t kch_timed; /* calls given their GPU time by NCCL's kernel channels (kernelch.c) */
 
 	struct an_call *calls;
 	size_t ncalls, capcalls;
@@ -401,6 +412,7 @@ struct an_job {
 	uint64_t t0, t1; /* job time span */
 	int have_gpu;    /* any KERNEL record */
 	int have_gpu_any; /* any GPU activity record: KERNEL, GPUCOPY or UM */
+	int have_kch_gpu; /* calls timed by NCCL's kernel channels (kernelch.c) */
 	int have_links;  /* any LINKSAMPLE */
 	int have_topo;   /* any NVLINK record */
 	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */

@@ -248,7 +248,8 @@ static void summarize(const struct an_job *job, struct an_summary *s, struct rco
 	s->comm_ms = c / 1e6 / n;
 	s->comm_host_ms = ch / 1e6 / n;
 	s->comm_host = job->nok && nh == job->nok;
-	s->comm_win_ms = job->have_gpu && job->win1 && !s->comm_host ? cw / 1e6 / n : NAN;
+	s->comm_win_ms =
+	    (job->have_gpu || job->have_kch_gpu) && job->win1 && !s->comm_host ? cw / 1e6 / n : NAN;
 	s->exposed_ms = job->have_gpu ? e / 1e6 / n : NAN;
 	s->exposed_share = job->have_gpu && w > 0 ? e / w : NAN;
 }
@@ -476,8 +477,13 @@ static void text_header(FILE *o, const struct an_job *job, const struct tables *
 	if (job->step_ns <= 0 && job->ncomms && strcmp(job->steps_why, "no repeating pattern of collectives"))
 		fprintf(o, "steps: none recognised: %s\n", job->steps_why);
 	double pk = t->peak;
+	int win = job->kch && job->kch->windows;
 	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
-	        job->have_gpu         ? "yes"
+	        job->have_gpu && job->have_kch_gpu && win
+	            ? "yes (kernels in the kernel windows; every collective from NCCL's kernel "
+	              "channels)"
+	        : job->have_gpu     ? "yes"
+	        : job->have_kch_gpu ? "collectives only (NCCL's kernel channels; no CUPTI kernel)"
 	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
 	                            : "NO (host times)",
 	        job->have_links ? "yes" : "no",
@@ -491,23 +497,30 @@ static void text_header(FILE *o, const struct an_job *job, const struct tables *
 static void text_comm(FILE *o, const struct an_job *job, const struct tables *t)
 {
 	const struct an_summary *s = &t->s;
+	int gpu = job->have_gpu || job->have_kch_gpu;
+	/* kernels traced in windows only: exposure is the windows' (the kernel-window lines) */
+	int winx = job->kch && job->kch->windows;
 	if (!job->ncomms)
 		fprintf(o, "communication: no NCCL calls\n");
-	else if (job->have_gpu && s->comm_host)
+	else if (gpu && s->comm_host)
 		fprintf(o,
 		        "communication: %.2f ms per rank in NCCL calls (host time: no NCCL kernel "
 		        "traced; exposure unknown)\n",
 		        s->comm_ms);
-	else if (job->have_gpu) {
+	else if (gpu) {
+		fprintf(o, "communication: %.2f ms per rank", s->comm_ms);
 		if (!isnan(s->comm_win_ms))
-			fprintf(o,
-			        "communication: %.2f ms per rank (%.2f ms in the steps); exposed %.2f ms "
-			        "= %.1f%% of the steps' time",
-			        s->comm_ms, s->comm_win_ms, s->exposed_ms, s->exposed_share * 100);
+			fprintf(o, " (%.2f ms in the steps)", s->comm_win_ms);
+		if (winx || !job->have_gpu)
+			fprintf(o, "; exposure %s",
+			        job->have_gpu ? "from the kernel windows only (below)"
+			                      : "unknown (no compute kernel traced)");
+		else if (!isnan(s->comm_win_ms))
+			fprintf(o, "; exposed %.2f ms = %.1f%% of the steps' time", s->exposed_ms,
+			        s->exposed_share * 100);
 		else
-			fprintf(o,
-			        "communication: %.2f ms per rank; exposed %.2f ms = %.1f%% of wall time",
-			        s->comm_ms, s->exposed_ms, s->exposed_share * 100);
+			fprintf(o, "; exposed %.2f ms = %.1f%% of wall time", s->exposed_ms,
+			        s->exposed_share * 100);
 		if (s->comm_host_ms > 0) /* rank_comm: collectives with no GPU execution */
 			fprintf(o,
 			        "; %.2f ms of it is host call time of collectives NCCL ran without GPU "
@@ -526,7 +539,7 @@ static void text_collectives(FILE *o, const struct an_job *job, const struct tab
 	if (!job->naggs)
 		return;
 	fprintf(o, "\nCOLLECTIVES (per communicator; time is %s)\n",
-	        job->have_gpu ? "GPU kernel time" : "host call time");
+	        job->have_gpu || job->have_kch_gpu ? "GPU kernel time" : "host call time");
 	fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
 	        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
 	for (size_t i = 0; i < job->naggs; i++) {
@@ -755,12 +768,18 @@ static void json_job(struct jw *w, const struct an_job *job, const struct tables
 	jw_num(w, "comm_ms_per_rank", s->comm_ms);
 	jw_num(w, "comm_in_steps_ms_per_rank", s->comm_win_ms);
 	jw_num(w, "comm_host_ms_per_rank", s->comm_host_ms);
-	jw_str(w, "comm_time_source", !job->have_gpu || s->comm_host ? "host"
+	jw_str(w, "collective_gpu_times", job->have_gpu && job->have_kch_gpu ? "cupti+kernel_channels"
+	                                  : job->have_gpu                   ? "cupti"
+	                                  : job->have_kch_gpu ? "kernel_channels"
+	                                                      : "none");
+	jw_str(w, "comm_time_source", !(job->have_gpu || job->have_kch_gpu) || s->comm_host ? "host"
 	                              : s->comm_host_ms > 0          ? "gpu+host"
 	                                                             : "gpu");
 	jw_num(w, "exposed_ms_per_rank", s->exposed_ms);
 	jw_num(w, "exposed_share", s->exposed_share);
-	jw_str(w, "exposed_over", job->win1 ? "steps" : "trace");
+	jw_str(w, "exposed_over", job->kch && job->kch->windows && job->have_gpu ? "kernel_windows"
+	                          : job->win1                                   ? "steps"
+	                                                                        : "trace");
 	jw_int(w, "matched_collectives", (int64_t)job->matched_colls);
 	jw_num(w, "skew_mean_ms", job->mean_skew_ns / 1e6);
 	jw_num(w, "skew_max_ms", job->max_skew_ns / 1e6);

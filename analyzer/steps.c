@@ -362,6 +362,11 @@ void an_steps_find(struct an_job *job)
 				v->win_nccl_ns += e - s;
 				v->win_exposed_ns += (e - s) - an_ivals_covered(&v->compute, &pos, s, e);
 			}
+			v->win_comm_ns = v->win_nccl_ns;
+			if (v->comm.n) {
+				pos = 0;
+				v->win_comm_ns = an_ivals_covered(&v->comm, &pos, a, b);
+			}
 		}
 	}
 }

@@ -193,10 +193,17 @@ static int captured(struct ncclComm *c, const char *func, size_t n, ncclDataType
 static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
 		      cudaStream_t st)
 {
-	/* NCCL counts per communicator; a per-thread count is the same for one thread on one
-	 * communicator, and keeps threads sharing a communicator off one contended cache line */
-	static __thread uint64_t tseq;
-	uint64_t seq = tseq++;
+	/* NCCL counts per communicator and function (comm->seqNumber[func], from 0: a DDP job's
+	 * first AllReduce is #0 after its Broadcasts); a per-thread count is the same for one thread
+	 * on one communicator, and keeps threads sharing a communicator off one contended cache
+	 * line */
+	static const char *const funcs[] = {"AllReduce", "Broadcast", "Reduce", "AllGather",
+	                                    "ReduceScatter", "AllToAll", "Gather", "Scatter"};
+	static __thread uint64_t tseq[sizeof funcs / sizeof funcs[0] + 1];
+	size_t fi = 0;
+	while (fi < sizeof funcs / sizeof funcs[0] && strcmp(funcs[fi], func))
+		fi++;
+	uint64_t seq = tseq[fi]++;
 	if (!captured(c, func, n, t, st, seq))
 		prof_coll_seq(c, func, n, t, seq);
 }

@@ -53,6 +53,15 @@ check_eq g13_report_executions 1 "$(grep -c '1 collective calls captured (record
 check_eq g13_report_per_call 1 "$(grep -c 'ncclAllReduce seq 2 (256 B, comm [0-9a-f]*): 5 executions, 5 timed (KernelCh): 2.0 us mean (2.0-2.0)' "$T/g13.rep")"
 "$CLI" report --json "$T/g13" >"$T/g13.json" 2>&1
 check_eq g13_json 1 "$(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["graphs"]; c=g["captured"][0]; print(int(g["replay_executions"]==5 and g["eager_executions"]==2 and c["executions"]==5 and c["timed"]==5 and abs(c["gpu_mean_us"]-2.0)<0.01))' "$T/g13.json")"
+# four eager Broadcasts first: NCCL numbers the AllReduces apart from them (the captured one is its
+# AllReduce #1, the shim's seq 6), and the replays are still found under that number
+FAKE_NCCL_KCH=1 HK_BCAST=4 run_traced g13b "$FAKES" "$GRAPHP" libcudart.so.13 13 5 libnccl.so.2
+check_eq g13b_exit 0 "$?"
+"$CLI" report "$T/g13b" >"$T/g13b.rep" 2>&1
+check_eq g13b_report_per_call 1 "$(grep -c 'ncclAllReduce seq 6 (256 B, comm [0-9a-f]*): 5 executions, 5 timed (KernelCh): 2.0 us mean (2.0-2.0)' "$T/g13b.rep")"
+check_eq g13b_all_timed 1 "$(grep -c '7 collectives from 22 channel records; 7 calls given their GPU time from them' "$T/g13b.rep")"
+check_eq g13b_all_matched 1 "$(grep -c '; 0 collectives matched no call' "$T/g13b.rep")"
+check_eq g13b_eager_timed 1 "$(grep -c 'beside 6 executed when called' "$T/g13b.rep")"
 # golden: the graph lines, communicator hash masked
 mkdir -p "$T/gold"
 grep -A1 '^CUDA graphs' "$T/g13.rep" | sed 's/comm [0-9a-f]*/comm HASH/' >"$T/gold/graphs.txt"

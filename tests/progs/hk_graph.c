@@ -87,6 +87,13 @@ int main(int argc, char **argv)
 	typedef ncclResult_t (*ar_t)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
 	                             ncclComm_t, cudaStream_t);
 	ar_t ar = argc > 4 ? F(ar_t, ncclAllReduce) : NULL;
+	/* HK_BCAST=N: N eager ncclBroadcasts first (as DDP broadcasts its parameters): NCCL then
+	 * numbers the AllReduces from 0 while the shim's seq has counted the Broadcasts */
+	int nb = ar && getenv("HK_BCAST") ? atoi(getenv("HK_BCAST")) : 0;
+	typedef ncclResult_t (*bc_t)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
+	                             cudaStream_t);
+	for (int i = 0; i < nb; i++)
+		F(bc_t, ncclBroadcast)(a, a, 64, ncclFloat, 0, comm, st);
 	if (ar)
 		ar(a, a, 64, ncclFloat, ncclSum, comm, st); /* eager, before the capture */
 	rc = F(cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureMode),

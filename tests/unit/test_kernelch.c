@@ -82,7 +82,8 @@ int main(int argc, char **argv)
 		CHECK(rc == 0, "rank %d ran (status %d)", r, rc);
 	}
 	/* what the fake's kernels took, by NCCL seq */
-	static struct truth t[2][2 * NCOLL];
+	/* per rank and function (0 AllReduce, 1 AllGather): NCCL numbers each function apart */
+	static struct truth t[2][2][2 * NCOLL];
 	int bad_zero = 0, bad_rev = 0, bad_nostop = 0, replays = 0, groups = 0;
 	for (int r = 0; r < 2; r++) {
 		FILE *f = fopen(logf[r], "r");
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 		int share;
 		while (fscanf(f, "%llu %31s %llu %d", &seq, fn, &span, &share) == 4)
 			if (seq < 2 * NCOLL) {
-				t[r][seq] = (struct truth){span, share, 1};
+				t[r][!strcmp(fn, "AllGather")][seq] = (struct truth){span, share, 1};
 				groups += share > 1 && r == 0;
 				if (r == 1) {
 					bad_zero += seq % 10 == 3;
@@ -116,22 +117,25 @@ int main(int argc, char **argv)
 	for (size_t f = 0; f < job.nranks; f++) {
 		struct an_rank *r = &job.ranks[f];
 		int rk = r->rank == 1;
-		for (size_t k = 0; k < r->ncalls; k++) {
-			struct an_call *c = &r->calls[k];
-			if (nvlp_nccl_fn_class(c->fn) != 'C')
-				continue;
+		/* NCCL's number of each call: its function's calls before it (an_nccl_numbers) */
+		struct an_ncclnum *num;
+		size_t nn = an_nccl_numbers(&job, r, &num);
+		for (size_t i = 0; i < nn; i++) {
+			struct an_call *c = &r->calls[num[i].call];
 			colls++;
 			timed += c->gpu_start != 0;
-			uint64_t ns = c->seq - 1; /* NCCL counts from 0, the shim from 1 */
-			if (ns >= 2 * NCOLL || !t[rk][ns].seen)
+			uint64_t ns = num[i].nseq;
+			int fi = c->fn == NVLP_NCCL_ALL_GATHER;
+			if (ns >= 2 * NCOLL || !t[rk][fi][ns].seen)
 				continue;
 			/* a fused kernel: by bytes, end to end (the first of the two is twice the second) */
-			uint64_t want = t[rk][ns].span;
-			if (t[rk][ns].share == 2)
+			uint64_t want = t[rk][fi][ns].span;
+			if (t[rk][fi][ns].share == 2)
 				exact += c->gpu_start != 0; /* fused: checked as a pair below */
 			else
 				exact += c->gpu_dur == want;
 		}
+		free(num);
 	}
 	CHECK(colls == 2 * (NCOLL + NCOLL / 10), "collective calls recorded: %zu (%d)", colls,
 	      2 * (NCOLL + NCOLL / 10));
@@ -143,20 +147,23 @@ int main(int argc, char **argv)
 	for (size_t f = 0; f < job.nranks; f++) {
 		struct an_rank *r = &job.ranks[f];
 		int rk = r->rank == 1;
-		for (size_t k = 0; k + 1 < r->ncalls; k++) {
-			struct an_call *a = &r->calls[k], *b = &r->calls[k + 1];
-			uint64_t ns = a->seq - 1;
-			if (nvlp_nccl_fn_class(a->fn) != 'C' || nvlp_nccl_fn_class(b->fn) != 'C' ||
-			    ns >= 2 * NCOLL || t[rk][ns].share != 2 || b->seq != a->seq + 1 ||
+		struct an_ncclnum *num;
+		size_t nn = an_nccl_numbers(&job, r, &num); /* sorted by shim seq */
+		for (size_t i = 0; i + 1 < nn; i++) {
+			struct an_call *a = &r->calls[num[i].call], *b = &r->calls[num[i + 1].call];
+			uint64_t ns = num[i].nseq; /* both AllReduce: b is NCCL's ns + 1 */
+			if (a->fn != NVLP_NCCL_ALL_REDUCE || b->fn != NVLP_NCCL_ALL_REDUCE ||
+			    ns >= 2 * NCOLL || t[rk][0][ns].share != 2 || b->seq != a->seq + 1 ||
 			    a->bytes != 2 * b->bytes)
 				continue;
 			pairs++;
-			uint64_t span = t[rk][ns].span;
+			uint64_t span = t[rk][0][ns].span;
 			uint64_t pa = (uint64_t)((double)span * 2.0 / 3.0);
 			pairs_ok += a->gpu_dur == pa &&
 			            b->gpu_dur == (uint64_t)((double)span * 1.0 / 3.0) &&
 			            b->gpu_start == a->gpu_start + pa;
 		}
+		free(num);
 	}
 	CHECK(pairs == 2 * (NCOLL / 10) && pairs_ok == pairs,
 	      "fused pairs split by bytes, end to end (%zu of %zu, %d groups)", pairs_ok, pairs,

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test_share.sh: real two-rank traces from one H200 (two ranks sharing the GPU over NET/Socket, the default capture: kernel windows plus NCCL's kernel channels): NCCL's per-function numbering, one communication figure, link bytes during collectives, a straggler of milliseconds in long steps.
+. "$(dirname "$0")/../lib.sh"
+TR="$ROOT/tests/analyzer/traces"
+pyq() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+for t in ddp straggler killed hf; do
+	"$CLI" report "$TR/share_$t" >"$T/$t.txt" 2>&1
+	"$CLI" report --json "$TR/share_$t" >"$T/$t.json" 2>/dev/null
+done
+
+# NCCL numbers collectives per function (AllGather #0, Broadcast #0-4, AllReduce #0-157), the shim
+# per communicator: every collective finds its call, none is taken for a graph replay
+check "kch: every collective of share_ddp matched and timed (328 of 328)" \
+	grep -q "328 collectives from 646 channel records; 328 calls given their GPU time from them, 0 already timed by CUPTI$" "$T/ddp.txt"
+check "kch: no graph replays in a job without graphs" bash -c "! grep -q 'graph replays' '$T/ddp.txt'"
+check_eq "kch: JSON unmatched 0, replays 0" "0 0" "$(pyq "$T/ddp.json" "d['kernel_channels']['unmatched'], d['kernel_channels']['graph_replays']" | tr -d '(),')"
+check_eq "kch: the Broadcasts are timed (5 per rank, not h)" "gpu 5" "$(pyq "$T/ddp.json" "[(c['time_source'], c['calls_per_rank']) for c in d['collectives'] if c['collective'] == 'ncclBcast'][0]" | tr -d "()',")"
+# a CUPTI kernel window's Broadcast kernels had been given to earlier Broadcasts (match.c)
+check "kch: calls whose CUPTI kernel was another call's re-timed (share_killed: 2)" \
+	grep -q "(2 of them re-timed: CUPTI's kernel was another call's)" "$T/killed.txt"
+check_eq "kch: JSON calls_retimed" "2" "$(pyq "$T/killed.json" "d['kernel_channels']['calls_retimed']")"
+
+# one communication figure: kernel-channel GPU time, as COLLECTIVES shows it
+check "comm: data line says where GPU times came from" \
+	grep -q "^data: GPU activity collectives only (NCCL's kernel channels; no CUPTI kernel)" "$T/ddp.txt"
+check "comm: COLLECTIVES in GPU time" grep -q "^COLLECTIVES (per communicator; time is GPU kernel time)" "$T/ddp.txt"
+check_eq "comm: summary = sum of COLLECTIVES' GPU time per rank, within 2%" "True" \
+	"$(pyq "$T/ddp.json" "abs(d['job']['comm_ms_per_rank'] - sum(c['time_ms_per_rank'] for c in d['collectives'])) < 0.02 * d['job']['comm_ms_per_rank']")"
+check_eq "comm: the ranks' comm ms average to the summary" "True" \
+	"$(pyq "$T/ddp.json" "abs(sum(r['comm_ms'] for r in d['ranks']) / len(d['ranks']) - d['job']['comm_ms_per_rank']) < 0.01")"
+check_eq "comm: source gpu, from kernel channels" "gpu kernel_channels" "$(pyq "$T/ddp.json" "d['job']['comm_time_source'] + ' ' + d['job']['collective_gpu_times']")"
+check_eq "comm: in the steps: most of it, never more (both ranks have a device)" "True" \
+	"$(pyq "$T/ddp.json" "0.8 * d['job']['comm_ms_per_rank'] < d['job']['comm_in_steps_ms_per_rank'] <= d['job']['comm_ms_per_rank']")"
+check "comm: no CUPTI kernel: exposure unknown, not 0%" grep -q "; exposure unknown (no compute kernel traced)" "$T/ddp.txt"
+check "comm: kernels in windows: exposure from the windows, not over the steps" \
+	grep -q "; exposure from the kernel windows only (below)" "$T/hf.txt"
+check_eq "comm: JSON exposed_over kernel_windows" "kernel_windows" "$(pyq "$T/hf.json" "d['job']['exposed_over']")"
+check "comm: gap note says collectives are timed" grep -q "none fell inside; collectives timed by NCCL's kernel channels, compute overlap unknown" "$T/ddp.txt"
+# link bytes during collectives from the kernel-channel intervals (the socket transport's PCIe traffic)
+check_eq "links: PCIe bytes during collectives most of the total" "True" \
+	"$(pyq "$T/ddp.json" "d['links'][0]['pcie_bytes_in_collectives'] > 0.9 * d['links'][0]['pcie_bytes']")"
+
+# straggler: 20 ms before each of 40 steps of 183 ms (11%): below the share rule, a long lead
+check "straggler: rank 1 late 20 ms per step" grep -q "^\[warning\] straggler: Rank 1 arrives last at 99% of collectives, typically 20.49 ms after the others" "$T/straggler.txt"
+check_eq "straggler: cost about the sleeps (40 x 20 ms), not a sum over collectives" "True" \
+	"$(pyq "$T/straggler.json" "[700 < f['evidence']['wait_caused_ms'] < 900 for f in d['findings'] if f['id'] == 'straggler'][0]")"
+for t in ddp hf; do
+	check "straggler: none in the healthy share_$t" bash -c "! grep -q straggler '$T/$t.txt'"
+done
+# the killed rank: hang_suspect still, with the Python lines of both ranks
+check "killed: hang_suspect on rank 1" grep -q "^\[critical\] hang_suspect: ncclAllReduce #84 on comm dc7ee6c8cebbc61e never entered by rank 1" "$T/killed.txt"
+check "killed: rank 1's last NCCL call at its Python line" grep -q "python_rank1: last NCCL call at ddp_train.py:134 in worker" "$T/killed.txt"
+# torchrun's own trace is listed apart
+check_eq "hf: two ranks, torchrun apart" "2 1" "$(pyq "$T/hf.json" "len(d['ranks']), len(d['other_processes'])" | tr -d '(),')"
+[ "$FAILED" -eq 0 ]
