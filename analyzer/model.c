@@ -206,9 +206,19 @@ static void analyze_dev(const struct an_rank *r, struct an_dev *d)
 	d->union_nccl_ns = ivals_union(&d->nccl);
 	d->union_comm_ns = d->union_nccl_ns;
 	if (r->kch_timed) {
-		for (size_t i = 0; i < d->nccl.n; i++)
-			an_ivals_push(&d->comm, d->nccl.v[i].s, d->nccl.v[i].e);
-		push_calls(&d->comm, r, d->device);
+		/* the calls' intervals (in call order: a sort only when streams interleave), merged
+		 * with the kernels' in one pass */
+		struct an_ivals c = {0};
+		push_calls(&c, r, d->device);
+		ivals_union(&c);
+		size_t i = 0, j = 0;
+		while (i < c.n || j < d->nccl.n) {
+			const struct an_ival *x =
+			    j >= d->nccl.n || (i < c.n && c.v[i].s < d->nccl.v[j].s) ? &c.v[i++]
+			                                                             : &d->nccl.v[j++];
+			an_ivals_push(&d->comm, x->s, x->e);
+		}
+		free(c.v);
 		if (d->comm.n)
 			d->union_comm_ns = ivals_union(&d->comm);
 	}
