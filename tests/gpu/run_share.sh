@@ -4,12 +4,12 @@
 # hosts. Not NVLink: what this proves is the two-rank logic on real NCCL and real launchers (torchrun,
 # mp.spawn, Lightning's re-exec), a dead peer, a straggler, torch's group names, and the report on ranks
 # that share a host but not NCCL's idea of one. Logs, reports and traces in $OUT.
-#   bash tests/gpu/run_share.sh [names] [ddp] [straggler] [killed] [hf] [lightning] [uma]
+#   bash tests/gpu/run_share.sh [names] [commname] [ddp] [straggler] [killed] [hf] [lightning] [uma]
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-share}
 DONE_MSG="run_share: done"
-scen=${*:-names ddp straggler killed hf lightning uma}
+scen=${*:-names commname ddp straggler killed hf lightning}
 . tests/gpu/common.sh
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
 R=tests/gpu/real
@@ -31,6 +31,17 @@ base() {
 if want names; then
 	log "torch's process-group names ($N ranks, one GPU)"
 	run names $TRH $R/pg_names.py
+fi
+if want commname; then
+	log "a communicator named in ncclConfig_t.commName (C, real NCCL, 2 ranks on one GPU)"
+	SP=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+	NL=$(dirname "$(find "$SP/nvidia" -name 'libnccl.so.2' | head -1)")
+	NI=$(dirname "$(find "$SP/nvidia" -name nccl.h | head -1)")
+	mkdir -p build/examples
+	nvcc -O2 -o build/examples/commname tests/gpu/commname.c -I"$NI" -I/usr/local/cuda/include \
+		"$NL/libnccl.so.2" -Xlinker -rpath="$NL" >$L/nvcc_commname.log 2>&1 || echo "FAIL: nvcc commname"
+	base commname_base build/examples/commname nvlp_named_dp
+	run commname build/examples/commname nvlp_named_dp
 fi
 if want ddp; then
 	log "DDP, $N ranks on one GPU (mp.spawn, NCCL_HOSTID per rank)"
