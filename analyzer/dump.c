@@ -526,7 +526,8 @@ static void info_drops(struct info_scan *s, const struct nvlp_rec_drops *d)
 static int info_read(nvlp_reader *r, struct info_scan *s)
 {
 	s->end_reason = -1;
-	an_rank_guess_init(&s->guess, nvlp_reader_header(r, NVLP_HDR_RANK));
+	an_rank_guess_init(&s->guess, nvlp_reader_header(r, NVLP_HDR_RANK),
+	                   nvlp_reader_header(r, NVLP_HDR_WORLD_SIZE));
 	struct nvlp_record rec;
 	int rc;
 	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
@@ -574,6 +575,11 @@ static void info_print_rank(const nvlp_reader *r, const struct info_scan *s, int
 		printf("  role      other process (no GPU work, no NCCL call: a launcher or worker)\n");
 	else if (rank < 0)
 		printf("  rank      unknown\n");
+	else if (an_rank_guess_overrides(&s->guess))
+		printf("  rank      %d (local %s) of %s (from its communicator of %d; its environment "
+		       "said rank %d)\n",
+		       rank, hdr(r, NVLP_HDR_LOCAL_RANK), hdr(r, NVLP_HDR_WORLD_SIZE),
+		       s->guess.best_nranks, s->guess.header_rank);
 	else if (s->guess.header_rank >= 0)
 		printf("  rank      %d (local %s) of %s\n", rank, hdr(r, NVLP_HDR_LOCAL_RANK),
 		       hdr(r, NVLP_HDR_WORLD_SIZE));

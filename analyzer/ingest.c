@@ -856,13 +856,25 @@ static inline void dispatch(struct lctx *c, unsigned kind)
 	}
 }
 
-void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank)
+static int hdr_int(const char *s)
 {
 	char *end;
-	long v = header_rank && *header_rank ? strtol(header_rank, &end, 10) : -1;
-	g->header_rank = header_rank && *header_rank && !*end && v >= 0 && v < AN_MAX_NRANKS ? (int)v : -1;
+	long v = s && *s ? strtol(s, &end, 10) : -1;
+	return s && *s && !*end && v >= 0 && v < AN_MAX_NRANKS ? (int)v : -1;
+}
+
+void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank, const char *header_world)
+{
+	g->header_rank = hdr_int(header_rank);
+	g->header_world = hdr_int(header_world);
 	g->best_nranks = 0;
 	g->comm_rank = -1;
+}
+
+int an_rank_guess_overrides(const struct an_rank_guess *g)
+{
+	return g->header_rank >= 0 && g->comm_rank >= 0 && g->comm_rank != g->header_rank &&
+	       g->header_world > 1 && g->best_nranks == g->header_world;
 }
 
 void an_rank_guess_comm(struct an_rank_guess *g, int rank, int nranks)
@@ -875,7 +887,7 @@ void an_rank_guess_comm(struct an_rank_guess *g, int rank, int nranks)
 
 int an_rank_guess_get(const struct an_rank_guess *g)
 {
-	return g->header_rank >= 0 ? g->header_rank : g->comm_rank;
+	return g->header_rank >= 0 && !an_rank_guess_overrides(g) ? g->header_rank : g->comm_rank;
 }
 
 int an_rank_is_worker(const uint64_t kind_count[NVLP_K_COUNT], int truncated)
@@ -978,8 +990,9 @@ static void load_file(struct an_rank *r)
 		                                  : "no END record (process did not exit cleanly)");
 	r->frames_skipped = nvlp_reader_frames_skipped(c.rd);
 	struct an_rank_guess g;
-	char buf[64];
-	an_rank_guess_init(&g, an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf));
+	char buf[64], wbuf[64];
+	an_rank_guess_init(&g, an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf),
+	                   an_header_get(r, NVLP_HDR_WORLD_SIZE, wbuf, sizeof wbuf));
 	for (size_t i = 0; i < r->ncomms; i++)
 		an_rank_guess_comm(&g, r->comms[i].rank, r->comms[i].nranks);
 	r->rank = an_rank_guess_get(&g);

@@ -451,13 +451,18 @@ struct an_job {
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
                 size_t errlen);
 /* One rank resolver for info, report and JSON: the RANK the launcher gave the process, else (mp.spawn
- * jobs leave RANK unset) its rank in its largest communicator. */
+ * jobs leave RANK unset) its rank in its largest communicator; that rank also when the header's
+ * disagrees with it in a communicator of the header's world size (an environment inherited from
+ * the parent: Lightning's re-executed rank 1 starts with the OMPI_COMM_WORLD_RANK=0 that an MPI
+ * singleton set in rank 0). */
 struct an_rank_guess {
-	int header_rank; /* -1 = none */
+	int header_rank, header_world; /* -1 = none */
 	int best_nranks, comm_rank;
 };
-/*! Start from the header's RANK value (NULL or not a number: none). */
-void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank);
+/*! Start from the header's RANK and WORLD_SIZE values (NULL or not a number: none). */
+void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank, const char *header_world);
+/*! 1 when an_rank_guess_get's rank is the communicator's against the header's */
+int an_rank_guess_overrides(const struct an_rank_guess *g);
 /*! An NCCL call of the process as rank of nranks. */
 void an_rank_guess_comm(struct an_rank_guess *g, int rank, int nranks);
 /*! @return the rank, or -1 when neither source names one */

@@ -34,6 +34,27 @@ static void program_of(const struct an_rank *r, char *out, size_t len)
 	}
 	snprintf(out, len, "%.*s", (int)n, c ? c : "");
 }
+/* The parent of r's launcher: r's parent, or, when that is another rank of r's host (Lightning's
+ * strategy="ddp" re-executes the script from rank 0), that rank's, and so on */
+static long launcher_of(const struct an_job *job, const struct an_rank *r)
+{
+	char b[32];
+	const char *x = an_header_get(r, NVLP_HDR_PPID, b, sizeof b);
+	long p = x ? strtol(x, NULL, 10) : -1;
+	for (int hop = 0; hop < 64 && p > 0; hop++) {
+		const struct an_rank *up = NULL;
+		for (size_t k = 0; k < job->nranks && !up; k++)
+			if (job->ranks[k].ok && job->ranks[k].pid == p &&
+			    !strcmp(job->ranks[k].host, r->host))
+				up = &job->ranks[k];
+		if (!up)
+			break;
+		x = an_header_get(up, NVLP_HDR_PPID, b, sizeof b);
+		p = x ? strtol(x, NULL, 10) : -1;
+	}
+	return p;
+}
+
 static void job_mix_warn(struct an_job *job)
 {
 	for (size_t i = 0; i < job->nranks; i++)
@@ -52,7 +73,8 @@ static void job_mix_warn(struct an_job *job)
 			if (*pa && *pr && strcmp(pa, pr))
 				snprintf(why, sizeof why, "pid %d ran %s, pid %d ran %s", a->pid, pa,
 				         r->pid, pr);
-			else if (xa && xr && !strcmp(a->host, r->host) && strcmp(xa, xr))
+			else if (xa && xr && !strcmp(a->host, r->host) && strcmp(xa, xr) &&
+			         launcher_of(job, a) != launcher_of(job, r))
 				snprintf(why, sizeof why,
 				         "pids %d and %d on %s have different parents (%s, %s)", a->pid,
 				         r->pid, r->host, xa, xr);

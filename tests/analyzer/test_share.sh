@@ -50,6 +50,15 @@ done
 # the killed rank: hang_suspect still, with the Python lines of both ranks
 check "killed: hang_suspect on rank 1" grep -q "^\[critical\] hang_suspect: ncclAllReduce #84 on comm dc7ee6c8cebbc61e never entered by rank 1" "$T/killed.txt"
 check "killed: rank 1's last NCCL call at its Python line" grep -q "python_rank1: last NCCL call at ddp_train.py:134 in worker" "$T/killed.txt"
+# Lightning strategy="ddp": rank 0 re-executes the script for rank 1, which inherits the
+# OMPI_COMM_WORLD_RANK=0 an MPI singleton (Lightning's environment probe) set in rank 0
+"$CLI" report "$TR/share_lightning" >"$T/lt.txt" 2>"$T/lt.err"
+"$CLI" report --json "$TR/share_lightning" >"$T/lt.json" 2>/dev/null
+check_eq "lightning: ranks 0 and 1 (the child's inherited RANK 0 overruled by its communicator)" "[0, 1]" "$(pyq "$T/lt.json" "sorted(r['rank'] for r in d['ranks'])")"
+check "lightning: info says where the child's rank came from" bash -c "'$CLI' info '$TR'/share_lightning/vm-1365.nvlp | grep -q 'rank      1 (local 1) of 2 (from its communicator of 2; its environment said rank 0)'"
+check "lightning: a rank started by another rank is one job (no several_jobs)" bash -c "! grep -q 'several jobs' '$T/lt.err' '$T/lt.txt'"
+check_eq "lightning: the two MPI singletons' orted listed apart" "2" "$(pyq "$T/lt.json" "sum('orted' in p['cmdline'] for p in d['other_processes'])")"
+check "lightning: collectives matched across both ranks" grep -q "^  111 collectives matched across ranks" "$T/lt.txt"
 # torchrun's own trace is listed apart
 check_eq "hf: two ranks, torchrun apart" "2 1" "$(pyq "$T/hf.json" "len(d['ranks']), len(d['other_processes'])" | tr -d '(),')"
 [ "$FAILED" -eq 0 ]

@@ -39,7 +39,7 @@ if want commname; then
 	NI=$(dirname "$(find "$SP/nvidia" -name nccl.h | head -1)")
 	mkdir -p build/examples
 	nvcc -O2 -o build/examples/commname tests/gpu/commname.c -I"$NI" -I/usr/local/cuda/include \
-		"$NL/libnccl.so.2" -Xlinker -rpath="$NL" >$L/nvcc_commname.log 2>&1 || echo "FAIL: nvcc commname"
+		-Xlinker "$NL/libnccl.so.2" -Xlinker -rpath="$NL" >$L/nvcc_commname.log 2>&1 || echo "FAIL: nvcc commname"
 	base commname_base build/examples/commname nvlp_named_dp
 	run commname build/examples/commname nvlp_named_dp
 fi
