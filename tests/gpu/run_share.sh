@@ -42,6 +42,8 @@ if want commname; then
 		-Xlinker "$NL/libnccl.so.2" -Xlinker -rpath="$NL" >$L/nvcc_commname.log 2>&1 || echo "FAIL: nvcc commname"
 	base commname_base build/examples/commname nvlp_named_dp
 	run commname build/examples/commname nvlp_named_dp
+	log "a rank dies before AllReduce 30; the survivor's next call fails (real NCCL error)"
+	run failed build/examples/commname nvlp_failed 30
 fi
 if want ddp; then
 	log "DDP, $N ranks on one GPU (mp.spawn, NCCL_HOSTID per rank)"
