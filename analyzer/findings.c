@@ -233,6 +233,299 @@ static int fallback(const struct an_job *job, const double *th, struct big *big,
 	return x ? best : -1;
 }
 
+/* ---- nccl_split_host: ranks of one machine that NCCL counts as separate nodes ----
+ * NCCL counts one node per distinct host hash: NCCL_HOSTID when set, else the host name with the
+ * kernel's boot id. Ranks of one machine with different NCCL_HOSTID values (Kubernetes sets it to
+ * the pod name) or in containers with their own host names get different hashes, so NCCL connects
+ * them through its network transport (sockets or IB loopback) instead of NVLink P2P or shared
+ * memory. A machine here is a boot id (one per kernel, shared by its containers), else a host
+ * name (traces before boot ids were recorded). */
+struct sh_rank {
+	int machine; /* index of its machine among the job's ranks */
+	char hostid[64]; /* env NCCL_HOSTID ("" unset) */
+	char ident[300]; /* what NCCL hashes: "id:" + NCCL_HOSTID, else "host:" + host + machine */
+	int boot;        /* a boot id is in the header */
+};
+
+/* Each rank's machine and NCCL identity, from its header. @return the table or NULL (memory) */
+static struct sh_rank *sh_ranks(const struct an_job *job)
+{
+	struct sh_rank *s = calloc(job->nranks ? job->nranks : 1, sizeof *s);
+	char (*key)[140] = calloc(job->nranks ? job->nranks : 1, sizeof *key);
+	if (!s || !key) {
+		free(s);
+		free(key);
+		return NULL;
+	}
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		char buf[64];
+		const char *b = r->ok ? an_header_get(r, NVLP_HDR_BOOT_ID, buf, sizeof buf) : NULL;
+		s[f].boot = b && *b;
+		snprintf(key[f], sizeof key[f], "%s%s", s[f].boot ? "boot:" : "host:",
+		         s[f].boot ? b : r->host);
+		s[f].machine = (int)f;
+		for (size_t g = 0; g < f; g++)
+			if (!strcmp(key[g], key[f])) {
+				s[f].machine = s[g].machine;
+				break;
+			}
+		const char *h = r->ok ? an_header_get(r, NVLP_HDR_ENV_PREFIX "NCCL_HOSTID", s[f].hostid,
+		                                      sizeof s[f].hostid)
+		                      : NULL;
+		if (!h)
+			s[f].hostid[0] = 0;
+		if (h)
+			snprintf(s[f].ident, sizeof s[f].ident, "id:%s", h);
+		else
+			snprintf(s[f].ident, sizeof s[f].ident, "host:%s %s", r->host, key[f]);
+	}
+	free(key);
+	return s;
+}
+
+/* NCCL's node count for job communicator ci as process f's NCCLCOMM records give it (its
+ * commHash tied to the shim's communicator by the NCCLPROF records, else by a unique rank and
+ * size), 0 if unknown */
+static int sh_nnodes(const struct an_job *job, size_t f, int ci)
+{
+	const struct an_rank *r = &job->ranks[f];
+	uint64_t hash = job->comms[ci].hash;
+	int n = 0;
+	for (unsigned i = 0; i < r->nncclcomms; i++) {
+		const struct an_ncclcomm *x = &r->ncclcomms[i];
+		int tied = 0, known = 0;
+		for (size_t k = 0; k < r->nchoices && !tied; k++)
+			if (r->choices[k].nccl_comm == x->nccl_comm && r->choices[k].comm) {
+				known = 1;
+				tied = r->choices[k].comm == hash;
+			}
+		if (!known) { /* the only communicator of this process with that rank and size */
+			int same = 0, mine = 0;
+			for (size_t k = 0; k < r->ncomms; k++)
+				if (r->comms[k].rank == x->rank && r->comms[k].nranks == x->nranks) {
+					same++;
+					mine |= r->comms[k].job_comm == ci;
+				}
+			tied = same == 1 && mine;
+		}
+		if (tied && x->nnodes > n)
+			n = x->nnodes;
+	}
+	return n;
+}
+
+/* What one communicator shows: its member processes, their machines and NCCL identities. */
+struct sh_comm {
+	int ci, nmembers, nmachines, nnodes, nidents, ranks, split; /* split: 0 no, 1 nnodes, 2 ids */
+	double ns; /* collective time, all members */
+};
+
+/* Is job communicator ci split? m gets what was found. */
+static void sh_judge(const struct an_job *job, const struct sh_rank *s, int ci, size_t *mem,
+                     struct sh_comm *m)
+{
+	memset(m, 0, sizeof *m);
+	m->ci = ci;
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		int in = 0;
+		for (size_t k = 0; r->ok && k < r->ncomms; k++)
+			if (r->comms[k].job_comm == ci) {
+				in = 1;
+				m->ranks++;
+			}
+		if (in)
+			mem[m->nmembers++] = f;
+	}
+	int shared = 0, ids_differ = 0;
+	for (int i = 0; i < m->nmembers; i++) {
+		int new_machine = 1, new_ident = 1;
+		for (int j = 0; j < i; j++) {
+			const struct sh_rank *a = &s[mem[i]], *b = &s[mem[j]];
+			if (a->machine == b->machine) {
+				new_machine = 0;
+				shared = 1;
+				ids_differ |= strcmp(a->ident, b->ident) != 0;
+			}
+			if (!strcmp(a->ident, b->ident))
+				new_ident = 0;
+		}
+		m->nmachines += new_machine;
+		m->nidents += new_ident;
+		int n = sh_nnodes(job, mem[i], ci);
+		if (n > m->nnodes)
+			m->nnodes = n;
+	}
+	if (!shared || m->nmembers < 2 || job->comms[ci].nranks < 2)
+		return;
+	/* ranks without a trace may each be on a machine of their own */
+	int untraced = job->comms[ci].nranks > m->ranks ? job->comms[ci].nranks - m->ranks : 0;
+	if (m->nnodes)
+		m->split = m->nnodes > m->nmachines + untraced ? 1 : 0;
+	else
+		m->split = ids_differ ? 2 : 0;
+}
+
+/* "a=x b=y ..." into buf, "..." when full */
+static void sh_cat(char *buf, size_t len, const char *item)
+{
+	size_t l = strlen(buf);
+	if (l + strlen(item) + 2 >= len) {
+		if (l + 4 < len && (l < 3 || strcmp(buf + l - 3, "...")))
+			snprintf(buf + l, len - l, "%s...", l ? " " : "");
+		return;
+	}
+	snprintf(buf + l, len - l, "%s%s", l ? " " : "", item);
+}
+
+/* The comm rank of process f in ci (its first), -1 */
+static int sh_comm_rank(const struct an_rank *r, int ci)
+{
+	for (size_t k = 0; k < r->ncomms; k++)
+		if (r->comms[k].job_comm == ci)
+			return r->comms[k].rank;
+	return -1;
+}
+
+/* Collective time of process r on ci, ns: GPU time where a call has one, else its host time */
+static double sh_rank_ns(const struct an_rank *r, int ci, size_t *timed, size_t *untimed)
+{
+	double ns = 0;
+	for (size_t k = 0; k < r->ncalls; k++) {
+		const struct an_call *c = &r->calls[k];
+		if (c->comm != ci)
+			continue;
+		ns += c->gpu_start ? c->gpu_dur : c->host_dur;
+		++*(c->gpu_start ? timed : untimed);
+	}
+	return ns;
+}
+
+/* The evidence; @return the largest share of a member's wall time in collectives on it */
+static double sh_evidence(struct an_finding *x, const struct an_job *job, const struct sh_rank *s,
+                          const size_t *mem, const struct sh_comm *m, int ncomms)
+{
+	ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[m->ci].hash);
+	ev_num(x, "nranks", job->comms[m->ci].nranks, NULL);
+	if (m->nnodes)
+		ev_num(x, "nccl_nnodes", m->nnodes, NULL);
+	else
+		ev_num(x, "host_hashes", m->nidents, NULL);
+	ev_num(x, "machines", m->nmachines, NULL);
+	char per[240] = "", ids[240] = "", hosts[240] = "", tms[240] = "", item[160];
+	int any_id = 0, hosts_differ = 0;
+	double worst_share = 0;
+	size_t timed = 0, untimed = 0;
+	for (int i = 0; i < m->nmembers; i++) {
+		const struct an_rank *r = &job->ranks[mem[i]];
+		int rk = sh_comm_rank(r, m->ci), first = 1;
+		for (int j = 0; j < i && first; j++)
+			first = s[mem[j]].machine != s[mem[i]].machine;
+		if (first) { /* machine by machine, in the order met: "vm: 0,1;" */
+			char list[120] = "";
+			for (int j = i; j < m->nmembers; j++)
+				if (s[mem[j]].machine == s[mem[i]].machine) {
+					char n[16];
+					snprintf(n, sizeof n, "%s%d", list[0] ? "," : "",
+					         sh_comm_rank(&job->ranks[mem[j]], m->ci));
+					snprintf(list + strlen(list), sizeof list - strlen(list), "%s", n);
+				}
+			snprintf(item, sizeof item, "%s: %s;", r->host, list);
+			sh_cat(per, sizeof per, item);
+		}
+		any_id |= s[mem[i]].hostid[0] != 0;
+		snprintf(item, sizeof item, "%d:%s", rk, s[mem[i]].hostid[0] ? s[mem[i]].hostid : "(unset)");
+		sh_cat(ids, sizeof ids, item);
+		for (int j = 0; j < i; j++) /* containers: one kernel, several host names */
+			hosts_differ |= s[mem[j]].machine == s[mem[i]].machine && s[mem[i]].boot &&
+			                strcmp(job->ranks[mem[j]].host, r->host);
+		snprintf(item, sizeof item, "%d:%s", rk, r->host);
+		sh_cat(hosts, sizeof hosts, item);
+		double ns = sh_rank_ns(r, m->ci, &timed, &untimed), wall = (double)an_rank_wall(r);
+		snprintf(item, sizeof item, "%d:%.2f", rk, ns / 1e6);
+		sh_cat(tms, sizeof tms, item);
+		if (wall > 0 && ns / wall > worst_share)
+			worst_share = ns / wall;
+	}
+	size_t l = strlen(per);
+	if (l && per[l - 1] == ';')
+		per[l - 1] = 0;
+	ev_str(x, "ranks_per_machine", "%s", per);
+	if (any_id)
+		ev_str(x, "nccl_hostid", "%s", ids);
+	if (hosts_differ)
+		ev_str(x, "hostnames", "%s", hosts);
+	ev_str(x, "collective_ms_per_rank", "%s", tms);
+	ev_str(x, "time_source", "%s", !untimed ? "gpu" : !timed ? "host" : "gpu, host for calls without GPU time");
+	ev_num(x, "collective_share_of_wall", worst_share, NULL);
+	if (ncomms > 1)
+		ev_num(x, "communicators", ncomms, NULL);
+	ev_str(x, "basis", "%s",
+	       m->split == 1 ? "NCCL's node count (profiler plugin) above the machines"
+	                     : "different NCCL host identities (NCCL_HOSTID / host name) on one machine");
+	return worst_share;
+}
+
+static void split_host(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	if (job->nranks < 2 || !job->ncomms)
+		return;
+	struct sh_rank *s = sh_ranks(job);
+	size_t *mem = malloc(job->nranks * sizeof *mem), *best_mem = malloc(job->nranks * sizeof *mem);
+	if (!s || !mem || !best_mem)
+		goto done;
+	struct sh_comm best = {.ci = -1}, m;
+	int nsplit = 0;
+	for (size_t ci = 0; ci < job->ncomms; ci++) {
+		if (job->comms[ci].nranks < 2 || job->comms[ci].nmembers < 2)
+			continue;
+		sh_judge(job, s, (int)ci, mem, &m);
+		if (!m.split)
+			continue;
+		nsplit++;
+		size_t timed = 0, untimed = 0;
+		for (int i = 0; i < m.nmembers; i++) /* the busiest such communicator is shown */
+			m.ns += sh_rank_ns(&job->ranks[mem[i]], (int)ci, &timed, &untimed);
+		if (best.ci < 0 || m.ns > best.ns) {
+			best = m;
+			memcpy(best_mem, mem, (size_t)m.nmembers * sizeof *mem);
+		}
+	}
+	if (best.ci < 0)
+		goto done;
+	int shared_ranks = 0; /* ranks on machines that hold two or more */
+	for (int i = 0; i < best.nmembers; i++)
+		for (int j = 0; j < best.nmembers; j++)
+			if (i != j && s[best_mem[i]].machine == s[best_mem[j]].machine) {
+				shared_ranks++;
+				break;
+			}
+	int nodes = best.nnodes ? best.nnodes : best.nidents;
+	char where[32];
+	if (best.nmachines == 1)
+		snprintf(where, sizeof where, "one machine");
+	else
+		snprintf(where, sizeof where, "%d machines", best.nmachines);
+	struct an_finding *x = add(out, AN_F_nccl_split_host, AN_SEV_WARNING,
+	                           "NCCL took the %d ranks of %s for %d nodes: their collectives go "
+	                           "over the network, not NVLink or shared memory",
+	                           best.nmachines == 1 ? best.nmembers : shared_ranks, where, nodes);
+	if (!x)
+		goto done;
+	x->comm = best.ci;
+	if (sh_evidence(x, job, s, best_mem, &best, nsplit) >= th[AN_TH_split_host_critical])
+		x->sev = AN_SEV_CRITICAL;
+	advise(x, "Give the ranks of one machine the same NCCL_HOSTID (or unset it), or run them in "
+	          "one container or with the host's UTS and IPC namespaces (docker --ipc=host "
+	          "--uts=host, Kubernetes hostIPC); then check that NCCL_DEBUG=INFO shows P2P or SHM "
+	          "channels, not NET.");
+done:
+	free(s);
+	free(mem);
+	free(best_mem);
+}
+
 /* Evidence key: the innermost native frames of a STACK, "main+0x11d <- ..." */
 static void native_at(struct an_finding *x, const char *key, const struct an_rank *r,
                       uint64_t stack)
@@ -1236,6 +1529,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	if (!big)
 		return -1;
 	int fb_comm = fallback(job, th, big, out);
+	split_host(job, th, out);
 	staged(job, th, out);
 	thrashing(job, th, out);
 	stragglers(job, th, out);
