@@ -257,8 +257,8 @@ static int on_ncclcomm(struct lctx *c)
 	int64_t nnodes = (int64_t)n->nnodes, nranks = (int64_t)n->nranks, rank = (int64_t)n->rank;
 	if (nranks < 1 || nranks > AN_MAX_NRANKS || rank < 0 || rank >= nranks || nnodes < 1 ||
 	    nnodes > nranks)
-		return bad(c, "with %lld nodes, rank %lld of %lld", (long long)nnodes, (long long)rank,
-		           (long long)nranks);
+		return bad(c, "with %lld nodes, rank %lld of %lld", (long long)nnodes,
+		           (long long)rank, (long long)nranks);
 	for (unsigned i = 0; i < r->nncclcomms; i++)
 		if (r->ncclcomms[i].nccl_comm == n->nccl_comm && r->ncclcomms[i].rank == (int)rank)
 			return 0;

@@ -32,7 +32,7 @@
 	T(staged_max_gbps, 100,                                                                    \
 	  "without NVLink topology records, staged copies slower than this (GB/s) are judged")     \
 	T(split_host_critical, 0.20,                                                               \
-	  "nccl_split_host is critical when a member spends at least this share of its wall time "  \
+	  "nccl_split_host is critical when a member spends at least this share of its wall time " \
 	  "in the communicator's collectives")                                                     \
 	T(thrash_min_flips, 4,                                                                     \
 	  "migrations that change direction, per allocation, for uma_thrashing")                   \
@@ -112,7 +112,7 @@ const char *an_size_class_name(int c);
 #define AN_MAX_ALLOCS 4096     /* managed allocations per process (kept sorted by address) */
 #define AN_MAX_LINKS 4096      /* distinct NVLink topology records per process */
 #define AN_MAX_SYMBOLS (1u << 20) /* SYMBOL records per process */
-#define AN_MAX_NCCLCOMMS 32    /* NCCLCOMM records kept per process (the first ones) */
+#define AN_MAX_NCCLCOMMS 32       /* NCCLCOMM records kept per process (the first ones) */
 
 /* One NCCL call, compact (40 bytes): all matching and attribution needs. */
 struct an_call {

@@ -60,7 +60,7 @@ static void prof_comm_init(struct ncclComm *c, const char *name)
 			        prof ? prof->name : "not loaded");
 	}
 	int mask = 0;
-	/* nNodes as NCCL counts them (distinct host hashes); FAKE_NCCL_NNODES=N says N (default 1) */
+	/* nNodes, as NCCL counts host hashes: FAKE_NCCL_NNODES=N says N (default 1) */
 	const char *nn = getenv("FAKE_NCCL_NNODES");
 	int nnodes = nn && *nn ? atoi(nn) : 1;
 	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, name, nnodes,

@@ -1,4 +1,5 @@
-/* sh_rehdr.c: copies a trace with header keys set or removed and NCCLCOMM records added, for the nccl_split_host tests. */
+/* sh_rehdr.c: copies a trace with header keys set or removed and NCCLCOMM records added, for the
+ * nccl_split_host tests. */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* strtoull */
 #include <string.h> /* strchr */
@@ -7,11 +8,14 @@
 
 static void usage(void)
 {
-	fprintf(stderr,
-	        "usage: sh_rehdr IN OUT [KEY=VALUE | -KEY | +ncclcomm=HASH:NNODES:NRANKS:RANK[:COUNT]]...\n"
-	        "  KEY=VALUE sets a header key (replacing it), -KEY removes it; +ncclcomm adds COUNT\n"
-	        "  (default 1) NCCLCOMM records (HASH in hex) after the header; every record is copied\n"
-	        "  (a trace cut short stays without END)\n");
+	fprintf(
+	    stderr,
+	    "usage: sh_rehdr IN OUT [KEY=VALUE | -KEY | "
+	    "+ncclcomm=HASH:NNODES:NRANKS:RANK[:COUNT]]...\n"
+	    "  KEY=VALUE sets a header key (replacing it), -KEY removes it; +ncclcomm adds COUNT\n"
+	    "  (default 1) NCCLCOMM records (HASH in hex) after the header; every record is "
+	    "copied\n"
+	    "  (a trace cut short stays without END)\n");
 }
 
 /* header text with key set to val (val NULL: removed) */
@@ -45,7 +49,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	static char hdr[1 << 16];
-	snprintf(hdr, sizeof hdr, "%s", nvlp_reader_header_text(rd) ? nvlp_reader_header_text(rd) : "");
+	snprintf(hdr, sizeof hdr, "%s",
+	         nvlp_reader_header_text(rd) ? nvlp_reader_header_text(rd) : "");
 	struct nvlp_rec_ncclcomm add[16];
 	unsigned long nadd[16];
 	int nadds = 0;
@@ -55,11 +60,13 @@ int main(int argc, char **argv)
 			unsigned long long h;
 			long long nn, nr, rk;
 			unsigned long cnt = 1;
-			if (sscanf(a + 10, "%llx:%lld:%lld:%lld:%lu", &h, &nn, &nr, &rk, &cnt) < 4) {
+			if (sscanf(a + 10, "%llx:%lld:%lld:%lld:%lu", &h, &nn, &nr, &rk, &cnt) <
+			    4) {
 				usage();
 				return 2;
 			}
-			add[nadds] = (struct nvlp_rec_ncclcomm){h, (uint64_t)nn, (uint64_t)nr, (uint64_t)rk};
+			add[nadds] =
+			    (struct nvlp_rec_ncclcomm){h, (uint64_t)nn, (uint64_t)nr, (uint64_t)rk};
 			nadd[nadds++] = cnt;
 		} else if (a[0] == '-') {
 			set_key(hdr, sizeof hdr, a + 1, NULL);
@@ -92,7 +99,8 @@ int main(int argc, char **argv)
 		}
 	while ((rc = nvlp_reader_next(rd, &rec)) == 1) {
 		if (nvlp_writer_add(w, rec.kind, rec.f, rec.blob, rec.blob_len) < 0) {
-			fprintf(stderr, "sh_rehdr: cannot copy a %s record\n", nvlp_kind_info(rec.kind)->name);
+			fprintf(stderr, "sh_rehdr: cannot copy a %s record\n",
+			        nvlp_kind_info(rec.kind)->name);
 			return 1;
 		}
 		if (nvlp_writer_pending(w) > (1u << 20) && nvlp_writer_flush(w) < 0)
