@@ -14,6 +14,7 @@ enum an_sev { AN_SEV_INFO = 0, AN_SEV_WARNING = 1, AN_SEV_CRITICAL = 2 };
 #define AN_FINDINGS(X)                                                                             \
 	X(hang_suspect, "a collective some ranks never entered while others waited")             \
 	X(rank_ended, "a rank that ended by a signal, a failing exit status or without an END record") \
+	X(nccl_split_host, "NCCL took ranks of one machine for separate nodes (network transport)") \
 	X(pcie_fallback, "NCCL traffic between NVLink-connected GPUs went over PCIe/host memory")  \
 	X(peer_access_disabled, "cross-device copies staged through host memory")                 \
 	X(uma_thrashing, "a managed allocation migrating back and forth")                         \

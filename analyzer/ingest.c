@@ -248,6 +248,29 @@ static int on_ncclprof(struct lctx *c)
 	return 0;
 }
 
+/* NCCLCOMM: NCCL's node count for a communicator it set up; one per communicator (a repeat of
+ * a commHash, as after a fork, keeps the first). Values NCCL could not have passed are skipped. */
+static int on_ncclcomm(struct lctx *c)
+{
+	const struct nvlp_rec_ncclcomm *n = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	int64_t nnodes = (int64_t)n->nnodes, nranks = (int64_t)n->nranks, rank = (int64_t)n->rank;
+	if (nranks < 1 || nranks > AN_MAX_NRANKS || rank < 0 || rank >= nranks || nnodes < 1 ||
+	    nnodes > nranks)
+		return bad(c, "with %lld nodes, rank %lld of %lld", (long long)nnodes,
+		           (long long)rank, (long long)nranks);
+	for (unsigned i = 0; i < r->nncclcomms; i++)
+		if (r->ncclcomms[i].nccl_comm == n->nccl_comm && r->ncclcomms[i].rank == (int)rank)
+			return 0;
+	if (r->nncclcomms >= AN_MAX_NCCLCOMMS) {
+		r->nncclcomms_more++;
+		return 0;
+	}
+	r->ncclcomms[r->nncclcomms++] =
+	    (struct an_ncclcomm){n->nccl_comm, (int)nnodes, (int)nranks, (int)rank};
+	return 0;
+}
+
 /* ---- GPU activity ---- */
 static int kernel_class(struct lctx *c, uint64_t id, uint64_t flags)
 {

@@ -31,6 +31,9 @@
 	  "cross-device copy MiB below which peer_access_disabled is not judged")                  \
 	T(staged_max_gbps, 100,                                                                    \
 	  "without NVLink topology records, staged copies slower than this (GB/s) are judged")     \
+	T(split_host_critical, 0.20,                                                               \
+	  "nccl_split_host is critical when a member spends at least this share of its wall time " \
+	  "in the communicator's collectives")                                                     \
 	T(thrash_min_flips, 4,                                                                     \
 	  "migrations that change direction, per allocation, for uma_thrashing")                   \
 	T(thrash_min_mib, 8,                                                                       \
@@ -113,6 +116,7 @@ const char *an_size_class_name(int c);
 #define AN_MAX_ALLOCS 4096     /* managed allocations per process (kept sorted by address) */
 #define AN_MAX_LINKS 4096      /* distinct NVLink topology records per process */
 #define AN_MAX_SYMBOLS (1u << 20) /* SYMBOL records per process */
+#define AN_MAX_NCCLCOMMS 32       /* NCCLCOMM records kept per process (the first ones) */
 
 /* One NCCL call, compact (40 bytes): all matching and attribution needs. */
 struct an_call {
@@ -335,6 +339,14 @@ struct an_rank {
 		unsigned kind;
 	} *pyrefs; /* PYREF records, file order */
 	size_t npyrefs, cappyrefs;
+	/* NCCLCOMM records (NCCL's node count per communicator), the first AN_MAX_NCCLCOMMS of the
+	 * process (inline: a process sets up a few; the count per machine is the same in each
+	 * communicator its ranks share, so the first ones tell); nncclcomms_more: those beyond */
+	struct an_ncclcomm {
+		uint64_t nccl_comm; /* NCCL's commHash */
+		int nnodes, nranks, rank;
+	} ncclcomms[AN_MAX_NCCLCOMMS];
+	unsigned nncclcomms, nncclcomms_more;
 };
 
 /* Job-wide communicator. */

@@ -4,7 +4,8 @@
  * constructor points it at this library unless the user set it (NVLPROF_NCCL_PLUGIN=0: never).
  * NCCL looks up the symbol ncclProfiler_v5 here, calls init once per communicator and, with
  * collective events activated, startEvent once per collective with the algorithm, protocol,
- * channel and warp counts it picked. Each becomes an NCCLPROF record.
+ * channel and warp counts it picked. Each becomes an NCCLPROF record. Each init becomes an
+ * NCCLCOMM record: NCCL's count of nodes among the communicator's ranks.
  *
  * Kernel channels (KernelCh, on unless NVLPROF_KCH=0): NCCL's kernels write a GPU globaltimer
  * stamp when each channel's work starts and stops into host-mapped memory, and NCCL's proxy thread
@@ -177,13 +178,27 @@ static uint64_t cached(const char *s, int is_fn)
 static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const char *commName,
                            int nNodes, int nranks, int rank, void *logfn)
 {
-	(void)nNodes, (void)logfn;
+	(void)logfn;
+	if (!context) {
+		if (mask)
+			*mask = 0;
+		return ncclSuccess;
+	}
 	*context = NULL;
 	if (!nvlp_is_active() || !nvlp_cfg()->nccl_plugin) {
 		if (mask)
 			*mask = 0;
 		return ncclSuccess;
 	}
+	/* NCCL's node count, once per communicator (init runs once per communicator): the
+	 * analyzer compares it with the machines the ranks are on (nccl_split_host) */
+	struct nvlp_rec_ncclcomm nc = {
+	    .nccl_comm = commId,
+	    .nnodes = (uint64_t)(int64_t)nNodes,
+	    .nranks = (uint64_t)(int64_t)nranks,
+	    .rank = (uint64_t)(int64_t)rank,
+	};
+	nvlp_emit(NVLP_K_NCCLCOMM, &nc, NULL, 0);
 	struct pctx *c = calloc(1, sizeof *c);
 	if (!c) {
 		if (mask)

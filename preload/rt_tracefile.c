@@ -134,6 +134,34 @@ static int env_recorded(const char *kv)
 	return 0;
 }
 
+/* The kernel's boot id (a UUID, 36 characters): the same for every container on one kernel, where
+ * the host name may differ per container; NCCL hashes it with the host name into its host hash.
+ * Read once (headers are written under the writer's lock; fork children share the kernel).
+ * @return it, or NULL when it cannot be read or is not 36 printable characters */
+static const char *boot_id(void)
+{
+	static char id[40];
+	static int state; /* 0 not read, 1 read, -1 unreadable */
+	if (state)
+		return state > 0 ? id : NULL;
+	state = -1;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char buf[sizeof id];
+	ssize_t n = read(fd, buf, sizeof buf);
+	close(fd);
+	if (n >= 36 && (n == 36 || buf[36] == '\n')) {
+		for (int i = 0; i < 36; i++)
+			if (buf[i] <= ' ' || buf[i] > '~')
+				return NULL;
+		memcpy(id, buf, 36);
+		id[36] = 0;
+		state = 1;
+	}
+	return state > 0 ? id : NULL;
+}
+
 char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
 {
 	static const char *const rank[] = {"RANK",     "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
@@ -154,6 +182,9 @@ char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
 	sb_kvl(&b, NVLP_HDR_FORMAT, NVLP_FORMAT_VERSION);
 	sb_kv(&b, NVLP_HDR_VERSION, NVLP_VERSION);
 	sb_kv(&b, NVLP_HDR_HOST, host);
+	const char *boot = boot_id();
+	if (boot)
+		sb_kv(&b, NVLP_HDR_BOOT_ID, boot);
 	sb_kvl(&b, NVLP_HDR_PID, getpid());
 	sb_kvl(&b, NVLP_HDR_PPID, getppid());
 	sb_kvl(&b, NVLP_HDR_RANK, env_first(rank));

@@ -200,6 +200,12 @@ enum nvlp_ftype {
  * signal number that ended it (0 none), status = the exit status passed to exit/_exit (-1 unknown). */
 #define NVLP_FIELDS_EXITINFO(F) F(T, t) F(U, reason) F(I, signal) F(I, status)
 
+/* What NCCL told its profiler plugin when it set a communicator up (init, once per communicator):
+ * nccl_comm = its commHash (as in NCCLPROF), nnodes = the nodes it counted among the ranks (one per
+ * distinct host hash: NCCL_HOSTID, else host name + boot id), nranks and rank = this one's. Ranks
+ * of one machine that NCCL counts as several nodes talk over the network transport. */
+#define NVLP_FIELDS_NCCLCOMM(F) F(X, nccl_comm) F(I, nnodes) F(I, nranks) F(I, rank)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -231,7 +237,8 @@ enum nvlp_ftype {
 	R(PYSTACK, pystack, 1, NVLP_FIELDS_PYSTACK)                                                \
 	R(PYREF, pyref, 0, NVLP_FIELDS_PYREF)                                                      \
 	R(MARK, mark, 0, NVLP_FIELDS_MARK)                                                         \
-	R(EXITINFO, exitinfo, 0, NVLP_FIELDS_EXITINFO)
+	R(EXITINFO, exitinfo, 0, NVLP_FIELDS_EXITINFO)                                             \
+	R(NCCLCOMM, ncclcomm, 0, NVLP_FIELDS_NCCLCOMM)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {

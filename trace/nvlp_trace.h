@@ -45,6 +45,9 @@ const char *nvlp_nccl_dtype_name(int dtype);
 #define NVLP_HDR_FORMAT "format"           /* format version */
 #define NVLP_HDR_VERSION "version"         /* library version */
 #define NVLP_HDR_HOST "host"
+#define NVLP_HDR_BOOT_ID "boot_id"         /* the kernel's boot id: one per machine, shared by its
+                                            * containers (absent when unreadable; older traces:
+                                            * machine = host) */
 #define NVLP_HDR_PID "pid"
 #define NVLP_HDR_PPID "ppid"
 #define NVLP_HDR_RANK "rank"               /* -1 if unknown */

@@ -34,7 +34,8 @@ struct ncclComm {
 
 /* ---- the profiler plugin, loaded as NCCL 2.27+ does: dlopen(NCCL_PROFILER_PLUGIN), symbol
  * ncclProfiler_v5, init per communicator, a collective event per collective (this fake's own
- * copy of the v5 layout, in fake.h). FAKE_NCCL_PROFILER_LOG=1 prints what it did. */
+ * copy of the v5 layout, in fake.h). FAKE_NCCL_PROFILER_LOG=1 prints what it did;
+ * FAKE_NCCL_NNODES=N makes init say the communicator spans N nodes. */
 static const fake_profiler_v5 *prof; /* set once, under prof_mu */
 static int prof_mask, prof_tried;
 static uint64_t prof_comms;
@@ -59,8 +60,11 @@ static void prof_comm_init(struct ncclComm *c, const char *name)
 			        prof ? prof->name : "not loaded");
 	}
 	int mask = 0;
-	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, name, 1, c->nranks,
-	                       c->rank, NULL) != ncclSuccess)
+	/* nNodes, as NCCL counts host hashes: FAKE_NCCL_NNODES=N says N (default 1) */
+	const char *nn = getenv("FAKE_NCCL_NNODES");
+	int nnodes = nn && *nn ? atoi(nn) : 1;
+	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, name, nnodes,
+	                       c->nranks, c->rank, NULL) != ncclSuccess)
 		c->prof = NULL;
 	if (prof)
 		__atomic_store_n(&prof_mask, mask, __ATOMIC_RELEASE);
