@@ -59,6 +59,10 @@ check "lightning: info says where the child's rank came from" bash -c "'$CLI' in
 check "lightning: a rank started by another rank is one job (no several_jobs)" bash -c "! grep -q 'several jobs' '$T/lt.err' '$T/lt.txt'"
 check_eq "lightning: the two MPI singletons' orted listed apart" "2" "$(pyq "$T/lt.json" "sum('orted' in p['cmdline'] for p in d['other_processes'])")"
 check "lightning: collectives matched across both ranks" grep -q "^  111 collectives matched across ranks" "$T/lt.txt"
+# the ranks share one machine but NCCL took them for two nodes (NCCL_HOSTID per rank)
+for t in ddp hf; do
+	check "split host: nccl_split_host on share_$t" grep -q "^\[critical\] nccl_split_host: NCCL took the 2 ranks of one machine for 2 nodes" "$T/$t.txt"
+done
 # torchrun's own trace is listed apart
 check_eq "hf: two ranks, torchrun apart" "2 1" "$(pyq "$T/hf.json" "len(d['ranks']), len(d['other_processes'])" | tr -d '(),')"
 [ "$FAILED" -eq 0 ]
