@@ -752,6 +752,7 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 				    r->failed[q].hash == job->comms[ci].hash) {
 					h.failed_rank = gr;
 					h.failed_rc = r->failed[q].rc;
+					h.failed_seq = w->seq;
 					if ((double)r->failed[q].host_ns / 1e6 > h.wait_ms)
 						h.wait_ms = (double)r->failed[q].host_ns / 1e6;
 				}
@@ -762,6 +763,24 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 	}
 	if (!h.nmissing)
 		return 0;
+	/* none failed in it: the first later call on this communicator that did (a waiting rank
+	 * whose collective NCCL left hanging when it saw the peer die fails its next call) */
+	for (int col = 0; col < t->ncol && h.failed_rank < 0; col++) {
+		const struct an_rank *r = &job->ranks[t->col[col].file];
+		if (w->k[col] == CROW_NONE)
+			continue;
+		uint32_t best = UINT32_MAX;
+		int rc = 0;
+		for (size_t q = 0; q < r->nfailed; q++)
+			if (r->failed[q].hash == job->comms[ci].hash && r->failed[q].seq > w->seq &&
+			    r->failed[q].seq < best)
+				best = r->failed[q].seq, rc = r->failed[q].rc;
+		if (best != UINT32_MAX) {
+			h.failed_rank = r->rank >= 0 ? r->rank : t->col[col].file;
+			h.failed_rc = rc;
+			h.failed_seq = best;
+		}
+	}
 	struct an_hang *x = realloc(job->hangs, (job->nhangs + 1) * sizeof *x);
 	if (x) {
 		job->hangs = x;

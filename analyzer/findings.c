@@ -1038,7 +1038,10 @@ static struct an_finding *hang_add(const struct an_job *job, const struct an_han
                                    const char *miss, struct an_findings *out)
 {
 	char failed[96] = "", cname[80] = "";
-	if (h->failed_rank >= 0)
+	if (h->failed_rank >= 0 && h->failed_seq != h->seq)
+		snprintf(failed, sizeof failed, " (rank %d's next call, #%u, failed: %s)",
+		         h->failed_rank, h->failed_seq, nccl_result_name(h->failed_rc));
+	else if (h->failed_rank >= 0)
 		snprintf(failed, sizeof failed, " (rank %d's call failed: %s)", h->failed_rank,
 		         nccl_result_name(h->failed_rc));
 	if (job->comms[h->comm].name[0])
@@ -1101,6 +1104,8 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		if (h->failed_rank >= 0) {
 			ev_num(x, "failed_rank", h->failed_rank, NULL);
 			ev_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
+			if (h->failed_seq != h->seq)
+				ev_num(x, "failed_seq", h->failed_seq, NULL);
 		}
 		x->comm = h->comm;
 		if (h->nmissing == 1) {
@@ -1358,8 +1363,10 @@ static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct a
 		                        "unknown"
 		                      : "communication times are host call times");
 	else if (!job->have_gpu_any)
-		GAP("gpu_activity", "no GPU activity records (CUPTI off or no driver): "
-		                    "communication times are host call times");
+		GAP("gpu_activity", "no GPU activity records (CUPTI off or no driver): %s",
+		    job->have_kch_gpu ? "collectives timed by NCCL's kernel channels, compute overlap "
+		                        "unknown"
+		                      : "communication times are host call times");
 	else if (!job->have_gpu && job->ncomms)
 		GAP("gpu_activity", "no KERNEL records: %s",
 		    job->have_kch_gpu ? "collectives timed by NCCL's kernel channels, compute overlap "

@@ -387,6 +387,8 @@ struct an_hang {
 	int present[16], npresent;
 	double wait_ms; /* longest wait among present ranks */
 	int failed_rank, failed_rc; /* a present rank whose call returned an error (-1 none) */
+	uint32_t failed_seq; /* that call's seq: this one, or the rank's next call (NCCL reports the
+	                      * dead peer asynchronously, then fails the call after) */
 };
 
 /* Per process cross-rank results (index = file index). */

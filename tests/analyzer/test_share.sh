@@ -63,6 +63,17 @@ check "lightning: collectives matched across both ranks" grep -q "^  111 collect
 for t in ddp hf; do
 	check "split host: nccl_split_host on share_$t" grep -q "^\[critical\] nccl_split_host: NCCL took the 2 ranks of one machine for 2 nodes" "$T/$t.txt"
 done
+# a C program naming its communicator in ncclConfig_t.commName, on real NCCL at 2 ranks; NCCL's
+# own node count (NCCLCOMM) says 2 nodes
+"$CLI" report "$TR/share_commname" >"$T/cn.txt" 2>&1
+check "names: commName reached the report" grep -q 'is "nvlp_named_dp" (the name the job gave it)' "$T/cn.txt"
+check "names: split host from NCCL's node count" grep -q "basis: NCCL's node count (profiler plugin) above the machines" "$T/cn.txt"
+check "names: no CUPTI: the gap says collectives are timed" grep -q "no GPU activity records (CUPTI off or no driver): collectives timed by NCCL's kernel channels" "$T/cn.txt"
+# rank 1 dies after 30 AllReduces; NCCL reports it to rank 0 asynchronously and fails its next call
+"$CLI" report "$TR/share_failed" >"$T/fl.txt" 2>&1
+check "failed: hang on #31 names the survivor's failed next call" grep -q '^\[critical\] hang_suspect: ncclAllReduce #31 on comm [0-9a-f]* ("nvlp_failed") never entered by rank 1; others waited [0-9.]* ms (rank 0.s next call, #32, failed: ncclRemoteError)' "$T/fl.txt"
+check "failed: evidence failed_seq 32" grep -q "failed_rank=0  failed_with=ncclRemoteError  failed_seq=32" "$T/fl.txt"
+check "failed: how rank 1 ended" grep -q "rank_1_ended: exited with status 9 (_exit) in step 31 of 31 (30 completed)" "$T/fl.txt"
 # torchrun's own trace is listed apart
 check_eq "hf: two ranks, torchrun apart" "2 1" "$(pyq "$T/hf.json" "len(d['ranks']), len(d['other_processes'])" | tr -d '(),')"
 [ "$FAILED" -eq 0 ]

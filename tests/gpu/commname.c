@@ -3,7 +3,7 @@
  * nvlprof's trace (COMMNAME) on real NCCL? Build on the GPU machine:
  *   nvcc -o commname tests/gpu/commname.c -I$NCCL/include -L$NCCL/lib -l:libnccl.so.2
  * Run: commname [NAME [KILL_AT]]; exit 0 when both ranks' sums are right. KILL_AT = K: rank 1
- * dies (_exit, as an OOM-killed rank) before its K-th AllReduce; rank 0 goes on, polls
+ * dies (_exit, as an OOM-killed rank) after K AllReduces; rank 0 goes on, polls
  * ncclCommGetAsyncError while its collective waits, and calls the next one, which NCCL fails with
  * the error it saw (the dead peer's closed socket): a failed call for nvlprof to keep in place.
  * Exit 0 when rank 0 saw that error. */
