@@ -101,7 +101,11 @@ int main(int argc, char **argv)
 	for (int r = 0; r < 2; r++) {
 		kid[r] = fork();
 		if (kid[r] == 0)
-			_exit(rank_main(r, p[0], p[1], name, kill_at));
+			{
+				int rc = rank_main(r, p[0], p[1], name, kill_at);
+				fflush(stdout); /* _exit drops stdio buffers */
+				_exit(rc);
+			}
 	}
 	int bad = 0;
 	for (int r = 0; r < 2; r++) {
