@@ -21,3 +21,13 @@ trap finish EXIT
 trap 'exit 124' TERM INT
 want() { case " $scen " in *" $1 "*) return 0 ;; esac; return 1; }
 log() { echo "== $*" >&2; }
+# run NAME CMD...: CMD under `nvlprof run` into $T/NAME; base NAME CMD...: CMD alone (the run without
+# the shim to compare with). Output in $L/NAME.log, exit status and wall time in $L/NAME.wall;
+# JOB_TIMEOUT (s, default 240) bounds each.
+base() {
+	local n=$1; shift
+	local t0=$(date +%s%N)
+	timeout "${JOB_TIMEOUT:-240}" "$@" >"$L/$n.log" 2>&1
+	echo "rc=$? wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
+}
+run() { local n=$1; shift; base "$n" "$NV" run -o "$T/$n" -- "$@"; }

@@ -18,21 +18,6 @@ NCCL_LIB=$(dirname "$(find "$SP/nvidia" -name 'libnccl.so.2' | head -1)")
 NT=${NCCL_TESTS:-$PWD/build/nccl-tests}
 R=tests/gpu/real
 TR="torchrun --standalone --nproc-per-node $NGPU"
-# run NAME CMD...: the command under nvlprof into $T/NAME, its stdout/stderr in $L/NAME.log, wall time in $L/NAME.wall
-run() {
-	local n=$1; shift
-	local t0=$(date +%s%N) rc
-	timeout 240 "$NV" run -o "$T/$n" -- "$@" >"$L/$n.log" 2>&1
-	rc=$?
-	echo "rc=$rc wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
-}
-base() {
-	local n=$1; shift
-	local t0=$(date +%s%N) rc
-	timeout 240 "$@" >"$L/$n.log" 2>&1
-	rc=$?
-	echo "rc=$rc wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
-}
 if want hf; then
 	log "HF GPT-2 under torchrun ($NGPU ranks)"
 	base hf_base $TR $R/hf_train.py --steps 30 --json $L/hf_base.json

@@ -10,24 +10,13 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-share}
 DONE_MSG="run_share: done"
 scen=${*:-names commname ddp straggler killed hf lightning}
+JOB_TIMEOUT=200
 . tests/gpu/common.sh
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
 R=tests/gpu/real
 N=${NRANKS:-2}
 # torchrun with each rank's NCCL_HOSTID set before the interpreter starts (as a container runtime would)
 TRH="torchrun --standalone --nproc-per-node $N --no-python tests/gpu/hostid_rank.sh"
-run() {
-	local n=$1; shift
-	local t0=$(date +%s%N)
-	timeout 200 "$NV" run -o "$T/$n" -- "$@" >"$L/$n.log" 2>&1
-	echo "rc=$? wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
-}
-base() {
-	local n=$1; shift
-	local t0=$(date +%s%N)
-	timeout 200 "$@" >"$L/$n.log" 2>&1
-	echo "rc=$? wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >"$L/$n.wall"
-}
 if want names; then
 	log "torch's process-group names ($N ranks, one GPU)"
 	run names $TRH $R/pg_names.py
