@@ -510,10 +510,8 @@ static int match_calls(const struct an_job *job, const struct an_rank *r,
 		cs[k] = (struct cidx){num[k].comm, num[k].seq, num[k].call, 0};
 	}
 	free(num);
-	if (nc > 1) {
+	if (nc > 1) /* cs is in num's (comm, seq) order already */
 		qsort(cf, nc, sizeof *cf, by_key);
-		qsort(cs, nc, sizeof *cs, by_key);
-	}
 	for (size_t i = 0; i < nin;) {
 		size_t j = i;
 		while (j < nin && in[j].comm == in[i].comm)

@@ -38,19 +38,17 @@ static void program_of(const struct an_rank *r, char *out, size_t len)
  * strategy="ddp" re-executes the script from rank 0), that rank's, and so on */
 static long launcher_of(const struct an_job *job, const struct an_rank *r)
 {
-	char b[32];
-	const char *x = an_header_get(r, NVLP_HDR_PPID, b, sizeof b);
-	long p = x ? strtol(x, NULL, 10) : -1;
-	for (int hop = 0; hop < 64 && p > 0; hop++) {
-		const struct an_rank *up = NULL;
-		for (size_t k = 0; k < job->nranks && !up; k++)
+	const struct an_rank *at = r;
+	long p = -1;
+	for (int hop = 0; at && hop < 64; hop++) {
+		char b[32];
+		const char *x = an_header_get(at, NVLP_HDR_PPID, b, sizeof b);
+		p = x ? strtol(x, NULL, 10) : -1;
+		at = NULL; /* the rank of r's host that is p, if any: go up through it */
+		for (size_t k = 0; p > 0 && k < job->nranks && !at; k++)
 			if (job->ranks[k].ok && job->ranks[k].pid == p &&
 			    !strcmp(job->ranks[k].host, r->host))
-				up = &job->ranks[k];
-		if (!up)
-			break;
-		x = an_header_get(up, NVLP_HDR_PPID, b, sizeof b);
-		p = x ? strtol(x, NULL, 10) : -1;
+				at = &job->ranks[k];
 	}
 	return p;
 }
