@@ -188,7 +188,9 @@ enum nvlp_ftype {
  * NCCL), else 0. COPY and MANAGED: that one record. NCCL: that collective/p2p call and every later
  * one of the same thread until the thread's next NCCL PYREF (written only when the chain changes;
  * pystack 0 = no Python location from there on), so a rank's last call has its location even when
- * the rank was killed. */
+ * the rank was killed. kind 0 (NVLP_K_NONE): a sample, not an attachment: the chain thread tid was
+ * in at time t, read by the shim's own thread (call_id 0), written only when it changed since that
+ * thread's previous sample (pystack 0: no Python frames from then on). */
 #define NVLP_FIELDS_PYREF(F) F(U, kind) F(U, tid) F(T, t) F(U, call_id) F(U, pystack)
 
 /* A mark the job made (kind: NVLP_MARK_* below): cudaProfilerStart/Stop, an NVTX range push/pop
@@ -205,6 +207,25 @@ enum nvlp_ftype {
  * distinct host hash: NCCL_HOSTID, else host name + boot id), nranks and rank = this one's. Ranks
  * of one machine that NCCL counts as several nodes talk over the network transport. */
 #define NVLP_FIELDS_NCCLCOMM(F) F(X, nccl_comm) F(I, nnodes) F(I, nranks) F(I, rank)
+
+/* A call the thread had not returned from when this was written: by the writer for a call in
+ * progress for more than 1 s (each such call once, a few per second at most), and by the end of the
+ * trace for every call still in progress (a rank killed inside ncclCommInitRank, a blocking group
+ * end or a synchronising copy says where). kind = the record kind the call would have written
+ * (NCCL or COPY), fn = its fn there; the NCCL fields as in NVLP_FIELDS_NCCL (peer = root for
+ * rooted collectives), 0 where the kind has none; t = when this was written. Written in a frame of
+ * its own (a reader older than this kind loses that frame only). */
+#define NVLP_FIELDS_INFLIGHT(F)                                                                    \
+	F(T, t) F(U, tid) F(U, kind) F(U, fn) F(T, t_enter) F(I, device) F(X, stream) F(X, comm)     \
+	F(U, seq) F(U, count) F(I, dtype) F(I, op) F(I, peer) F(I, rank) F(I, nranks)               \
+	F(U, call_id) F(U, bytes)
+
+/* A fatal signal (SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL) the process received: tid = the
+ * thread it was delivered to (the one that raised it), code = siginfo's si_code, addr = si_addr
+ * (faults), main = 1 when that thread is the process's main thread; blob = the thread's name
+ * (/proc/self/task/TID/comm). Written before EXITINFO (reason signal) and END, in a frame of its
+ * own; then the job's own handler or the default action runs unchanged. */
+#define NVLP_FIELDS_FATAL(F) F(T, t) F(I, signal) F(U, tid) F(I, code) F(X, addr) F(U, main)
 
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
@@ -238,7 +259,9 @@ enum nvlp_ftype {
 	R(PYREF, pyref, 0, NVLP_FIELDS_PYREF)                                                      \
 	R(MARK, mark, 0, NVLP_FIELDS_MARK)                                                         \
 	R(EXITINFO, exitinfo, 0, NVLP_FIELDS_EXITINFO)                                             \
-	R(NCCLCOMM, ncclcomm, 0, NVLP_FIELDS_NCCLCOMM)
+	R(NCCLCOMM, ncclcomm, 0, NVLP_FIELDS_NCCLCOMM)                                             \
+	R(INFLIGHT, inflight, 0, NVLP_FIELDS_INFLIGHT)                                             \
+	R(FATAL, fatal, 1, NVLP_FIELDS_FATAL)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
@@ -383,7 +406,8 @@ static inline unsigned nvlp_cuda_fn_base(uint64_t fn)
 	X(UNRESOLVED, unresolved)                                                                  \
 	X(CONFIG, config)                                                                          \
 	X(FORK_CHILD, fork_child)                                                                  \
-	X(NCCL_PLUGIN, nccl_plugin)
+	X(NCCL_PLUGIN, nccl_plugin)                                                                \
+	X(OOM_KILL, oom_kill) /* value = the cgroup's memory.events oom_kill count, when it changed */
 
 enum nvlp_note_code {
 #define NVLP_X_ENUM(E, name) NVLP_NOTE_##E,
@@ -520,9 +544,12 @@ enum nvlp_link_source {
  * globaltimer's time base); KCH: other = a KernelCh GPU stop stamp, mono = when the host got it (an
  * upper bound on the stamp's host time, from ncclprof.c); FOREIGN: other = another CUPTI client's
  * timestamp callback (e.g. torch.profiler's TSC ticks), which stamped GPU activity while installed
- * (the shim already converted those records with a fit of these pairs). */
+ * (the shim already converted those records with a fit of these pairs); HEARTBEAT: other =
+ * CLOCK_REALTIME ns, written by the writer thread at least once a second while the trace is open,
+ * so a trace cut short (kill -9) still tells when its process was last alive. */
 #define NVLP_CLOCK_SOURCES(V)                                                                      \
-	V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch") V(FOREIGN, 4, "foreign")
+	V(CUPTI, 1, "cupti") V(REALTIME, 2, "realtime") V(KCH, 3, "kch") V(FOREIGN, 4, "foreign")  \
+	V(HEARTBEAT, 5, "heartbeat")
 enum nvlp_clock_source {
 #define NVLP_V_ENUM(NAME, v, label) NVLP_CLOCK_##NAME = v,
 	NVLP_CLOCK_SOURCES(NVLP_V_ENUM)
