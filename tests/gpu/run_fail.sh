@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# run_fail.sh: the post-mortem catalog on real NCCL: HF GPT-2 under torchrun, two ranks sharing ONE GPU (each
+# its own NCCL_HOSTID, so NCCL connects them over NET/Socket on loopback), failing one way per scenario
+# (tests/gpu/real/fail_train.py --mode). Logs, reports and traces in $OUT.
+#   bash tests/gpu/run_fail.sh [healthy] [stuck] [loader] [count] [dtype] [op] [root] [func] [exits] [segv]
+#                              [oom] [killtree]
+# What the report must say first, per scenario (tests/gpu/results/fail*.txt holds what it said):
+#   healthy   no hang_suspect, collective_mismatch or rank_ended; losses identical to the run without nvlprof
+#   stuck     hang_suspect: rank 1 never entered ncclAllReduce #N (in load_next_batch, fail_train.py, time.sleep);
+#             rank 0 waited in it until SIGABRT (torch's watchdog), ~timeout later; rank 1 ended by SIGTERM
+#   loader    as stuck, rank 1's main thread waiting on its DataLoader
+#   count/dtype/op/root/func
+#             collective_mismatch at one seq naming both sides' values; the hang that follows points at it
+#   exits     rank_ended: rank 1 exited with status 3 in step --at; rank 0 ended by SIGTERM (torchrun)
+#   segv      rank 1 ended by SIGSEGV (in its main thread)
+#   oom       rank 1 killed by the OOM killer (the cgroup's oom_kill count rose), where cgroup v2 is writable
+#   killtree  the whole process tree SIGKILLed at a time limit: every rank "without an END record", the
+#             launcher listed as a launcher (not a rank, not another job)
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/nvlp-fail}
+DONE_MSG="run_fail: done"
+scen=${*:-healthy stuck loader count dtype func exits segv oom killtree}
+JOB_TIMEOUT=${JOB_TIMEOUT:-120}
+. tests/gpu/common.sh
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
+R=tests/gpu/real
+TRH="torchrun --standalone --nproc-per-node 2 --no-python tests/gpu/hostid_rank.sh"
+F="$R/fail_train.py --steps 30 --at 15 --timeout-s ${WD_S:-15}"
+if want healthy; then
+	log "healthy: with and without nvlprof"
+	base healthy_base $TRH $F --mode healthy --json $L/healthy_base.json
+	run healthy $TRH $F --mode healthy --json $L/healthy.json
+fi
+for m in stuck loader count dtype op root func exits segv; do
+	want $m || continue
+	log "$m"
+	run $m $TRH $F --mode $m
+done
+if want oom; then
+	# the whole job in a cgroup of its own with a memory limit, so the kernel's OOM killer (not Python's
+	# MemoryError) ends the rank that allocates; skipped where cgroup v2 cannot be written here
+	cg=/sys/fs/cgroup/nvlp_oom
+	if grep -q '^0::' /proc/self/cgroup && mkdir -p $cg 2>/dev/null && echo 24G >$cg/memory.max 2>/dev/null; then
+		log "oom (cgroup $cg, memory.max 24G)"
+		(echo $BASHPID >$cg/cgroup.procs && run oom $TRH $F --mode oom)
+		cat $cg/memory.events >$L/oom_memory.events 2>&1
+	else
+		log "oom: skipped (no writable cgroup v2 memory controller: $(cat /proc/self/cgroup | head -3))"
+		echo "skipped" >$L/oom.wall
+	fi
+fi
+if want killtree; then
+	log "killtree: the whole tree SIGKILLed after 35 s (a scheduler's time limit)"
+	setsid bash -c "exec $NV run -o $T/killtree -- $TRH $R/fail_train.py --steps 100000 --mode healthy" \
+		>$L/killtree.log 2>&1 &
+	sid=$!
+	sleep 35
+	kill -9 -- -$sid 2>/dev/null
+	sleep 2
+	pkill -9 -f 'fail_train.py --steps 100000' 2>/dev/null
+	echo "killed after 35 s" >$L/killtree.wall
+fi
