@@ -2,6 +2,7 @@
  * (collective_mismatch, hang_suspect) and the job model (calls, each rank's end as findings.c's
  * end_of tells it), sorted by time, then told as one paragraph with the time between them. */
 #include <stdarg.h> /* va_list */
+#include <stdint.h> /* INT32_MAX */
 #include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp */
 
@@ -256,26 +257,45 @@ static void tell(const struct an_job *job, const struct an_findings *f, struct a
 		if (told[i])
 			continue;
 		told[i] = 1;
-		size_t j = i + 1; /* ranks ending alike right after: one clause */
-		while (!strcmp(e->what, "ended") && j < s->n && !told[j] &&
-		       !strcmp(s->v[j].what, "ended") && !strcmp(s->v[j].detail, e->detail))
+		size_t j = i + 1; /* ranks ending (or entering) alike right after: one clause */
+		while ((!strcmp(e->what, "ended") || !strcmp(e->what, "entered")) && j < s->n &&
+		       !told[j] && !strcmp(s->v[j].what, e->what) && !strcmp(s->v[j].detail, e->detail))
 			told[j++] = 1;
 		cat(t, len, "%s", prev ? "; " : "");
-		if (j - i > 1) {
-			cat(t, len, "ranks ");
-			for (size_t k = i; k < j; k++)
-				cat(t, len, "%s%d", k > i ? "," : "", s->v[k].rank);
+		if (j - i > 1) { /* their ranks in order (the events are in time order) */
+			cat(t, len, "ranks");
+			for (int last = INT32_MIN, n = 0; n < (int)(j - i); n++) {
+				int next = INT32_MAX;
+				for (size_t k = i; k < j; k++)
+					if (s->v[k].rank > last && s->v[k].rank < next)
+						next = s->v[k].rank;
+				if (next == INT32_MAX)
+					break;
+				cat(t, len, "%s%d", n ? "," : " ", next);
+				last = next;
+			}
 			cat(t, len, " ");
 		} else if (strcmp(e->what, "mismatch"))
 			cat(t, len, "rank %d ", e->rank);
 		when(w, sizeof w, e, prev);
 		cat(t, len, "%.*s%s", (int)e->at, e->detail, w);
 		prev = &s->v[j - 1];
-		long k = !strcmp(e->what, "entered") ? end_after(s, i, e->rank) : -1;
-		if (k >= 0 && !told[k]) {
-			when(w, sizeof w, &s->v[k], e);
-			cat(t, len, " and waited in it until it %s%s", s->v[k].detail, w);
-			told[k] = 1;
+		/* the waiting ranks' ends, told with their wait when they ended alike */
+		long k = -1;
+		int alike = !strcmp(e->what, "entered");
+		for (size_t q = i; alike && q < j; q++) {
+			long kq = end_after(s, q, s->v[q].rank);
+			alike = kq >= 0 && !told[kq] &&
+			        (k < 0 || !strcmp(s->v[kq].detail, s->v[k].detail));
+			if (alike && (k < 0 || s->v[kq].t_ms > s->v[k].t_ms))
+				k = kq;
+		}
+		if (alike && k >= 0) {
+			when(w, sizeof w, &s->v[k], prev);
+			cat(t, len, " and waited in it until %s %s%s", j - i > 1 ? "they" : "it",
+			    s->v[k].detail, w);
+			for (size_t q = i; q < j; q++)
+				told[end_after(s, q, s->v[q].rank)] = 1;
 			prev = &s->v[k];
 		} else if (!strcmp(e->what, "entered"))
 			cat(t, len, " and waited in it");
