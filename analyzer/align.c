@@ -25,8 +25,11 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 		}
 		c->comm = jc;
 		job->comms[jc].ncalls++;
-		if (dropped)
+		if (dropped) {
 			r->calls[o] = *c;
+			if (r->csig)
+				r->csig[o] = r->csig[k];
+		}
 		o++;
 	}
 	r->ncalls = o;
@@ -161,6 +164,8 @@ struct centry {
 /* A column: one (process, device) of the comm, and where its calls lie among the process's. */
 struct ccol {
 	const struct an_call *calls; /* the process's */
+	const uint16_t *csig;        /* ... and their signatures (NULL: none kept) */
+	const struct an_csig *csigs;
 	int file, dev;
 	size_t lo, hi;        /* its calls are among calls[lo, hi) */
 	size_t n;             /* how many */
@@ -322,7 +327,8 @@ static int ctab_col(struct ctab *t, int first, const struct an_rank *r, int f, i
 	struct ccol *c = PUSH(t->col, n, t->capcol);
 	if (!c)
 		return -1;
-	*c = (struct ccol){.calls = r->calls, .file = f, .dev = dev, .sorted = 1};
+	*c = (struct ccol){
+	    .calls = r->calls, .csig = r->csig, .csigs = r->csigs, .file = f, .dev = dev, .sorted = 1};
 	return t->ncol++;
 }
 
@@ -789,6 +795,51 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 	return 1;
 }
 
+/* The row's calls alike (function, count, dtype, op, root) wherever both sides are known: the
+ * usual row, checked with a compare per column. */
+static int row_alike(const struct ctab *t, const struct crow *w)
+{
+	int fn = -1;
+	const struct an_csig *s0 = NULL;
+	for (int col = 0; col < t->ncol; col++) {
+		if (w->k[col] == CROW_NONE)
+			continue;
+		const struct ccol *c = &t->col[col];
+		int f = an_fn_collective(crow_call(t, w, col)->fn);
+		if (fn < 0)
+			fn = f;
+		else if (f != fn)
+			return 0;
+		uint16_t g = c->csig ? c->csig[w->k[col]] : AN_CSIG_NONE;
+		if (g == AN_CSIG_NONE)
+			continue;
+		const struct an_csig *s = &c->csigs[g];
+		if (!s0)
+			s0 = s;
+		else if (s->count != s0->count || s->dtype != s0->dtype || s->op != s0->op ||
+		         s->root != s0->root)
+			return 0;
+	}
+	return 1;
+}
+
+/* A row whose calls differ: to mismatch.c with its cells. @return 1 noted (the comm's first) */
+static int row_mismatch(struct an_job *job, const struct ctab *t, const struct crow *w,
+                        uint16_t ci)
+{
+	int *file = malloc((size_t)t->ncol * sizeof *file), n = 0;
+	uint32_t *k = malloc((size_t)t->ncol * sizeof *k);
+	for (int col = 0; file && k && col < t->ncol; col++)
+		if (w->k[col] != CROW_NONE) {
+			file[n] = t->col[col].file;
+			k[n++] = w->k[col];
+		}
+	int done = file && k && an_mismatch_note(job, ci, w->seq, file, k, n) == 0;
+	free(file);
+	free(k);
+	return done;
+}
+
 AN_DEFINE_NTH(nth_float, float)
 
 
@@ -873,7 +924,7 @@ static void row_full(struct an_job *job, size_t ci, const struct ctab *t, const 
 static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, struct skew_sum *sk)
 {
 	struct an_comm *m = &job->comms[ci];
-	int hang_done = 0;
+	int hang_done = 0, mismatch_done = 0;
 	uint64_t seen_full = 0;
 	struct arrivals a = {.te = malloc((size_t)t->ncol * sizeof *a.te)};
 	struct crow w;
@@ -891,6 +942,8 @@ static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, 
 		if (m->xfer_seq)
 			m->xfer_seq[w.index] = w.seq;
 		nrow++;
+		if (!mismatch_done && w.present > 1 && !row_alike(t, &w))
+			mismatch_done = row_mismatch(job, t, &w, (uint16_t)ci);
 		if (w.present == t->ncol)
 			row_full(job, ci, t, &w, &a, !seen_full++, sk);
 		else if (!hang_done && w.present)

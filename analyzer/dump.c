@@ -12,8 +12,6 @@
 
 /* ---- names for coded field values ---- */
 
-static const char *const red_ops[] = {"sum", "prod", "max", "min", "avg"};
-
 /* Field index by name within a kind, -1 if absent. */
 static int field_index(unsigned kind, const char *name)
 {
@@ -33,7 +31,7 @@ static const char *field_label(unsigned kind, const char *field, uint64_t v)
 		if (!strcmp(field, "dtype") && nvlp_nccl_dtype_size((int)v))
 			return nvlp_nccl_dtype_name((int)v); /* -1 (no data type) stays a number */
 		if (!strcmp(field, "op") && (int64_t)v >= 0)
-			return v < 5 ? red_ops[v] : "custom";
+			return nvlp_nccl_op_name(v > INT32_MAX ? INT32_MAX : (int)v);
 		return NULL;
 	case NVLP_K_COPY:
 		return !strcmp(field, "copy_kind") ? nvlp_memcpy_kind_name(v) : NULL;

@@ -10,6 +10,7 @@
 #include "model.h"
 #include "nvlp_trace.h"
 #include "report.h"
+#include "story.h"
 
 struct xm_job {
 	struct an_job job;
@@ -300,6 +301,16 @@ void xm_rank_last(const struct xm_job *x, size_t rank, uint64_t *last, uint64_t 
 	if (x->job.rx) {
 		*last = x->job.rx[rank].last_count;
 		*colls = x->job.rx[rank].colls;
+	}
+}
+
+void xm_story(const struct xm_job *x, char *buf, size_t len)
+{
+	struct an_story s;
+	buf[0] = 0;
+	if (an_story_build(&x->job, &x->f, &s) == 0) {
+		snprintf(buf, len, "%s", s.text);
+		an_story_free(&s);
 	}
 }
 

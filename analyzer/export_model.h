@@ -91,6 +91,9 @@ void xm_finding_ev(const struct xm_job *x, size_t i, int k, char *buf, size_t le
 /*! @return 1 if the job has a finding with this id */
 int xm_has_finding(const struct xm_job *x, const char *id);
 
+/*! The story of a job that failed, one paragraph (story.h), into buf ("" when it did not fail) */
+void xm_story(const struct xm_job *x, char *buf, size_t len);
+
 size_t xm_nhangs(const struct xm_job *x);
 void xm_hang(const struct xm_job *x, size_t i, struct xm_hang *h);
 

@@ -1,6 +1,7 @@
 /* findings.c: turns an analyzed job into findings (stable id, severity, title, evidence,
  * advice). */
 #include "findings.h"
+#include "findings_int.h"
 #include "kernelch.h" /* window coverage */
 #include "stages.h"   /* an_job_time */
 
@@ -1664,6 +1665,42 @@ static void group_explained(struct an_findings *out)
 	out->v = v;
 }
 
+/* ---- for the detectors and the story in their own files (findings_int.h) ---- */
+struct an_finding *an_f_add(struct an_findings *f, enum an_fid fid, int sev, const char *title)
+{
+	return add(f, fid, sev, "%s", title);
+}
+void an_f_num(struct an_finding *x, const char *key, double v, const char *unit)
+{
+	ev_num(x, key, v, unit);
+}
+void an_f_str(struct an_finding *x, const char *key, const char *s)
+{
+	ev_str(x, key, "%s", s);
+}
+void an_f_advise(struct an_finding *x, const char *s)
+{
+	advise(x, s);
+}
+int an_f_rank_id(const struct an_job *job, size_t f)
+{
+	return rank_id(job, f);
+}
+int an_f_file_of(const struct an_job *job, int id)
+{
+	return file_of(job, id);
+}
+void an_f_python(struct an_finding *x, const char *key, const char *what, const struct an_rank *r,
+                 uint64_t pystack)
+{
+	ev_python(x, key, what, r, pystack);
+}
+int an_f_end_of(const struct an_job *job, const struct an_rank *r, char *how, size_t hl, char *step,
+                size_t sl, uint64_t *in)
+{
+	return end_of(job, r, how, hl, step, sl, in);
+}
+
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	memset(out, 0, sizeof *out);
@@ -1676,6 +1713,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	thrashing(job, th, out);
 	stragglers(job, th, out);
 	hangs(job, th, out);
+	an_mismatch_findings(job, out);
 	ended(job, out);
 	exposed(job, th, out);
 	low_bw(job, th, big, out);

@@ -12,6 +12,7 @@ enum an_sev { AN_SEV_INFO = 0, AN_SEV_WARNING = 1, AN_SEV_CRITICAL = 2 };
  * list's order is the reading order: causes before the consequences they explain.
  */
 #define AN_FINDINGS(X)                                                                             \
+	X(collective_mismatch, "ranks of a communicator that called one collective differently")   \
 	X(hang_suspect, "a collective some ranks never entered while others waited")             \
 	X(rank_ended, "a rank that ended by a signal, a failing exit status or without an END record") \
 	X(nccl_split_host, "NCCL took ranks of one machine for separate nodes (network transport)") \

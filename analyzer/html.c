@@ -773,6 +773,15 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 	uint64_t recs;
 	xe_stream(x, &sink, &recs); /* the UM migrations, with their times */
 	render_meta(&c);
+	char story[1600];
+	xm_story(x, story, sizeof story);
+	if (story[0]) { /* a job that failed: its story above the findings and their plots */
+		/* styled in place: the page's style sheet stays that of a job that did not fail */
+		fprintf(o, "<p class=\"story\" id=\"%s-story\" style=\"border-left:6px solid "
+		           "#c62828;background:#fdf3f3;padding:6px 12px\">", pfx);
+		svg_esc(o, story);
+		fputs("</p>\n", o);
+	}
 	fprintf(o, "<section class=\"findings\" id=\"%s-findings\"><h2>Findings</h2>\n", pfx);
 	if (!xm_nfindings(x))
 		fputs("<p class=\"none\">No finding: nothing to explain.</p>\n", o);

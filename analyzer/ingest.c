@@ -32,6 +32,8 @@ struct lctx {
 	size_t ndrops, capdrops;
 	struct an_index comm_ix, pair_ix, drop_ix;
 	int lastcomm; /* the latest communicator found (most calls are on one) */
+	struct an_index sig_ix; /* struct an_csig -> its entry in r->csigs */
+	long lastsig;           /* the latest call's entry (a DDP job repeats a few in a row) */
 	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
 	size_t capchoices, capsyms;
 	int lastdev;
@@ -142,6 +144,41 @@ static int local_comm(struct lctx *c, uint64_t hash, int rank, int nranks, int d
 	return (int)(r->ncomms - 1);
 }
 
+/* The entry of a call's (count, dtype, op, root) in r->csigs, added when new; AN_CSIG_NONE for
+ * values no NCCL call passes, and beyond AN_MAX_CSIGS distinct ones (those are not compared). */
+static uint16_t csig_of(struct lctx *c, const struct nvlp_rec_nccl *n)
+{
+	struct an_rank *r = c->r;
+	int64_t dt = (int64_t)n->dtype, op = (int64_t)n->op, root = (int64_t)n->peer;
+	if (dt < -1 || dt > INT16_MAX || op < -1 || op > INT16_MAX || root < -1 ||
+	    root > AN_MAX_NRANKS)
+		return AN_CSIG_NONE;
+	struct an_csig k = {n->count, (int32_t)root, (int16_t)dt, (int16_t)op};
+	if (c->lastsig >= 0) {
+		const struct an_csig *l = &r->csigs[c->lastsig];
+		if (l->count == k.count && l->root == k.root && l->dtype == k.dtype && l->op == k.op)
+			return (uint16_t)c->lastsig;
+	}
+	uint64_t b = (uint64_t)(uint16_t)k.dtype | (uint64_t)(uint16_t)k.op << 16 |
+	             (uint64_t)(uint32_t)k.root << 32;
+	long i = an_index_get(&c->sig_ix, k.count, b);
+	if (i < 0) {
+		if (r->ncsigs >= AN_MAX_CSIGS)
+			return AN_CSIG_NONE;
+		struct an_csig *x = PUSH(r->csigs, r->ncsigs, r->capcsigs);
+		if (!x)
+			return AN_CSIG_NONE;
+		*x = k;
+		i = (long)(r->ncsigs - 1);
+		if (an_index_put(&c->sig_ix, k.count, b, (uint32_t)i)) {
+			r->ncsigs--;
+			return AN_CSIG_NONE;
+		}
+	}
+	c->lastsig = i;
+	return (uint16_t)i;
+}
+
 /* nvlp_nccl_fn_class's table, here so the per-call look-up is not a call into the trace library */
 static const char nccl_fn_cls[NVLP_NCCL_FN_COUNT] = {
 #define AN_X_CLS(E, sym, cls) (#cls)[0],
@@ -179,9 +216,18 @@ static int on_nccl(struct lctx *c)
 	if (comm < 0)
 		return bad(c, "of communicator %016llx: more than %d communicators",
 		           (unsigned long long)n->comm, AN_MAX_COMMS);
+	/* the signature first: csig[ncalls] is written once the call is kept */
+	if (__builtin_expect(r->ncalls >= r->capcsig, 0)) {
+		uint16_t *g = an_grow(r->csig, &r->capcsig, r->ncalls + 1, sizeof *r->csig);
+		if (!g)
+			return bad(c, "not kept: out of memory");
+		r->csig = g;
+	}
+	uint16_t sig = csig_of(c, n);
 	struct an_call *cl = PUSH(r->calls, r->ncalls, r->capcalls);
 	if (!cl)
 		return bad(c, "not kept: out of memory");
+	r->csig[r->ncalls - 1] = sig;
 	cl->t_enter = n->t_enter;
 	cl->bytes = n->bytes;
 	cl->gpu_start = 0;
@@ -986,7 +1032,7 @@ static void single_rank_copies(struct lctx *c)
 /* Read one file completely into r. */
 static void load_file(struct an_rank *r)
 {
-	struct lctx c = {.r = r, .lastdev = -1, .lastcomm = -1};
+	struct lctx c = {.r = r, .lastdev = -1, .lastcomm = -1, .lastsig = -1};
 	c.rd = nvlp_reader_open(r->path, r->err, sizeof r->err);
 	if (!c.rd) {
 		r->ok = 0;
@@ -1040,6 +1086,7 @@ static void load_file(struct an_rank *r)
 	an_index_free(&c.comm_ix);
 	an_index_free(&c.pair_ix);
 	an_index_free(&c.drop_ix);
+	an_index_free(&c.sig_ix);
 	nvlp_reader_close(c.rd);
 }
 

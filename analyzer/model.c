@@ -428,6 +428,8 @@ void an_job_free(struct an_job *job)
 		free(r->path);
 		free(r->header);
 		free(r->calls);
+		free(r->csig);
+		free(r->csigs);
 		free(r->comms);
 		for (size_t d = 0; d < r->ndevs; d++) {
 			free(r->devs[d].compute.v);
@@ -468,6 +470,7 @@ void an_job_free(struct an_job *job)
 	free(job->comms);
 	free(job->aggs);
 	free(job->hangs);
+	free(job->mismatches);
 	free(job->rx);
 	memset(job, 0, sizeof *job);
 }

@@ -95,6 +95,12 @@ static inline int an_coll_of_fn(unsigned fn)
 {
 	return fn < NVLP_NCCL_FN_COUNT ? an_coll_of_fn_table[fn] : AN_C_NONE;
 }
+/*! The collective an NCCL function performs, as ranks' calls are compared (ncclBcast is an
+ * in-place ncclBroadcast: the two meet in one collective). */
+static inline int an_fn_collective(unsigned fn)
+{
+	return fn == NVLP_NCCL_BCAST ? NVLP_NCCL_BROADCAST : (int)fn;
+}
 /*! @return the an_coll named in an NCCL kernel name, 0 if not an NCCL kernel, -1 NCCL but
  * unknown */
 int an_coll_of_kernel(const char *name);
@@ -130,6 +136,19 @@ struct an_call {
 	uint8_t fn;         /* enum nvlp_nccl_fn */
 	int8_t device;
 };
+
+/* What else every rank must pass alike to a collective (the NCCL record's count, dtype, op and
+ * peer = root; op and root are -1 where the function has none): one entry per distinct tuple of a
+ * process (an_rank.csigs), and per call its entry number (an_rank.csig, beside calls): 2 bytes a
+ * call instead of 16 in struct an_call, as a process passes few distinct tuples (a DDP job: its
+ * bucket sizes). */
+struct an_csig {
+	uint64_t count;
+	int32_t root;
+	int16_t dtype, op;
+};
+#define AN_MAX_CSIGS 65535        /* distinct tuples kept per process ... */
+#define AN_CSIG_NONE UINT16_MAX   /* ... the calls beyond them, and invalid values: not compared */
 
 /* Half-open time interval [s, e) on one GPU. */
 struct an_ival {
@@ -281,6 +300,11 @@ struct an_rank {
 
 	struct an_call *calls;
 	size_t ncalls, capcalls;
+	/* per call (same index as calls, moved with them; NULL: none kept), its struct an_csig */
+	uint16_t *csig;
+	size_t capcsig;
+	struct an_csig *csigs;
+	size_t ncsigs, capcsigs;
 	struct an_rcomm *comms;
 	size_t ncomms;
 
@@ -391,6 +415,24 @@ struct an_hang {
 	                      * dead peer asynchronously, then fails the call after) */
 };
 
+/* The first collective of a communicator whose ranks passed it different functions or arguments
+ * at one sequence number (mismatch.c): each distinct (function, struct an_csig) is a side. */
+#define AN_MISMATCH_SIDES 4
+struct an_mismatch {
+	uint16_t comm;
+	uint32_t seq;
+	int nsides, more; /* more: ranks of further sides, not kept */
+	struct an_mside {
+		uint8_t fn;
+		int sig_known; /* 0: sig not kept for its calls (AN_CSIG_NONE) */
+		struct an_csig sig;
+		uint64_t bytes;
+		int ranks[16], nranks; /* as printed (an_rank.rank, else the file index) */
+		int file;              /* its first rank's file, and that rank's call */
+		uint32_t k;
+	} side[AN_MISMATCH_SIDES];
+};
+
 /* Per process cross-rank results (index = file index). */
 struct an_rank_x {
 	uint64_t colls, last_count; /* collectives matched; times this rank arrived last */
@@ -420,6 +462,8 @@ struct an_job {
 	int calls_gpu_none;
 	struct an_hang *hangs;
 	size_t nhangs;
+	struct an_mismatch *mismatches; /* at most one per communicator, its first */
+	size_t nmismatches;
 	struct an_rank_x *rx;
 	struct an_jchoice *choices; /* NCCL's choices, sorted by comm, fn, then most calls first */
 	size_t nchoices;

@@ -1,6 +1,7 @@
 /* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
 #include "kernelch.h"
 #include "report.h"
+#include "story.h"
 
 #include <errno.h>  /* errno */
 #include <math.h>   /* NAN */
@@ -751,6 +752,11 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		fprintf(stderr, "nvlprof: out of memory\n");
 		return;
 	}
+	struct an_story st;
+	if (an_story_build(job, f, &st) == 0) { /* a job that failed: its story first */
+		an_story_print(o, &st);
+		an_story_free(&st);
+	}
 	text_header(o, job, &t);
 	text_comm(o, job, &t);
 	an_kch_report_text(o, job);
@@ -1028,6 +1034,11 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	jw_str(&w, "kind", "report");
 	jw_int(&w, "schema", 1);
 	json_job(&w, job, &t);
+	struct an_story st;
+	if (an_story_build(job, f, &st) == 0) {
+		an_story_json(&w, &st);
+		an_story_free(&st);
+	}
 	an_findings_json(&w, "findings", f);
 	an_graphs_json(&w, job);
 	an_kch_json(&w, job);

@@ -110,6 +110,13 @@ int an_align_comms(struct an_job *job);
 /*! Clock refinement across hosts, then skew, lead, transfer time and hangs per collective. */
 void an_align_cross_rank(struct an_job *job);
 
+/* ---- mismatch.c: collectives the ranks of a communicator called differently ---- */
+/*! Row seq of communicator comm holds calls that differ (an_fn_collective or struct an_csig):
+ * its n cells, each a file and its call index, become job->mismatches' entry for comm (align.c
+ * notes the first row per communicator). @return 0, or -1 out of memory */
+int an_mismatch_note(struct an_job *job, uint16_t comm, uint32_t seq, const int *file,
+                     const uint32_t *k, int n);
+
 /* ---- steps.c ---- */
 /*! The job's steps and the step window with exposure in it: from step marks when a process has
  * them (an_steps_mark), else from the repeating collective pattern when its regularity proves it

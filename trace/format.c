@@ -95,6 +95,14 @@ const char *nvlp_nccl_dtype_name(int dtype)
 	return dtype >= 0 && dtype < N_DTYPES ? nccl_dtypes[dtype].name : "?";
 }
 
+/* ncclRedOp_t of nccl.h (ABI: ncclSum = 0 ... ncclAvg = 4; from ncclNumOps on, ops the job made
+ * with ncclRedOpCreatePreMulSum) */
+const char *nvlp_nccl_op_name(int op)
+{
+	static const char *const ops[] = {"sum", "prod", "max", "min", "avg"};
+	return op < 0 ? "?" : op < (int)(sizeof ops / sizeof ops[0]) ? ops[op] : "custom";
+}
+
 /* FNV-1a; the seed is folded into the offset basis so that seed 0 gives standard FNV-1a. */
 uint64_t nvlp_hash64(const void *data, size_t len, uint64_t seed)
 {

@@ -40,6 +40,8 @@ const char *nvlp_clock_source_name(uint64_t v);
 unsigned nvlp_nccl_dtype_size(int dtype);
 /*! @return "f32", "bf16", ... for an ncclDataType_t value, "?" if unknown. */
 const char *nvlp_nccl_dtype_name(int dtype);
+/*! @return "sum", "max", ... for an ncclRedOp_t value, "custom" for a job's own, "?" if < 0. */
+const char *nvlp_nccl_op_name(int op);
 
 /* Header keys (blob of NVLP_K_HEADER, "key=value\n" lines; values have no newline). */
 #define NVLP_HDR_FORMAT "format"           /* format version */

@@ -52,6 +52,12 @@ struct an_gen_opts {
 	                          * ncclBcast that NCCL runs as a copy */
 	int python;              /* PYSTACK/PYREF records: each rank's collectives, rank 0's first
 	                          * staged copy and its managed allocation have a Python chain */
+	/* --mismatch KIND:SEQ[:RANK]: the collective at SEQ differs on RANK (default 1): KIND count
+	 * (twice the elements), dtype (f32, same bytes), op (max), fn (ncclAllGather), root (every
+	 * rank's is a ncclBroadcast from 0, RANK's from 1) or same (that broadcast on every rank:
+	 * a rooted call that does not differ); with --python the call comes from a metric line */
+	int mm_kind, mm_rank;
+	uint64_t mm_seq;
 	int quiet;
 };
 
@@ -179,6 +185,13 @@ static const char py_copy_chain[] = "/work/job/train.py:33:move\n/work/job/train
 static const char py_alloc_chain[] =
     "/work/job/train.py:41:build_cache\n/work/job/train.py:87:main\n";
 
+static const char py_metric_chain[] =
+    "/opt/venv/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py:2501:all_reduce\n"
+    "/work/job/train.py:71:log_metrics\n/work/job/train.py:91:main\n"
+    "/work/job/train.py:95:<module>\n";
+enum { MM_NONE, MM_COUNT, MM_DTYPE, MM_OP, MM_FN, MM_ROOT, MM_SAME };
+static uint64_t gen_mm_seq = UINT64_MAX; /* --mismatch with --python: the metric call's seq */
+
 static void add(struct grank *g, unsigned kind, const void *f, const void *blob, size_t len);
 static void py_attach(struct grank *g, unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id,
                       uint64_t id, const char *chain)
@@ -198,10 +211,17 @@ static void add(struct grank *g, unsigned kind, const void *f, const void *blob,
 	g->records++;
 	if (nvlp_writer_pending(g->w) > 48 * 1024)
 		nvlp_writer_flush(g->w);
-	if (gen_python && kind == NVLP_K_NCCL && !g->py_nccl) {
+	if (gen_python && kind == NVLP_K_NCCL) {
+		/* the chain changes at the metric call and back after it (py_nccl 2: in force) */
 		const struct nvlp_rec_nccl *n = f;
-		g->py_nccl = 1;
-		py_attach(g, NVLP_K_NCCL, n->tid, n->t_enter, n->call_id, 0x3301, py_nccl_chain);
+		int metric = n->seq == gen_mm_seq && n->comm;
+		if (metric)
+			py_attach(g, NVLP_K_NCCL, n->tid, n->t_enter, n->call_id, 0x3302,
+			          py_metric_chain);
+		else if (g->py_nccl != 1)
+			py_attach(g, NVLP_K_NCCL, n->tid, n->t_enter, n->call_id, 0x3301,
+			          py_nccl_chain);
+		g->py_nccl = metric ? 2 : 1;
 	}
 }
 
@@ -302,6 +322,24 @@ static struct nvlp_rec_nccl nccl_fill(struct grank *g, unsigned fn, uint64_t t, 
 		n.rank = n.nranks = 0;
 		n.seq = 0;
 		n.dur = 1 * US;
+	} else if (o->mm_kind && seq == o->mm_seq) {
+		int me = g->rank == o->mm_rank;
+		if (o->mm_kind == MM_ROOT || o->mm_kind == MM_SAME) {
+			n.fn = NVLP_NCCL_BROADCAST;
+			n.op = (uint64_t)-1;
+			n.peer = me && o->mm_kind == MM_ROOT ? 1 : 0;
+		} else if (me && o->mm_kind == MM_COUNT) {
+			n.count *= 2;
+			n.bytes *= 2;
+		} else if (me && o->mm_kind == MM_DTYPE) {
+			n.dtype = 7;
+			n.count = bytes / 4;
+		} else if (me && o->mm_kind == MM_OP)
+			n.op = 2;
+		else if (me && o->mm_kind == MM_FN) {
+			n.fn = NVLP_NCCL_ALL_GATHER;
+			n.op = (uint64_t)-1;
+		}
 	}
 	return n;
 }
@@ -1026,7 +1064,8 @@ static void usage(void)
 	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
 	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
-	                "       [--in-place] [--comm-name NAME]\n");
+	                "       [--in-place] [--comm-name NAME] [--python]\n"
+	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n");
 }
 
 int main(int argc, char **argv)
@@ -1047,7 +1086,7 @@ int main(int argc, char **argv)
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
 	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
-	    {0, 0, 0, 0}};
+	    {"mismatch", 1, 0, 10},      {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
@@ -1166,6 +1205,23 @@ int main(int argc, char **argv)
 		case 9:
 			o.in_place = 1;
 			break;
+		case 10: {
+			static const char *const kinds[] = {"", "count", "dtype", "op", "fn", "root",
+			                                    "same"};
+			const char *c1 = strchr(optarg, ':');
+			for (int k = 1; c1 && k < (int)(sizeof kinds / sizeof kinds[0]); k++)
+				if ((size_t)(c1 - optarg) == strlen(kinds[k]) &&
+				    !strncmp(optarg, kinds[k], strlen(kinds[k])))
+					o.mm_kind = k;
+			if (!o.mm_kind) {
+				usage();
+				return 2;
+			}
+			char *e;
+			o.mm_seq = strtoull(c1 + 1, &e, 10);
+			o.mm_rank = *e == ':' ? atoi(e + 1) : 1;
+			break;
+		}
 		case 6:
 			o.plain = PLAIN_SINGLE;
 			o.ranks = 1;
@@ -1179,6 +1235,8 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	if (o.mm_kind && o.python)
+		gen_mm_seq = o.mm_seq;
 	if (an_gen_run(&o))
 		return 1;
 	return o.launcher && gen_launcher(&o) ? 1 : 0;
