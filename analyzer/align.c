@@ -746,9 +746,12 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 		if (w->k[col] != CROW_NONE) {
 			const struct an_call *c = crow_call(t, w, col);
 			h.fn = c->fn;
-			double wt = c->gpu_start ? (double)c->gpu_dur
-			                         : (double)(r->t_last > c->t_enter ? r->t_last - c->t_enter
-			                                                           : 0);
+			/* it waited from its entry to its end: its last record of any kind (a call
+			 * that returns before the collective ran, as NCCL's do, leaves the wait to
+			 * the next call or a sync, which wrote no record when the rank was killed) */
+			double wt = (double)(r->t_alive > c->t_enter ? r->t_alive - c->t_enter : 0);
+			if (c->gpu_start && (double)c->gpu_dur > wt)
+				wt = (double)c->gpu_dur;
 			if (wt / 1e6 > h.wait_ms)
 				h.wait_ms = wt / 1e6;
 			if (h.npresent < 16)

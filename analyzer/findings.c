@@ -1,6 +1,7 @@
 /* findings.c: turns an analyzed job into findings (stable id, severity, title, evidence,
  * advice). */
 #include "findings.h"
+#include "ending.h"   /* how each rank ended */
 #include "findings_int.h"
 #include "kernelch.h" /* window coverage */
 #include "stages.h"   /* an_job_time */
@@ -974,22 +975,11 @@ static const char *nccl_result_name(int rc)
 }
 
 /* How rank r ended, when not normally (a signal, no END record, or an exit status > 0: -1
- * means main returned), and the step it was in. @return 1 if abnormal */
-static int end_of(const struct an_job *job, const struct an_rank *r, char *how, size_t hl,
-                  char *step, size_t sl, uint64_t *in)
+ * means main returned; ending.c tells which), and the step it was in. @return 1 if abnormal */
+static int end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
+                  size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in)
 {
-	if (r->end_reason < 0)
-		snprintf(how, hl, "ended without an END record (killed by SIGKILL or the OOM killer, "
-		                  "or a crash the shim could not catch)");
-	else if (r->end_reason == NVLP_END_SIGNAL && r->end_signal > 0)
-		snprintf(how, hl, "ended by signal %d (%s)", r->end_signal, strsignal(r->end_signal));
-	else if (r->end_reason == NVLP_END_SIGNAL) /* a trace older than EXITINFO */
-		snprintf(how, hl, "ended by a signal (SIGTERM or SIGINT)");
-	else if ((r->end_reason == NVLP_END_EXIT || r->end_reason == NVLP_END_UEXIT) &&
-	         r->have_exitinfo && r->end_status > 0)
-		snprintf(how, hl, "exited with status %d%s", r->end_status,
-		         r->end_reason == NVLP_END_UEXIT ? " (_exit)" : "");
-	else
+	if (!an_end_how(job, r, rises, nrises, how, hl))
 		return 0;
 	/* a rank that completed every step the job completed, in a job that hung, was in the step
 	 * nobody completed */
@@ -1076,27 +1066,88 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 		}
 }
 
+/* Where rank id was when it ended (the call in flight) and what its GPU still ran (kernel
+ * channels that never stopped: the collective was running there) */
+static void hang_place(struct an_finding *x, const struct an_job *job, const struct an_rank *r,
+                       int id)
+{
+	char key[32], buf[192];
+	const struct an_inflight *fl = an_end_inflight(r);
+	if (fl) {
+		an_inflight_text(job, r, fl, buf, sizeof buf);
+		snprintf(key, sizeof key, "rank_%d_in_flight", id);
+		ev_str(x, key, "%s", buf);
+	}
+	if (r->kch_nostop) {
+		snprintf(key, sizeof key, "rank_%d_gpu", id);
+		ev_str(x, key,
+		       "%llu NCCL kernel channel(s) of %s (NCCL's #%u) started and never stopped: the "
+		       "collective was still running on the GPU",
+		       (unsigned long long)r->kch_nostop, nvlp_nccl_fn_name(r->kch_nostop_fn),
+		       r->kch_nostop_seq);
+	}
+}
+
 /* How the missing ranks ended, and then the waiting ones (stopped while waiting) */
-static void hang_endings(struct an_finding *x, const struct an_job *job, const struct an_hang *h)
+static void hang_endings(struct an_finding *x, const struct an_job *job, const struct an_hang *h,
+                         const struct an_oom_rise *rises, size_t nrises)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
 			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
 			char how[160], step[120], key[32];
 			uint64_t in;
-			if (fi < 0 || !job->ranks[fi].ok ||
-			    !end_of(job, &job->ranks[fi], how, sizeof how, step, sizeof step, &in))
+			if (fi < 0 || !job->ranks[fi].ok)
+				continue;
+			hang_place(x, job, &job->ranks[fi], id);
+			if (!end_of(job, &job->ranks[fi], rises, nrises, how, sizeof how, step,
+			            sizeof step, &in))
 				continue;
 			snprintf(key, sizeof key, "rank_%d_ended", id);
 			ev_str(x, key, "%s%s", how, step);
 		}
 }
 
+/* A hang is told when the ranks waited long enough for it to be more than the job stopping as
+ * a whole, and always when a member's trace ended abnormally (a rank killed before a collective
+ * the others entered is the hang's cause however short their traces run after), unless every
+ * member ended so within hang_min_ms of the others, or every member's trace was cut short (no END
+ * record) within killed_together_ms of the others: a job killed as a whole (a time limit's SIGKILL
+ * of the tree finds some ranks one collective ahead of the rest, and each trace loses what it had
+ * not written yet: up to a frame period, 500 ms) */
+static int hang_shown(const struct an_job *job, const double *th, const struct an_hang *h)
+{
+	int abnormal = 0, all = 1, cut = 1;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
+			int fi = file_of(job, pass ? h->present[k] : h->missing[k]);
+			if (fi < 0 || !job->ranks[fi].ok)
+				continue;
+			const struct an_rank *r = &job->ranks[fi];
+			int a = an_end_abnormal(r);
+			abnormal |= a;
+			all &= a;
+			cut &= r->end_reason < 0 && !r->fatal.signal;
+			uint64_t e = an_job_time(r, r->t_alive);
+			lo = e < lo ? e : lo;
+			hi = e > hi ? e : hi;
+		}
+	double spread_ms = lo <= hi ? (double)(hi - lo) / 1e6 : 0;
+	if (cut && spread_ms < th[AN_TH_killed_together_ms])
+		return 0;
+	if (h->wait_ms >= th[AN_TH_hang_min_ms])
+		return 1;
+	return abnormal && !(all && spread_ms < th[AN_TH_hang_min_ms]);
+}
+
 static void hangs(const struct an_job *job, const double *th, struct an_findings *out)
 {
+	size_t nrises = 0;
+	struct an_oom_rise *rises = job->nhangs ? an_oom_rises(job, &nrises) : NULL;
 	for (size_t i = 0; i < job->nhangs; i++) {
 		const struct an_hang *h = &job->hangs[i];
-		if (h->wait_ms < th[AN_TH_hang_min_ms])
+		if (!hang_shown(job, th, h))
 			continue;
 		char miss[128], pres[128];
 		rank_list(miss, sizeof miss, h->missing, h->nmissing);
@@ -1122,13 +1173,14 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
 		ev_num(x, "wait_ms", h->wait_ms, "ms");
 		hang_python(x, job, h);
-		hang_endings(x, job, h);
+		hang_endings(x, job, h, rises, nrises);
 		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
 		          "path) before this "
 		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "
 		          "process-group timeout "
 		          "so a hang fails fast.");
 	}
+	free(rises);
 }
 
 static void exposed(const struct an_job *job, const double *th, struct an_findings *out)
@@ -1242,10 +1294,13 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 }
 
 /* Ranks a hang explains: missing from a hang (its root) or waiting in one (stopped while
- * waiting, usually by the launcher): their end is told by the hang_suspect finding. */
-static int in_hang(const struct an_job *job, int id, int *missing)
+ * waiting, usually by the launcher): their end is told by the hang_suspect finding, when that
+ * is printed. */
+static int in_hang(const struct an_job *job, const double *th, int id, int *missing)
 {
 	for (size_t h = 0; h < job->nhangs; h++) {
+		if (!hang_shown(job, th, &job->hangs[h]))
+			continue;
 		for (int k = 0; k < job->hangs[h].nmissing; k++)
 			if (job->hangs[h].missing[k] == id)
 				return *missing = 1, 1;
@@ -1256,35 +1311,56 @@ static int in_hang(const struct an_job *job, int id, int *missing)
 	return 0;
 }
 
-/* Abnormal ends only (a signal, no END record, or an exit status > 0), and then the step it was
- * in: a finding of their own, unless a hang explains them. */
-static void ended(const struct an_job *job, struct an_findings *out)
+/* The thread a fatal signal hit, and the call the process was in when it ended */
+static void ended_fatal(struct an_finding *x, const struct an_job *job, const struct an_rank *r)
 {
+	if (r->fatal.signal) {
+		ev_num(x, "thread", (double)r->fatal.tid, NULL);
+		if (r->fatal.thread[0])
+			ev_str(x, "thread_name", "%s", r->fatal.thread);
+		ev_num(x, "main_thread", r->fatal.main, NULL);
+	}
+	const struct an_inflight *fl = an_end_inflight(r);
+	if (fl) {
+		char buf[192];
+		an_inflight_text(job, r, fl, buf, sizeof buf);
+		ev_str(x, "in_flight", "%s", buf);
+	}
+}
+
+/* Abnormal ends only (a signal, no END record, or an exit status > 0), and then the step it was
+ * in: a finding of their own, unless a printed hang explains them. */
+static void ended(const struct an_job *job, const double *th, struct an_findings *out)
+{
+	size_t nrises = 0;
+	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		char how[160], step[120];
 		uint64_t in;
 		int missing;
-		if (!r->ok || !end_of(job, r, how, sizeof how, step, sizeof step, &in) ||
-		    in_hang(job, rank_id(job, f), &missing))
+		if (!r->ok || !end_of(job, r, rises, nrises, how, sizeof how, step, sizeof step, &in) ||
+		    in_hang(job, th, rank_id(job, f), &missing))
 			continue;
 		struct an_finding *x = add(out, AN_F_rank_ended, AN_SEV_WARNING, "Rank %d (pid %d on %s) %s%s",
 		                           rank_id(job, f), r->pid, r->host, how, step);
 		x->rank = rank_id(job, f);
 		ev_num(x, "rank", rank_id(job, f), NULL);
 		ev_num(x, "pid", r->pid, NULL);
-		ev_str(x, "ended", "%s", r->end_reason < 0 ? "no END record"
+		ev_str(x, "ended", "%s", r->fatal.signal                    ? "signal"
+		                         : r->end_reason < 0                ? "no END record"
 		                         : r->end_reason == NVLP_END_SIGNAL ? "signal"
 		                                                            : "exit status");
-		if (r->end_signal)
-			ev_num(x, "signal", r->end_signal, NULL);
+		if (r->fatal.signal || r->end_signal)
+			ev_num(x, "signal", r->fatal.signal ? r->fatal.signal : r->end_signal, NULL);
+		ended_fatal(x, job, r);
 		if (r->have_exitinfo && r->end_reason != NVLP_END_SIGNAL && r->end_status >= 0)
 			ev_num(x, "exit_status", r->end_status, NULL);
 		if (in)
 			ev_num(x, "step", (double)in, NULL);
 		if (r->end_step)
 			ev_num(x, "steps_completed", (double)r->steps_done, NULL);
-		ev_num(x, "last_record_ms", (double)(an_job_time(r, r->t_last) - job->t0) / 1e6, "ms");
+		ev_num(x, "last_record_ms", an_end_ms(job, r), "ms");
 		if (r->npyrefs)
 			ev_python(x, "python", "last NCCL call at", r, py_of_last_nccl(r));
 		if (r->end_reason == NVLP_END_SIGNAL)
@@ -1295,6 +1371,7 @@ static void ended(const struct an_job *job, struct an_findings *out)
 			advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
 			          "it stopped; the other ranks' waits follow from it.");
 	}
+	free(rises);
 }
 
 /* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
@@ -1698,7 +1775,11 @@ void an_f_python(struct an_finding *x, const char *key, const char *what, const 
 int an_f_end_of(const struct an_job *job, const struct an_rank *r, char *how, size_t hl, char *step,
                 size_t sl, uint64_t *in)
 {
-	return end_of(job, r, how, hl, step, sl, in);
+	size_t nrises = 0;
+	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
+	int abnormal = end_of(job, r, rises, nrises, how, hl, step, sl, in);
+	free(rises);
+	return abnormal;
 }
 
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
@@ -1714,7 +1795,7 @@ int an_findings_compute(const struct an_job *job, const double *th, struct an_fi
 	stragglers(job, th, out);
 	hangs(job, th, out);
 	an_mismatch_findings(job, out);
-	ended(job, out);
+	ended(job, th, out);
 	exposed(job, th, out);
 	low_bw(job, th, big, out);
 	dropped(job, out);

@@ -51,7 +51,16 @@ struct lctx {
 		int used;
 	} *dc;
 	size_t ndc, capdc;
+	/* calls that lasted long enough to have been written as in flight first (tid, t_enter):
+	 * an INFLIGHT record of one of them names a call that returned */
+	struct longcall {
+		uint64_t tid, t_enter;
+	} *longs;
+	size_t nlongs, caplongs;
 };
+/* INFLIGHT is written for calls in progress for more than 1 s: a call that returned after a
+ * shorter time never had one */
+#define LONG_CALL_NS 500000000ull
 
 /* The record is unusable: skip it, and say so once per file (the count says how many). */
 static int bad(struct lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -80,14 +89,37 @@ static int dev_ok(uint64_t d)
 	return v >= -1 && v <= AN_MAX_DEVICE;
 }
 
+/* A time of process r's own clock it could have lived to (see AN_MAX_LIFE_NS) */
+static inline int life_ok(const struct an_rank *r, uint64_t t)
+{
+	return !r->t_mono0 || t - r->t_mono0 <= AN_MAX_LIFE_NS || t < r->t_mono0;
+}
+
 static inline void seen_time(struct an_rank *r, uint64_t s, uint64_t e)
 {
 	if (!s)
 		return;
 	if (s < r->t_first || !r->t_first)
 		r->t_first = s;
-	if (e > r->t_last)
+	if (e > r->t_last && life_ok(r, e))
 		r->t_last = e;
+}
+
+/* A record of a kind that seen_time does not take: the process was alive at t. */
+static inline void alive_at(struct an_rank *r, uint64_t t)
+{
+	if (t > r->t_alive && life_ok(r, t))
+		r->t_alive = t;
+}
+
+/* A call that may have had an INFLIGHT record before it returned */
+static void long_call(struct lctx *c, uint64_t tid, uint64_t t_enter, uint64_t dur)
+{
+	if (dur < LONG_CALL_NS)
+		return;
+	struct longcall *x = PUSH(c->longs, c->nlongs, c->caplongs);
+	if (x)
+		*x = (struct longcall){tid, t_enter};
 }
 
 static struct an_dev *__attribute__((noinline)) get_dev_slow(struct lctx *c, int device)
@@ -193,6 +225,7 @@ static int on_nccl(struct lctx *c)
 	unsigned fn32 = (unsigned)n->fn; /* nvlp_nccl_fn_class's argument */
 	char cls = fn32 < NVLP_NCCL_FN_COUNT ? nccl_fn_cls[fn32] : '?';
 	seen_time(r, n->t_enter, n->t_enter + n->dur);
+	long_call(c, n->tid, n->t_enter, n->dur);
 	if (cls == 'G') {
 		if (n->fn == NVLP_NCCL_GROUP_START || n->fn == NVLP_NCCL_GROUP_END)
 			an_match_group(c->m, n->tid, n->fn == NVLP_NCCL_GROUP_START);
@@ -416,6 +449,7 @@ static int on_copy(struct lctx *c)
 {
 	const struct nvlp_rec_copy *cp = (const void *)c->rec->f;
 	seen_time(c->r, cp->t_enter, cp->t_enter + cp->dur);
+	long_call(c, cp->tid, cp->t_enter, cp->dur);
 	int64_t sd = (int64_t)cp->src_device, dd = (int64_t)cp->dst_device;
 	if ((int64_t)cp->rc != 0 || sd < 0 || dd < 0 || sd == dd)
 		return 0;
@@ -634,12 +668,20 @@ static int on_note(struct lctx *c)
 {
 	const struct nvlp_rec_note *n = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
-	if (r->nnotes >= 64)
+	if (r->nnotes >= 64) {
+		alive_at(r, n->t);
+		if (n->code == NVLP_NOTE_OOM_KILL && n->value <= INT64_MAX)
+			r->oom_last = (int64_t)n->value;
 		return 0;
+	}
 	struct an_note *x = PUSH(r->notes, r->nnotes, c->capnotes);
 	if (!x)
 		return 0;
+	alive_at(r, n->t);
+	if (n->code == NVLP_NOTE_OOM_KILL && n->value <= INT64_MAX)
+		r->oom_last = (int64_t)n->value; /* cumulative: the last one is the count then */
 	x->code = n->code < NVLP_NOTE_CODE_COUNT ? (unsigned)n->code : NVLP_NOTE_CODE_COUNT;
+	x->t = n->t;
 	x->device = dev_ok(n->device) ? (int)(int64_t)n->device : -1;
 	x->value = n->value;
 	const struct nvlp_record *rec = c->rec;
@@ -728,6 +770,7 @@ static int on_symbol(struct lctx *c)
 static int on_drops(struct lctx *c)
 {
 	const struct nvlp_rec_drops *d = (const void *)c->rec->f;
+	alive_at(c->r, d->t);
 	long i = an_index_get(&c->drop_ix, d->tid, 0);
 	if (i < 0) {
 		struct tdrop *x = PUSH(c->drops, c->ndrops, c->capdrops);
@@ -841,13 +884,22 @@ static int on_mark(struct lctx *c)
 static int on_kch(struct lctx *c)
 {
 	const struct nvlp_rec_kch *k = (const void *)c->rec->f;
-	an_kch_on_kch(c->r, k);
+	struct an_rank *r = c->r;
+	alive_at(r, k->host);
+	if (k->flags & NVLP_KCH_NOSTOP) { /* the hang's evidence: still running on the GPU */
+		r->kch_nostop++;
+		r->kch_nostop_seq = k->seq > UINT32_MAX ? UINT32_MAX : (uint32_t)k->seq;
+		r->kch_nostop_fn = k->fn < NVLP_NCCL_FN_COUNT ? (uint8_t)k->fn : 0;
+	}
+	an_kch_on_kch(r, k);
 	an_graphs_on_kch(c->r, k); /* per-execution times of captured collectives */
 	return 0;
 }
 static int on_clock(struct lctx *c)
 {
-	an_kch_on_clock(c->r, (const void *)c->rec->f);
+	const struct nvlp_rec_clock *k = (const void *)c->rec->f;
+	alive_at(c->r, k->mono); /* heartbeats (NVLP_CLOCK_HEARTBEAT) are there for this */
+	an_kch_on_clock(c->r, k);
 	return 0;
 }
 static int on_kwindow(struct lctx *c)
@@ -879,8 +931,68 @@ static int on_ignored(struct lctx *c)
 }
 #define on_string on_ignored
 #define on_device on_ignored
-#define on_inflight on_ignored /* (issue 26: read by the post-mortem, not yet) */
-#define on_fatal on_ignored
+
+/* INFLIGHT: a call not returned when written; per thread the latest call is kept (a later one
+ * means the earlier returned), rewritten ones (the writer's, then the final flush's) update t. */
+static int on_inflight(struct lctx *c)
+{
+	const struct nvlp_rec_inflight *f = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	int nccl = f->kind == NVLP_K_NCCL;
+	if ((!nccl && f->kind != NVLP_K_COPY) || f->fn >= (nccl ? NVLP_NCCL_FN_COUNT : 65536) ||
+	    !dev_ok(f->device) || !f->t_enter || f->t_enter > f->t || f->seq > UINT32_MAX)
+		return bad(c, "of kind %llu, fn %llu, device %lld, entered at %llu",
+		           (unsigned long long)f->kind, (unsigned long long)f->fn,
+		           (long long)(int64_t)f->device, (unsigned long long)f->t_enter);
+	alive_at(r, f->t);
+	struct an_inflight *x = NULL;
+	for (size_t i = 0; i < r->ninflight && !x; i++) /* threads with a call >1 s: a few */
+		if (r->inflight[i].tid == f->tid)
+			x = &r->inflight[i];
+	if (x && x->t_enter > f->t_enter)
+		return 0;
+	if (!x && r->ninflight >= AN_MAX_INFLIGHT)
+		return bad(c, "beyond %d threads in flight", AN_MAX_INFLIGHT);
+	if (!x && !(x = PUSH(r->inflight, r->ninflight, r->capinflight)))
+		return bad(c, "not kept: out of memory");
+	int64_t rank = (int64_t)f->rank, nranks = (int64_t)f->nranks;
+	if (nranks < -1 || nranks > AN_MAX_NRANKS || rank < -1 || (nranks > 0 && rank >= nranks))
+		rank = nranks = -1; /* where it was still says something; its seat does not */
+	*x = (struct an_inflight){.tid = f->tid,
+	                          .t = f->t,
+	                          .t_enter = f->t_enter,
+	                          .comm = f->comm,
+	                          .bytes = f->bytes,
+	                          .seq = (uint32_t)f->seq,
+	                          .rank = (int)rank,
+	                          .nranks = (int)nranks,
+	                          .kind = (uint16_t)f->kind,
+	                          .fn = (uint16_t)f->fn,
+	                          .device = (int)(int64_t)f->device,
+	                          .call = -1};
+	return 0;
+}
+
+/* FATAL: the signal that ended the process and the thread it hit (the first one kept). */
+static int on_fatal(struct lctx *c)
+{
+	const struct nvlp_rec_fatal *f = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	int64_t sig = (int64_t)f->signal;
+	if (sig <= 0 || sig >= 128)
+		return bad(c, "with signal %lld", (long long)sig);
+	alive_at(r, f->t);
+	if (r->fatal.signal)
+		return 0;
+	r->fatal = (struct an_fatal){.signal = (int)sig, .main = f->main == 1, .tid = f->tid, .t = f->t};
+	size_t n = c->rec->blob ? c->rec->blob_len : 0, i = 0;
+	for (; i < n && i < sizeof r->fatal.thread - 1; i++) { /* printable: it goes into text */
+		char ch = ((const char *)c->rec->blob)[i];
+		r->fatal.thread[i] = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\' ? ch : '?';
+	}
+	r->fatal.thread[i] = 0;
+	return 0;
+}
 /* Python chains: kept as they are; findings.c joins them to the records PYREFs name. */
 static int on_pystack(struct lctx *c)
 {
@@ -902,6 +1014,7 @@ static int on_pyref(struct lctx *c)
 	const struct nvlp_rec_pyref *p = (const void *)c->rec->f;
 	if (p->kind >= NVLP_K_COUNT)
 		return bad(c, "naming kind %llu", (unsigned long long)p->kind);
+	alive_at(c->r, p->t);
 	struct an_pyref *x = PUSH(c->r->pyrefs, c->r->npyrefs, c->r->cappyrefs);
 	if (!x)
 		return bad(c, "not kept: out of memory");
@@ -974,6 +1087,32 @@ int an_rank_is_worker(const uint64_t kind_count[NVLP_K_COUNT], int truncated)
 	return 0;
 }
 
+/* An in-flight collective as a call of its own, at its seq (its host time: until last seen) */
+static void inflight_call(struct lctx *c, struct an_inflight *x)
+{
+	struct an_rank *r = c->r;
+	char cls = x->kind == NVLP_K_NCCL ? nccl_fn_cls[x->fn] : 0;
+	if ((cls != 'C' && cls != 'P') || r->ncalls >= UINT32_MAX - 1)
+		return;
+	int comm = local_comm(c, x->comm, x->rank, x->nranks, x->device);
+	struct an_call *cl = comm >= 0 ? PUSH(r->calls, r->ncalls, r->capcalls) : NULL;
+	if (!cl)
+		return;
+	uint64_t d = x->t - x->t_enter;
+	*cl = (struct an_call){.t_enter = x->t_enter,
+	                       .bytes = x->bytes,
+	                       .host_dur = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d,
+	                       .seq = x->seq,
+	                       .comm = (uint16_t)comm,
+	                       .fn = (uint8_t)x->fn,
+	                       .device = (int8_t)x->device};
+	if (r->host_sum_n == r->ncalls - 1) {
+		r->host_sum += cl->host_dur;
+		r->host_sum_n++;
+	}
+	x->call = (int64_t)(r->ncalls - 1);
+}
+
 static void read_header(struct an_rank *r, nvlp_reader *rd)
 {
 	const char *h = nvlp_reader_header_text(rd);
@@ -989,6 +1128,33 @@ static void read_header(struct an_rank *r, nvlp_reader *rd)
 		r->t_mono0 = strtoull(v, NULL, 10);
 	if ((v = an_header_get(r, NVLP_HDR_T_REAL, buf, sizeof buf)))
 		r->t_real0 = strtoull(v, NULL, 10);
+	/* the cgroup's memory.events oom_kill count at start (the shim's key) */
+	char *end;
+	r->oom_start = r->oom_last = -1;
+	if ((v = an_header_get(r, AN_HDR_OOM_KILL, buf, sizeof buf)) && *v) {
+		long long n = strtoll(v, &end, 10);
+		r->oom_start = !*end && n >= 0 ? n : -1;
+	}
+}
+
+/* The end of the file's in-flight calls: those that returned (a long call of the thread with
+ * the same entry) go; a collective or point-to-point call still in flight counts as entered
+ * (a rank blocked inside #50 entered #50: the hang is the first seq some rank lacks). */
+static void finish_inflight(struct lctx *c)
+{
+	struct an_rank *r = c->r;
+	size_t o = 0;
+	for (size_t i = 0; i < r->ninflight; i++) {
+		struct an_inflight *x = &r->inflight[i];
+		int returned = 0;
+		for (size_t k = 0; k < c->nlongs && !returned; k++) /* calls over 0.5 s: a few */
+			returned = c->longs[k].tid == x->tid && c->longs[k].t_enter == x->t_enter;
+		if (!returned)
+			r->inflight[o++] = *x;
+	}
+	r->ninflight = o;
+	for (size_t i = 0; i < r->ninflight; i++)
+		inflight_call(c, &r->inflight[i]);
 }
 
 /* Single-rank collectives without GPU time take it from the device copy NCCL made for them: on
@@ -1060,6 +1226,10 @@ static void load_file(struct an_rank *r)
 		         : !c.m                   ? "out of memory"
 		                                  : "no END record (process did not exit cleanly)");
 	r->frames_skipped = nvlp_reader_frames_skipped(c.rd);
+	if (r->t_last > r->t_alive)
+		r->t_alive = r->t_last;
+	if (r->t_mono0 > r->t_alive) /* it was alive when it wrote its header */
+		r->t_alive = r->t_mono0;
 	struct an_rank_guess g;
 	char buf[64], wbuf[64];
 	an_rank_guess_init(&g, an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf),
@@ -1071,6 +1241,8 @@ static void load_file(struct an_rank *r)
 		for (size_t i = 0; i < c.ndrops; i++)
 			r->dropped += c.drops[i].dropped;
 	an_match_close(c.m);
+	finish_inflight(&c);
+	free(c.longs);
 	an_kch_file_end(r);
 	/* what kernelch.c and graphs.c will not read (they take traces with their kinds only) */
 	if (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KWINDOW])
@@ -1139,13 +1311,49 @@ static void tune_malloc(void)
 	}
 }
 
+/* The traces' parents, sorted by (ppid, host): a launcher is found by its pid in O(log n). */
+struct parent {
+	long ppid;
+	const char *host;
+};
+static int cmp_parent(const void *a, const void *b)
+{
+	const struct parent *x = a, *y = b;
+	return x->ppid != y->ppid ? (x->ppid < y->ppid ? -1 : 1) : strcmp(x->host, y->host);
+}
+static struct parent *parents_of(const struct an_job *job, size_t nf)
+{
+	struct parent *p = malloc((nf ? nf : 1) * sizeof *p);
+	for (size_t i = 0; p && i < nf; i++) {
+		char b[32];
+		const char *x = job->ranks[i].ok ? an_header_get(&job->ranks[i], NVLP_HDR_PPID, b, sizeof b)
+		                                 : NULL;
+		p[i] = (struct parent){x ? strtol(x, NULL, 10) : -1, job->ranks[i].host};
+	}
+	if (p)
+		qsort(p, nf, sizeof *p, cmp_parent);
+	return p;
+}
+
+/* A trace cut short keeps its place among the ranks (it may have lost its work), unless it did
+ * none and is the parent of a traced process of its host: a launcher killed with its job
+ * (kill -9 of the tree, a time limit) is a launcher, not a rank. */
+static int is_worker(const struct an_rank *r, const struct parent *par, size_t nf)
+{
+	if (!an_rank_is_worker(r->kind_count, 0))
+		return r->truncated && !(par && bsearch(&(struct parent){r->pid, r->host}, par, nf,
+		                                        sizeof *par, cmp_parent));
+	return 1;
+}
+
 /* Processes that did no rank's work go last, out of every table; when none did any (a trace
  * without GPU or NCCL records at all) all stay, so the report still shows them. */
 static void workers_first(struct an_job *job, size_t nf)
 {
 	size_t nw = 0;
+	struct parent *par = parents_of(job, nf);
 	for (size_t i = 0; i < nf; i++)
-		nw += job->ranks[i].ok && an_rank_is_worker(job->ranks[i].kind_count, job->ranks[i].truncated);
+		nw += job->ranks[i].ok && is_worker(&job->ranks[i], par, nf);
 	if (nw) {
 		struct an_rank *tmp = malloc(nf * sizeof *tmp);
 		if (tmp) {
@@ -1153,7 +1361,7 @@ static void workers_first(struct an_job *job, size_t nf)
 			for (int pass = 0; pass < 3; pass++)
 				for (size_t i = 0; i < nf; i++) {
 					struct an_rank *r = &job->ranks[i];
-					int cls = !r->ok ? 1 : an_rank_is_worker(r->kind_count, r->truncated) ? 0 : 2;
+					int cls = !r->ok ? 1 : is_worker(r, par, nf) ? 0 : 2;
 					if (cls == pass)
 						tmp[a++] = *r;
 					b += pass == 2 && cls == 2;
@@ -1164,6 +1372,7 @@ static void workers_first(struct an_job *job, size_t nf)
 			job->nranks = nf - b;
 		}
 	}
+	free(par);
 }
 
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,

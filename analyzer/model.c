@@ -397,6 +397,13 @@ void an_job_analyze(struct an_job *job)
 	}
 	if (job->t0 == UINT64_MAX)
 		job->t0 = job->t1 = 0;
+	job->t_alive1 = job->t1; /* ends told ms after t0 stay inside [t0, t_alive1] */
+	for (size_t f = 0; job->t1 && f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		uint64_t b = r->ok && r->t_last ? an_job_time(r, r->t_alive) : 0;
+		if (b > job->t_alive1 && b - job->t1 <= AN_MAX_LIFE_NS)
+			job->t_alive1 = b;
+	}
 	aggregate(job);
 	an_steps_find(job);
 	build_choices(job);
@@ -441,6 +448,7 @@ void an_job_free(struct an_job *job)
 		free(r->pairs);
 		free(r->allocs);
 		free(r->notes);
+		free(r->inflight);
 		free(r->links);
 		for (size_t i = 0; i < r->nmodules; i++)
 			free(r->modules[i].path);

@@ -60,7 +60,10 @@
 	  "growing sizes or a tight replay loop is not a training step)")                          \
 	T(hang_min_ms, 100,                                                                        \
 	  "a collective missing on some ranks is a hang_suspect when others waited >= this (ms); " \
-	  "less is a job stopped as a whole")
+	  "less is a job stopped as a whole")                                                      \
+	T(killed_together_ms, 1000,                                                                \
+	  "... and never when every member's trace was cut short (no END record) within this (ms) " \
+	  "of the others: a job killed as a whole (a trace loses up to a 500 ms frame period)")
 
 enum an_threshold {
 #define AN_T_ENUM(name, def, doc) AN_TH_##name,
@@ -123,6 +126,14 @@ const char *an_size_class_name(int c);
 #define AN_MAX_LINKS 4096      /* distinct NVLink topology records per process */
 #define AN_MAX_SYMBOLS (1u << 20) /* SYMBOL records per process */
 #define AN_MAX_NCCLCOMMS 32       /* NCCLCOMM records kept per process (the first ones) */
+/* Header keys the shim writes for the post-mortem: the cgroup of the process (its path, as
+ * /proc/self/cgroup names it) and that cgroup's memory.events oom_kill count at start. */
+#define AN_HDR_CGROUP "cgroup"
+#define AN_HDR_OOM_KILL "oom_kill"
+#define AN_MAX_INFLIGHT 256       /* threads with a call in flight kept per process */
+/* A record time later than this after its process's start is not one (a realtime stamp in a
+ * monotonic field, a wrapped difference): it never becomes the end of a process. */
+#define AN_MAX_LIFE_NS (400ull * 86400 * 1000000000)
 
 /* One NCCL call, compact (40 bytes): all matching and attribution needs. */
 struct an_call {
@@ -211,6 +222,7 @@ struct an_note {
 	unsigned code;
 	int device;
 	uint64_t value;
+	uint64_t t; /* local clock */
 	char msg[160];
 };
 
@@ -287,6 +299,35 @@ struct an_rank {
 	int64_t offset;           /* job time = local + offset */
 	int64_t refine;           /* part of offset found from collective completions */
 	uint64_t t_first, t_last; /* local clock, any record with a time */
+	/* local clock: the last instant the process is known alive, from its records of every kind
+	 * (heartbeat and other clock pairs, kernel-channel host times, notes, drops, PYREFs; the
+	 * header's start at least): where a killed rank's wait ends. t_last stays what the wall
+	 * time and the job span always were. */
+	uint64_t t_alive;
+	/* how it ended, beyond END and EXITINFO: the FATAL record (signal 0: none), and the cgroup
+	 * memory.events oom_kill count at start (header) and at its last NOTE OOM_KILL (-1: none) */
+	struct an_fatal {
+		int signal, main;
+		uint64_t tid, t;
+		char thread[20]; /* the thread's name, printable */
+	} fatal;
+	int64_t oom_start, oom_last;
+	/* calls not returned when the process ended (INFLIGHT records, the latest per thread,
+	 * those that returned later removed): where each thread was */
+	struct an_inflight {
+		uint64_t tid, t, t_enter, comm, bytes;
+		uint32_t seq;
+		int rank, nranks;
+		uint16_t kind, fn; /* NVLP_K_NCCL or NVLP_K_COPY, its fn there */
+		int device;
+		int64_t call; /* its index in calls (an in-flight collective counts as entered), -1 */
+	} *inflight;
+	size_t ninflight, capinflight;
+	/* NCCL kernel channels that started and never stopped (KCH NOSTOP): the collective was
+	 * still running on the GPU; the last one's function and NCCL's own seq */
+	uint64_t kch_nostop;
+	uint32_t kch_nostop_seq;
+	uint8_t kch_nostop_fn;
 	uint64_t records, kind_count[NVLP_K_COUNT];
 	/* the calls' host_dur summed as they are kept (ingest, renumber_calls): an_rank_comm_ns
 	 * needs no pass over millions of calls; valid while host_sum_n == ncalls */
@@ -468,6 +509,7 @@ struct an_job {
 	struct an_jchoice *choices; /* NCCL's choices, sorted by comm, fn, then most calls first */
 	size_t nchoices;
 	uint64_t t0, t1; /* job time span */
+	uint64_t t_alive1; /* the latest instant a rank was alive (job time, >= t1 or 0) */
 	int have_gpu;    /* any KERNEL record */
 	int have_gpu_any; /* any GPU activity record: KERNEL, GPUCOPY or UM */
 	int have_kch_gpu; /* calls timed by NCCL's kernel channels (kernelch.c) */

@@ -16,6 +16,8 @@
  * fake_cuda_set_rc / fake_nccl_set_rc change the forced code at run time (-1 = none). */
 void fake_cuda_set_rc(int rc);
 void fake_nccl_set_rc(int rc);
+/* FAKE_NCCL_ASYNC: wait until every collective the process entered completed (a stream sync) */
+void fake_nccl_sync(void);
 
 /* Fake device memory: each device owns one arena of this size, mapped at its first cudaMalloc. */
 #define FAKE_DEV_SIZE (1ull << 30)

@@ -8,7 +8,8 @@
 #include <stdio.h>   /* fprintf */
 #include <stdlib.h>  /* calloc, getenv */
 #include <string.h>  /* memset */
-#include <unistd.h>  /* read */
+#include <sys/mman.h> /* mmap: FAKE_NCCL_ASYNC's shared counters */
+#include <unistd.h>  /* read, usleep */
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -30,7 +31,81 @@ struct ncclComm {
 	int nranks, rank, device;
 	int pending; /* non-blocking init still "in progress" for this many async-error polls */
 	void *prof;  /* profiler plugin context */
+	uint64_t id;          /* the unique id's first bytes: names the communicator across ranks */
+	uint64_t *entered;    /* FAKE_NCCL_ASYNC: collectives each rank entered (shared mapping) */
+	uint64_t mine;        /* collectives this rank entered */
 };
+
+/* ---- FAKE_NCCL_ASYNC=DIR: collectives complete only when every rank entered them, as NCCL's
+ * do. A call returns at once; the next collective call on the communicator (or its destroy)
+ * waits until the previous one completed, which is where a rank of a real job waits (the next
+ * call, a sync). The ranks (processes) share DIR/fake_nccl.<id>: one counter per rank of what it
+ * entered. Communicators made without an id (ncclCommInitAll, splits) are not coordinated. */
+static const char *async_dir(void)
+{
+	static const char *d;
+	static int read;
+	if (!read++)
+		d = getenv("FAKE_NCCL_ASYNC");
+	return d && *d ? d : NULL;
+}
+
+/* The coordinated communicators of the process, for fake_nccl_sync */
+#define ASYNC_MAX 16
+static struct ncclComm *async_comms[ASYNC_MAX];
+
+static void async_open(struct ncclComm *c, const ncclUniqueId *id)
+{
+	const char *dir = async_dir();
+	if (!dir || !id || c->nranks < 2)
+		return;
+	memcpy(&c->id, id->internal, sizeof c->id);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/fake_nccl.%016llx", dir, (unsigned long long)c->id);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	size_t len = (size_t)c->nranks * sizeof *c->entered;
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) { /* every rank sizes it alike: no race */
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	c->entered = m == MAP_FAILED ? NULL : m;
+	for (int i = 0; c->entered && i < ASYNC_MAX; i++) {
+		struct ncclComm *none = NULL;
+		if (__atomic_compare_exchange_n(&async_comms[i], &none, c, 0, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE))
+			break;
+	}
+}
+
+/* Wait until every rank entered n collectives of c (collective n - 1 completed). */
+static void async_wait(const struct ncclComm *c, uint64_t n)
+{
+	for (int r = 0; c->entered && r < c->nranks; r++)
+		while (__atomic_load_n(&c->entered[r], __ATOMIC_ACQUIRE) < n)
+			usleep(1000);
+}
+
+/* A stream sync (loss.item() in a training step): every collective entered so far completes */
+void fake_nccl_sync(void)
+{
+	for (int i = 0; i < ASYNC_MAX; i++) {
+		struct ncclComm *c = __atomic_load_n(&async_comms[i], __ATOMIC_ACQUIRE);
+		if (c)
+			async_wait(c, c->mine);
+	}
+}
+
+/* A collective call: the previous one must complete first; this one is then in flight. */
+static void async_enter(struct ncclComm *c)
+{
+	if (!c->entered)
+		return;
+	async_wait(c, c->mine);
+	__atomic_store_n(&c->entered[c->rank], ++c->mine, __ATOMIC_RELEASE);
+}
 
 /* ---- the profiler plugin, loaded as NCCL 2.27+ does: dlopen(NCCL_PROFILER_PLUGIN), symbol
  * ncclProfiler_v5, init per communicator, a collective event per collective (this fake's own
@@ -263,7 +338,14 @@ void fake_nccl_set_rc(int rc) { forced_rc = rc; }
 
 static int valid(const struct ncclComm *c) { return c && c->magic == COMM_MAGIC; }
 
+static ncclResult_t new_comm_id(ncclComm_t *out, int nranks, int rank, int dev, ncclConfig_t *cfg,
+                               const ncclUniqueId *id);
 static ncclResult_t new_comm(ncclComm_t *out, int nranks, int rank, int dev, ncclConfig_t *cfg)
+{
+	return new_comm_id(out, nranks, rank, dev, cfg, NULL);
+}
+static ncclResult_t new_comm_id(ncclComm_t *out, int nranks, int rank, int dev, ncclConfig_t *cfg,
+                               const ncclUniqueId *id)
 {
 	if (!out || nranks < 1 || rank < 0 || rank >= nranks)
 		return ncclInvalidArgument;
@@ -276,6 +358,7 @@ static ncclResult_t new_comm(ncclComm_t *out, int nranks, int rank, int dev, ncc
 	c->device = dev;
 	c->pending = (cfg && cfg->blocking == 0) ? 2 : 0;
 	prof_comm_init(c, cfg && cfg->magic == 0xcafebeef ? cfg->commName : NULL);
+	async_open(c, id);
 	*out = c;
 	return c->pending ? ncclInProgress : ncclSuccess;
 }
@@ -332,15 +415,13 @@ ALIAS(ncclGetLastError)
 ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
 				     ncclConfig_t *config)
 {
-	(void)id;
-	RET(new_comm(comm, nranks, rank, cur_device(), config));
+	RET(new_comm_id(comm, nranks, rank, cur_device(), config, &id));
 }
 ALIAS(ncclCommInitRankConfig)
 
 ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
-	(void)id;
-	RET(new_comm(comm, nranks, rank, cur_device(), NULL));
+	RET(new_comm_id(comm, nranks, rank, cur_device(), NULL, &id));
 }
 ALIAS(ncclCommInitRank)
 
@@ -409,10 +490,19 @@ ncclResult_t pncclCommRevoke(ncclComm_t comm, int flags)
 ALIAS(ncclCommRevoke)
 
 /* Freed for real, so malloc may hand the same address to the next communicator. */
-static ncclResult_t free_comm(ncclComm_t comm)
+static ncclResult_t free_comm(ncclComm_t comm, int wait)
 {
 	if (!valid(comm))
 		return ncclInvalidArgument;
+	if (wait) /* destroy: its collectives complete before it goes; abort: not */
+		async_wait(comm, comm->mine);
+	for (int i = 0; comm->entered && i < ASYNC_MAX; i++) {
+		struct ncclComm *me = comm;
+		__atomic_compare_exchange_n(&async_comms[i], &me, NULL, 0, __ATOMIC_ACQ_REL,
+		                            __ATOMIC_ACQUIRE);
+	}
+	if (comm->entered)
+		munmap(comm->entered, (size_t)comm->nranks * sizeof *comm->entered);
 	comm->magic = 0;
 	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
 	if (pf && comm->prof)
@@ -420,9 +510,9 @@ static ncclResult_t free_comm(ncclComm_t comm)
 	free(comm);
 	return ncclSuccess;
 }
-ncclResult_t pncclCommDestroy(ncclComm_t comm) { RET(free_comm(comm)); }
+ncclResult_t pncclCommDestroy(ncclComm_t comm) { RET(free_comm(comm, 1)); }
 ALIAS(ncclCommDestroy)
-ncclResult_t pncclCommAbort(ncclComm_t comm) { RET(free_comm(comm)); }
+ncclResult_t pncclCommAbort(ncclComm_t comm) { RET(free_comm(comm, 0)); }
 ALIAS(ncclCommAbort)
 
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
@@ -521,8 +611,10 @@ ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
-	if (op_rc(comm) == ncclSuccess)
+	if (op_rc(comm) == ncclSuccess) {
+		async_enter(comm);
 		prof_coll(comm, "AllReduce", n, t, st);
+	}
 	RET(op_rc(comm));
 }
 ALIAS(ncclAllReduce)
@@ -531,8 +623,10 @@ ncclResult_t pncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)root, (void)st;
-	if (op_rc(comm) == ncclSuccess)
+	if (op_rc(comm) == ncclSuccess) {
+		async_enter(comm);
 		prof_coll(comm, "Broadcast", n, t, st);
+	}
 	RET(op_rc(comm));
 }
 ALIAS(ncclBroadcast)
@@ -549,8 +643,10 @@ ncclResult_t pncclReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncc
 			 int root, ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)root, (void)st;
-	if (op_rc(comm) == ncclSuccess)
+	if (op_rc(comm) == ncclSuccess) {
+		async_enter(comm);
 		prof_coll(comm, "Reduce", n, t, st);
+	}
 	RET(op_rc(comm));
 }
 ALIAS(ncclReduce)
@@ -559,8 +655,10 @@ ncclResult_t pncclAllGather(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)st;
-	if (op_rc(comm) == ncclSuccess)
+	if (op_rc(comm) == ncclSuccess) {
+		async_enter(comm);
 		prof_coll(comm, "AllGather", n, t, st);
+	}
 	RET(op_rc(comm));
 }
 ALIAS(ncclAllGather)
@@ -569,8 +667,10 @@ ncclResult_t pncclReduceScatter(const void *s, void *r, size_t n, ncclDataType_t
 				ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
-	if (op_rc(comm) == ncclSuccess)
+	if (op_rc(comm) == ncclSuccess) {
+		async_enter(comm);
 		prof_coll(comm, "ReduceScatter", n, t, st);
+	}
 	RET(op_rc(comm));
 }
 ALIAS(ncclReduceScatter)

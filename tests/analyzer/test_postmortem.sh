@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test_postmortem.sh: the failure catalog on the CPU fakes (issue 26): two ranks of pm_job under
+# the real shim, the fake NCCL in its asynchronous mode (a collective completes once both ranks
+# entered it; the next call is where a rank waits), each failure with what the report must say
+# first: who hung, at which seq, how long the others waited (to their end), how each ended.
+. "$(dirname "$0")/../lib.sh"
+JOB="$PROGS/pm_job"
+for f in "$JOB" "$CLI" "$LIB" "$FAKES/libnccl.so.2"; do
+	[ -x "$f" ] || [ -f "$f" ] || { fail "missing $f (build first)"; exit 1; }
+done
+export NVLPROF_CUPTI=0 NVLPROF_FLUSH_MS=100
+STEPS=40 AT=20 # rank 1 fails at step 20: its last AllReduce is #20, the hang is #21
+
+# run NAME MODE KILL_AFTER_S WD_MS [launch]: the job in a process group of its own, killed
+# (SIGKILL to the group, as a time limit does) after KILL_AFTER_S unless it ended
+run() {
+	local name=$1 mode=$2 after=$3 wd=$4 how=${5:-ranks} d="$T/$1"
+	mkdir -p "$d/tr" "$d/sync"
+	local cmd="'$JOB' rank 0 '$d/id' $mode $STEPS $AT $wd & '$JOB' rank 1 '$d/id' $mode $STEPS $AT $wd & wait"
+	[ "$how" = launch ] && cmd="exec '$JOB' launch '$d/id' $mode $STEPS $AT $wd"
+	(cd "$d" && FAKE_NCCL_ASYNC="$d/sync" NVLPROF_DIR="$d/tr" LD_PRELOAD="$PRELOAD" \
+		exec setsid bash -c "$cmd" >"$d/job.out" 2>&1) &
+	local pid=$! waited=0
+	while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((after * 10)) ]; do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL -- "-$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	"$CLI" report "$d/tr" >"$d/report.txt" 2>"$d/report.err"
+	"$CLI" report --json "$d/tr" >"$d/report.json" 2>/dev/null
+}
+# the first finding line of a report, and a JSON value of the first finding with that id
+first() { grep -m1 '^\[' "$T/$1/report.txt"; }
+jv() { python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = [x for x in d['findings'] if x['id'] == sys.argv[2]]
+print(f[0]['evidence'].get(sys.argv[3], 'MISSING') if f else 'NO_FINDING')" "$T/$1/report.json" "$2" "$3" 2>/dev/null || echo UNPARSABLE; }
+ge() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null; }
+hang_re='^\[critical\] hang_suspect: ncclAllReduce #21 on comm [0-9a-f]{16} never entered by rank 1; others waited [0-9.]+ ms'
+killed='ended without an END record (killed by SIGKILL or the OOM killer'
+
+# (a) rank 1 stuck in its own code at step 20; rank 0 enters #21 and waits in its next call;
+# both killed 4 s on. First: hang_suspect #21, rank 1 missing, rank 0 waited >= 3 s (the kill
+# ends it, not its last call); both ended without an END record.
+run stuck stuck 4 0
+check "stuck: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first stuck)
+w=$(jv stuck hang_suspect wait_ms)
+check "stuck: rank 0's wait runs to its end ($w ms >= 3000)" ge "$w" 3000
+check_eq "stuck: rank 1's end" "$killed" "$(jv stuck hang_suspect rank_1_ended | cut -c1-${#killed})"
+check_eq "stuck: rank 0's end" "$killed" "$(jv stuck hang_suspect rank_0_ended | cut -c1-${#killed})"
+check "stuck: rank_ended is told by the hang" bash -c "! grep -q '^\[.*rank_ended' '$T/stuck/report.txt'"
+
+# (b) rank 1 exits with status 3 at step 20; rank 0 waits until killed 3 s on.
+run exit exit 3 0
+check "exit: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first exit)
+w=$(jv exit hang_suspect wait_ms)
+check "exit: rank 0's wait runs to its end ($w ms >= 2000)" ge "$w" 2000
+check_eq "exit: rank 1 exited" "exited with status 3" "$(jv exit hang_suspect rank_1_ended | cut -c1-20)"
+check_eq "exit: rank 0 killed" "$killed" "$(jv exit hang_suspect rank_0_ended | cut -c1-${#killed})"
+
+# (c) rank 1 stuck; rank 0's watchdog thread (pt_nccl_watchdg) calls abort() 1.5 s after it
+# entered step 20; rank 1 killed 4 s on. Rank 0's end: SIGABRT in that thread when its trace has
+# the shim's FATAL record, else no END record (a shim without it).
+run abort abort 4 1500
+check "abort: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first abort)
+w=$(jv abort hang_suspect wait_ms)
+check "abort: rank 0 waited until the abort ($w ms >= 1200)" ge "$w" 1200
+check "abort: rank 0 waited no longer than its life (< 3000 ms)" ge 3000 "$w"
+e0=$(jv abort hang_suspect rank_0_ended)
+if "$CLI" dump "$T/abort/tr"/*.nvlp 2>/dev/null | grep -q '^FATAL\|fatal'; then
+	check "abort: rank 0 ended by SIGABRT in its watchdog thread" \
+		grep -Eq '^ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\)' <<<"$e0"
+else
+	check_eq "abort: rank 0 without the shim's FATAL record: no END record" "$killed" "${e0:0:${#killed}}"
+fi
+
+# (d) a launcher forks both ranks; rank 1 gets stuck; kill -9 of the whole tree 2.5 s on. The
+# launcher's cut-short trace is a launcher: OTHER PROCESSES, no rank row, no rank_ended, no
+# several_jobs; the hang is as in (a).
+run launch stuck 3 0 launch
+check "launch: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first launch)
+check "launch: the launcher is under OTHER PROCESSES" grep -q '^  .* pid [0-9]* .*pm_job launch' "$T/launch/report.txt"
+check_eq "launch: two rank rows" 2 "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['ranks']))" "$T/launch/report.json" 2>/dev/null || echo UNPARSABLE)"
+check "launch: no rank_ended, no several_jobs" \
+	bash -c "! grep -Eq 'rank_ended|several_jobs|several jobs' '$T/launch/report.txt' '$T/launch/report.err'"
+
+# (e) a healthy run: no hang, no rank_ended, nothing but collection notes.
+run healthy healthy 20 0
+check_eq "healthy: the job completed" "0 0" "$(grep -c . "$T/healthy/job.out") $(ls "$T/healthy/tr" | grep -c nvlp | sed 's/^2$/0/')"
+check "healthy: no finding but collection_gaps" \
+	bash -c "grep -q '^FINDINGS' '$T/healthy/report.txt' && ! grep '^\[' '$T/healthy/report.txt' | grep -vq 'collection_gaps'"
+exit $((FAILED > 0))
