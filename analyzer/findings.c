@@ -1112,9 +1112,9 @@ static void hang_endings(struct an_finding *x, const struct an_job *job, const s
  * a whole, and always when a member's trace ended abnormally (a rank killed before a collective
  * the others entered is the hang's cause however short their traces run after), unless every
  * member ended so within hang_min_ms of the others, or every member's trace was cut short (no END
- * record) within killed_together_ms of the others: a job killed as a whole (a time limit's SIGKILL
- * of the tree finds some ranks one collective ahead of the rest, and each trace loses what it had
- * not written yet: up to a frame period, 500 ms) */
+ * record) within killed_together_ms of the others after a wait shorter than that: a job killed as
+ * a whole (a time limit's SIGKILL of the tree finds some ranks one collective ahead of the rest,
+ * and each trace loses what it had not written yet: up to a frame period, 500 ms) */
 static int hang_shown(const struct an_job *job, const double *th, const struct an_hang *h)
 {
 	int abnormal = 0, all = 1, cut = 1;
@@ -1134,7 +1134,7 @@ static int hang_shown(const struct an_job *job, const double *th, const struct a
 			hi = e > hi ? e : hi;
 		}
 	double spread_ms = lo <= hi ? (double)(hi - lo) / 1e6 : 0;
-	if (cut && spread_ms < th[AN_TH_killed_together_ms])
+	if (cut && spread_ms < th[AN_TH_killed_together_ms] && h->wait_ms < th[AN_TH_killed_together_ms])
 		return 0;
 	if (h->wait_ms >= th[AN_TH_hang_min_ms])
 		return 1;

@@ -63,7 +63,8 @@
 	  "less is a job stopped as a whole")                                                      \
 	T(killed_together_ms, 1000,                                                                \
 	  "... and never when every member's trace was cut short (no END record) within this (ms) " \
-	  "of the others: a job killed as a whole (a trace loses up to a 500 ms frame period)")
+	  "of the others after a shorter wait: a job killed as a whole (a trace loses up to a "      \
+	  "500 ms frame period)")
 
 enum an_threshold {
 #define AN_T_ENUM(name, def, doc) AN_TH_##name,
