@@ -235,7 +235,7 @@ static struct nvlp_comm *fill_comm(struct nvlp_rec_nccl *r, struct nvlp_comm *c,
 static inline __attribute__((always_inline)) void
 emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_t comm,
 	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how,
-	  ncclResult_t rc, uint64_t call_id)
+	  ncclResult_t rc, uint64_t call_id, uint64_t nbytes)
 {
 	/* The last communicator entry and stream of this thread (the same stream handle on the same
 	 * communicator's device is the same stream). */
@@ -251,7 +251,7 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		last->cupti_stream = nvlp_cupti_stream_id(st); /* 0 (not cached) while CUPTI is off */
 	}
 	int64_t rank = -1, nranks = -1, device = -1;
-	uint64_t hash = 0, seq = 0, bytes = (uint64_t)n * nvlp_nccl_dtype_size(dt);
+	uint64_t hash = 0, seq = 0, bytes = nbytes;
 	if (NVLP_LIKELY(c != NULL)) {
 		hash = c->hash;
 		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
@@ -316,7 +316,8 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
  */
 static inline __attribute__((always_inline)) struct nvlp_live *
 live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, ncclComm_t comm,
-	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how)
+	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how,
+	  uint64_t nbytes)
 {
 	struct nvlp_live *l = nvlp_live_begin(tls, 1);
 	if (NVLP_UNLIKELY(!l))
@@ -325,7 +326,7 @@ live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, nccl
 	if (NVLP_UNLIKELY(!c || atomic_load_explicit(&c->key, memory_order_relaxed) != comm))
 		c = nvlp_comm_find(comm);
 	int64_t rank = -1, nranks = -1, device = -1;
-	uint64_t hash = 0, seq = 0, bytes = (uint64_t)n * nvlp_nccl_dtype_size(dt);
+	uint64_t hash = 0, seq = 0, bytes = nbytes;
 	if (NVLP_LIKELY(c != NULL)) {
 		hash = c->hash;
 		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
@@ -364,15 +365,16 @@ live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, nccl
 		PASS(E, name, args)                                                                \
 		tls->nccl_comm = comm;                                                             \
 		uint64_t call_id = nvlp_next_call_id();                                            \
+		uint64_t nbytes = (uint64_t)(n) * nvlp_nccl_dtype_size(dt);                        \
 		uint64_t t0 = nvlp_now();                                                          \
-		struct nvlp_live *live =                                                           \
-		    live_coll(tls, NVLP_NCCL_##E, t0, call_id, comm, st, n, dt, op, peer, how);    \
+		struct nvlp_live *live = live_coll(tls, NVLP_NCCL_##E, t0, call_id, comm, st, n,   \
+						   dt, op, peer, how, nbytes);             \
 		ncclResult_t rc = real args;                                                       \
 		uint64_t t1 = nvlp_now();                                                          \
 		nvlp_live_end(live);                                                               \
 		int saved_errno = errno;                                                           \
 		emit_coll(tls, NVLP_NCCL_##E, t0, t1, comm, st, n, dt, op, peer, how, rc,          \
-			  call_id);                                                                \
+			  call_id, nbytes);                                                        \
 		tls->in_hook = 0;                                                                  \
 		errno = saved_errno;                                                               \
 		return rc;                                                                         \
