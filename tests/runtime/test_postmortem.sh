@@ -172,14 +172,15 @@ else
 	echo "SKIP: core flags (sanitizers disable core dumps, or no python3)"
 fi
 
-# --- a fork child that aborts: its own trace has the FATAL; the parent's is fine ---
+# --- fork: the child's own trace and the parent's are both whole ---
 if [ "${SAN:-}" != thread ]; then
 	d=$(fresh fork)
 	run "$d" "$APP" fork 3 2
 	check_eq "fork: status" 0 "$(cat "$d/.rc")"
 	n=0
 	for f in "$d"/tr/*.nvlp; do [ "$(rd "$f" complete)" = 1 ] && n=$((n + 1)); done
-	check_eq "fork: both traces complete, with heartbeats" "2 1 1" "$n $(for f in "$d"/tr/*.nvlp; do [ "$(rd "$f" heartbeats)" -ge 1 ] && echo 1; done | paste -sd' ')"
+	# (a trace shorter than the watch period may end before its first heartbeat: END has the time)
+	check_eq "fork: both traces complete" 2 "$n"
 fi
 
 # --- the cgroup's OOM-kill count: in the header, a NOTE when it changes ---
