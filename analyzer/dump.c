@@ -80,6 +80,20 @@ static const char *record_name(const nvlp_reader *r, const struct nvlp_record *r
 	case NVLP_K_CLOCK:
 		s = nvlp_clock_source_name(((const struct nvlp_rec_clock *)f)->source);
 		return s ? s : "clock";
+	case NVLP_K_INFLIGHT: { /* the call in progress, by the kind its record would have */
+		const struct nvlp_rec_inflight *x = (const void *)f;
+		s = x->kind == NVLP_K_NCCL   ? nvlp_nccl_fn_name((unsigned)x->fn)
+		    : x->kind == NVLP_K_COPY ? nvlp_cuda_fn_name((unsigned)x->fn)
+		                             : NULL;
+		return s ? s : "inflight";
+	}
+	case NVLP_K_FATAL: { /* the thread's name is the blob */
+		const struct nvlp_rec_fatal *x = (const void *)f;
+		snprintf(buf, len, "signal %lld, thread %.*s", (long long)(int64_t)x->signal,
+		         (int)(rec->blob_len < 64 ? rec->blob_len : 64),
+		         rec->blob ? (const char *)rec->blob : "");
+		return buf;
+	}
 	case NVLP_K_MODULE:
 	case NVLP_K_DEVICE:
 	case NVLP_K_SYMBOL:
@@ -100,6 +114,8 @@ static int is_name_field(unsigned kind, const char *field)
 	case NVLP_K_MANAGED:
 	case NVLP_K_PEER:
 		return !strcmp(field, "fn");
+	case NVLP_K_INFLIGHT:
+		return !strcmp(field, "fn") || !strcmp(field, "kind");
 	case NVLP_K_NOTE:
 		return !strcmp(field, "code");
 	default:

@@ -304,16 +304,45 @@ static int plan_copy(struct plan *pl, const void *dst, const void *src, enum cud
 	}
 }
 
+/* A copy in progress (INFLIGHT; synchronous ones are where a rank waits for its GPU): call_id 0
+ * for a copy that writes no record (host <-> device). reg 0: not for a thread that has recorded
+ * nothing yet (no trace is opened for such a copy). */
+static inline struct nvlp_live *live_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0,
+					  uint64_t call_id, size_t n, void *st, int64_t dev,
+					  int reg)
+{
+	struct nvlp_live *l = nvlp_live_begin(tls, reg);
+	if (!l)
+		return NULL;
+	NVLP_LIVE_SET(l, kind, NVLP_K_COPY);
+	NVLP_LIVE_SET(l, fn, fn);
+	NVLP_LIVE_SET(l, t_enter, t0);
+	NVLP_LIVE_SET(l, device, dev);
+	NVLP_LIVE_SET(l, stream, (uintptr_t)st);
+	NVLP_LIVE_SET(l, comm, 0);
+	NVLP_LIVE_SET(l, seq, 0);
+	NVLP_LIVE_SET(l, count, 0);
+	NVLP_LIVE_SET(l, dtype, 0);
+	NVLP_LIVE_SET(l, op, 0);
+	NVLP_LIVE_SET(l, peer, 0);
+	NVLP_LIVE_SET(l, rank, 0);
+	NVLP_LIVE_SET(l, nranks, 0);
+	NVLP_LIVE_SET(l, call_id, call_id);
+	NVLP_LIVE_SET(l, bytes, n);
+	nvlp_live_publish(l);
+	return l;
+}
+
 static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t dur,
 		      const struct plan *pl, const void *dst, const void *src, size_t n,
-		      unsigned kind, void *st, cudaError_t rc)
+		      unsigned kind, void *st, cudaError_t rc, int64_t dev, uint64_t call_id)
 {
 	struct nvlp_rec_copy r = {
 		.fn = fn,
 		.t_enter = t0,
 		.dur = dur,
 		.tid = tls->tid,
-		.device = (uint64_t)current_device(),
+		.device = (uint64_t)dev,
 		.src_device = (uint64_t)pl->sd,
 		.dst_device = (uint64_t)pl->dd,
 		.bytes = n,
@@ -326,7 +355,7 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 		.stack = nvlp_stack_capture(),
 		.dst = (uintptr_t)dst,
 		.src = (uintptr_t)src,
-		.call_id = nvlp_next_call_id(),
+		.call_id = call_id,
 	};
 	nvlp_emit(NVLP_K_COPY, &r, NULL, 0);
 	nvlp_capture_note(NVLP_K_COPY, r.call_id, st);
@@ -334,15 +363,18 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 }
 
 /* Peer copies: always recorded; kind is recorded as cudaMemcpyDeviceToDevice. */
-#define PLAN_1(dst, src, args)                                                                     \
+#define PLAN_1(dst, src, args, ID, st)                                                               \
 	pl.sd = sd;                                                                                \
 	pl.dd = dd;                                                                                \
 	pl.managed = (unsigned)is_managed(src) | (unsigned)is_managed(dst) << 1;                   \
 	unsigned kind = cudaMemcpyDeviceToDevice;
-#define PLAN_0(dst, src, args)                                                                     \
+#define PLAN_0(dst, src, args, ID, st)                                                             \
 	if (!plan_copy(&pl, dst, src, kind)) {                                                     \
 		errno = errno0;                                                                    \
-		return real args;                                                          \
+		struct nvlp_live *live_ = live_copy(tls, NVLP_CUDA_##ID, nvlp_now(), 0, n, st, -1, 0); \
+		cudaError_t rc_ = real args;                                                       \
+		nvlp_live_end(live_);                                                              \
+		return rc_;                                                                        \
 	}
 #define STREAM_0 NULL
 #define STREAM_st st
@@ -353,11 +385,20 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 		ENTER(ID, name, args)                                                              \
 		struct plan pl;                                                                    \
 		int errno0 = errno; /* the queries below must not leak into what the call sees */ \
-		PLAN_##peer(dst, src, args)                                                        \
+		PLAN_##peer(dst, src, args, ID, STREAM_##stream)                                   \
+		int64_t dev = current_device();                                                    \
+		uint64_t call_id = nvlp_next_call_id();                                            \
 		errno = errno0;                                                                    \
-		CALL(args)                                                                         \
+		tls->in_hook = 1;                                                                  \
+		uint64_t t0 = nvlp_now();                                                          \
+		struct nvlp_live *live =                                                           \
+		    live_copy(tls, NVLP_CUDA_##ID, t0, call_id, n, STREAM_##stream, dev, 1);       \
+		cudaError_t rc = real args;                                                        \
+		uint64_t dur = nvlp_elapsed(t0, nvlp_now());                                       \
+		nvlp_live_end(live);                                                               \
+		int saved_errno = errno;                                                           \
 		emit_copy(tls, NVLP_CUDA_##ID, t0, dur, &pl, dst, src, n, kind, STREAM_##stream,   \
-			  rc);                                                                     \
+			  rc, dev, call_id);                                                       \
 		LEAVE                                                                              \
 	}
 COPIES(COPY_WRAPPER)

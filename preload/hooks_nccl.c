@@ -143,17 +143,51 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 				  .nranks = (uint64_t)-1,                                          \
 				  .group_depth = (uint64_t)tls->group_depth};
 #define CALL(args)                                                                                 \
+	r.call_id = nvlp_next_call_id();                                                           \
 	r.t_enter = nvlp_now();                                                                    \
+	struct nvlp_live *live = live_call(tls, &r);                                               \
 	ncclResult_t rc = real args;                                                               \
 	r.dur = nvlp_elapsed(r.t_enter, nvlp_now());                                               \
+	nvlp_live_end(live);                                                                       \
 	int saved_errno = errno;                                                                   \
 	r.rc = (uint64_t)(int64_t)rc;
 #define LEAVE                                                                                      \
-	r.call_id = nvlp_next_call_id();                                                           \
 	nvlp_emit(NVLP_K_NCCL, &r, NULL, 0);                                                       \
 	tls->in_hook = 0;                                                                          \
 	errno = saved_errno;                                                                       \
 	return rc;
+
+/* In progress (nvlp_live_*): the call as its record will say, from what r holds before the real
+ * call (the communicator of an init or split is set before it; a group end names the
+ * communicator of the thread's latest collective). Not the hot path: collectives use live_coll. */
+static struct nvlp_live *live_call(struct nvlp_tls *tls, const struct nvlp_rec_nccl *r)
+{
+	struct nvlp_live *l = nvlp_live_begin(tls, 1);
+	if (!l)
+		return NULL;
+	uint64_t comm = r->comm;
+	if (!comm && r->fn == NVLP_NCCL_GROUP_END && tls->nccl_comm) {
+		struct nvlp_comm *c = nvlp_comm_find(tls->nccl_comm);
+		comm = c ? c->hash : nvlp_comm_ptr_hash(tls->nccl_comm);
+	}
+	NVLP_LIVE_SET(l, kind, NVLP_K_NCCL);
+	NVLP_LIVE_SET(l, fn, r->fn);
+	NVLP_LIVE_SET(l, t_enter, r->t_enter);
+	NVLP_LIVE_SET(l, device, r->device);
+	NVLP_LIVE_SET(l, stream, 0);
+	NVLP_LIVE_SET(l, comm, comm);
+	NVLP_LIVE_SET(l, seq, 0);
+	NVLP_LIVE_SET(l, count, r->count);
+	NVLP_LIVE_SET(l, dtype, r->dtype);
+	NVLP_LIVE_SET(l, op, r->op);
+	NVLP_LIVE_SET(l, peer, r->peer);
+	NVLP_LIVE_SET(l, rank, r->rank);
+	NVLP_LIVE_SET(l, nranks, r->nranks);
+	NVLP_LIVE_SET(l, call_id, r->call_id);
+	NVLP_LIVE_SET(l, bytes, r->bytes);
+	nvlp_live_publish(l);
+	return l;
+}
 
 /* NCCL accepted the call (a non-blocking communicator answers ncclInProgress). */
 #define OK(rc) ((rc) == ncclSuccess || (rc) == ncclInProgress)
@@ -201,7 +235,7 @@ static struct nvlp_comm *fill_comm(struct nvlp_rec_nccl *r, struct nvlp_comm *c,
 static inline __attribute__((always_inline)) void
 emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_t comm,
 	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how,
-	  ncclResult_t rc)
+	  ncclResult_t rc, uint64_t call_id, uint64_t nbytes)
 {
 	/* The last communicator entry and stream of this thread (the same stream handle on the same
 	 * communicator's device is the same stream). */
@@ -217,7 +251,7 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		last->cupti_stream = nvlp_cupti_stream_id(st); /* 0 (not cached) while CUPTI is off */
 	}
 	int64_t rank = -1, nranks = -1, device = -1;
-	uint64_t hash = 0, seq = 0, bytes = (uint64_t)n * nvlp_nccl_dtype_size(dt);
+	uint64_t hash = 0, seq = 0, bytes = nbytes;
 	if (NVLP_LIKELY(c != NULL)) {
 		hash = c->hash;
 		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
@@ -236,7 +270,6 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 	}
 	if (how == COLL_N && nranks > 0)
 		bytes *= (uint64_t)nranks;
-	uint64_t call_id = nvlp_next_call_id();
 	/* read-mostly: one relaxed load per collective after the first */
 	if (NVLP_UNLIKELY(!__atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED)))
 		__atomic_store_n(&nvlp_first_coll_ns, t0 ? t0 : 1, __ATOMIC_RELAXED);
@@ -275,16 +308,73 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 	nvlp_py_nccl_maybe(tls, t0, call_id);
 }
 
+/*
+ * A collective or point-to-point call in progress (INFLIGHT): the fields its record will have,
+ * from the thread's last communicator entry (no lookup unless the communicator changed) and the
+ * sequence number it is about to take. A dozen plain stores; the same few loads emit_coll makes
+ * after the call.
+ */
+static inline __attribute__((always_inline)) struct nvlp_live *
+live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, ncclComm_t comm,
+	  cudaStream_t st, size_t n, ncclDataType_t dt, int op, int peer, enum how how,
+	  uint64_t nbytes)
+{
+	struct nvlp_live *l = nvlp_live_begin(tls, 1);
+	if (NVLP_UNLIKELY(!l))
+		return NULL;
+	struct nvlp_comm *c = tls->nccl_last.c;
+	if (NVLP_UNLIKELY(!c || atomic_load_explicit(&c->key, memory_order_relaxed) != comm))
+		c = nvlp_comm_find(comm);
+	int64_t rank = -1, nranks = -1, device = -1;
+	uint64_t hash = 0, seq = 0, bytes = nbytes;
+	if (NVLP_LIKELY(c != NULL)) {
+		hash = c->hash;
+		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
+		nranks = atomic_load_explicit(&c->nranks, memory_order_relaxed);
+		device = atomic_load_explicit(&c->device, memory_order_relaxed);
+		seq = how == SEND || how == RECV
+			      ? nvlp_comm_p2p_seq_ex(c, peer, how == RECV, 0)
+			      : atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+	} else if (comm) {
+		hash = nvlp_comm_ptr_hash(comm);
+	}
+	if (how == COLL_N && nranks > 0)
+		bytes *= (uint64_t)nranks;
+	NVLP_LIVE_SET(l, kind, NVLP_K_NCCL);
+	NVLP_LIVE_SET(l, fn, fn);
+	NVLP_LIVE_SET(l, t_enter, t0);
+	NVLP_LIVE_SET(l, device, device);
+	NVLP_LIVE_SET(l, stream, (uintptr_t)st);
+	NVLP_LIVE_SET(l, comm, hash);
+	NVLP_LIVE_SET(l, seq, seq);
+	NVLP_LIVE_SET(l, count, n);
+	NVLP_LIVE_SET(l, dtype, (int64_t)dt);
+	NVLP_LIVE_SET(l, op, (int64_t)op);
+	NVLP_LIVE_SET(l, peer, (int64_t)peer);
+	NVLP_LIVE_SET(l, rank, rank);
+	NVLP_LIVE_SET(l, nranks, nranks);
+	NVLP_LIVE_SET(l, call_id, call_id);
+	NVLP_LIVE_SET(l, bytes, bytes);
+	nvlp_live_publish(l);
+	return l;
+}
+
 #define COLL_WRAPPER(E, name, params, args, n, dt, op, peer, how)                                  \
 	NVLP_EXPORT ncclResult_t name params                                                       \
 	{                                                                                          \
 		PASS(E, name, args)                                                                \
 		tls->nccl_comm = comm;                                                             \
+		uint64_t call_id = nvlp_next_call_id();                                            \
+		uint64_t nbytes = (uint64_t)(n) * nvlp_nccl_dtype_size(dt);                        \
 		uint64_t t0 = nvlp_now();                                                          \
+		struct nvlp_live *live = live_coll(tls, NVLP_NCCL_##E, t0, call_id, comm, st, n,   \
+						   dt, op, peer, how, nbytes);             \
 		ncclResult_t rc = real args;                                                       \
 		uint64_t t1 = nvlp_now();                                                          \
+		nvlp_live_end(live);                                                               \
 		int saved_errno = errno;                                                           \
-		emit_coll(tls, NVLP_NCCL_##E, t0, t1, comm, st, n, dt, op, peer, how, rc);         \
+		emit_coll(tls, NVLP_NCCL_##E, t0, t1, comm, st, n, dt, op, peer, how, rc,          \
+			  call_id, nbytes);                                                        \
 		tls->in_hook = 0;                                                                  \
 		errno = saved_errno;                                                               \
 		return rc;                                                                         \
@@ -377,6 +467,7 @@ NVLP_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 NVLP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
 	ENTER(COMM_INIT_RANK, ncclCommInitRank, (comm, nranks, id, rank))
+	new_comm(&r, ncclInvalidArgument, NULL, hash_ids(&id, 1), rank, nranks); /* in progress */
 	CALL((comm, nranks, id, rank))
 	new_comm(&r, rc, comm, hash_ids(&id, 1), rank, nranks);
 	LEAVE
@@ -386,6 +477,7 @@ NVLP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nc
 						int rank, ncclConfig_t *cfg)
 {
 	ENTER(COMM_INIT_RANK_CONFIG, ncclCommInitRankConfig, (comm, nranks, id, rank, cfg))
+	new_comm(&r, ncclInvalidArgument, NULL, hash_ids(&id, 1), rank, nranks); /* in progress */
 	CALL((comm, nranks, id, rank, cfg))
 	new_comm(&r, rc, comm, hash_ids(&id, 1), rank, nranks);
 	config_name(cfg, comm, r.comm, rc);
@@ -396,6 +488,8 @@ NVLP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, 
 						  ncclUniqueId *ids, ncclConfig_t *cfg)
 {
 	ENTER(COMM_INIT_RANK_SCALABLE, ncclCommInitRankScalable, (comm, nranks, rank, nid, ids, cfg))
+	new_comm(&r, ncclInvalidArgument, NULL, ids && nid > 0 ? hash_ids(ids, nid) : 0, rank,
+		 nranks); /* in progress */
 	CALL((comm, nranks, rank, nid, ids, cfg))
 	new_comm(&r, rc, comm, ids && nid > 0 ? hash_ids(ids, nid) : 0, rank, nranks);
 	config_name(cfg, comm, r.comm, rc);
@@ -422,6 +516,7 @@ NVLP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
 				       ncclConfig_t *cfg)
 {
 	ENTER(COMM_SPLIT, ncclCommSplit, (comm, color, key, newcomm, cfg))
+	fill_comm(&r, nvlp_comm_find(comm), comm); /* in progress */
 	CALL((comm, color, key, newcomm, cfg))
 	struct nvlp_comm *p = fill_comm(&r, comm_entry(comm, rc), comm);
 	r.aux2 = (uint64_t)(int64_t)color;
@@ -441,6 +536,7 @@ NVLP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, n
 					ncclConfig_t *cfg, int flags)
 {
 	ENTER(COMM_SHRINK, ncclCommShrink, (comm, excl, nexcl, newcomm, cfg, flags))
+	fill_comm(&r, nvlp_comm_find(comm), comm); /* in progress */
 	CALL((comm, excl, nexcl, newcomm, cfg, flags))
 	struct nvlp_comm *p = fill_comm(&r, comm_entry(comm, rc), comm);
 	r.aux2 = (uint64_t)(int64_t)nexcl;
@@ -458,6 +554,7 @@ NVLP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, n
 NVLP_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
 	ENTER(COMM_FINALIZE, ncclCommFinalize, (comm))
+	fill_comm(&r, nvlp_comm_find(comm), comm); /* in progress */
 	CALL((comm))
 	fill_comm(&r, comm_entry(comm, rc), comm);
 	LEAVE

@@ -150,8 +150,62 @@ static void on_term_signal(int sig)
 	errno = err;
 }
 
+/* ---- fatal signals ------------------------------------------------------------------------ */
+
+/*
+ * SIGABRT (abort(), torch's NCCL watchdog), SIGSEGV, SIGBUS, SIGFPE, SIGILL: the writer thread
+ * writes FATAL (who got it, where), EXITINFO and END while the handler waits (2 s at most), then
+ * the default action runs as it would have without us: the disposition goes back to SIG_DFL and
+ * a fault the instruction raised (si_code > 0) simply happens again on return, with its own
+ * siginfo in the core; a signal that was sent (kill, raise, abort's raise: si_code <= 0) is
+ * raised again, pending until we return. Status, core dump and signal are the same as without
+ * us. Taken only where the disposition is still SIG_DFL when the trace opens, like the
+ * termination signals, and never chained: a handler installed before may be part of the job's
+ * normal work (runtimes that use SIGSEGV for their own purposes), and one installed later
+ * (Python's faulthandler.enable()) replaces ours, so that job's crash leaves no FATAL.
+ */
+static const int fatal_sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+/* Set by the first fatal signal of the process: any later one (another thread, or a fault in
+ * this handler's waiting) goes straight to the default action. */
+static int fatal_seen;
+#define FATAL_WAIT_MS 2000
+
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int err = errno;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	/* The writer thread cannot end a trace for its own fault, nor the thread that is ending it;
+	 * either way there is nobody to wait for. */
+	if (!__atomic_exchange_n(&fatal_seen, 1, __ATOMIC_ACQ_REL) && !nvlp_rt_in_vfork_child() &&
+	    !nvlp_tls_state.is_writer && tid != shut_tid) {
+		if (shut_get() == 0) {
+			/* si_addr means the faulting address only for a fault (a sent signal's
+			 * siginfo holds the sender's pid there) */
+			int code = si ? si->si_code : 0;
+			uint64_t addr = code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0;
+			nvlp_rt_fatal_request(sig, (uint64_t)tid, code, addr, FATAL_WAIT_MS);
+		} else {
+			/* Another thread is ending the trace (exit(), a signal): let it finish. */
+			for (int i = 0; i < FATAL_WAIT_MS / 10 && shut_get() == 1; i++) {
+				struct timespec ts = {0, 10000000};
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	/* Sent, not raised by the instruction (or an asynchronous machine-check SIGBUS, which does not
+	 * come back by itself): raise it again. */
+	if (!si || si->si_code <= 0 || (sig == SIGBUS && si->si_code == BUS_MCEERR_AO))
+		raise(sig); /* pending until the handler returns (sig is blocked in here) */
+	errno = err;
+}
+
 /* When the first trace file opens: take over SIGTERM/SIGINT/SIGHUP/SIGQUIT if they still have the
- * default disposition (so handlers the program installed during start-up win). */
+ * default disposition (so handlers the program installed during start-up win), and the fatal
+ * signals by the same rule. */
 static void install_signals(void)
 {
 	static int done;
@@ -171,6 +225,23 @@ static void install_signals(void)
 		for (size_t j = 0; j < sizeof sync_sigs / sizeof *sync_sigs; j++)
 			sigdelset(&sa.sa_mask, sync_sigs[j]);
 		sigaction(term_sigs[i], &sa, NULL);
+	}
+	for (size_t i = 0; i < sizeof fatal_sigs / sizeof *fatal_sigs; i++) {
+		struct sigaction old;
+		if (sigaction(fatal_sigs[i], NULL, &old) < 0 || (old.sa_flags & SA_SIGINFO) ||
+		    old.sa_handler != SIG_DFL)
+			continue;
+		/* SA_ONSTACK: on the job's alternate stack when it has one (a stack overflow);
+		 * asynchronous signals wait, other faults still come through. */
+		struct sigaction sa = {.sa_sigaction = on_fatal_signal,
+		                       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART};
+		sigfillset(&sa.sa_mask);
+		for (size_t j = 0; j < sizeof fatal_sigs / sizeof *fatal_sigs; j++)
+			sigdelset(&sa.sa_mask, fatal_sigs[j]);
+		sigdelset(&sa.sa_mask, SIGTRAP);
+		sigdelset(&sa.sa_mask, SIGSYS);
+		sigaddset(&sa.sa_mask, fatal_sigs[i]);
+		sigaction(fatal_sigs[i], &sa, NULL);
 	}
 }
 
@@ -192,6 +263,7 @@ static void fork_child(void)
 {
 	int may_record = nvlp_rt_fork_child();
 	shut_set(0);
+	__atomic_store_n(&fatal_seen, 0, __ATOMIC_RELAXED);
 	atexit_busy = 0;
 	nvlp_cupti_atfork_child();
 	if (may_record)

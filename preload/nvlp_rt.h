@@ -67,6 +67,8 @@ struct nvlp_tls {
 		void *stream;
 		uint64_t cupti_stream;
 	} nccl_last;
+	struct nvlp_live *live; /* the call this thread is inside, for the writer (NULL until the
+	                         * thread has a ring: it lives in the ring's control block) */
 	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
 	/* pystacks.c: the signature of the Python chain of this thread's last collective (0 none),
 	 * the PYSTACK last written for its collectives, and the buffer chains are built in. */
@@ -84,6 +86,47 @@ static inline struct nvlp_tls *nvlp_tls(void)
 {
 	struct nvlp_tls *t = &nvlp_tls_state;
 	return NVLP_LIKELY(t->epoch == nvlp_tls_epoch) ? t : nvlp_tls_renew();
+}
+
+/*
+ * The call a thread is inside, published for the writer thread (INFLIGHT records: a rank killed
+ * inside ncclCommInitRank, a blocking group end or a synchronising copy says where). Only the
+ * owner thread writes it: plain stores (release stores compile to plain moves on x86-64), no lock,
+ * no syscall. The writer reads it at any time; gen is a sequence lock, odd while the owner rewrites
+ * the fields, so a read during which gen changed is discarded. rec.kind 0 = no call. It lives in
+ * the thread's ring control block (never unmapped, recycled with the ring), not in TLS, which is
+ * freed with the thread while the writer may still be reading. rec.t and rec.tid are the writer's.
+ */
+struct nvlp_live {
+	uint64_t gen;
+	struct nvlp_rec_inflight rec;
+};
+/*! First call of a thread with no ring yet: register it (opens the trace on the process's first
+ * record, as nvlp_emit would). @return its slot, or NULL (not recording). */
+struct nvlp_live *nvlp_live_slow(struct nvlp_tls *t);
+/*! Before the real call: the slot to describe it in (NVLP_LIVE_SET each field, then
+ * nvlp_live_publish), or NULL (also inside another published call). reg 0: only when the thread already has a ring (a call that
+ * records nothing must not open a trace). */
+static inline struct nvlp_live *nvlp_live_begin(struct nvlp_tls *t, int reg)
+{
+	struct nvlp_live *l = t->live;
+	if (NVLP_UNLIKELY(!l) && (!reg || !(l = nvlp_live_slow(t))))
+		return NULL;
+	if (NVLP_UNLIKELY(__atomic_load_n(&l->rec.kind, __ATOMIC_RELAXED)))
+		return NULL; /* nested in a call already published: the outer one stays */
+	__atomic_store_n(&l->gen, __atomic_load_n(&l->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	return l;
+}
+#define NVLP_LIVE_SET(l, field, v) __atomic_store_n(&(l)->rec.field, (uint64_t)(v), __ATOMIC_RELEASE)
+static inline void nvlp_live_publish(struct nvlp_live *l)
+{
+	__atomic_store_n(&l->gen, __atomic_load_n(&l->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+}
+/*! After the real call returned (l may be NULL). */
+static inline void nvlp_live_end(struct nvlp_live *l)
+{
+	if (l)
+		__atomic_store_n(&l->rec.kind, 0, __ATOMIC_RELEASE);
 }
 
 /*! Record one event (hot path: no lock, no syscall, no allocation after the thread's first call).

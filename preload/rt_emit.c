@@ -85,6 +85,7 @@ static struct nvlp_ring *register_thread(struct nvlp_tls *t)
 		               (unsigned long long)ring_cap(), strerror(errno));
 	} else {
 		t->ring = r;
+		t->live = &r->live;
 		pthread_setspecific(exit_key, r);
 	}
 	errno = err;
@@ -101,11 +102,22 @@ static void thread_exit(void *v)
 	free(t->py_scratch);
 	t->py_scratch = NULL;
 	if (t->ring && t->epoch == nvlp_tls_epoch) {
+		nvlp_live_end(t->live);
 		atomic_fetch_add(&nvlp_ring_retired, 1);
 		atomic_store_explicit(&t->ring->state, NVLP_RING_RETIRED, memory_order_release);
 		nvlp_kick_writer();
 	}
 	t->ring = NULL;
+	t->live = NULL;
+}
+
+struct nvlp_live *nvlp_live_slow(struct nvlp_tls *t)
+{
+	if (!nvlp_rt_active() || (nvlp_capture_mode && !nvlp_capture_gate_open()))
+		return NULL;
+	if (!t->ring && !register_thread(t))
+		return NULL;
+	return t->live;
 }
 
 static inline int valid(unsigned kind, size_t blob_len)

@@ -13,8 +13,11 @@
  *   rt_fork.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, symbols.c, nvlp_clock.c
  *   rt_emit.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, rt_config.c, rt_warn.c
  *   rt_strings.c -> rt_writer.c
- *   rt_writer.c  -> rt_tracefile.c, rt_ring.c, symbols.c, rt_cpu.c, rt_config.c, rt_warn.c
- *   rt_tracefile.c, rt_cpu.c -> rt_config.c, rt_warn.c
+ *   rt_writer.c  -> rt_tracefile.c, rt_watch.c, rt_ring.c, symbols.c, rt_cpu.c, rt_config.c,
+ *                   rt_warn.c
+ *   rt_tracefile.c -> rt_watch.c, rt_config.c, rt_warn.c
+ *   rt_watch.c   -> rt_ring.c
+ *   rt_cpu.c     -> rt_config.c, rt_warn.c
  */
 
 /* ---- rt_config.c: configuration (nvlp_cfg() in nvlp_rt.h) and the global switch ----------- */
@@ -79,10 +82,28 @@ int nvlp_rt_rearm(void);
 /*! Async-signal-safe: ask the writer thread to shut down for signal sig and wait up to
  * timeout_ms for it to finish. @return 0 if it answered, -1 otherwise (or no writer). */
 int nvlp_rt_signal_request(int sig, int timeout_ms);
+/*! Async-signal-safe: the same for a fatal signal (sig) delivered to thread tid with siginfo's
+ * si_code and si_addr: the end of the trace writes a FATAL record first. */
+int nvlp_rt_fatal_request(int sig, uint64_t tid, int code, uint64_t addr, int timeout_ms);
 /*! The status given to exit/_exit, for the EXITINFO record at the end. */
 void nvlp_rt_set_exit_status(int status);
 /*! Fork child, holding the lock: the parent's file and thread are not ours; back to idle. */
 void nvlp_wr_fork_child_locked(void);
+
+struct nvlp_rec_inflight;
+/* ---- rt_watch.c: what the writer looks at about once a second ----------------------------- */
+/*! Calls in progress (rings of live threads): INFLIGHT records (t = now) of calls that entered at
+ * least min_age_ns ago and were not reported yet (all: every call in progress, reported or not),
+ * at most max. Writer only (it owns each ring's live_reported). @return how many. */
+unsigned nvlp_live_scan(uint64_t now, uint64_t min_age_ns, int all, struct nvlp_rec_inflight *out,
+                        unsigned max);
+/*! At trace open (header): find the cgroup's memory.events (NVLPROF_TEST_CGROUP_EVENTS, tests
+ * only, names a stand-in) and read its oom_kill count. @return header lines (NVLP_HDR_CGROUP,
+ * NVLP_HDR_OOM_WATCH, NVLP_HDR_OOM_KILL), static. */
+const char *nvlp_oom_open(void);
+/*! One pread of memory.events: @return 1 with the new count when oom_kill changed since the last
+ * read, else 0 (also when not watched). */
+int nvlp_oom_changed(uint64_t *count);
 
 /* ---- rt_strings.c --------------------------------------------------------------------------- */
 void nvlp_str_lock(void);

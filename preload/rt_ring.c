@@ -243,6 +243,7 @@ void nvlp_ring_reset_all(void)
 		r->drops_reported = 0;
 		atomic_store(&r->late, 0);
 		r->late_seen = 0;
+		__atomic_store_n(&r->live.rec.kind, 0, __ATOMIC_RELAXED); /* gen runs on */
 		atomic_store(&r->state, NVLP_RING_FREE);
 	}
 	atomic_store(&nvlp_ring_retired, 0);

@@ -6,6 +6,8 @@
 #include <stddef.h>    /* size_t */
 #include <stdint.h>    /* uint64_t */
 
+#include "nvlp_rt.h" /* struct nvlp_live */
+
 /* Ring life cycle. FREE rings wait for a new thread; RETIRED ones belong to an exited thread and
  * still hold records for the writer, which returns them to FREE once drained. */
 enum { NVLP_RING_FREE = 0, NVLP_RING_ACTIVE = 1, NVLP_RING_RETIRED = 2 };
@@ -42,6 +44,10 @@ struct nvlp_ring {
 	unsigned wake_shift;     /* the spill: count a late mark at every 2^wake_shift bytes written */
 	_Atomic uint64_t late;   /* producer only: late marks (NVLP_RING_WAKE), read by the writer */
 	uint64_t late_seen;      /* writer only: value at the last drain */
+	uint64_t live_reported;  /* writer only: gen of the last call in live written as INFLIGHT */
+	/* The owner thread's call in progress (nvlp_rt.h), on cache lines of its own: the owner
+	 * writes it at every call, the writer reads it a few times a second. */
+	struct nvlp_live live __attribute__((aligned(64)));
 };
 
 /* Fill level at which a producer counts a late mark (the writer fell behind): 3/4. Producers

@@ -14,6 +14,7 @@ struct nvlp_tls *nvlp_tls_renew(void)
 	if (t->epoch != nvlp_tls_epoch) {
 		t->tid = (uint64_t)syscall(SYS_gettid);
 		t->ring = NULL;
+		t->live = NULL;
 		t->py_sig = 0; /* a fork child's trace has written no Python chain yet */
 		t->py_stack = 0;
 		t->epoch = nvlp_tls_epoch;

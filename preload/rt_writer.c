@@ -44,6 +44,8 @@ static _Atomic int kick_pending;
 /* Set by a signal handler, read by the writer thread: a lock-free atomic int is both
  * async-signal-safe and what ThreadSanitizer expects between threads. */
 static int sig_req;
+/* A fatal signal's details, set by its handler before sig_req (FATAL record at the end). */
+static uint64_t fatal_tid, fatal_code, fatal_addr;
 /* The status the process passed to exit/_exit (-1: not seen, e.g. main returned). */
 static int exit_status = -1;
 
@@ -223,6 +225,60 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- once a second: heartbeat, calls in progress, OOM kills ------------------------------ */
+
+/* The writer's watch period. A heartbeat CLOCK record (mono, CLOCK_REALTIME) goes out in a frame
+ * of its own making at every one, so a trace cut short by kill -9 says when its process was last
+ * alive to within this period (and the poll interval). Idle, that is one small frame per period
+ * (bytes per hour in README). 500 ms = the default flush period, so a busy trace gets no extra
+ * frame. */
+#define WATCH_NS 500000000ull
+/* A call in progress longer than this is written as INFLIGHT, each once; at most LIVE_MAX per
+ * period (a few per second). */
+#define LIVE_AGE_NS 1000000000ull
+#define LIVE_MAX 4
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Each INFLIGHT in a frame of its own: a reader older than the kind loses that frame only. */
+static void inflight_locked(const struct nvlp_rec_inflight *x, unsigned n)
+{
+	for (unsigned i = 0; i < n && writer; i++) {
+		flush_locked();
+		if (writer)
+			nvlp_writer_add(writer, NVLP_K_INFLIGHT, &x[i], NULL, 0);
+		if (writer)
+			flush_locked();
+	}
+}
+
+static void note_locked(unsigned code, uint64_t value, const char *msg);
+
+/* Holding w_mu with a trace open; ends with a flush (the heartbeat's frame). */
+static void watch_locked(void)
+{
+	struct nvlp_rec_inflight x[LIVE_MAX];
+	inflight_locked(x, nvlp_live_scan(nvlp_now(), LIVE_AGE_NS, 0, x, LIVE_MAX));
+	uint64_t oom;
+	if (writer && nvlp_oom_changed(&oom)) {
+		char m[96];
+		snprintf(m, sizeof m, "the cgroup's oom_kill count is now %llu",
+		         (unsigned long long)oom);
+		note_locked(NVLP_NOTE_OOM_KILL, oom, m);
+	}
+	if (!writer)
+		return;
+	struct nvlp_rec_clock hb = {
+	    .source = NVLP_CLOCK_HEARTBEAT, .mono = nvlp_now(), .other = real_ns()};
+	nvlp_writer_add(writer, NVLP_K_CLOCK, &hb, NULL, 0);
+	flush_locked();
+}
+
 /* The longest the writer sleeps between two polls. Producers never wake it, so this bounds what a
  * thread's buffers must absorb while it sleeps: at 1 M records/s (176 bytes each in the ring),
  * 100 ms is 17.6 MB, a quarter of the default 1 MiB ring + 64 MiB spill (~380 ms of that rate).
@@ -247,9 +303,11 @@ static void *writer_main(void *arg)
 	nvlp_tls()->is_writer = 1;
 	const uint64_t period = (uint64_t)nvlp_cfg()->flush_ms * 1000000ull;
 	const uint64_t longest = period < POLL_MAX_NS ? period : POLL_MAX_NS;
-	uint64_t interval = longest, last_flush = mono_ns(), last_tick = 0;
+	uint64_t interval = longest, last_flush = mono_ns(), last_tick = 0, last_watch = 0;
 	for (;;) {
-		uint64_t now = mono_ns(), due = last_flush + period;
+		uint64_t now = mono_ns(), due = last_flush + period, watch = last_watch + WATCH_NS;
+		if (watch < due)
+			due = watch;
 		uint64_t wait = due > now ? due - now : 0;
 		if (wait > interval)
 			wait = interval;
@@ -287,7 +345,11 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&w_mu);
 		if (atomic_load(&wstate) == W_RUNNING) {
 			drain_locked(1);
-			if (writer && atomic_load(&wstate) == W_RUNNING && now >= due) {
+			if (writer && atomic_load(&wstate) == W_RUNNING && now - last_watch >= WATCH_NS) {
+				watch_locked(); /* flushes */
+				last_watch = last_flush = now;
+			} else if (writer && atomic_load(&wstate) == W_RUNNING &&
+			           now >= last_flush + period) {
 				flush_locked();
 				last_flush = now;
 			}
@@ -427,6 +489,32 @@ void nvlp_wr_drain_now(void)
 
 /* ---- end of a trace ------------------------------------------------------------------------- */
 
+/* The FATAL record of a fatal signal (its handler waits), in a frame of its own. */
+static void fatal_locked(void)
+{
+	uint64_t tid = __atomic_load_n(&fatal_tid, __ATOMIC_ACQUIRE);
+	struct nvlp_rec_fatal f = {
+	    .t = nvlp_now(),
+	    .signal = (uint64_t)(int64_t)__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE),
+	    .tid = tid,
+	    .code = __atomic_load_n(&fatal_code, __ATOMIC_RELAXED),
+	    .addr = __atomic_load_n(&fatal_addr, __ATOMIC_RELAXED),
+	    .main = tid == (uint64_t)nvlp_rt_pid};
+	char path[64], name[32] = "";
+	snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, name, sizeof name - 1) : 0;
+	if (fd >= 0)
+		close(fd);
+	while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == 0))
+		n--;
+	flush_locked();
+	if (writer)
+		nvlp_writer_add(writer, NVLP_K_FATAL, &f, name, n > 0 ? (size_t)n : 0);
+	if (writer)
+		flush_locked();
+}
+
 void nvlp_rt_finish(unsigned reason)
 {
 	int join = 0;
@@ -434,6 +522,14 @@ void nvlp_rt_finish(unsigned reason)
 	if (atomic_load(&wstate) == W_RUNNING && writer) {
 		drain_locked(0);
 	}
+	if (atomic_load(&wstate) == W_RUNNING && writer) {
+		/* Every call still in progress (a rank ended by a signal while blocked in one). */
+		struct nvlp_rec_inflight x[16];
+		inflight_locked(x, nvlp_live_scan(nvlp_now(), 0, 1, x, 16));
+	}
+	if (atomic_load(&wstate) == W_RUNNING && writer && reason == NVLP_END_SIGNAL &&
+	    __atomic_load_n(&fatal_tid, __ATOMIC_ACQUIRE))
+		fatal_locked();
 	if (atomic_load(&wstate) == W_RUNNING && writer) {
 		/* Symbols for the frames of the trace's stacks (bounded: a signal handler waits
 		 * 3 s for all of the end). */
@@ -498,6 +594,16 @@ int nvlp_rt_rearm(void)
 	return ok && !nvlp_cfg()->disable;
 }
 
+int nvlp_rt_fatal_request(int sig, uint64_t tid, int code, uint64_t addr, int timeout_ms)
+{
+	if (atomic_load(&wstate) != W_RUNNING || kick_wr < 0)
+		return -1;
+	__atomic_store_n(&fatal_code, (uint64_t)(int64_t)code, __ATOMIC_RELAXED);
+	__atomic_store_n(&fatal_addr, addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&fatal_tid, tid, __ATOMIC_RELEASE);
+	return nvlp_rt_signal_request(sig, timeout_ms);
+}
+
 int nvlp_rt_signal_request(int sig, int timeout_ms)
 {
 	if (atomic_load(&wstate) != W_RUNNING || kick_wr < 0)
@@ -546,6 +652,7 @@ void nvlp_wr_fork_child_locked(void)
 	atomic_store(&kicks, 0);
 	atomic_store(&w_waiters, 0); /* waiters of the parent do not exist here */
 	__atomic_store_n(&sig_req, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fatal_tid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&exit_status, -1, __ATOMIC_RELAXED);
 	total_drops = 0;
 	total_late = 0;

@@ -59,6 +59,13 @@ const char *nvlp_nccl_op_name(int op);
 #define NVLP_HDR_T_REAL "t_real"           /* CLOCK_REALTIME ns at start */
 #define NVLP_HDR_T_MONO "t_mono"           /* CLOCK_MONOTONIC ns at start (same instant) */
 #define NVLP_HDR_ENV_PREFIX "env."         /* env.NCCL_P2P_DISABLE=1, ... */
+/* The OOM killer (cgroup v2): cgroup = the process's cgroup path ("0::PATH" of /proc/self/cgroup,
+ * absent under v1); oom_watch = the memory.events file watched, or "none (why)"; oom_kill = its
+ * oom_kill count when the trace began (absent when not watched). NOTE(OOM_KILL) records say when
+ * it changed. A trace without END in a cgroup whose count rose: killed by the OOM killer. */
+#define NVLP_HDR_CGROUP "cgroup"
+#define NVLP_HDR_OOM_WATCH "oom_watch"
+#define NVLP_HDR_OOM_KILL "oom_kill"
 
 /* ---- writer: used by the shim's writer thread and by tests that make synthetic traces ---- */
 typedef struct nvlp_writer nvlp_writer;

@@ -4,6 +4,7 @@
 #include <errno.h>   /* errno */
 #include <fcntl.h>   /* open */
 #include <pthread.h> /* pthread_mutex_t */
+#include <stdatomic.h> /* atomic_long */
 #include <stdint.h>  /* uint32_t */
 #include <stdio.h>   /* fprintf */
 #include <stdlib.h>  /* calloc, getenv */
@@ -325,6 +326,24 @@ static void prof_coll_seq(struct ncclComm *c, const char *func, size_t n, ncclDa
 		pf->stopEvent(h);
 }
 
+/* ---- blocking calls (FAKE_NCCL_BLOCK_MS=N): the FAKE_NCCL_BLOCK_AT-th (default 1st) call of
+ * FAKE_NCCL_BLOCK_FN (AllReduce, the default; GroupEnd; CommInitRank) in the process sleeps N ms
+ * before it returns, as a collective whose peer died, or an init waiting for ranks, does. ---- */
+static void fake_block(const char *fn)
+{
+	static atomic_long seen;
+	const char *ms = getenv("FAKE_NCCL_BLOCK_MS"), *want = getenv("FAKE_NCCL_BLOCK_FN");
+	if (!ms || strcmp(fn, want && *want ? want : "AllReduce"))
+		return;
+	const char *at = getenv("FAKE_NCCL_BLOCK_AT");
+	if (atomic_fetch_add(&seen, 1) + 1 != (at ? atol(at) : 1))
+		return;
+	long n = atol(ms);
+	struct timespec ts = {n / 1000, (n % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 static int forced_rc = -1;
 
 __attribute__((constructor)) static void fake_init(void)
@@ -421,6 +440,7 @@ ALIAS(ncclCommInitRankConfig)
 
 ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
+	fake_block("CommInitRank");
 	RET(new_comm_id(comm, nranks, rank, cur_device(), NULL, &id));
 }
 ALIAS(ncclCommInitRank)
@@ -611,6 +631,7 @@ ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
+	fake_block("AllReduce");
 	if (op_rc(comm) == ncclSuccess) {
 		async_enter(comm);
 		prof_coll(comm, "AllReduce", n, t, st);
@@ -730,6 +751,7 @@ ALIAS(ncclGroupStart)
 
 ncclResult_t pncclGroupEnd(void)
 {
+	fake_block("GroupEnd");
 	if (forced_rc >= 0)
 		RET((ncclResult_t)forced_rc);
 	if (group_depth == 0)

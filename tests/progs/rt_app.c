@@ -4,6 +4,7 @@
 #include <pthread.h>   /* pthread_create */
 #include <signal.h>    /* sigaction */
 #include <stdatomic.h> /* atomic_long */
+#include <stdint.h>    /* uintptr_t */
 #include <stdio.h>     /* printf */
 #include <stdlib.h>    /* atoi, exit */
 #include <string.h>    /* strcmp */
@@ -72,6 +73,34 @@ static void *exit_after(void *arg)
 	exit(7);
 }
 
+/* fatal modes: the second thread's work, then the crash */
+static const char *crash_how = "abort";
+static void crash(void)
+{
+	if (!strcmp(crash_how, "segv")) {
+		volatile int *p = (volatile int *)(uintptr_t)atol("8");
+		*p = 1;
+	} else if (!strcmp(crash_how, "kill")) {
+		kill(getpid(), SIGABRT); /* sent, not raised: si_code SI_USER */
+	}
+	abort();
+}
+
+static void *crash_thread(void *arg)
+{
+	pthread_setname_np(pthread_self(), "crasher");
+	sleep_ms((long)arg); /* no NCCL call: the main thread's are the only ones (FAKE_NCCL_BLOCK_AT) */
+	crash();
+	return NULL;
+}
+
+static void on_abrt(int sig)
+{
+	static const char m[] = "app abort handler ran\n";
+	(void)!write(1, m, sizeof m - 1);
+	signal(sig, SIG_DFL); /* abort() raises again when we return */
+}
+
 static void on_term(int sig)
 {
 	(void)sig;
@@ -116,6 +145,10 @@ int main(int argc, char **argv)
 	}
 	const char *mode = argv[1];
 	long a = argc > 2 ? atol(argv[2]) : 0, b = argc > 3 ? atol(argv[3]) : 0;
+	/* fatal HOW WHERE [handler]: a job whose own SIGABRT handler was installed before the shim's
+	 * trace opened */
+	if (!strcmp(mode, "fatal") && argc > 4 && !strcmp(argv[4], "handler-before"))
+		signal(SIGABRT, on_abrt);
 	init_comm();
 
 	if (!strcmp(mode, "calls")) { /* calls N: N calls, return from main */
@@ -141,6 +174,46 @@ int main(int argc, char **argv)
 			if (i % 100 == 0)
 				sleep_ms(1);
 		}
+	}
+	if (!strcmp(mode, "idle")) { /* idle MS: one call, then nothing for MS ms; ready after it */
+		allreduce();
+		printf("ready\n");
+		fflush(stdout);
+		sleep_ms(a);
+		return 0;
+	}
+	if (!strcmp(mode, "block-thread")) { /* block-thread MS: a thread calls (FAKE_NCCL_BLOCK_*
+	                                       * makes it block); the main thread returns after MS */
+		pthread_t t;
+		pthread_create(&t, NULL, worker, (void *)2L);
+		printf("ready\n");
+		fflush(stdout);
+		sleep_ms(a);
+		printf("calls=%ld\n", atomic_load(&calls));
+		return 0;
+	}
+	if (!strcmp(mode, "fatal")) { /* fatal HOW WHERE [handler-before|handler-after]: HOW abort,
+	                                * segv or kill (SIGABRT sent to itself), on the main thread or
+	                                * a second one ("thread", while main makes calls) */
+		crash_how = argv[2];
+		if (argc > 4 && !strcmp(argv[4], "handler-after")) {
+			allreduce(); /* the trace is open: this replaces the shim's handler */
+			signal(SIGABRT, on_abrt);
+		}
+		allreduce();
+		printf("ready\n");
+		fflush(stdout);
+		if (!strcmp(argv[3], "thread")) {
+			pthread_t t;
+			pthread_create(&t, NULL, crash_thread, (void *)300L);
+			for (;;) {
+				allreduce();
+				sleep_ms(1);
+			}
+		}
+		sleep_ms(300);
+		crash();
+		return 1;
 	}
 	if (!strcmp(mode, "handler")) { /* the app's own SIGTERM handler must run */
 		struct sigaction sa = {.sa_handler = on_term};

@@ -24,6 +24,13 @@ int main(int argc, char **argv)
 	/* Per thread, calls must come out in the order they were made (call ids increase): a burst
 	 * that spilled out of a thread's ring must not reorder it. Threads by tid, 64 at most. */
 	unsigned long long order_tid[64] = {0}, order_last[64] = {0}, out_of_order = 0;
+	/* issue 26: heartbeats (count, largest gap, last), calls in progress, the fatal signal */
+	unsigned long long hb = 0, hb_gap = 0, hb_last = 0, hb_last_real = 0, hb_first = 0;
+	unsigned long long inflight = 0, inflight_end = 0, oom_notes = 0, oom_last = 0;
+	struct nvlp_rec_inflight inf_first = {0}, inf_last = {0};
+	struct nvlp_rec_fatal fatal = {0};
+	unsigned long long fatals = 0, fatal_before_exitinfo = 0;
+	char fatal_name[64] = "";
 	int got_end = 0, after_end = 0, rc;
 	struct nvlp_record rec;
 	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
@@ -51,6 +58,8 @@ int main(int argc, char **argv)
 		case NVLP_K_NOTE: {
 			const struct nvlp_rec_note *n = (const void *)rec.f;
 			config_notes += n->code == NVLP_NOTE_CONFIG;
+			if (n->code == NVLP_NOTE_OOM_KILL)
+				oom_notes++, oom_last = n->value;
 			fork_notes += n->code == NVLP_NOTE_FORK_CHILD;
 			break;
 		}
@@ -67,8 +76,35 @@ int main(int argc, char **argv)
 		}
 		case NVLP_K_EXITINFO:
 			memcpy(&xi, rec.f, sizeof xi);
+			fatal_before_exitinfo = fatals;
+			break;
+		case NVLP_K_CLOCK: {
+			const struct nvlp_rec_clock *c = (const void *)rec.f;
+			if (c->source != NVLP_CLOCK_HEARTBEAT)
+				break;
+			if (hb && c->mono - hb_last > hb_gap)
+				hb_gap = c->mono - hb_last;
+			if (!hb)
+				hb_first = c->mono;
+			hb++;
+			hb_last = c->mono;
+			hb_last_real = c->other;
+			break;
+		}
+		case NVLP_K_INFLIGHT:
+			if (!inflight)
+				memcpy(&inf_first, rec.f, sizeof inf_first);
+			memcpy(&inf_last, rec.f, sizeof inf_last);
+			inflight++;
+			break;
+		case NVLP_K_FATAL:
+			memcpy(&fatal, rec.f, sizeof fatal);
+			fatals++;
+			snprintf(fatal_name, sizeof fatal_name, "%.*s", (int)rec.blob_len,
+			         rec.blob ? (const char *)rec.blob : "");
 			break;
 		case NVLP_K_END:
+			inflight_end = inflight;
 			memcpy(&end, rec.f, sizeof end);
 			got_end = 1;
 			break;
@@ -98,10 +134,40 @@ int main(int argc, char **argv)
 	printf("exit_status=%lld\n", (long long)xi.status);
 	printf("out_of_order=%llu\n", out_of_order);
 	printf("span_ms=%llu\n", last_nccl_t > t_mono ? (last_nccl_t - t_mono) / 1000000 : 0);
+	printf("heartbeats=%llu\n", hb);
+	printf("heartbeat_gap_ms=%llu\n", hb_gap / 1000000);
+	printf("heartbeat_span_ms=%llu\n", hb ? (hb_last - hb_first) / 1000000 : 0);
+	printf("heartbeat_last_mono=%llu\n", hb_last);
+	printf("heartbeat_last_real=%llu\n", hb_last_real);
+	printf("inflight=%llu\n", inflight);
+	printf("inflight_before_end=%llu\n", inflight_end);
+	for (int i = 0; i < 2 && inflight; i++) {
+		const struct nvlp_rec_inflight *x = i ? &inf_last : &inf_first;
+		const char *w = i ? "last" : "first";
+		printf("inflight_%s=kind=%llu fn=%llu tid=%llu seq=%llu count=%llu dtype=%lld op=%lld "
+		       "peer=%lld rank=%lld nranks=%lld bytes=%llu call_id=%llu\n",
+		       w, (unsigned long long)x->kind, (unsigned long long)x->fn,
+		       (unsigned long long)x->tid, (unsigned long long)x->seq,
+		       (unsigned long long)x->count, (long long)x->dtype, (long long)x->op,
+		       (long long)x->peer, (long long)x->rank, (long long)x->nranks,
+		       (unsigned long long)x->bytes, (unsigned long long)x->call_id);
+		printf("inflight_%s_age_ms=%llu\n", w,
+		       x->t > x->t_enter ? (unsigned long long)(x->t - x->t_enter) / 1000000 : 0);
+		printf("inflight_%s_comm=%llu\n", w, (unsigned long long)x->comm);
+	}
+	printf("fatals=%llu\n", fatals);
+	printf("fatal_before_exitinfo=%llu\n", fatal_before_exitinfo);
+	printf("fatal=signal=%lld code=%lld addr=%#llx main=%llu name=%s\n", (long long)fatal.signal,
+	       (long long)fatal.code, (unsigned long long)fatal.addr, (unsigned long long)fatal.main,
+	       fatal_name);
+	printf("fatal_tid=%llu\n", (unsigned long long)fatal.tid);
+	printf("oom_notes=%llu\n", oom_notes);
+	printf("oom_last=%llu\n", oom_last);
 	static const char *const keys[] = {
 	    NVLP_HDR_FORMAT,  NVLP_HDR_VERSION, NVLP_HDR_HOST,       NVLP_HDR_PID,
 	    NVLP_HDR_PPID,    NVLP_HDR_RANK,    NVLP_HDR_LOCAL_RANK, NVLP_HDR_WORLD_SIZE,
-	    NVLP_HDR_CMDLINE, NVLP_HDR_T_REAL,  NVLP_HDR_T_MONO};
+	    NVLP_HDR_CMDLINE, NVLP_HDR_T_REAL,  NVLP_HDR_T_MONO,     NVLP_HDR_CGROUP,
+	    NVLP_HDR_OOM_WATCH, NVLP_HDR_OOM_KILL};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
 		const char *v = nvlp_reader_header(r, keys[i]);
 		printf("h.%s=%s\n", keys[i], v ? v : "(none)");
