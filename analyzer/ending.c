@@ -68,7 +68,7 @@ static const struct an_oom_rise *oom_of(const struct an_rank *r, const struct an
 {
 	char b1[64], b2[64], c2[256];
 	const char *boot = n ? an_header_get(r, NVLP_HDR_BOOT_ID, b1, sizeof b1) : NULL;
-	const char *cgroup = n ? an_header_get(r, AN_HDR_CGROUP, cg, cgl) : NULL;
+	const char *cgroup = n ? an_header_get(r, NVLP_HDR_CGROUP, cg, cgl) : NULL;
 	if (!cgroup || !*cgroup)
 		return NULL;
 	uint64_t end = an_job_time(r, r->t_alive), start = an_job_time(r, r->t_mono0);
@@ -77,7 +77,7 @@ static const struct an_oom_rise *oom_of(const struct an_rank *r, const struct an
 		if (o == r)
 			return &v[i];
 		const char *ob = an_header_get(o, NVLP_HDR_BOOT_ID, b2, sizeof b2);
-		const char *oc = an_header_get(o, AN_HDR_CGROUP, c2, sizeof c2);
+		const char *oc = an_header_get(o, NVLP_HDR_CGROUP, c2, sizeof c2);
 		if (boot && ob && !strcmp(boot, ob) && oc && !strcmp(cgroup, oc) &&
 		    v[i].t <= end + OOM_NOTE_SLACK_NS && v[i].t >= start)
 			return &v[i];

@@ -1131,7 +1131,7 @@ static void read_header(struct an_rank *r, nvlp_reader *rd)
 	/* the cgroup's memory.events oom_kill count at start (the shim's key) */
 	char *end;
 	r->oom_start = r->oom_last = -1;
-	if ((v = an_header_get(r, AN_HDR_OOM_KILL, buf, sizeof buf)) && *v) {
+	if ((v = an_header_get(r, NVLP_HDR_OOM_KILL, buf, sizeof buf)) && *v) {
 		long long n = strtoll(v, &end, 10);
 		r->oom_start = !*end && n >= 0 ? n : -1;
 	}

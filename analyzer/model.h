@@ -127,10 +127,6 @@ const char *an_size_class_name(int c);
 #define AN_MAX_LINKS 4096      /* distinct NVLink topology records per process */
 #define AN_MAX_SYMBOLS (1u << 20) /* SYMBOL records per process */
 #define AN_MAX_NCCLCOMMS 32       /* NCCLCOMM records kept per process (the first ones) */
-/* Header keys the shim writes for the post-mortem: the cgroup of the process (its path, as
- * /proc/self/cgroup names it) and that cgroup's memory.events oom_kill count at start. */
-#define AN_HDR_CGROUP "cgroup"
-#define AN_HDR_OOM_KILL "oom_kill"
 #define AN_MAX_INFLIGHT 256       /* threads with a call in flight kept per process */
 /* A record time later than this after its process's start is not one (a realtime stamp in a
  * monotonic field, a wrapped difference): it never becomes the end of a process. */
