@@ -251,12 +251,25 @@ static void prof_coll_seq(struct ncclComm *c, const char *func, size_t n, ncclDa
 }
 
 static int forced_rc = -1;
+/* FAKE_NCCL_ALLREDUCE_MS: each AllReduce blocks that long, in one sleep that is not resumed: a
+ * signal delivered to the thread meanwhile is reported (the sampler must never cause one). */
+static long allreduce_ms;
 
 __attribute__((constructor)) static void fake_init(void)
 {
 	const char *s = getenv("FAKE_NCCL_RC");
 	if (s && *s)
 		forced_rc = atoi(s);
+	const char *ms = getenv("FAKE_NCCL_ALLREDUCE_MS");
+	if (ms && *ms)
+		allreduce_ms = atol(ms);
+}
+
+static void allreduce_block(void)
+{
+	struct timespec d = {allreduce_ms / 1000, allreduce_ms % 1000 * 1000000L};
+	if (allreduce_ms > 0 && nanosleep(&d, NULL) != 0)
+		fprintf(stderr, "fake_nccl: AllReduce's sleep interrupted: %s\n", strerror(errno));
 }
 
 void fake_nccl_set_rc(int rc) { forced_rc = rc; }
@@ -521,6 +534,7 @@ ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, 
 			    ncclComm_t comm, cudaStream_t st)
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
+	allreduce_block();
 	if (op_rc(comm) == ncclSuccess)
 		prof_coll(comm, "AllReduce", n, t, st);
 	RET(op_rc(comm));
