@@ -406,7 +406,23 @@ struct rdr {
 	int failed;
 	uint8_t *tab; /* checked: room for a location table (MAX_LINETABLE bytes) */
 	struct linecache *lc; /* unchecked: the thread's line cache */
+	struct blocks *bc;    /* checked, the sampler's: blocks read in this pass, or NULL */
 };
+
+/* The sampler's reads come in 1 KiB aligned blocks, kept for one pass over a chain (a frame's
+ * and a code object's fields are a dozen small reads within one or two blocks: one syscall each
+ * instead of one per field). A block lies within one page, so it reads whole or not at all. */
+#define BLOCK 1024
+#define BLOCK_SLOTS 32
+struct blocks {
+	uintptr_t addr[BLOCK_SLOTS]; /* 0: empty */
+	uint8_t data[BLOCK_SLOTS][BLOCK];
+};
+static void blocks_reset(struct rdr *r)
+{
+	if (r->bc)
+		memset(r->bc->addr, 0, sizeof r->bc->addr);
+}
 
 static int rd_checked(struct rdr *r, void *dst, uintptr_t src, size_t n);
 static inline __attribute__((always_inline)) int rd(struct rdr *r, void *dst, uintptr_t src,
@@ -421,7 +437,25 @@ static inline __attribute__((always_inline)) int rd(struct rdr *r, void *dst, ui
 	return rd_checked(r, dst, src, n);
 }
 
+static int rd_raw(struct rdr *r, void *dst, uintptr_t src, size_t n);
 static int rd_checked(struct rdr *r, void *dst, uintptr_t src, size_t n)
+{
+	uintptr_t b = src & ~(uintptr_t)(BLOCK - 1);
+	if (!r->bc || ((src + n - 1) & ~(uintptr_t)(BLOCK - 1)) != b)
+		return rd_raw(r, dst, src, n);
+	unsigned i = (unsigned)((b / BLOCK) * 0x9e3779b1u >> 27) & (BLOCK_SLOTS - 1);
+	if (r->bc->addr[i] != b) {
+		if (rd_raw(r, r->bc->data[i], b, BLOCK)) {
+			r->bc->addr[i] = 0;
+			return -1;
+		}
+		r->bc->addr[i] = b;
+	}
+	memcpy(dst, r->bc->data[i] + (src - b), n);
+	return 0;
+}
+
+static int rd_raw(struct rdr *r, void *dst, uintptr_t src, size_t n)
 {
 	struct iovec l = {dst, n}, rm = {(void *)src, n};
 	if (r->pipe[0] < 0) {
@@ -628,6 +662,7 @@ static long layout_blob(struct rdr *r, uintptr_t ts, char *blob)
 	size_t len = 0;
 	int steps = 0;
 	char file[512], name[160];
+	blocks_reset(r);
 	if (first_frame(r, ts, &f))
 		return -1;
 	for (int depth = 0; depth < MAX_PYFRAMES; depth++) {
@@ -866,6 +901,7 @@ static uint64_t chain_keys(struct rdr *r, uintptr_t ts, uint64_t *shape)
 	uintptr_t f, co, v[4];
 	int first, steps = 0;
 	uint64_t h = 0xcbf29ce484222325ull, s = h;
+	blocks_reset(r);
 	if (first_frame(r, ts, &f))
 		return 0;
 	for (int depth = 0; depth < MAX_PYFRAMES; depth++) {
@@ -1224,7 +1260,8 @@ static void *samp_main(void *arg)
 	                .pid = getpid(),
 	                .pipe = {-1, -1},
 	                .tab = malloc(MAX_LINETABLE),
-	                .lc = calloc(1, sizeof(struct linecache))};
+	                .lc = calloc(1, sizeof(struct linecache)),
+	                .bc = malloc(sizeof(struct blocks))};
 	char *blob = malloc(NVLP_MAX_BLOB);
 	if (lay_test_pipe && pipe2(r.pipe, O_CLOEXEC))
 		r.failed = 1;
@@ -1248,7 +1285,7 @@ static void *samp_main(void *arg)
 		if (__atomic_load_n(&samp.stop, __ATOMIC_ACQUIRE))
 			break;
 		pthread_mutex_unlock(&samp.mu);
-		if (last && blob && r.tab && r.lc && !r.failed && nvlp_is_active() &&
+		if (last && blob && r.tab && r.lc && r.bc && !r.failed && nvlp_is_active() &&
 		    py.is_initialized()) {
 			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 			uint64_t t = nvlp_now();
@@ -1281,6 +1318,7 @@ static void *samp_main(void *arg)
 	free(blob);
 	free(r.tab);
 	free(r.lc);
+	free(r.bc);
 	if (r.pipe[0] >= 0)
 		close(r.pipe[0]), close(r.pipe[1]);
 	nvlp_own_cpu_account("pysample");
