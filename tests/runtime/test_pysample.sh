@@ -146,7 +146,12 @@ for py in "${PYS[@]}"; do
 	run "skew$v" "$py" NVLPROF_PYWALK_TEST=skew
 	check_eq "$v: a layout the self-check refused: no sample, no sampler" "0 done 0 0" \
 		"$(cat "$T/skew$v.rc") $(tail -1 "$T/skew$v.out") $(grep -c '^pyref kind=0 ' "$T/skew$v.txt") $(grep -c 'pysample' "$T/skew$v.err")"
-	# a fork child: no sampler thread of its own until its first capture starts one
+	# a fork child: no sampler thread of its own until its first capture starts one (TSan
+	# cannot start threads after a multi-threaded fork: the writer's already dies there)
+	if [ "${SAN:-}" = thread ]; then
+		echo "SKIP: $v: fork: SAN=thread starts no thread after a multi-threaded fork"
+		continue
+	fi
 	run "fork$v" "$py" FAKE_NCCL_ALLREDUCE_MS=600 -- fork
 	check_eq "$v: fork: parent and child ran" "0 done 2" "$(cat "$T/fork$v.rc") $(tail -1 "$T/fork$v.out") $(ls "$T/fork$v"/*.nvlp | wc -l)"
 	child=$(grep -l '^note code=fork_child ' "$T/fork$v"/*.txt | head -1)
