@@ -140,11 +140,13 @@ static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HE
 		return real args;
 #define CALL(args)                                                                                 \
 	tls->in_hook = 1;                                                                          \
+	nvlp_py_enter(tls);                                                                        \
 	uint64_t t0 = nvlp_now();                                                                  \
 	cudaError_t rc = real args;                                                                \
 	uint64_t dur = nvlp_elapsed(t0, nvlp_now());                                               \
 	int saved_errno = errno;
 #define LEAVE                                                                                      \
+	nvlp_py_leave(tls);                                                                        \
 	tls->in_hook = 0;                                                                          \
 	errno = saved_errno;                                                                       \
 	return rc;

@@ -130,7 +130,8 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 	struct nvlp_tls *tls = nvlp_recording_tls();                                               \
 	if (!tls)                                                                                  \
 		return real args;                                                                  \
-	tls->in_hook = 1;
+	tls->in_hook = 1;                                                                          \
+	nvlp_py_enter(tls);
 #define ENTER(E, name, args)                                                                       \
 	PASS(E, name, args)                                                                        \
 	struct nvlp_rec_nccl r = {.fn = NVLP_NCCL_##E,                                             \
@@ -153,6 +154,7 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 	r.rc = (uint64_t)(int64_t)rc;
 #define LEAVE                                                                                      \
 	nvlp_emit(NVLP_K_NCCL, &r, NULL, 0);                                                       \
+	nvlp_py_leave(tls);                                                                        \
 	tls->in_hook = 0;                                                                          \
 	errno = saved_errno;                                                                       \
 	return rc;
@@ -375,6 +377,7 @@ live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, nccl
 		int saved_errno = errno;                                                           \
 		emit_coll(tls, NVLP_NCCL_##E, t0, t1, comm, st, n, dt, op, peer, how, rc,          \
 			  call_id, nbytes);                                                        \
+		nvlp_py_leave(tls);                                                                \
 		tls->in_hook = 0;                                                                  \
 		errno = saved_errno;                                                               \
 		return rc;                                                                         \

@@ -76,6 +76,7 @@ void nvlp_shutdown(unsigned reason)
 	if (nvlp_is_active())
 		nvlp_cupti_stop();
 	nvlp_rt_set_active(0);
+	nvlp_py_sampler_stop(); /* its last records are in before the final drain */
 	nvlp_rt_finish(reason);
 	shut_set(2);
 	errno = err;

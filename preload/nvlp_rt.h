@@ -46,12 +46,14 @@ struct nvlp_config {
 	int nvtx;          /* NVLPROF_NVTX (default 1): be NVTX's injection library, record marks */
 	int capture;       /* NVLPROF_CAPTURE: 0 none, 1 cudaProfilerApi, 2 nvtx:NAME */
 	char capture_name[256]; /* the NVTX range's message for capture 2 */
+	long pysample_hz;  /* NVLPROF_PYSAMPLE_HZ (default 10, 0 = off): Python chains sampled */
 };
 const struct nvlp_config *nvlp_cfg(void);
 
 /* Per-thread state: one struct, reached through nvlp_tls() (the only __thread of the shim). */
 struct nvlp_ring;
 struct nvlp_comm;
+struct nvlp_py_slot;
 struct nvlp_tls {
 	int in_hook;            /* recursion guard: only the outermost intercepted call records */
 	int group_depth;        /* ncclGroupStart/End nesting on this thread */
@@ -75,6 +77,7 @@ struct nvlp_tls {
 	uint64_t py_sig;
 	uint64_t py_stack;
 	void *py_scratch;
+	struct nvlp_py_slot *py_slot; /* where this thread publishes its Python state (sampler) */
 };
 /* Defined in rt_tls.c; inline access so the hot path pays no call for it. */
 extern __thread struct nvlp_tls nvlp_tls_state
@@ -229,6 +232,31 @@ static inline void nvlp_py_nccl_maybe(struct nvlp_tls *tls, uint64_t t, uint64_t
 	if (__atomic_load_n(&nvlp_py_state, __ATOMIC_RELAXED) >= 0)
 		nvlp_py_nccl(tls, t, call_id);
 }
+
+/*
+ * The Python sampler (pystacks.c): its own thread reads the chains of the main thread and of every
+ * thread inside an intercepted call. A thread entering a call publishes its PyThreadState in a slot
+ * of its own (a pointer load from thread-local storage and a store: no syscall, no lock); leaving,
+ * it clears it. Nothing happens while no sampler runs (one relaxed load).
+ */
+struct nvlp_py_slot {
+	uint64_t ts;  /* atomic: the thread's PyThreadState while inside a call, else 0 */
+	uint64_t tid; /* atomic: the thread owning the slot, 0 free */
+} __attribute__((aligned(64)));
+extern int nvlp_py_sampling __attribute__((visibility("hidden"))); /* 1 while a sampler runs */
+void nvlp_py_enter_slow(struct nvlp_tls *tls);
+static inline void nvlp_py_enter(struct nvlp_tls *tls)
+{
+	if (NVLP_UNLIKELY(__atomic_load_n(&nvlp_py_sampling, __ATOMIC_RELAXED)))
+		nvlp_py_enter_slow(tls);
+}
+static inline void nvlp_py_leave(struct nvlp_tls *tls)
+{
+	if (NVLP_UNLIKELY(tls->py_slot != NULL))
+		__atomic_store_n(&tls->py_slot->ts, 0, __ATOMIC_RELEASE);
+}
+/*! Stop the sampler thread (bounded wait: it finishes at most the sample under way). */
+void nvlp_py_sampler_stop(void);
 
 #ifdef __cplusplus
 }

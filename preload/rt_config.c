@@ -31,6 +31,7 @@ static struct nvlp_config cfg = {
     .flush_ms = 500,
     .gpu_flush_ms = 10000,
     .nvtx = 1,
+    .pysample_hz = 10,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
@@ -116,6 +117,7 @@ void nvlp_cfg_parse(void)
 	cfg_long("NVLPROF_FLUSH_MS", &cfg.flush_ms, 1, 1000);
 	cfg_long("NVLPROF_GPU_FLUSH_MS", &cfg.gpu_flush_ms, 0, 3600000);
 	cfg_bool("NVLPROF_NVTX", &cfg.nvtx);
+	cfg_long("NVLPROF_PYSAMPLE_HZ", &cfg.pysample_hz, 0, 1000);
 	const char *cap = getenv("NVLPROF_CAPTURE");
 	if (cap && *cap) {
 		if (!strcmp(cap, "cudaProfilerApi")) {

@@ -17,6 +17,7 @@ struct nvlp_tls *nvlp_tls_renew(void)
 		t->live = NULL;
 		t->py_sig = 0; /* a fork child's trace has written no Python chain yet */
 		t->py_stack = 0;
+		t->py_slot = NULL; /* the sampler's slots of a fork child start empty */
 		t->epoch = nvlp_tls_epoch;
 	}
 	return t;

@@ -345,12 +345,25 @@ static void fake_block(const char *fn)
 }
 
 static int forced_rc = -1;
+/* FAKE_NCCL_ALLREDUCE_MS: each AllReduce blocks that long, in one sleep that is not resumed: a
+ * signal delivered to the thread meanwhile is reported (the sampler must never cause one). */
+static long allreduce_ms;
 
 __attribute__((constructor)) static void fake_init(void)
 {
 	const char *s = getenv("FAKE_NCCL_RC");
 	if (s && *s)
 		forced_rc = atoi(s);
+	const char *ms = getenv("FAKE_NCCL_ALLREDUCE_MS");
+	if (ms && *ms)
+		allreduce_ms = atol(ms);
+}
+
+static void allreduce_block(void)
+{
+	struct timespec d = {allreduce_ms / 1000, allreduce_ms % 1000 * 1000000L};
+	if (allreduce_ms > 0 && nanosleep(&d, NULL) != 0)
+		fprintf(stderr, "fake_nccl: AllReduce's sleep interrupted: %s\n", strerror(errno));
 }
 
 void fake_nccl_set_rc(int rc) { forced_rc = rc; }
@@ -632,6 +645,7 @@ ncclResult_t pncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, 
 {
 	(void)s, (void)r, (void)n, (void)t, (void)o, (void)st;
 	fake_block("AllReduce");
+	allreduce_block();
 	if (op_rc(comm) == ncclSuccess) {
 		async_enter(comm);
 		prof_coll(comm, "AllReduce", n, t, st);
