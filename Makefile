@@ -64,7 +64,7 @@ ANALYZER_OBJS := $(patsubst %.c,$(BUILD)/cli/%.o,$(ANALYZER_SRCS))
 LIB := $(BUILD)/libnvlprof.so
 CLI := $(BUILD)/nvlprof
 
-.PHONY: all analyzer deps test bench clean format install
+.PHONY: all analyzer deps test bench clean format install regen-goldens
 all: $(LIB) $(CLI)
 analyzer: $(CLI)
 
@@ -121,7 +121,7 @@ $(CLI): $(BUILD)/cli/analyzer/main.o $(ANALYZER_OBJS) $(TRACE_OBJS)
 # tests/unit/test_*.c: linked with the trace and analyzer objects (no main) -> $(BUILD)/tests/
 # tests/progs/*.c: helper programs for shell tests -> $(BUILD)/tests/progs/ (PROG_LIBS_<name> adds libs)
 # tests/fakes/*.c: fake cudart / NCCL / CUPTI libraries -> $(BUILD)/fakes/ (rules below)
-# tests/*/test_*.sh: shell tests. tests/run.sh runs them all and prints "N passed, N failed".
+# tests/*/test_*.sh: shell tests. tests/run.sh runs them all and prints "N passed, N failed, N skipped".
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 PROG_SRCS := $(wildcard tests/progs/*.c)
@@ -259,6 +259,13 @@ analyzer-test: $(CLI) $(BUILD)/tests/progs/an_gen $(patsubst tests/unit/%.c,$(BU
 TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes
 test: $(TEST_DEPS)
 	@BUILD=$(BUILD) SAN=$(SAN) CC=$(CC) bash tests/run.sh
+# the suites that compare with goldens, run with --regen-goldens: they write what they produce over
+# the committed goldens (review the diff); no environment variable does this
+GOLDEN_SUITES := tests/analyzer/test_report.sh tests/analyzer/test_pyloc.sh tests/export/test_export.sh \
+	tests/export/test_sqlite.sh tests/hooks/test_graphs12.sh
+.PHONY: regen-goldens
+regen-goldens: $(TEST_DEPS)
+	@for t in $(GOLDEN_SUITES); do BUILD=$(BUILD) bash $$t --regen-goldens | grep '^REGEN: '; done; git status --short -- '*golden*' examples/traces
 
 # ---- benchmarks -------------------------------------------------------------------------------
 BENCH_SRCS := $(wildcard tests/bench/*.c)

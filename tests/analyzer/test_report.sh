@@ -203,9 +203,7 @@ norm() { sed -E -e "s#$T#DIR#g" -e "s#$ROOT/##g" -e 's/an_gen\+0x[0-9a-f]+/an_ge
 	-e 's/^(    truncated: rank [0-9]+: [^:]*): .*/\1: REASON/' -e 's/^(nvlprof: warning: trace cut short, used up to its end: [^:]*): .*/\1: REASON/'; }
 for s in healthy fallback late kill thrash drops sweep loop failed launcher; do
 	"$CLI" report "$T/$s" 2>&1 | norm >"$T/$s.txt"
-	if [ -n "${UPDATE_GOLDEN:-}" ]; then cp "$T/$s.txt" "$GOLD/$s.txt"; fi
-	if diff -u "$GOLD/$s.txt" "$T/$s.txt" >"$T/$s.diff"; then pass "golden: $s"; else
-		fail "golden: $s differs"; head -30 "$T/$s.diff"; fi
+	golden_cmp "golden: $s" "$GOLD/$s.txt" "$T/$s.txt"
 done
 
 # diff
@@ -244,10 +242,9 @@ for d in "$ROOT"/examples/traces/*/; do
 		-*) case " $found" in *" ${line#-} "*) fail "real $name: has ${line#-} (found: $found)" ;; *) pass "real $name: no ${line#-}" ;; esac ;;
 		esac
 	done <"$d/expect"
-	if [ -n "${UPDATE_GOLDEN:-}" ]; then norm <"$T/real-$name.txt" >"$d/report.txt"; fi
 	if [ -f "$d/report.txt" ]; then
-		if diff -u "$d/report.txt" <(norm <"$T/real-$name.txt") >"$T/real-$name.diff"; then pass "real $name: golden"; else
-			fail "real $name: golden differs"; head -20 "$T/real-$name.diff"; fi
+		norm <"$T/real-$name.txt" >"$T/real-$name.norm"
+		golden_cmp "real $name: golden" "$d/report.txt" "$T/real-$name.norm"
 	fi
 done
 if [ -d "$ROOT/examples/traces/ddp_healthy" ] && [ -d "$ROOT/examples/traces/ddp_p2p_disable" ]; then

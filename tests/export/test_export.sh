@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_export.sh: nvlprof export (perfetto decoded by protoc, chrome JSON field list, sqlite
 # queried) and report/diff --html (headless chromium: no console message, no request), with
-# normalised goldens of the shipped traces (UPDATE=1 rewrites them).
+# normalised goldens of the shipped traces (make regen-goldens rewrites them).
 source "$(dirname "$0")/../lib.sh"
 G="$ROOT/tests/export/golden"
 CHECK="python3 $ROOT/tests/export/check.py"
@@ -13,10 +13,7 @@ for tool in protoc sqlite3 chromium python3; do
 	command -v $tool >/dev/null || fail "$tool not installed (Debian: protobuf-compiler, sqlite3, chromium, python3; .ci/run installs them)"
 done
 
-golden() { # NAME FILE: compare FILE with the golden NAME (UPDATE=1: write it)
-	if [ "${UPDATE:-}" = 1 ]; then cp "$2" "$G/$1"; pass "golden $1 (written)"; return; fi
-	if diff -u "$G/$1" "$2" >"$T/.d"; then pass "golden $1"; else fail "golden $1 differs"; head -30 "$T/.d" | sed 's/^/    /'; fi
-}
+golden() { golden_cmp "golden $1" "$G/$1" "$2"; } # NAME FILE: FILE equals the golden NAME
 
 # chromium on a page: DOM to $T/dom.html, console messages and page requests counted
 chromium_run() {
