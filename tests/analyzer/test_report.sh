@@ -59,8 +59,15 @@ PYEOF
 	while IFS=$'\t' read -r n val; do V[$n]=$val; done <"$T/answers"
 }
 v() { echo "${V[$1]-}"; }
-has() { case " $(v "ids_$1") " in *" $2 "*) return 0 ;; esac; return 1; }
-hasnt() { ! has "$@"; }
+# has / hasnt RUN ID: RUN's report lists / does not list the finding ID; both fail when RUN's JSON
+# is missing or unparsable (a report that did not run proves no absence)
+loaded() {
+	[ -n "${V[ids_$1]+set}" ] && case "${V[ids_$1]}" in ERROR:*) false ;; esac && return 0
+	echo "report of $1: no JSON read ($(v "ids_$1"); $(head -c 300 "$T/$1.err" 2>/dev/null))"
+	return 1
+}
+has() { loaded "$1" && case " $(v "ids_$1") " in *" $2 "*) return 0 ;; esac && return 1; }
+hasnt() { loaded "$1" && case " $(v "ids_$1") " in *" $2 "*) return 1 ;; esac; }
 fsev() { echo "[f['severity'] for f in d['findings'] if f['id']=='$1'][0]"; }
 fev() { echo "[f['evidence']['$2'] for f in d['findings'] if f['id']=='$1'][0]"; }
 
@@ -254,6 +261,6 @@ if [ -d "$ROOT/examples/traces/ddp_healthy" ] && [ -d "$ROOT/examples/traces/ddp
 	check "real diff: NCCL's channel count for AllReduce drops (NCCL profiler plugin)" grep -Eq \
 		"^  ncclAllReduce +RING/SIMPLE 24ch +-> RING/SIMPLE 4ch$" "$T/real-diff.txt"
 	check "real report: NCCL CHOICES of the healthy run" grep -Eq \
-		"^  [0-9a-f]{16} ncclAllReduce +RING/SIMPLE +314 +24$" "$ROOT/examples/traces/ddp_healthy/report.txt"
+		"^  [0-9a-f]{16} ncclAllReduce +RING/SIMPLE +314 +24$" "$T/real-ddp_healthy.txt"
 fi
 [ "$FAILED" -eq 0 ]

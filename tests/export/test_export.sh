@@ -116,16 +116,16 @@ grep -q '^ddp_straggler q3.sql 2' "$T/qrows" && pass "query: skew of one collect
 [ "$(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql" | awk -F'|' '$4 > 10 && $3 < 1' | wc -l)" = 2 ] &&
 	pass "query: the P2P-disabled run moved its bytes over PCIe, not NVLink" || fail "bytes per link: $(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql")"
 
-# ---- expected content, beyond the goldens
-grep -q '^finding r straggler' "$G/ddp_straggler.html" && grep -q '^plot r skew' "$G/ddp_straggler.html" &&
+# ---- expected content, beyond the goldens: read in what this run produced (a missing file fails)
+grep -q '^finding r straggler' "$T/ddp_straggler.html.sum" && grep -q '^plot r skew' "$T/ddp_straggler.html.sum" &&
 	pass "straggler report: finding with its heatmap" || fail "straggler report lacks its heatmap"
-grep -q '^plot r hang' "$G/ddp_killed.html" && pass "killed report: hang plot" || fail "killed report: no hang plot"
-grep -q '^plot r um' "$G/uma_thrash.html" && pass "uma report: migrations plot" || fail "uma report: no UM plot"
+grep -q '^plot r hang' "$T/ddp_killed.html.sum" && pass "killed report: hang plot" || fail "killed report: no hang plot"
+grep -q '^plot r um' "$T/uma_thrash.html.sum" && pass "uma report: migrations plot" || fail "uma report: no UM plot"
 grep -q 'class="al strag"[^>]*>rank 1: MISSING' "$T/ddp_killed.html" && pass "killed report names rank 1 missing" || fail "killed report: rank 1 not shown missing"
-grep -q 'finding pcie_fallback@' "$G/ddp_p2p_disable.perfetto" && pass "perfetto: findings as instants" || fail "perfetto: no finding instant"
-grep -q '^tracks counter:GPU N NVLink GB/s' "$G/ddp_p2p_disable.perfetto" && grep -q '^tracks counter:UM migration' "$G/uma_thrash.perfetto" &&
+grep -q 'finding pcie_fallback@' "$T/ddp_p2p_disable.perfetto" && pass "perfetto: findings as instants" || fail "perfetto: no finding instant"
+grep -q '^tracks counter:GPU N NVLink GB/s' "$T/ddp_p2p_disable.perfetto" && grep -q '^tracks counter:UM migration' "$T/uma_thrash.perfetto" &&
 	pass "perfetto: link and UM counter tracks" || fail "perfetto: counter tracks missing"
-grep -q '^Step [1-9]' "$G/ddp_healthy.chrome" && pass "chrome: Step#N" || fail "chrome: no Step#N"
+grep -q '^Step [1-9]' "$T/ddp_healthy.chrome.sum" && pass "chrome: Step#N" || fail "chrome: no Step#N"
 
 # ---- the checks can fail: a page with a script error and a remote image is caught
 printf '<!DOCTYPE html><html><body><img src="http://nvlprof-test.invalid/x.png"><script>console.error("x")</script></body></html>\n' >"$T/bad.html"
