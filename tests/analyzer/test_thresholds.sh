@@ -26,6 +26,8 @@ gen thrash --thrash
 gen staged --staged
 gen staged_notopo --staged --no-topo
 gen exposed --exposed
+# two ranks of one machine with different NCCL_HOSTID (a shipped trace: an_gen writes no NCCLCOMM)
+ln -s "$ROOT/tests/analyzer/traces/share_hf" "$T/share_hf"
 
 CLI="$CLI" T="$T" python3 - >"$T/py.out" 2>&1 <<'PYEOF'
 import json, os, subprocess
@@ -231,6 +233,14 @@ def explained():
     check_eq("explained_share: late rank's wait explains exposed_communication (info)", "info", sev("late", "exposed_communication", *th))
     pin("explained", "late", "exposed_communication", "explained_share", s, "warning", "info", extra=th)
 guarded("explained_share", explained)
+
+
+# ---- nccl_split_host: critical when a member spends split_host_critical of its wall time in them
+def split_host():
+    share = ev("share_hf", "nccl_split_host", "collective_share_of_wall")
+    check("nccl_split_host: share_hf's collective share of wall time %.6g" % share, 0.25 < share < 0.4, repr(share))
+    pin("split", "share_hf", "nccl_split_host", "split_host_critical", share, "warning", "critical")
+guarded("nccl_split_host", split_host)
 
 
 # ---- steps: a repeating pattern is taken for steps (count, median length, regular share)
