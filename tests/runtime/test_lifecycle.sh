@@ -223,6 +223,22 @@ span=$(rd "$f" span_ms)
 check "kill -9: records up to the last second before the kill (span ${span} ms, killed $((t_kill - t_ready)) ms after ready)" \
 	test "$span" -ge $((t_kill - t_ready - 1000))
 
+# --- the same with a slow app (a call every 10 ms): what reaches the file is the periodic flush's,
+# killed after 1.5 s
+d=$(fresh kill9slow)
+mkdir -p "$d/tr"
+(cd "$d" && NVLPROF_FLUSH_MS=200 NVLPROF_DIR="$d/tr" LD_PRELOAD="$PRELOAD" exec "$APP" slow-loop >"$d/.out" 2>"$d/.err") &
+p=$!
+check "kill -9 slow app: ready" wait_ready "$d"
+t_ready=$(date +%s%3N)
+sleep 1.5 # before a flush period of 2 s would have written anything
+t_kill=$(date +%s%3N)
+kill -KILL $p
+{ wait $p; } 2>/dev/null
+span=$(rd "$(one "$d")" span_ms)
+check "kill -9 slow app: flushed every 200 ms, records up to the last second (span ${span:-none} ms, killed $((t_kill - t_ready)) ms after ready)" \
+	test "${span:-0}" -ge $((t_kill - t_ready - 1000))
+
 if [ $FORK_OK = 1 ]; then
 # --- fork: the child records into its own file, the parent's file has none of its records ---
 d=$(fresh fork)
