@@ -4,6 +4,7 @@
 #   make deps       install missing Debian build dependencies (as root) or print the command
 #   make analyzer   build/nvlprof alone (needs no CUDA toolkit)    make install PREFIX=/usr/local
 #   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
+#   make mutate     mutation testing of the suites (tests/mutate/)   make regen-goldens  rewrite goldens
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-13.0 /opt/cuda) /usr/local/cuda)
 NCCL_HOME ?=
 PREFIX ?= /usr/local
@@ -64,7 +65,7 @@ ANALYZER_OBJS := $(patsubst %.c,$(BUILD)/cli/%.o,$(ANALYZER_SRCS))
 LIB := $(BUILD)/libnvlprof.so
 CLI := $(BUILD)/nvlprof
 
-.PHONY: all analyzer deps test bench clean format install
+.PHONY: all analyzer deps test bench clean format install regen-goldens test-deps mutate
 all: $(LIB) $(CLI)
 analyzer: $(CLI)
 
@@ -121,7 +122,7 @@ $(CLI): $(BUILD)/cli/analyzer/main.o $(ANALYZER_OBJS) $(TRACE_OBJS)
 # tests/unit/test_*.c: linked with the trace and analyzer objects (no main) -> $(BUILD)/tests/
 # tests/progs/*.c: helper programs for shell tests -> $(BUILD)/tests/progs/ (PROG_LIBS_<name> adds libs)
 # tests/fakes/*.c: fake cudart / NCCL / CUPTI libraries -> $(BUILD)/fakes/ (rules below)
-# tests/*/test_*.sh: shell tests. tests/run.sh runs them all and prints "N passed, N failed".
+# tests/*/test_*.sh: shell tests. tests/run.sh runs them all and prints "N passed, N failed, N skipped".
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 PROG_SRCS := $(wildcard tests/progs/*.c)
@@ -261,6 +262,19 @@ analyzer-test: $(CLI) $(BUILD)/tests/progs/an_gen $(patsubst tests/unit/%.c,$(BU
 TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes
 test: $(TEST_DEPS)
 	@BUILD=$(BUILD) SAN=$(SAN) CC=$(CC) bash tests/run.sh
+# what every suite needs, built (tests/mutate/run.sh rebuilds a mutant with it)
+test-deps: $(TEST_DEPS)
+# mutation testing on a copy of the tree (tests/mutate/): minutes, not part of `make test`;
+# its last result is in docs/TESTING.md. make mutate MUTATE_IDS="id ..." runs some of them.
+mutate: $(TEST_DEPS)
+	@BUILD=$(BUILD) bash tests/mutate/run.sh $(MUTATE_IDS)
+# the suites that compare with goldens, run with --regen-goldens: they write what they produce over
+# the committed goldens (review the diff); no environment variable does this
+GOLDEN_SUITES := tests/analyzer/test_report.sh tests/analyzer/test_pyloc.sh tests/export/test_export.sh \
+	tests/export/test_sqlite.sh tests/hooks/test_graphs12.sh
+.PHONY: regen-goldens
+regen-goldens: $(TEST_DEPS)
+	@for t in $(GOLDEN_SUITES); do BUILD=$(BUILD) bash $$t --regen-goldens | grep '^REGEN: '; done; git status --short -- '*golden*' examples/traces
 
 # ---- benchmarks -------------------------------------------------------------------------------
 BENCH_SRCS := $(wildcard tests/bench/*.c)

@@ -1,4 +1,5 @@
-# lib.sh: helpers for shell tests. Source it; each check prints "PASS: name" or "FAIL: name".
+# lib.sh: helpers for shell tests. Source it; each check prints "PASS: name" or "FAIL: name", a check
+# that cannot run here prints "SKIP: name: why" (tests/run.sh counts skips apart).
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B="$ROOT/$BUILD"
@@ -20,6 +21,17 @@ trap 'rm -rf "$T"' EXIT
 FAILED=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
+skip() { echo "SKIP: $*"; }
+# Goldens are rewritten only by `make regen-goldens`, which runs a suite with --regen-goldens as its
+# first argument; no environment variable does it (a shell may have one set from another project).
+REGEN=0
+[ "${1:-}" = --regen-goldens ] && REGEN=1
+# golden_cmp NAME GOLDEN PRODUCED: the file this run PRODUCED equals the committed GOLDEN
+golden_cmp() {
+	if [ "$REGEN" = 1 ]; then cp "$3" "$2" && echo "REGEN: $2"; return; fi
+	if [ ! -f "$3" ]; then fail "$1: nothing produced"; return; fi
+	if diff -u "$2" "$3" >"$T/.gd" 2>&1; then pass "$1"; else fail "$1 differs"; head -30 "$T/.gd" | sed 's/^/    /'; fi
+}
 # check NAME CMD...: passes when CMD exits 0
 check() { local n=$1; shift; if "$@" >"$T/.out" 2>&1; then pass "$n"; else fail "$n"; sed 's/^/    /' "$T/.out" | head -20; fi; }
 # check_eq NAME EXPECTED ACTUAL

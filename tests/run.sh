@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# run.sh: runs every CPU test (unit binaries and shell tests) and prints "N passed, N failed".
+# run.sh: runs every CPU test (unit binaries and shell tests) and prints "N passed, N failed, N skipped".
+# A check prints "PASS: ", "FAIL: " or "SKIP: " at the start of a line; a skip is neither passed nor
+# failed. A suite with no check at all (not even a skip) fails.
 set -u
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/.."
 log=$(mktemp)
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 run_one() {
 	local name=$1; shift
 	echo "== $name"
 	timeout 600 "$@" >"$log" 2>&1
 	local rc=$?
 	cat "$log"
-	local p f
+	local p f s
 	p=$(grep -c '^PASS: ' "$log")
 	f=$(grep -c '^FAIL: ' "$log")
+	s=$(grep -c '^SKIP: ' "$log")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "FAIL: $name exited with status $rc"
 		f=1
 	fi
-	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then
 		echo "FAIL: $name ran no check"
 		f=1
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + s))
 }
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
@@ -35,5 +39,5 @@ for t in tests/*/test_*.sh; do
 done
 rm -f "$log"
 echo
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

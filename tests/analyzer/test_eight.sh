@@ -125,8 +125,18 @@ done
 check_eq "8 ranks P2P off, NVLink known only between GPUs 0-1: no fallback claimed, exposed time stands alone" \
 	"False ['critical']" "$(v partial_bad)"
 
+# harness NAME < CHECKS: checks of the GPU harness (tests/gpu/), not of nvlprof, printed as ONE
+# labelled line (they do not count as nvlprof checks); a failing one is printed and fails the suite
+harness() {
+	local out p
+	out=$(cat)
+	p=$(grep -c '^PASS: ' <<<"$out")
+	grep -v '^PASS: ' <<<"$out"
+	if grep -q '^FAIL: ' <<<"$out"; then FAILED=$((FAILED + 1)); else pass "GPU harness, not nvlprof: $1 ($p self-checks)"; fi
+}
 # the 8-GPU proof's own checks (tests/gpu/check.py, run by tests/gpu/run_8gpu.sh) on these traces:
 # they pass where the real run should, and fail where it must not pass
+harness "tests/gpu/check.py passes and fails where it should on the 8-rank jobs" < <(
 ck() { NVLPROF="$CLI" python3 "$ROOT/tests/gpu/check.py" "$@" >"$T/ck.out" 2>&1; echo "$? $(grep -c '^PASS: ' "$T/ck.out") $(grep -c '^FAIL: ' "$T/ck.out")"; }
 check_eq "check.py ranks: 8-rank FSDP healthy: complete, matched, counters from all 8" "0 6 0" "$(ck ranks "$T/fsdp_healthy" 8)"
 check_eq "check.py ranks: 8-rank DDP healthy" "0 6 0" "$(ck ranks "$T/dp_healthy" 8)"
@@ -145,6 +155,7 @@ check_eq "check.py findings: hang_suspect@rank=3" "0 3 0" "$(ck findings "$T/dp_
 check_eq "check.py findings: pcie_fallback" "0 2 0" "$(ck findings "$T/dp_fallback" pcie_fallback)"
 check_eq "check.py busbw: formula checks on AllGather, ReduceScatter, Broadcast" "0 3 0" "$(ck busbw "$T/fsdp_healthy")"
 check "check.py busbw: one note per collective" test "$(grep -c '^NOTE: busbw fsdp_healthy: nccl' "$T/ck.out")" -eq 3
+)
 
 # tests/gpu/run_8gpu.sh end to end on stand-ins (no GPU, no torch): every scenario runs, its checks pass,
 # the outputs are packed and the small trace to ship is there
@@ -152,8 +163,10 @@ check "check.py busbw: one note per collective" test "$(grep -c '^NOTE: busbw fs
 # Not under SAN=thread: the profiled stand-ins are bash and python, and the TSan runtime, which the
 # instrumented shim needs first in LD_PRELOAD, crashes bash (exit 139). The normal build runs it.
 if [ "${SAN:-}" = thread ]; then
-	echo "note: run_8gpu.sh stand-in run not done under SAN=thread (TSan runtime cannot be preloaded into bash)"
+	skip "run_8gpu.sh stand-in run: not under SAN=thread (TSan runtime cannot be preloaded into bash)"
 else
+# its step_ms and overhead figures are the stand-in's own: what is checked is the harness
+harness "tests/gpu/run_8gpu.sh end to end on stand-ins (an_gen for the GPU jobs)" < <(
 M=$T/mock
 mkdir -p "$M"
 REALPY=$(command -v python3)
@@ -202,6 +215,7 @@ check "run_8gpu.sh on stand-ins: busbw against the nccl-tests-style table" grep 
 check "run_8gpu.sh on stand-ins: overhead side by side for FSDP and DDP" test "$(grep -c '^PASS: overhead: everything on within 2%' "$T/gpu8.out")" -eq 2
 check "run_8gpu.sh on stand-ins: traces and logs packed" bash -c "tar tzf '$T/gpu8/traces.tgz' | grep -q 'traces/fsdp_killed/' && tar tzf '$T/gpu8/logs.tgz' | grep -q 'logs/report_fsdp_straggler.txt'"
 check_eq "run_8gpu.sh on stand-ins: 8-rank trace to ship, with its expect file" "8 1" "$(ls "$T/gpu8/ship/fsdp8_healthy/"*.nvlp | wc -l) $(grep -c '^-pcie_fallback' "$T/gpu8/ship/fsdp8_healthy/expect")"
+)
 fi
 
 # report speed on 8 ranks: 8 x 200k records well under the 10 M records/s/core target's budget

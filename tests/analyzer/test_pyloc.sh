@@ -28,9 +28,7 @@ for s in thrash staged kill; do
 		grep -o '<li class="loc">[^<]*</li>' "$T/$s.html"
 	} >>"$T/pyloc.txt"
 done
-if [ -n "${UPDATE_GOLDEN:-}" ]; then cp "$T/pyloc.txt" "$GOLD/pyloc.txt"; fi
-if diff -u "$GOLD/pyloc.txt" "$T/pyloc.txt" >"$T/pyloc.diff"; then pass "golden: pyloc"; else
-	fail "golden: pyloc differs"; head -40 "$T/pyloc.diff"; fi
+golden_cmp "golden: pyloc" "$GOLD/pyloc.txt" "$T/pyloc.txt"
 check "thrash: the Python line reads as the issue asks" \
 	grep -qx '    python: allocated at train.py:41 in build_cache <- train.py:87 in main' "$T/thrash.txt"
 check "thrash: the native stack stays beside it" grep -q '^    allocated_at: an_gen_alloc_site' "$T/thrash.txt"

@@ -59,8 +59,15 @@ PYEOF
 	while IFS=$'\t' read -r n val; do V[$n]=$val; done <"$T/answers"
 }
 v() { echo "${V[$1]-}"; }
-has() { case " $(v "ids_$1") " in *" $2 "*) return 0 ;; esac; return 1; }
-hasnt() { ! has "$@"; }
+# has / hasnt RUN ID: RUN's report lists / does not list the finding ID; both fail when RUN's JSON
+# is missing or unparsable (a report that did not run proves no absence)
+loaded() {
+	[ -n "${V[ids_$1]+set}" ] && case "${V[ids_$1]}" in ERROR:*) false ;; esac && return 0
+	echo "report of $1: no JSON read ($(v "ids_$1"); $(head -c 300 "$T/$1.err" 2>/dev/null))"
+	return 1
+}
+has() { loaded "$1" && case " $(v "ids_$1") " in *" $2 "*) return 0 ;; esac && return 1; }
+hasnt() { loaded "$1" && case " $(v "ids_$1") " in *" $2 "*) return 1 ;; esac; }
 fsev() { echo "[f['severity'] for f in d['findings'] if f['id']=='$1'][0]"; }
 fev() { echo "[f['evidence']['$2'] for f in d['findings'] if f['id']=='$1'][0]"; }
 
@@ -203,9 +210,7 @@ norm() { sed -E -e "s#$T#DIR#g" -e "s#$ROOT/##g" -e 's/an_gen\+0x[0-9a-f]+/an_ge
 	-e 's/^(    truncated: rank [0-9]+: [^:]*): .*/\1: REASON/' -e 's/^(nvlprof: warning: trace cut short, used up to its end: [^:]*): .*/\1: REASON/'; }
 for s in healthy fallback late kill thrash drops sweep loop failed launcher; do
 	"$CLI" report "$T/$s" 2>&1 | norm >"$T/$s.txt"
-	if [ -n "${UPDATE_GOLDEN:-}" ]; then cp "$T/$s.txt" "$GOLD/$s.txt"; fi
-	if diff -u "$GOLD/$s.txt" "$T/$s.txt" >"$T/$s.diff"; then pass "golden: $s"; else
-		fail "golden: $s differs"; head -30 "$T/$s.diff"; fi
+	golden_cmp "golden: $s" "$GOLD/$s.txt" "$T/$s.txt"
 done
 
 # diff
@@ -244,10 +249,9 @@ for d in "$ROOT"/examples/traces/*/; do
 		-*) case " $found" in *" ${line#-} "*) fail "real $name: has ${line#-} (found: $found)" ;; *) pass "real $name: no ${line#-}" ;; esac ;;
 		esac
 	done <"$d/expect"
-	if [ -n "${UPDATE_GOLDEN:-}" ]; then norm <"$T/real-$name.txt" >"$d/report.txt"; fi
 	if [ -f "$d/report.txt" ]; then
-		if diff -u "$d/report.txt" <(norm <"$T/real-$name.txt") >"$T/real-$name.diff"; then pass "real $name: golden"; else
-			fail "real $name: golden differs"; head -20 "$T/real-$name.diff"; fi
+		norm <"$T/real-$name.txt" >"$T/real-$name.norm"
+		golden_cmp "real $name: golden" "$d/report.txt" "$T/real-$name.norm"
 	fi
 done
 if [ -d "$ROOT/examples/traces/ddp_healthy" ] && [ -d "$ROOT/examples/traces/ddp_p2p_disable" ]; then
@@ -257,6 +261,6 @@ if [ -d "$ROOT/examples/traces/ddp_healthy" ] && [ -d "$ROOT/examples/traces/ddp
 	check "real diff: NCCL's channel count for AllReduce drops (NCCL profiler plugin)" grep -Eq \
 		"^  ncclAllReduce +RING/SIMPLE 24ch +-> RING/SIMPLE 4ch$" "$T/real-diff.txt"
 	check "real report: NCCL CHOICES of the healthy run" grep -Eq \
-		"^  [0-9a-f]{16} ncclAllReduce +RING/SIMPLE +314 +24$" "$ROOT/examples/traces/ddp_healthy/report.txt"
+		"^  [0-9a-f]{16} ncclAllReduce +RING/SIMPLE +314 +24$" "$T/real-ddp_healthy.txt"
 fi
 [ "$FAILED" -eq 0 ]

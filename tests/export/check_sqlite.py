@@ -27,15 +27,18 @@ def q(db, sql, args=()):
 
 def index_checks(db, label):
     """each index: its ordered scan = the table sorted (ties by rowid); point queries on its
-    first column answered through it (EXPLAIN QUERY PLAN names it) = a table scan's answer"""
+    first column answered through it (EXPLAIN QUERY PLAN names it) = a table scan's answer.
+    One check over all the indexes (three per index), each index that fails named."""
     idx = q(db, "SELECT name, tbl_name FROM sqlite_schema WHERE type='index' ORDER BY name")
-    check("%s: has indexes" % label, len(idx) > 0)
+    bad, rows = [], 0
     for name, tbl in idx:
         cols = [r[2] for r in q(db, "PRAGMA index_info(%s)" % name)]
         cl = ", ".join(cols)
         via = q(db, "SELECT %s, rowid FROM %s INDEXED BY %s ORDER BY %s" % (cl, tbl, name, cl))
         scan = q(db, "SELECT %s, rowid FROM %s NOT INDEXED ORDER BY %s, rowid" % (cl, tbl, cl))
-        check("%s: %s scan in order = table sorted (%d rows)" % (label, name, len(scan)), via == scan)
+        rows += len(scan)
+        if via != scan:
+            bad.append("%s: scan in order differs from the table sorted (%d rows)" % (name, len(scan)))
         # probes: the smallest, a middle and the largest key, and NULL
         keys = sorted({r[0] for r in scan if r[0] is not None})
         probes = ([keys[0], keys[len(keys) // 2], keys[-1]] if keys else [0]) + [None]
@@ -47,8 +50,13 @@ def index_checks(db, label):
             a = q(db, "SELECT rowid FROM %s INDEXED BY %s WHERE %s ORDER BY rowid" % (tbl, name, cond), (v,))
             b = q(db, "SELECT rowid FROM %s NOT INDEXED WHERE %s ORDER BY rowid" % (tbl, cond), (v,))
             ok = ok and a == b
-        check("%s: %s point queries (min, middle, max, NULL) = table scan" % (label, name), ok)
-        check("%s: %s used by the planner for %s = ?" % (label, name, cols[0]), used)
+        if not ok:
+            bad.append("%s: point queries (min, middle, max, NULL) differ from a table scan" % name)
+        if not used:
+            bad.append("%s: not used by the planner for %s = ?" % (name, cols[0]))
+    check("%s: %d indexes (%d rows): each scan in order = table sorted, point queries (min, middle, max, "
+          "NULL) = table scan, each used by the planner" % (label, len(idx), rows), len(idx) > 0 and not bad,
+          "no index" if not idx else "; ".join(bad))
 
 
 def lcg(x):

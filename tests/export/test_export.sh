@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_export.sh: nvlprof export (perfetto decoded by protoc, chrome JSON field list, sqlite
 # queried) and report/diff --html (headless chromium: no console message, no request), with
-# normalised goldens of the shipped traces (UPDATE=1 rewrites them).
+# normalised goldens of the shipped traces (make regen-goldens rewrites them).
 source "$(dirname "$0")/../lib.sh"
 G="$ROOT/tests/export/golden"
 CHECK="python3 $ROOT/tests/export/check.py"
@@ -13,10 +13,7 @@ for tool in protoc sqlite3 chromium python3; do
 	command -v $tool >/dev/null || fail "$tool not installed (Debian: protobuf-compiler, sqlite3, chromium, python3; .ci/run installs them)"
 done
 
-golden() { # NAME FILE: compare FILE with the golden NAME (UPDATE=1: write it)
-	if [ "${UPDATE:-}" = 1 ]; then cp "$2" "$G/$1"; pass "golden $1 (written)"; return; fi
-	if diff -u "$G/$1" "$2" >"$T/.d"; then pass "golden $1"; else fail "golden $1 differs"; head -30 "$T/.d" | sed 's/^/    /'; fi
-}
+golden() { golden_cmp "golden $1" "$G/$1" "$2"; } # NAME FILE: FILE equals the golden NAME
 
 # chromium on a page: DOM to $T/dom.html, console messages and page requests counted
 chromium_run() {
@@ -119,16 +116,16 @@ grep -q '^ddp_straggler q3.sql 2' "$T/qrows" && pass "query: skew of one collect
 [ "$(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql" | awk -F'|' '$4 > 10 && $3 < 1' | wc -l)" = 2 ] &&
 	pass "query: the P2P-disabled run moved its bytes over PCIe, not NVLink" || fail "bytes per link: $(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql")"
 
-# ---- expected content, beyond the goldens
-grep -q '^finding r straggler' "$G/ddp_straggler.html" && grep -q '^plot r skew' "$G/ddp_straggler.html" &&
+# ---- expected content, beyond the goldens: read in what this run produced (a missing file fails)
+grep -q '^finding r straggler' "$T/ddp_straggler.html.sum" && grep -q '^plot r skew' "$T/ddp_straggler.html.sum" &&
 	pass "straggler report: finding with its heatmap" || fail "straggler report lacks its heatmap"
-grep -q '^plot r hang' "$G/ddp_killed.html" && pass "killed report: hang plot" || fail "killed report: no hang plot"
-grep -q '^plot r um' "$G/uma_thrash.html" && pass "uma report: migrations plot" || fail "uma report: no UM plot"
+grep -q '^plot r hang' "$T/ddp_killed.html.sum" && pass "killed report: hang plot" || fail "killed report: no hang plot"
+grep -q '^plot r um' "$T/uma_thrash.html.sum" && pass "uma report: migrations plot" || fail "uma report: no UM plot"
 grep -q 'class="al strag"[^>]*>rank 1: MISSING' "$T/ddp_killed.html" && pass "killed report names rank 1 missing" || fail "killed report: rank 1 not shown missing"
-grep -q 'finding pcie_fallback@' "$G/ddp_p2p_disable.perfetto" && pass "perfetto: findings as instants" || fail "perfetto: no finding instant"
-grep -q '^tracks counter:GPU N NVLink GB/s' "$G/ddp_p2p_disable.perfetto" && grep -q '^tracks counter:UM migration' "$G/uma_thrash.perfetto" &&
+grep -q 'finding pcie_fallback@' "$T/ddp_p2p_disable.perfetto" && pass "perfetto: findings as instants" || fail "perfetto: no finding instant"
+grep -q '^tracks counter:GPU N NVLink GB/s' "$T/ddp_p2p_disable.perfetto" && grep -q '^tracks counter:UM migration' "$T/uma_thrash.perfetto" &&
 	pass "perfetto: link and UM counter tracks" || fail "perfetto: counter tracks missing"
-grep -q '^Step [1-9]' "$G/ddp_healthy.chrome" && pass "chrome: Step#N" || fail "chrome: no Step#N"
+grep -q '^Step [1-9]' "$T/ddp_healthy.chrome.sum" && pass "chrome: Step#N" || fail "chrome: no Step#N"
 
 # ---- the checks can fail: a page with a script error and a remote image is caught
 printf '<!DOCTYPE html><html><body><img src="http://nvlprof-test.invalid/x.png"><script>console.error("x")</script></body></html>\n' >"$T/bad.html"

@@ -24,8 +24,8 @@ for d in "$ROOT"/examples/traces/*/; do
 	if (cd "$ROOT" && $CLI export -q -f sqlite -o "$T/$n.sqlite" "examples/traces/$n") 2>"$T/err"; then
 		sqlite3 "$T/$n.sqlite" .dump >"$T/$n.dump" 2>"$T/err"
 		got="$(sha256sum <"$T/$n.dump" | cut -d' ' -f1) $(wc -l <"$T/$n.dump") lines"
-		if [ "${UPDATE:-}" = 1 ]; then echo "$got" >"$G/$n.sqlite.dump"; fi
-		check_eq "$n: sqlite3 .dump as libsqlite3 wrote it" "$(cat "$G/$n.sqlite.dump")" "$got"
+		echo "$got" >"$T/$n.sqlite.dump"
+		golden_cmp "$n: sqlite3 .dump as libsqlite3 wrote it" "$G/$n.sqlite.dump" "$T/$n.sqlite.dump"
 		check_eq "$n: integrity_check" ok "$(sqlite3 "$T/$n.sqlite" 'PRAGMA integrity_check' 2>&1)"
 		check_eq "$n: quick_check" ok "$(sqlite3 "$T/$n.sqlite" 'PRAGMA quick_check' 2>&1)"
 		pyrun indexes "$T/$n.sqlite"
@@ -81,7 +81,7 @@ for j in 0 8; do
 done
 # memory running out: the Nth allocation of 1 MiB (the writer's buffer, then chunks of rows) fails (a preloaded
 # malloc; not under ASan/TSan, whose runtime must come first): exit 2, one line, old file kept
-if ldd "$CLI" | grep -q 'libasan\|libtsan'; then pass "out of memory: skipped under ASan/TSan (malloc preload)"
+if ldd "$CLI" | grep -q 'libasan\|libtsan'; then skip "out of memory: not under ASan/TSan (malloc preload)"
 elif cat >"$T/failmalloc.c" <<'CEOF' && gcc -shared -fPIC -O2 -o "$T/failmalloc.so" "$T/failmalloc.c"
 #include <stdlib.h>
 extern void *__libc_malloc(size_t);
@@ -94,8 +94,12 @@ void *malloc(size_t n) /* the FAIL_AFTER-th malloc of 1 MiB and the ones after i
 }
 CEOF
 then
-	# at least one chunk per encoder is allocated (more may be reused): N + 1 allocations of 1 MiB
-	for ja in 2:1 2:2 8:1 8:3 8:8; do j=${ja%:*} after=${ja#*:}
+	# How many chunks are malloc'ed depends on the threads' timing: a chunk the writer has written
+	# goes back to a pool, and an encoder that starts late takes its first chunk from there. The
+	# writer's buffer and one chunk are certain; measured on this job (one CPU, another process
+	# busy on it, 40 runs): -j 8 made 10-17 allocations of 1 MiB, -j 2 6-13. The old 8:8 (9 needed,
+	# "one chunk per encoder") failed when fewer came (1 run in 19): each case here needs at most 4.
+	for ja in 2:1 2:2 8:1 8:3; do j=${ja%:*} after=${ja#*:}
 		echo old >"$T/oom.sqlite"
 		LD_PRELOAD="$T/failmalloc.so" FAIL_AFTER=$after $CLI export -q -j $j -f sqlite -o "$T/oom.sqlite" "$T/gen" 2>"$T/err"
 		rc=$?

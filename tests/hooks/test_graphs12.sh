@@ -65,8 +65,7 @@ check_eq g13b_eager_timed 1 "$(grep -c 'beside 6 executed when called' "$T/g13b.
 # golden: the graph lines, communicator hash masked
 mkdir -p "$T/gold"
 grep -A1 '^CUDA graphs' "$T/g13.rep" | sed 's/comm [0-9a-f]*/comm HASH/' >"$T/gold/graphs.txt"
-if diff -u "$GOLD/graphs.txt" "$T/gold/graphs.txt" >"$T/gold.diff"; then pass "golden: graphs"; else
-	fail "golden: graphs differs"; head -20 "$T/gold.diff"; fi
+golden_cmp "golden: graphs" "$GOLD/graphs.txt" "$T/gold/graphs.txt"
 # executions timed from CUPTI's graph records (no KernelCh): a synthetic trace (mkgraph.c)
 mkdir -p "$T/mg" && "$PROGS/mkgraph" "$T/mg/a.nvlp"
 "$CLI" report "$T/mg" >"$T/mg.rep" 2>&1
@@ -78,8 +77,7 @@ check_eq mg_foreign_graph 1 "$(grep -c 'graph 9 on the GPU: 2 executions (no lau
 "$CLI" report --json "$T/mg" >"$T/mg.json" 2>&1
 check_eq mg_json 1 "$(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["graphs"]; c=g["captured"]; u=g["gpu"]; print(int(c[0]["time_source"]=="cupti" and abs(c[0]["gpu_mean_us"]-11.5)<0.01 and u[0]["executions"]==4 and u[0]["launch_seen"] and not u[1]["launch_seen"] and abs(u[1]["span_mean_us"]-7.0)<0.01))' "$T/mg.json")"
 grep -A5 '^CUDA graphs' "$T/mg.rep" >"$T/gold/mkgraph.txt"
-if diff -u "$GOLD/mkgraph.txt" "$T/gold/mkgraph.txt" >"$T/gold.diff"; then pass "golden: mkgraph"; else
-	fail "golden: mkgraph differs"; head -20 "$T/gold.diff"; fi
+golden_cmp "golden: mkgraph" "$GOLD/mkgraph.txt" "$T/gold/mkgraph.txt"
 # without graphs, the report has no graph section and JSON says null
 run_traced nog "$FAKES" "$GRAPHP" libcudart.so.13 13 0
 "$CLI" report --json "$T/nog" >"$T/nog.json" 2>&1

@@ -126,6 +126,14 @@ check nccl_forced_rc_identical cmp "$T/npf.plain" "$T/npf.out"
 # communicator has none
 check_eq nccl_forced_rc_recorded 1 "$(count "$T/npf.txt" '^nccl fn=ncclAllReduce ' ' rc=6 ' ' seq=1 ' ' aux2=0x1 ')"
 check_eq nccl_forced_rc_nocomm 1 "$(count "$T/npf.txt" '^nccl fn=ncclAllReduce ' ' rc=6 ' ' comm=0x0 ' ' seq=0 ')"
+# rc 7 (ncclInProgress: a collective on a non-blocking communicator, still running) reaches the
+# caller as it is, not as success, and is recorded as it is
+FAKE_NCCL_RC=7 "$NCCLP" outparams >"$T/npp.plain" 2>&1
+FAKE_NCCL_RC=7 run_traced npp "$NCCLP" outparams
+check_eq nccl_inprogress_from_fake "allreduce rc=7 errno=4242" "$(grep '^allreduce rc=' "$T/npp.plain")"
+check_eq nccl_inprogress_returned "allreduce rc=7 errno=4242" "$(grep '^allreduce rc=' "$T/npp.out")"
+check nccl_inprogress_identical cmp "$T/npp.plain" "$T/npp.out"
+check_eq nccl_inprogress_recorded 1 "$(count "$T/npp.txt" '^nccl fn=ncclAllReduce ' ' rc=7 ' ' seq=1 ')"
 # ---- failed collectives keep their sequence number; communicator names from the config --------
 run_traced fs "$NCCLP" failseq
 check_eq failseq_exit 0 $?

@@ -215,6 +215,17 @@ int main(int argc, char **argv)
 		crash();
 		return 1;
 	}
+	if (!strcmp(mode, "slow-loop")) { /* a call every 10 ms until killed: too few records to
+	                                     * fill a buffer, only the periodic flush writes them */
+		for (long i = 0;; i++) {
+			allreduce();
+			if (i == 0) {
+				printf("ready\n");
+				fflush(stdout);
+			}
+			sleep_ms(10);
+		}
+	}
 	if (!strcmp(mode, "handler")) { /* the app's own SIGTERM handler must run */
 		struct sigaction sa = {.sa_handler = on_term};
 		sigaction(SIGTERM, &sa, NULL);
