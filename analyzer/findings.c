@@ -4,6 +4,7 @@
 #include "ending.h"   /* how each rank ended */
 #include "findings_int.h"
 #include "kernelch.h" /* window coverage */
+#include "places.h"   /* where a rank's threads were (the Python sampler) */
 #include "stages.h"   /* an_job_time */
 
 #include <math.h>   /* fabs */
@@ -905,6 +906,52 @@ static void thrashing(const struct an_job *job, const double *th, struct an_find
 	}
 }
 
+/* The share of [t0, t1] the main thread of r spent in chain id (the chain's id is a hash of its
+ * text: the same in every process). @return -1 when r has no samples there */
+static double place_share(const struct an_rank *r, uint64_t id, uint64_t t0, uint64_t t1)
+{
+	struct an_place_top top[16];
+	uint64_t total = 0;
+	size_t n = an_places_top(r, AN_PLACE_MAIN, t0, t1, top, 16, &total);
+	if (!total)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (top[i].pystack == id)
+			return (double)top[i].ns / (double)total;
+	return 0;
+}
+
+/* What the late rank's main thread did over the steps (the whole trace without steps), from the
+ * Python sampler: its top locations by time, each against the other ranks' share of it */
+static void straggler_places(struct an_finding *y, const struct an_job *job, size_t f)
+{
+	uint64_t t0 = job->win1 > job->win0 ? job->win0 : job->t0;
+	uint64_t t1 = job->win1 > job->win0 ? job->win1 : job->t1;
+	struct an_place_top top[3];
+	uint64_t total = 0;
+	size_t n = an_places_top(&job->ranks[f], AN_PLACE_MAIN, t0, t1, top, 3, &total);
+	for (size_t i = 0; i < n && total; i++) {
+		double others = 0;
+		int no = 0;
+		for (size_t g = 0; g < job->nranks; g++) {
+			double sh = g == f || !job->ranks[g].ok ? -1 : place_share(&job->ranks[g],
+			                                                           top[i].pystack, t0, t1);
+			if (sh >= 0)
+				others += sh, no++;
+		}
+		struct an_place p = {.pystack = top[i].pystack, .text = top[i].text};
+		char key[32], buf[256], oth[48] = "";
+		an_place_text(&p, buf, sizeof buf);
+		if (no)
+			snprintf(oth, sizeof oth, "; other ranks %.0f%%", others / no * 100);
+		snprintf(key, sizeof key, "place_%zu", i + 1);
+		/* an_place_text starts with the time held since the sample: the share says it here */
+		const char *in = strstr(buf, " in ");
+		ev_str(y, key, "%.0f%% of its time in%s%s",
+		       (double)top[i].ns / (double)total * 100, in ? in + 3 : buf, oth);
+	}
+}
+
 static void stragglers(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -957,6 +1004,7 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		ev_num(y, "wait_caused_ms", lost, "ms");
 		if (job->step_ns > 0)
 			ev_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
+		straggler_places(y, job, f);
 		advise(y, "Others wait for this rank in every collective: look at what it does "
 		          "before them "
 		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
@@ -1063,6 +1111,26 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 			ev_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
 			          py_of_last_nccl(r));
 			waiting += pass && x && x->nev > n;
+		}
+}
+
+/* Where the main thread of each missing rank (all) and waiting rank (the first two) was at its
+ * end, from the Python sampler: "31.2 s in load_next_batch (train.py:23) <- main (train.py:40)" */
+static void hang_samples(struct an_finding *x, const struct an_job *job, const struct an_hang *h)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && (!pass || k < 2); k++) {
+			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
+			struct an_place p;
+			if (fi < 0 || !job->ranks[fi].ok)
+				continue;
+			const struct an_rank *r = &job->ranks[fi];
+			if (!an_place_at(r, AN_PLACE_MAIN, an_job_time(r, r->t_alive), &p) || !p.pystack)
+				continue;
+			char key[32], buf[256];
+			snprintf(key, sizeof key, "place_rank%d", id);
+			an_place_text(&p, buf, sizeof buf);
+			ev_str(x, key, "%s", buf);
 		}
 }
 
@@ -1173,6 +1241,7 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
 		ev_num(x, "wait_ms", h->wait_ms, "ms");
 		hang_python(x, job, h);
+		hang_samples(x, job, h);
 		hang_endings(x, job, h, rises, nrises);
 		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
 		          "path) before this "

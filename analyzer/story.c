@@ -128,6 +128,8 @@ static int ev_hang(const struct an_job *job, const struct an_finding *x, struct 
 				char key[32];
 				snprintf(key, sizeof key, "python_rank%d", id);
 				const char *py = ev_s(x, key);
+				snprintf(key, sizeof key, "place_rank%d", id);
+				const char *place = ev_s(x, key);
 				if (pass) {
 					snprintf(e->detail, sizeof e->detail, "entered %s #%u",
 					         fn ? fn : "?", seq);
@@ -140,9 +142,10 @@ static int ev_hang(const struct an_job *job, const struct an_finding *x, struct 
 				} else {
 					e->at = strlen("made its last call");
 					snprintf(e->detail, sizeof e->detail,
-					         "made its last call, %s #%u, and never entered #%u%s%s%s",
+					         "made its last call, %s #%u, and never entered #%u%s%s%s%s%s",
 					         nvlp_nccl_fn_name(c->fn), c->seq, seq, py ? " (" : "",
-					         py ? py : "", py ? ")" : "");
+					         py ? py : "", py ? ")" : "",
+					         place ? "; at its end it had been " : "", place ? place : "");
 				}
 			}
 	}

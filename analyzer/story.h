@@ -14,7 +14,7 @@ struct an_story_ev {
 	double t_ms;      /* job-relative */
 	int rank;         /* as printed */
 	const char *what; /* "mismatch", "last_call", "entered", "ended" */
-	char detail[240]; /* the clause without its subject: what, then where the time goes, then
+	char detail[480]; /* the clause without its subject: what, then where the time goes, then
 	                   * the rest (from `at`) */
 	size_t at;
 };
