@@ -27,10 +27,25 @@ export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
 R=tests/gpu/real
 TRH="torchrun --standalone --nproc-per-node 2 --no-python tests/gpu/hostid_rank.sh"
 F="$R/fail_train.py --steps 30 --at 15 --timeout-s ${WD_S:-15}"
+# the Python sampler's CPU (schedstat ns of each nvlprof-pysamp thread, and of its whole process) while
+# a job runs, polled every 0.5 s into $L/$1.pysamp (the last line per thread is its total)
+pysamp_watch() {
+	while sleep 0.5; do
+		for t in /proc/[0-9]*/task/[0-9]*; do
+			[ "$(cat $t/comm 2>/dev/null)" = nvlprof-pysamp ] || continue
+			p=${t%/task/*}
+			tot=0
+			for u in $p/task/*; do tot=$((tot + $(cut -d' ' -f1 $u/schedstat 2>/dev/null || echo 0))); done
+			echo "${p#/proc/} ${t##*/} $(cut -d' ' -f1 $t/schedstat) $tot"
+		done
+	done >"$L/$1.pysamp" 2>/dev/null
+}
 if want healthy; then
 	log "healthy: with and without nvlprof"
 	base healthy_base $TRH $F --mode healthy --json $L/healthy_base.json
+	pysamp_watch healthy & w=$!
 	run healthy $TRH $F --mode healthy --json $L/healthy.json
+	kill $w 2>/dev/null
 fi
 for m in stuck loader count dtype op root func exits segv; do
 	want $m || continue
