@@ -6,6 +6,7 @@
 #include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp */
 
+#include "ending.h" /* an_end_ms: when a rank was last alive */
 #include "findings_int.h"
 #include "nvlp_trace.h"
 #include "stages.h" /* an_job_time */
@@ -152,7 +153,8 @@ static int ev_hang(const struct an_job *job, const struct an_finding *x, struct 
 	return 0;
 }
 
-/* Every rank that ended abnormally, at its last record */
+/* Every rank that ended abnormally, when it was last alive (its last record of any kind: the
+ * heartbeats run on while a rank waits in a call; what the waits are measured to) */
 static int ev_ends(const struct an_job *job, struct an_story *s, size_t *cap)
 {
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -161,8 +163,7 @@ static int ev_ends(const struct an_job *job, struct an_story *s, size_t *cap)
 		uint64_t in;
 		if (!r->ok || !r->t_last || !an_f_end_of(job, r, how, sizeof how, step, sizeof step, &in))
 			continue;
-		struct an_story_ev *e = ev_add(s, cap, job_ms(job, r, r->t_last), an_f_rank_id(job, f),
-		                               "ended");
+		struct an_story_ev *e = ev_add(s, cap, an_end_ms(job, r), an_f_rank_id(job, f), "ended");
 		if (!e)
 			return -1;
 		snprintf(e->detail, sizeof e->detail, "%s", how);
