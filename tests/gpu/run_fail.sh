@@ -3,7 +3,7 @@
 # its own NCCL_HOSTID, so NCCL connects them over NET/Socket on loopback), failing one way per scenario
 # (tests/gpu/real/fail_train.py --mode). Logs, reports and traces in $OUT.
 #   bash tests/gpu/run_fail.sh [healthy] [stuck] [loader] [count] [dtype] [op] [root] [func] [exits] [segv]
-#                              [oom] [killtree]
+#                              [barrier] [stuckwd] [oom] [killtree]
 # What the report must say first, per scenario (tests/gpu/results/fail*.txt holds what it said):
 #   healthy   no hang_suspect, collective_mismatch or rank_ended; losses identical to the run without nvlprof
 #   stuck     hang_suspect: rank 1 never entered ncclAllReduce #N (in load_next_batch, fail_train.py, time.sleep);
@@ -13,6 +13,10 @@
 #             collective_mismatch at one seq naming both sides' values; the hang that follows points at it
 #   exits     rank_ended: rank 1 exited with status 3 in step --at; rank 0 ended by SIGTERM (torchrun)
 #   segv      rank 1 ended by SIGSEGV (in its main thread)
+#   barrier   hang_suspect on the default group (rank 1 never entered its next AllReduce) and on the subgroup
+#             (rank 0 never entered the barrier's AllReduce)
+#   stuckwd   stuck with TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=20: torch's heartbeat monitor aborts the rank whose
+#             watchdog is stuck (SIGABRT, named with its thread)
 #   oom       rank 1 killed by the OOM killer (the cgroup's oom_kill count rose), where cgroup v2 is writable
 #   killtree  the whole process tree SIGKILLed at a time limit: every rank "without an END record", the
 #             launcher listed as a launcher (not a rank, not another job)
@@ -47,11 +51,15 @@ if want healthy; then
 	run healthy $TRH $F --mode healthy --json $L/healthy.json
 	kill $w 2>/dev/null
 fi
-for m in stuck loader count dtype op root func exits segv; do
+for m in stuck loader count dtype op root func exits segv barrier; do
 	want $m || continue
 	log "$m"
 	run $m $TRH $F --mode $m
 done
+if want stuckwd; then
+	log "stuckwd: stuck, and torch's heartbeat monitor after 20 s"
+	TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=20 run stuckwd $TRH $F --mode stuck
+fi
 if want oom; then
 	# the whole job in a cgroup of its own with a memory limit, so the kernel's OOM killer (not Python's
 	# MemoryError) ends the rank that allocates; skipped where cgroup v2 cannot be written here

@@ -12,6 +12,8 @@
 #   exits     rank 1 calls sys.exit(3) at --at (torchrun then stops rank 0)
 #   oom       rank 1 allocates host memory at --at until the OOM killer takes it (run in a memory-limited cgroup)
 #   segv      rank 1 dies of SIGSEGV at --at (ctypes reads address 0)
+#   barrier   rank 1 enters a barrier on a subgroup (new_group([0, 1])) at --at that rank 0 never calls;
+#             rank 0 enters the next AllReduce on the default group: each waits in another communicator
 # Prints {"rank", "losses", "wall_s"} as JSON (rank 0) so runs with and without nvlprof compare.
 import argparse, ctypes, datetime, json, os, sys, time
 T0 = time.time()
@@ -36,6 +38,7 @@ cfg = GPT2Config(n_layer=4, n_embd=512, n_head=8, n_positions=512, vocab_size=81
                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
 model = GPT2LMHeadModel(cfg).cuda()
 model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+sub = dist.new_group([0, 1]) if a.mode == "barrier" else None
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 g = torch.Generator(device="cuda").manual_seed(99 + rank)
 data = [torch.randint(0, cfg.vocab_size, (8, 256), device="cuda", generator=g) for _ in range(4)]
@@ -85,6 +88,8 @@ def fail(i):
         sys.exit(3)
     if a.mode == "segv":
         ctypes.string_at(0)
+    if a.mode == "barrier":
+        dist.barrier(group=sub)
     if a.mode == "oom":
         hog = []
         while True:
