@@ -208,6 +208,33 @@ static void drain_locked(int can_yield)
 	}
 }
 
+static void fatal_locked(void);
+static void inflight_locked(const struct nvlp_rec_inflight *x, unsigned n);
+/* The FATAL record was written when the signal came (fatal_early), not at the end. */
+static int fatal_written;
+
+/* A fatal signal: its FATAL record and the calls in progress go to the file at once, before the
+ * end of the trace is attempted. That end stops CUPTI first, whose flush can block for good when
+ * the GPU or the driver is stuck (seen on the GPU machine: a rank aborted by torch's heartbeat
+ * monitor while its AllReduce hung left a trace with neither FATAL nor END). */
+static void fatal_early(void)
+{
+	if (!__atomic_load_n(&fatal_tid, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&w_mu);
+	if (atomic_load(&wstate) == W_RUNNING && writer) {
+		drain_locked(0);
+		struct nvlp_rec_inflight x[16];
+		if (writer)
+			inflight_locked(x, nvlp_live_scan(nvlp_now(), 0, 1, x, 16));
+		if (writer) {
+			fatal_locked();
+			fatal_written = 1;
+		}
+	}
+	pthread_mutex_unlock(&w_mu);
+}
+
 /* Ends the trace for a signal handler (see writer_main); inherits the writer's signal mask. */
 static void *stopper_main(void *arg)
 {
@@ -334,6 +361,7 @@ static void *writer_main(void *arg)
 			 * (seen on the GPU machine: ending on this thread alone missed the
 			 * handler's deadline). The helper answers the handler when done. */
 			stopper_started = 1;
+			fatal_early();
 			pthread_t t;
 			if (pthread_create(&t, NULL, stopper_main, NULL) == 0) {
 				pthread_detach(t);
@@ -522,13 +550,14 @@ void nvlp_rt_finish(unsigned reason)
 	if (atomic_load(&wstate) == W_RUNNING && writer) {
 		drain_locked(0);
 	}
-	if (atomic_load(&wstate) == W_RUNNING && writer) {
-		/* Every call still in progress (a rank ended by a signal while blocked in one). */
+	if (atomic_load(&wstate) == W_RUNNING && writer && !fatal_written) {
+		/* Every call still in progress (a rank ended by a signal while blocked in one; a
+		 * fatal signal's were written with its FATAL record). */
 		struct nvlp_rec_inflight x[16];
 		inflight_locked(x, nvlp_live_scan(nvlp_now(), 0, 1, x, 16));
 	}
 	if (atomic_load(&wstate) == W_RUNNING && writer && reason == NVLP_END_SIGNAL &&
-	    __atomic_load_n(&fatal_tid, __ATOMIC_ACQUIRE))
+	    __atomic_load_n(&fatal_tid, __ATOMIC_ACQUIRE) && !fatal_written)
 		fatal_locked();
 	if (atomic_load(&wstate) == W_RUNNING && writer) {
 		/* Symbols for the frames of the trace's stacks (bounded: a signal handler waits
@@ -653,6 +682,7 @@ void nvlp_wr_fork_child_locked(void)
 	atomic_store(&w_waiters, 0); /* waiters of the parent do not exist here */
 	__atomic_store_n(&sig_req, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&fatal_tid, 0, __ATOMIC_RELAXED);
+	fatal_written = 0;
 	__atomic_store_n(&exit_status, -1, __ATOMIC_RELAXED);
 	total_drops = 0;
 	total_late = 0;

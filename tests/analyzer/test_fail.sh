@@ -102,6 +102,16 @@ check_eq "killed_together_ms=400: still killed as a whole" 0 \
 check_eq "killed_together_ms=250: below the spread, the hang is told" 1 \
 	"$("$CLI" report --threshold killed_together_ms=250 "$TR/fail_killtree" 2>/dev/null | grep -c '^\[critical\] hang_suspect')"
 
+# stuckwd (run 3): torch's heartbeat monitor aborts the ranks: rank 1's FATAL names its thread
+check "fail2_stuckwd: first finding is hang_suspect #49" grep -Eq "$hang49" <(first fail2_stuckwd)
+check "fail2_stuckwd: SIGABRT from torch's heartbeat monitor thread" starts \
+	"ended by SIGABRT (abort) in thread " "$(ev fail2_stuckwd hang_suspect rank_1_ended)"
+check "fail2_stuckwd: ... named" grep -q "(pt_nccl_heartbt)" <(ev fail2_stuckwd hang_suspect rank_1_ended)
+# barrier: rank 1 in a subgroup's barrier, rank 0 in the default group's next AllReduce
+check "fail2_barrier: first finding is hang_suspect #49" grep -Eq "$hang49" <(first fail2_barrier)
+check "fail2_barrier: rank 1 was in the barrier line" starts "44.5 s in fail (fail_train.py:92)" \
+	"$(ev fail2_barrier hang_suspect place_rank1)"
+
 # mismatched collectives: at step 15 a metric collective whose arguments differ (same seq, #52)
 mm() { # NAME KIND DIFFERS: the story, the first finding and its sides
 	local n=$1 what=$2
