@@ -107,6 +107,10 @@ check "fail2_stuckwd: first finding is hang_suspect #49" grep -Eq "$hang49" <(fi
 check "fail2_stuckwd: SIGABRT from torch's heartbeat monitor thread" starts \
 	"ended by SIGABRT (abort) in thread " "$(ev fail2_stuckwd hang_suspect rank_1_ended)"
 check "fail2_stuckwd: ... named" grep -q "(pt_nccl_heartbt)" <(ev fail2_stuckwd hang_suspect rank_1_ended)
+check "fail2_stuckwd: rank 0, aborted while its AllReduce hung, has its FATAL too" starts \
+	"ended by SIGABRT (abort) in thread " "$(ev fail2_stuckwd hang_suspect rank_0_ended)"
+check "fail2_stuckwd: the story: rank 0 waited until SIGABRT" grep -q "waited in it until it ended by SIGABRT (abort) in" \
+	<(story fail2_stuckwd)
 # barrier: rank 1 in a subgroup's barrier, rank 0 in the default group's next AllReduce
 check "fail2_barrier: first finding is hang_suspect #49" grep -Eq "$hang49" <(first fail2_barrier)
 check "fail2_barrier: rank 1 was in the barrier line" starts "44.5 s in fail (fail_train.py:92)" \
