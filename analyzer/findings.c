@@ -671,19 +671,6 @@ static void native_at(struct an_finding *x, const char *key, const struct an_ran
 
 /* ---- Python locations (PYSTACK/PYREF records) ---- */
 
-/* A frame of the job's own code, not of the interpreter's library or an installed package: the
- * chain a user reads starts at the innermost such frame. */
-static int user_frame(const char *file, size_t n)
-{
-	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python"};
-	if (!n || file[0] == '<') /* <frozen runpy>, <string> */
-		return 0;
-	for (size_t k = 0; k < sizeof lib / sizeof lib[0]; k++)
-		if (memmem(file, n, lib[k], strlen(lib[k])))
-			return 0;
-	return 1;
-}
-
 #define PY_SHOWN 3 /* frames in a location line: the innermost user frame and its callers */
 
 /* "train.py:41 in build_cache <- train.py:88 in main" from a PYSTACK's text ("file:line:function"
@@ -701,7 +688,7 @@ static int py_chain_text(const char *text, char *out, size_t len)
 			/* from the right: function, then line; the file may hold ':' */
 			const char *fc = memrchr(l, ':', n);
 			const char *lc = fc ? memrchr(l, ':', (size_t)(fc - l)) : NULL;
-			if (lc && (pass || user_frame(l, (size_t)(lc - l)))) {
+			if (lc && (pass || an_user_frame(l, (size_t)(lc - l)))) {
 				const char *base = memrchr(l, '/', (size_t)(lc - l));
 				base = base ? base + 1 : l;
 				size_t o = strlen(out);

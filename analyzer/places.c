@@ -76,8 +76,7 @@ int an_place_at(const struct an_rank *r, uint64_t tid, uint64_t t, struct an_pla
 	return 1;
 }
 
-/* A frame of the job's own code, not of the interpreter's library or an installed package. */
-static int user_frame(const char *file, size_t n)
+int an_user_frame(const char *file, size_t n)
 {
 	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python"};
 	if (!n || file[0] == '<') /* <frozen runpy>, <string> */
@@ -102,7 +101,7 @@ static size_t chain_line(const char *text, char *out, size_t len, size_t o)
 			const char *next = e ? e + 1 : l + n;
 			const char *fc = memrchr(l, ':', n); /* function, then line: the file may hold ':' */
 			const char *lc = fc ? memrchr(l, ':', (size_t)(fc - l)) : NULL;
-			if (lc && (pass || user_frame(l, (size_t)(lc - l)))) {
+			if (lc && (pass || an_user_frame(l, (size_t)(lc - l)))) {
 				const char *base = memrchr(l, '/', (size_t)(lc - l));
 				base = base ? base + 1 : l;
 				o = appendf(out, len, o, "%s%.*s (%.*s:%.*s)", shown ? " <- " : "",

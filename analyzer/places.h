@@ -48,6 +48,10 @@ struct an_place_top {
 size_t an_places_top(const struct an_rank *r, uint64_t tid, uint64_t t0, uint64_t t1,
                      struct an_place_top *out, size_t max, uint64_t *total_ns);
 
+/*! 1 if a frame's file (n bytes) is the job's own code, not the interpreter's library or an
+ * installed package: the chain a user reads starts at the innermost such frame. */
+int an_user_frame(const char *file, size_t n);
+
 /*! The chain text of pystack id in r (NULL: none). */
 const char *an_pystack_text(const struct an_rank *r, uint64_t id);
 

@@ -233,6 +233,38 @@ static struct nvlp_comm *fill_comm(struct nvlp_rec_nccl *r, struct nvlp_comm *c,
  * not atomically incremented: NCCL forbids concurrent calls on one communicator, and a locked
  * increment costs more than the rest of the bookkeeping.
  */
+/* What a collective's record (and its in-flight slot) says of its communicator: rank, size,
+ * device, hash, the call's seq (advanced when the call used a number up; 0: only read, for the
+ * slot filled before the call) and its nccl-tests byte count. */
+struct coll_view {
+	int64_t rank, nranks, device;
+	uint64_t hash, seq, bytes;
+};
+static inline __attribute__((always_inline)) struct coll_view
+coll_view(struct nvlp_comm *c, ncclComm_t comm, enum how how, int peer, uint64_t nbytes,
+	  int advance)
+{
+	struct coll_view v = {-1, -1, -1, 0, 0, nbytes};
+	if (NVLP_LIKELY(c != NULL)) {
+		v.hash = c->hash;
+		v.rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
+		v.nranks = atomic_load_explicit(&c->nranks, memory_order_relaxed);
+		v.device = atomic_load_explicit(&c->device, memory_order_relaxed);
+		if (how == SEND || how == RECV) {
+			v.seq = nvlp_comm_p2p_seq_ex(c, peer, how == RECV, advance);
+		} else {
+			v.seq = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
+			if (advance)
+				atomic_store_explicit(&c->seq, v.seq, memory_order_relaxed);
+		}
+	} else if (comm) {
+		v.hash = nvlp_comm_ptr_hash(comm);
+	}
+	if (how == COLL_N && v.nranks > 0)
+		v.bytes *= (uint64_t)v.nranks;
+	return v;
+}
+
 /* Inlined into each wrapper: passing a dozen arguments cost more than the code it saves. */
 static inline __attribute__((always_inline)) void
 emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_t comm,
@@ -252,26 +284,10 @@ emit_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t t1, ncclComm_
 		last->stream = st;
 		last->cupti_stream = nvlp_cupti_stream_id(st); /* 0 (not cached) while CUPTI is off */
 	}
-	int64_t rank = -1, nranks = -1, device = -1;
-	uint64_t hash = 0, seq = 0, bytes = nbytes;
-	if (NVLP_LIKELY(c != NULL)) {
-		hash = c->hash;
-		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
-		nranks = atomic_load_explicit(&c->nranks, memory_order_relaxed);
-		device = atomic_load_explicit(&c->device, memory_order_relaxed);
-		int advance = OK(rc) || NVLP_UNLIKELY(ran(rc));
-		if (how == SEND || how == RECV) {
-			seq = nvlp_comm_p2p_seq_ex(c, peer, how == RECV, advance);
-		} else {
-			seq = atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
-			if (advance)
-				atomic_store_explicit(&c->seq, seq, memory_order_relaxed);
-		}
-	} else if (comm) {
-		hash = nvlp_comm_ptr_hash(comm);
-	}
-	if (how == COLL_N && nranks > 0)
-		bytes *= (uint64_t)nranks;
+	int advance = OK(rc) || NVLP_UNLIKELY(ran(rc));
+	struct coll_view v = coll_view(c, comm, how, peer, nbytes, advance);
+	int64_t rank = v.rank, nranks = v.nranks, device = v.device;
+	uint64_t hash = v.hash, seq = v.seq, bytes = v.bytes;
 	/* read-mostly: one relaxed load per collective after the first */
 	if (NVLP_UNLIKELY(!__atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED)))
 		__atomic_store_n(&nvlp_first_coll_ns, t0 ? t0 : 1, __ATOMIC_RELAXED);
@@ -327,21 +343,9 @@ live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, nccl
 	struct nvlp_comm *c = tls->nccl_last.c;
 	if (NVLP_UNLIKELY(!c || atomic_load_explicit(&c->key, memory_order_relaxed) != comm))
 		c = nvlp_comm_find(comm);
-	int64_t rank = -1, nranks = -1, device = -1;
-	uint64_t hash = 0, seq = 0, bytes = nbytes;
-	if (NVLP_LIKELY(c != NULL)) {
-		hash = c->hash;
-		rank = atomic_load_explicit(&c->rank, memory_order_relaxed);
-		nranks = atomic_load_explicit(&c->nranks, memory_order_relaxed);
-		device = atomic_load_explicit(&c->device, memory_order_relaxed);
-		seq = how == SEND || how == RECV
-			      ? nvlp_comm_p2p_seq_ex(c, peer, how == RECV, 0)
-			      : atomic_load_explicit(&c->seq, memory_order_relaxed) + 1;
-	} else if (comm) {
-		hash = nvlp_comm_ptr_hash(comm);
-	}
-	if (how == COLL_N && nranks > 0)
-		bytes *= (uint64_t)nranks;
+	struct coll_view v = coll_view(c, comm, how, peer, nbytes, 0);
+	int64_t rank = v.rank, nranks = v.nranks, device = v.device;
+	uint64_t hash = v.hash, seq = v.seq, bytes = v.bytes;
 	NVLP_LIVE_SET(l, kind, NVLP_K_NCCL);
 	NVLP_LIVE_SET(l, fn, fn);
 	NVLP_LIVE_SET(l, t_enter, t0);

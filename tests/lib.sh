@@ -36,3 +36,23 @@ golden_cmp() {
 check() { local n=$1; shift; if "$@" >"$T/.out" 2>&1; then pass "$n"; else fail "$n"; sed 's/^/    /' "$T/.out" | head -20; fi; }
 # check_eq NAME EXPECTED ACTUAL
 check_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi; }
+
+# pythons_311: PYS = python3 and 3.11-3.13 beside it where present (pyenv on the build machine),
+# one per version. With a sanitizer's runtime preloaded, interpreters that crash with it alone (3.11.7
+# under TSan, at a thread's exit, without the shim) are skipped: not ours to test.
+pythons_311() {
+	PYS=()
+	local p v seen=""
+	for p in python3 python3.11 python3.12 python3.13 /root/.pyenv/versions/3.1[123].*/bin/python3; do
+		command -v "$p" >/dev/null 2>&1 || continue
+		v=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2]) if sys.version_info >= (3, 11) else None' 2>/dev/null)
+		[ -n "$v" ] && [ "$v" != None ] || continue
+		case " $seen " in *" $v "*) continue ;; esac
+		if [ -n "$SANLIB" ] && ! LD_PRELOAD="$SANLIB" "$p" -c 'import threading; t = threading.Thread(target=int); t.start(); t.join()' >/dev/null 2>&1; then
+			echo "SKIP: $p $v crashes with $SANLIB preloaded, without the shim"
+			continue
+		fi
+		seen="$seen $v"
+		PYS+=("$p")
+	done
+}

@@ -6,19 +6,7 @@ READ="$PROGS/hk_read" PLACES="$B/tests/test_analyzer_places"
 for f in "$READ" "$PLACES" "$LIB" "$FAKES/libnccl.so.2" "$FAKES/libcudart.so.13"; do
 	[ -e "$f" ] || { fail "missing $f (build first)"; exit 1; }
 done
-PYS=()
-for p in python3 python3.11 python3.12 python3.13 /root/.pyenv/versions/3.1[123].*/bin/python3; do
-	command -v "$p" >/dev/null 2>&1 || continue
-	v=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2]) if sys.version_info >= (3, 11) else None' 2>/dev/null)
-	[ -n "$v" ] && [ "$v" != None ] || continue
-	case " ${SEEN:-} " in *" $v "*) continue ;; esac
-	if [ -n "$SANLIB" ] && ! LD_PRELOAD="$SANLIB" "$p" -c 'import threading; t = threading.Thread(target=int); t.start(); t.join()' >/dev/null 2>&1; then
-		echo "SKIP: $p $v crashes with $SANLIB preloaded, without the shim"
-		continue
-	fi
-	SEEN="${SEEN:-} $v"
-	PYS+=("$p")
-done
+pythons_311
 [ ${#PYS[@]} -gt 0 ] || { echo "SKIP: no python3.11+"; exit 0; }
 
 # job.py [fork]: the main thread sleeps 2 s in load_next_batch (libc's nanosleep, not resumed on

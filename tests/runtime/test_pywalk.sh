@@ -6,22 +6,7 @@ READ="$PROGS/hk_read"
 for f in "$READ" "$LIB" "$FAKES/libnccl.so.2" "$FAKES/libcudart.so.13" "$FAKES/libhk_workload.so"; do
 	[ -e "$f" ] || { fail "missing $f (build first)"; exit 1; }
 done
-# The interpreters: python3, and 3.11-3.13 beside it where present (pyenv on the build machine).
-PYS=()
-for p in python3 python3.11 python3.12 python3.13 /root/.pyenv/versions/3.1[123].*/bin/python3; do
-	command -v "$p" >/dev/null 2>&1 || continue
-	v=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2]) if sys.version_info >= (3, 11) else None' 2>/dev/null)
-	[ -n "$v" ] && [ "$v" != None ] || continue
-	case " ${SEEN:-} " in *" $v "*) continue ;; esac
-	# a sanitizer's runtime preloaded: some interpreters crash with it alone (3.11.7 under TSan,
-	# at a thread's exit, without the shim): those are not ours to test here
-	if [ -n "$SANLIB" ] && ! LD_PRELOAD="$SANLIB" "$p" -c 'import threading; t = threading.Thread(target=int); t.start(); t.join()' >/dev/null 2>&1; then
-		echo "SKIP: $p $v crashes with $SANLIB preloaded, without the shim"
-		continue
-	fi
-	SEEN="${SEEN:-} $v"
-	PYS+=("$p")
-done
+pythons_311
 [ ${#PYS[@]} -gt 0 ] || { echo "SKIP: no python3.11+"; exit 0; }
 # Under TSan a Python thread's first capture crashes in the native stack capture already at
 # 1e9b546 (NVLPROF_STACKS=0 does not): the threads' checks are left out there.
