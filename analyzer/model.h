@@ -589,6 +589,10 @@ void an_symbols_dir(const char *dir);
 /*! Symbolize pc of process r: "func+0x12 (libfoo.so+0x1234)" or "libfoo.so+0x1234" or "0x...". */
 void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len);
 const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
+/*! A kernel's names as nsys gives them: *full the demangled name ("f(int)"; a name that is not
+ * mangled, as it is), *shortn the function's name alone, no scope, template arguments or
+ * parameters ("f"). Both malloc'ed, the caller's. @return 0, -1 out of memory (both NULL) */
+int an_demangle(const char *name, char **full, char **shortn);
 /* The row of seq in a communicator's transfer table, -1 if absent. */
 static inline long an_xfer_row(const struct an_comm *m, uint32_t seq)
 {
