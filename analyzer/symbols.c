@@ -301,6 +301,42 @@ void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
 	snprintf(out, len, "0x%llx", (unsigned long long)pc);
 }
 
+/* 1 if pc lies in the shim, CUPTI, the CUDA driver or runtime: frames of ours and NVIDIA's that sit
+ * on top of a stack recorded inside a CUDA call, above the job's own call */
+static int tool_frame(const struct an_rank *r, uint64_t pc)
+{
+	static const char *const lib[] = {"libnvlprof.so", "libcupti.so", "libcuda.so", "libcudart.so"};
+	for (size_t i = 0; i < r->nmodules; i++) {
+		const struct an_module *m = &r->modules[i];
+		if (pc < m->start || pc >= m->end)
+			continue;
+		const char *b = strrchr(m->path, '/');
+		b = b ? b + 1 : m->path;
+		for (size_t k = 0; k < sizeof lib / sizeof lib[0]; k++)
+			if (!strncmp(b, lib[k], strlen(lib[k])))
+				return 1;
+		return 0;
+	}
+	return 0;
+}
+
+void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned n, char *out,
+                    size_t len)
+{
+	unsigned k0 = 0;
+	while (k0 < s->n && tool_frame(r, s->pc[k0]))
+		k0++;
+	if (k0 == s->n) /* nothing but tool frames: shown as they are */
+		k0 = 0;
+	out[0] = 0;
+	for (unsigned k = k0; k < s->n && k < k0 + n; k++) {
+		char sym[160];
+		an_symbolize(r, s->pc[k], sym, sizeof sym);
+		size_t l = strlen(out);
+		snprintf(out + l, len - l, "%s%s", k > k0 ? " <- " : "", sym);
+	}
+}
+
 /* ---- kernel names ---- */
 
 /* The function's own name in a demangled signature: "void ns::f<4>(int) const" -> "f". A name
