@@ -86,6 +86,7 @@ struct xstream {
 	struct kname kn;
 	long *kc;
 	size_t kcap;
+	char dev[256]; /* the name of the last DEVICE record */
 };
 
 /* The rank's calls that have GPU time, by (device, start); NULL when out of memory. */
@@ -229,6 +230,12 @@ static int ev_of(struct xstream *t, const struct nvlp_record *rec, struct xe_ev 
 		gpu_ev(e, XE_SAMPLE, R, l->start, l->dur);
 		return 1;
 	}
+	case NVLP_K_DEVICE:
+		e->type = XE_DEVICE;
+		snprintf(t->dev, sizeof t->dev, "%.*s", (int)rec->blob_len,
+		         rec->blob ? (const char *)rec->blob : "");
+		e->name = t->dev;
+		return 1;
 	default:
 		return 0;
 	}

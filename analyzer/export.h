@@ -10,7 +10,19 @@
 #include "export_model.h"
 #include "nvlp_format.h"
 
-enum xe_type { XE_NCCL, XE_COPY, XE_MANAGED, XE_PEER, XE_KERNEL, XE_GPUCOPY, XE_UM, XE_SAMPLE };
+/* XE_DEVICE: a GPU's properties (struct nvlp_rec_device, name its name; no time), before the
+ * GPU's activity */
+enum xe_type {
+	XE_NCCL,
+	XE_COPY,
+	XE_MANAGED,
+	XE_PEER,
+	XE_KERNEL,
+	XE_GPUCOPY,
+	XE_UM,
+	XE_SAMPLE,
+	XE_DEVICE
+};
 
 struct xe_ev {
 	int type;          /* enum xe_type */

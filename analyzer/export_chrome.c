@@ -19,6 +19,12 @@ struct qn {
 	const char *key; /* the name it was made from (function names: static tables) */
 };
 
+struct devs { /* a process's GPUs as its DEVICE records give them (Kineto's deviceProperties) */
+	int n;
+	struct nvlp_rec_device d[32];
+	char name[32][128];
+};
+
 struct ch {
 	/* output: a buffer flushed to f (the one file's header and tail, a per-rank file) or
 	 * through the parallel writer (a process's part of the one file) */
@@ -62,6 +68,20 @@ struct ch {
 		size_t len; /* 0: not made */
 		char t[224];
 	} cf;
+	struct xm_names *names; /* kernel names demangled */
+	struct seen { /* every (pid, tid) written, for their M events; open addressing */
+		int pid, used;
+		uint64_t tid;
+		size_t ord; /* order first seen */
+	} * seen;
+	size_t nseen, capseen;
+	struct gp { /* GPU pids written and their device */
+		int pid;
+		int64_t dev;
+	} gp[64];
+	int ngp;
+	struct devs *devs; /* DEVICE records, for deviceProperties (NULL: none kept) */
+	size_t rank_ix;    /* the process being written */
 };
 
 /* Formatting by hand into a buffer: stdio's per-call cost (fputs' strlen, fwrite's locking and
@@ -294,11 +314,41 @@ enum { EV_ROOM = 512 }; /* an event's bytes but its name and the comm args' name
 #define W_US(o, key, t) (W_LIT(o, ",\"" key "\":"), (o) = w_milli(o, t))
 
 /* An event's pid, tid and ts, after its name (64 bytes of room besides the ts) */
+/* (pid, tid) written: kept for its process_name/thread_name M events (a table full or out of
+ * memory: that thread goes unnamed) */
+static void note_thread(struct ch *s, int pid, uint64_t tid)
+{
+	if (2 * (s->nseen + 1) > s->capseen) {
+		size_t cap = s->capseen ? 2 * s->capseen : 64;
+		struct seen *v = cap <= (1u << 20) ? calloc(cap, sizeof *v) : NULL;
+		if (!v)
+			return;
+		for (size_t i = 0; i < s->capseen; i++)
+			if (s->seen[i].used) {
+				size_t j = (s->seen[i].tid * 31 + (uint64_t)s->seen[i].pid) & (cap - 1);
+				while (v[j].used)
+					j = (j + 1) & (cap - 1);
+				v[j] = s->seen[i];
+			}
+		free(s->seen);
+		s->seen = v;
+		s->capseen = cap;
+	}
+	size_t j = (tid * 31 + (uint64_t)pid) & (s->capseen - 1);
+	while (s->seen[j].used) {
+		if (s->seen[j].pid == pid && s->seen[j].tid == tid)
+			return;
+		j = (j + 1) & (s->capseen - 1);
+	}
+	s->seen[j] = (struct seen){.pid = pid, .used = 1, .tid = tid, .ord = s->nseen++};
+}
+
 static inline char *w_where(struct ch *s, char *o, int pid, uint64_t tid, uint64_t ts,
                             uint64_t base)
 {
 	struct pt *f = &s->pt[(tid ^ (uint64_t)pid) & 15];
 	if (!f->len || f->pid != pid || f->tid != tid) {
+		note_thread(s, pid, tid);
 		char *p = f->t;
 		W_LIT(p, ",\"pid\":");
 		p = w_i(p, pid);
@@ -345,10 +395,52 @@ static void open_file(struct ch *s, const struct xm_job *x, int rank, int world)
 	PUT_LIT(s, ",\"traceName\":\"nvlprof\",\"traceEvents\":[");
 }
 
-static void close_file(struct ch *s)
+/* deviceProperties as Kineto writes it (HTA reads name, computeMajor/Minor, totalGlobalMem,
+ * numSms); what DEVICE records do not hold is left out. */
+static void close_file(struct ch *s, const struct devs *d)
 {
-	PUT_LIT(s, "\n]}\n");
+	PUT_LIT(s, "\n]");
+	if (d && d->n) {
+		PUT_LIT(s, ",\"deviceProperties\":[");
+		for (int i = 0; i < d->n; i++) {
+			const struct nvlp_rec_device *v = &d->d[i];
+			put_f(s, "%s\n{\"id\":%lld,\"name\":", i ? "," : "", (long long)(int64_t)v->device);
+			put_q(s, d->name[i]);
+			put_f(s,
+			      ",\"totalGlobalMem\":%llu,\"computeMajor\":%llu,\"computeMinor\":%llu,"
+			      "\"numSms\":%llu,\"pciDomainID\":%llu,\"pciBusID\":%llu,\"pciDeviceID\":%llu}",
+			      (unsigned long long)v->global_mem, (unsigned long long)v->cc_major,
+			      (unsigned long long)v->cc_minor, (unsigned long long)v->sm_count,
+			      (unsigned long long)v->pci_domain, (unsigned long long)v->pci_bus,
+			      (unsigned long long)v->pci_dev);
+		}
+		PUT_LIT(s, "]");
+	}
+	PUT_LIT(s, "}\n");
 	ch_flush(s);
+}
+
+/* A DEVICE record: kept once per device id (the last one wins) */
+static void ch_device(struct ch *s, const struct xe_ev *e)
+{
+	const struct nvlp_rec_device *v = e->f;
+	if (!s->devs)
+		return;
+	int k = 0;
+	while (k < s->devs->n && s->devs->d[k].device != v->device)
+		k++;
+	if (k == 32)
+		return;
+	s->devs->n += k == s->devs->n;
+	s->devs->d[k] = *v;
+	snprintf(s->devs->name[k], sizeof s->devs->name[k], "%s", e->name);
+}
+
+static void meta_sort(struct ch *s, const char *what, int pid, uint64_t tid, long long ix)
+{
+	put_s(s, s->nev++ ? ",\n{" : "\n{");
+	put_f(s, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%llu,\"args\":{\"sort_index\":%lld}}",
+	      what, pid, (unsigned long long)tid, ix);
 }
 
 static void meta(struct ch *s, const char *what, int pid, uint64_t tid, const char *name)
@@ -410,6 +502,8 @@ static void ch_rank(void *ctx, const struct xm_job *x, size_t r)
 	char nm[200];
 	snprintf(nm, sizeof nm, "%s (%s pid %d)", R->label, R->host, R->pid);
 	meta(s, "process_name", s->pid, 0, nm);
+	s->rank_ix = r;
+	meta_sort(s, "process_sort_index", s->pid, 0, (long long)r * 256);
 }
 
 static int gpu_pid(struct ch *s, int64_t dev)
@@ -417,8 +511,17 @@ static int gpu_pid(struct ch *s, int64_t dev)
 	/* Kineto gives each GPU its own pid (the device index); in one file holding several
 	 * processes the GPU pids are kept apart from each other and from host pids (unsigned: a
 	 * corrupt trace's pid near INT_MAX wraps instead of overflowing) */
-	return s->dir || s->single_rank ? (int)dev
-	                                : (int)((unsigned)s->pid * 100u + 100000000u + (unsigned)dev);
+	int pid = s->dir || s->single_rank
+	              ? (int)dev
+	              : (int)((unsigned)s->pid * 100u + 100000000u + (unsigned)dev);
+	if (!s->ngp || s->gp[s->ngp - 1].pid != pid) { /* kept for its process_name */
+		int k = 0;
+		while (k < s->ngp && s->gp[k].pid != pid)
+			k++;
+		if (k == s->ngp && k < 64)
+			s->gp[s->ngp++] = (struct gp){pid, dev};
+	}
+	return pid;
 }
 
 /* text as a JSON string in a fresh allocation (the analyzer's one quoting), NULL out of memory */
@@ -471,31 +574,26 @@ static char *w_fn_name(struct ch *s, char *o, int t, uint64_t fn, const char *na
 	return w_mem(s, o, q->q, q->len, EV_ROOM);
 }
 
-/* The kernel's name as written. Tools look for the nccl prefix: "_Z39ncclDevKernel_AllReduce_..."
- * becomes "ncclDevKernel_AllReduce_..." (its identifier); another kernel that ran NCCL calls gets
- * "nccl:" before its name. Kept quoted per name id: kernels repeat a few names millions of times.
+/* The kernel's name as written: demangled, as Kineto writes it ("_Z39ncclDevKernel_AllReduce_..."
+ * becomes "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"). Tools
+ * look for "nccl": another kernel that ran NCCL calls gets "nccl:" before its name. Kept quoted
+ * per name id: kernels repeat a few names millions of times.
  * @return the quoted name, or NULL with the plain name in *plain (not kept) */
+enum { KN_BUF = 2048 };
 static const struct qn *kernel_name(struct ch *s, uint64_t id, const char *nm, int ran_calls,
-                                    char buf[300], const char **plain)
+                                    char buf[KN_BUF], const char **plain)
 {
 	size_t slot = (size_t)id * 2 + (ran_calls != 0);
 	if (slot < s->kn.n && s->kn.v[slot].q)
 		return &s->kn.v[slot];
-	const char *p = strstr(nm, "nccl");
-	if (p && p != nm) {
-		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		                     "0123456789_");
-		char *end;
-		unsigned long len = nm[0] == '_' && nm[1] == 'Z' ? strtoul(nm + 2, &end, 10) : 0;
-		if (len && end == p && len <= n) /* Itanium mangling: _Z<len><name>... */
-			n = len;
-		snprintf(buf, 300, "%.*s", (int)(n < 300 ? n : 299), p);
-		*plain = buf;
-	} else if (ran_calls && !p) {
-		snprintf(buf, 300, "nccl:%s", nm);
+	const char *full, *shortn;
+	if (xm_kernel_names(s->names, nm, &full, &shortn))
+		full = nm; /* out of memory: as recorded */
+	if (ran_calls && !strstr(full, "nccl")) {
+		snprintf(buf, KN_BUF, "nccl:%s", full);
 		*plain = buf;
 	} else
-		*plain = nm;
+		*plain = full;
 	/* ids are small and dense (STRING records, per file): up to 2^18 of them are cached (12 MB
 	 * of slots at most); a corrupt trace's huge id is quoted per event, not given 800 MB */
 	if (id >= (1u << 18))
@@ -680,7 +778,7 @@ static void ch_api(struct ch *s, const struct xe_ev *e)
 static void ch_kernel(struct ch *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_kernel *k = e->f;
-	char buf[300];
+	char buf[KN_BUF];
 	const char *raw = "";
 	const struct qn *q = kernel_name(s, k->name, e->name[0] ? e->name : "kernel",
 	                                 e->ncalls != 0, buf, &raw);
@@ -824,6 +922,9 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 	case XE_UM:
 		ch_um(s, e);
 		break;
+	case XE_DEVICE:
+		ch_device(s, e);
+		break;
 	}
 }
 
@@ -831,6 +932,38 @@ static void ch_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
  * ProfilerStep#N: with two of those HTA keeps only the GPU kernels whose correlation matches a CPU
  * launch event inside the steps, and the shim records no kernel launches, so HTA would drop every
  * kernel (its breakdowns came out empty); without them it analyses all kernels. */
+/* Names and order of every process, thread and GPU stream written (Kineto's M events): a
+ * process's GPUs sort right after it, host threads in the order first seen, streams by id. */
+static void thread_meta(struct ch *s)
+{
+	for (int g = 0; g < s->ngp; g++) {
+		char nm[64];
+		snprintf(nm, sizeof nm, "GPU %lld", (long long)s->gp[g].dev);
+		meta(s, "process_name", s->gp[g].pid, 0, nm);
+		meta_sort(s, "process_sort_index", s->gp[g].pid, 0,
+		          (long long)s->rank_ix * 256 + 1 + (s->gp[g].dev & 127));
+	}
+	for (size_t i = 0; i < s->capseen; i++) {
+		const struct seen *t = &s->seen[i];
+		if (!t->used)
+			continue;
+		char nm[64];
+		long long ix;
+		if (t->pid != s->pid) { /* a GPU's stream */
+			snprintf(nm, sizeof nm, "stream %llu", (unsigned long long)t->tid);
+			ix = (long long)t->tid;
+		} else if (t->tid <= 1) { /* ch_sample's and ch_um's own rows */
+			snprintf(nm, sizeof nm, "%s", t->tid ? "unified memory" : "link counters");
+			ix = 1000000 + (long long)t->tid;
+		} else {
+			snprintf(nm, sizeof nm, "thread %llu", (unsigned long long)t->tid);
+			ix = (long long)t->ord;
+		}
+		meta(s, "thread_name", t->pid, t->tid, nm);
+		meta_sort(s, "thread_sort_index", t->pid, t->tid, ix);
+	}
+}
+
 static void tail(struct ch *s, const struct xm_job *x, size_t r)
 {
 	uint64_t s0, len;
@@ -881,9 +1014,12 @@ static void ch_rank_end(void *ctx, const struct xm_job *x, size_t r)
 	if (!s->f && !s->xo)
 		return;
 	tail(s, x, r);
+	thread_meta(s);
 	free_names(s); /* name ids are per trace file */
 	if (s->dir) {
-		close_file(s);
+		close_file(s, s->devs);
+		if (s->devs)
+			s->devs->n = 0;
 		if (fclose(s->f) != 0)
 			s->err = 1;
 		s->f = NULL;
@@ -897,17 +1033,22 @@ struct ch_job {
 	uint64_t base;
 	int single_rank;
 	size_t first;
+	struct devs devs; /* the one process's GPUs (one file, single_rank): written by its part */
 };
 
 static int ch_part(void *ctx, size_t r, struct xo *o, uint64_t *recs)
 {
 	const struct xm_job *x = ((void **)ctx)[0];
-	const struct ch_job *j = ((void **)ctx)[1];
+	struct ch_job *j = ((void **)ctx)[1];
 	struct ch *s = calloc(1, sizeof *s); /* the function name caches: 3 KiB */
 	char *b = malloc(CH_BUF);
-	if (!s || !b) {
+	struct xm_names *names = xm_names_new();
+	struct devs *devs = j->dir ? calloc(1, sizeof *devs) : NULL;
+	if (!s || !b || !names || (j->dir && !devs)) {
 		free(s);
 		free(b);
+		free(devs);
+		xm_names_free(names);
 		fprintf(stderr, "nvlprof: export: out of memory\n");
 		return 1;
 	}
@@ -917,7 +1058,13 @@ static int ch_part(void *ctx, size_t r, struct xo *o, uint64_t *recs)
 	                 .dir = j->dir,
 	                 .base = j->base,
 	                 .single_rank = j->single_rank,
-	                 .nev = !j->dir && r != j->first};
+	                 .nev = !j->dir && r != j->first,
+	                 .names = names,
+	                 /* the one file's deviceProperties: its one process's (the part writes
+	                  * only its own struct ch_job field, read after every part ended) */
+	                 .devs = j->dir ? devs : j->single_rank && r == j->first
+	                                             ? &j->devs
+	                                             : NULL};
 	struct xe_sink sink = {.ctx = s, .rank = ch_rank, .ev = ch_ev, .rank_end = ch_rank_end};
 	int rc = xe_stream_rank(x, &sink, r, recs) != 0;
 	ch_flush(s);
@@ -927,6 +1074,9 @@ static int ch_part(void *ctx, size_t r, struct xo *o, uint64_t *recs)
 	for (int t = 0; t < 2; t++)
 		for (int i = 0; i < 64; i++)
 			free(s->fn[t][i].q);
+	xm_names_free(s->names);
+	free(s->seen);
+	free(devs);
 	rc |= s->err ? 2 : 0;
 	free(s->b);
 	free(s);
@@ -963,7 +1113,7 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 		rc = rc & 1 ? -1 : 0;
 	}
 	if (!out_dir)
-		close_file(&s);
+		close_file(&s, s.single_rank ? &j.devs : NULL);
 	if (s.err && !rc)
 		fprintf(stderr, "nvlprof: export: write error (chrome)\n");
 	return rc || s.err ? -1 : 0;

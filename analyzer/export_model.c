@@ -352,3 +352,74 @@ int xm_is_nccl_kernel(const char *name)
 {
 	return name && an_coll_of_kernel(name) != 0;
 }
+
+/* ---- kernel names, demangled once per distinct name ---- */
+struct xm_names {
+	struct xm_name {
+		uint64_t h;
+		char *full, *shortn;
+	} * v;
+	size_t n, cap;
+};
+
+struct xm_names *xm_names_new(void)
+{
+	return calloc(1, sizeof(struct xm_names));
+}
+
+void xm_names_free(struct xm_names *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->v[i].h) {
+			free(c->v[i].full);
+			free(c->v[i].shortn);
+		}
+	free(c->v);
+	free(c);
+}
+
+/* room for one more entry (the table doubled at half full). @return 0, -1 out of memory */
+static int names_grow(struct xm_names *c)
+{
+	if (2 * (c->n + 1) <= c->cap)
+		return 0;
+	size_t cap = c->cap ? 2 * c->cap : 256;
+	struct xm_name *v = calloc(cap, sizeof *v);
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->v[i].h) {
+			size_t j = c->v[i].h & (cap - 1);
+			while (v[j].h)
+				j = (j + 1) & (cap - 1);
+			v[j] = c->v[i];
+		}
+	free(c->v);
+	c->v = v;
+	c->cap = cap;
+	return 0;
+}
+
+int xm_kernel_names(struct xm_names *c, const char *name, const char **full, const char **shortn)
+{
+	*full = *shortn = name;
+	if (!name)
+		return 0;
+	if (!c || names_grow(c))
+		return -1;
+	uint64_t h = nvlp_hash64(name, strlen(name), 0x6b6e616d65ULL) | 1;
+	size_t j = h & (c->cap - 1);
+	while (c->v[j].h && c->v[j].h != h) /* 64-bit hash of the name: a collision is not a concern */
+		j = (j + 1) & (c->cap - 1);
+	if (!c->v[j].h) {
+		if (an_demangle(name, &c->v[j].full, &c->v[j].shortn))
+			return -1;
+		c->v[j].h = h;
+		c->n++;
+	}
+	*full = c->v[j].full;
+	*shortn = c->v[j].shortn;
+	return 0;
+}

@@ -134,4 +134,14 @@ int xm_is_nccl_kernel(const char *name);
 const char *xm_fn_name(int fn);
 const char *xm_fn_coll(int fn);
 
+/* Kernel names as nsys writes them (demangled with libstdc++'s __cxa_demangle), each distinct name
+ * demangled once. One cache per thread. */
+struct xm_names;
+struct xm_names *xm_names_new(void); /* NULL: out of memory (names are then given as they are) */
+void xm_names_free(struct xm_names *c);
+/*! *full: the demangled name, *shortn: the function's name alone ("ncclDevKernel_AllReduce_Sum_
+ * f32_RING_LL"); both the name itself when it is not mangled (or memory ran out). Valid until
+ * xm_names_free. @return 0, -1 out of memory (c NULL included) */
+int xm_kernel_names(struct xm_names *c, const char *name, const char **full, const char **shortn);
+
 #endif

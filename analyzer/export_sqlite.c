@@ -43,13 +43,13 @@ static const struct {
      "CREATE TABLE RANKS(rankId INTEGER PRIMARY KEY, rank INTEGER, host TEXT, pid INTEGER,"
      " path TEXT, offsetNs INTEGER)"},
     {"StringIds", 2, 0, "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL)"},
-    {"CUPTI_ACTIVITY_KIND_KERNEL", 16, -1,
+    {"CUPTI_ACTIVITY_KIND_KERNEL", 17, -1,
      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL,"
      " deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
      " demangledName INTEGER REFERENCES StringIds(id), shortName INTEGER REFERENCES"
      " StringIds(id), gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER,"
      " blockY INTEGER, blockZ INTEGER, rankId INTEGER REFERENCES RANKS(rankId),"
-     " ncclCallId INTEGER)"},
+     " ncclCallId INTEGER, mangledName INTEGER REFERENCES StringIds(id))"},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", 13, -1,
      "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER NOT NULL, end INTEGER NOT NULL,"
      " deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
@@ -155,9 +155,12 @@ struct chunk {
  * local values the writer maps (extra_of), then the record; for E_STRING a text first seen in
  * the process: its hash (8 bytes), then the text. */
 enum { E_STRING = 0xff };
-static size_t extra_of(int t) /* KERNEL: name id, NCCL call id; RUNTIME, NCCL: name id */
+enum { KNAMES = 3 }; /* a kernel's texts: demangledName, shortName, mangledName */
+static const int kname_col[KNAMES] = {6, 7, 16};
+enum { K_CALL_COL = 15 };
+static size_t extra_of(int t) /* KERNEL: 3 name ids, NCCL call id; RUNTIME, NCCL: name id */
 {
-	return t == T_KERNEL ? 12 : t == T_RUNTIME || t == T_NCCL ? 4 : 0;
+	return t == T_KERNEL ? 4 * KNAMES + 8 : t == T_RUNTIME || t == T_NCCL ? 4 : 0;
 }
 
 struct strtab { /* text hash -> id, open addressing */
@@ -208,6 +211,7 @@ struct sqw { /* one process: its encoder's state, its queue of chunks for the wr
 	struct strtab str; /* its texts -> local ids 1, 2, ... in the order first seen */
 	int64_t nstr, ncall;
 	long *kcall; /* NCCL_CALLS local id of each xm_call index */
+	struct xm_names *names; /* kernel names demangled */
 	size_t nk;
 	int64_t rows[T_COUNT]; /* rows so far: the local rowid of each */
 	struct sqf_keys keys[NIX];
@@ -292,23 +296,37 @@ static void text_def(struct sq *s, uint64_t h, const uint8_t *text, uint32_t len
 static const uint8_t *row_ids(struct sq *s, int t, const uint8_t *ex, const uint8_t *rec,
                               size_t *len)
 {
-	uint32_t name;
-	int64_t call = 0;
-	memcpy(&name, ex, 4);
+	int nn = t == T_KERNEL ? KNAMES : 1, cols[KNAMES + 1], nc = 0;
+	int64_t val[KNAMES + 1], call = 0;
 	if (t == T_KERNEL)
-		memcpy(&call, ex + 4, 8);
-	if (!name || name > s->nmap) {
-		sqf_fail(s->db, "internal error: a text id out of range");
-		return NULL;
+		memcpy(&call, ex + 4 * KNAMES, 8);
+	for (int k = 0; k < nn; k++) {
+		uint32_t name;
+		memcpy(&name, ex + 4 * k, 4);
+		if (!name || name > s->nmap) {
+			sqf_fail(s->db, "internal error: a text id out of range");
+			return NULL;
+		}
+		int64_t g = s->map[name - 1];
+		if (g == name)
+			continue;
+		cols[nc] = t == T_KERNEL ? kname_col[k] : t == T_RUNTIME ? 4 : 5;
+		val[nc++] = g;
 	}
-	int64_t g = s->map[name - 1];
-	if (g == name && (!call || !s->call_base))
+	if (call && s->call_base) { /* columns in increasing order: ncclCallId before mangledName */
+		int at = nc;
+		while (at && cols[at - 1] > K_CALL_COL) {
+			cols[at] = cols[at - 1];
+			val[at] = val[at - 1];
+			at--;
+		}
+		cols[at] = K_CALL_COL;
+		val[at] = call + s->call_base;
+		nc++;
+	}
+	if (!nc)
 		return rec; /* as encoded: the common case */
-	static const int cols_k[3] = {6, 7, 15}, col_r = 4, col_n = 5;
-	int64_t val[3] = {g, g, call + s->call_base};
-	const int *cols = t == T_KERNEL ? cols_k : t == T_RUNTIME ? &col_r : &col_n;
-	int nc = t == T_KERNEL ? (call ? 3 : 2) : 1;
-	size_t need = *len + 9 * 3 + 9;
+	size_t need = *len + 9 * (size_t)nc + 9;
 	if (need > s->patchcap) {
 		uint8_t *b = realloc(s->patch, 2 * need);
 		if (!b) {
@@ -318,8 +336,7 @@ static const uint8_t *row_ids(struct sq *s, int t, const uint8_t *ex, const uint
 		s->patch = b;
 		s->patchcap = 2 * need;
 	}
-	*len = g == name ? sqf_record_set_last(rec, *len, val[2], s->patch)
-	                 : sqf_record_set(rec, *len, cols, val, nc, s->patch);
+	*len = sqf_record_set(rec, *len, cols, val, nc, s->patch);
 	if (!*len) {
 		sqf_fail(s->db, "internal error: a malformed record");
 		return NULL;
@@ -445,8 +462,9 @@ static int64_t text_id(struct sqw *w, const char *v)
 	return *id;
 }
 
-/* row v of table t: its index entries, its entry (name, call: the local ids the writer maps) */
-static void row(struct sqw *w, int t, const struct sqf_val *v, int64_t name, int64_t call)
+/* row v of table t: its index entries, its entry (names (KNAMES of a kernel, else one), call:
+ * the local ids the writer maps) */
+static void row(struct sqw *w, int t, const struct sqf_val *v, const int64_t *name, int64_t call)
 {
 	struct sq *s = w->s;
 	if (w->oom)
@@ -475,13 +493,15 @@ static void row(struct sqw *w, int t, const struct sqf_val *v, int64_t name, int
 		}
 		sqf_record(p + 5 + x, SQF_RECORD_ROOM(P, nc), nc, ipk, v);
 	}
-	uint32_t len = (uint32_t)P, nm = (uint32_t)name;
+	uint32_t len = (uint32_t)P;
 	p[0] = (uint8_t)t;
 	memcpy(p + 1, &len, 4);
-	if (x)
-		memcpy(p + 5, &nm, 4);
-	if (x == 12)
-		memcpy(p + 9, &call, 8);
+	for (size_t k = 0; k < (t == T_KERNEL ? KNAMES : x / 4); k++) {
+		uint32_t nm = (uint32_t)name[k];
+		memcpy(p + 5 + 4 * k, &nm, 4);
+	}
+	if (t == T_KERNEL)
+		memcpy(p + 5 + 4 * KNAMES, &call, 8);
 	w->cur->len += 5 + x + P;
 }
 
@@ -527,7 +547,7 @@ static void sq_nccl(struct sqw *w, const struct xm_job *x, const struct xe_ev *e
 	                        I(n->group_depth),
 	                        c.gpu_start ? I(c.gpu_start) : N,
 	                        c.gpu_start ? I(c.gpu_start + c.gpu_dur) : N};
-	row(w, T_NCCL, v, name, 0);
+	row(w, T_NCCL, v, &name, 0);
 }
 
 /* A CUDA runtime call that moves or places memory: a row of CUPTI_ACTIVITY_KIND_RUNTIME. */
@@ -561,24 +581,29 @@ static void sq_api(struct sqw *w, const struct xe_ev *e)
 		v[7] = I((int64_t)p->device);
 		v[10] = I((int64_t)p->peer_device);
 	}
-	row(w, T_RUNTIME, v, name, 0);
+	row(w, T_RUNTIME, v, &name, 0);
 }
 
 /* A kernel: a row of CUPTI_ACTIVITY_KIND_KERNEL, linked to its first NCCL call. */
 static void sq_kernel(struct sqw *w, const struct xe_ev *e)
 {
 	const struct nvlp_rec_kernel *k = e->f;
-	int64_t nm = text_id(w, e->name);
+	const char *full, *shortn;
+	if (xm_kernel_names(w->names, e->name, &full, &shortn)) {
+		w->oom = 1;
+		return;
+	}
+	int64_t nm[KNAMES] = {text_id(w, full), text_id(w, shortn), text_id(w, e->name)};
 	int call = e->ncalls && w->kcall && (size_t)e->calls[0] < w->nk && w->kcall[e->calls[0]];
 	int64_t cid = call ? w->kcall[e->calls[0]] : 0;
-	struct sqf_val v[16] = {I(e->ts),
+	struct sqf_val v[17] = {I(e->ts),
 	                        I(e->ts + e->dur),
 	                        I((int64_t)k->device),
 	                        I(k->context),
 	                        I(k->stream),
 	                        I(k->correlation),
-	                        I(nm),
-	                        I(nm),
+	                        I(nm[0]),
+	                        I(nm[1]),
 	                        I(k->grid_x),
 	                        I(k->grid_y),
 	                        I(k->grid_z),
@@ -586,7 +611,8 @@ static void sq_kernel(struct sqw *w, const struct xe_ev *e)
 	                        I(k->block_y),
 	                        I(k->block_z),
 	                        I(e->rank),
-	                        call ? I(cid) : N};
+	                        call ? I(cid) : N,
+	                        I(nm[2])};
 	row(w, T_KERNEL, v, nm, cid);
 }
 
@@ -607,7 +633,7 @@ static void sq_gpucopy(struct sqw *w, const struct xe_ev *e)
 	                        I((int64_t)c->src_device),
 	                        I((int64_t)c->dst_device),
 	                        I(e->rank)};
-	row(w, T_MEMCPY, v, 0, 0);
+	row(w, T_MEMCPY, v, NULL, 0);
 }
 
 /* A unified memory counter: a row of UNIFIED_MEMORY_EVENTS. */
@@ -669,7 +695,11 @@ static void encode(struct sq *s, size_t r)
 {
 	struct sqw *w = &s->w[r];
 	struct xe_sink sink = {.ctx = w, .rank = sq_rank, .ev = sq_ev};
+	if (!(w->names = xm_names_new()))
+		w->oom = 1;
 	w->rc = xe_stream_rank(s->x, &sink, r, &w->recs);
+	xm_names_free(w->names);
+	w->names = NULL;
 	if (!w->oom)
 		publish(w);
 	free(w->cur);

@@ -660,12 +660,8 @@ static void native_at(struct an_finding *x, const char *key, const struct an_ran
 	const struct an_stack *s = stack ? an_find_stack(r, stack) : NULL;
 	if (!s || !s->n)
 		return;
-	char buf[240] = "", sym[160];
-	for (unsigned k = 0; k < s->n && k < 3; k++) {
-		an_symbolize(r, s->pc[k], sym, sizeof sym);
-		size_t l = strlen(buf);
-		snprintf(buf + l, sizeof buf - l, "%s%s", k ? " <- " : "", sym);
-	}
+	char buf[240];
+	an_stack_chain(r, s, 3, buf, sizeof buf);
 	ev_str(x, key, "%s", buf);
 }
 

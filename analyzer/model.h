@@ -589,6 +589,15 @@ void an_symbols_dir(const char *dir);
 /*! Symbolize pc of process r: "func+0x12 (libfoo.so+0x1234)" or "libfoo.so+0x1234" or "0x...". */
 void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len);
 const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
+/*! The innermost n frames of the job's code in stack s, "main+0x11d (app+0x1234) <- ...": frames
+ * of the shim, CUPTI, the driver and the CUDA runtime on top are left out (all of them when the
+ * stack holds nothing else). */
+void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned n, char *out,
+                    size_t len);
+/*! A kernel's names as nsys gives them: *full the demangled name ("f(int)"; a name that is not
+ * mangled, as it is), *shortn the function's name alone, no scope, template arguments or
+ * parameters ("f"). Both malloc'ed, the caller's. @return 0, -1 out of memory (both NULL) */
+int an_demangle(const char *name, char **full, char **shortn);
 /* The row of seq in a communicator's transfer table, -1 if absent. */
 static inline long an_xfer_row(const struct an_comm *m, uint32_t seq)
 {

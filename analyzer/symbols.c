@@ -13,6 +13,10 @@
 #include "model.h"
 #include "stages.h"
 
+/* libstdc++'s demangler (GCC's cp-demangle, the one c++filt and nsys' names agree with): linked
+ * into build/nvlprof only (CLI_LDLIBS), never into the shim. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
 static const char *sym_dir; /* --symbols DIR, or NULL */
 
 void an_symbols_dir(const char *dir)
@@ -295,4 +299,106 @@ void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
 		return;
 	}
 	snprintf(out, len, "0x%llx", (unsigned long long)pc);
+}
+
+/* 1 if pc lies in the shim, CUPTI, the CUDA driver or runtime: frames of ours and NVIDIA's that sit
+ * on top of a stack recorded inside a CUDA call, above the job's own call */
+static int tool_frame(const struct an_rank *r, uint64_t pc)
+{
+	static const char *const lib[] = {"libnvlprof.so", "libcupti.so", "libcuda.so", "libcudart.so"};
+	for (size_t i = 0; i < r->nmodules; i++) {
+		const struct an_module *m = &r->modules[i];
+		if (pc < m->start || pc >= m->end)
+			continue;
+		const char *b = strrchr(m->path, '/');
+		b = b ? b + 1 : m->path;
+		for (size_t k = 0; k < sizeof lib / sizeof lib[0]; k++)
+			if (!strncmp(b, lib[k], strlen(lib[k])))
+				return 1;
+		return 0;
+	}
+	return 0;
+}
+
+void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned n, char *out,
+                    size_t len)
+{
+	unsigned k0 = 0;
+	while (k0 < s->n && tool_frame(r, s->pc[k0]))
+		k0++;
+	if (k0 == s->n) /* nothing but tool frames: shown as they are */
+		k0 = 0;
+	out[0] = 0;
+	for (unsigned k = k0; k < s->n && k < k0 + n; k++) {
+		char sym[160];
+		an_symbolize(r, s->pc[k], sym, sizeof sym);
+		size_t l = strlen(out);
+		snprintf(out + l, len - l, "%s%s", k > k0 ? " <- " : "", sym);
+	}
+}
+
+/* ---- kernel names ---- */
+
+/* The function's own name in a demangled signature: "void ns::f<4>(int) const" -> "f". A name
+ * that is not a call signature (no parameter list) is its own short name. */
+static void short_of(const char *d, char *out, size_t len)
+{
+	size_t e = strlen(d);
+	while (e && d[e - 1] != ')') /* trailing qualifiers: " const", " &" */
+		e--;
+	if (!e) {
+		snprintf(out, len, "%s", d);
+		return;
+	}
+	int depth = 0; /* back to the '(' that opens the parameter list */
+	size_t p = e;
+	while (p-- > 0) {
+		depth += d[p] == ')' ? 1 : d[p] == '(' ? -1 : 0;
+		if (!depth)
+			break;
+	}
+	if (depth || !p) {
+		snprintf(out, len, "%s", d);
+		return;
+	}
+	size_t n = p; /* the name ends at the '(' ; template arguments before it are skipped */
+	if (d[n - 1] == '>') {
+		depth = 0;
+		while (n-- > 0) {
+			depth += d[n] == '>' ? 1 : d[n] == '<' ? -1 : 0;
+			if (!depth)
+				break;
+		}
+		if (depth)
+			n = p;
+	}
+	size_t b = n;
+	while (b && (d[b - 1] == '_' || d[b - 1] == '~' || (d[b - 1] >= '0' && d[b - 1] <= '9') ||
+	             ((d[b - 1] | 0x20) >= 'a' && (d[b - 1] | 0x20) <= 'z')))
+		b--;
+	if (b == n) /* an operator, a lambda: the signature without its parameters */
+		snprintf(out, len, "%.*s", (int)p, d);
+	else
+		snprintf(out, len, "%.*s", (int)(n - b), d + b);
+}
+
+int an_demangle(const char *name, char **full, char **shortn)
+{
+	int st = -1;
+	char *d = name[0] == '_' && name[1] == 'Z' ? __cxa_demangle(name, NULL, NULL, &st) : NULL;
+	const char *f = st == 0 && d ? d : name;
+	size_t n = strlen(f) + 1;
+	*full = malloc(n);
+	*shortn = malloc(n);
+	if (!*full || !*shortn) {
+		free(d);
+		free(*full);
+		free(*shortn);
+		*full = *shortn = NULL;
+		return -1;
+	}
+	memcpy(*full, f, n);
+	short_of(f, *shortn, n);
+	free(d);
+	return 0;
 }

@@ -60,4 +60,9 @@ check "dump: BUILDID as the hex build-id of the file" grep -q "^buildid buildid 
 check "dump: SYMBOL named by its blob" grep -Eq "^symbol an_gen_alloc_site base=0x[0-9a-f]+ offset=0x[0-9a-f]+ size=16$" <("$CLI" dump "$f")
 "$CLI" diff --symbols "$T/sd1" "$T/moved" "$T/moved" >/dev/null 2>&1
 check_eq "diff takes --symbols DIR" "0" "$?"
+# issue 28: a stack taken inside the CUDA call starts in the shim, CUPTI and the driver: those
+# frames are left out, the job's own frame comes first (the stack itself is kept whole)
+gen tools --thrash --tool-frames
+check "tool frames on top (libnvlprof, libcupti, libcuda): the job's frame first" grep -Eq "$SITE" <(rep tools "$T/tools")
+check "tool frames: the recorded stack keeps them" grep -Eq '^stack id=7 frames=0x7e000007d163,0x7e001007d163,0x7e002007d163,' <("$CLI" dump "$T/tools")
 [ "$FAILED" -eq 0 ]

@@ -116,6 +116,51 @@ grep -q '^ddp_straggler q3.sql 2' "$T/qrows" && pass "query: skew of one collect
 [ "$(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql" | awk -F'|' '$4 > 10 && $3 < 1' | wc -l)" = 2 ] &&
 	pass "query: the P2P-disabled run moved its bytes over PCIe, not NVLink" || fail "bytes per link: $(sqlite3 "$T/ddp_p2p_disable.sqlite" <"$T/q1.sql")"
 
+# ---- names people query (issue 28): nsys' shortName/demangledName/mangledName, Kineto's M events
+for n in ddp_healthy ddp_straggler ddp_p2p_disable ddp_killed; do
+	got=$(sqlite3 "$T/$n.sqlite" "SELECT s.value || '|' || count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%' GROUP BY s.value ORDER BY count(*) DESC LIMIT 1")
+	case "$got" in ncclDevKernel_AllReduce_Sum_f32_RING_LL\|[1-9]*) pass "$n: shortName LIKE 'nccl%': $got" ;; *) fail "$n: shortName LIKE 'nccl%': '$got'" ;; esac
+done
+check_eq "ddp_healthy: an NCCL kernel's demangledName and mangledName" \
+	"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)|_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE" \
+	"$(sqlite3 "$T/ddp_healthy.sqlite" "SELECT DISTINCT d.value || '|' || m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName JOIN StringIds m ON m.id = k.mangledName JOIN StringIds s ON s.id = k.shortName WHERE s.value = 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'")"
+check_eq "ddp_healthy: a templated kernel's shortName is its function's name" vectorized_elementwise_kernel \
+	"$(sqlite3 "$T/ddp_healthy.sqlite" "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName JOIN StringIds m ON m.id = k.mangledName WHERE m.value LIKE '_ZN2at6native29vectorized_elementwise_kernel%' LIMIT 1")"
+check_eq "ddp_healthy: a name that is not mangled kept in all three" 1 \
+	"$(sqlite3 "$T/ddp_healthy.sqlite" "SELECT count(DISTINCT k.shortName) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.mangledName WHERE s.value LIKE 'sm80_xmma_gemm%' AND k.shortName = k.demangledName AND k.shortName = k.mangledName")"
+check_eq "no kernel left with a mangled shortName or demangledName" 0 \
+	"$(for n in ddp_healthy uma_thrash; do sqlite3 "$T/$n.sqlite" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id IN (k.shortName, k.demangledName) WHERE s.value LIKE '\_Z%' ESCAPE '\\'"; done | awk '{t += $1} END {print t}')"
+check_eq "uma_thrash: _Z3addPimi is add(int*, unsigned long, int) / add" "add(int*, unsigned long, int)|add" \
+	"$(sqlite3 "$T/uma_thrash.sqlite" "SELECT DISTINCT d.value || '|' || s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName JOIN StringIds s ON s.id = k.shortName")"
+if python3 - "$T/ddp_healthy.chrome" >"$T/meta.out" 2>&1 <<'PYEOF'
+import json, os, sys
+d = sys.argv[1]
+for f in sorted(os.listdir(d)):
+    j = json.load(open(os.path.join(d, f)))
+    ev = j["traceEvents"]
+    meta = {(e["name"], e["pid"], e.get("tid")) for e in ev if e["ph"] == "M"}
+    pids = {e["pid"] for e in ev if e["ph"] != "M"}
+    threads = {(e["pid"], e["tid"]) for e in ev if e["ph"] in ("X", "C", "i", "s", "f")}
+    for p in pids:
+        for w in ("process_name", "process_sort_index"):
+            assert (w, p, 0) in meta, (f, w, p)
+    for p, t in threads:
+        for w in ("thread_name", "thread_sort_index"):
+            assert (w, p, t) in meta, (f, w, p, t)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    k = [e for e in ev if e.get("cat") == "kernel"]
+    assert all(names[(e["pid"], e["tid"])] == "stream %d" % e["args"]["stream"] for e in k), f
+    nccl = {e["name"] for e in k if "nccl" in e["name"]}
+    assert "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)" in nccl, (f, nccl)
+    assert not [e["name"] for e in k if e["name"].startswith("_Z")], f
+    dp = j["deviceProperties"]
+    assert dp and all(x["name"] == "NVIDIA H200" and x["computeMajor"] == 9 and x["numSms"] == 132
+                      and x["totalGlobalMem"] > 0 for x in dp), dp
+    print("%s: %d M events, %d threads and streams, %d devices, %d NCCL kernel names" % (f, len(meta), len(threads), len(dp), len(nccl)))
+PYEOF
+then pass "ddp_healthy chrome: M events for every process/thread/stream, deviceProperties, demangled kernels: $(tr '\n' ' ' <"$T/meta.out")"
+else fail "ddp_healthy chrome metadata: $(tail -3 "$T/meta.out")"; fi
+
 # ---- expected content, beyond the goldens: read in what this run produced (a missing file fails)
 grep -q '^finding r straggler' "$T/ddp_straggler.html.sum" && grep -q '^plot r skew' "$T/ddp_straggler.html.sum" &&
 	pass "straggler report: finding with its heatmap" || fail "straggler report lacks its heatmap"

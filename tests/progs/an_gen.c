@@ -37,6 +37,7 @@ struct an_gen_opts {
 	int no_buildid;          /* no BUILDID record: the analyzer must not open the file */
 	int bad_buildid;         /* a BUILDID that is not the file's */
 	int sym_records;         /* SYMBOL record for the allocation site */
+	int tool_frames;         /* the site's stack starts in the shim, CUPTI and the driver */
 	const char *module_path; /* path recorded in MODULE (default: this program) */
 	int drop_rank;           /* -1 none: that rank's buffers overflowed (DROPS, END.dropped) */
 	uint64_t small_calls;    /* > 0: a plain NCCL-only trace instead: this many 4 KiB AllReduce
@@ -802,9 +803,21 @@ int an_gen_run(const struct an_gen_opts *o)
 			if (o->sym_records)
 				add(g0, NVLP_K_SYMBOL, &sy, "an_gen_alloc_site", 17);
 		}
-		uint64_t pcs[3] = {pc, 0x100, 0x200};
+		uint64_t pcs[6] = {pc, 0x100, 0x200}, np = 3;
+		if (o->tool_frames) { /* as a stack taken inside cudaMallocManaged: tools' frames on top */
+			static const char *const lib[3] = {"/opt/nvlprof/lib/libnvlprof.so",
+			                                   "/usr/local/cuda/lib64/libcupti.so.13",
+			                                   "/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
+			for (int i = 0; i < 3; i++) {
+				uint64_t b = 0x7e0000000000ull + (uint64_t)i * 0x10000000ull;
+				struct nvlp_rec_module tm = {.base = b, .start = b, .end = b + 0x1000000};
+				add(g0, NVLP_K_MODULE, &tm, lib[i], strlen(lib[i]));
+				pcs[i] = b + 0x7d163;
+			}
+			pcs[3] = pc, pcs[4] = 0x100, pcs[5] = 0x200, np = 6;
+		}
 		struct nvlp_rec_stack st = {.id = 7};
-		add(g0, NVLP_K_STACK, &st, pcs, sizeof pcs);
+		add(g0, NVLP_K_STACK, &st, pcs, np * sizeof pcs[0]);
 		struct nvlp_rec_managed m = {.fn = NVLP_CUDA_MALLOC_MANAGED,
 		                             .t_enter = g0->mono0 + 2 * MS,
 		                             .dur = 50 * US,
@@ -1061,7 +1074,7 @@ static void usage(void)
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
 	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
-	                "       [--bad-buildid] [--sym-records] [--module-path PATH] [--drop-rank R]\n"
+	                "       [--bad-buildid] [--sym-records] [--tool-frames] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
 	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
 	                "       [--in-place] [--comm-name NAME] [--python]\n"
@@ -1081,7 +1094,7 @@ int main(int argc, char **argv)
 	    {"no-topo", 0, 0, 'O'},      {"exposed", 0, 0, 'X'},    {"cupti-stream0", 0, 0, 'Z'},
 	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
 	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
-	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"module-path", 1, 0, 'M'},
+	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"tool-frames", 0, 0, 0x101}, {"module-path", 1, 0, 'M'},
 	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
@@ -1170,6 +1183,9 @@ int main(int argc, char **argv)
 			break;
 		case 'y':
 			o.sym_records = 1;
+			break;
+		case 0x101:
+			o.tool_frames = 1;
 			break;
 		case 'M':
 			o.module_path = optarg;
