@@ -589,9 +589,10 @@ static int plot_hang(struct ctx *c)
 	uint64_t hang_t = hang_entry(x, &h);
 	double xa = hang_zoom_start(c, h.comm);
 	double xb = hang_last_event(c, h.comm, hang_t);
-	double pad = (xb - xa) * 0.08 + 0.01; /* zoomed on the calls: the wait runs on past it */
+	/* zoomed on the calls, room on the right for the missing rank's note: the wait runs on */
+	double pad = (xb - xa) * 0.04 + 0.01;
 	xa -= pad;
-	xb += pad * 2;
+	xb += (xb - xa) * 0.5;
 	char cap[400];
 	snprintf(cap, sizeof cap,
 	         "Hang: %s #%u on communicator %d: entered by %d rank(s) that waited %.0f ms, "
