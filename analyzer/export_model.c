@@ -258,6 +258,7 @@ void xm_sample(const struct xm_job *x, size_t rank, size_t d, size_t k, struct x
 	s->e = a->e + (uint64_t)r->offset;
 	s->nvl = a->nvl;
 	s->pcie = a->pcie;
+	s->gap = a->gap;
 }
 size_t xm_ncoll_ivals(const struct xm_job *x, size_t rank, size_t d)
 {

@@ -43,6 +43,7 @@ struct xm_hang {
 
 struct xm_sample { /* link counters over [s, e), job time */
 	uint64_t s, e, nvl, pcie;
+	int gap; /* samples were lost before this one (the trace says so) */
 };
 
 struct xm_alloc {

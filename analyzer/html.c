@@ -81,8 +81,8 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* One GPU's link samples as GB/s at each sample's midpoint, with a NaN point (a gap, svg_series)
- * where samples are missing: a sample much longer than the usual one, or time between two
- * samples. xs, yn, yp hold 2n; *m gets the points written. Returns the largest rate (>= 1). */
+ * where samples are missing: flagged lost (NVLP_LINKSAMPLE_F_GAP), a sample much longer than the
+ * usual one, or time between two samples. xs, yn, yp hold 2n; *m gets the points written. Returns the largest rate (>= 1). */
 static double bw_rates(const struct ctx *c, size_t r, size_t d, size_t n, double *xs, double *yn,
                        double *yp, size_t *m)
 {
@@ -104,13 +104,15 @@ static double bw_rates(const struct ctx *c, size_t r, size_t d, size_t n, double
 		struct xm_sample s;
 		xm_sample(c->x, r, d, k, &s);
 		uint64_t len = s.e > s.s ? s.e - s.s : 1;
-		int gap = usual && (len > 3 * usual || (prev_e && s.s > prev_e + 2 * usual));
+		int gap = (s.gap && k) ||
+		          (usual && (len > 3 * usual || (prev_e && s.s > prev_e + 2 * usual)));
 		prev_e = s.e;
+		int long_one = usual && len > 3 * usual; /* a sample over the missing time */
 		if (gap) { /* no samples over this time: no line across it */
-			xs[j] = ms(c, len > 3 * usual ? s.s + len / 2 : s.s);
+			xs[j] = ms(c, long_one ? s.s + len / 2 : s.s);
 			yn[j] = yp[j] = NAN;
 			j++;
-			if (len > 3 * usual)
+			if (long_one)
 				continue;
 		}
 		xs[j] = ms(c, s.s + len / 2);
