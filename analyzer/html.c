@@ -1141,7 +1141,8 @@ static const char css[] =
     "table.t th{background:#f3f3f3;font-weight:600}table.t td:first-child,table.t "
     "th:first-child,table.t .l{text-align:left}table.t tbody tr:nth-child(even){background:#fafafa}"
     "table.t tr.same td{color:#888}.note{font-size:12px;color:#555;margin:0 0 2px}"
-    ".diff table.t{font-size:12px}"
+    ".diff table.t{font-size:11px}.diff table.t td,.diff table.t th{padding:2px 4px}"
+    ".diff table.t th{white-space:normal}"
     ".verdict{font-size:16px;font-weight:600;border-left:6px solid #1565c0;background:#f3f7fc;"
     "padding:6px 12px;overflow-wrap:anywhere}.cols{display:flex;flex-wrap:wrap;gap:24px;"
     "align-items:flex-start}.fl{font-size:13px}";
