@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test_pages.sh: every HTML page (report --html of each shipped trace, diff --html) rendered by
-# headless Chromium: a screenshot is written and shows a page, and nothing overflows the page's
+# test_pages.sh: every HTML page (report --html of each shipped trace and of four test traces,
+# diff --html) rendered by headless Chromium: a screenshot is written and shows a page, and nothing
+# overflows the page's
 # column (script-free: the screenshot's side margins are all background, png_edges.py); a page
 # wider than the page is caught (control). Without chromium: SKIP. Screenshots are kept under
 # $NVLP_SHOTS when set (to look at them).
@@ -44,6 +45,13 @@ for d in "$TRACES"/*/; do
 		page "$n" "$T/$n.html"
 		grep -Pzq '</h2>\s*(</section>|<h2[ >])|</h3>\s*(</section>|<h[23][ >])' "$T/$n.html" && fail "$n: a heading with nothing under it" ||
 			pass "$n: no empty heading"
+	else fail "$n: report --html: $(head -2 "$T/err")"; fi
+done
+# a few test traces: a hang with no steps, a real HF job, one GPU, a job of shared traces
+for n in fail2_stuck hf_profiler ddp_ws1_all share_hf; do
+	d="$ROOT/tests/analyzer/traces/$n"
+	[ -d "$d" ] || { skip "$n: no such test trace"; continue; }
+	if $CLI report --html "$T/$n.html" "$d" 2>"$T/err"; then page "$n" "$T/$n.html"
 	else fail "$n: report --html: $(head -2 "$T/err")"; fi
 done
 if $CLI diff --html "$T/diff.html" "$TRACES/ddp_healthy" "$TRACES/ddp_p2p_disable" 2>"$T/err"; then
