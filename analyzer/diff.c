@@ -451,8 +451,8 @@ static void verdict_line(const struct verdict *v, char *buf, size_t n)
 		snprintf(buf, n, "VERDICT: no comparable time");
 	else
 		snprintf(buf, n, "VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s",
-		         fabs(v->slower_pct), v->slower_pct >= 0 ? "slower" : "faster", v->metric, v->b,
-		         v->a, v->cause[0] ? "; " : "", v->cause);
+		         fabs(v->slower_pct), v->slower_pct >= 0 ? "slower" : "faster", v->metric,
+		         v->b, v->a, v->cause[0] ? "; " : "", v->cause);
 }
 
 static void text_header(const struct diff_rows *d, const struct side *B, const struct side *A)
@@ -695,7 +695,8 @@ int an_diff_view(const struct an_job *jb, const struct an_findings *fb, const st
 	diff_compute(&S[0], &S[1], NAN, d);
 	memset(v, 0, sizeof *v);
 	verdict_line(&d->v, v->verdict, sizeof v->verdict);
-	_Static_assert(sizeof v->m / sizeof v->m[0] >= sizeof d->m / sizeof d->m[0], "every metric");
+	_Static_assert(sizeof v->m / sizeof v->m[0] >= sizeof d->m / sizeof d->m[0],
+	               "every metric");
 	for (size_t i = 0; i < d->nm; i++) {
 		v->m[i].name = d->m[i].name;
 		fmt(v->m[i].b, sizeof v->m[i].b, d->m[i].b);

@@ -435,10 +435,13 @@ size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap)
 			if (!e->nsamples)
 				continue;
 			if (n < cap)
-				v[n] = (struct xm_link_row){
-				    j->ranks[i].rank >= 0 ? j->ranks[i].rank : (int)i, e->device,
-				    (double)(e->nvl_tx + e->nvl_rx), (double)e->nvl_coll,
-				    (double)(e->pcie_rd + e->pcie_wr), (double)e->pcie_coll};
+				v[n] = (struct xm_link_row){j->ranks[i].rank >= 0 ? j->ranks[i].rank
+				                                                  : (int)i,
+				                            e->device,
+				                            (double)(e->nvl_tx + e->nvl_rx),
+				                            (double)e->nvl_coll,
+				                            (double)(e->pcie_rd + e->pcie_wr),
+				                            (double)e->pcie_coll};
 			n++;
 		}
 	return n;

@@ -45,8 +45,8 @@ static void um_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		c->v = v;
 		c->cap = cap;
 	}
-	c->v[c->n++] = (struct umev){e->ts, u->value, e->alloc, u->counter == NVLP_UM_BYTES_TRANSFER_DTOH,
-	                            e->rank};
+	c->v[c->n++] = (struct umev){e->ts, u->value, e->alloc,
+	                             u->counter == NVLP_UM_BYTES_TRANSFER_DTOH, e->rank};
 }
 
 struct ctx {
@@ -82,7 +82,8 @@ static int cmp_u64(const void *a, const void *b)
 
 /* One GPU's link samples as GB/s at each sample's midpoint, with a NaN point (a gap, svg_series)
  * where samples are missing: flagged lost (NVLP_LINKSAMPLE_F_GAP), a sample much longer than the
- * usual one, or time between two samples. xs, yn, yp hold 2n; *m gets the points written. Returns the largest rate (>= 1). */
+ * usual one, or time between two samples. xs, yn, yp hold 2n; *m gets the points written. Returns
+ * the largest rate (>= 1). */
 static double bw_rates(const struct ctx *c, size_t r, size_t d, size_t n, double *xs, double *yn,
                        double *yp, size_t *m)
 {
@@ -219,14 +220,15 @@ static int plot_bw(struct ctx *c)
 			if (!drawn)
 				figure_begin(
 				    c, P_BW,
-				    c->ymax > 0 ? "Link bandwidth per GPU over time (GB/s, tx+rx; over "
-				                  "the recognised training steps when there are some; "
-				                  "one y scale for both runs); shaded: NCCL kernels "
-				                  "running; a break in a line: no samples"
-				                : "Link bandwidth per GPU over time (GB/s, tx+rx; over "
-				                  "the recognised training steps when there are some); "
-				                  "shaded: NCCL kernels running; a break in a line: no "
-				                  "samples");
+				    c->ymax > 0
+				        ? "Link bandwidth per GPU over time (GB/s, tx+rx; over "
+				          "the recognised training steps when there are some; "
+				          "one y scale for both runs); shaded: NCCL kernels "
+				          "running; a break in a line: no samples"
+				        : "Link bandwidth per GPU over time (GB/s, tx+rx; over "
+				          "the recognised training steps when there are some); "
+				          "shaded: NCCL kernels running; a break in a line: no "
+				          "samples");
 			bw_gpu_plot(c, r, d, xs, yn, yp, m, ymax);
 			free(xs);
 			drawn++;
@@ -812,7 +814,8 @@ static void render_meta(struct ctx *c)
 		if (e)
 			*e = 0;
 		/* the communication line is the summary the reader looks for first */
-		fputs(strncmp(l, "communication:", 14) ? "<p class=\"meta\">" : "<p class=\"sumline\">",
+		fputs(strncmp(l, "communication:", 14) ? "<p class=\"meta\">"
+		                                       : "<p class=\"sumline\">",
 		      c->o);
 		svg_esc(c->o, l);
 		fputs("</p>", c->o);
@@ -929,8 +932,8 @@ static void table_collectives(const struct ctx *c)
 	         "time; h: host time, no GPU data.",
 	         xm_coll_time_kind(c->x));
 	table_begin(c, "collectives", "Collectives", note);
-	static const char *const h[] = {"<comm",    "<call",   "ranks", "calls/rank", "MiB/call",
-	                                "ms/rank",  "algbw",   "busbw", "%peak"};
+	static const char *const h[] = {"<comm",   "<call", "ranks", "calls/rank", "MiB/call",
+	                                "ms/rank", "algbw", "busbw", "%peak"};
 	th_row(o, h, sizeof h / sizeof h[0]);
 	for (size_t i = 0; i < n; i++) {
 		struct xm_coll_row r;
@@ -967,7 +970,8 @@ static void table_choices(const struct ctx *c)
 		struct xm_choice_row r;
 		xm_choice_row(c->x, i, &r);
 		if (r.comm_known)
-			fprintf(o, "<tr><td><code>%016llx</code></td>", (unsigned long long)r.comm_hash);
+			fprintf(o, "<tr><td><code>%016llx</code></td>",
+			        (unsigned long long)r.comm_hash);
 		else
 			fputs("<tr><td>?</td>", o);
 		fprintf(o, "<td class=\"l\"><code>%s</code></td><td class=\"l\"><code>", r.fn);
@@ -989,9 +993,8 @@ static void table_ranks(const struct ctx *c)
 	            "comm ms: NCCL GPU time (h: includes host call time); exposed: not overlapped "
 	            "by compute; last%: share of collectives it arrived last at; lead ms: median "
 	            "lead over the next-latest rank then; waited ms: its waits for the last rank.");
-	static const char *const h[] = {"rank",       "<host",    "pid",   "wall ms",
-	                                "comm ms",    "exposed ms", "exposed%", "last%",
-	                                "lead ms",    "waited ms"};
+	static const char *const h[] = {"rank",       "<host",    "pid",   "wall ms", "comm ms",
+	                                "exposed ms", "exposed%", "last%", "lead ms", "waited ms"};
 	th_row(o, h, sizeof h / sizeof h[0]);
 	for (size_t i = 0; i < n; i++) {
 		struct xm_rank_row r;
@@ -1019,8 +1022,8 @@ static void table_links(const struct ctx *c)
 		return;
 	xm_link_rows(c->x, v, n);
 	table_begin(c, "links", "Links", "Bytes per GPU: total, and during collectives.");
-	static const char *const h[] = {"rank", "device", "NVLink MiB", "during collectives",
-	                                "PCIe MiB", "during collectives"};
+	static const char *const h[] = {
+	    "rank", "device", "NVLink MiB", "during collectives", "PCIe MiB", "during collectives"};
 	th_row(o, h, sizeof h / sizeof h[0]);
 	for (size_t i = 0; i < n; i++)
 		fprintf(o,
@@ -1061,8 +1064,10 @@ static void render_rest(struct ctx *c)
 		fclose(m);
 		c->o = o;
 		if (c->done[k] == 1)
-			fprintf(o, "<section class=\"more\" id=\"%s-more-%s\"><h2>%s</h2>\n%s</section>\n",
-			        c->pfx, plot_names[k], plot_titles[k], buf);
+			fprintf(
+			    o,
+			    "<section class=\"more\" id=\"%s-more-%s\"><h2>%s</h2>\n%s</section>\n",
+			    c->pfx, plot_names[k], plot_titles[k], buf);
 		free(buf);
 	}
 }
@@ -1079,8 +1084,10 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx, doub
 	xm_story(x, story, sizeof story);
 	if (story[0]) { /* a job that failed: its story above the findings and their plots */
 		/* styled in place: the page's style sheet stays that of a job that did not fail */
-		fprintf(o, "<p class=\"story\" id=\"%s-story\" style=\"border-left:6px solid "
-		           "#c62828;background:#fdf3f3;padding:6px 12px\">", pfx);
+		fprintf(o,
+		        "<p class=\"story\" id=\"%s-story\" style=\"border-left:6px solid "
+		        "#c62828;background:#fdf3f3;padding:6px 12px\">",
+		        pfx);
 		svg_esc(o, story);
 		fputs("</p>\n", o);
 	}
@@ -1180,8 +1187,9 @@ int xh_report(FILE *o, const struct xm_job *x, const char *title)
 static void diff_table(FILE *o, const char *id, const char *first, const struct an_diff_row *r,
                        size_t n)
 {
-	fprintf(o, "<div class=\"tw\"><table class=\"t sum\" id=\"%s\"><thead><tr><th>%s</th>"
-	           "<th>before</th><th>after</th><th>change</th></tr></thead><tbody>\n",
+	fprintf(o,
+	        "<div class=\"tw\"><table class=\"t sum\" id=\"%s\"><thead><tr><th>%s</th>"
+	        "<th>before</th><th>after</th><th>change</th></tr></thead><tbody>\n",
 	        id, first);
 	for (size_t i = 0; i < n; i++) {
 		/* unchanged rows dimmed: what changed stands out */

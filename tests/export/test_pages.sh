@@ -2,8 +2,8 @@
 # test_pages.sh: every HTML page (report --html of each shipped trace and of four test traces,
 # diff --html) rendered by headless Chromium: a screenshot is written and shows a page, and nothing
 # overflows the page's column (script-free: the screenshot's side margins are all background,
-# png_edges.py); a page wider than the page is caught (control). Without chromium: SKIP. Screenshots are kept under
-# $NVLP_SHOTS when set (to look at them).
+# png_edges.py); a page wider than the page is caught (control). Without chromium: SKIP.
+# Screenshots are kept under $NVLP_SHOTS when set (to look at them).
 source "$(dirname "$0")/../lib.sh"
 TRACES="$ROOT/examples/traces"
 EDGES="python3 $ROOT/tests/export/png_edges.py"
