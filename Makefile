@@ -5,6 +5,7 @@
 #   make analyzer   build/nvlprof alone (needs no CUDA toolkit)    make install PREFIX=/usr/local
 #   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
 #   make mutate     mutation testing of the suites (tests/mutate/)   make regen-goldens  rewrite goldens
+#   make docs-pictures  docs/report_ddp_p2p_disable.png from the current build (headless chromium)
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-13.0 /opt/cuda) /usr/local/cuda)
 NCCL_HOME ?=
 PREFIX ?= /usr/local
@@ -272,6 +273,13 @@ mutate: $(TEST_DEPS)
 # the committed goldens (review the diff); no environment variable does this
 GOLDEN_SUITES := tests/analyzer/test_report.sh tests/analyzer/test_pyloc.sh tests/export/test_export.sh \
 	tests/export/test_sqlite.sh tests/hooks/test_graphs12.sh
+# the README's picture, from the current build: the HTML report of ddp_p2p_disable in headless Chromium
+.PHONY: docs-pictures
+docs-pictures: $(CLI)
+	$(CLI) report --html $(BUILD)/report_ddp_p2p_disable.html examples/traces/ddp_p2p_disable
+	chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
+	  --disable-sync --no-first-run --hide-scrollbars --user-data-dir=$$(mktemp -d) --window-size=1000,1300 \
+	  --screenshot=$(abspath docs/report_ddp_p2p_disable.png) file://$(abspath $(BUILD)/report_ddp_p2p_disable.html)
 .PHONY: regen-goldens
 regen-goldens: $(TEST_DEPS)
 	@for t in $(GOLDEN_SUITES); do BUILD=$(BUILD) bash $$t --regen-goldens | grep '^REGEN: '; done; git status --short -- '*golden*' examples/traces

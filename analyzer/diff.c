@@ -444,17 +444,25 @@ static void fmt_pct(char *buf, size_t n, double b, double a)
 		snprintf(buf, n, "%+.1f%%", p);
 }
 
+/* The VERDICT line, as text prints it and the HTML page shows it first */
+static void verdict_line(const struct verdict *v, char *buf, size_t n)
+{
+	if (isnan(v->slower_pct))
+		snprintf(buf, n, "VERDICT: no comparable time");
+	else
+		snprintf(buf, n, "VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s",
+		         fabs(v->slower_pct), v->slower_pct >= 0 ? "slower" : "faster", v->metric,
+		         v->b, v->a, v->cause[0] ? "; " : "", v->cause);
+}
+
 static void text_header(const struct diff_rows *d, const struct side *B, const struct side *A)
 {
 	const struct verdict *v = &d->v;
 	printf("nvlprof diff\n  BEFORE %s (%d processes)\n  AFTER  %s (%d processes)\n\n", B->path,
 	       B->s.processes, A->path, A->s.processes);
-	if (isnan(v->slower_pct))
-		printf("VERDICT: no comparable time\n");
-	else
-		printf("VERDICT: AFTER is %.1f%% %s (%s %.3f -> %.3f)%s%s\n", fabs(v->slower_pct),
-		       v->slower_pct >= 0 ? "slower" : "faster", v->metric, v->b, v->a,
-		       v->cause[0] ? "; " : "", v->cause);
+	char line[512];
+	verdict_line(v, line, sizeof line);
+	printf("%s\n", line);
 }
 
 static void text_metrics(const struct diff_rows *d)
@@ -652,4 +660,63 @@ int nvlp_cmd_diff(int argc, char **argv)
 	if (oom || nvlp_out_finish(stdout, "standard output") < 0)
 		return 2;
 	return failed ? 1 : 0;
+}
+
+/* The tagged list of findings ids, as text's FINDINGS lines print them */
+static void tagged_list(char *buf, size_t n, const struct an_findings *f, const char *const *ids,
+                        size_t nids)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < nids && k < n; i++) {
+		const struct an_finding *x = an_findings_get(f, ids[i]);
+		k += (size_t)snprintf(buf + k, n - k, "%s%s [%s%s%s]", i ? ", " : "", ids[i],
+		                      x ? an_sev_name(x->sev) : "?",
+		                      x && x->explained_by ? ", explained by " : "",
+		                      x && x->explained_by ? x->explained_by : "");
+	}
+	if (!nids)
+		snprintf(buf, n, "none");
+}
+
+int an_diff_view(const struct an_job *jb, const struct an_findings *fb, const struct an_job *ja,
+                 const struct an_findings *fa, struct an_diff_view *v)
+{
+	struct side *S = calloc(2, sizeof *S); /* shallow copies: nothing of them is freed here */
+	struct diff_rows *d = malloc(sizeof *d);
+	if (!S || !d) {
+		free(S);
+		free(d);
+		return -1;
+	}
+	S[0].job = *jb, S[0].f = *fb, S[1].job = *ja, S[1].f = *fa;
+	an_summarize(jb, &S[0].s);
+	an_summarize(ja, &S[1].s);
+	diff_compute(&S[0], &S[1], NAN, d);
+	memset(v, 0, sizeof *v);
+	verdict_line(&d->v, v->verdict, sizeof v->verdict);
+	_Static_assert(sizeof v->m / sizeof v->m[0] >= sizeof d->m / sizeof d->m[0],
+	               "every metric");
+	for (size_t i = 0; i < d->nm; i++) {
+		v->m[i].name = d->m[i].name;
+		fmt(v->m[i].b, sizeof v->m[i].b, d->m[i].b);
+		fmt(v->m[i].a, sizeof v->m[i].a, d->m[i].a);
+		fmt_pct(v->m[i].change, sizeof v->m[i].change, d->m[i].b, d->m[i].a);
+	}
+	v->nm = d->nm;
+	for (size_t i = 0; i < d->nbusbw && i < sizeof v->bw / sizeof v->bw[0]; i++) {
+		const struct cell *x = &d->busbw[i];
+		snprintf(v->bw[i].name, sizeof v->bw[i].name, "%s %s", an_coll_name(x->c),
+		         an_size_class_name(x->sc));
+		fmt(v->bw[i].b, sizeof v->bw[i].b, x->b);
+		fmt(v->bw[i].a, sizeof v->bw[i].a, x->a);
+		fmt_pct(v->bw[i].change, sizeof v->bw[i].change, x->b, x->a);
+		v->nbw++;
+	}
+	tagged_list(v->fnew, sizeof v->fnew, fa, d->fnew, d->nnew);
+	tagged_list(v->fres, sizeof v->fres, fb, d->fres, d->nres);
+	tagged_list(v->fstill, sizeof v->fstill, fa, d->fstill, d->nstill);
+	free(d);
+	free(S);
+	return 0;
 }

@@ -17,6 +17,8 @@ struct xm_job {
 	struct an_findings f;
 	struct xm_rank *r;
 	int main_comm;
+	struct an_tables t; /* the report's tables, built once: the page shows what text shows */
+	int have_t;
 };
 
 _Static_assert(AN_TH_COUNT <= 64, "struct xm_opts holds every threshold");
@@ -52,6 +54,13 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 		return NULL;
 	}
 	const struct an_job *j = &x->job;
+	if (an_tables_build(j, &x->t) < 0) {
+		an_tables_free(&x->t);
+		fprintf(stderr, "nvlprof: out of memory\n");
+		xm_close(x);
+		return NULL;
+	}
+	x->have_t = 1;
 	x->r = calloc(j->nranks ? j->nranks : 1, sizeof *x->r);
 	if (!x->r) {
 		fprintf(stderr, "nvlprof: out of memory\n");
@@ -94,6 +103,8 @@ void xm_close(struct xm_job *x)
 {
 	if (!x)
 		return;
+	if (x->have_t)
+		an_tables_free(&x->t);
 	an_findings_free(&x->f);
 	an_job_free(&x->job);
 	free(x->r);
@@ -247,6 +258,7 @@ void xm_sample(const struct xm_job *x, size_t rank, size_t d, size_t k, struct x
 	s->e = a->e + (uint64_t)r->offset;
 	s->nvl = a->nvl;
 	s->pcie = a->pcie;
+	s->gap = a->gap;
 }
 size_t xm_ncoll_ivals(const struct xm_job *x, size_t rank, size_t d)
 {
@@ -422,4 +434,102 @@ int xm_kernel_names(struct xm_names *c, const char *name, const char **full, con
 	*full = c->v[j].full;
 	*shortn = c->v[j].shortn;
 	return 0;
+}
+
+/* ---- the report's tables as rows (copied from an_tables_build's, never recomputed) ---- */
+void xm_head_text(FILE *o, const struct xm_job *x)
+{
+	an_report_head(o, &x->job, &x->t);
+}
+
+int xm_diff_view(const struct xm_job *b, const struct xm_job *a, struct an_diff_view *v)
+{
+	return an_diff_view(&b->job, &b->f, &a->job, &a->f, v);
+}
+
+const char *xm_coll_time_kind(const struct xm_job *x)
+{
+	return x->job.have_gpu || x->job.have_kch_gpu ? "GPU kernel time" : "host call time";
+}
+
+size_t xm_ncoll_rows(const struct xm_job *x)
+{
+	return x->job.naggs;
+}
+void xm_coll_row(const struct xm_job *x, size_t i, struct xm_coll_row *r)
+{
+	const struct an_arow *a = &x->t.coll[i];
+	r->comm_hash = a->c->hash;
+	r->comm_name = a->c->name;
+	r->fn = nvlp_nccl_fn_name(a->a->fn);
+	r->nranks = a->c->nranks;
+	r->host_time = a->host_time;
+	r->calls_per_rank = a->calls_per_rank;
+	r->bytes_per_call = a->bytes_per_call;
+	r->ms_per_rank = a->time_ms_per_rank;
+	r->algbw = a->algbw;
+	r->busbw = a->busbw;
+	r->peak_share = a->peak_share;
+}
+
+size_t xm_nrank_rows(const struct xm_job *x)
+{
+	return x->t.nranks;
+}
+void xm_rank_row(const struct xm_job *x, size_t i, struct xm_rank_row *r)
+{
+	const struct an_rrow *w = &x->t.ranks[i];
+	r->rank = w->rank;
+	r->pid = w->r->pid;
+	r->host = w->r->host;
+	r->gpu = w->gpu;
+	r->truncated = w->r->truncated;
+	r->wall_ms = w->wall_ns / 1e6;
+	r->comm_ms = w->comm.ns / 1e6;
+	r->comm_host = w->comm.host > 0;
+	r->exposed_ms = w->gpu ? w->exposed_ns / 1e6 : NAN;
+	r->exposed_share = w->gpu ? (w->span_ns > 0 ? w->exposed_ns / w->span_ns : 0) : NAN;
+	r->last_share = w->x->colls ? (double)w->x->last_count / (double)w->x->colls : 0;
+	r->lead_ms = w->x->median_lead_ns / 1e6;
+	r->waited_ms = w->x->wait_ns / 1e6;
+}
+
+size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap)
+{
+	const struct an_job *j = &x->job;
+	size_t n = 0;
+	if (!j->have_links)
+		return 0;
+	for (size_t i = 0; i < j->nranks; i++)
+		for (size_t d = 0; d < j->ranks[i].ndevs; d++) {
+			const struct an_dev *e = &j->ranks[i].devs[d];
+			if (!e->nsamples)
+				continue;
+			if (n < cap)
+				v[n] = (struct xm_link_row){j->ranks[i].rank >= 0 ? j->ranks[i].rank
+				                                                  : (int)i,
+				                            e->device,
+				                            (double)(e->nvl_tx + e->nvl_rx),
+				                            (double)e->nvl_coll,
+				                            (double)(e->pcie_rd + e->pcie_wr),
+				                            (double)e->pcie_coll};
+			n++;
+		}
+	return n;
+}
+
+size_t xm_nchoice_rows(const struct xm_job *x)
+{
+	return x->job.nchoices;
+}
+void xm_choice_row(const struct xm_job *x, size_t i, struct xm_choice_row *r)
+{
+	const struct an_job *j = &x->job;
+	const struct an_jchoice *c = &j->choices[i];
+	r->comm_known = c->comm >= 0;
+	r->comm_hash = c->comm >= 0 ? j->comms[c->comm].hash : 0;
+	r->fn = an_choice_fn_name(j, c);
+	snprintf(r->algo_proto, sizeof r->algo_proto, "%s/%s", c->algo, c->proto);
+	r->calls = c->calls;
+	an_choice_channels(c, r->channels, sizeof r->channels);
 }

@@ -43,6 +43,7 @@ struct xm_hang {
 
 struct xm_sample { /* link counters over [s, e), job time */
 	uint64_t s, e, nvl, pcie;
+	int gap; /* samples were lost before this one (the trace says so) */
 };
 
 struct xm_alloc {
@@ -119,6 +120,50 @@ void xm_rank_last(const struct xm_job *x, size_t rank, uint64_t *last, uint64_t 
 
 /*! The text report, as `nvlprof report` prints it. */
 void xm_report_text(FILE *o, const struct xm_job *x);
+
+/*! The report's first lines (processes, steps, data, communication), as `nvlprof report` prints
+ * them: the page's header shows these, never its own arithmetic. */
+void xm_head_text(FILE *o, const struct xm_job *x);
+struct an_diff_view; /* report.h */
+/*! diff's verdict and tables for BEFORE b and AFTER a, as `nvlprof diff` prints them. @return 0,
+ * -1 out of memory */
+int xm_diff_view(const struct xm_job *b, const struct xm_job *a, struct an_diff_view *v);
+
+/* The report's tables (COLLECTIVES, RANKS, LINKS, NCCL CHOICES) row by row: the figures the text
+ * report prints, from the same computation; NaN where text prints "-". */
+struct xm_coll_row {
+	uint64_t comm_hash;
+	const char *comm_name, *fn;
+	int nranks, host_time; /* host_time: the time is host call time ("h") */
+	double calls_per_rank, bytes_per_call, ms_per_rank, algbw, busbw, peak_share;
+};
+/*! "GPU kernel time" or "host call time": what COLLECTIVES' times are */
+const char *xm_coll_time_kind(const struct xm_job *x);
+size_t xm_ncoll_rows(const struct xm_job *x);
+void xm_coll_row(const struct xm_job *x, size_t i, struct xm_coll_row *r);
+struct xm_rank_row {
+	int rank, pid, gpu, truncated, comm_host;
+	const char *host;
+	double wall_ms, comm_ms, exposed_ms, exposed_share, last_share, lead_ms, waited_ms;
+};
+size_t xm_nrank_rows(const struct xm_job *x);
+void xm_rank_row(const struct xm_job *x, size_t i, struct xm_rank_row *r);
+struct xm_link_row { /* bytes per GPU: total and during collectives */
+	int rank, device;
+	double nvl, nvl_coll, pcie, pcie_coll;
+};
+/*! Up to cap rows into v. @return the number of rows (0: no link counters) */
+size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap);
+struct xm_choice_row {
+	uint64_t comm_hash;
+	int comm_known;
+	const char *fn;
+	char algo_proto[40];
+	uint64_t calls;
+	char channels[24];
+};
+size_t xm_nchoice_rows(const struct xm_job *x);
+void xm_choice_row(const struct xm_job *x, size_t i, struct xm_choice_row *r);
 
 /* Figures for diff's side-by-side table. */
 struct xm_summary {

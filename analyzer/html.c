@@ -8,10 +8,14 @@
 #include <string.h> /* strcmp */
 
 #include "export.h"
+#include "report.h" /* struct an_diff_view */
 #include "svg.h"
 
 enum { P_BW, P_SKEW, P_HANG, P_UM, P_COUNT };
 static const char *const plot_names[P_COUNT] = {"bandwidth", "skew", "hang", "um"};
+/* The heading of a plot no finding explains, in its own named section */
+static const char *const plot_titles[P_COUNT] = {"Link bandwidth", "Arrival skew", "Hang",
+                                                 "Unified memory"};
 
 struct umev {
 	uint64_t t, bytes;
@@ -41,8 +45,8 @@ static void um_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 		c->v = v;
 		c->cap = cap;
 	}
-	c->v[c->n++] = (struct umev){e->ts, u->value, e->alloc, u->counter == NVLP_UM_BYTES_TRANSFER_DTOH,
-	                            e->rank};
+	c->v[c->n++] = (struct umev){e->ts, u->value, e->alloc,
+	                             u->counter == NVLP_UM_BYTES_TRANSFER_DTOH, e->rank};
 }
 
 struct ctx {
@@ -53,7 +57,8 @@ struct ctx {
 	int done[P_COUNT]; /* 1 drawn (anchor exists), -1 nothing to draw */
 	struct umc um;
 	uint64_t t0, t1;
-	double xa, xb; /* time range of the bandwidth plots, ms */
+	double xa, xb; /* time range of the page's plots over time (the hang's zoom aside), ms */
+	double ymax;   /* top of every bandwidth plot, GB/s: diff's two sides share it (0: own) */
 };
 
 static double ms(const struct ctx *c, uint64_t t)
@@ -69,24 +74,76 @@ static void figure_begin(struct ctx *c, int kind, const char *caption)
 	fputs("</figcaption>\n", c->o);
 }
 
-/* One GPU's link samples as GB/s at each sample's midpoint; returns the largest (at least 1). */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* One GPU's link samples as GB/s at each sample's midpoint, with a NaN point (a gap, svg_series)
+ * where samples are missing: flagged lost (NVLP_LINKSAMPLE_F_GAP), a sample much longer than the
+ * usual one, or time between two samples. xs, yn, yp hold 2n; *m gets the points written. Returns
+ * the largest rate (>= 1). */
 static double bw_rates(const struct ctx *c, size_t r, size_t d, size_t n, double *xs, double *yn,
-                       double *yp)
+                       double *yp, size_t *m)
 {
 	double ymax = 1;
+	uint64_t *dur = malloc(n * sizeof *dur), usual = 0;
+	if (dur) { /* the median sample length */
+		for (size_t k = 0; k < n; k++) {
+			struct xm_sample s;
+			xm_sample(c->x, r, d, k, &s);
+			dur[k] = s.e > s.s ? s.e - s.s : 0;
+		}
+		qsort(dur, n, sizeof *dur, cmp_u64);
+		usual = dur[n / 2];
+		free(dur);
+	}
+	uint64_t prev_e = 0;
+	size_t j = 0;
 	for (size_t k = 0; k < n; k++) {
 		struct xm_sample s;
 		xm_sample(c->x, r, d, k, &s);
-		double dur = s.e > s.s ? (double)(s.e - s.s) : 1;
-		xs[k] = ms(c, s.s + (s.e - s.s) / 2);
-		yn[k] = (double)s.nvl / dur;
-		yp[k] = (double)s.pcie / dur;
-		if (yn[k] > ymax)
-			ymax = yn[k];
-		if (yp[k] > ymax)
-			ymax = yp[k];
+		uint64_t len = s.e > s.s ? s.e - s.s : 1;
+		int gap = (s.gap && k) ||
+		          (usual && (len > 3 * usual || (prev_e && s.s > prev_e + 2 * usual)));
+		prev_e = s.e;
+		int long_one = usual && len > 3 * usual; /* a sample over the missing time */
+		if (gap) { /* no samples over this time: no line across it */
+			xs[j] = ms(c, long_one ? s.s + len / 2 : s.s);
+			yn[j] = yp[j] = NAN;
+			j++;
+			if (long_one)
+				continue;
+		}
+		xs[j] = ms(c, s.s + len / 2);
+		yn[j] = (double)s.nvl / (double)len;
+		yp[j] = (double)s.pcie / (double)len;
+		if (yn[j] > ymax)
+			ymax = yn[j];
+		if (yp[j] > ymax)
+			ymax = yp[j];
+		j++;
 	}
+	*m = j;
 	return ymax;
+}
+
+/* The largest link rate of any GPU of the job, GB/s (diff: both sides on one scale) */
+static double bw_max(struct ctx *c)
+{
+	double mx = 0;
+	for (size_t r = 0; r < xm_nranks(c->x); r++)
+		for (size_t d = 0; xm_rank(c->x, r)->ok && d < xm_ndevs(c->x, r); d++) {
+			size_t n = xm_nsamples(c->x, r, d), m;
+			double *xs = n ? malloc(n * 6 * sizeof *xs) : NULL;
+			if (!xs)
+				continue;
+			double y = bw_rates(c, r, d, n, xs, xs + 2 * n, xs + 4 * n, &m);
+			mx = y > mx ? y : mx;
+			free(xs);
+		}
+	return mx;
 }
 
 /* Shade the GPU's NCCL kernels, merged where closer than a pixel */
@@ -128,7 +185,7 @@ static void bw_gpu_plot(const struct ctx *c, size_t r, size_t d, const double *x
 	         xm_dev(x, r, d));
 	struct svg s;
 	svg_begin(&s, c->o, c->W, 200, "bw", title);
-	svg_range(&s, c->xa, c->xb, 0, ymax * 1.05);
+	svg_range(&s, c->xa, c->xb, 0, (c->ymax > 0 ? c->ymax : ymax) * 1.05);
 	svg_axes(&s, "time since start (ms)", "GB/s", 1);
 	bw_coll_bands(c, &s, r, d);
 	svg_series(&s, xs, yp, n, "pcie");
@@ -154,18 +211,25 @@ static int plot_bw(struct ctx *c)
 			size_t n = xm_nsamples(x, r, d);
 			if (!n)
 				continue;
-			double *xs = malloc(n * 3 * sizeof *xs);
+			double *xs = malloc(n * 6 * sizeof *xs);
 			if (!xs)
 				continue;
-			double *yn = xs + n, *yp = xs + 2 * n;
-			double ymax = bw_rates(c, r, d, n, xs, yn, yp);
+			double *yn = xs + 2 * n, *yp = xs + 4 * n;
+			size_t m;
+			double ymax = bw_rates(c, r, d, n, xs, yn, yp, &m);
 			if (!drawn)
 				figure_begin(
 				    c, P_BW,
-				    "Link bandwidth per GPU over time (GB/s, tx+rx; over the "
-				    "recognised training steps when there are some); shaded: NCCL "
-				    "kernels running");
-			bw_gpu_plot(c, r, d, xs, yn, yp, n, ymax);
+				    c->ymax > 0
+				        ? "Link bandwidth per GPU over time (GB/s, tx+rx; over "
+				          "the recognised training steps when there are some; "
+				          "one y scale for both runs); shaded: NCCL kernels "
+				          "running; a break in a line: no samples"
+				        : "Link bandwidth per GPU over time (GB/s, tx+rx; over "
+				          "the recognised training steps when there are some); "
+				          "shaded: NCCL kernels running; a break in a line: no "
+				          "samples");
+			bw_gpu_plot(c, r, d, xs, yn, yp, m, ymax);
 			free(xs);
 			drawn++;
 		}
@@ -345,6 +409,24 @@ static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, s
 	svg_text(s, s->ml - 6, svg_py(s, y + 0.5) + 4, "end", strag ? "al strag" : "al", lab);
 }
 
+/* The colour scale of a heatmap in the top margin, right: 0 to full (sat, in unit) */
+static void heat_scale(struct svg *s, double sat, const char *unit)
+{
+	enum { STEPS = 10, SW = 12 };
+	double x = s->w - s->mr - STEPS * SW - 70, y = 6;
+	svg_text(s, x - 4, y + 9, "end", "tl", "0");
+	for (int i = 0; i < STEPS; i++) {
+		char fill[8];
+		svg_heat((i + 0.5) / STEPS, fill);
+		fprintf(s->o,
+		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"10\" fill=\"%s\"/>",
+		        x + i * SW, y, SW, fill);
+	}
+	char lab[48];
+	snprintf(lab, sizeof lab, "%.2f %s", sat, unit);
+	svg_text(s, x + STEPS * SW + 4, y + 9, "start", "tl", lab);
+}
+
 /* The skew figure from a filled table */
 static void skew_draw(struct ctx *c, const struct skew *k)
 {
@@ -369,6 +451,7 @@ static void skew_draw(struct ctx *c, const struct skew *k)
 	svg_axes(&s, "collective (in sequence order)", NULL, 0);
 	for (size_t i = 0; i < k->rows; i++)
 		skew_row(c, &s, k, i, per, strag_rank);
+	heat_scale(&s, k->sat, "ms late");
 	svg_end(&s);
 	fputs("</figure>\n", c->o);
 }
@@ -434,6 +517,21 @@ static double hang_zoom_start(const struct ctx *c, int comm)
 	return xa;
 }
 
+/* The last call on comm of any rank, or the hang's entry if later; ms */
+static double hang_last_event(const struct ctx *c, int comm, uint64_t hang_t)
+{
+	const struct xm_job *x = c->x;
+	uint64_t last = hang_t;
+	for (size_t r = 0; r < xm_nranks(x); r++)
+		for (size_t k = 0; xm_rank(x, r)->ok && k < xm_ncalls(x, r); k++) {
+			struct xm_call cl;
+			xm_call(x, r, k, &cl);
+			if (cl.comm == comm && cl.t > last)
+				last = cl.t;
+		}
+	return last ? ms(c, last) : ms(c, c->t1);
+}
+
 /* A tick per pixel column for each of rank r's calls on comm; returns the last call's time */
 static uint64_t hang_ticks(const struct ctx *c, struct svg *s, size_t r, int comm, double y,
                            int missing)
@@ -494,13 +592,17 @@ static int plot_hang(struct ctx *c)
 	size_t nr = xm_nranks(x);
 	uint64_t hang_t = hang_entry(x, &h);
 	double xa = hang_zoom_start(c, h.comm);
-	double xb = ms(c, c->t1);
-	xa -= (xb - xa) * 0.02;
-	char cap[300];
+	double xb = hang_last_event(c, h.comm, hang_t);
+	/* zoomed on the calls, room on the right for the missing rank's note: the wait runs on */
+	double pad = (xb - xa) * 0.04 + 0.01;
+	xa -= pad;
+	xb += (xb - xa) * 0.5;
+	char cap[400];
 	snprintf(cap, sizeof cap,
 	         "Hang: %s #%u on communicator %d: entered by %d rank(s) that waited %.0f ms, "
-	         "never by %d; ticks: each rank's last calls on it",
-	         xm_fn_name(h.fn), h.seq, h.comm, h.npresent, h.wait_ms, h.nmissing);
+	         "never by %d; ticks: each rank's last calls on it (zoomed on them: the trace "
+	         "runs on to %.0f ms)",
+	         xm_fn_name(h.fn), h.seq, h.comm, h.npresent, h.wait_ms, h.nmissing, ms(c, c->t1));
 	figure_begin(c, P_HANG, cap);
 	size_t rows = 0;
 	for (size_t r = 0; r < nr; r++)
@@ -638,17 +740,10 @@ static int plot_um(struct ctx *c)
 	    c, P_UM,
 	    "Unified-memory migrations over time by allocation (blue: to a GPU, orange: to "
 	    "the CPU; dot area ~ bytes per pixel)");
-	double ua = 1e300, ub = -1e300;
-	for (size_t i = 0; i < c->um.n; i++) {
-		double t = ms(c, c->um.v[i].t);
-		ua = t < ua ? t : ua;
-		ub = t > ub ? t : ub;
-	}
-	double pad = (ub - ua) * 0.02 + 0.01;
 	struct svg s;
 	svg_begin(&s, c->o, c->W, 50 + 40 * nt, "um", "UM migrations by allocation");
 	s.ml = 200;
-	svg_range(&s, ua - pad, ub + pad, 0, nt);
+	svg_range(&s, c->xa, c->xb, 0, nt); /* the page's time range (render_meta) */
 	svg_axes(&s, "time since start (ms)", NULL, 0);
 	um_dots(c, &s, top, nt);
 	um_labels(c, &s, top, nt);
@@ -670,8 +765,7 @@ static int plot_for(const char *id)
 	if (!strcmp(id, "uma_thrashing"))
 		return P_UM;
 	if (!strcmp(id, "pcie_fallback") || !strcmp(id, "low_bus_bandwidth") ||
-	    !strcmp(id, "exposed_communication") || !strcmp(id, "peer_access_disabled") ||
-	    !strcmp(id, "collection_gaps"))
+	    !strcmp(id, "exposed_communication") || !strcmp(id, "peer_access_disabled"))
 		return P_BW;
 	return -1;
 }
@@ -686,14 +780,12 @@ static void place(struct ctx *c, int k)
 		        c->pfx, plot_names[k], plot_names[k]);
 }
 
-/* The time range of the bandwidth plots and the line under the title: processes, length,
- * steps */
+/* The time range of the page's plots over time (the training steps when recognised, widened to
+ * the UM migrations), and under the title the report's own first lines: processes, steps, data,
+ * the communication summary, as `nvlprof report` prints them (xm_head_text) */
 static void render_meta(struct ctx *c)
 {
 	const struct xm_job *x = c->x;
-	size_t nok = 0;
-	for (size_t r = 0; r < xm_nranks(x); r++)
-		nok += xm_rank(x, r)->ok;
 	uint64_t s0, len;
 	int steps = xm_steps(x, &s0, &len);
 	/* bandwidth over the training steps when they were recognised: the whole job would
@@ -704,10 +796,32 @@ static void render_meta(struct ctx *c)
 		c->xa = ms(c, s0);
 		c->xb = ms(c, s0 + (uint64_t)steps * len);
 	}
-	fprintf(c->o, "<p class=\"meta\">%zu process(es), %.1f ms", nok, ms(c, c->t1));
-	if (steps)
-		fprintf(c->o, ", %d steps of %.2f ms", steps, (double)len / 1e6);
-	fputs("</p>\n", c->o);
+	for (size_t i = 0; i < c->um.n; i++) {
+		double t = ms(c, c->um.v[i].t);
+		c->xa = t < c->xa ? t : c->xa;
+		c->xb = t > c->xb ? t : c->xb;
+	}
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *m = open_memstream(&buf, &blen);
+	if (!m)
+		return;
+	xm_head_text(m, x);
+	fclose(m);
+	fprintf(c->o, "<div class=\"head\" id=\"%s-head\">", c->pfx);
+	for (char *l = buf, *e; l && *l; l = e ? e + 1 : NULL) {
+		e = strchr(l, '\n');
+		if (e)
+			*e = 0;
+		/* the communication line is the summary the reader looks for first */
+		fputs(strncmp(l, "communication:", 14) ? "<p class=\"meta\">"
+		                                       : "<p class=\"sumline\">",
+		      c->o);
+		svg_esc(c->o, l);
+		fputs("</p>", c->o);
+	}
+	fputs("</div>\n", c->o);
+	free(buf);
 }
 
 /* Finding i as an article: severity, id, title, evidence, advice, and its plot */
@@ -765,9 +879,202 @@ static void render_text(FILE *o, const struct xm_job *x, const char *pfx)
 	fputs("</pre></details>\n", o);
 }
 
-static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
+/* A number cell as text prints it ("-" for NaN) */
+static void td_num(FILE *o, const char *fmt, double v)
 {
-	struct ctx c = {.o = o, .x = x, .W = W, .pfx = pfx};
+	if (isnan(v)) {
+		fputs("<td>-</td>", o);
+		return;
+	}
+	fputs("<td>", o);
+	fprintf(o, fmt, v);
+	fputs("</td>", o);
+}
+
+/* The header row; a name starting with '<' heads a column of text (left-aligned) */
+static void th_row(FILE *o, const char *const *h, size_t n)
+{
+	fputs("<thead><tr>", o);
+	for (size_t i = 0; i < n; i++)
+		fprintf(o, h[i][0] == '<' ? "<th class=\"l\">%s</th>" : "<th>%s</th>",
+		        h[i] + (h[i][0] == '<'));
+	fputs("</tr></thead><tbody>\n", o);
+}
+
+static void table_begin(const struct ctx *c, const char *id, const char *title, const char *note)
+{
+	fprintf(c->o, "<h3 id=\"%s-%s\">", c->pfx, id);
+	svg_esc(c->o, title);
+	fputs("</h3>\n", c->o);
+	if (note) {
+		fputs("<p class=\"note\">", c->o);
+		svg_esc(c->o, note);
+		fputs("</p>\n", c->o);
+	}
+	fprintf(c->o, "<div class=\"tw\"><table class=\"t\" id=\"%s-t-%s\">", c->pfx, id);
+}
+
+static void table_end(const struct ctx *c)
+{
+	fputs("</tbody></table></div>\n", c->o);
+}
+
+/* COLLECTIVES: the text report's rows (xm_coll_row), one table row each */
+static void table_collectives(const struct ctx *c)
+{
+	FILE *o = c->o;
+	size_t n = xm_ncoll_rows(c->x);
+	if (!n)
+		return;
+	char note[200];
+	snprintf(note, sizeof note,
+	         "Per communicator; time is %s; algbw/busbw in GB/s as nccl-tests, over transfer "
+	         "time; h: host time, no GPU data.",
+	         xm_coll_time_kind(c->x));
+	table_begin(c, "collectives", "Collectives", note);
+	static const char *const h[] = {"<comm",   "<call", "ranks", "calls/rank", "MiB/call",
+	                                "ms/rank", "algbw", "busbw", "%peak"};
+	th_row(o, h, sizeof h / sizeof h[0]);
+	for (size_t i = 0; i < n; i++) {
+		struct xm_coll_row r;
+		xm_coll_row(c->x, i, &r);
+		fprintf(o, "<tr><td><code>%016llx</code>", (unsigned long long)r.comm_hash);
+		if (r.comm_name && r.comm_name[0]) {
+			fputs(" ", o);
+			svg_esc(o, r.comm_name);
+		}
+		fprintf(o, "</td><td class=\"l\"><code>%s</code></td><td>%d</td>", r.fn, r.nranks);
+		td_num(o, "%.1f", r.calls_per_rank);
+		td_num(o, "%.3f", r.bytes_per_call / 1048576.0);
+		fprintf(o, "<td>%.2f%s</td>", r.ms_per_rank, r.host_time ? " h" : "");
+		td_num(o, "%.1f", r.algbw);
+		td_num(o, "%.1f", r.busbw);
+		td_num(o, "%.0f", r.peak_share * 100);
+		fputs("</tr>\n", o);
+	}
+	table_end(c);
+}
+
+static void table_choices(const struct ctx *c)
+{
+	FILE *o = c->o;
+	size_t n = xm_nchoice_rows(c->x);
+	if (!n)
+		return;
+	table_begin(c, "choices", "NCCL choices",
+	            "From NCCL's profiler plugin; calls summed over ranks.");
+	static const char *const h[] = {"<comm", "<call", "<algorithm/protocol", "calls",
+	                                "channels"};
+	th_row(o, h, sizeof h / sizeof h[0]);
+	for (size_t i = 0; i < n; i++) {
+		struct xm_choice_row r;
+		xm_choice_row(c->x, i, &r);
+		if (r.comm_known)
+			fprintf(o, "<tr><td><code>%016llx</code></td>",
+			        (unsigned long long)r.comm_hash);
+		else
+			fputs("<tr><td>?</td>", o);
+		fprintf(o, "<td class=\"l\"><code>%s</code></td><td class=\"l\"><code>", r.fn);
+		svg_esc(o, r.algo_proto);
+		fprintf(o, "</code></td><td>%llu</td><td>", (unsigned long long)r.calls);
+		svg_esc(o, r.channels);
+		fputs("</td></tr>\n", o);
+	}
+	table_end(c);
+}
+
+static void table_ranks(const struct ctx *c)
+{
+	FILE *o = c->o;
+	size_t n = xm_nrank_rows(c->x);
+	if (!n)
+		return;
+	table_begin(c, "ranks", "Ranks",
+	            "comm ms: NCCL GPU time (h: includes host call time); exposed: not overlapped "
+	            "by compute; last%: share of collectives it arrived last at; lead ms: median "
+	            "lead over the next-latest rank then; waited ms: its waits for the last rank.");
+	static const char *const h[] = {"rank",       "<host",    "pid",   "wall ms", "comm ms",
+	                                "exposed ms", "exposed%", "last%", "lead ms", "waited ms"};
+	th_row(o, h, sizeof h / sizeof h[0]);
+	for (size_t i = 0; i < n; i++) {
+		struct xm_rank_row r;
+		xm_rank_row(c->x, i, &r);
+		fprintf(o, "<tr><td>%d</td><td class=\"l\">", r.rank);
+		svg_esc(o, r.host);
+		fprintf(o, "</td><td>%d</td><td>%.1f%s</td><td>%.2f%s</td>", r.pid, r.wall_ms,
+		        r.truncated ? " (cut short)" : "", r.comm_ms, r.comm_host ? " h" : "");
+		td_num(o, "%.2f", r.exposed_ms);
+		td_num(o, "%.1f", r.exposed_share * 100);
+		td_num(o, "%.0f", r.last_share * 100);
+		td_num(o, "%.2f", r.lead_ms);
+		td_num(o, "%.2f", r.waited_ms);
+		fputs("</tr>\n", o);
+	}
+	table_end(c);
+}
+
+static void table_links(const struct ctx *c)
+{
+	FILE *o = c->o;
+	size_t n = xm_link_rows(c->x, NULL, 0);
+	struct xm_link_row *v = n ? calloc(n, sizeof *v) : NULL;
+	if (!v)
+		return;
+	xm_link_rows(c->x, v, n);
+	table_begin(c, "links", "Links", "Bytes per GPU: total, and during collectives.");
+	static const char *const h[] = {
+	    "rank", "device", "NVLink MiB", "during collectives", "PCIe MiB", "during collectives"};
+	th_row(o, h, sizeof h / sizeof h[0]);
+	for (size_t i = 0; i < n; i++)
+		fprintf(o,
+		        "<tr><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.1f</td>"
+		        "<td>%.1f</td></tr>\n",
+		        v[i].rank, v[i].device, v[i].nvl / 1048576.0, v[i].nvl_coll / 1048576.0,
+		        v[i].pcie / 1048576.0, v[i].pcie_coll / 1048576.0);
+	table_end(c);
+	free(v);
+}
+
+/* The report's tables as HTML tables, the same rows as the text report's */
+static void render_tables(const struct ctx *c)
+{
+	if (!xm_ncoll_rows(c->x) && !xm_nrank_rows(c->x))
+		return;
+	fprintf(c->o, "<section class=\"tables\" id=\"%s-tables\"><h2>Tables</h2>\n", c->pfx);
+	table_collectives(c);
+	table_choices(c);
+	table_ranks(c);
+	table_links(c);
+	fputs("</section>\n", c->o);
+}
+
+/* Plots no finding placed, each under its own heading; nothing (no heading) when none is left */
+static void render_rest(struct ctx *c)
+{
+	for (int k = 0; k < P_COUNT; k++) {
+		if (c->done[k])
+			continue;
+		char *buf = NULL;
+		size_t blen = 0;
+		FILE *m = open_memstream(&buf, &blen), *o = c->o;
+		if (!m)
+			return;
+		c->o = m;
+		c->done[k] = plots[k](c) ? 1 : -1;
+		fclose(m);
+		c->o = o;
+		if (c->done[k] == 1)
+			fprintf(
+			    o,
+			    "<section class=\"more\" id=\"%s-more-%s\"><h2>%s</h2>\n%s</section>\n",
+			    c->pfx, plot_names[k], plot_titles[k], buf);
+		free(buf);
+	}
+}
+
+static void render(FILE *o, const struct xm_job *x, int W, const char *pfx, double ymax)
+{
+	struct ctx c = {.o = o, .x = x, .W = W, .pfx = pfx, .ymax = ymax};
 	xm_span(x, &c.t0, &c.t1);
 	struct xe_sink sink = {.ctx = &c.um, .ev = um_ev};
 	uint64_t recs;
@@ -777,8 +1084,10 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 	xm_story(x, story, sizeof story);
 	if (story[0]) { /* a job that failed: its story above the findings and their plots */
 		/* styled in place: the page's style sheet stays that of a job that did not fail */
-		fprintf(o, "<p class=\"story\" id=\"%s-story\" style=\"border-left:6px solid "
-		           "#c62828;background:#fdf3f3;padding:6px 12px\">", pfx);
+		fprintf(o,
+		        "<p class=\"story\" id=\"%s-story\" style=\"border-left:6px solid "
+		        "#c62828;background:#fdf3f3;padding:6px 12px\">",
+		        pfx);
 		svg_esc(o, story);
 		fputs("</p>\n", o);
 	}
@@ -788,30 +1097,38 @@ static void render(FILE *o, const struct xm_job *x, int W, const char *pfx)
 	for (size_t i = 0; i < xm_nfindings(x); i++)
 		render_finding(&c, i);
 	fputs("</section>\n", o);
-	fprintf(o, "<section class=\"more\" id=\"%s-more\"><h2>More plots</h2>\n", pfx);
-	for (int k = 0; k < P_COUNT; k++)
-		if (!c.done[k])
-			c.done[k] = plots[k](&c) ? 1 : -1;
-	fputs("</section>\n", o);
+	render_rest(&c);
+	render_tables(&c);
 	render_text(o, x, pfx);
 	free(c.um.v);
+}
+
+/* The largest link rate of a job's GPUs, GB/s */
+static double job_bw_max(const struct xm_job *x)
+{
+	struct ctx c = {.x = x};
+	xm_span(x, &c.t0, &c.t1);
+	return bw_max(&c);
 }
 
 static const char css[] =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;"
     "margin:0 auto;padding:16px 20px;color:#1d1d1d;background:#fff}"
-    "h1{font-size:22px;margin:4px 0}h2{font-size:18px;border-bottom:1px solid #ddd;"
-    "padding-bottom:2px}h3{font-size:15px;margin:2px 0 6px}"
-    ".meta{color:#555;margin:2px 0 10px}code{font-family:ui-monospace,monospace;font-size:13px}"
+    "h1{font-size:22px;margin:4px 0;overflow-wrap:anywhere}h2{font-size:18px;border-bottom:1px "
+    "solid #ddd;padding-bottom:2px;overflow-wrap:anywhere}h3{font-size:15px;margin:2px 0 6px}"
+    ".meta{color:#555;margin:2px 0}.head{margin:2px 0 10px}"
+    ".sumline{margin:4px 0;font-weight:600}"
+    "code{font-family:ui-monospace,monospace;font-size:13px;overflow-wrap:normal;"
+    "word-break:keep-all}"
     ".finding{border-left:6px solid #888;background:#f7f7f7;padding:8px 14px;margin:14px 0}"
     ".sev-critical{border-color:#c62828}.sev-warning{border-color:#ef6c00}"
     ".sev-info{border-color:#1565c0}.sev{text-transform:uppercase;font-size:12px;"
     "letter-spacing:.05em;color:#fff;background:#888;padding:1px 6px;border-radius:3px}"
     ".sev-critical .sev{background:#c62828}.sev-warning .sev{background:#ef6c00}"
     ".sev-info .sev{background:#1565c0}.ev{margin:4px 0;padding-left:18px;columns:2;"
-    "font-size:13px;color:#333;overflow-wrap:anywhere}.ev li.loc{column-span:all;font-family:"
-    "monospace}.advice{margin:6px 0}.expl{margin:2px "
-    "0;color:#555}"
+    "font-size:13px;color:#333;overflow-wrap:break-word}.ev li{break-inside:avoid}"
+    ".ev li.loc{column-span:all;font-family:monospace}.advice{margin:6px 0}.expl{margin:2px "
+    "0;color:#555}.diff .ev{columns:1}"
     "figure{margin:8px 0}figcaption{font-size:13px;color:#444;margin-bottom:4px}"
     "svg{display:block;max-width:100%;height:auto;margin:4px 0;background:#fff}"
     "svg .area{fill:#fff;stroke:#999}svg .tick{stroke:#888}svg .grid{stroke:#eee}"
@@ -825,9 +1142,17 @@ static const char css[] =
     "stroke-dasharray:4 3;stroke-width:1.5}"
     "pre{font-size:12px;background:#f7f7f7;padding:8px;overflow-x:auto}"
     ".diff{display:grid;grid-template-columns:1fr 1fr;gap:18px}.diff>div{min-width:0}"
-    "table.sum{border-collapse:collapse;font-size:13px}table.sum td,table.sum th{"
-    "border-bottom:1px solid #e4e4e4;padding:2px 10px;text-align:right}"
-    "table.sum td:first-child{text-align:left}";
+    ".tw{max-width:100%;overflow-x:auto;margin:4px 0 12px}"
+    "table.t{border-collapse:collapse;font-size:13px}table.t td,table.t th{"
+    "border-bottom:1px solid #e4e4e4;padding:2px 8px;text-align:right;white-space:nowrap}"
+    "table.t th{background:#f3f3f3;font-weight:600}table.t td:first-child,table.t "
+    "th:first-child,table.t .l{text-align:left}table.t tbody tr:nth-child(even){background:#fafafa}"
+    "table.t tr.same td{color:#888}.note{font-size:12px;color:#555;margin:0 0 2px}"
+    ".diff table.t{font-size:11px}.diff table.t td,.diff table.t th{padding:2px 4px}"
+    ".diff table.t th{white-space:normal}"
+    ".verdict{font-size:16px;font-weight:600;border-left:6px solid #1565c0;background:#f3f7fc;"
+    "padding:6px 12px;overflow-wrap:anywhere}.cols{display:flex;flex-wrap:wrap;gap:24px;"
+    "align-items:flex-start}.fl{font-size:13px}";
 
 static void page_begin(FILE *o, const char *title)
 {
@@ -853,9 +1178,55 @@ int xh_report(FILE *o, const struct xm_job *x, const char *title)
 	char t[600];
 	snprintf(t, sizeof t, "nvlprof report: %s", title);
 	page_begin(o, t);
-	render(o, x, 900, "r");
+	render(o, x, 900, "r", 0);
 	page_end(o);
 	return ferror(o) ? -1 : 0;
+}
+
+/* A table of diff's rows (name, before, after, change), as `nvlprof diff` formats them */
+static void diff_table(FILE *o, const char *id, const char *first, const struct an_diff_row *r,
+                       size_t n)
+{
+	fprintf(o,
+	        "<div class=\"tw\"><table class=\"t sum\" id=\"%s\"><thead><tr><th>%s</th>"
+	        "<th>before</th><th>after</th><th>change</th></tr></thead><tbody>\n",
+	        id, first);
+	for (size_t i = 0; i < n; i++) {
+		/* unchanged rows dimmed: what changed stands out */
+		int same = !strcmp(r[i].change, "-") || !strcmp(r[i].change, "+0.0%") ||
+		           !strcmp(r[i].change, "-0.0%");
+		fprintf(o, "<tr%s><td><code>", same ? " class=\"same\"" : "");
+		svg_esc(o, r[i].name);
+		fprintf(o, "</code></td><td>%s</td><td>%s</td><td>%s</td></tr>\n", r[i].b, r[i].a,
+		        r[i].change);
+	}
+	fputs("</tbody></table></div>\n", o);
+}
+
+/* The verdict first (diff's VERDICT line), then what changed: metrics, bus bandwidth, findings */
+static void diff_head(FILE *o, const struct an_diff_view *v)
+{
+	fputs("<p class=\"verdict\" id=\"verdict\">", o);
+	svg_esc(o, v->verdict);
+	fputs("</p>\n<section class=\"changes\" id=\"changes\"><h2>What changed</h2>\n", o);
+	fputs("<p class=\"fl\"><b>new findings:</b> ", o);
+	svg_esc(o, v->fnew);
+	fputs("<br><b>resolved:</b> ", o);
+	svg_esc(o, v->fres);
+	fputs("<br><b>still:</b> ", o);
+	svg_esc(o, v->fstill);
+	fputs("</p>\n<div class=\"cols\">", o);
+	struct an_diff_row m[sizeof v->m / sizeof v->m[0]];
+	for (size_t i = 0; i < v->nm; i++) {
+		snprintf(m[i].name, sizeof m[i].name, "%s", v->m[i].name);
+		memcpy(m[i].b, v->m[i].b, sizeof m[i].b);
+		memcpy(m[i].a, v->m[i].a, sizeof m[i].a);
+		memcpy(m[i].change, v->m[i].change, sizeof m[i].change);
+	}
+	diff_table(o, "summary", "metric", m, v->nm);
+	if (v->nbw)
+		diff_table(o, "busbw", "bus bandwidth GB/s", v->bw, v->nbw);
+	fputs("</div></section>\n", o);
 }
 
 int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char *tb, const char *ta)
@@ -863,46 +1234,20 @@ int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char 
 	char t[600];
 	snprintf(t, sizeof t, "nvlprof diff: %s vs %s", tb, ta);
 	page_begin(o, t);
-	struct xm_summary sb, sa;
-	xm_summary(b, &sb);
-	xm_summary(a, &sa);
-	fputs("<table class=\"sum\" id=\"summary\"><tr><th></th><th>before</th><th>after</th>"
-	      "<th>change</th></tr>\n",
-	      o);
-	struct {
-		const char *name;
-		double b, a;
-	} m[] = {{"wall ms", sb.wall_ms, sa.wall_ms},
-	         {"step ms", sb.step_ms, sa.step_ms},
-	         {"communication ms per rank", sb.comm_ms, sa.comm_ms},
-	         {"exposed ms per rank", sb.exposed_ms, sa.exposed_ms},
-	         {"exposed share", sb.exposed_share, sa.exposed_share},
-	         {"NVLink MiB", sb.nvlink_mib, sa.nvlink_mib},
-	         {"PCIe MiB", sb.pcie_mib, sa.pcie_mib},
-	         {"P2P copy MiB", sb.copy_p2p_mib, sa.copy_p2p_mib},
-	         {"staged copy MiB", sb.copy_staged_mib, sa.copy_staged_mib}};
-	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-		fprintf(o, "<tr><td>%s</td>", m[i].name);
-		for (int k = 0; k < 2; k++) {
-			double v = k ? m[i].a : m[i].b;
-			if (isnan(v))
-				fputs("<td>-</td>", o);
-			else
-				fprintf(o, "<td>%.3g</td>", v);
-		}
-		if (!isnan(m[i].a) && !isnan(m[i].b) && m[i].b != 0)
-			fprintf(o, "<td>%+.0f%%</td></tr>\n", (m[i].a / m[i].b - 1) * 100);
-		else
-			fputs("<td></td></tr>\n", o);
-	}
-	fputs("</table>\n<div class=\"diff\">\n<div class=\"side\" id=\"before\"><h2>before: ", o);
+	struct an_diff_view *v = malloc(sizeof *v);
+	if (v && xm_diff_view(b, a, v) == 0)
+		diff_head(o, v);
+	free(v);
+	/* one y scale for the two sides' bandwidth plots: side by side, heights compare */
+	double yb = job_bw_max(b), ya = job_bw_max(a), ymax = yb > ya ? yb : ya;
+	fputs("<div class=\"diff\">\n<div class=\"side\" id=\"before\"><h2>before: ", o);
 	svg_esc(o, tb);
 	fputs("</h2>\n", o);
-	render(o, b, 540, "b");
+	render(o, b, 540, "b", ymax);
 	fputs("</div>\n<div class=\"side\" id=\"after\"><h2>after: ", o);
 	svg_esc(o, ta);
 	fputs("</h2>\n", o);
-	render(o, a, 540, "a");
+	render(o, a, 540, "a", ymax);
 	fputs("</div>\n</div>\n", o);
 	page_end(o);
 	return ferror(o) ? -1 : 0;

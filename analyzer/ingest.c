@@ -421,6 +421,7 @@ static int on_linksample(struct lctx *c)
 		sm->e = l->start + l->dur;
 		sm->nvl = l->nvl_tx + l->nvl_rx;
 		sm->pcie = l->pcie_rd + l->pcie_wr;
+		sm->gap = (l->flags & NVLP_LINKSAMPLE_F_GAP) != 0;
 	}
 	return 0;
 }

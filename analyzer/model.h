@@ -171,6 +171,7 @@ struct an_ivals {
 struct an_sample {
 	uint64_t s, e;
 	uint64_t nvl, pcie; /* tx+rx, rd+wr */
+	int gap;            /* NVLP_LINKSAMPLE_F_GAP: samples were lost before this one */
 };
 
 /* Per GPU of one process. */

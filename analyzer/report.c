@@ -175,14 +175,10 @@ static uint8_t *host_aggs(const struct an_job *job)
  * plus the host call time of its calls in collectives that have no GPU execution (host_aggs), so
  * that it adds up with COLLECTIVES. Without NCCL GPU time it is all host time. host: the host
  * part; win_host: the host part of calls entered inside the step window. */
-struct rcomm {
-	double ns, host, win_host;
-	int host_only;
-};
-static struct rcomm rank_comm(const struct an_job *job, const struct an_rank *r,
+static struct an_rank_comm rank_comm(const struct an_job *job, const struct an_rank *r,
                               const uint8_t *hagg)
 {
-	struct rcomm c = {0};
+	struct an_rank_comm c = {0};
 	c.ns = (double)an_rank_comm_ns(r, &c.host_only);
 	if (c.host_only) {
 		c.host = c.ns;
@@ -205,7 +201,7 @@ static struct rcomm rank_comm(const struct an_job *job, const struct an_rank *r,
 
 /* an_summarize, and each process's rank_comm into rcs[file index] when rcs is not NULL (RANKS
  * and the JSON's ranks show the figures the summary adds up, computed once) */
-static void summarize(const struct an_job *job, struct an_summary *s, struct rcomm *rcs)
+static void summarize(const struct an_job *job, struct an_summary *s, struct an_rank_comm *rcs)
 {
 	memset(s, 0, sizeof *s);
 	s->processes = (int)job->nok;
@@ -227,7 +223,7 @@ static void summarize(const struct an_job *job, struct an_summary *s, struct rco
 		an_rank_exposure(job, r, &re, &rw, &rwc);
 		e += re;
 		w += rw;
-		struct rcomm rc = rank_comm(job, r, hagg);
+		struct an_rank_comm rc = rank_comm(job, r, hagg);
 		if (rcs)
 			rcs[f] = rc;
 		c += rc.ns;
@@ -302,14 +298,7 @@ static double max_peak(const struct an_job *job)
 		q_ ? ((arr) = q_, &q_[(n)++]) : NULL;                                              \
 	})
 
-/* Per (comm, fn) derived figures shared by text and JSON. */
-struct arow {
-	const struct an_agg *a;
-	const struct an_comm *c;
-	int host_time;
-	double calls_per_rank, bytes_per_call, time_ms_per_rank, algbw, busbw, peak_share;
-};
-static void arow_of(const struct an_job *job, const struct an_agg *a, struct arow *r)
+static void arow_of(const struct an_job *job, const struct an_agg *a, struct an_arow *r)
 {
 	r->a = a;
 	r->c = &job->comms[a->comm];
@@ -328,44 +317,16 @@ static void arow_of(const struct an_job *job, const struct an_agg *a, struct aro
 	}
 }
 
-/* Per process derived figures shared by text and JSON. */
-struct rrow {
-	const struct an_rank *r;
-	const struct an_rank_x *x;
-	int rank, gpu;
-	struct rcomm comm;
-	double wall_ns, exposed_ns, span_ns;
-};
-/* One (rank, comm, fn) of the JSON's collectives_by_rank. */
-struct crow {
-	int rank;
-	size_t comm;
-	unsigned fn;
-	uint64_t calls, gcalls;
-	double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
-	double algbw, busbw;
-};
-/* The report's tables, computed once from the job; the text and JSON printers only format them. */
-struct tables {
-	struct an_summary s;
-	double peak;
-	struct arow *coll; /* one per job->aggs */
-	struct rrow *ranks;
-	size_t nranks;
-	struct crow *by_rank;
-	size_t nby_rank;
-};
-
-static void by_rank_rows(const struct an_job *job, struct tables *t)
+static void by_rank_rows(const struct an_job *job, struct an_tables *t)
 {
 	size_t ncell = job->ncomms * NVLP_NCCL_FN_COUNT, cap = 0;
-	struct crow *cells = calloc(ncell ? ncell : 1, sizeof *cells);
+	struct an_crow *cells = calloc(ncell ? ncell : 1, sizeof *cells);
 	for (size_t i = 0; cells && i < job->nranks; i++) {
 		const struct an_rank *r = &job->ranks[i];
 		memset(cells, 0, (ncell ? ncell : 1) * sizeof *cells);
 		for (size_t k = 0; k < r->ncalls; k++) { /* one pass per rank */
 			const struct an_call *c = &r->calls[k];
-			struct crow *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
+			struct an_crow *x = &cells[(size_t)c->comm * NVLP_NCCL_FN_COUNT + c->fn];
 			x->calls++;
 			x->bytes += (double)c->bytes;
 			x->hns += c->host_dur;
@@ -378,10 +339,10 @@ static void by_rank_rows(const struct an_job *job, struct tables *t)
 		}
 		for (size_t ci = 0; ci < job->ncomms; ci++)
 			for (unsigned fn = 0; fn < NVLP_NCCL_FN_COUNT; fn++) {
-				struct crow *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
+				struct an_crow *x = &cells[ci * NVLP_NCCL_FN_COUNT + fn];
 				if (!x->calls)
 					continue;
-				struct crow *y = PUSH_ROW(t->by_rank, t->nby_rank, cap);
+				struct an_crow *y = PUSH_ROW(t->by_rank, t->nby_rank, cap);
 				if (!y)
 					break;
 				*y = *x;
@@ -395,10 +356,10 @@ static void by_rank_rows(const struct an_job *job, struct tables *t)
 	free(cells);
 }
 
-static int tables_build(const struct an_job *job, struct tables *t)
+int an_tables_build(const struct an_job *job, struct an_tables *t)
 {
 	memset(t, 0, sizeof *t);
-	struct rcomm *rc = calloc(job->nranks ? job->nranks : 1, sizeof *rc);
+	struct an_rank_comm *rc = calloc(job->nranks ? job->nranks : 1, sizeof *rc);
 	if (!rc)
 		return -1;
 	summarize(job, &t->s, rc);
@@ -415,7 +376,7 @@ static int tables_build(const struct an_job *job, struct tables *t)
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
 			continue;
-		struct rrow *w = &t->ranks[t->nranks++];
+		struct an_rrow *w = &t->ranks[t->nranks++];
 		w->r = r;
 		w->x = &job->rx[i];
 		w->rank = rank_id(job, i);
@@ -429,7 +390,7 @@ static int tables_build(const struct an_job *job, struct tables *t)
 	return 0;
 }
 
-static void tables_free(struct tables *t)
+void an_tables_free(struct an_tables *t)
 {
 	free(t->coll);
 	free(t->ranks);
@@ -466,7 +427,7 @@ static void fmt_gbps(char *b, size_t n, double v)
 /* The function of an NCCL choice as the job called it: NCCL's profiler says Broadcast for
  * ncclBcast too, so a communicator the job broadcast on only with ncclBcast shows ncclBcast, as
  * COLLECTIVES does. */
-static const char *choice_fn_name(const struct an_job *job, const struct an_jchoice *x)
+const char *an_choice_fn_name(const struct an_job *job, const struct an_jchoice *x)
 {
 	if (x->fn == NVLP_NCCL_BROADCAST && x->comm >= 0) {
 		int bcast = 0, broadcast = 0;
@@ -482,7 +443,7 @@ static const char *choice_fn_name(const struct an_job *job, const struct an_jcho
 }
 
 /* The first lines: processes, steps, what data the traces hold. */
-static void text_header(FILE *o, const struct an_job *job, const struct tables *t)
+static void text_header(FILE *o, const struct an_job *job, const struct an_tables *t)
 {
 	const struct an_summary *s = &t->s;
 	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
@@ -515,7 +476,7 @@ static void text_header(FILE *o, const struct an_job *job, const struct tables *
 }
 
 /* The summary line: time in NCCL per rank and how much of it the job waited on. */
-static void text_comm(FILE *o, const struct an_job *job, const struct tables *t)
+static void text_comm(FILE *o, const struct an_job *job, const struct an_tables *t)
 {
 	const struct an_summary *s = &t->s;
 	int gpu = job->have_gpu || job->have_kch_gpu;
@@ -555,7 +516,7 @@ static void text_comm(FILE *o, const struct an_job *job, const struct tables *t)
 		    s->comm_ms);
 }
 
-static void text_collectives(FILE *o, const struct an_job *job, const struct tables *t)
+static void text_collectives(FILE *o, const struct an_job *job, const struct an_tables *t)
 {
 	if (!job->naggs)
 		return;
@@ -564,7 +525,7 @@ static void text_collectives(FILE *o, const struct an_job *job, const struct tab
 	fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
 	        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
 	for (size_t i = 0; i < job->naggs; i++) {
-		const struct arow r = t->coll[i];
+		const struct an_arow r = t->coll[i];
 		char a[16], b[16], p[16];
 		fmt_gbps(a, sizeof a, r.algbw);
 		fmt_gbps(b, sizeof b, r.busbw);
@@ -603,18 +564,18 @@ static void text_choices(FILE *o, const struct an_job *job)
 		else
 			snprintf(h, sizeof h, "?");
 		snprintf(ap, sizeof ap, "%s/%s", x->algo, x->proto);
-		fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, choice_fn_name(job, x), ap,
+		fprintf(o, "  %-16s %-18s %-22s %8llu %9s\n", h, an_choice_fn_name(job, x), ap,
 		        (unsigned long long)x->calls, an_choice_channels(x, ch, sizeof ch));
 	}
 }
 
-static void text_ranks(FILE *o, const struct tables *t)
+static void text_ranks(FILE *o, const struct an_tables *t)
 {
 	fprintf(o, "\nRANKS\n");
 	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
 	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
 	for (size_t i = 0; i < t->nranks; i++) {
-		const struct rrow *w = &t->ranks[i];
+		const struct an_rrow *w = &t->ranks[i];
 		const struct an_rank *r = w->r;
 		const struct an_rank_x *x = w->x;
 		double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
@@ -744,11 +705,17 @@ static void text_managed(FILE *o, const struct an_job *job)
 		}
 }
 
+void an_report_head(FILE *o, const struct an_job *job, const struct an_tables *t)
+{
+	text_header(o, job, t);
+	text_comm(o, job, t);
+}
+
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
 {
-	struct tables t;
-	if (tables_build(job, &t) < 0) {
-		tables_free(&t);
+	struct an_tables t;
+	if (an_tables_build(job, &t) < 0) {
+		an_tables_free(&t);
 		fprintf(stderr, "nvlprof: out of memory\n");
 		return;
 	}
@@ -757,8 +724,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 		an_story_print(o, &st);
 		an_story_free(&st);
 	}
-	text_header(o, job, &t);
-	text_comm(o, job, &t);
+	an_report_head(o, job, &t);
 	an_kch_report_text(o, job);
 	an_graphs_report_text(o, job);
 	fprintf(o, "\nFINDINGS\n");
@@ -771,11 +737,11 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	text_copies(o, job);
 	text_links(o, job);
 	text_managed(o, job);
-	tables_free(&t);
+	an_tables_free(&t);
 }
 
 /* The "job" object: the summary, with what data the traces hold. */
-static void json_job(struct jw *w, const struct an_job *job, const struct tables *t)
+static void json_job(struct jw *w, const struct an_job *job, const struct an_tables *t)
 {
 	const struct an_summary *s = &t->s;
 	jw_obj(w, "job");
@@ -814,11 +780,11 @@ static void json_job(struct jw *w, const struct an_job *job, const struct tables
 	jw_obj_end(w);
 }
 
-static void json_collectives(struct jw *w, const struct an_job *job, const struct tables *t)
+static void json_collectives(struct jw *w, const struct an_job *job, const struct an_tables *t)
 {
 	jw_arr(w, "collectives");
 	for (size_t i = 0; i < job->naggs; i++) {
-		const struct arow r = t->coll[i];
+		const struct an_arow r = t->coll[i];
 		char h[32];
 		snprintf(h, sizeof h, "%016llx", (unsigned long long)r.c->hash);
 		jw_obj(w, NULL);
@@ -840,11 +806,11 @@ static void json_collectives(struct jw *w, const struct an_job *job, const struc
 	jw_arr_end(w);
 }
 
-static void json_ranks(struct jw *w, const struct tables *t)
+static void json_ranks(struct jw *w, const struct an_tables *t)
 {
 	jw_arr(w, "ranks");
 	for (size_t i = 0; i < t->nranks; i++) {
-		const struct rrow *rw = &t->ranks[i];
+		const struct an_rrow *rw = &t->ranks[i];
 		const struct an_rank *r = rw->r;
 		const struct an_rank_x *x = rw->x;
 		int gpu = rw->gpu;
@@ -894,11 +860,11 @@ static void json_others(struct jw *w, const struct an_job *job)
 }
 
 /* per rank x communicator x function: the attribution behind the "collectives" table */
-static void json_by_rank(struct jw *w, const struct an_job *job, const struct tables *t)
+static void json_by_rank(struct jw *w, const struct an_job *job, const struct an_tables *t)
 {
 	jw_arr(w, "collectives_by_rank");
 	for (size_t i = 0; i < t->nby_rank; i++) {
-		const struct crow *x = &t->by_rank[i];
+		const struct an_crow *x = &t->by_rank[i];
 		char h[32];
 		snprintf(h, sizeof h, "%016llx", (unsigned long long)job->comms[x->comm].hash);
 		jw_obj(w, NULL);
@@ -929,7 +895,7 @@ static void json_choices(struct jw *w, const struct an_job *job)
 			jw_str(w, "comm", h);
 		else
 			jw_null(w, "comm");
-		jw_str(w, "collective", choice_fn_name(job, x));
+		jw_str(w, "collective", an_choice_fn_name(job, x));
 		jw_str(w, "algorithm", x->algo);
 		jw_str(w, "protocol", x->proto);
 		jw_int(w, "calls", (int64_t)x->calls);
@@ -1021,9 +987,9 @@ static void json_files(struct jw *w, const struct an_job *job)
 
 void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f)
 {
-	struct tables t;
-	if (tables_build(job, &t) < 0) {
-		tables_free(&t);
+	struct an_tables t;
+	if (an_tables_build(job, &t) < 0) {
+		an_tables_free(&t);
 		fprintf(stderr, "nvlprof: out of memory\n");
 		return;
 	}
@@ -1052,7 +1018,7 @@ void an_report_json(FILE *o, const struct an_job *job, const struct an_findings 
 	json_managed(&w, job);
 	json_files(&w, job);
 	jw_obj_end(&w);
-	tables_free(&t);
+	an_tables_free(&t);
 }
 
 static void usage(FILE *o)

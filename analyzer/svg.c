@@ -89,6 +89,8 @@ double svg_nice_step(double range, int n)
 
 static void fmt_num(char *buf, size_t len, double v, double step)
 {
+	if (fabs(v) < fabs(step) * 1e-6)
+		v = 0; /* a tick at 0 reached by adding steps: never "-0" */
 	if (step >= 1 || v == 0)
 		snprintf(buf, len, "%.0f", v);
 	else
@@ -158,21 +160,35 @@ void svg_series(struct svg *s, const double *xs, const double *ys, size_t n, con
 		int c = svg_col(s, xs[i]);
 		if (c < 0 || c >= cols)
 			continue;
+		if (isnan(ys[i])) {
+			mn[c] = NAN; /* a gap: the line stops and starts again after it */
+			continue;
+		}
+		if (isnan(mn[c]))
+			continue;
 		if (ys[i] < mn[c])
 			mn[c] = ys[i];
 		if (ys[i] > mx[c])
 			mx[c] = ys[i];
 	}
-	fprintf(s->o, "<polyline class=\"%s\" points=\"", cls);
+	int open = 0;
 	for (int c = 0; c < cols; c++) {
-		if (mx[c] == -INFINITY)
+		if (isnan(mn[c]) && open) {
+			fputs("\"/>\n", s->o);
+			open = 0;
+		}
+		if (isnan(mn[c]) || mx[c] == -INFINITY)
 			continue;
+		if (!open)
+			fprintf(s->o, "<polyline class=\"%s\" points=\"", cls);
+		open = 1;
 		double x = s->ml + c + 0.5;
 		fprintf(s->o, "%.1f,%.1f ", x, svg_py(s, mn[c]));
 		if (mx[c] != mn[c])
 			fprintf(s->o, "%.1f,%.1f ", x, svg_py(s, mx[c]));
 	}
-	fputs("\"/>\n", s->o);
+	if (open)
+		fputs("\"/>\n", s->o);
 	free(mn);
 }
 

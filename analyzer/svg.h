@@ -29,7 +29,8 @@ void svg_axes(struct svg *s, const char *xlabel, const char *ylabel, int yticks)
 /*! A shaded vertical band over [xa, xb) in data units. */
 void svg_band(struct svg *s, double xa, double xb, const char *cls);
 /*! A line series; points are reduced to the min and max of each pixel column so that the
- * size stays in proportion to the width, not to n. xs must be ascending. */
+ * size stays in proportion to the width, not to n. xs must be ascending; a NaN y is a gap
+ * (no line is drawn across it). */
 void svg_series(struct svg *s, const double *xs, const double *ys, size_t n, const char *cls);
 /*! A rectangle in data units (x, y lower-left corner) with a tooltip (NULL: none). */
 void svg_cell(struct svg *s, double x, double y, double w, double h, const char *fill,
