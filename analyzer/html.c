@@ -732,7 +732,8 @@ static void render_finding(struct ctx *c, size_t i)
 	fputs("<ul class=\"ev\">", o);
 	for (int k = 0; k < f.nev; k++) {
 		char ev[400];
-		xm_finding_ev(c->x, i, k, ev, sizeof ev);
+		if (!xm_finding_card(c->x, i, k, ev, sizeof ev))
+			continue; /* explained_by, severity_alone: the heading says them */
 		/* a Python code location: its own line, as in the text report */
 		fputs(strncmp(ev, "python", 6) ? "<li>" : "<li class=\"loc\">", o);
 		svg_esc(o, ev);

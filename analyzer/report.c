@@ -510,7 +510,7 @@ static void text_header(FILE *o, const struct an_job *job, const struct tables *
 	        job->have_links ? "yes" : "no",
 	        job->have_topo ? "yes" : "no");
 	if (pk > 0)
-		fprintf(o, " (NVLink %.0f GB/s per GPU)", pk / 1e9);
+		fprintf(o, " (NVLink %.0f GB/s per GPU each way)", pk / 1e9);
 	fputc('\n', o);
 }
 
@@ -580,7 +580,11 @@ static void text_collectives(FILE *o, const struct an_job *job, const struct tab
 	fprintf(
 	    o,
 	    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
-	    "time per matched collective; h = host time, no GPU data)\n");
+	    "time per matched collective; a time ending in h, as 1.26h, is host call time (no GPU "
+	    "data), not hours)\n");
+	if (t->peak > 0)
+		fprintf(o, "  (%%peak: busbw of the NVLink peak, %.0f GB/s per GPU each way: %s)\n",
+		        t->peak / 1e9, an_peak_basis());
 	for (size_t ci = 0; ci < job->ncomms; ci++)
 		if (job->comms[ci].name[0])
 			fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
@@ -639,8 +643,8 @@ static void text_ranks_notes(FILE *o, const struct an_job *job)
 {
 	if (job->ncomms)
 		fprintf(o,
-		        "  (comm ms: NCCL GPU time (h: includes host call time, as COLLECTIVES' h "
-		        "rows); exposed: not overlapped by compute%s; last%%: share of collectives it "
+		        "  (comm ms: NCCL GPU time (ending in h, as 1.26h: includes host call time, "
+		        "as COLLECTIVES' h rows; h is for host, not hours); exposed: not overlapped by compute%s; last%%: share of collectives it "
 		        "arrived last at; lead ms: median lead over the next-latest rank then; waited "
 		        "ms: its waits for the last rank)\n",
 		        job->win1 ? ", in the steps" : "");

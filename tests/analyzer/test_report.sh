@@ -134,7 +134,7 @@ check_eq "explained: same-comm low_bus_bandwidth needs no share" "info" "$(v fbt
 check_eq "explained: others' wait for the straggler explains exposed_communication" "straggler warning True info" "$(v late_t_exp)"
 check_eq "explained: straggler keeps warning (the exposed time it explains was a warning)" "warning" "$(v late_t_strag)"
 "$CLI" report "$T/fallback" >"$T/fallback_plain.txt" 2>&1
-check "explained: text names the root" grep -q "^\[info\] low_bus_bandwidth (explained by pcie_fallback): " "$T/fallback_plain.txt"
+check "explained: text names the root" grep -q "^\[info\] low_bus_bandwidth (explained by pcie_fallback; warning on its own): " "$T/fallback_plain.txt"
 # peer_access_disabled
 check "peer_access_disabled: staged copies on an NVLink pair" has staged peer_access_disabled
 check_eq "peer_access_disabled: evidence has rank and device" "0 0" "$(v staged_rd)"
