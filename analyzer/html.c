@@ -3,12 +3,14 @@
  * link bandwidth per GPU with collectives shaded, arrival skew by rank and collective, the
  * missing rank of a hang, unified-memory migrations by allocation; diff puts two runs side by
  * side. */
+#include <errno.h>  /* errno */
 #include <math.h>   /* sqrt */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
 #include "export.h"
 #include "svg.h"
+#include "util.h" /* nvlp_out_finish */
 
 enum { P_BW, P_SKEW, P_HANG, P_UM, P_COUNT };
 static const char *const plot_names[P_COUNT] = {"bandwidth", "skew", "hang", "um"};
@@ -939,7 +941,12 @@ static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, cons
 			    "--html). See analyzer/EXPORT.md.\n");
 			return 0;
 		}
-		if (!strcmp(argv[i], "--html") && i + 1 < argc)
+		if (!strcmp(argv[i], "--html") && i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: %s: --html needs a file name (or - for standard "
+			                "output)\n", cmd);
+			return 2;
+		}
+		if (!strcmp(argv[i], "--html"))
 			*out = argv[++i];
 		else if (!strncmp(argv[i], "--html=", 7))
 			*out = argv[i] + 7;
@@ -966,7 +973,7 @@ static int html_write(const char *out, int diff, const struct xm_job *x, const s
 	const char *cmd = diff ? "diff" : "report";
 	FILE *o = strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!o) {
-		fprintf(stderr, "nvlprof: %s: cannot write %s\n", cmd, out);
+		fprintf(stderr, "nvlprof: %s: cannot write %s: %s\n", cmd, out, strerror(errno));
 		return 2;
 	}
 	char title[512] = "";
@@ -974,9 +981,9 @@ static int html_write(const char *out, int diff, const struct xm_job *x, const s
 	for (int i = 0; i < (diff ? 1 : np) && n < sizeof title - 1; i++)
 		n += (size_t)snprintf(title + n, sizeof title - n, "%s%s", i ? " " : "", paths[i]);
 	int rc = diff ? xh_diff(o, x, y, paths[0], paths[1]) : xh_report(o, x, title);
-	if (o != stdout && fclose(o) != 0)
-		rc = -1;
-	if (rc)
+	if (nvlp_out_finish(o, strcmp(out, "-") ? out : "standard output") < 0) /* says why */
+		rc = 2;
+	else if (rc)
 		fprintf(stderr, "nvlprof: %s: write error on %s\n", cmd, out);
 	return rc ? 2 : 0;
 }

@@ -1094,18 +1094,40 @@ static void usage(FILE *o)
 	           "not be written.\n");
 }
 
+/* Why --threshold v was refused: no '=', a name we do not have, or a value that is no number */
+static void threshold_error(const char *v)
+{
+	const char *eq = strchr(v, '=');
+	if (!eq) {
+		fprintf(stderr, "nvlprof: bad threshold '%s': NAME=VALUE is needed (the names: --help)\n",
+		        v);
+		return;
+	}
+	for (int k = 0; k < AN_TH_COUNT; k++)
+		if ((size_t)(eq - v) == strlen(an_threshold_names[k]) &&
+		    !strncmp(v, an_threshold_names[k], (size_t)(eq - v))) {
+			fprintf(stderr, "nvlprof: bad threshold '%s': the value of %s must be a number\n",
+			        v, an_threshold_names[k]);
+			return;
+		}
+	fprintf(stderr, "nvlprof: unknown threshold '%.*s' in '%s' (the names: --help)\n",
+	        (int)(eq - v), v, v);
+}
+
 int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 {
 	const char *a = argv[*i], *v = NULL;
 	if (!strcmp(a, "--threshold") || !strcmp(a, "-t")) {
-		if (*i + 1 >= argc)
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: %s needs NAME=VALUE (the names: --help)\n", a);
 			return -1;
+		}
 		v = argv[++*i];
 	} else if (!strncmp(a, "--threshold=", 12))
 		v = a + 12;
 	if (v) {
 		if (an_threshold_set(th, v) != 0) {
-			fprintf(stderr, "nvlprof: bad threshold '%s' (see --help for names)\n", v);
+			threshold_error(v);
 			return -1;
 		}
 		return 1;
@@ -1113,16 +1135,24 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
 		if (a[9] == '=')
 			an_symbols_dir(a + 10);
-		else if (*i + 1 >= argc)
+		else if (*i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: --symbols needs a directory\n");
 			return -1;
-		else
+		} else
 			an_symbols_dir(argv[++*i]);
 		return 1;
 	}
 	if (!strcmp(a, "-j")) {
-		if (*i + 1 >= argc)
+		char *end = NULL;
+		long n = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : -1;
+		if (*i + 1 >= argc || end == argv[*i + 1] || *end || n < 0 || n > 256) {
+			fprintf(stderr, "nvlprof: -j needs a thread count, 0 to 256 (0: the default)%s%s%s\n",
+			        *i + 1 < argc ? ", not '" : "", *i + 1 < argc ? argv[*i + 1] : "",
+			        *i + 1 < argc ? "'" : "");
 			return -1;
-		*threads = atoi(argv[++*i]);
+		}
+		*threads = (int)n;
+		++*i;
 		return 1;
 	}
 	return 0;
@@ -1152,12 +1182,19 @@ int nvlp_cmd_report(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			outpath = argv[++i];
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		else if (!strcmp(argv[i], "-o")) {
+			fprintf(stderr, "nvlprof: report: -o needs a file name\n");
+			free(paths);
+			return 2;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			free(paths);
 			return 0;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "nvlprof: report: unknown option %s\n", argv[i]);
+			fprintf(stderr,
+			        "nvlprof: report: unknown option %s (--json, -o FILE, --html FILE, "
+			        "--threshold NAME=VALUE, -j N, --symbols DIR; see --help)\n",
+			        argv[i]);
 			usage(stderr);
 			free(paths);
 			return 2;
