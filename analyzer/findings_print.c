@@ -113,6 +113,11 @@ void an_findings_json(struct jw *w, const char *key, const struct an_findings *f
 				jw_num(w, x->ev[k].key, x->ev[k].num);
 		}
 		jw_obj_end(w);
+		jw_obj(w, "units"); /* the unit of each numeric evidence value that has one */
+		for (int k = 0; k < x->nev; k++)
+			if (!x->ev[k].is_str && x->ev[k].unit[0])
+				jw_str(w, x->ev[k].key, x->ev[k].unit);
+		jw_obj_end(w);
 		jw_str(w, "advice", x->advice);
 		jw_obj_end(w);
 	}

@@ -795,6 +795,8 @@ static void json_job(struct jw *w, const struct an_job *job, const struct tables
 	jw_bool(w, "topology", job->have_topo);
 	double pk = t->peak;
 	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
+	if (pk > 0)
+		jw_str(w, "peak_basis", an_peak_basis());
 	jw_num(w, "comm_ms_per_rank", s->comm_ms);
 	jw_num(w, "comm_in_steps_ms_per_rank", s->comm_win_ms);
 	jw_num(w, "comm_host_ms_per_rank", s->comm_host_ms);
