@@ -565,8 +565,9 @@ static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
 		if (!strcmp(argv[i], "--json"))
 			*json = 1;
 		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 >= argc) {
-			fprintf(stderr, "nvlprof: diff: --fail-if-slower needs a percentage (as 5 or "
-			                "5%%)\n");
+			fprintf(stderr,
+			        "nvlprof: diff: --fail-if-slower needs a percentage (as 5 or "
+			        "5%%)\n");
 			return -1;
 		} else if (!strcmp(argv[i], "--fail-if-slower")) {
 			char *end;
@@ -574,10 +575,11 @@ static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
 			if (*end == '%')
 				end++;
 			if (end == argv[i] || *end) {
-				fprintf(stderr,
-				        "nvlprof: diff: bad percentage '%s' for --fail-if-slower (a "
-				        "number, as 5 or 5%%)\n",
-				        argv[i]);
+				fprintf(
+				    stderr,
+				    "nvlprof: diff: bad percentage '%s' for --fail-if-slower (a "
+				    "number, as 5 or 5%%)\n",
+				    argv[i]);
 				return -1;
 			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -586,7 +588,8 @@ static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr,
 			        "nvlprof: diff: unknown option %s (--json, --html FILE, "
-			        "--fail-if-slower PCT, --threshold NAME=VALUE, -j N, --symbols DIR; see "
+			        "--fail-if-slower PCT, --threshold NAME=VALUE, -j N, --symbols "
+			        "DIR; see "
 			        "--help)\n",
 			        argv[i]);
 			usage(stderr);
@@ -594,9 +597,10 @@ static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
 		} else if (np < 2)
 			paths[np++] = argv[i];
 		else {
-			fprintf(stderr,
-			        "nvlprof: diff: expected two inputs (BEFORE AFTER), '%s' is a third\n",
-			        argv[i]);
+			fprintf(
+			    stderr,
+			    "nvlprof: diff: expected two inputs (BEFORE AFTER), '%s' is a third\n",
+			    argv[i]);
 			return -1;
 		}
 	}

@@ -365,8 +365,8 @@ static int export_args(int argc, char **argv, struct export_args *a)
 	         : !strcmp(fmt, "sqlite")   ? F_SQLITE
 	                                    : -1;
 	if (fmt && a->fmt < 0) {
-		fprintf(stderr, "nvlprof: export: unknown format '%s' (perfetto, chrome or sqlite)\n",
-		        fmt);
+		fprintf(stderr,
+		        "nvlprof: export: unknown format '%s' (perfetto, chrome or sqlite)\n", fmt);
 		return 2;
 	}
 	return -1;

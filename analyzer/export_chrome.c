@@ -966,6 +966,7 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 		close_file(&s);
 	if (s.err && !rc)
 		fprintf(stderr, "nvlprof: export: write error (chrome)%s%s\n", errno ? ": " : "",
-		        errno ? strerror(errno) : ""); /* errno: the failed write's (export.c clears it) */
+		        errno ? strerror(errno)
+		              : ""); /* errno: the failed write's (export.c clears it) */
 	return rc || s.err ? -1 : 0;
 }

@@ -1,5 +1,5 @@
 /* findings_print.c: prints the findings: text blocks for the report and diff, a JSON array. */
-#include <ctype.h>  /* isdigit */
+#include <ctype.h> /* isdigit */
 #include <stdio.h>  /* fprintf */
 #include <string.h> /* strlen */
 

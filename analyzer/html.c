@@ -3,7 +3,7 @@
  * link bandwidth per GPU with collectives shaded, arrival skew by rank and collective, the
  * missing rank of a hang, unified-memory migrations by allocation; diff puts two runs side by
  * side. */
-#include <errno.h>  /* errno */
+#include <errno.h> /* errno */
 #include <math.h>   /* sqrt */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
@@ -942,8 +942,10 @@ static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, cons
 			return 0;
 		}
 		if (!strcmp(argv[i], "--html") && i + 1 >= argc) {
-			fprintf(stderr, "nvlprof: %s: --html needs a file name (or - for standard "
-			                "output)\n", cmd);
+			fprintf(stderr,
+			        "nvlprof: %s: --html needs a file name (or - for standard "
+			        "output)\n",
+			        cmd);
 			return 2;
 		}
 		if (!strcmp(argv[i], "--html"))

@@ -52,7 +52,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "nvlprof: unknown command '%s' (", cmd);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(stderr, "%s%s", commands[i].name,
-		        i + 2 < NCOMMANDS ? ", " : i + 1 < NCOMMANDS ? " or " : ")\n");
+		        i + 2 < NCOMMANDS   ? ", "
+		        : i + 1 < NCOMMANDS ? " or "
+		                            : ")\n");
 	usage(stderr);
 	return 2;
 }

@@ -642,12 +642,14 @@ static void text_ranks(FILE *o, const struct tables *t)
 static void text_ranks_notes(FILE *o, const struct an_job *job)
 {
 	if (job->ncomms)
-		fprintf(o,
-		        "  (comm ms: NCCL GPU time (ending in h, as 1.26h: includes host call time, "
-		        "as COLLECTIVES' h rows; h is for host, not hours); exposed: not overlapped by compute%s; last%%: share of collectives it "
-		        "arrived last at; lead ms: median lead over the next-latest rank then; waited "
-		        "ms: its waits for the last rank)\n",
-		        job->win1 ? ", in the steps" : "");
+		fprintf(
+		    o,
+		    "  (comm ms: NCCL GPU time (ending in h, as 1.26h: includes host call time, "
+		    "as COLLECTIVES' h rows; h is for host, not hours); exposed: not overlapped by "
+		    "compute%s; last%%: share of collectives it "
+		    "arrived last at; lead ms: median lead over the next-latest rank then; waited "
+		    "ms: its waits for the last rank)\n",
+		    job->win1 ? ", in the steps" : "");
 	if (job->matched_colls) {
 		fprintf(o,
 		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
@@ -1101,14 +1103,16 @@ static void threshold_error(const char *v)
 {
 	const char *eq = strchr(v, '=');
 	if (!eq) {
-		fprintf(stderr, "nvlprof: bad threshold '%s': NAME=VALUE is needed (the names: --help)\n",
+		fprintf(stderr,
+		        "nvlprof: bad threshold '%s': NAME=VALUE is needed (the names: --help)\n",
 		        v);
 		return;
 	}
 	for (int k = 0; k < AN_TH_COUNT; k++)
 		if ((size_t)(eq - v) == strlen(an_threshold_names[k]) &&
 		    !strncmp(v, an_threshold_names[k], (size_t)(eq - v))) {
-			fprintf(stderr, "nvlprof: bad threshold '%s': the value of %s must be a number\n",
+			fprintf(stderr,
+			        "nvlprof: bad threshold '%s': the value of %s must be a number\n",
 			        v, an_threshold_names[k]);
 			return;
 		}
@@ -1148,9 +1152,11 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 		char *end = NULL;
 		long n = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : -1;
 		if (*i + 1 >= argc || end == argv[*i + 1] || *end || n < 0 || n > 256) {
-			fprintf(stderr, "nvlprof: -j needs a thread count, 0 to 256 (0: the default)%s%s%s\n",
-			        *i + 1 < argc ? ", not '" : "", *i + 1 < argc ? argv[*i + 1] : "",
-			        *i + 1 < argc ? "'" : "");
+			fprintf(
+			    stderr,
+			    "nvlprof: -j needs a thread count, 0 to 256 (0: the default)%s%s%s\n",
+			    *i + 1 < argc ? ", not '" : "", *i + 1 < argc ? argv[*i + 1] : "",
+			    *i + 1 < argc ? "'" : "");
 			return -1;
 		}
 		*threads = (int)n;

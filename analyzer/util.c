@@ -203,8 +203,8 @@ static double unit_scale(const char *unit, int *bytes)
 		const char *u;
 		double scale;
 		int bytes;
-	} t[] = {{"B", 1, 1},   {"KiB", 1024.0, 1}, {"MiB", 1048576.0, 1}, {"GiB", 1073741824.0, 1},
-	         {"ns", 1, 0},  {"us", 1e3, 0},     {"ms", 1e6, 0},        {"s", 1e9, 0}};
+	} t[] = {{"B", 1, 1},  {"KiB", 1024.0, 1}, {"MiB", 1048576.0, 1}, {"GiB", 1073741824.0, 1},
+	         {"ns", 1, 0}, {"us", 1e3, 0},     {"ms", 1e6, 0},        {"s", 1e9, 0}};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (!strcmp(unit, t[i].u)) {
 			*bytes = t[i].bytes;
