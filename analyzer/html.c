@@ -10,7 +10,7 @@
 
 #include "export.h"
 #include "svg.h"
-#include "util.h" /* nvlp_out_finish */
+#include "util.h" /* an_fmt_value, nvlp_out_finish */
 
 enum { P_BW, P_SKEW, P_HANG, P_UM, P_COUNT };
 static const char *const plot_names[P_COUNT] = {"bandwidth", "skew", "hang", "um"};
@@ -890,8 +890,10 @@ int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char 
 			double v = k ? m[i].a : m[i].b;
 			if (isnan(v))
 				fputs("<td>-</td>", o);
-			else
-				fprintf(o, "<td>%.3g</td>", v);
+			else { /* the one formatter: 62900, not 6.29e+04 */
+				char num[32];
+				fprintf(o, "<td>%s</td>", an_fmt_value(num, sizeof num, v, NULL));
+			}
 		}
 		if (!isnan(m[i].a) && !isnan(m[i].b) && m[i].b != 0)
 			fprintf(o, "<td>%+.0f%%</td></tr>\n", (m[i].a / m[i].b - 1) * 100);

@@ -62,4 +62,9 @@ done
 "$GEN" -o "$T/nt2" --ranks 2 --no-topo >/dev/null || fail "an_gen 2 ranks"
 check "generated, one GPU without topology: no gap" bash -c "! '$CLI' report '$T/nt1' 2>/dev/null | grep -q 'no NVLINK topology records'"
 check "generated, two GPUs without topology: the gap is told" bash -c "'$CLI' report '$T/nt2' 2>/dev/null | grep -q '^    topology: no NVLINK topology records'"
+
+# ---- diff --html's summary table: numbers through the same formatter ----
+"$CLI" diff --html "$T/d.html" "$EX/ddp_healthy" "$EX/ddp_p2p_disable" >/dev/null 2>&1
+check "diff --html summary: NVLink MiB 62906 -> 62.1, no exponent form" \
+	bash -c "grep -q '<tr><td>NVLink MiB</td><td>62906</td><td>62.1</td>' '$T/d.html' && ! sed -n '/id=\"summary\"/,/<\/table>/p' '$T/d.html' | grep -qE '<td>[0-9.]+e[+-]'"
 exit $((FAILED > 0))
