@@ -572,31 +572,48 @@ static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
 			continue;
 		if (!strcmp(argv[i], "--json"))
 			*json = 1;
-		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 < argc) {
+		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 >= argc) {
+			fprintf(stderr,
+			        "nvlprof: diff: --fail-if-slower needs a percentage (as 5 or "
+			        "5%%)\n");
+			return -1;
+		} else if (!strcmp(argv[i], "--fail-if-slower")) {
 			char *end;
 			*fail_pct = strtod(argv[++i], &end);
 			if (*end == '%')
 				end++;
 			if (end == argv[i] || *end) {
-				fprintf(stderr, "nvlprof: diff: bad percentage '%s'\n", argv[i]);
+				fprintf(
+				    stderr,
+				    "nvlprof: diff: bad percentage '%s' for --fail-if-slower (a "
+				    "number, as 5 or 5%%)\n",
+				    argv[i]);
 				return -1;
 			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 1;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "nvlprof: diff: unknown option %s\n", argv[i]);
+			fprintf(stderr,
+			        "nvlprof: diff: unknown option %s (--json, --html FILE, "
+			        "--fail-if-slower PCT, --threshold NAME=VALUE, -j N, --symbols "
+			        "DIR; see "
+			        "--help)\n",
+			        argv[i]);
 			usage(stderr);
 			return -1;
 		} else if (np < 2)
 			paths[np++] = argv[i];
 		else {
-			fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
+			fprintf(
+			    stderr,
+			    "nvlprof: diff: expected two inputs (BEFORE AFTER), '%s' is a third\n",
+			    argv[i]);
 			return -1;
 		}
 	}
 	if (np != 2) {
-		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER)\n");
+		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER), got %d\n", np);
 		usage(stderr);
 		return -1;
 	}

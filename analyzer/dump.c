@@ -473,7 +473,7 @@ int nvlp_cmd_dump(int argc, char **argv)
 			i++;
 			break;
 		} else {
-			fprintf(stderr, "nvlprof dump: unknown option '%s'\n", argv[i]);
+			fprintf(stderr, "nvlprof dump: unknown option '%s' (--json)\n", argv[i]);
 			dump_usage(stderr);
 			return 2;
 		}

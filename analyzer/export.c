@@ -338,11 +338,18 @@ static int export_args(int argc, char **argv, struct export_args *a)
 		if (c)
 			continue;
 		const char *s = argv[i];
-		if ((!strcmp(s, "--format") || !strcmp(s, "-f")) && i + 1 < argc)
+		if ((!strcmp(s, "--format") || !strcmp(s, "-f") || !strcmp(s, "-o")) &&
+		    i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: export: %s needs %s\n", s,
+			        s[1] == 'o' ? "a file name (or - for standard output)"
+			                    : "a format: perfetto, chrome or sqlite");
+			return 2;
+		}
+		if (!strcmp(s, "--format") || !strcmp(s, "-f"))
 			fmt = argv[++i];
 		else if (!strncmp(s, "--format=", 9))
 			fmt = s + 9;
-		else if (!strcmp(s, "-o") && i + 1 < argc)
+		else if (!strcmp(s, "-o"))
 			a->out = argv[++i];
 		else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
 			a->quiet = 1;
@@ -350,7 +357,10 @@ static int export_args(int argc, char **argv, struct export_args *a)
 			usage(stdout);
 			return 0;
 		} else if (s[0] == '-' && s[1]) {
-			fprintf(stderr, "nvlprof: export: unknown option %s\n", s);
+			fprintf(stderr,
+			        "nvlprof: export: unknown option %s (--format FMT, -o OUT, -q, "
+			        "--threshold NAME=VALUE, -j N, --symbols DIR; see --help)\n",
+			        s);
 			usage(stderr);
 			return 2;
 		} else
@@ -361,6 +371,11 @@ static int export_args(int argc, char **argv, struct export_args *a)
 	         : !strcmp(fmt, "chrome")   ? F_CHROME
 	         : !strcmp(fmt, "sqlite")   ? F_SQLITE
 	                                    : -1;
+	if (fmt && a->fmt < 0) {
+		fprintf(stderr,
+		        "nvlprof: export: unknown format '%s' (perfetto, chrome or sqlite)\n", fmt);
+		return 2;
+	}
 	return -1;
 }
 
@@ -369,7 +384,8 @@ static int export_check(struct export_args *a)
 {
 	if (a->fmt < 0 || !a->np) {
 		fprintf(stderr, a->fmt < 0
-		                    ? "nvlprof: export: --format perfetto|chrome|sqlite is needed\n"
+		                    ? "nvlprof: export: no format: --format perfetto, chrome or "
+		                      "sqlite is needed\n"
 		                    : "nvlprof: export: no input: give a trace directory or .nvlp "
 		                      "files\n");
 		usage(stderr);
@@ -394,7 +410,8 @@ static int export_stream(const struct xm_job *x, int fmt, const char *out, uint6
 	int dir =
 	    fmt == F_CHROME && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
 	if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
-		fprintf(stderr, "nvlprof: export: %s: cannot create directory\n", out);
+		fprintf(stderr, "nvlprof: export: %s: cannot create directory: %s\n", out,
+		        strerror(errno));
 		return -1;
 	}
 	FILE *o = stdout;
@@ -402,10 +419,11 @@ static int export_stream(const struct xm_job *x, int fmt, const char *out, uint6
 		fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out, strerror(errno));
 		return -1;
 	}
+	errno = 0; /* the writers say errno's reason for a failed write: none stale from above */
 	int rc = fmt == F_PERFETTO ? xe_perfetto(x, o, recs)
 	                           : xe_chrome(x, dir ? NULL : o, dir ? out : NULL, recs);
 	if (o != stdout && fclose(o) != 0 && !rc) {
-		fprintf(stderr, "nvlprof: export: %s: write error\n", out);
+		fprintf(stderr, "nvlprof: export: %s: write error: %s\n", out, strerror(errno));
 		rc = -1;
 	}
 	return rc;

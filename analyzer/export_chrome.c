@@ -1115,6 +1115,8 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 	if (!out_dir)
 		close_file(&s, s.single_rank ? &j.devs : NULL);
 	if (s.err && !rc)
-		fprintf(stderr, "nvlprof: export: write error (chrome)\n");
+		fprintf(stderr, "nvlprof: export: write error (chrome)%s%s\n", errno ? ": " : "",
+		        errno ? strerror(errno)
+		              : ""); /* errno: the failed write's (export.c clears it) */
 	return rc || s.err ? -1 : 0;
 }

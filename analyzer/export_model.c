@@ -211,10 +211,12 @@ void xm_finding(const struct xm_job *x, size_t i, struct xm_finding *o)
 void xm_finding_ev(const struct xm_job *x, size_t i, int k, char *buf, size_t len)
 {
 	const struct an_ev *e = &x->f.v[i].ev[k];
-	if (e->is_str)
-		snprintf(buf, len, "%s: %s", e->key, e->str);
-	else
-		snprintf(buf, len, "%s: %.4g%s%s", e->key, e->num, e->unit[0] ? " " : "", e->unit);
+	char v[256];
+	snprintf(buf, len, "%s: %s", e->key, an_ev_value(e, v, sizeof v));
+}
+int xm_finding_card(const struct xm_job *x, size_t i, int k, char *buf, size_t len)
+{
+	return an_ev_card(&x->f.v[i].ev[k], buf, len);
 }
 int xm_has_finding(const struct xm_job *x, const char *id)
 {

@@ -87,8 +87,10 @@ void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c);
 
 size_t xm_nfindings(const struct xm_job *x);
 void xm_finding(const struct xm_job *x, size_t i, struct xm_finding *f);
-/*! Evidence item k of finding i as "key: value unit" into buf. */
+/*! Evidence item k of finding i as "key: value" into buf, value in its unit (an_ev_value). */
 void xm_finding_ev(const struct xm_job *x, size_t i, int k, char *buf, size_t len);
+/*! The same for a card: @return 0 (nothing written) for evidence the heading carries */
+int xm_finding_card(const struct xm_job *x, size_t i, int k, char *buf, size_t len);
 /*! @return 1 if the job has a finding with this id */
 int xm_has_finding(const struct xm_job *x, const char *id);
 

@@ -1,6 +1,7 @@
 /* export_perfetto.c: the Perfetto protobuf sink: a process track per rank, thread tracks for the
  * API calls, GPU tracks per stream, counter tracks for link bandwidth and UM migrations, flows
  * from NCCL calls to their kernels and across the ranks of a collective, findings as instants. */
+#include <errno.h> /* errno */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
@@ -710,7 +711,9 @@ int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
 	if (pb_flush(&s.p, o) != 0)
 		s.err = 1;
 	if (s.err && !rc)
-		fprintf(stderr, "nvlprof: export: write error (perfetto)\n");
+		fprintf(stderr, "nvlprof: export: write error (perfetto)%s%s\n", errno ? ": " : "",
+		        errno ? strerror(errno)
+		              : ""); /* errno: the failed write's (export.c clears it) */
 	pb_free(&s.p);
 	free(s.tracks.s);
 	free(s.names.s);

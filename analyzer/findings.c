@@ -6,6 +6,7 @@
 #include "kernelch.h" /* window coverage */
 #include "places.h"   /* where a rank's threads were (the Python sampler) */
 #include "stages.h"   /* an_job_time */
+#include "util.h"     /* an_fmt_value */
 
 #include <math.h>   /* fabs */
 #include <stdarg.h> /* va_list */
@@ -78,6 +79,13 @@ static void ev_str(struct an_finding *x, const char *key, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e->str, sizeof e->str, fmt, ap);
 	va_end(ap);
+}
+
+/* The NVLink peak a finding judged by, and which figure that is (an_nvlink_link_Bps) */
+static void ev_peak(struct an_finding *x, double gbps)
+{
+	ev_num(x, "nvlink_peak_gbps", gbps, "GB/s");
+	ev_str(x, "peak_basis", "%s", an_peak_basis());
 }
 
 static void advise(struct an_finding *x, const char *s)
@@ -185,7 +193,7 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
 	if (busbw > 0)
 		ev_num(x, "busbw_gbps", busbw, "GB/s");
 	if (c->peak_Bps > 0) {
-		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
+		ev_peak(x, c->peak_Bps / 1e9);
 		if (busbw > 0)
 			ev_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
 	} else
@@ -774,7 +782,7 @@ static void staged_cost(struct an_finding *x, const struct an_job *job, const st
 		rate_src = "nvlink_peak";
 	}
 	if (nvl)
-		ev_num(x, "nvlink_peak_gbps", peak, "GB/s");
+		ev_peak(x, peak);
 	if (rate > 0 && p->staged_ns) {
 		double peer_ms = (double)p->staged_bytes / rate / 1e6;
 		double took_ms = (double)p->staged_ns / 1e6;
@@ -853,11 +861,13 @@ static void thrashing(const struct an_job *job, const double *th, struct an_find
 			if (moved < th[AN_TH_thrash_min_mib] * MIB ||
 			    ((double)a->flips < th[AN_TH_thrash_min_flips] && !a->thrash_events))
 				continue;
+			char size[32];
 			struct an_finding *x =
 			    add(out, AN_F_uma_thrashing, AN_SEV_WARNING,
-			        "Managed allocation of %.0f MiB migrates back and forth (%llu "
+			        "Managed allocation of %s migrates back and forth (%llu "
 			        "direction changes)",
-			        (double)a->bytes / MIB, (unsigned long long)a->flips);
+			        an_fmt_value(size, sizeof size, (double)a->bytes, "B"),
+			        (unsigned long long)a->flips);
 			x->rank = rank_id(job, f);
 			x->device = a->device;
 			ev_num(x, "rank", rank_id(job, f), NULL);
@@ -1059,7 +1069,8 @@ static void rank_list(char *buf, size_t len, const int *ranks, int n)
 static struct an_finding *hang_add(const struct an_job *job, const struct an_hang *h,
                                    const char *miss, struct an_findings *out)
 {
-	char failed[96] = "", cname[80] = "";
+	char failed[96] = "", cname[80] = "", waited[32];
+	an_fmt_value(waited, sizeof waited, h->wait_ms, "ms");
 	if (h->failed_rank >= 0 && h->failed_seq != h->seq)
 		snprintf(failed, sizeof failed, " (rank %d's next call, #%u, failed: %s)",
 		         h->failed_rank, h->failed_seq, nccl_result_name(h->failed_rc));
@@ -1069,9 +1080,9 @@ static struct an_finding *hang_add(const struct an_job *job, const struct an_han
 	if (job->comms[h->comm].name[0])
 		snprintf(cname, sizeof cname, " (\"%s\")", job->comms[h->comm].name);
 	return add(out, AN_F_hang_suspect, AN_SEV_CRITICAL,
-	           "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %.1f ms%s",
+	           "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %s%s",
 	           nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
-	           cname, h->nmissing > 1 ? "s" : "", miss, h->wait_ms, failed);
+	           cname, h->nmissing > 1 ? "s" : "", miss, waited, failed);
 }
 
 /* Where each rank's last NCCL call came from: the missing ones stopped after it (all named),
@@ -1333,7 +1344,7 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 		ev_num(x, "min_message_mib", th[AN_TH_low_busbw_min_mib], "MiB");
 		ev_num(x, "algbw_gbps", b->salg / b->ns, "GB/s");
 		ev_num(x, "busbw_gbps", busbw, "GB/s");
-		ev_num(x, "nvlink_peak_gbps", c->peak_Bps / 1e9, "GB/s");
+		ev_peak(x, c->peak_Bps / 1e9);
 		if (others[0])
 			ev_str(x, "also_low", "%s", others);
 		/* no straggler advice: bandwidths use transfer time, not waiting; explain() gives
@@ -1478,6 +1489,23 @@ static void gaps_traces(const struct an_job *job, struct an_findings *out, struc
 			    job->comms[ci].nmembers);
 }
 
+/* 1 if a host has two GPUs (over its processes' devices): an NVLink peer to find. A single
+ * GPU per host, one process or several sharing it, has no NVLink topology to record. */
+static int has_gpu_peer(const struct an_job *job)
+{
+	for (size_t f = 0; f < job->nranks; f++)
+		for (size_t g = f; g < job->nranks; g++) {
+			const struct an_rank *a = &job->ranks[f], *b = &job->ranks[g];
+			if (!a->ok || !b->ok || strcmp(a->host, b->host))
+				continue;
+			for (size_t i = 0; i < a->ndevs; i++)
+				for (size_t k = 0; k < b->ndevs; k++)
+					if (a->devs[i].device != b->devs[k].device)
+						return 1;
+		}
+	return 0;
+}
+
 /* GPU activity, link counters and topology that were not recorded */
 static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct an_finding **x)
 {
@@ -1504,7 +1532,7 @@ static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct a
 		                      : "communication times are host call times");
 	if (job->have_gpu_any && !job->have_links)
 		GAP("link_counters", "no LINKSAMPLE records: NVLink/PCIe bytes unknown");
-	if (job->have_gpu_any && !job->have_topo)
+	if (job->have_gpu_any && !job->have_topo && has_gpu_peer(job))
 		GAP("topology",
 		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
 }

@@ -77,6 +77,13 @@ const struct an_finding *an_findings_get(const struct an_findings *f, const char
 const struct an_finding *an_findings_find(const struct an_findings *f, enum an_fid fid);
 /*! Text: one block per finding. verbose=0 prints title and key evidence only. */
 void an_findings_print(FILE *o, const struct an_findings *f);
+/*! Evidence item e's value for people (text and HTML cards): numbers in their units
+ * (an_fmt_value: "47.5 GiB", "69.2 s"), rank lists named ("rank 1", "ranks 0,2"). @return buf */
+const char *an_ev_value(const struct an_ev *e, char *buf, size_t len);
+/*! 1 for evidence a reader sees in the heading instead (explained_by, severity_alone) */
+int an_ev_hidden(const char *key);
+/*! "key: value" of e for an HTML card into buf. @return 1, or 0 (buf untouched): not shown */
+int an_ev_card(const struct an_ev *e, char *buf, size_t len);
 /*! JSON array "findings" into an open object. */
 void an_findings_json(struct jw *w, const char *key, const struct an_findings *f);
 /*! Short cause name for fallback findings ("NCCL_P2P_DISABLE=1" ...) or "" */

@@ -3,6 +3,7 @@
  * link bandwidth per GPU with collectives shaded, arrival skew by rank and collective, the
  * missing rank of a hang, unified-memory migrations by allocation; diff puts two runs side by
  * side. */
+#include <errno.h> /* errno */
 #include <math.h>   /* sqrt */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
@@ -10,6 +11,7 @@
 #include "export.h"
 #include "report.h" /* struct an_diff_view */
 #include "svg.h"
+#include "util.h" /* an_fmt_value, nvlp_out_finish */
 
 enum { P_BW, P_SKEW, P_HANG, P_UM, P_COUNT };
 static const char *const plot_names[P_COUNT] = {"bandwidth", "skew", "hang", "um"};
@@ -846,7 +848,8 @@ static void render_finding(struct ctx *c, size_t i)
 	fputs("<ul class=\"ev\">", o);
 	for (int k = 0; k < f.nev; k++) {
 		char ev[400];
-		xm_finding_ev(c->x, i, k, ev, sizeof ev);
+		if (!xm_finding_card(c->x, i, k, ev, sizeof ev))
+			continue; /* explained_by, severity_alone: the heading says them */
 		/* a Python code location: its own line, as in the text report */
 		fputs(strncmp(ev, "python", 6) ? "<li>" : "<li class=\"loc\">", o);
 		svg_esc(o, ev);
@@ -1283,7 +1286,14 @@ static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, cons
 			    "--html). See analyzer/EXPORT.md.\n");
 			return 0;
 		}
-		if (!strcmp(argv[i], "--html") && i + 1 < argc)
+		if (!strcmp(argv[i], "--html") && i + 1 >= argc) {
+			fprintf(stderr,
+			        "nvlprof: %s: --html needs a file name (or - for standard "
+			        "output)\n",
+			        cmd);
+			return 2;
+		}
+		if (!strcmp(argv[i], "--html"))
 			*out = argv[++i];
 		else if (!strncmp(argv[i], "--html=", 7))
 			*out = argv[i] + 7;
@@ -1310,7 +1320,7 @@ static int html_write(const char *out, int diff, const struct xm_job *x, const s
 	const char *cmd = diff ? "diff" : "report";
 	FILE *o = strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!o) {
-		fprintf(stderr, "nvlprof: %s: cannot write %s\n", cmd, out);
+		fprintf(stderr, "nvlprof: %s: cannot write %s: %s\n", cmd, out, strerror(errno));
 		return 2;
 	}
 	char title[512] = "";
@@ -1318,9 +1328,9 @@ static int html_write(const char *out, int diff, const struct xm_job *x, const s
 	for (int i = 0; i < (diff ? 1 : np) && n < sizeof title - 1; i++)
 		n += (size_t)snprintf(title + n, sizeof title - n, "%s%s", i ? " " : "", paths[i]);
 	int rc = diff ? xh_diff(o, x, y, paths[0], paths[1]) : xh_report(o, x, title);
-	if (o != stdout && fclose(o) != 0)
-		rc = -1;
-	if (rc)
+	if (nvlp_out_finish(o, strcmp(out, "-") ? out : "standard output") < 0) /* says why */
+		rc = 2;
+	else if (rc)
 		fprintf(stderr, "nvlprof: %s: write error on %s\n", cmd, out);
 	return rc ? 2 : 0;
 }

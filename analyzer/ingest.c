@@ -630,15 +630,16 @@ static int on_nvlink(struct lctx *c)
 {
 	const struct nvlp_rec_nvlink *n = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
-	/* CUPTI documents kB/s per link, but H200 (NVLink 4, 18 links) reported 849960000, i.e.
-	 * 850 GB/s for the whole bundle. Trust the field only when it is plausible for one link;
-	 * else use the per-link, per-direction rate of the NVLink version (the figure nvidia-smi
-	 * nvlink -s shows: 26.562 GB/s for NVLink 4). */
-	static const double per_version[] = {0, 20e9, 25e9, 25e9, 26.5625e9, 50e9};
-	double per = n->version < 6 ? per_version[n->version] : 50e9;
+	/* The peak is NVIDIA's per-direction figure of the NVLink version (an_nvlink_link_Bps),
+	 * not CUPTI's field: CUPTI documents kB/s per link, but H200 (NVLink 4, 18 links) reported
+	 * 849960000, i.e. 850 GB/s for the whole bundle. The field is used only for a version we
+	 * do not know, and only when it is plausible for one link. */
+	double per = an_nvlink_link_Bps(n->version);
 	uint64_t bw = n->bandwidth * 1000ull;
-	if (!n->bandwidth || n->bandwidth > UINT64_MAX / 1000 || (double)bw > 60e9)
-		bw = (uint64_t)(per ? per : 25e9);
+	if (per > 0)
+		bw = (uint64_t)per;
+	else if (!n->bandwidth || n->bandwidth > UINT64_MAX / 1000 || (double)bw > 60e9)
+		bw = (uint64_t)25e9;
 	if (!dev_ok(n->dev0) || !dev_ok(n->dev1) || n->type0 > 16 || n->type1 > 16 ||
 	    n->links > 1024)
 		return bad(c, "with devices %lld, %lld of types %llu, %llu, %llu links",

@@ -49,7 +49,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "nvlprof: unknown command '%s'\n", cmd);
+	fprintf(stderr, "nvlprof: unknown command '%s' (", cmd);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(stderr, "%s%s", commands[i].name,
+		        i + 2 < NCOMMANDS   ? ", "
+		        : i + 1 < NCOMMANDS ? " or "
+		                            : ")\n");
 	usage(stderr);
 	return 2;
 }

@@ -506,6 +506,23 @@ const char *an_header_get(const struct an_rank *r, const char *key, char *buf, s
 	return NULL;
 }
 
+/* The one NVLink peak: NVIDIA's data rate per link and direction, 25 GB/s for NVLink 2 to 4
+ * (H200: 18 links = 450 GB/s each way, the 900 GB/s "bidirectional" of its specification).
+ * nvidia-smi nvlink -s shows 26.562 GB/s per link on NVLink 4: the signalling rate, encoding
+ * included, which no payload reaches (x 18 = 478); NCCL's topology model assumes 20.6 GB/s per
+ * link on sm_90 (src/graph/topo.h), an achievable ring rate rather than the link's. */
+double an_nvlink_link_Bps(uint64_t version)
+{
+	static const double per_version[] = {0, 20e9, 25e9, 25e9, 25e9, 50e9};
+	return version < sizeof per_version / sizeof per_version[0] ? per_version[version] : 0;
+}
+
+const char *an_peak_basis(void)
+{
+	return "NVIDIA's spec, 25 GB/s per link each way (H200: 18 x 25 = 450); nvidia-smi's "
+	       "26.562 is the signalling rate, encoding included";
+}
+
 static double dev_peak_in(const struct an_rank *r, int device)
 {
 	double pk = 0;

@@ -575,6 +575,11 @@ void an_job_analyze(struct an_job *job);
 void an_job_free(struct an_job *job);
 
 /* Helpers used by findings and output. */
+/*! NVLink data rate of one link in one direction (bytes/s) by NVLink version, NVIDIA's
+ * specification figure; 0 for a version not known. The one source of every NVLink peak. */
+double an_nvlink_link_Bps(uint64_t version);
+/*! One line saying which peak that is and why (report and evidence peak_basis). */
+const char *an_peak_basis(void);
 /*! NVLink peak (bytes/s per direction) of a device of a process, 0 if unknown. */
 double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device);
 /*! 1 if devices a and b of process r are NVLink-connected (topology records). */

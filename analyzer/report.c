@@ -471,7 +471,7 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 	        job->have_links ? "yes" : "no",
 	        job->have_topo ? "yes" : "no");
 	if (pk > 0)
-		fprintf(o, " (NVLink %.0f GB/s per GPU)", pk / 1e9);
+		fprintf(o, " (NVLink %.0f GB/s per GPU each way)", pk / 1e9);
 	fputc('\n', o);
 }
 
@@ -541,7 +541,11 @@ static void text_collectives(FILE *o, const struct an_job *job, const struct an_
 	fprintf(
 	    o,
 	    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
-	    "time per matched collective; h = host time, no GPU data)\n");
+	    "time per matched collective; a time ending in h, as 1.26h, is host call time (no GPU "
+	    "data), not hours)\n");
+	if (t->peak > 0)
+		fprintf(o, "  (%%peak: busbw of the NVLink peak, %.0f GB/s per GPU each way: %s)\n",
+		        t->peak / 1e9, an_peak_basis());
 	for (size_t ci = 0; ci < job->ncomms; ci++)
 		if (job->comms[ci].name[0])
 			fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
@@ -599,12 +603,14 @@ static void text_ranks(FILE *o, const struct an_tables *t)
 static void text_ranks_notes(FILE *o, const struct an_job *job)
 {
 	if (job->ncomms)
-		fprintf(o,
-		        "  (comm ms: NCCL GPU time (h: includes host call time, as COLLECTIVES' h "
-		        "rows); exposed: not overlapped by compute%s; last%%: share of collectives it "
-		        "arrived last at; lead ms: median lead over the next-latest rank then; waited "
-		        "ms: its waits for the last rank)\n",
-		        job->win1 ? ", in the steps" : "");
+		fprintf(
+		    o,
+		    "  (comm ms: NCCL GPU time (ending in h, as 1.26h: includes host call time, "
+		    "as COLLECTIVES' h rows; h is for host, not hours); exposed: not overlapped by "
+		    "compute%s; last%%: share of collectives it "
+		    "arrived last at; lead ms: median lead over the next-latest rank then; waited "
+		    "ms: its waits for the last rank)\n",
+		    job->win1 ? ", in the steps" : "");
 	if (job->matched_colls) {
 		fprintf(o,
 		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
@@ -757,6 +763,8 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	jw_bool(w, "topology", job->have_topo);
 	double pk = t->peak;
 	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
+	if (pk > 0)
+		jw_str(w, "peak_basis", an_peak_basis());
 	jw_num(w, "comm_ms_per_rank", s->comm_ms);
 	jw_num(w, "comm_in_steps_ms_per_rank", s->comm_win_ms);
 	jw_num(w, "comm_host_ms_per_rank", s->comm_host_ms);
@@ -1056,18 +1064,42 @@ static void usage(FILE *o)
 	           "not be written.\n");
 }
 
+/* Why --threshold v was refused: no '=', a name we do not have, or a value that is no number */
+static void threshold_error(const char *v)
+{
+	const char *eq = strchr(v, '=');
+	if (!eq) {
+		fprintf(stderr,
+		        "nvlprof: bad threshold '%s': NAME=VALUE is needed (the names: --help)\n",
+		        v);
+		return;
+	}
+	for (int k = 0; k < AN_TH_COUNT; k++)
+		if ((size_t)(eq - v) == strlen(an_threshold_names[k]) &&
+		    !strncmp(v, an_threshold_names[k], (size_t)(eq - v))) {
+			fprintf(stderr,
+			        "nvlprof: bad threshold '%s': the value of %s must be a number\n",
+			        v, an_threshold_names[k]);
+			return;
+		}
+	fprintf(stderr, "nvlprof: unknown threshold '%.*s' in '%s' (the names: --help)\n",
+	        (int)(eq - v), v, v);
+}
+
 int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 {
 	const char *a = argv[*i], *v = NULL;
 	if (!strcmp(a, "--threshold") || !strcmp(a, "-t")) {
-		if (*i + 1 >= argc)
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: %s needs NAME=VALUE (the names: --help)\n", a);
 			return -1;
+		}
 		v = argv[++*i];
 	} else if (!strncmp(a, "--threshold=", 12))
 		v = a + 12;
 	if (v) {
 		if (an_threshold_set(th, v) != 0) {
-			fprintf(stderr, "nvlprof: bad threshold '%s' (see --help for names)\n", v);
+			threshold_error(v);
 			return -1;
 		}
 		return 1;
@@ -1075,16 +1107,26 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
 		if (a[9] == '=')
 			an_symbols_dir(a + 10);
-		else if (*i + 1 >= argc)
+		else if (*i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: --symbols needs a directory\n");
 			return -1;
-		else
+		} else
 			an_symbols_dir(argv[++*i]);
 		return 1;
 	}
 	if (!strcmp(a, "-j")) {
-		if (*i + 1 >= argc)
+		char *end = NULL;
+		long n = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : -1;
+		if (*i + 1 >= argc || end == argv[*i + 1] || *end || n < 0 || n > 256) {
+			fprintf(
+			    stderr,
+			    "nvlprof: -j needs a thread count, 0 to 256 (0: the default)%s%s%s\n",
+			    *i + 1 < argc ? ", not '" : "", *i + 1 < argc ? argv[*i + 1] : "",
+			    *i + 1 < argc ? "'" : "");
 			return -1;
-		*threads = atoi(argv[++*i]);
+		}
+		*threads = (int)n;
+		++*i;
 		return 1;
 	}
 	return 0;
@@ -1114,12 +1156,19 @@ int nvlp_cmd_report(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			outpath = argv[++i];
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		else if (!strcmp(argv[i], "-o")) {
+			fprintf(stderr, "nvlprof: report: -o needs a file name\n");
+			free(paths);
+			return 2;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			free(paths);
 			return 0;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "nvlprof: report: unknown option %s\n", argv[i]);
+			fprintf(stderr,
+			        "nvlprof: report: unknown option %s (--json, -o FILE, --html FILE, "
+			        "--threshold NAME=VALUE, -j N, --symbols DIR; see --help)\n",
+			        argv[i]);
 			usage(stderr);
 			free(paths);
 			return 2;

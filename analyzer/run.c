@@ -251,7 +251,11 @@ static int run_opts(int argc, char **argv, const char **outdir, int *append, int
 			continue;
 		}
 		if (a[0] == '-') {
-			fprintf(stderr, "nvlprof run: unknown option '%s'\n", a);
+			fprintf(
+			    stderr,
+			    "nvlprof run: unknown option '%s' (-o DIR, --append, or -- before a "
+			    "command that starts with -)\n",
+			    a);
 			run_usage(stderr);
 			return 2;
 		}

@@ -2,6 +2,7 @@
 #include <pthread.h> /* pthread_create */
 #include <dirent.h>   /* opendir, readdir */
 #include <errno.h>    /* errno */
+#include <math.h>     /* fabs, isfinite */
 #include <stdlib.h>   /* malloc, realloc, qsort */
 #include <string.h>   /* strlen, strverscmp */
 #include <sys/stat.h> /* stat */
@@ -193,6 +194,48 @@ const char *nvlp_human_ns(uint64_t ns, char *buf, size_t len)
 {
 	static const char *const units[] = {"ns", "us", "ms", "s"};
 	return human(ns, 1000, units, 4, buf, len);
+}
+
+/* The unit's scale to its base (bytes or ns), 0 if it has none */
+static double unit_scale(const char *unit, int *bytes)
+{
+	static const struct {
+		const char *u;
+		double scale;
+		int bytes;
+	} t[] = {{"B", 1, 1},  {"KiB", 1024.0, 1}, {"MiB", 1048576.0, 1}, {"GiB", 1073741824.0, 1},
+	         {"ns", 1, 0}, {"us", 1e3, 0},     {"ms", 1e6, 0},        {"s", 1e9, 0}};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (!strcmp(unit, t[i].u)) {
+			*bytes = t[i].bytes;
+			return t[i].scale;
+		}
+	return 0;
+}
+
+const char *an_fmt_value(char *buf, size_t len, double v, const char *unit)
+{
+	if (!unit)
+		unit = "";
+	int bytes = 0;
+	double scale = unit_scale(unit, &bytes);
+	double base = fabs(v) * scale;
+	if (scale && isfinite(v) && base < 1.8e19) {
+		char h[64];
+		uint64_t n = (uint64_t)(base + 0.5);
+		if (bytes)
+			nvlp_human_bytes(n, h, sizeof h);
+		else
+			nvlp_human_ns(n, h, sizeof h);
+		snprintf(buf, len, "%s%s", v < 0 && n ? "-" : "", h);
+		return buf;
+	}
+	const char *sp = unit[0] ? " " : "";
+	if (isfinite(v) && (fabs(v) >= 1000 || (fabs(v) < 1e15 && v == (double)(long long)v)))
+		snprintf(buf, len, "%.0f%s%s", v, sp, unit);
+	else
+		snprintf(buf, len, "%.3g%s%s", v, sp, unit);
+	return buf;
 }
 
 const char *nvlp_basename(const char *path)

@@ -27,6 +27,11 @@ void nvlp_json_cstr(FILE *f, const char *s);
 const char *nvlp_human_bytes(uint64_t n, char *buf, size_t len);
 /*! "850 ns", "12.3 us", "4.56 ms", "7.89 s". @return buf */
 const char *nvlp_human_ns(uint64_t ns, char *buf, size_t len);
+/*! v in unit for people, the one formatter of text, HTML cards and JSON's human fields: bytes
+ * ("B", "KiB", "MiB", "GiB") in binary units, times ("ns", "us", "ms", "s") in the unit they
+ * reach, three significant digits ("47.5 GiB", "69.2 s", "200 us"); other units ("GB/s") and
+ * none as the number with three significant digits, whole numbers whole. @return buf */
+const char *an_fmt_value(char *buf, size_t len, double v, const char *unit);
 /*! End of a command's output to f (named name in messages, "standard output" for stdout): flushes,
  * closes f unless it is stdout, and says on stderr why writing failed (full disk, closed pipe).
  * @return 0, or -1 the output is incomplete (the command then exits 2) */

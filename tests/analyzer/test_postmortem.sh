@@ -38,7 +38,7 @@ d = json.load(open(sys.argv[1]))
 f = [x for x in d['findings'] if x['id'] == sys.argv[2]]
 print(f[0]['evidence'].get(sys.argv[3], 'MISSING') if f else 'NO_FINDING')" "$T/$1/report.json" "$2" "$3" 2>/dev/null || echo UNPARSABLE; }
 ge() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null; }
-hang_re='^\[critical\] hang_suspect: ncclAllReduce #21 on comm [0-9a-f]{16} never entered by rank 1; others waited [0-9.]+ ms'
+hang_re='^\[critical\] hang_suspect: ncclAllReduce #21 on comm [0-9a-f]{16} never entered by rank 1; others waited [0-9.]+ (us|ms|s)'
 killed='ended without an END record (killed by SIGKILL or the OOM killer'
 
 # (a) rank 1 stuck in its own code at step 20; rank 0 enters #21 and waits in its next call;

@@ -106,7 +106,7 @@ q hosts_skew "$T/hosts.json" "d['job']['skew_max_ms'] < 0.1"
 q hang "$T/kill.json" "' '.join(str(x) for f in d['findings'] if f['id']=='hang_suspect' for x in (f['evidence']['rank'], f['evidence']['seq'], f['evidence']['wait_ms'] > 1000))"
 q nogpu_src "$T/nogpu.json" "d['job']['comm_time_source'] + ' ' + d['collectives'][0]['time_source']"
 for s in healthy fallback late kill staged thrash nogpu hosts; do
-	q "schema_$s" "$T/$s.json" "'ok' if all(set(f) == {'id','severity','title','evidence','advice'} and f['severity'] in ('info','warning','critical') for f in d['findings']) and all(k in d for k in ('job','collectives','ranks','copies','links','managed','files')) else 'bad'"
+	q "schema_$s" "$T/$s.json" "'ok' if all(set(f) == {'id','severity','title','evidence','units','advice'} and set(f['units']) <= set(f['evidence']) and f['severity'] in ('info','warning','critical') for f in d['findings']) and all(k in d for k in ('job','collectives','ranks','copies','links','managed','files')) else 'bad'"
 done
 q diff_new "$T/diff.json" "' '.join(x for x in d['findings']['new'] if x == 'straggler') + ' ' + str(d['verdict']['slower_pct'] > 10)"
 q diff_bw "$T/diff.json" "any(b['collective']=='AllReduce' and b['size_class']=='16M-256M' for b in d['busbw'])"
@@ -134,7 +134,7 @@ check_eq "explained: same-comm low_bus_bandwidth needs no share" "info" "$(v fbt
 check_eq "explained: others' wait for the straggler explains exposed_communication" "straggler warning True info" "$(v late_t_exp)"
 check_eq "explained: straggler keeps warning (the exposed time it explains was a warning)" "warning" "$(v late_t_strag)"
 "$CLI" report "$T/fallback" >"$T/fallback_plain.txt" 2>&1
-check "explained: text names the root" grep -q "^\[info\] low_bus_bandwidth (explained by pcie_fallback): " "$T/fallback_plain.txt"
+check "explained: text names the root" grep -q "^\[info\] low_bus_bandwidth (explained by pcie_fallback; warning on its own): " "$T/fallback_plain.txt"
 # peer_access_disabled
 check "peer_access_disabled: staged copies on an NVLink pair" has staged peer_access_disabled
 check_eq "peer_access_disabled: evidence has rank and device" "0 0" "$(v staged_rd)"

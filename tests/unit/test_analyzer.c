@@ -11,6 +11,7 @@
 #include "findings.h"
 #include "model.h"
 #include "nvlp_trace.h"
+#include "util.h" /* an_fmt_value */
 
 #define US 1000ull
 #define MS 1000000ull
@@ -252,8 +253,47 @@ static void test_straggler_and_errors(void)
 	an_job_free(&job);
 }
 
+/* One formatter for people (text, cards): each number in its unit, the same value */
+static void test_format(void)
+{
+	static const struct {
+		double v;
+		const char *unit, *want;
+	} t[] = {{5.102e10, "B", "47.5 GiB"},  {6.711e7, "B", "64.0 MiB"},
+	         {512, "B", "512 B"},          {248525, "B", "243 KiB"},
+	         {8, "MiB", "8.00 MiB"},       {69161.3, "ms", "69.2 s"},
+	         {335.2, "ms", "335 ms"},      {8.17, "ms", "8.17 ms"},
+	         {0.2, "ms", "200 us"},        {0.0001, "ms", "100 ns"},
+	         {-1.5, "ms", "-1.50 ms"},     {478, "GB/s", "478 GB/s"},
+	         {26.94, "GB/s", "26.9 GB/s"}, {45472, NULL, "45472"},
+	         {0.0597, NULL, "0.0597"},     {1, "", "1"}};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		char b[64];
+		an_fmt_value(b, sizeof b, t[i].v, t[i].unit);
+		CHECK(!strcmp(b, t[i].want), "an_fmt_value(%g, %s) = '%s' (want '%s')", t[i].v,
+		      t[i].unit ? t[i].unit : "NULL", b, t[i].want);
+	}
+	struct an_ev one = {.key = "missing_ranks", .is_str = 1, .str = "1"};
+	struct an_ev many = {.key = "waiting_ranks", .is_str = 1, .str = "0,2,3"};
+	struct an_ev other = {.key = "host_ranks", .is_str = 1, .str = "vm: 0,1"};
+	struct an_ev alone = {.key = "severity_alone", .is_str = 1, .str = "critical"};
+	char b[300];
+	CHECK(!strcmp(an_ev_value(&one, b, sizeof b), "rank 1"), "a rank list of one: 'rank 1'");
+	CHECK(!strcmp(an_ev_value(&many, b, sizeof b), "ranks 0,2,3"),
+	      "a rank list: 'ranks 0,2,3'");
+	CHECK(!strcmp(an_ev_value(&other, b, sizeof b), "vm: 0,1"), "not a bare list: as it is");
+	CHECK(!an_ev_card(&alone, b, sizeof b) && an_ev_card(&one, b, sizeof b) &&
+	          !strcmp(b, "missing_ranks: rank 1"),
+	      "cards: severity_alone left out, a rank list named");
+	CHECK(
+	    an_nvlink_link_Bps(4) == 25e9 && an_nvlink_link_Bps(4) * 18 == 450e9 &&
+	        an_nvlink_link_Bps(99) == 0,
+	    "NVLink 4 peak: NVIDIA's 25 GB/s per link each way (18 links: 450), unknown version 0");
+}
+
 int main(void)
 {
+	test_format();
 	snprintf(dir, sizeof dir, "/tmp/nvlp-an-unit.XXXXXX");
 	if (!mkdtemp(dir)) {
 		printf("FAIL: mkdtemp\n");
