@@ -38,7 +38,11 @@ for f in os.listdir(d):
 a = TraceAnalysis(trace_dir=d)
 ranks = sorted(a.t.traces)
 check(len(ranks) == nfiles, "HTA loads every rank file (%s of %d)" % (ranks, nfiles))
-kb = a.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)[0]
+kb, km = a.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)[:2]
+names = set(km["name"]) if "name" in km else set()
+check(names and not any(n.startswith("_Z") for n in names)
+      and (not comm or any(n.startswith("ncclDevKernel_") for n in names)),
+      "kernel names as people search them (demangled, NCCL's by name): %s" % sorted(names)[:3])
 types = dict(zip(kb["kernel_type"], kb["sum"]))
 check((types.get("COMMUNICATION", 0) > 0) == (comm > 0)
       and (types.get("COMPUTATION", 0) > 0) == (comp > 0)
