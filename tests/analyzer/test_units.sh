@@ -63,8 +63,8 @@ done
 check "generated, one GPU without topology: no gap" bash -c "! '$CLI' report '$T/nt1' 2>/dev/null | grep -q 'no NVLINK topology records'"
 check "generated, two GPUs without topology: the gap is told" bash -c "'$CLI' report '$T/nt2' 2>/dev/null | grep -q '^    topology: no NVLINK topology records'"
 
-# ---- diff --html's summary table: numbers through the same formatter ----
+# ---- diff --html's table of what changed: diff's own rows and numbers (62906.1, not 6.29e+04) ----
 "$CLI" diff --html "$T/d.html" "$EX/ddp_healthy" "$EX/ddp_p2p_disable" >/dev/null 2>&1
-check "diff --html summary: NVLink MiB 62906 -> 62.1, no exponent form" \
-	bash -c "grep -q '<tr><td>NVLink MiB</td><td>62906</td><td>62.1</td>' '$T/d.html' && ! sed -n '/id=\"summary\"/,/<\/table>/p' '$T/d.html' | grep -qE '<td>[0-9.]+e[+-]'"
+check "diff --html: nvlink_mib 62906.1 -> 62.1, no exponent form in any cell" \
+	bash -c "grep -q '<tr><td><code>nvlink_mib</code></td><td>62906.1</td><td>62.1</td>' '$T/d.html' && ! grep -qE '<td>[0-9.]+e[+-][0-9]' '$T/d.html'"
 exit $((FAILED > 0))
