@@ -134,6 +134,8 @@ static void fmt(char *buf, size_t n, double v)
 		snprintf(buf, n, "-");
 	else if (fabs(v) >= 100)
 		snprintf(buf, n, "%.1f", v);
+	else if (v != 0 && fabs(v) < 1e-4) /* three significant digits, never "7.31e-05" */
+		snprintf(buf, n, "%.*f", 2 - (int)floor(log10(fabs(v))), v);
 	else
 		snprintf(buf, n, "%.3g", v);
 }
