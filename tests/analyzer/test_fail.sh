@@ -116,6 +116,16 @@ check "fail2_barrier: first finding is hang_suspect #49" grep -Eq "$hang49" <(fi
 check "fail2_barrier: rank 1 was in the barrier line" starts "44.5 s in fail (fail_train.py:92)" \
 	"$(ev fail2_barrier hang_suspect place_rank1)"
 
+# hang_shown's rules pinned on fail2_segv: rank 0 waited 219.3 ms in #49; the two ends are 228.6 ms apart
+check_eq "hang_min_ms=225 (above the wait, below the ends' spread): an abnormal end still shows the hang" 1 \
+	"$("$CLI" report --threshold hang_min_ms=225 "$TR/fail2_segv" 2>/dev/null | grep -c '^\[critical\] hang_suspect')"
+check_eq "hang_min_ms=232 (above both): every member ended abnormally within it: stopped as a whole" 0 \
+	"$("$CLI" report --threshold hang_min_ms=232 "$TR/fail2_segv" 2>/dev/null | grep -c '^\[critical\] hang_suspect')"
+# the story's ends are when each rank was last alive (its heartbeats), not its last call
+check "fail2_exits: rank 0's end 4.9 s after it entered #49, as its wait" grep -q \
+	"waited in it until it ended without an END record (killed by SIGKILL or the OOM killer, or a crash the shim could not catch) 4.9 s later" \
+	<(story fail2_exits)
+
 # mismatched collectives: at step 15 a metric collective whose arguments differ (same seq, #52)
 mm() { # NAME KIND DIFFERS: the story, the first finding and its sides
 	local n=$1 what=$2
