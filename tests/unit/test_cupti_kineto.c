@@ -232,6 +232,27 @@ int main(int argc, char **argv)
 	char self[PATH_MAX], lib[PATH_MAX + 32];
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
+	/* A fake GPU of its own (its UUID names the machine-wide link-counter lock): two suites run
+	 * side by side would otherwise take each other's lock (seen: the NOTE named the other
+	 * suite's pid). The first UUID base whose lock nobody holds now. */
+	char lockpath[96];
+	for (unsigned base = 0x10 + (unsigned)getpid() % 0xc0, k = 0; k < 0xc0; k++) {
+		unsigned b = 0x10 + (base - 0x10 + k) % 0xc0;
+		int o = snprintf(lockpath, sizeof lockpath, "/dev/shm/nvlprof-link-");
+		for (int i = 0; i < 16; i++)
+			o += snprintf(lockpath + o, sizeof lockpath - (size_t)o, "%02x", b + (unsigned)i);
+		snprintf(lockpath + o, sizeof lockpath - (size_t)o, ".lock");
+		int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		int free_now = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (free_now || fd < 0) {
+			char v[16];
+			snprintf(v, sizeof v, "%u", b);
+			setenv("FAKE_CUDA_UUID_BASE", v, 1);
+			break;
+		}
+	}
 	for (int run = 0; run < 5; run++) {
 		/* run 2 repeats run 0 with Kineto registered before nvlprof started; runs 3 and 4
 		 * with Kineto's own timestamp callback (after, before nvlprof started) */
@@ -247,8 +268,7 @@ int main(int argc, char **argv)
 		/* pass 1: another process (we) owns fake GPU 0's link counters */
 		int lock = -1;
 		if (pass) {
-			lock = open("/dev/shm/nvlprof-link-a0a1a2a3a4a5a6a7a8a9aaabacadaeaf.lock",
-			            O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+			lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 			if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0 ||
 			    dprintf(lock, "%d\n", (int)getpid()) < 0)
 				printf("    could not take the GPU lock\n");
