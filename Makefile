@@ -77,9 +77,13 @@ NO_BUILD_GOALS := clean format help
 CLI_GOALS := analyzer demo fuzz fuzz-build fuzz-pack $(CLI)
 GOALS := $(or $(MAKECMDGOALS),all)
 DEB_DEPS := libzstd-dev:zstd.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
+# the tools the export and page tests run (package:command), installed for the goals that test
+TEST_GOALS := test regen-goldens mutate docs-pictures
+TOOL_DEPS := $(if $(filter $(TEST_GOALS),$(GOALS)),sqlite3:sqlite3 protobuf-compiler:protoc chromium:chromium python3:python3)
 define DEPS_SCRIPT
 missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
   echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+for d in $(TOOL_DEPS); do command -v $${d##*:} >/dev/null 2>&1 || missing="$$missing $${d%%:*}"; done; \
 if [ -z "$$missing" ]; then echo ok; \
 elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
   echo "nvlprof: installing$$missing" >&2; \
