@@ -1852,14 +1852,10 @@ void an_f_python(struct an_finding *x, const char *key, const char *what, const 
 {
 	ev_python(x, key, what, r, pystack);
 }
-int an_f_end_of(const struct an_job *job, const struct an_rank *r, char *how, size_t hl, char *step,
-                size_t sl, uint64_t *in)
+int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
+                size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in)
 {
-	size_t nrises = 0;
-	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
-	int abnormal = end_of(job, r, rises, nrises, how, hl, step, sl, in);
-	free(rises);
-	return abnormal;
+	return end_of(job, r, rises, nrises, how, hl, step, sl, in);
 }
 
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)

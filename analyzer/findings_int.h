@@ -19,11 +19,13 @@ int an_f_file_of(const struct an_job *job, int id);
 /*! Evidence key: "<what> train.py:41 in build_cache <- ..." for a PYSTACK of r (none: nothing) */
 void an_f_python(struct an_finding *x, const char *key, const char *what, const struct an_rank *r,
                  uint64_t pystack);
+struct an_oom_rise;
 /*! How rank r ended when not normally ("ended by signal 6 (Aborted)", into how) and the step it
- * was in (" in step 15 of 40 (14 completed)", into step; *in: that step, 0 none).
+ * was in (" in step 15 of 40 (14 completed)", into step; *in: that step, 0 none). rises: the job's
+ * oom_kill rises, from an_oom_rises once for all the ranks asked about.
  * @return 1 if abnormal, 0 (nothing written) if it ended normally */
-int an_f_end_of(const struct an_job *job, const struct an_rank *r, char *how, size_t hl, char *step,
-                size_t sl, uint64_t *in);
+int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
+                size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in);
 
 /* ---- the detectors in their own files, called by an_findings_compute ---- */
 /*! collective_mismatch from job->mismatches (mismatch.c); after the hangs: a hang_suspect that

@@ -27,6 +27,12 @@ static double ev_n(const struct an_finding *x, const char *key, double dflt)
 	return dflt;
 }
 
+/* The job's oom_kill rises, read once for every end the story tells (an_f_end_of) */
+struct ends {
+	struct an_oom_rise *rises;
+	size_t n;
+};
+
 static double job_ms(const struct an_job *job, const struct an_rank *r, uint64_t t)
 {
 	return (double)(int64_t)(an_job_time(r, t) - job->t0) / 1e6;
@@ -155,13 +161,14 @@ static int ev_hang(const struct an_job *job, const struct an_finding *x, struct 
 
 /* Every rank that ended abnormally, when it was last alive (its last record of any kind: the
  * heartbeats run on while a rank waits in a call; what the waits are measured to) */
-static int ev_ends(const struct an_job *job, struct an_story *s, size_t *cap)
+static int ev_ends(const struct an_job *job, const struct ends *ends, struct an_story *s,
+                   size_t *cap)
 {
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		char how[160], step[120];
 		uint64_t in;
-		if (!r->ok || !r->t_last || !an_f_end_of(job, r, how, sizeof how, step, sizeof step, &in))
+		if (!r->ok || !r->t_last || !an_f_end_of(job, r, ends->rises, ends->n, how, sizeof how, step, sizeof step, &in))
 			continue;
 		struct an_story_ev *e = ev_add(s, cap, an_end_ms(job, r), an_f_rank_id(job, f), "ended");
 		if (!e)
@@ -194,7 +201,8 @@ static void cat(char *buf, size_t len, const char *fmt, ...)
 
 /* The step the job failed in: the first hang's missing rank's, else the mismatch's, else the
  * first abnormal end's (0: steps unknown) */
-static uint64_t failed_step(const struct an_job *job, const struct an_findings *f)
+static uint64_t failed_step(const struct an_job *job, const struct ends *ends,
+                            const struct an_findings *f)
 {
 	const struct an_finding *h = an_findings_find(f, AN_F_hang_suspect);
 	const struct an_finding *m = an_findings_find(f, AN_F_collective_mismatch);
@@ -204,8 +212,8 @@ static uint64_t failed_step(const struct an_job *job, const struct an_findings *
 			int fi = an_f_file_of(job, job->hangs[i].missing[0]);
 			char how[160], step[120];
 			uint64_t in = 0;
-			if (fi >= 0 && an_f_end_of(job, &job->ranks[fi], how, sizeof how, step,
-			                           sizeof step, &in))
+			if (fi >= 0 && an_f_end_of(job, &job->ranks[fi], ends->rises, ends->n, how,
+			                           sizeof how, step, sizeof step, &in))
 				return in;
 			return fi >= 0 ? job->ranks[fi].end_step : 0;
 		}
@@ -215,7 +223,8 @@ static uint64_t failed_step(const struct an_job *job, const struct an_findings *
 		char how[160], step[120];
 		uint64_t in = 0;
 		if (job->ranks[fi].ok &&
-		    an_f_end_of(job, &job->ranks[fi], how, sizeof how, step, sizeof step, &in))
+		    an_f_end_of(job, &job->ranks[fi], ends->rises, ends->n, how, sizeof how, step,
+		                sizeof step, &in))
 			return in;
 	}
 	return 0;
@@ -240,13 +249,14 @@ static long end_after(const struct an_story *s, size_t i, int id)
 
 /* The paragraph: a heading, then the events in time order, each with the time since the
  * previous; a waiting rank's end told with its wait; ranks in a row that ended alike told once */
-static void tell(const struct an_job *job, const struct an_findings *f, struct an_story *s)
+static void tell(const struct an_job *job, const struct ends *ends, const struct an_findings *f,
+                 struct an_story *s)
 {
 	char *t = s->text, w[48];
 	size_t len = sizeof s->text;
 	int hung = an_findings_find(f, AN_F_hang_suspect) != NULL;
 	int mism = an_findings_find(f, AN_F_collective_mismatch) != NULL;
-	uint64_t step = failed_step(job, f);
+	uint64_t step = failed_step(job, ends, f);
 	char *told = calloc(s->n ? s->n : 1, 1);
 	if (!told)
 		return;
@@ -319,16 +329,20 @@ int an_story_build(const struct an_job *job, const struct an_findings *f, struct
 			rc = ev_mismatch(job, &f->v[i], s, &cap);
 		else if (f->v[i].fid == AN_F_hang_suspect)
 			rc = ev_hang(job, &f->v[i], s, &cap);
+	struct ends ends = {0};
+	ends.rises = rc ? NULL : an_oom_rises(job, &ends.n);
 	if (!rc)
-		rc = ev_ends(job, s, &cap);
+		rc = ev_ends(job, &ends, s, &cap);
+	if (!rc && s->n) { /* none: nothing to tell (a rank_ended of a trace without times tells
+	                    * itself) */
+		qsort(s->v, s->n, sizeof *s->v, cmp_ev);
+		tell(job, &ends, f, s);
+	}
+	free(ends.rises);
 	if (rc) {
 		an_story_free(s);
 		return -1;
 	}
-	if (!s->n) /* nothing to tell (a rank_ended of a trace without times tells itself) */
-		return 0;
-	qsort(s->v, s->n, sizeof *s->v, cmp_ev);
-	tell(job, f, s);
 	return 0;
 }
 
