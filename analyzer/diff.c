@@ -5,6 +5,7 @@
 #include <string.h> /* strcmp */
 
 #include "commands.h"
+#include "cost.h"
 #include "json.h"
 #include "nvlp_trace.h"
 #include "export.h" /* xh_wanted, xh_cmd */
@@ -661,6 +662,7 @@ int nvlp_cmd_diff(int argc, char **argv)
 	}
 	struct side *B = &S[0], *A = &S[1];
 	warn_programs(B, A);
+	an_cost_warn_capture(&B->job, &A->job);
 	struct diff_rows *d = malloc(sizeof *d);
 	if (d) {
 		diff_compute(B, A, fail_pct, d);

@@ -800,6 +800,16 @@ static int on_end(struct lctx *c)
 	return 0;
 }
 
+/* COST: what recording cost so far (cumulative); the last one is kept. */
+static int on_cost(struct lctx *c)
+{
+	const struct nvlp_rec_cost *x = (const void *)c->rec->f;
+	alive_at(c->r, x->t);
+	c->r->cost = *x;
+	c->r->have_cost = 1;
+	return 0;
+}
+
 /* EXITINFO: the signal and exit status of a process's end, written just before END. */
 static int on_exitinfo(struct lctx *c)
 {

@@ -310,6 +310,10 @@ struct an_rank {
 		char thread[20]; /* the thread's name, printable */
 	} fatal;
 	int64_t oom_start, oom_last;
+	/* what recording cost the process: its last COST record (have_cost 0: none, a trace
+	 * older than COST) */
+	struct nvlp_rec_cost cost;
+	int have_cost;
 	/* calls not returned when the process ended (INFLIGHT records, the latest per thread,
 	 * those that returned later removed): where each thread was */
 	struct an_inflight {

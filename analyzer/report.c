@@ -9,6 +9,7 @@
 #include <string.h> /* strcmp */
 
 #include "commands.h"
+#include "cost.h"
 #include "export.h" /* xh_wanted, xh_cmd */
 #include "graphs.h"
 #include "json.h"
@@ -496,7 +497,8 @@ static void text_comm(FILE *o, const struct an_job *job, const struct an_tables 
 		if (winx || !job->have_gpu)
 			fprintf(o, "; exposure %s",
 			        job->have_gpu ? "from the kernel windows only (below)"
-			                      : "unknown (no compute kernel traced)");
+			                      : "unknown (no compute kernel traced: NVLPROF_KERNELS=window "
+			                        "measures it, at a cost)");
 		else if (!isnan(s->comm_win_ms))
 			fprintf(o, "; exposed %.2f ms = %.1f%% of the steps' time", s->exposed_ms,
 			        s->exposed_share * 100);
@@ -715,6 +717,7 @@ void an_report_head(FILE *o, const struct an_job *job, const struct an_tables *t
 {
 	text_header(o, job, t);
 	text_comm(o, job, t);
+	an_cost_text(o, job);
 }
 
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f)
@@ -785,6 +788,7 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	jw_num(w, "skew_max_ms", job->max_skew_ns / 1e6);
 	jw_num(w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
 	jw_num(w, "clock_correction_ms", job->max_refine_ns / 1e6);
+	an_cost_json(w, job);
 	jw_obj_end(w);
 }
 

@@ -30,6 +30,7 @@
 #include <time.h>    /* clock_gettime */
 
 #include "cupti_int.h"
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 
 static struct {
@@ -73,11 +74,14 @@ static struct {
 	uint64_t on_ns, period_ns;
 	int anchored;
 	uint64_t first_ns;
-} KM = {KM_WINDOW, 20000000ull, 10000000000ull, 1, 500000000ull};
-/* Measured on one H200 (tests/gpu/results): 20 ms of every 10 s cost +0.02% +-0.10% on a GPT-2-style
- * step and +0.58% +-0.25% on the DDP example (off: -0.35%/+0.17% and +0.38%); 20 ms of every 1 s
- * cost +1.11% +-0.69% on the GPT-2 step: each window's opening and closing costs, not its length. */
-#define KM_DEFAULT "window:20/10000+500"
+} KM = {KM_OFF, 20000000ull, 10000000000ull, 1, 500000000ull};
+/* The default is off (tests/gpu/results/cost1.txt, one H200): a kernel window costs at its opening
+ * (cuptiActivityEnable of CONCURRENT_KERNEL instruments every loaded kernel: nvlprof's threads took
+ * 2.00 s of CPU over 21 windows of a GPT-2 job, against 0.21 s with kernels off and 0.52 s with
+ * kernels traced all the time) and after its closing (a disabled kind keeps ~0.5 us of a launch's
+ * cost until cuptiFinalize: 3.53 us per launch never enabled, 4.02-4.10 after disabling, the whole
+ * residue on a launch-bound loop). `window` alone is window:20/10000+500. */
+#define KM_DEFAULT NVLP_KERNELS_DEFAULT
 
 static void kernels_config(void)
 {
@@ -89,6 +93,8 @@ static void kernels_config(void)
 	int n = 0;
 	if (!strcmp(v, "all"))
 		KM.mode = KM_ALL;
+	else if (!strcmp(v, "window"))
+		KM.mode = KM_WINDOW; /* the struct's own ON/PERIOD+FIRST: 20/10000+500 */
 	else if (!strcmp(v, "off"))
 		KM.mode = KM_OFF;
 	else if (((n = sscanf(v, "window:%ld/%ld%c", &on, &per, &tail)) == 2 ||
@@ -101,7 +107,7 @@ static void kernels_config(void)
 		KM.anchored = first >= 0;
 		KM.first_ns = first >= 0 ? (uint64_t)first * 1000000ull : 0;
 	} else {
-		nvlp_warn("NVLPROF_KERNELS=%s: expected off, all or window:ON_MS/PERIOD_MS[+FIRST_MS] "
+		nvlp_warn("NVLPROF_KERNELS=%s: expected off, all, window or window:ON_MS/PERIOD_MS[+FIRST_MS] "
 		          "with 0 < ON_MS < PERIOD_MS <= 3600000, FIRST_MS <= 3600000; using " KM_DEFAULT,
 		          v);
 		nvlp_note(NVLP_NOTE_CONFIG, -1, 0, "NVLPROF_KERNELS=%.100s not understood; using "
@@ -197,6 +203,7 @@ static void um_tick(void)
 static void *sched(void *arg)
 {
 	(void)arg;
+	nvlp_cost_thread_start(NVLP_COST_FLUSH);
 	const struct nvlp_config *cfg = nvlp_cfg();
 	/* cuptiActivityFlushAll holds up the application's kernel launches for several ms (measured
 	 * on H200: 4-11 ms per flush, a stalled training step each time), so it runs rarely; CUPTI
@@ -259,6 +266,7 @@ static void *sched(void *arg)
 	}
 	pthread_mutex_unlock(&T.mu);
 	nvlp_own_cpu_account("flush");
+	nvlp_cost_thread_end(NVLP_COST_FLUSH);
 	return NULL;
 }
 

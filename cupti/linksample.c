@@ -1,6 +1,6 @@
 /* linksample.c: sampler thread: NVLink/PCIe byte counters (PM sampling, NVML). */
 /*
- * One background thread per process. Every 100 ms it decodes PM samples into LINKSAMPLE records
+ * One background thread per process. Every second it decodes PM samples into LINKSAMPLE records
  * (each sample's own start/end; the period is never assumed). It wakes for nothing else, except
  * every 10 ms until a GPU is in use and at NVML's period when NVML is the source (activity
  * flushes have their own schedule, in cupti.c). GPUs are sampled once they are known to be used:
@@ -44,6 +44,7 @@
 #include <unistd.h>   /* getpid, read, write */
 
 #include "cupti_int.h"
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 #include "rt_internal.h" /* nvlp_lc_refresh_atexit */
 
@@ -51,7 +52,10 @@
 #define NMETRICS 6
 #define HW_BUFFER (64u << 20)  /* PM records in GPU memory between decodes (KEEP_LATEST) */
 #define MAX_SAMPLES 4000       /* decoded samples held per decode round */
-#define DECODE_NS 100000000ull /* decode PM samples every 100 ms */
+/* Decode PM samples every second: a decode round cost ~9 ms of CPU whatever it held (the sampler
+ * thread took 1.15 s over 129 s of a GPT-2 job at 10 ms samples decoded every 100 ms, 1.76 s over
+ * 166 s at 1 ms samples: tests/gpu/results/cost2.txt, cost3.txt). */
+#define DECODE_NS 1000000000ull
 #define POLL_NS 10000000ull    /* look for the first context every 10 ms */
 #define EXIT_WAIT_MS 1500      /* at exit, wait this long for a GPU whose setup is running */
 
@@ -677,6 +681,7 @@ static void seen_by_streams(void)
 static void *sampler(void *arg)
 {
 	(void)arg;
+	nvlp_cost_thread_start(NVLP_COST_SAMPLER);
 	const struct nvlp_config *cfg = nvlp_cfg();
 	uint64_t nvml_ns = cfg->sample_us * 1000ull < 10000000ull
 	                       ? 10000000ull
@@ -742,6 +747,7 @@ static void *sampler(void *arg)
 	}
 	pthread_mutex_unlock(&L.mu);
 	nvlp_own_cpu_account("sampler");
+	nvlp_cost_thread_end(NVLP_COST_SAMPLER);
 	return NULL;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 #include "resolve.h"
 
@@ -137,7 +138,8 @@ static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HE
 		return cudaErrorSharedObjectSymbolNotFound;                                        \
 	struct nvlp_tls *tls = nvlp_recording_tls();                                               \
 	if (!tls)                                                                                  \
-		return real args;
+		return real args;                                                                  \
+	uint64_t cost0 = nvlp_cost_begin();
 #define CALL(args)                                                                                 \
 	tls->in_hook = 1;                                                                          \
 	nvlp_py_enter(tls);                                                                        \
@@ -148,6 +150,7 @@ static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HE
 #define LEAVE                                                                                      \
 	nvlp_py_leave(tls);                                                                        \
 	tls->in_hook = 0;                                                                          \
+	nvlp_cost_end(cost0, dur);                                                                 \
 	errno = saved_errno;                                                                       \
 	return rc;
 
@@ -374,7 +377,9 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 	if (!plan_copy(&pl, dst, src, kind)) {                                                     \
 		errno = errno0;                                                                    \
 		struct nvlp_live *live_ = live_copy(tls, NVLP_CUDA_##ID, nvlp_now(), 0, n, st, -1, 0); \
+		uint64_t in0_ = cost0 ? nvlp_now() : 0;                                            \
 		cudaError_t rc_ = real args;                                                       \
+		nvlp_cost_end(cost0, cost0 ? nvlp_now() - in0_ : 0);                               \
 		nvlp_live_end(live_);                                                              \
 		return rc_;                                                                        \
 	}

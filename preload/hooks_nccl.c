@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include "comms.h"
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 #include "resolve.h"
 #include "../trace/nvlp_trace.h" /* nvlp_hash64, nvlp_nccl_dtype_size */
@@ -130,6 +131,7 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 	struct nvlp_tls *tls = nvlp_recording_tls();                                               \
 	if (!tls)                                                                                  \
 		return real args;                                                                  \
+	uint64_t cost0 = nvlp_cost_begin();                                                        \
 	tls->in_hook = 1;                                                                          \
 	nvlp_py_enter(tls);
 #define ENTER(E, name, args)                                                                       \
@@ -156,6 +158,7 @@ _Static_assert(0 NCCL_OTHERS(ONE) NCCL_COLLS(ONE) == NVLP_NCCL_FN_COUNT,
 	nvlp_emit(NVLP_K_NCCL, &r, NULL, 0);                                                       \
 	nvlp_py_leave(tls);                                                                        \
 	tls->in_hook = 0;                                                                          \
+	nvlp_cost_end(cost0, r.dur);                                                               \
 	errno = saved_errno;                                                                       \
 	return rc;
 
@@ -383,6 +386,7 @@ live_coll(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t call_id, nccl
 			  call_id, nbytes);                                                        \
 		nvlp_py_leave(tls);                                                                \
 		tls->in_hook = 0;                                                                  \
+		nvlp_cost_end(cost0, t1 - t0);                                                     \
 		errno = saved_errno;                                                               \
 		return rc;                                                                         \
 	}

@@ -35,7 +35,7 @@ struct nvlp_config {
 	int cupti;         /* NVLPROF_CUPTI (default 1) */
 	int um;            /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
 	int verbose;       /* NVLPROF_VERBOSE=1: print what was collected at exit */
-	long sample_us;    /* NVLPROF_SAMPLE_US (default 1000, 0 = no link counters) */
+	long sample_us;    /* NVLPROF_SAMPLE_US (default 10000, 0 = no link counters) */
 	int links_nvml;    /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
 	int nccl_plugin;   /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin */
 	long buffer_kb;    /* NVLPROF_BUFFER_KB per thread (default 1024) */
@@ -49,6 +49,8 @@ struct nvlp_config {
 	long pysample_hz;  /* NVLPROF_PYSAMPLE_HZ (default 10, 0 = off): Python chains sampled */
 };
 const struct nvlp_config *nvlp_cfg(void);
+/* NVLPROF_KERNELS when unset (parsed in cupti/cupti.c; recorded in the header's capture key). */
+#define NVLP_KERNELS_DEFAULT "off"
 
 /* Per-thread state: one struct, reached through nvlp_tls() (the only __thread of the shim). */
 struct nvlp_ring;

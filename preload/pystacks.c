@@ -12,6 +12,7 @@
 #include <time.h>      /* clock_gettime: the sampler's period and CPU time */
 #include <unistd.h>    /* getpid, pipe2 */
 
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 #include "rt_internal.h"         /* nvlp_rt_pid: which thread is the main one */
 #include "../trace/nvlp_trace.h" /* nvlp_hash64 */
@@ -1257,6 +1258,7 @@ static int sample_one(struct rdr *r, char *blob, uint64_t tid, uintptr_t ts, str
 static void *samp_main(void *arg)
 {
 	(void)arg;
+	nvlp_cost_thread_start(NVLP_COST_PYSAMPLE);
 	struct samp_last main_last = {0}, *last = calloc(SAMP_SLOTS, sizeof *last);
 	struct rdr r = {.checked = 1,
 	                .pid = getpid(),
@@ -1324,6 +1326,7 @@ static void *samp_main(void *arg)
 	if (r.pipe[0] >= 0)
 		close(r.pipe[0]), close(r.pipe[1]);
 	nvlp_own_cpu_account("pysample");
+	nvlp_cost_thread_end(NVLP_COST_PYSAMPLE);
 	return NULL;
 }
 

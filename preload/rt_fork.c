@@ -26,6 +26,7 @@ int nvlp_rt_fork_child(void)
 	nvlp_syms_reset(); /* the parent's modules and frames, which its trace has */
 	nvlp_ring_reset_all();
 	nvlp_clock_atfork_child();
+	nvlp_cost_atfork_child();
 	nvlp_tls_epoch = nvlp_tls_epoch + 1;
 	int may = nvlp_wr_idle() && !nvlp_cfg()->disable;
 	nvlp_wr_unlock();

@@ -20,6 +20,17 @@
  *   rt_cpu.c     -> rt_config.c, rt_warn.c
  */
 
+/* ---- rt_cost.c: the COST records (hooks and threads report through nvlp_cost.h) ---------- */
+struct nvlp_rec_cost;
+struct nvlp_writer;
+/*! A trace just opened: costs count from now. */
+void nvlp_cost_opened(void);
+/*! The cost so far, with the trace's bytes from w (NULL: none). */
+void nvlp_cost_fill(struct nvlp_rec_cost *c, const struct nvlp_writer *w);
+/*! The capture settings in effect, for the header. */
+void nvlp_cost_capture(char *out, size_t len);
+void nvlp_cost_atfork_child(void);
+
 /* ---- rt_config.c: configuration (nvlp_cfg() in nvlp_rt.h) and the global switch ----------- */
 /*! Parse the environment once (bad values: warned, kept as notes for the trace). */
 void nvlp_cfg_parse(void);

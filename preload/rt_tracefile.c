@@ -214,6 +214,9 @@ char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
 	*t_real = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
 	const char *oom = nvlp_oom_open();
 	sb_add(&b, oom, strlen(oom));
+	char cap[512];
+	nvlp_cost_capture(cap, sizeof cap);
+	sb_kv(&b, NVLP_HDR_CAPTURE, cap);
 	sb_kvl(&b, NVLP_HDR_T_REAL, (long long)*t_real);
 	sb_kvl(&b, NVLP_HDR_T_MONO, (long long)*t_mono);
 

@@ -13,6 +13,7 @@
 #include <time.h>        /* clock_gettime */
 #include <unistd.h>      /* write, pipe2 */
 
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 #include "nvlp_trace.h"
 #include "rt_internal.h"
@@ -286,6 +287,22 @@ static void inflight_locked(const struct nvlp_rec_inflight *x, unsigned n)
 
 static void note_locked(unsigned code, uint64_t value, const char *msg);
 
+/* What recording cost so far, every COST_PERIOD_NS (at a heartbeat) and at the end: a COST record
+ * in a frame of its own (a reader older than the kind loses that frame only). */
+#define COST_PERIOD_NS 10000000000ull
+static uint64_t last_cost;
+static struct nvlp_rec_cost last_cost_rec;
+
+static void cost_locked(void)
+{
+	nvlp_cost_fill(&last_cost_rec, writer);
+	flush_locked();
+	if (writer)
+		nvlp_writer_add(writer, NVLP_K_COST, &last_cost_rec, NULL, 0);
+	if (writer)
+		flush_locked();
+}
+
 /* Holding w_mu with a trace open; ends with a flush (the heartbeat's frame). */
 static void watch_locked(void)
 {
@@ -297,6 +314,13 @@ static void watch_locked(void)
 		snprintf(m, sizeof m, "the cgroup's oom_kill count is now %llu",
 		         (unsigned long long)oom);
 		note_locked(NVLP_NOTE_OOM_KILL, oom, m);
+	}
+	if (!writer)
+		return;
+	uint64_t now = nvlp_now();
+	if (now - last_cost >= COST_PERIOD_NS) {
+		cost_locked();
+		last_cost = now;
 	}
 	if (!writer)
 		return;
@@ -328,6 +352,7 @@ static void *writer_main(void *arg)
 	int stopper_started = 0;
 	(void)arg;
 	nvlp_tls()->is_writer = 1;
+	nvlp_cost_thread_start(NVLP_COST_WRITER);
 	const uint64_t period = (uint64_t)nvlp_cfg()->flush_ms * 1000000ull;
 	const uint64_t longest = period < POLL_MAX_NS ? period : POLL_MAX_NS;
 	uint64_t interval = longest, last_flush = mono_ns(), last_tick = 0, last_watch = 0;
@@ -456,6 +481,7 @@ int nvlp_wr_open_locked(void)
 		atomic_store(&wstate, W_FAILED);
 		return -1;
 	}
+	nvlp_cost_opened();
 	for (unsigned i = 0; i < nvlp_cfg_note_count(); i++)
 		note_locked(NVLP_NOTE_CONFIG, 0, nvlp_cfg_note(i));
 	if (forked_from) {
@@ -566,6 +592,7 @@ void nvlp_rt_finish(unsigned reason)
 		uint64_t nsyms = nvlp_syms_write(writer, SYMBOLS_BUDGET_NS);
 		uint64_t syms_ns = nvlp_now() - t0;
 		nvlp_syms_reset();
+		cost_locked();
 		/* How the process ends, beside END (which cannot gain fields). */
 		struct nvlp_rec_exitinfo xi = {
 		    .t = nvlp_now(),

@@ -227,6 +227,20 @@ enum nvlp_ftype {
  * own; then the job's own handler or the default action runs unchanged. */
 #define NVLP_FIELDS_FATAL(F) F(T, t) F(I, signal) F(U, tid) F(I, code) F(X, addr) F(U, main)
 
+/* What recording cost the process so far (cumulative since the trace opened; written every 10 s
+ * and at the end, each in a frame of its own): wall = ns since the trace opened; proc_cpu = the
+ * process's CPU time (CLOCK_PROCESS_CPUTIME_ID); own_cpu = CPU time of nvlprof's own threads
+ * (writer, CUPTI flush, link sampler, Python sampler; ended ones included); hook_ns = time the
+ * job's threads spent in nvlprof's code around the calls it intercepts (wrappers, CUPTI and NCCL
+ * plugin callbacks), estimated from one call in hook_every timed (hook_samples timed so far);
+ * mem / mem_peak = bytes of memory nvlprof holds now / at most (ring pages written, CUPTI
+ * buffers); file_bytes / raw_bytes = trace bytes written compressed / before compression;
+ * records = records written. */
+#define NVLP_FIELDS_COST(F)                                                                        \
+	F(T, t) F(U, wall) F(U, proc_cpu) F(U, own_cpu) F(U, writer_cpu) F(U, flush_cpu)           \
+	F(U, sampler_cpu) F(U, pysample_cpu) F(U, hook_ns) F(U, hook_samples) F(U, hook_every)     \
+	F(U, mem) F(U, mem_peak) F(U, file_bytes) F(U, raw_bytes) F(U, records)
+
 #define NVLP_RECORD_KINDS(R)                                                                       \
 	R(HEADER, header, 1, NVLP_FIELDS_HEADER)                                                   \
 	R(STRING, string, 1, NVLP_FIELDS_STRING)                                                   \
@@ -261,7 +275,8 @@ enum nvlp_ftype {
 	R(EXITINFO, exitinfo, 0, NVLP_FIELDS_EXITINFO)                                             \
 	R(NCCLCOMM, ncclcomm, 0, NVLP_FIELDS_NCCLCOMM)                                             \
 	R(INFLIGHT, inflight, 0, NVLP_FIELDS_INFLIGHT)                                             \
-	R(FATAL, fatal, 1, NVLP_FIELDS_FATAL)
+	R(FATAL, fatal, 1, NVLP_FIELDS_FATAL)                                                      \
+	R(COST, cost, 0, NVLP_FIELDS_COST)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {

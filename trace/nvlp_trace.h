@@ -66,6 +66,9 @@ const char *nvlp_nccl_op_name(int op);
 #define NVLP_HDR_CGROUP "cgroup"
 #define NVLP_HDR_OOM_WATCH "oom_watch"
 #define NVLP_HDR_OOM_KILL "oom_kill"
+/* The capture settings in effect (defaults included), space-separated name=value pairs: what
+ * `diff` compares so that two runs recorded differently are not taken for a change in the job. */
+#define NVLP_HDR_CAPTURE "capture"
 
 /* ---- writer: used by the shim's writer thread and by tests that make synthetic traces ---- */
 typedef struct nvlp_writer nvlp_writer;

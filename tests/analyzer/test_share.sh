@@ -31,7 +31,7 @@ check_eq "comm: the ranks' comm ms average to the summary" "True" \
 check_eq "comm: source gpu, from kernel channels" "gpu kernel_channels" "$(pyq "$T/ddp.json" "d['job']['comm_time_source'] + ' ' + d['job']['collective_gpu_times']")"
 check_eq "comm: in the steps: most of it, never more (both ranks have a device)" "True" \
 	"$(pyq "$T/ddp.json" "0.8 * d['job']['comm_ms_per_rank'] < d['job']['comm_in_steps_ms_per_rank'] <= d['job']['comm_ms_per_rank']")"
-check "comm: no CUPTI kernel: exposure unknown, not 0%" grep -q "; exposure unknown (no compute kernel traced)" "$T/ddp.txt"
+check "comm: no CUPTI kernel: exposure unknown, not 0%, and how to measure it" grep -q "; exposure unknown (no compute kernel traced: NVLPROF_KERNELS=window measures it, at a cost)" "$T/ddp.txt"
 check "comm: kernels in windows: exposure from the windows, not over the steps" \
 	grep -q "; exposure from the kernel windows only (below)" "$T/hf.txt"
 check_eq "comm: JSON exposed_over kernel_windows" "kernel_windows" "$(pyq "$T/hf.json" "d['job']['exposed_over']")"

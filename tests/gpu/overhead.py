@@ -8,9 +8,9 @@ the mean step time of the turn. Per round, each configuration's time is divided 
 time of the same round (paired); the report gives the mean ratio, its 2-standard-error interval,
 and how many rounds a 1% effect needs at the measured spread (2 SE <= 1%).
 
-  python3 overhead.py --workload gpt2|ddp --rounds 30 --block 40 --configs none,default,all,torchprof
+  python3 overhead.py --workload gpt2|ddp|gpt2ddp|tiny|ddp2 --rounds 30 --block 40 --configs none,default,all,torchprof
   configs: none, torchprof (no nvlprof), api (NVLPROF_CUPTI=0), off (NVLPROF_KERNELS=off),
-           default (nvlprof as installed), closed (kernels traced 2 s, then never: what a closed
+           default (nvlprof as installed), window (NVLPROF_KERNELS=window: 20 ms of every 10 s), closed (kernels traced 2 s, then never: what a closed
            window leaves behind), all (NVLPROF_KERNELS=all), or NAME=ENV1+ENV2 (nvlprof + env)
 Written for N GPUs: --gpus N gives worker i GPU i % N (one GPU: all share it, one at a time).
 """
@@ -30,6 +30,7 @@ CONFIGS = {
     "off": ["NVLPROF_KERNELS=off"],
     "default": [],
     "closed": ["NVLPROF_KERNELS=window:2000/3600000"],
+    "window": ["NVLPROF_KERNELS=window"],
     "all": ["NVLPROF_KERNELS=all"],
 }
 
@@ -54,6 +55,108 @@ def build_gpt2(dev):
         loss.backward()
         opt.step()
     return step
+
+
+def build_tiny(dev):
+    """The launch-bound worst case: 400 tiny elementwise kernels per step on a 256-element tensor
+    (well over 20k launches per second; the GPU idles between them)."""
+    import torch
+    x0 = torch.ones(256, device=dev)
+    st = {"x": x0.clone()}
+
+    def step(i):
+        x = st["x"]
+        for _ in range(200):
+            x = x * 1.0001 + 0.0001
+        st["x"] = x if i % 50 else x0.clone()
+    return step
+
+
+def build_gpt2ddp(dev, port):
+    """The GPT-2 loop of build_gpt2 under DDP (world size 1, NCCL): the same step through
+    torch.distributed, as torchrun jobs run it."""
+    import datetime
+    import torch
+    import torch.distributed as dist
+    from transformers import GPT2Config, GPT2LMHeadModel
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("nccl", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
+                            device_id=dev)
+    cfg = GPT2Config(n_layer=6, n_embd=768, n_head=12, n_positions=512, vocab_size=50257)
+    torch.manual_seed(7)
+    model = GPT2LMHeadModel(cfg).to(dev)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
+    g = torch.Generator(device=dev)
+    g.manual_seed(7)
+    data = torch.randint(0, cfg.vocab_size, (4, 8, 512), device=dev, generator=g)
+
+    def step(i):
+        x = data[i % 4]
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = ddp(input_ids=x, labels=x).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def build_ddp2(dev, port, rank):
+    """A 2-rank DDP job (4 x Linear 2048 + ReLU, batch 256, fp32, SGD); both ranks may share one
+    GPU (each its own NCCL_HOSTID, as tests/gpu/hostid_rank.sh does). Returns the step and the
+    control group (gloo) rank 0 sends each turn's orders on."""
+    import datetime
+    import torch
+    import torch.distributed as dist
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    os.environ["NCCL_HOSTID"] = "ov-rank%d" % rank
+    dist.init_process_group("nccl", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=120),
+                            device_id=dev)
+    ctl = dist.new_group(backend="gloo")
+    torch.manual_seed(1234)
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(2048, 1)).to(dev)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    g = torch.Generator(device=dev)
+    g.manual_seed(100 + rank)
+    xs = torch.randn(8, 256, 2048, device=dev, generator=g)
+    ys = torch.randn(8, 256, 1, device=dev, generator=g)
+
+    def step(i):
+        loss = torch.nn.functional.mse_loss(ddp(xs[i % 8]), ys[i % 8])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step, ctl
+
+
+def ddp2_follower(a):
+    """Rank 1 of the ddp2 workload: runs what rank 0 orders (k steps on these CPUs), until 0."""
+    import torch
+    import torch.distributed as dist
+    torch.cuda.set_device(a.gpu)
+    dev = torch.device("cuda", a.gpu)
+    step, ctl = build_ddp2(dev, a.port, 1)
+    n = 0
+    order = torch.zeros(17, dtype=torch.int64)
+    while True:
+        dist.broadcast(order, 0, group=ctl)
+        k = int(order[0])
+        if k <= 0:
+            break
+        cpus = [int(c) for c in order[2:2 + int(order[1])]]
+        if cpus:
+            pin_all(cpus)
+        for _ in range(k):
+            step(n)
+            n += 1
+        torch.cuda.synchronize()
+    dist.destroy_process_group()
 
 
 def build_ddp(dev, port):
@@ -102,7 +205,26 @@ def worker(a):
     torch.set_num_threads(max(1, len(cpus)))
     torch.cuda.set_device(a.gpu)
     dev = torch.device("cuda", a.gpu)
-    step = build_gpt2(dev) if a.workload == "gpt2" else build_ddp(dev, a.port)
+    ctl = None
+    if a.workload == "ddp2":  # rank 1 follows rank 0's orders, in a process of its own
+        import torch.distributed as dist
+        follower = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--follower",
+                                     "--workload", "ddp2", "--gpu", str(a.gpu), "--port", str(a.port)])
+        step, ctl = build_ddp2(dev, a.port, 0)
+
+        def order(k, cpus):
+            o = torch.zeros(17, dtype=torch.int64)
+            o[0] = k
+            o[1] = len(cpus)
+            for j, c in enumerate(cpus[:15]):
+                o[2 + j] = c
+            dist.broadcast(o, 0, group=ctl)
+    else:
+        step = {"gpt2": lambda: build_gpt2(dev), "tiny": lambda: build_tiny(dev),
+                "gpt2ddp": lambda: build_gpt2ddp(dev, a.port),
+                "ddp": lambda: build_ddp(dev, a.port)}[a.workload]()
+    if ctl is not None:
+        order(a.warmup, cpus)
     rfd = os.fdopen(a.rfd, "r")
     wfd = os.fdopen(a.wfd, "w")
     for i in range(a.warmup):
@@ -123,20 +245,30 @@ def worker(a):
             break
         k = int(cmd[1])
         if len(cmd) > 2:  # this turn's CPUs: placement rotates with the rounds
-            pin_all([int(c) for c in cmd[2].split(",")])
+            cpus = [int(c) for c in cmd[2].split(",")]
+            pin_all(cpus)
         torch.cuda.synchronize()
+        if ctl is not None:
+            order(k, cpus)
         t0 = time.perf_counter()
+        c0 = time.thread_time()
         for _ in range(k):
             step(n)
             n += 1
         torch.cuda.synchronize()
-        wfd.write("%.6f\n" % ((time.perf_counter() - t0) * 1e3 / k))
+        # wall ms per step, and the main thread's CPU ms per step (less noisy: it shows what the
+        # hooks and CUPTI add to the launching thread)
+        wfd.write("%.6f %.6f\n" % ((time.perf_counter() - t0) * 1e3 / k,
+                                   (time.thread_time() - c0) * 1e3 / k))
         wfd.flush()
     if prof is not None:
         prof.__exit__(None, None, None)  # after the last measured turn: its post-processing is not timed
     wfd.write("bye\n")
     wfd.flush()
-    if a.workload == "ddp":
+    if ctl is not None:
+        order(0, [])
+        follower.wait(timeout=120)
+    if a.workload in ("ddp", "gpt2ddp", "ddp2"):
         import torch.distributed as dist
         dist.destroy_process_group()
 
@@ -147,6 +279,66 @@ def mean_2se(v):
     m = statistics.mean(v)
     se = statistics.stdev(v) / math.sqrt(len(v)) if len(v) > 1 else float("nan")
     return m, 2 * se, (statistics.stdev(v) if len(v) > 1 else float("nan"))
+
+
+def _solve(A, B):
+    """Gaussian elimination with partial pivoting: A X = B (lists; B a list of columns)."""
+    n = len(A)
+    M = [row[:] + [b[i] for b in B] for i, row in enumerate(A)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(M[r][c]))
+        if abs(M[p][c]) < 1e-12:
+            return None
+        M[c], M[p] = M[p], M[c]
+        for r in range(n):
+            if r != c and M[r][c]:
+                f = M[r][c] / M[c][c]
+                M[r] = [x - f * y for x, y in zip(M[r], M[c])]
+    return [[M[i][n + j] / M[i][i] for i in range(n)] for j in range(len(B))]
+
+
+def slot_adjusted(times, slots, names):
+    """Each configuration's effect against 'none' with the core sets' and the rounds' own effects
+    taken out: least squares on log(step time) = config + core set + round + noise (every
+    configuration visits every core set as the sets rotate, so the three are separable; the rounds
+    are removed by centring each round, the rest solved exactly). Returns {name: (ratio - 1,
+    2 SE)}. The paired ratio's spread is mostly the core sets' differences."""
+    if "none" not in names:
+        return {}
+    n = len(times[names[0]])
+    nc = len(names)
+    ns = max(max(v) for v in slots.values()) + 1
+    p = nc - 1 + ns - 1  # configs against 'none', core sets against set 0
+    b = names.index("none")
+    cols = [ci for ci in range(nc) if ci != b]
+    X, y = [], []
+    for r in range(n):
+        xr, yr = [], []
+        for ci, name in enumerate(names):
+            x = [1.0 if ci == c else 0.0 for c in cols]
+            sl = slots[name][r]
+            x += [1.0 if sl == k else 0.0 for k in range(1, ns)]
+            xr.append(x)
+            yr.append(math.log(times[name][r]))
+        mx = [sum(col) / nc for col in zip(*xr)]
+        my = sum(yr) / nc
+        X += [[v - m for v, m in zip(x, mx)] for x in xr]
+        y += [v - my for v in yr]
+    A = [[sum(X[k][i] * X[k][j] for k in range(len(X))) for j in range(p)] for i in range(p)]
+    Xy = [sum(X[k][i] * y[k] for k in range(len(X))) for i in range(p)]
+    sol = _solve(A, [Xy])
+    inv = _solve(A, [[1.0 if i == j else 0.0 for i in range(p)] for j in range(p)])
+    dof = len(y) - p - (n - 1)
+    if sol is None or inv is None or dof <= 0:
+        return {}
+    beta = sol[0]
+    resid = [yk - sum(bi * xi for bi, xi in zip(beta, xk)) for xk, yk in zip(X, y)]
+    s2 = sum(e * e for e in resid) / dof
+    out = {}
+    for j, ci in enumerate(cols):
+        d, se = beta[j], math.sqrt(max(s2 * inv[j][j], 0))
+        out[names[ci]] = (math.exp(d) - 1, 2 * se * math.exp(d))
+    return out
 
 
 def driver(a):
@@ -192,6 +384,8 @@ def driver(a):
         if line.strip() != "ready":
             sys.exit("overhead.py: worker %s did not start (see its log)" % name)
     times = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    slots = {n: [] for n in names}
     t_start = time.time()
     for rnd in range(a.rounds):
         order = names[rnd % len(names):] + names[:rnd % len(names)]
@@ -200,9 +394,12 @@ def driver(a):
         for name in order:
             p, w, r = procs[name]
             slot = (names.index(name) + rnd) % len(names)  # CPUs rotate too: no config keeps good ones
+            slots[name].append(slot)
             w.write("run %d %s\n" % (a.block, slot_cpus(slot)))
             w.flush()
-            times[name].append(float(r.readline()))
+            wall, c = r.readline().split()
+            times[name].append(float(wall))
+            cpu[name].append(float(c))
         if a.budget_s and time.time() - t_start > a.budget_s:
             break
     for name, (p, w, r) in procs.items():
@@ -218,17 +415,39 @@ def driver(a):
           % (a.workload, n, a.block))
     for name in names:
         t = times[name]
-        row = {"step_ms_mean": statistics.mean(t), "step_ms_median": statistics.median(t), "times": t}
+        row = {"step_ms_mean": statistics.mean(t), "step_ms_median": statistics.median(t), "times": t,
+               "cpu_ms": cpu[name]}
         if base and name != "none":
+            cr = [x / b - 1 for x, b in zip(cpu[name], cpu["none"]) if b > 0]
+            cm, cse2, _ = mean_2se(cr)
+            row.update({"cpu_ratio_mean": cm, "cpu_ratio_2se": cse2})
             ratios = [x / b - 1 for x, b in zip(t, base)]
             m, se2, sd = mean_2se(ratios)
             need = math.ceil((2 * sd / 0.01) ** 2) if sd == sd else None
             row.update({"ratio_mean": m, "ratio_2se": se2, "ratio_sd": sd, "rounds_for_1pct": need})
             print("  %-10s %8.3f ms/step  %+6.2f%% +- %5.2f%% (2 SE)  sd %.2f%%  rounds for 1%%: %s"
-                  % (name, row["step_ms_mean"], 100 * m, 100 * se2, 100 * sd, need))
+                  "  | main-thread CPU %.3f ms/step %+6.2f%% +- %5.2f%%"
+                  % (name, row["step_ms_mean"], 100 * m, 100 * se2, 100 * sd, need,
+                     statistics.mean(cpu[name]), 100 * cm, 100 * cse2))
         else:
-            print("  %-10s %8.3f ms/step" % (name, row["step_ms_mean"]))
+            print("  %-10s %8.3f ms/step  | main-thread CPU %.3f ms/step"
+                  % (name, row["step_ms_mean"], statistics.mean(cpu[name])))
         res["configs"][name] = row
+    adj = slot_adjusted(times, slots, names)
+    if adj:
+        print("  core-set and round effects taken out (least squares on log step time):")
+    for name in names:
+        if name in adj:
+            m, se2 = adj[name]
+            print("  %-10s %+6.2f%% +- %5.2f%% (2 SE)" % (name, 100 * m, 100 * se2))
+            res["configs"][name].update({"adjusted_mean": m, "adjusted_2se": se2})
+    for name in names:
+        d = os.path.join(a.out, "%s_%s" % (a.workload, name.split("=", 1)[0]))
+        if os.path.isdir(d):
+            rep = subprocess.run([nv, "report", d], capture_output=True, text=True).stdout
+            line = [x for x in rep.splitlines() if x.startswith("nvlprof cost:")]
+            print("  %-10s %s" % (name, line[0] if line else "(no cost line)"))
+            res["configs"][name]["cost_line"] = line[0] if line else None
     with open(os.path.join(a.out, "overhead_%s.json" % a.workload), "w") as f:
         json.dump(res, f, indent=1)
 
@@ -236,7 +455,8 @@ def driver(a):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--worker", action="store_true")
-    p.add_argument("--workload", choices=["gpt2", "ddp"], default="gpt2")
+    p.add_argument("--workload", choices=["gpt2", "ddp", "tiny", "gpt2ddp", "ddp2"], default="gpt2")
+    p.add_argument("--follower", action="store_true")
     p.add_argument("--configs", default="none,default,all,torchprof")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--block", type=int, default=40)
@@ -251,7 +471,10 @@ def main():
     p.add_argument("--port", type=int, default=29600)
     p.add_argument("--torchprof", action="store_true")
     a = p.parse_args()
-    worker(a) if a.worker else driver(a)
+    if a.follower:
+        ddp2_follower(a)
+    else:
+        worker(a) if a.worker else driver(a)
 
 
 if __name__ == "__main__":

@@ -180,8 +180,12 @@ int main(int argc, char **argv)
 	    {"off", "off", "off", 0, 0, "kernels and copies not traced"},
 	    {"bad value", "idle", "window:500/100", 0, -2,
 	     "NVLPROF_KERNELS=window:500/100 not understood"},
-	    {"default", "idle", "", 0, -2, "kernels and copies traced 20 ms of every 10000 ms"},
-	    {"default, no kernel in the window", "sleep", "", 0, -3,
+	    /* the default: no CUPTI kernel or copy activity (a window's cost: cupti.c) */
+	    {"default", "off", "", 0, 0, "kernels and copies not traced"},
+	    /* `window` alone: 20 ms of every 10 s, the first after the first collective */
+	    {"window", "idle", "window", 0, -2,
+	     "kernels and copies traced 20 ms of every 10000 ms, from shortly after"},
+	    {"window, no kernel in the window", "sleep", "window", 0, -3,
 	     "kernels and copies traced 20 ms of every 10000 ms"},
 	    /* anchored: closed from the start (kernels then are not traced); without a
 	     * collective the first window opens at the fallback (2 s) and traces */

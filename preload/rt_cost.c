@@ -1,0 +1,154 @@
+/* rt_cost.c: what recording costs the job, measured by the shim itself: CPU time of nvlprof's own
+ * threads and of its code on the job's threads (sampled), memory held, trace bytes. Written as
+ * COST records (every 10 s and at the end, each in a frame of its own; rt_writer.c). */
+#include <pthread.h> /* pthread_getcpuclockid */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* getenv */
+#include <string.h>  /* memset */
+#include <time.h>    /* clock_gettime */
+
+#include "nvlp_cost.h"
+#include "nvlp_rt.h"
+#include "nvlp_trace.h"
+#include "rt_internal.h"
+#include "rt_ring.h"
+
+__thread unsigned nvlp_cost_tick __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+static struct {
+	pthread_mutex_t mu;
+	clockid_t clk[NVLP_COST_WHO_N]; /* live threads' CPU clocks */
+	int live[NVLP_COST_WHO_N];
+	uint64_t ended_ns[NVLP_COST_WHO_N]; /* CPU of ended threads of each role */
+	_Atomic uint64_t hook_ns, hook_samples;
+	_Atomic int64_t mem;   /* outside the rings (CUPTI buffers) */
+	uint64_t mem_peak;     /* writer only (sampled at each COST) */
+	uint64_t t_open;       /* when the trace opened (nvlp_now) */
+	uint64_t cpu_open;     /* the process's CPU time then */
+} C = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	return clock_gettime(c, &ts) == 0 ? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec
+	                                  : 0;
+}
+
+void nvlp_cost_add_hook(uint64_t ns)
+{
+	__atomic_fetch_add(&C.hook_ns, ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&C.hook_samples, 1, __ATOMIC_RELAXED);
+}
+
+void nvlp_cost_mem(int64_t bytes)
+{
+	__atomic_fetch_add(&C.mem, bytes, __ATOMIC_RELAXED);
+}
+
+void nvlp_cost_thread_start(enum nvlp_cost_who who)
+{
+	clockid_t c;
+	if ((unsigned)who >= NVLP_COST_WHO_N || pthread_getcpuclockid(pthread_self(), &c) != 0)
+		return;
+	pthread_mutex_lock(&C.mu);
+	C.clk[who] = c;
+	C.live[who] = 1;
+	pthread_mutex_unlock(&C.mu);
+}
+
+void nvlp_cost_thread_end(enum nvlp_cost_who who)
+{
+	if ((unsigned)who >= NVLP_COST_WHO_N)
+		return;
+	uint64_t ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	pthread_mutex_lock(&C.mu);
+	C.ended_ns[who] += ns;
+	C.live[who] = 0;
+	pthread_mutex_unlock(&C.mu);
+}
+
+/* CPU time of each role so far (live threads read through their clocks). */
+static void roles_cpu(uint64_t out[NVLP_COST_WHO_N])
+{
+	pthread_mutex_lock(&C.mu);
+	for (int i = 0; i < NVLP_COST_WHO_N; i++)
+		out[i] = C.ended_ns[i] + (C.live[i] ? clock_ns(C.clk[i]) : 0);
+	pthread_mutex_unlock(&C.mu);
+}
+
+/* Ring memory: the pages written so far of each ring (a ring is touched up to its capacity once
+ * it wrapped), and the part of each spill in use (drained spill pages are given back). */
+static uint64_t rings_mem(void)
+{
+	uint64_t m = 0;
+	for (struct nvlp_ring *r = nvlp_ring_first(); r; r = r->next) {
+		uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+		m += 4096 + (h < r->cap ? h : r->cap);
+		struct nvlp_ring *s = r->spill;
+		if (s) {
+			uint64_t sh = atomic_load_explicit(&s->head, memory_order_relaxed);
+			uint64_t st = atomic_load_explicit(&s->tail, memory_order_relaxed);
+			m += 4096 + (sh > st ? sh - st : 0);
+		}
+	}
+	return m;
+}
+
+void nvlp_cost_opened(void)
+{
+	C.t_open = nvlp_now();
+	C.cpu_open = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	C.mem_peak = 0;
+}
+
+void nvlp_cost_fill(struct nvlp_rec_cost *c, const nvlp_writer *w)
+{
+	uint64_t roles[NVLP_COST_WHO_N];
+	roles_cpu(roles);
+	memset(c, 0, sizeof *c);
+	c->t = nvlp_now();
+	c->wall = c->t - C.t_open;
+	uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	c->proc_cpu = cpu > C.cpu_open ? cpu - C.cpu_open : 0;
+	c->writer_cpu = roles[NVLP_COST_WRITER];
+	c->flush_cpu = roles[NVLP_COST_FLUSH];
+	c->sampler_cpu = roles[NVLP_COST_SAMPLER];
+	c->pysample_cpu = roles[NVLP_COST_PYSAMPLE];
+	c->own_cpu = c->writer_cpu + c->flush_cpu + c->sampler_cpu + c->pysample_cpu;
+	c->hook_every = NVLP_COST_EVERY;
+	c->hook_samples = __atomic_load_n(&C.hook_samples, __ATOMIC_RELAXED);
+	c->hook_ns = __atomic_load_n(&C.hook_ns, __ATOMIC_RELAXED) * NVLP_COST_EVERY;
+	int64_t other = __atomic_load_n(&C.mem, __ATOMIC_RELAXED);
+	c->mem = rings_mem() + (other > 0 ? (uint64_t)other : 0);
+	if (c->mem > C.mem_peak)
+		C.mem_peak = c->mem;
+	c->mem_peak = C.mem_peak;
+	if (w)
+		nvlp_writer_stats(w, &c->records, &c->raw_bytes, &c->file_bytes);
+}
+
+/* The capture settings in effect, defaults included (header key NVLP_HDR_CAPTURE). */
+void nvlp_cost_capture(char *out, size_t len)
+{
+	const struct nvlp_config *g = nvlp_cfg();
+	const char *k = getenv("NVLPROF_KERNELS"), *d = getenv("NVLPROF_DRIVER");
+	const char *kch = getenv("NVLPROF_KCH");
+	snprintf(out, len,
+	         "kernels=%.64s cupti=%d driver=%.8s stacks=%d nvtx=%d nccl_plugin=%d kch=%.8s "
+	         "sample_us=%ld links=%s um=%s pysample_hz=%ld capture=%s",
+	         k && *k ? k : NVLP_KERNELS_DEFAULT, g->cupti, d && *d ? d : "1", g->stacks, g->nvtx,
+	         g->nccl_plugin, kch && *kch ? kch : "1", g->sample_us,
+	         g->links_nvml ? "nvml" : "auto", g->um < 0 ? "auto" : g->um ? "1" : "0",
+	         g->pysample_hz,
+	         g->capture == 1 ? "cudaProfilerApi" : g->capture == 2 ? "nvtx" : "all");
+}
+
+void nvlp_cost_atfork_child(void)
+{
+	pthread_mutex_init(&C.mu, NULL);
+	memset(C.live, 0, sizeof C.live);
+	memset(C.ended_ns, 0, sizeof C.ended_ns);
+	__atomic_store_n(&C.hook_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&C.hook_samples, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&C.mem, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# run_cost.sh: where the default's cost goes, and what it is, on one or more GPUs: host-side probes
+# (per-launch cost before/during/after CUPTI kernel activity), then step-time cost of nvlprof's
+# modes in rotated paired rounds (long-lived workers, rotated order and core sets: overhead.py) on
+# (a) the HF GPT-2 loop, (c) a launch-bound loop of tiny kernels, (b) GPT-2 under DDP; with each
+# configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
+#   bash tests/gpu/run_cost.sh [probes] [gpt2] [tiny] [gpt2ddp] [ddp2]   (ddp2: two ranks, one GPU each or sharing one)
+# Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/nvlp-cost}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+NV=$PWD/build/nvlprof
+export NVLPROF=$NV
+G=$PWD/build/gpu
+scen=${*:-probes gpt2 tiny gpt2ddp ddp2}
+want() { case " $scen " in *" $1 "*) return 0 ;; esac; return 1; }
+log() { echo "== $(date +%T) $*"; }
+NGPU=${NGPU:-$(nvidia-smi -L 2>/dev/null | wc -l)}
+[ "$NGPU" -ge 1 ] 2>/dev/null || NGPU=1
+SP=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+PL=$(find "$SP/nvidia" \( -name 'libnccl.so.2' -o -name 'libcupti.so.13' -o -name 'libcudart.so.13' \) 2>/dev/null |
+	xargs -r -n1 dirname | sort -u | tr '\n' ':')
+# what a window that opened once leaves behind, and what the start-up probe alone leaves
+CLOSED=closed
+PROBE="probeonly=NVLPROF_KERNELS=window:1/3600000+3600000"
+if want probes; then
+	log "cupti_phases (no nvlprof): per-launch cost before/during/after CUPTI kernel activity"
+	LD_LIBRARY_PATH=${PL}${LD_LIBRARY_PATH:-} taskset -c 2 $G/cupti_phases 100000 5 2>&1
+fi
+ov() { # WORKLOAD BLOCK BUDGET CONFIGS
+	log "overhead: $1"
+	python3 tests/gpu/overhead.py --workload $1 --gpus $NGPU --out $OUT --block $2 --warmup 30 \
+		--rounds 400 --budget-s $3 --configs $4 2>&1
+}
+want gpt2 && ov gpt2 40 ${GPT2_BUDGET:-150} ${GPT2_CONFIGS:-none,default,window,all,torchprof}
+want tiny && ov tiny 250 ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}
+want gpt2ddp && ov gpt2ddp 40 ${DDP_BUDGET:-80} ${DDP_CONFIGS:-none,default,all}
+want ddp2 && ov ddp2 40 ${DDP2_BUDGET:-80} ${DDP2_CONFIGS:-none,default,all}
+for d in "$OUT"/*_*/; do
+	d=${d%/}
+	[ -d "$d" ] || continue
+	log "$(basename "$d"): trace bytes $(du -sb "$d" | cut -f1); last COST record of each process:"
+	for f in "$d"/*.nvlp; do "$NV" dump "$f" 2>/dev/null | grep "^cost" | tail -1; done
+	"$NV" report "$d" 2>&1 | sed -n '1,4p;/^nvlprof cost/p;/kernel tracing windows/p'
+done
+# one file back: the logs and JSON (the device returns few files)
+tar -C "$OUT" -czf "$OUT/cost_all.tgz" $(cd "$OUT" && ls *.log *.json 2>/dev/null)
+log done
