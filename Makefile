@@ -6,6 +6,8 @@
 #   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
 #   make mutate     mutation testing of the suites (tests/mutate/)   make regen-goldens  rewrite goldens
 #   make docs-pictures  docs/report_ddp_p2p_disable.png from the current build (headless chromium)
+#   make demo       report and diff of the real traces in examples/traces (no GPU, no CUDA toolkit)
+#   make examples / gpu-probes   the CUDA examples and GPU probes (nvcc)    docs/COMMANDS.md lists them all
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-13.0 /opt/cuda) /usr/local/cuda)
 NCCL_HOME ?=
 PREFIX ?= /usr/local
