@@ -6,6 +6,8 @@
 #   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
 #   make mutate     mutation testing of the suites (tests/mutate/)   make regen-goldens  rewrite goldens
 #   make docs-pictures  docs/report_ddp_p2p_disable.png from the current build (headless chromium)
+#   make demo       report and diff of the real traces in examples/traces (no GPU, no CUDA toolkit)
+#   make examples / gpu-probes   the CUDA examples and GPU probes (nvcc)    docs/COMMANDS.md lists them all
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-13.0 /opt/cuda) /usr/local/cuda)
 NCCL_HOME ?=
 PREFIX ?= /usr/local
@@ -108,26 +110,45 @@ deps-check:
 	@echo "nvlprof: build dependencies present; headers: CUDA $(or $(CUDA_INC),-) CUPTI $(or $(CUPTI_INC),-) NCCL $(or $(NCCL_INC),-)"
 deps: deps-check
 
-$(BUILD)/lib/%.o: %.c $(wildcard trace/*.h preload/*.h cupti/*.h)
+# ---- compiling: three rules. Each object's header dependencies are written by the compiler
+# (-MMD -MP: $(BUILD)/.../x.d beside x.o, included at the end of this file), so touching a header
+# rebuilds only what includes it. $(BUILD)/lib: the shim's objects; $(BUILD)/cli: the analyzer's,
+# and every test, bench and tool program's own object (tests/... get -Itests).
+DEPFLAGS := -MMD -MP
+$(BUILD)/lib/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LIB_CFLAGS) -DNVLP_IN_SHIM=1 -c $< -o $@
-$(BUILD)/lib/%.o: %.cc $(wildcard trace/*.h preload/*.h cupti/*.h)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LIB_CFLAGS) -DNVLP_IN_SHIM=1 $(DEPFLAGS) -c $< -o $@
+$(BUILD)/lib/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LIB_CFLAGS) -DNVLP_IN_SHIM=1 -c $< -o $@
-$(BUILD)/cli/%.o: %.c $(wildcard trace/*.h analyzer/*.h)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LIB_CFLAGS) -DNVLP_IN_SHIM=1 $(DEPFLAGS) -c $< -o $@
+$(BUILD)/cli/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/cli/tests/%.o: CPPFLAGS += -Itests
+
+# objects made on the way to a program are kept (make would delete them as intermediate)
+.SECONDARY:
+
+# ---- linking: every program (the CLI, tests, benchmarks, tools) is linked by this one function:
+# the .o files among its prerequisites (others, such as a fake library, only order the build),
+# then $(1) (libraries: pass a variable, since a comma in $(call) splits arguments), then the
+# CLI's libraries.
+define link
+@mkdir -p $(dir $@)
+$(CC) $(SANFLAGS) -pthread -o $@ $(filter %.o,$^) $(1) $(CLI_LDLIBS)
+endef
 
 $(LIB): $(LIB_OBJS) preload/exports.map
 	$(CC) $(LIB_LDFLAGS) -Wl,--version-script=preload/exports.map -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 $(CLI): $(BUILD)/cli/analyzer/main.o $(ANALYZER_OBJS) $(TRACE_OBJS)
-	$(CC) $(SANFLAGS) -o $@ $^ $(CLI_LDLIBS)
+	$(call link)
 
 # ---- tests (no GPU) ---------------------------------------------------------------------------
 # tests/unit/test_*.c: linked with the trace and analyzer objects (no main) -> $(BUILD)/tests/
 # tests/progs/*.c: helper programs for shell tests -> $(BUILD)/tests/progs/ (PROG_LIBS_<name> adds libs)
 # tests/fakes/*.c: fake cudart / NCCL / CUPTI libraries -> $(BUILD)/fakes/ (rules below)
 # tests/*/test_*.sh: shell tests. tests/run.sh runs them all and prints "N passed, N failed, N skipped".
+# A program that needs other objects or libraries gets a rule of its own below ending in $(call link,LIBS).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 PROG_SRCS := $(wildcard tests/progs/*.c)
@@ -135,12 +156,12 @@ PROG_BINS := $(patsubst tests/progs/%.c,$(BUILD)/tests/progs/%,$(PROG_SRCS))
 FAKES_DIR := $(BUILD)/fakes
 TEST_CFLAGS := $(CPPFLAGS) -Itests $(CFLAGS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(wildcard tests/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) $(CLI_LDLIBS)
-$(BUILD)/tests/progs/%: tests/progs/%.c $(TRACE_OBJS) fakes
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(FAKES_DIR) -Wl,-rpath,$(abspath $(FAKES_DIR)) $(PROG_LIBS_$*) $(CLI_LDLIBS)
+FAKES_LD := -L$(FAKES_DIR) -Wl,-rpath,$(abspath $(FAKES_DIR))
+
+$(BUILD)/tests/test_%: $(BUILD)/cli/tests/unit/test_%.o $(ANALYZER_OBJS) $(TRACE_OBJS)
+	$(call link)
+$(BUILD)/tests/progs/%: $(BUILD)/cli/tests/progs/%.o $(TRACE_OBJS) | fakes
+	$(call link,$(FAKES_LD) $(PROG_LIBS_$*))
 
 # ---- section: fakes (owned by the capture-core tests) ----
 # libnccl.so.2 links the fake cudart (the real one links cudart statically; the fake needs the
@@ -174,8 +195,6 @@ PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_hk_cuda := -l:libcudart.so.13
 PROG_LIBS_hk_nvtx := -l:libnccl.so.2 -l:libcudart.so.13 -ldl
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
-# sqf_cases compiles the SQLite file writer in (tests/export/test_sqlite.sh)
-$(BUILD)/tests/progs/sqf_cases: analyzer/sqlite_file.c analyzer/sqlite_file.h
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
 # bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
 BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
@@ -184,10 +203,9 @@ $(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cup
 PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 # pm_job: the post-mortem catalog's job (tests/analyzer/test_postmortem.sh)
 PROG_LIBS_pm_job := -l:libnccl.so.2 -l:libcudart.so.13
-# the clock behind nvlp_now(): compiled straight in (it needs nothing else of the shim)
-$(BUILD)/tests/test_clock: tests/unit/test_clock.c preload/nvlp_clock.c preload/nvlp_clock.h tests/check.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< preload/nvlp_clock.c
+# the clock behind nvlp_now(): linked straight in (it needs nothing else of the shim)
+$(BUILD)/tests/test_clock: $(BUILD)/cli/tests/unit/test_clock.o $(BUILD)/cli/preload/nvlp_clock.o
+	$(call link)
 # ---- end section: preload test programs ----
 
 # ---- section: cupti tests ----
@@ -212,53 +230,39 @@ $(CUPTI_FAKES)/12/libcupti.so.12: tests/fakes/fake_cupti.c
 $(CUPTI_FAKES)/libnvperf_host.so: tests/fakes/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -x c++ -DFAKE_NVPERF -shared -Wl,-soname,libnvperf_host.so -o $@ $<
-# conversion of synthetic CUDA 13.0 records: convert.c is pure, compiled straight in
-$(BUILD)/tests/test_cupti_convert: tests/unit/test_cupti_convert.c cupti/convert.c cupti/cupti_int.h tests/check.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< cupti/convert.c
+# conversion of synthetic CUDA 13.0 records: convert.c is pure, linked straight in
+$(BUILD)/tests/test_cupti_convert: $(BUILD)/cli/tests/unit/test_cupti_convert.o $(BUILD)/cli/cupti/convert.o
+	$(call link)
 # GH100 PM-sampling config image built on the host by the real libcupti (dlopen'ed, no GPU)
-$(BUILD)/tests/test_cupti_gh100: tests/unit/test_cupti_gh100.c $(BUILD)/lib/cupti/pm_host.o tests/check.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(BUILD)/lib/cupti/pm_host.o -ldl
-# shim + Kineto stand-in on the fake libcupti/libcuda (re-runs itself under LD_PRELOAD)
-$(BUILD)/tests/test_cupti_kineto: tests/unit/test_cupti_kineto.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
-# driver-level capture: a driver-only ("static runtime") program, a runtime one, Kineto subscribing beside us
-$(BUILD)/tests/test_cupti_drv: tests/unit/test_cupti_drv.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
-# shim on the fake libcupti with slow PM setup: exit before / during / after it
-$(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
-# shim on the fake libcupti: activity reaches the trace from full buffers, forced flushes, exit
-$(BUILD)/tests/test_cupti_flush: tests/unit/test_cupti_flush.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
-# shim on the fake libcupti: NVLPROF_KERNELS windows turn kernel activity off and on
-$(BUILD)/tests/test_cupti_window: tests/unit/test_cupti_window.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -l:libnccl.so.2 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+$(BUILD)/cli/tests/unit/test_cupti_gh100.o $(BUILD)/cli/tests/unit/test_cupti_nodriver.o: CPPFLAGS += -DNVLP_CUDA_HOME='"$(CUDA_HOME)"'
+$(BUILD)/tests/test_cupti_gh100: $(BUILD)/cli/tests/unit/test_cupti_gh100.o $(BUILD)/lib/cupti/pm_host.o
+	$(call link)
+# the shim on the fake libcupti/libcuda (each re-runs itself under LD_PRELOAD): kineto: a Kineto
+# stand-in; drv: driver-level capture (a driver-only "static runtime" program, a runtime one, Kineto
+# subscribing beside us); exit: slow PM setup, exit before / during / after it; flush: activity
+# reaches the trace from full buffers, forced flushes, exit; window: NVLPROF_KERNELS windows turn
+# kernel activity off and on
+CUPTI_SHIM_TESTS := $(addprefix $(BUILD)/tests/test_cupti_,kineto drv exit flush window)
+CUPTI_FAKES_LD := -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR))
+LIBS_test_cupti_window := -l:libnccl.so.2
+$(CUPTI_SHIM_TESTS): $(BUILD)/tests/%: $(BUILD)/cli/tests/unit/%.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(LIB)
+	$(call link,$(CUPTI_FAKES_LD) $(LIBS_$*))
 # two ranks of the fake NCCL under the shim with KernelCh events; the analyzer gives every collective its GPU time
-$(BUILD)/tests/test_kernelch: tests/unit/test_kernelch.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(FAKE_LIBS) $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+LIBS_test_kernelch := -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR))
+$(BUILD)/tests/test_kernelch: $(BUILD)/cli/tests/unit/test_kernelch.o $(ANALYZER_OBJS) $(TRACE_OBJS) | $(FAKE_LIBS) $(LIB)
+	$(call link,$(LIBS_test_kernelch))
 # shim with the REAL libcupti and no driver / the stub libcuda
-$(BUILD)/tests/test_cupti_nodriver: tests/unit/test_cupti_nodriver.c $(TRACE_OBJS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -DNVLP_CUDA_HOME='"$(CUDA_HOME)"' -o $@ $< $(TRACE_OBJS) -L$(CUDA_HOME)/lib64 -L$(FAKES_DIR) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR)):$(CUDA_HOME)/lib64 $(CLI_LDLIBS)
+LIBS_test_cupti_nodriver := -L$(CUDA_HOME)/lib64 -L$(FAKES_DIR) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR)):$(CUDA_HOME)/lib64
+$(BUILD)/tests/test_cupti_nodriver: $(BUILD)/cli/tests/unit/test_cupti_nodriver.o $(TRACE_OBJS) | $(FAKES_DIR)/libcudart.so.13 $(LIB)
+	$(call link,$(LIBS_test_cupti_nodriver))
 # ---- end section: cupti tests ----
 
 # ---- section: analyzer tests ----
 # an_gen (synthetic job traces) needs only the trace objects, not the fakes; it resolves its own
 # symbols offline in the uma_thrashing test, so it keeps its symbol table (-g, no strip).
-$(BUILD)/tests/progs/an_gen: tests/progs/an_gen.c $(TRACE_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) $(CLI_LDLIBS)
-$(BUILD)/bench/bench_report: tests/bench/bench_report.c tests/progs/an_gen.c $(ANALYZER_OBJS) $(TRACE_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -O2 -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) $(CLI_LDLIBS)
+$(BUILD)/tests/progs/an_gen: $(BUILD)/cli/tests/progs/an_gen.o $(TRACE_OBJS)
+	$(call link)
+# bench_report (tests/bench) compiles an_gen.c in and links as every benchmark does
 .PHONY: analyzer-test
 analyzer-test: $(CLI) $(BUILD)/tests/progs/an_gen $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_analyzer*.c))
 	@for t in $(BUILD)/tests/test_analyzer*; do $$t; done; for t in tests/analyzer/test_*.sh; do BUILD=$(BUILD) bash $$t; done
@@ -291,9 +295,10 @@ regen-goldens: $(TEST_DEPS)
 # ---- benchmarks -------------------------------------------------------------------------------
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
-$(BUILD)/bench/%: tests/bench/%.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(wildcard tests/*.h) fakes
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -O2 -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) -L$(FAKES_DIR) -Wl,-rpath,$(abspath $(FAKES_DIR)) $(BENCH_LIBS_$*) $(CLI_LDLIBS)
+# benchmarks are compiled -O2 whatever DEBUG says
+$(BUILD)/cli/tests/bench/%.o: CFLAGS += -O2
+$(BUILD)/bench/%: $(BUILD)/cli/tests/bench/%.o $(ANALYZER_OBJS) $(TRACE_OBJS) | fakes
+	$(call link,$(FAKES_LD) $(BENCH_LIBS_$*))
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bash tests/bench/run.sh
 
@@ -339,19 +344,20 @@ endif
 # mutations, which cannot get past zstd and the CRC to the decoded fields the analyzer compares
 # (the structure-aware mutator picks those); the reader keeps it, for the frame bytes.
 $(FUZZ_DIR)/obj/analyzer/%.o: FUZZ_CMP := -fno-sanitize-coverage=trace-cmp
-$(FUZZ_DIR)/obj/%.o: %.c $(wildcard trace/*.h analyzer/*.h tests/fuzz/*.h)
+$(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) $(FUZZ_CMP) -c $< -o $@
-$(FUZZ_DIR)/mut/%.o: %.c $(wildcard trace/*.h tests/fuzz/*.h)
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) $(FUZZ_CMP) $(DEPFLAGS) -c $< -o $@
+$(FUZZ_DIR)/mut/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) -O2 -DZSTD_LEVEL=1 -c $< -o $@
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) -O2 -DZSTD_LEVEL=1 $(DEPFLAGS) -c $< -o $@
 $(FUZZ_MUT): $(FUZZ_MUT_OBJS)
 	ld -r -o $@.all $^
 	objcopy $(addprefix --keep-global-symbol=fz_,split decode decode_file encode insert delete free) $@.all $@
 $(FUZZ_BIN): tests/fuzz/fuzz_trace.c $(FUZZ_OBJS) $(FUZZ_MUT)
 	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LDLIBS)
-$(FUZZ_DIR)/mkseed: tests/fuzz/mkseed.c tests/fuzz/codec.c tests/fuzz/codec.h $(TRACE_OBJS)
-	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) -o $@ tests/fuzz/mkseed.c tests/fuzz/codec.c $(TRACE_OBJS) $(CLI_LDLIBS)
+$(BUILD)/cli/tests/fuzz/%.o: CPPFLAGS += -Itests/fuzz
+$(FUZZ_DIR)/mkseed: $(BUILD)/cli/tests/fuzz/mkseed.o $(BUILD)/cli/tests/fuzz/codec.o $(TRACE_OBJS)
+	$(call link)
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-pack
 fuzz-seeds: $(FUZZ_DIR)/mkseed
 	@mkdir -p $(FUZZ_DIR)/seeds
@@ -389,27 +395,26 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 EXAMPLES := $(BUILD)/examples/p2p_copy $(BUILD)/examples/uma_thrash $(BUILD)/examples/launch_cost
 .PHONY: examples
 examples: $(EXAMPLES)
+# every CUDA program is built by this one function; $(1): extra libraries and linker options
+define nvcc_link
+@mkdir -p $(dir $@)
+$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< $(1)
+endef
+NVCC_RPATH := -Xlinker -rpath,$(CUDA_HOME)/lib64
 $(BUILD)/examples/%: examples/%.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
+	$(call nvcc_link,$(NVCC_RPATH))
 # a GPU benchmark of the proof scripts (tests/gpu/), built with the examples
 $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -arch=sm_90 -cudart shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
+	$(call nvcc_link,$(NVCC_RPATH))
 
-# issue 15's host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
+# the host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
 GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases
+NVCC_LIBS_coll_cost := -lnccl
+NVCC_LIBS_cupti_phases := -lcupti
 .PHONY: gpu-probes
 gpu-probes: $(GPU_PROBES)
-$(BUILD)/gpu/launch_cost: tests/gpu/launch_cost.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $<
-$(BUILD)/gpu/coll_cost: tests/gpu/coll_cost.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< -lnccl
-$(BUILD)/gpu/cupti_phases: tests/gpu/cupti_phases.cu
-	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -arch=sm_90 -cudart shared -o $@ $< -lcupti
+$(BUILD)/gpu/%: tests/gpu/%.cu
+	$(call nvcc_link,$(NVCC_LIBS_$*))
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo
@@ -417,3 +422,6 @@ demo: $(CLI)
 	@for d in examples/traces/*/; do echo "### nvlprof report $$d"; $(CLI) report $$d 2>/dev/null; echo; done
 	@echo "### nvlprof diff examples/traces/ddp_healthy examples/traces/ddp_p2p_disable"
 	@$(CLI) diff examples/traces/ddp_healthy examples/traces/ddp_p2p_disable 2>/dev/null
+
+# ---- the compiler's header dependencies of every object built so far (see DEPFLAGS) ----
+-include $(wildcard $(addprefix $(BUILD)/,*/*.d */*/*.d */*/*/*.d */*/*/*/*.d */*/*/*/*/*.d))
