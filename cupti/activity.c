@@ -9,6 +9,7 @@
 #include <string.h>  /* memcpy, strlen */
 
 #include "cupti_int.h"
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 
 
@@ -96,8 +97,10 @@ void CUPTIAPI nvlp_cupti_buf_request(uint8_t **buf, size_t *size, size_t *max_re
 	*buf = aligned_alloc(8, BUF_SIZE);
 	*size = *buf ? BUF_SIZE : 0;
 	*max_records = 0;
-	if (*buf)
+	if (*buf) {
 		own_add(*buf);
+		nvlp_cost_mem(BUF_SIZE);
+	}
 }
 
 static uint64_t pci_attr(int dev, int attr)
@@ -175,8 +178,10 @@ static void finish_buffer(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size
 {
 	if (buf && share() && share()->complete(ctx, sid, buf, size, valid, ours))
 		return;
-	if (ours)
+	if (ours) {
 		free(buf);
+		nvlp_cost_mem(-(int64_t)BUF_SIZE);
+	}
 }
 
 void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buf, size_t size,
