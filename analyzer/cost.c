@@ -22,6 +22,10 @@ size_t an_cost_sum(const struct an_job *job, struct an_cost *c)
 		c->ranks++;
 		c->proc_cpu += x->proc_cpu;
 		c->own_cpu += x->own_cpu;
+		c->role_cpu[0] += x->writer_cpu;
+		c->role_cpu[1] += x->flush_cpu;
+		c->role_cpu[2] += x->sampler_cpu;
+		c->role_cpu[3] += x->pysample_cpu;
 		c->hook_ns += x->hook_ns;
 		if (x->mem_peak > c->mem_peak)
 			c->mem_peak = x->mem_peak;
@@ -59,6 +63,12 @@ void an_cost_json(struct jw *w, const struct an_job *job)
 	jw_num(w, "cpu_share", c.share);
 	jw_num(w, "process_cpu_s", c.proc_cpu / 1e9);
 	jw_num(w, "nvlprof_threads_cpu_s", c.own_cpu / 1e9);
+	static const char *const role[4] = {"writer", "cupti_flush", "link_sampler",
+	                                    "python_sampler"};
+	jw_obj(w, "threads_cpu_s");
+	for (int i = 0; i < 4; i++)
+		jw_num(w, role[i], c.role_cpu[i] / 1e9);
+	jw_obj_end(w);
 	jw_num(w, "hooks_s", c.hook_ns / 1e9);
 	jw_num(w, "memory_peak_mib", c.mem_peak / MIB);
 	jw_num(w, "trace_mb_per_hour_per_rank", c.bytes_per_s * 3600 / 1e6);

@@ -13,6 +13,7 @@ struct an_cost {
 	size_t ranks;        /* processes with a COST record (0: none, nothing to say) */
 	uint64_t proc_cpu;   /* their CPU time, ns */
 	uint64_t own_cpu;    /* of it, nvlprof's threads */
+	uint64_t role_cpu[4]; /* by role: writer, CUPTI flush, link sampler, Python sampler */
 	uint64_t hook_ns;    /* and nvlprof's code on the job's threads (estimated) */
 	uint64_t mem_peak;   /* the largest process's peak, bytes */
 	double bytes_per_s;  /* trace bytes per second per process (mean) */

@@ -46,7 +46,10 @@ check "JSON: job.cost" python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["job"]["cost"]
 assert c["processes"] == 1 and 0 < c["cpu_share"] < 1 and c["process_cpu_s"] > 0, c
-assert c["nvlprof_threads_cpu_s"] > 0 and c["trace_mb_per_hour_per_rank"] > 0, c' "$T/calls.json"
+assert c["nvlprof_threads_cpu_s"] > 0 and c["trace_mb_per_hour_per_rank"] > 0, c
+t = c["threads_cpu_s"]
+assert set(t) == {"writer", "cupti_flush", "link_sampler", "python_sampler"}, t
+assert abs(sum(t.values()) - c["nvlprof_threads_cpu_s"]) < 1e-5 and t["writer"] > 0, t' "$T/calls.json"
 
 # a rank killed with SIGKILL keeps the COST written early in its run
 mkdir -p "$T/kill"
