@@ -494,15 +494,12 @@ void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 
 void nvlp_drv_start(void)
 {
-	const char *e = getenv("NVLPROF_DRIVER");
-	if (e && !strcmp(e, "0")) {
+	if (!nvlp_cfg()->driver) {
 		nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
 		          "NVLPROF_DRIVER=0: no driver-level capture (managed memory and copies "
 		          "seen through the CUDA runtime hooks only)");
 		return;
 	}
-	if (e && *e && strcmp(e, "1"))
-		nvlp_warn("NVLPROF_DRIVER=%s: expected 0 or 1; driver-level capture stays on", e);
 	if (nvlp_sub_start() != 0)
 		return;
 	int n = 0, failed = 0;

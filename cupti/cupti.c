@@ -85,8 +85,8 @@ static struct {
 
 static void kernels_config(void)
 {
-	const char *v = getenv("NVLPROF_KERNELS");
-	if (!v || !*v)
+	const char *v = nvlp_cfg()->kernels;
+	if (!*v)
 		return;
 	long on = 0, per = 0, first = -1;
 	char tail = 0;

@@ -157,8 +157,7 @@ static int mux_wanted(void *caller, const char *name, void *self)
 		return 1;
 	if (!nvlp_is_active() || !nvlp_cfg()->cupti || nvlp_cupti_state() == NVLP_CS_ASIDE)
 		return 0;
-	const char *drv = getenv("NVLPROF_DRIVER");
-	if (drv && !strcmp(drv, "0"))
+	if (!nvlp_cfg()->driver)
 		return 0; /* no driver capture: nothing of ours to share the subscription with */
 	void *f = nvlp_share_caller_real(name, caller, self);
 	if (!f)

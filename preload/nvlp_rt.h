@@ -38,7 +38,8 @@ struct nvlp_config {
 	long sample_us;    /* NVLPROF_SAMPLE_US (default 10000, 0 = no link counters) */
 	int links_nvml;    /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
 	int nccl_plugin;   /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin */
-	long buffer_kb;    /* NVLPROF_BUFFER_KB per thread (default 1024) */
+	long buffer_kb;    /* NVLPROF_BUFFER_KB per thread (default 65536: a 1 MiB ring and a 64 MiB
+	                    * spill reservation touched only in bursts; rt_emit.c) */
 	long flush_ms;     /* NVLPROF_FLUSH_MS (default 500, max 1000) */
 	long gpu_flush_ms; /* NVLPROF_GPU_FLUSH_MS: forced CUPTI flush period (default 10000; 0 =
 	                    * only full buffers and exit) */
@@ -47,6 +48,8 @@ struct nvlp_config {
 	int capture;       /* NVLPROF_CAPTURE: 0 none, 1 cudaProfilerApi, 2 nvtx:NAME */
 	char capture_name[256]; /* the NVTX range's message for capture 2 */
 	long pysample_hz;  /* NVLPROF_PYSAMPLE_HZ (default 10, 0 = off): Python chains sampled */
+	int driver;        /* NVLPROF_DRIVER (default 1): driver-API callbacks (cupti/callbacks.c) */
+	char kernels[128]; /* NVLPROF_KERNELS as set ("" = NVLP_KERNELS_DEFAULT), parsed by cupti.c */
 };
 const struct nvlp_config *nvlp_cfg(void);
 /* NVLPROF_KERNELS when unset (parsed in cupti/cupti.c; recorded in the header's capture key). */

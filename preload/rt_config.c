@@ -32,6 +32,7 @@ static struct nvlp_config cfg = {
     .gpu_flush_ms = 10000,
     .nvtx = 1,
     .pysample_hz = 10,
+    .driver = 1,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
@@ -118,6 +119,9 @@ void nvlp_cfg_parse(void)
 	cfg_long("NVLPROF_GPU_FLUSH_MS", &cfg.gpu_flush_ms, 0, 3600000);
 	cfg_bool("NVLPROF_NVTX", &cfg.nvtx);
 	cfg_long("NVLPROF_PYSAMPLE_HZ", &cfg.pysample_hz, 0, 1000);
+	cfg_bool("NVLPROF_DRIVER", &cfg.driver);
+	const char *k = getenv("NVLPROF_KERNELS");
+	snprintf(cfg.kernels, sizeof cfg.kernels, "%s", k ? k : "");
 	const char *cap = getenv("NVLPROF_CAPTURE");
 	if (cap && *cap) {
 		if (!strcmp(cap, "cudaProfilerApi")) {

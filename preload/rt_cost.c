@@ -131,12 +131,11 @@ void nvlp_cost_fill(struct nvlp_rec_cost *c, const nvlp_writer *w)
 void nvlp_cost_capture(char *out, size_t len)
 {
 	const struct nvlp_config *g = nvlp_cfg();
-	const char *k = getenv("NVLPROF_KERNELS"), *d = getenv("NVLPROF_DRIVER");
 	const char *kch = getenv("NVLPROF_KCH");
 	snprintf(out, len,
-	         "kernels=%.64s cupti=%d driver=%.8s stacks=%d nvtx=%d nccl_plugin=%d kch=%.8s "
+	         "kernels=%.64s cupti=%d driver=%d stacks=%d nvtx=%d nccl_plugin=%d kch=%.8s "
 	         "sample_us=%ld links=%s um=%s pysample_hz=%ld capture=%s",
-	         k && *k ? k : NVLP_KERNELS_DEFAULT, g->cupti, d && *d ? d : "1", g->stacks, g->nvtx,
+	         g->kernels[0] ? g->kernels : NVLP_KERNELS_DEFAULT, g->cupti, g->driver, g->stacks, g->nvtx,
 	         g->nccl_plugin, kch && *kch ? kch : "1", g->sample_us,
 	         g->links_nvml ? "nvml" : "auto", g->um < 0 ? "auto" : g->um ? "1" : "0",
 	         g->pysample_hz,
