@@ -50,7 +50,9 @@ LIB_CFLAGS := -fvisibility=hidden
 ZSTD_LIB := -Wl,-Bstatic -lzstd -Wl,-Bdynamic
 LIB_LDFLAGS := -shared -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(SANFLAGS)
 LIB_LDLIBS := $(ZSTD_LIB) -ldl -lpthread
-CLI_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl -lstdc++ # __cxa_demangle (symbols.c), the CLI only
+# libsqlite3 likewise, into the analyzer only (the SQLite export; why static: docs/EXPORTS.md)
+SQLITE_LIB := -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic
+CLI_LDLIBS := $(ZSTD_LIB) $(SQLITE_LIB) -lpthread -lm -ldl -lstdc++ # __cxa_demangle (symbols.c), the CLI only
 
 TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
@@ -72,11 +74,12 @@ analyzer: $(CLI)
 
 # ---- build dependencies --------------------------------------------------------------------
 # Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
-# build. The analyzer needs only libzstd-dev; the shim also libunwind-dev and the CUDA headers.
+# build. The analyzer needs libzstd-dev and libsqlite3-dev; the shim libzstd-dev, libunwind-dev and
+# the CUDA headers.
 NO_BUILD_GOALS := clean format help
 CLI_GOALS := analyzer demo fuzz fuzz-build fuzz-pack $(CLI)
 GOALS := $(or $(MAKECMDGOALS),all)
-DEB_DEPS := libzstd-dev:zstd.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
+DEB_DEPS := libzstd-dev:zstd.h libsqlite3-dev:sqlite3.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
 # the tools the export and page tests run (package:command), installed for the goals that test
 TEST_GOALS := test regen-goldens mutate docs-pictures
 TOOL_DEPS := $(if $(filter $(TEST_GOALS),$(GOALS)),sqlite3:sqlite3 protobuf-compiler:protoc chromium:chromium python3:python3)
@@ -174,8 +177,6 @@ PROG_LIBS_hk_nccl := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_hk_cuda := -l:libcudart.so.13
 PROG_LIBS_hk_nvtx := -l:libnccl.so.2 -l:libcudart.so.13 -ldl
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
-# sqf_cases compiles the SQLite file writer in (tests/export/test_sqlite.sh)
-$(BUILD)/tests/progs/sqf_cases: analyzer/sqlite_file.c analyzer/sqlite_file.h
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
 # bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
 BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
@@ -321,7 +322,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 FUZZ_OPT ?= -O2
 FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) $(FUZZ_OPT) -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 # only libc and libm at run time: the binary runs on machines without sqlite or clang (fuzz-pack)
-FUZZ_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl -static-libstdc++ -static-libgcc
+FUZZ_LDLIBS := $(ZSTD_LIB) $(SQLITE_LIB) -lpthread -lm -ldl -static-libstdc++ -static-libgcc
 FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS))
 # The mutator's decode and re-encode (codec.c over its own copy of the reader and writer) is built
 # without sanitizers or coverage, its copy's symbols made local: it is no code under test, and
