@@ -536,8 +536,11 @@ static int sq_open(struct sq *s)
 			sq_fail(s, "out of memory");
 		return -1;
 	}
+	/* temp_store left to files: the index sorts then work in blocks within cache_size and
+	 * spill to a deleted temporary file (temp_store=MEMORY kept every key in memory, one malloc
+	 * each: 4-8% more CPU, memory in proportion to the rows) */
 	exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-	        "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536");
+	        "PRAGMA cache_size=-65536");
 	for (int t = 0; t < T_COUNT; t++)
 		exec(s, tables[t].sql);
 	exec(s, "BEGIN");
