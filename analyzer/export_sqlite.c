@@ -116,13 +116,13 @@ struct sq {
 	sqlite3 *db;
 	sqlite3_stmt *st[T_COUNT];
 	const char *path;
-	char *tmp;          /* the database until it is complete, renamed over path */
-	int err;            /* the first failure, said in msg */
+	char *tmp; /* the database until it is complete, renamed over path */
+	int err;   /* the first failure, said in msg */
 	char msg[256];
 	struct strtab str;
-	int64_t next_id;    /* StringIds rows */
-	int64_t ncall;      /* NCCL_CALLS rows */
-	long *kcall;        /* the current process: NCCL_CALLS.id of each xm_call index */
+	int64_t next_id; /* StringIds rows */
+	int64_t ncall;   /* NCCL_CALLS rows */
+	long *kcall;     /* the current process: NCCL_CALLS.id of each xm_call index */
 	size_t nk;
 	struct xm_names *names; /* kernel names demangled, per process */
 };
@@ -159,7 +159,9 @@ static void sq_fail_db(struct sq *s, int rc)
 		snprintf(s->msg, sizeof s->msg, "out of memory");
 	else if (prim == SQLITE_FULL || prim == SQLITE_IOERR)
 		snprintf(s->msg, sizeof s->msg, "write failed: %s",
-		         e ? strerror(e) : prim == SQLITE_FULL ? strerror(ENOSPC) : sqlite3_errstr(rc));
+		         e                     ? strerror(e)
+		         : prim == SQLITE_FULL ? strerror(ENOSPC)
+		                               : sqlite3_errstr(rc));
 	else
 		snprintf(s->msg, sizeof s->msg, "sqlite: %s", sqlite3_errmsg(s->db));
 }
@@ -448,15 +450,16 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 	for (size_t r = 0; r < xm_nranks(x); r++) {
 		const struct xm_rank *R = xm_rank(x, r);
 		row(s, T_RANKS,
-		    (struct val[]){I(r), I(R->rank), S(R->host), I(R->pid), S(R->path), I(R->offset)});
+		    (struct val[]){I(r), I(R->rank), S(R->host), I(R->pid), S(R->path),
+		                   I(R->offset)});
 	}
 	for (size_t r = 0; r < xm_nranks(x); r++)
 		for (size_t k = 0; k < xm_nallocs(x, r); k++) {
 			struct xm_alloc a;
 			xm_alloc(x, r, k, &a);
 			row(s, T_ALLOC,
-			    (struct val[]){I(r), I(k), I(a.ptr), I(a.bytes), I(a.device), I(a.migrations),
-			                   I(a.flips), I(a.htod), I(a.dtoh)});
+			    (struct val[]){I(r), I(k), I(a.ptr), I(a.bytes), I(a.device),
+			                   I(a.migrations), I(a.flips), I(a.htod), I(a.dtoh)});
 		}
 	for (size_t i = 0; i < xm_nfindings(x); i++) {
 		struct xm_finding f;
@@ -472,7 +475,8 @@ static void job_tables(struct sq *s, const struct xm_job *x)
 	int n = xm_steps(x, &s0, &len);
 	for (int k = 0; k < n; k++)
 		row(s, T_STEPS,
-		    (struct val[]){I(k), I(s0 + (uint64_t)k * len), I(s0 + (uint64_t)(k + 1) * len)});
+		    (struct val[]){I(k), I(s0 + (uint64_t)k * len),
+		                   I(s0 + (uint64_t)(k + 1) * len)});
 }
 
 /* Every process's rows, one after the other (the ids of texts and NCCL calls follow process
@@ -571,7 +575,8 @@ static int sq_close(struct sq *s)
 		s->err = 1;
 	}
 	if (!s->err && rename(s->tmp, s->path) != 0) {
-		snprintf(s->msg, sizeof s->msg, "cannot rename %s to it: %s", s->tmp, strerror(errno));
+		snprintf(s->msg, sizeof s->msg, "cannot rename %s to it: %s", s->tmp,
+		         strerror(errno));
 		s->err = 1;
 	}
 	if (s->err)
