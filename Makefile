@@ -52,7 +52,9 @@ LIB_CFLAGS := -fvisibility=hidden
 ZSTD_LIB := -Wl,-Bstatic -lzstd -Wl,-Bdynamic
 LIB_LDFLAGS := -shared -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(SANFLAGS)
 LIB_LDLIBS := $(ZSTD_LIB) -ldl -lpthread
-CLI_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl -lstdc++ # __cxa_demangle (symbols.c), the CLI only
+# libsqlite3 likewise, into the analyzer only (the SQLite export; why static: docs/EXPORTS.md)
+SQLITE_LIB := -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic
+CLI_LDLIBS := $(ZSTD_LIB) $(SQLITE_LIB) -lpthread -lm -ldl -lstdc++ # __cxa_demangle (symbols.c), the CLI only
 
 TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
@@ -74,11 +76,12 @@ analyzer: $(CLI)
 
 # ---- build dependencies --------------------------------------------------------------------
 # Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
-# build. The analyzer needs only libzstd-dev; the shim also libunwind-dev and the CUDA headers.
+# build. The analyzer needs libzstd-dev and libsqlite3-dev; the shim libzstd-dev, libunwind-dev and
+# the CUDA headers.
 NO_BUILD_GOALS := clean format help
 CLI_GOALS := analyzer demo fuzz fuzz-build fuzz-pack $(CLI)
 GOALS := $(or $(MAKECMDGOALS),all)
-DEB_DEPS := libzstd-dev:zstd.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
+DEB_DEPS := libzstd-dev:zstd.h libsqlite3-dev:sqlite3.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
 # the tools the export and page tests run (package:command), installed for the goals that test
 TEST_GOALS := test regen-goldens mutate docs-pictures
 TOOL_DEPS := $(if $(filter $(TEST_GOALS),$(GOALS)),sqlite3:sqlite3 protobuf-compiler:protoc chromium:chromium python3:python3)
@@ -326,7 +329,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 FUZZ_OPT ?= -O2
 FUZZ_CFLAGS := $(filter-out $(SANFLAGS) -fPIC -O%,$(CFLAGS)) $(FUZZ_OPT) -gline-tables-only $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 # only libc and libm at run time: the binary runs on machines without sqlite or clang (fuzz-pack)
-FUZZ_LDLIBS := $(ZSTD_LIB) -lpthread -lm -ldl -static-libstdc++ -static-libgcc
+FUZZ_LDLIBS := $(ZSTD_LIB) $(SQLITE_LIB) -lpthread -lm -ldl -static-libstdc++ -static-libgcc
 FUZZ_OBJS := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(ANALYZER_SRCS) $(TRACE_SRCS))
 # The mutator's decode and re-encode (codec.c over its own copy of the reader and writer) is built
 # without sanitizers or coverage, its copy's symbols made local: it is no code under test, and

@@ -303,7 +303,7 @@ static void usage(FILE *o)
 	    "              one file per rank (rank<N>.json), the layout HTA's TraceAnalysis "
 	    "reads;\n"
 	    "              default nvlprof.json\n"
-	    "    sqlite    SQLite database (schema: analyzer/EXPORT.md); default nvlprof.sqlite\n"
+	    "    sqlite    SQLite database (schema: docs/EXPORTS.md); default nvlprof.sqlite\n"
 	    "  -o -  writes perfetto/chrome to stdout.\n"
 	    "  --threshold NAME=VALUE, -j N: as for report (the findings become events).\n"
 	    "Exit status: 0 written, 2 usage error, no readable trace or write error.\n");

@@ -1,24 +1,17 @@
 /* export_sqlite.c: the SQLite sink: tables named and laid out like nsys' export where they
  * overlap (CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _RUNTIME, StringIds), plus NCCL calls with
  * communicator and sequence, unified-memory events, link samples, allocations, findings, ranks
- * and steps (schema and example queries: analyzer/EXPORT.md), written as a database file by
- * sqlite_file.c. */
+ * and steps (schema and example queries: docs/EXPORTS.md), written through libsqlite3. */
 #include <errno.h>    /* errno */
-#include <pthread.h>  /* pthread_create */
-#include <sys/stat.h> /* lstat */
-#include <stdlib.h>   /* calloc */
-#include <string.h>   /* strcmp */
-#include <unistd.h>   /* sysconf */
+#include <fcntl.h>    /* O_CLOEXEC */
+#include <sqlite3.h>  /* sqlite3_open_v2 */
+#include <sys/stat.h> /* lstat, fchmod */
+#include <stdlib.h>   /* mkostemp */
+#include <string.h>   /* strerror */
+#include <unistd.h>   /* unlink */
 
 #include "export.h"
 #include "nvlp_trace.h"
-#include "sqlite_file.h"
-#include "util.h" /* nvlp_max_threads */
-
-/* 4096, SQLite's default: 64 KiB pages made the export no faster here (README) */
-#ifndef XS_PAGE_SIZE
-#define XS_PAGE_SIZE 4096
-#endif
 
 enum {
 	T_RANKS,
@@ -34,142 +27,174 @@ enum {
 	T_STEPS,
 	T_COUNT
 };
+/* in the order of sqlite_schema (and so of .dump) */
 static const struct {
 	const char *name;
-	int ncols, ipk; /* ipk: the INTEGER PRIMARY KEY column, -1 none */
+	int ncols;
 	const char *sql;
 } tables[T_COUNT] = {
-    {"RANKS", 6, 0,
+    {"RANKS", 6,
      "CREATE TABLE RANKS(rankId INTEGER PRIMARY KEY, rank INTEGER, host TEXT, pid INTEGER,"
      " path TEXT, offsetNs INTEGER)"},
-    {"StringIds", 2, 0, "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL)"},
-    {"CUPTI_ACTIVITY_KIND_KERNEL", 17, -1,
+    {"StringIds", 2, "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL)"},
+    {"CUPTI_ACTIVITY_KIND_KERNEL", 17,
      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL,"
      " deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
      " demangledName INTEGER REFERENCES StringIds(id), shortName INTEGER REFERENCES"
      " StringIds(id), gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER,"
      " blockY INTEGER, blockZ INTEGER, rankId INTEGER REFERENCES RANKS(rankId),"
      " ncclCallId INTEGER, mangledName INTEGER REFERENCES StringIds(id))"},
-    {"CUPTI_ACTIVITY_KIND_MEMCPY", 13, -1,
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", 13,
      "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER NOT NULL, end INTEGER NOT NULL,"
      " deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
      " bytes INTEGER, copyKind INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER,"
      " dstDeviceId INTEGER, rankId INTEGER)"},
-    {"CUPTI_ACTIVITY_KIND_RUNTIME", 13, -1,
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", 13,
      "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL,"
      " globalTid INTEGER, correlationId INTEGER, nameId INTEGER REFERENCES StringIds(id),"
      " returnValue INTEGER, rankId INTEGER, deviceId INTEGER, bytes INTEGER,"
      " srcDeviceId INTEGER, dstDeviceId INTEGER, peerEnabled INTEGER, ptr INTEGER)"},
-    {"NCCL_CALLS", 21, 0,
+    {"NCCL_CALLS", 21,
      "CREATE TABLE NCCL_CALLS(id INTEGER PRIMARY KEY, rankId INTEGER, start INTEGER,"
      " end INTEGER, globalTid INTEGER, nameId INTEGER REFERENCES StringIds(id),"
      " collective TEXT, commHash INTEGER, commId INTEGER, seq INTEGER, count INTEGER,"
      " dtype TEXT, bytes INTEGER, peer INTEGER, rank INTEGER, nranks INTEGER,"
      " deviceId INTEGER, streamId INTEGER, groupDepth INTEGER, gpuStart INTEGER,"
      " gpuEnd INTEGER)"},
-    {"UNIFIED_MEMORY_EVENTS", 10, -1,
+    {"UNIFIED_MEMORY_EVENTS", 10,
      "CREATE TABLE UNIFIED_MEMORY_EVENTS(start INTEGER, end INTEGER, counterKind INTEGER,"
      " kind TEXT, address INTEGER, value INTEGER, srcId INTEGER, dstId INTEGER,"
      " rankId INTEGER, allocId INTEGER)"},
-    {"ALLOCATIONS", 9, -1,
+    {"ALLOCATIONS", 9,
      "CREATE TABLE ALLOCATIONS(rankId INTEGER, allocId INTEGER, ptr INTEGER, bytes INTEGER,"
      " deviceId INTEGER, migrations INTEGER, flips INTEGER, htodBytes INTEGER,"
      " dtohBytes INTEGER, PRIMARY KEY(rankId, allocId))"},
-    {"LINK_SAMPLES", 10, -1,
+    {"LINK_SAMPLES", 10,
      "CREATE TABLE LINK_SAMPLES(rankId INTEGER, deviceId INTEGER, start INTEGER, end INTEGER,"
      " nvlTx INTEGER, nvlRx INTEGER, pcieRd INTEGER, pcieWr INTEGER, source INTEGER,"
      " flags INTEGER)"},
-    {"FINDINGS", 8, 0,
+    {"FINDINGS", 8,
      "CREATE TABLE FINDINGS(id INTEGER PRIMARY KEY, finding TEXT, severity TEXT, title TEXT,"
      " advice TEXT, rank INTEGER, explainedBy TEXT, evidence TEXT)"},
-    {"STEPS", 3, 0, "CREATE TABLE STEPS(step INTEGER PRIMARY KEY, start INTEGER, end INTEGER)"},
+    {"STEPS", 3, "CREATE TABLE STEPS(step INTEGER PRIMARY KEY, start INTEGER, end INTEGER)"},
 };
 
-/* the automatic index of ALLOCATIONS' PRIMARY KEY (sql NULL), then the CREATE INDEXes */
-static const struct {
-	int table;
-	const char *name;
-	int nk, cols[3];
-	const char *sql;
-} indexes[] = {
-    {T_ALLOC, "sqlite_autoindex_ALLOCATIONS_1", 2, {0, 1}, NULL},
-    {T_KERNEL,
-     "kernel_start",
-     1,
-     {0},
-     "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL(start)"},
-    {T_KERNEL,
-     "kernel_dev",
-     3,
-     {14, 2, 0},
-     "CREATE INDEX kernel_dev ON CUPTI_ACTIVITY_KIND_KERNEL(rankId, deviceId, start)"},
-    {T_MEMCPY,
-     "memcpy_start",
-     1,
-     {0},
-     "CREATE INDEX memcpy_start ON CUPTI_ACTIVITY_KIND_MEMCPY(start)"},
-    {T_RUNTIME,
-     "runtime_start",
-     1,
-     {0},
-     "CREATE INDEX runtime_start ON CUPTI_ACTIVITY_KIND_RUNTIME(start)"},
-    {T_NCCL, "nccl_coll", 2, {8, 9}, "CREATE INDEX nccl_coll ON NCCL_CALLS(commId, seq)"},
-    {T_NCCL, "nccl_start", 1, {2}, "CREATE INDEX nccl_start ON NCCL_CALLS(start)"},
-    {T_UM,
-     "um_alloc",
-     3,
-     {8, 9, 0},
-     "CREATE INDEX um_alloc ON UNIFIED_MEMORY_EVENTS(rankId, allocId, start)"},
-    {T_UM, "um_address", 1, {4}, "CREATE INDEX um_address ON UNIFIED_MEMORY_EVENTS(address)"},
-    {T_LINK,
-     "link_dev",
-     3,
-     {0, 1, 2},
-     "CREATE INDEX link_dev ON LINK_SAMPLES(rankId, deviceId, start)"},
+/* built after the rows are in (one sort each instead of a B-tree insert per row) */
+static const char indexes[] =
+    "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL(start);"
+    "CREATE INDEX kernel_dev ON CUPTI_ACTIVITY_KIND_KERNEL(rankId, deviceId, start);"
+    "CREATE INDEX memcpy_start ON CUPTI_ACTIVITY_KIND_MEMCPY(start);"
+    "CREATE INDEX runtime_start ON CUPTI_ACTIVITY_KIND_RUNTIME(start);"
+    "CREATE INDEX nccl_coll ON NCCL_CALLS(commId, seq);"
+    "CREATE INDEX nccl_start ON NCCL_CALLS(start);"
+    "CREATE INDEX um_alloc ON UNIFIED_MEMORY_EVENTS(rankId, allocId, start);"
+    "CREATE INDEX um_address ON UNIFIED_MEMORY_EVENTS(address);"
+    "CREATE INDEX link_dev ON LINK_SAMPLES(rankId, deviceId, start);";
+
+/* One column value of a row (text not copied: bound SQLITE_STATIC, used before it changes) */
+enum { V_NULL, V_INT, V_TEXT };
+struct val {
+	int type;
+	union {
+		int64_t i;
+		const char *s;
+	};
 };
+#define I(v) ((struct val){.type = V_INT, .i = (int64_t)(v)})
+#define S(v) ((struct val){.type = V_TEXT, .s = (v)})
+#define N ((struct val){.type = V_NULL})
 
-enum { NIX = sizeof indexes / sizeof *indexes };
-
-/* ---- the pipeline: one encoder per process (its rows and index entries, on up to -j threads),
- * one writer (the calling thread) appending each process's rows in process order, the rows of
- * a process in its event order: the file is the one a single thread writes, byte for byte. ---- */
-
-/* Encoded rows travel in chunks of 1 MiB. Bound: encoders of processes after the writer's wait
- * while HOLD bytes are queued in all; the writer's own process waits while TURN_HOLD of its are
- * (it never waits on the others', so the writer always has work coming). */
-/* 256 MiB, as the other exports hold (export_io.c's XO_HOLD): with 32 the encoders of later
- * processes waited most of the time, 2.9-3.1 M records/s of wall on 16 cores (8 x 1 M records,
- * tests/gpu/results/run9.txt); 256: 6.5-6.8; 1024: 7.9 */
-#ifndef XS_HOLD_MB /* -DXS_HOLD_MB=2: the bound reached by small jobs (its waits tested) */
-#define XS_HOLD_MB 256
-#endif
-enum { CHUNK = 1 << 20, HOLD = XS_HOLD_MB << 20, TURN_HOLD = (XS_HOLD_MB / 8 + 1) << 20 };
-enum { POOL = XS_HOLD_MB + 8 }; /* chunks kept for reuse: about as many as may be queued */
-struct chunk {
-	struct chunk *next;
-	size_t len, cap;
-	uint8_t b[];
-};
-
-/* A chunk holds entries: a kind byte, a 4-byte length, then for a row (kind: its table) the
- * local values the writer maps (extra_of), then the record; for E_STRING a text first seen in
- * the process: its hash (8 bytes), then the text. */
-enum { E_STRING = 0xff };
-enum { KNAMES = 3 }; /* a kernel's texts: demangledName, shortName, mangledName */
-static const int kname_col[KNAMES] = {6, 7, 16};
-enum { K_CALL_COL = 15 };
-static size_t extra_of(int t) /* KERNEL: 3 name ids, NCCL call id; RUNTIME, NCCL: name id */
-{
-	return t == T_KERNEL ? 4 * KNAMES + 8 : t == T_RUNTIME || t == T_NCCL ? 4 : 0;
-}
-
-struct strtab { /* text hash -> id, open addressing */
+struct strtab { /* text hash -> StringIds.id, open addressing */
 	struct sstr {
 		uint64_t h;
 		int64_t id;
 	} * v;
 	size_t n, cap;
 };
+
+struct sq {
+	sqlite3 *db;
+	sqlite3_stmt *st[T_COUNT];
+	const char *path;
+	char *tmp; /* the database until it is complete, renamed over path */
+	int err;   /* the first failure, said in msg */
+	char msg[256];
+	struct strtab str;
+	int64_t next_id; /* StringIds rows */
+	int64_t ncall;   /* NCCL_CALLS rows */
+	long *kcall;     /* the current process: NCCL_CALLS.id of each xm_call index */
+	size_t nk;
+	struct xm_names *names; /* kernel names demangled, per process */
+};
+
+/* ---- failures: the first one kept as a one-line reason ----------------------------------- */
+
+static void sq_fail(struct sq *s, const char *why)
+{
+	if (!s->err)
+		snprintf(s->msg, sizeof s->msg, "%s", why);
+	s->err = 1;
+}
+
+/* The errno of the database file's failed write or read: unix VFS keeps it per file (SQLite's
+ * own sqlite3_system_errno reads errno later, when a call since may have changed it). 0: none
+ * (SQLITE_FULL: the disk full, or a write cut short) */
+static int file_errno(struct sq *s)
+{
+	int e = 0;
+	if (sqlite3_file_control(s->db, "main", SQLITE_FCNTL_LAST_ERRNO, &e) != SQLITE_OK)
+		e = 0;
+	return e ? e : sqlite3_system_errno(s->db);
+}
+
+/* SQLite's result code rc said as what happened: memory, a write (errno's words), else
+ * SQLite's own message */
+static void sq_fail_db(struct sq *s, int rc)
+{
+	if (s->err)
+		return;
+	int prim = rc & 0xff, e = file_errno(s);
+	s->err = 1;
+	if (prim == SQLITE_NOMEM || rc == SQLITE_IOERR_NOMEM)
+		snprintf(s->msg, sizeof s->msg, "out of memory");
+	else if (prim == SQLITE_FULL || prim == SQLITE_IOERR)
+		snprintf(s->msg, sizeof s->msg, "write failed: %s",
+		         e                     ? strerror(e)
+		         : prim == SQLITE_FULL ? strerror(ENOSPC)
+		                               : sqlite3_errstr(rc));
+	else
+		snprintf(s->msg, sizeof s->msg, "sqlite: %s", sqlite3_errmsg(s->db));
+}
+
+static int exec(struct sq *s, const char *sql)
+{
+	int rc = s->err ? SQLITE_ERROR : sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		sq_fail_db(s, rc);
+	return s->err ? -1 : 0;
+}
+
+/* A row of table t: ncols values bound to its statement and stepped */
+static void row(struct sq *s, int t, const struct val *v)
+{
+	sqlite3_stmt *st = s->st[t];
+	if (s->err)
+		return;
+	for (int c = 0; c < tables[t].ncols; c++)
+		if (v[c].type == V_INT)
+			sqlite3_bind_int64(st, c + 1, v[c].i);
+		else if (v[c].type == V_TEXT)
+			sqlite3_bind_text(st, c + 1, v[c].s, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, c + 1);
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		sq_fail_db(s, sqlite3_reset(st));
+	else
+		sqlite3_reset(st);
+}
+
+/* ---- texts: each distinct one a row of StringIds, in the order first seen ----------------- */
 
 /* the slot of hash h (*fresh: a new one, its id 0). @return NULL (out of memory) */
 static int64_t *str_slot(struct strtab *t, uint64_t h, int *fresh)
@@ -204,357 +229,74 @@ static int64_t *str_slot(struct strtab *t, uint64_t h, int *fresh)
 	return &t->v[j].id;
 }
 
-struct sq;
-struct sqw { /* one process: its encoder's state, its queue of chunks for the writer */
-	struct sq *s;
-	size_t r;
-	struct strtab str; /* its texts -> local ids 1, 2, ... in the order first seen */
-	int64_t nstr, ncall;
-	long *kcall; /* NCCL_CALLS local id of each xm_call index */
-	struct xm_names *names; /* kernel names demangled */
-	size_t nk;
-	int64_t rows[T_COUNT]; /* rows so far: the local rowid of each */
-	struct sqf_keys keys[NIX];
-	struct chunk *cur;       /* being filled */
-	struct chunk *q, *qlast; /* for the writer (under s->mu) */
-	size_t qbytes;
-	int done, rc, oom; /* rc: xe_stream_rank's */
-	int direct; /* on the writer's thread, its turn: rows go straight into the database */
-	uint64_t recs;
-};
-
-struct sq {
-	struct sqf *db;
-	const struct xm_job *x;
-	int tix[T_COUNT][NIX], ntix[T_COUNT]; /* the indexes of each table */
-	/* the writer's */
-	struct strtab str; /* texts -> StringIds.id */
-	int64_t next_id;
-	int64_t *map; /* the current process's local text ids -> StringIds.id */
-	size_t nmap, capmap;
-	int64_t call_base; /* NCCL_CALLS rows of the processes before the current one */
-	uint8_t *patch;
-	size_t patchcap;
-	/* shared, under mu */
-	struct sqw *w;
-	size_t n, stop; /* processes; the first one not written (a trace failed), n none */
-	int threaded;
-	pthread_mutex_t mu;
-	pthread_cond_t cv_w, cv_p; /* the writer waits on cv_w, the encoders on cv_p */
-	size_t next, turn, ndone, held, next_ix, ix_done;
-	struct chunk *pool; /* chunks written, for the encoders to fill again (fewer page faults) */
-	size_t npool;
-	int cancel;               /* atomic: the writer stopped: encoders drop what they make */
-	int fatal;                /* atomic: the output failed: index tasks skip their work too */
-	int base_oom;             /* no memory for base */
-	int64_t (*base)[T_COUNT]; /* rows of each table before each process */
-};
-
-#define I SQF_I
-#define N SQF_N
-#define S SQF_S
-
-/* ---- the writer: a process's entries into the database ------------------------------------ */
-
-/* the StringIds.id of a text (a row of StringIds when it is new). @return it, 0 (failed) */
-static int64_t text_global(struct sq *s, uint64_t h, const char *text, size_t len)
+/* the StringIds.id of a text. @return it, 0 (failed) */
+static int64_t text_id(struct sq *s, const char *text)
 {
+	uint64_t h = nvlp_hash64(text, strlen(text), 0x737472ULL) | 1;
 	int fresh;
 	int64_t *id = str_slot(&s->str, h, &fresh);
 	if (!id) {
-		sqf_fail(s->db, "out of memory");
+		sq_fail(s, "out of memory");
 		return 0;
 	}
 	if (fresh) {
 		*id = ++s->next_id;
-		struct sqf_val v[2] = {I(*id), {.type = SQF_TEXT, .n = (uint32_t)len, .s = text}};
-		sqf_insert(s->db, T_STRING, v);
+		row(s, T_STRING, (struct val[]){I(*id), S(text)});
 	}
 	return *id;
 }
 
-static void text_def(struct sq *s, uint64_t h, const uint8_t *text, uint32_t len)
-{
-	int64_t id = text_global(s, h, (const char *)text, len);
-	if (!id)
-		return;
-	if (s->nmap == s->capmap) {
-		size_t cap = s->capmap ? 2 * s->capmap : 256;
-		int64_t *m = realloc(s->map, cap * sizeof *m);
-		if (!m) {
-			sqf_fail(s->db, "out of memory");
-			return;
-		}
-		s->map = m;
-		s->capmap = cap;
-	}
-	s->map[s->nmap++] = id;
-}
-
-/* a row's record with its local ids made the database's (texts: StringIds.id; NCCL call: +
- * the rows of the processes before). @return the record to store, NULL (failed) */
-static const uint8_t *row_ids(struct sq *s, int t, const uint8_t *ex, const uint8_t *rec,
-                              size_t *len)
-{
-	int nn = t == T_KERNEL ? KNAMES : 1, cols[KNAMES + 1], nc = 0;
-	int64_t val[KNAMES + 1], call = 0;
-	if (t == T_KERNEL)
-		memcpy(&call, ex + 4 * KNAMES, 8);
-	for (int k = 0; k < nn; k++) {
-		uint32_t name;
-		memcpy(&name, ex + 4 * k, 4);
-		if (!name || name > s->nmap) {
-			sqf_fail(s->db, "internal error: a text id out of range");
-			return NULL;
-		}
-		int64_t g = s->map[name - 1];
-		if (g == name)
-			continue;
-		cols[nc] = t == T_KERNEL ? kname_col[k] : t == T_RUNTIME ? 4 : 5;
-		val[nc++] = g;
-	}
-	if (call && s->call_base) { /* columns in increasing order: ncclCallId before mangledName */
-		int at = nc;
-		while (at && cols[at - 1] > K_CALL_COL) {
-			cols[at] = cols[at - 1];
-			val[at] = val[at - 1];
-			at--;
-		}
-		cols[at] = K_CALL_COL;
-		val[at] = call + s->call_base;
-		nc++;
-	}
-	if (!nc)
-		return rec; /* as encoded: the common case */
-	size_t need = *len + 9 * (size_t)nc + 9;
-	if (need > s->patchcap) {
-		uint8_t *b = realloc(s->patch, 2 * need);
-		if (!b) {
-			sqf_fail(s->db, "out of memory");
-			return NULL;
-		}
-		s->patch = b;
-		s->patchcap = 2 * need;
-	}
-	*len = sqf_record_set(rec, *len, cols, val, nc, s->patch);
-	if (!*len) {
-		sqf_fail(s->db, "internal error: a malformed record");
-		return NULL;
-	}
-	return s->patch;
-}
-
-static void consume(struct sq *s, const struct chunk *c)
-{
-	for (const uint8_t *p = c->b, *e = c->b + c->len; p < e && !sqf_failed(s->db);) {
-		int kind = *p;
-		uint32_t len;
-		memcpy(&len, p + 1, 4);
-		p += 5;
-		if (kind == E_STRING) {
-			uint64_t h;
-			memcpy(&h, p, 8);
-			text_def(s, h, p + 8, len);
-			p += 8 + len;
-			continue;
-		}
-		size_t x = extra_of(kind), P = len;
-		const uint8_t *rec = x ? row_ids(s, kind, p, p + x, &P) : p;
-		if (rec)
-			sqf_insert_record(s->db, kind, rec, P);
-		p += x + len;
-	}
-}
-
-/* ---- an encoder: a process's events into entries ------------------------------------------ */
-
-/* room for need bytes in w's chunk (the full one handed on). @return where, NULL (no memory) */
-static void publish(struct sqw *w);
-static uint8_t *room(struct sqw *w, size_t need)
-{
-	if (w->cur && w->cur->cap - w->cur->len >= need)
-		return w->cur->b + w->cur->len;
-	publish(w);
-	struct sq *s = w->s;
-	struct chunk *c = NULL;
-	size_t cap = need > CHUNK - sizeof(struct chunk) ? need : CHUNK - sizeof(struct chunk);
-	if (s->threaded && cap == CHUNK - sizeof(struct chunk)) {
-		pthread_mutex_lock(&s->mu);
-		if ((c = s->pool)) {
-			s->pool = c->next;
-			s->npool--;
-		}
-		pthread_mutex_unlock(&s->mu);
-	}
-	if (!c)
-		c = malloc(sizeof *c + cap);
-	if (!c) {
-		w->oom = 1;
-		return NULL;
-	}
-	c->next = NULL;
-	c->len = 0;
-	c->cap = cap;
-	w->cur = c;
-	return c->b;
-}
-
-static int cancelled(const struct sq *s)
-{
-	return __atomic_load_n(&s->cancel, __ATOMIC_RELAXED);
-}
-
-/* the full chunk to the writer: at once on one thread, else queued (waiting for room) */
-static void publish(struct sqw *w)
-{
-	struct chunk *c = w->cur;
-	struct sq *s = w->s;
-	w->cur = NULL;
-	if (!c || !c->len || !s->threaded) {
-		if (c && c->len && !cancelled(s))
-			consume(s, c);
-		free(c);
-		return;
-	}
-	pthread_mutex_lock(&s->mu);
-	if (cancelled(s)) {
-		pthread_mutex_unlock(&s->mu);
-		free(c);
-		return;
-	}
-	if (w->qlast)
-		w->qlast->next = c;
-	else
-		w->q = c;
-	w->qlast = c;
-	w->qbytes += c->cap;
-	s->held += c->cap;
-	pthread_cond_signal(&s->cv_w);
-	while (!cancelled(s) && (s->turn == w->r ? w->qbytes > TURN_HOLD : s->held > HOLD))
-		pthread_cond_wait(&s->cv_p, &s->mu);
-	pthread_mutex_unlock(&s->mu);
-}
-
-static int64_t text_id(struct sqw *w, const char *v)
-{
-	size_t n = strlen(v);
-	uint64_t h = nvlp_hash64(v, n, 0x737472ULL) | 1;
-	if (w->direct)
-		return text_global(w->s, h, v, n);
-	int fresh;
-	int64_t *id = str_slot(&w->str, h, &fresh);
-	if (!id || n > UINT32_MAX || w->nstr == UINT32_MAX) {
-		w->oom = 1;
-		return 0;
-	}
-	if (fresh) {
-		*id = ++w->nstr;
-		uint8_t *p = room(w, 13 + n);
-		if (!p)
-			return 0;
-		uint32_t len = (uint32_t)n;
-		p[0] = E_STRING;
-		memcpy(p + 1, &len, 4);
-		memcpy(p + 5, &h, 8);
-		memcpy(p + 13, v, n);
-		w->cur->len += 13 + n;
-	}
-	return *id;
-}
-
-/* row v of table t: its index entries, its entry (names (KNAMES of a kernel, else one), call:
- * the local ids the writer maps) */
-static void row(struct sqw *w, int t, const struct sqf_val *v, const int64_t *name, int64_t call)
-{
-	struct sq *s = w->s;
-	if (w->oom)
-		return;
-	if (w->direct) { /* the ids are the database's already */
-		w->rows[t]++;
-		sqf_insert(s->db, t, v);
-		return;
-	}
-	int64_t rowid = ++w->rows[t];
-	for (int k = 0; k < s->ntix[t]; k++)
-		if (sqf_keys_add(s->db, s->tix[t][k], &w->keys[s->tix[t][k]], v, rowid)) {
-			w->oom = 1;
-			return;
-		}
-	int nc = tables[t].ncols, ipk = tables[t].ipk;
-	size_t x = extra_of(t), avail = w->cur ? w->cur->cap - w->cur->len : 0;
-	uint8_t *p = w->cur ? w->cur->b + w->cur->len : NULL;
-	size_t P = avail > 5 + x ? sqf_record(p + 5 + x, avail - 5 - x, nc, ipk, v) : 0;
-	if (!P || 5 + x + SQF_RECORD_ROOM(P, nc) > avail) { /* a new chunk */
-		if (!P)
-			P = sqf_record(NULL, 0, nc, ipk, v);
-		if (P > UINT32_MAX || !(p = room(w, 5 + x + SQF_RECORD_ROOM(P, nc)))) {
-			w->oom = 1;
-			return;
-		}
-		sqf_record(p + 5 + x, SQF_RECORD_ROOM(P, nc), nc, ipk, v);
-	}
-	uint32_t len = (uint32_t)P;
-	p[0] = (uint8_t)t;
-	memcpy(p + 1, &len, 4);
-	for (size_t k = 0; k < (t == T_KERNEL ? KNAMES : x / 4); k++) {
-		uint32_t nm = (uint32_t)name[k];
-		memcpy(p + 5 + 4 * k, &nm, 4);
-	}
-	if (t == T_KERNEL)
-		memcpy(p + 5 + 4 * KNAMES, &call, 8);
-	w->cur->len += 5 + x + P;
-}
+/* ---- the events of each process: a row each ---------------------------------------------- */
 
 static void sq_rank(void *ctx, const struct xm_job *x, size_t r)
 {
-	struct sqw *w = ctx;
-	w->nk = xm_ncalls(x, r);
-	if (!(w->kcall = calloc(w->nk ? w->nk : 1, sizeof *w->kcall)))
-		w->oom = 1;
+	struct sq *s = ctx;
+	free(s->kcall);
+	s->nk = xm_ncalls(x, r);
+	if (!(s->kcall = calloc(s->nk ? s->nk : 1, sizeof *s->kcall)))
+		sq_fail(s, "out of memory");
 }
 
 /* An NCCL call: a row of NCCL_CALLS. */
-static void sq_nccl(struct sqw *w, const struct xm_job *x, const struct xe_ev *e)
+static void sq_nccl(struct sq *s, const struct xm_job *x, const struct xe_ev *e)
 {
 	const struct nvlp_rec_nccl *n = e->f;
-	/* NCCL_CALLS.id: counted in the process (the writer adds the processes before), or at
-	 * once the database's */
-	int64_t id = ++w->ncall + (w->direct ? w->s->call_base : 0);
-	if (e->call >= 0 && (size_t)e->call < w->nk && w->kcall)
-		w->kcall[e->call] = (long)id;
-	int64_t name = text_id(w, e->name);
+	int64_t id = ++s->ncall;
+	if (e->call >= 0 && (size_t)e->call < s->nk)
+		s->kcall[e->call] = (long)id;
+	int64_t name = text_id(s, e->name);
 	struct xm_call c = {0};
 	if (e->call >= 0)
 		xm_call(x, e->rank, (size_t)e->call, &c);
-	struct sqf_val v[21] = {I(id),
-	                        I(e->rank),
-	                        I(e->ts),
-	                        I(e->ts + e->dur),
-	                        I(n->tid),
-	                        I(name),
-	                        S(xm_fn_coll((int)n->fn)),
-	                        I(n->comm),
-	                        e->comm >= 0 ? I(e->comm) : N,
-	                        I(n->seq),
-	                        I(n->count),
-	                        S(nvlp_nccl_dtype_name((int)(int64_t)n->dtype)),
-	                        I(n->bytes),
-	                        I((int64_t)n->peer),
-	                        I((int64_t)n->rank),
-	                        I((int64_t)n->nranks),
-	                        I((int64_t)n->device),
-	                        I(n->cupti_stream),
-	                        I(n->group_depth),
-	                        c.gpu_start ? I(c.gpu_start) : N,
-	                        c.gpu_start ? I(c.gpu_start + c.gpu_dur) : N};
-	row(w, T_NCCL, v, &name, 0);
+	struct val v[21] = {I(id),
+	                    I(e->rank),
+	                    I(e->ts),
+	                    I(e->ts + e->dur),
+	                    I(n->tid),
+	                    I(name),
+	                    S(xm_fn_coll((int)n->fn)),
+	                    I(n->comm),
+	                    e->comm >= 0 ? I(e->comm) : N,
+	                    I(n->seq),
+	                    I(n->count),
+	                    S(nvlp_nccl_dtype_name((int)(int64_t)n->dtype)),
+	                    I(n->bytes),
+	                    I((int64_t)n->peer),
+	                    I((int64_t)n->rank),
+	                    I((int64_t)n->nranks),
+	                    I((int64_t)n->device),
+	                    I(n->cupti_stream),
+	                    I(n->group_depth),
+	                    c.gpu_start ? I(c.gpu_start) : N,
+	                    c.gpu_start ? I(c.gpu_start + c.gpu_dur) : N};
+	row(s, T_NCCL, v);
 }
 
 /* A CUDA runtime call that moves or places memory: a row of CUPTI_ACTIVITY_KIND_RUNTIME. */
-static void sq_api(struct sqw *w, const struct xe_ev *e)
+static void sq_api(struct sq *s, const struct xe_ev *e)
 {
-	int64_t name = text_id(w, e->name);
-	struct sqf_val v[13] = {
+	int64_t name = text_id(s, e->name);
+	struct val v[13] = {
 	    I(e->ts), I(e->ts + e->dur), N, N, I(name), N, I(e->rank), N, N, N, N, N, N};
 	if (e->type == XE_COPY) {
 		const struct nvlp_rec_copy *c = e->f;
@@ -581,339 +323,115 @@ static void sq_api(struct sqw *w, const struct xe_ev *e)
 		v[7] = I((int64_t)p->device);
 		v[10] = I((int64_t)p->peer_device);
 	}
-	row(w, T_RUNTIME, v, &name, 0);
+	row(s, T_RUNTIME, v);
 }
 
 /* A kernel: a row of CUPTI_ACTIVITY_KIND_KERNEL, linked to its first NCCL call. */
-static void sq_kernel(struct sqw *w, const struct xe_ev *e)
+static void sq_kernel(struct sq *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_kernel *k = e->f;
 	const char *full, *shortn;
-	if (xm_kernel_names(w->names, e->name, &full, &shortn)) {
-		w->oom = 1;
+	if (xm_kernel_names(s->names, e->name, &full, &shortn)) {
+		sq_fail(s, "out of memory");
 		return;
 	}
-	int64_t nm[KNAMES] = {text_id(w, full), text_id(w, shortn), text_id(w, e->name)};
-	int call = e->ncalls && w->kcall && (size_t)e->calls[0] < w->nk && w->kcall[e->calls[0]];
-	int64_t cid = call ? w->kcall[e->calls[0]] : 0;
-	struct sqf_val v[17] = {I(e->ts),
-	                        I(e->ts + e->dur),
-	                        I((int64_t)k->device),
-	                        I(k->context),
-	                        I(k->stream),
-	                        I(k->correlation),
-	                        I(nm[0]),
-	                        I(nm[1]),
-	                        I(k->grid_x),
-	                        I(k->grid_y),
-	                        I(k->grid_z),
-	                        I(k->block_x),
-	                        I(k->block_y),
-	                        I(k->block_z),
-	                        I(e->rank),
-	                        call ? I(cid) : N,
-	                        I(nm[2])};
-	row(w, T_KERNEL, v, nm, cid);
+	int64_t nm[3] = {text_id(s, full), text_id(s, shortn), text_id(s, e->name)};
+	int call = e->ncalls && (size_t)e->calls[0] < s->nk && s->kcall[e->calls[0]];
+	struct val v[17] = {I(e->ts),
+	                    I(e->ts + e->dur),
+	                    I((int64_t)k->device),
+	                    I(k->context),
+	                    I(k->stream),
+	                    I(k->correlation),
+	                    I(nm[0]),
+	                    I(nm[1]),
+	                    I(k->grid_x),
+	                    I(k->grid_y),
+	                    I(k->grid_z),
+	                    I(k->block_x),
+	                    I(k->block_y),
+	                    I(k->block_z),
+	                    I(e->rank),
+	                    call ? I(s->kcall[e->calls[0]]) : N,
+	                    I(nm[2])};
+	row(s, T_KERNEL, v);
 }
 
 /* A GPU copy: a row of CUPTI_ACTIVITY_KIND_MEMCPY. */
-static void sq_gpucopy(struct sqw *w, const struct xe_ev *e)
+static void sq_gpucopy(struct sq *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_gpucopy *c = e->f;
-	struct sqf_val v[13] = {I(e->ts),
-	                        I(e->ts + e->dur),
-	                        I((int64_t)c->device),
-	                        I(c->context),
-	                        I(c->stream),
-	                        I(c->correlation),
-	                        I(c->bytes),
-	                        I(c->copy_kind),
-	                        I(c->src_kind),
-	                        I(c->dst_kind),
-	                        I((int64_t)c->src_device),
-	                        I((int64_t)c->dst_device),
-	                        I(e->rank)};
-	row(w, T_MEMCPY, v, NULL, 0);
+	struct val v[13] = {I(e->ts),
+	                    I(e->ts + e->dur),
+	                    I((int64_t)c->device),
+	                    I(c->context),
+	                    I(c->stream),
+	                    I(c->correlation),
+	                    I(c->bytes),
+	                    I(c->copy_kind),
+	                    I(c->src_kind),
+	                    I(c->dst_kind),
+	                    I((int64_t)c->src_device),
+	                    I((int64_t)c->dst_device),
+	                    I(e->rank)};
+	row(s, T_MEMCPY, v);
 }
 
 /* A unified memory counter: a row of UNIFIED_MEMORY_EVENTS. */
-static void sq_um(struct sqw *w, const struct xe_ev *e)
+static void sq_um(struct sq *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_um *u = e->f;
 	static const char *const kinds[] = {"",           "bytes_htod", "bytes_dtoh",
 	                                    "cpu_fault",  "gpu_fault",  "thrashing",
 	                                    "throttling", "remote_map", "bytes_dtod"};
-	struct sqf_val v[10] = {I(e->ts),           I(e->ts + e->dur),
-	                        I(u->counter),      S(u->counter < 9 ? kinds[u->counter] : "other"),
-	                        I(u->address),      I(u->value),
-	                        I((int64_t)u->src), I((int64_t)u->dst),
-	                        I(e->rank),         e->alloc >= 0 ? I(e->alloc) : N};
-	row(w, T_UM, v, 0, 0);
+	struct val v[10] = {I(e->ts),           I(e->ts + e->dur),
+	                    I(u->counter),      S(u->counter < 9 ? kinds[u->counter] : "other"),
+	                    I(u->address),      I(u->value),
+	                    I((int64_t)u->src), I((int64_t)u->dst),
+	                    I(e->rank),         e->alloc >= 0 ? I(e->alloc) : N};
+	row(s, T_UM, v);
 }
 
 /* A link counter sample: a row of LINK_SAMPLES. */
-static void sq_sample(struct sqw *w, const struct xe_ev *e)
+static void sq_sample(struct sq *s, const struct xe_ev *e)
 {
 	const struct nvlp_rec_linksample *l = e->f;
-	struct sqf_val v[10] = {
+	struct val v[10] = {
 	    I(e->rank),   I((int64_t)l->device), I(e->ts),      I(e->ts + e->dur), I(l->nvl_tx),
 	    I(l->nvl_rx), I(l->pcie_rd),         I(l->pcie_wr), I(l->source),      I(l->flags)};
-	row(w, T_LINK, v, 0, 0);
+	row(s, T_LINK, v);
 }
 
 static void sq_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 {
-	struct sqw *w = ctx;
-	if (w->oom || cancelled(w->s))
+	struct sq *s = ctx;
+	if (s->err)
 		return;
 	switch (e->type) {
 	case XE_NCCL:
-		sq_nccl(w, x, e);
+		sq_nccl(s, x, e);
 		break;
 	case XE_COPY:
 	case XE_MANAGED:
 	case XE_PEER:
-		sq_api(w, e);
+		sq_api(s, e);
 		break;
 	case XE_KERNEL:
-		sq_kernel(w, e);
+		sq_kernel(s, e);
 		break;
 	case XE_GPUCOPY:
-		sq_gpucopy(w, e);
+		sq_gpucopy(s, e);
 		break;
 	case XE_UM:
-		sq_um(w, e);
+		sq_um(s, e);
 		break;
 	case XE_SAMPLE:
-		sq_sample(w, e);
+		sq_sample(s, e);
 		break;
 	}
 }
 
-/* Process r encoded (on one thread: written as it goes) */
-static void encode(struct sq *s, size_t r)
-{
-	struct sqw *w = &s->w[r];
-	struct xe_sink sink = {.ctx = w, .rank = sq_rank, .ev = sq_ev};
-	if (!(w->names = xm_names_new()))
-		w->oom = 1;
-	w->rc = xe_stream_rank(s->x, &sink, r, &w->recs);
-	xm_names_free(w->names);
-	w->names = NULL;
-	if (!w->oom)
-		publish(w);
-	free(w->cur);
-	w->cur = NULL;
-	free(w->kcall);
-	w->kcall = NULL;
-	free(w->str.v);
-	w->str.v = NULL;
-	pthread_mutex_lock(&s->mu);
-	w->done = 1;
-	s->ndone++;
-	pthread_cond_broadcast(&s->cv_w);
-	pthread_cond_broadcast(&s->cv_p);
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- indexes: each process's entries, rowids made the database's, then sorted; one task per
- * index of an event table, on any thread once every process is encoded ---------------------- */
-
-static int event_index(int i)
-{
-	return indexes[i].table != T_ALLOC;
-}
-
-/* with s->mu held, every process encoded: where the written processes end, and their bases */
-static void bases(struct sq *s)
-{
-	if (s->base)
-		return;
-	s->stop = s->n;
-	for (size_t r = 0; r < s->n; r++)
-		if (s->w[r].rc) {
-			s->stop = r;
-			break;
-		}
-	s->base = calloc(s->n + 1, sizeof *s->base);
-	if (!s->base)
-		s->base_oom = 1;
-	for (size_t r = 0; r < s->n; r++)
-		for (int t = 0; t < T_COUNT; t++)
-			s->base[r + 1][t] = s->base[r][t] + s->w[r].rows[t];
-}
-
-static void index_task(struct sq *s, int i)
-{
-	int t = indexes[i].table;
-	for (size_t r = 0; r < s->n; r++) {
-		if (r < s->stop && s->base && !__atomic_load_n(&s->fatal, __ATOMIC_RELAXED))
-			sqf_index_add(s->db, i, &s->w[r].keys[i], s->base[r][t]);
-		else
-			sqf_keys_free(&s->w[r].keys[i]);
-	}
-	/* with threads, the B-tree too: the writer then only places its pages */
-	if (!__atomic_load_n(&s->fatal, __ATOMIC_RELAXED))
-		sqf_index_sort(s->db, i, s->threaded);
-}
-
-/* Take index tasks until none is left; waits until every process is encoded */
-static void index_tasks(struct sq *s)
-{
-	pthread_mutex_lock(&s->mu);
-	while (s->ndone < s->n)
-		pthread_cond_wait(&s->cv_p, &s->mu);
-	bases(s);
-	for (;;) {
-		while (s->next_ix < NIX && !event_index((int)s->next_ix))
-			s->next_ix++, s->ix_done++;
-		if (s->next_ix >= NIX)
-			break;
-		int i = (int)s->next_ix++;
-		pthread_mutex_unlock(&s->mu);
-		index_task(s, i);
-		pthread_mutex_lock(&s->mu);
-		s->ix_done++;
-	}
-	pthread_cond_broadcast(&s->cv_w);
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void *encoder(void *arg)
-{
-	struct sq *s = arg;
-	for (;;) {
-		pthread_mutex_lock(&s->mu);
-		size_t r = s->next++;
-		pthread_mutex_unlock(&s->mu);
-		if (r >= s->n)
-			break;
-		encode(s, r);
-	}
-	index_tasks(s);
-	return NULL;
-}
-
-/* after process r's rows: the next one's NCCL call ids follow; a failure stops the writer */
-static int turn_end(struct sq *s, struct sqw *w)
-{
-	s->call_base += w->rows[T_NCCL];
-	s->nmap = 0;
-	if (w->oom)
-		sqf_fail(s->db, "out of memory");
-	return w->rc || sqf_failed(s->db) ? -1 : 0;
-}
-
-static void cancel(struct sq *s, int fatal)
-{
-	pthread_mutex_lock(&s->mu);
-	__atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
-	if (fatal)
-		__atomic_store_n(&s->fatal, 1, __ATOMIC_RELAXED);
-	pthread_cond_broadcast(&s->cv_p);
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* The writer's loop with encoders on other threads: each process's chunks as they come */
-static void write_queued(struct sq *s)
-{
-	for (size_t r = 0; r < s->n; r++) {
-		struct sqw *w = &s->w[r];
-		pthread_mutex_lock(&s->mu);
-		s->turn = r;
-		pthread_cond_broadcast(&s->cv_p);
-		for (;;) {
-			while (!w->q && !w->done)
-				pthread_cond_wait(&s->cv_w, &s->mu);
-			struct chunk *c = w->q;
-			if (!c)
-				break;
-			w->q = w->qlast = NULL;
-			pthread_mutex_unlock(&s->mu);
-			size_t freed = 0;
-			for (struct chunk *k = c; k; k = k->next) {
-				if (!sqf_failed(s->db))
-					consume(s, k);
-				freed += k->cap;
-			}
-			pthread_mutex_lock(&s->mu);
-			w->qbytes -= freed;
-			s->held -= freed;
-			for (struct chunk *next; c; c = next) {
-				next = c->next;
-				if (s->npool < POOL && c->cap == CHUNK - sizeof(struct chunk)) {
-					c->next = s->pool;
-					c->len = 0;
-					s->pool = c;
-					s->npool++;
-				} else
-					free(c);
-			}
-			pthread_cond_broadcast(&s->cv_p);
-		}
-		pthread_mutex_unlock(&s->mu);
-		if (turn_end(s, w) != 0) {
-			cancel(s, sqf_failed(s->db));
-			break;
-		}
-	}
-	index_tasks(s);
-	pthread_mutex_lock(&s->mu);
-	while (s->ix_done < NIX)
-		pthread_cond_wait(&s->cv_w, &s->mu);
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* The same on this thread alone: each process written as it is encoded */
-static void write_inline(struct sq *s)
-{
-	for (size_t r = 0; r < s->n; r++) {
-		s->turn = r;
-		s->w[r].direct = 1;
-		encode(s, r);
-		if (turn_end(s, &s->w[r]) != 0) {
-			__atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
-			if (sqf_failed(s->db))
-				__atomic_store_n(&s->fatal, 1, __ATOMIC_RELAXED);
-			for (size_t q = r + 1; q < s->n; q++)
-				s->w[q].done = 1, s->ndone++;
-			break;
-		}
-	}
-	index_tasks(s);
-}
-
-/* Encoder threads: -j N, else one per CPU; at most one per process (and 64) */
-static size_t encoders(size_t n, int threads)
-{
-	long ncpu = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
-	size_t nt = ncpu > 0 ? (size_t)ncpu : 1;
-	if (nvlp_max_threads > 0 && nt > (size_t)nvlp_max_threads)
-		nt = (size_t)nvlp_max_threads;
-	if (nt > n)
-		nt = n;
-	return nt > 64 ? 64 : nt;
-}
-
-/* Every process's rows, through encoders on up to nt threads and this thread writing */
-static void stream_all(struct sq *s, size_t nt)
-{
-	pthread_t th[64];
-	size_t started = 0;
-	s->threaded = nt > 1;
-	if (nt > 1)
-		for (size_t i = 0; i < nt; i++)
-			if (pthread_create(&th[started], NULL, encoder, s) == 0)
-				started++;
-	if (!started)
-		s->threaded = 0; /* no thread started: no other reader of it */
-	if (s->threaded)
-		write_queued(s);
-	else
-		write_inline(s);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-}
+/* ---- the tables of the job as a whole: ranks, allocations, findings, steps ---------------- */
 
 /* A finding's evidence lines joined with "; ", cut at the buffer's end. */
 static void finding_evidence(const struct xm_job *x, size_t i, int nev, char *ev, size_t size)
@@ -927,73 +445,149 @@ static void finding_evidence(const struct xm_job *x, size_t i, int nev, char *ev
 	}
 }
 
-/* The tables of the job as a whole: ranks, allocations, findings, steps. */
-static void job_tables(struct sqf *db, const struct xm_job *x)
+static void job_tables(struct sq *s, const struct xm_job *x)
 {
 	for (size_t r = 0; r < xm_nranks(x); r++) {
 		const struct xm_rank *R = xm_rank(x, r);
-		sqf_insert(db, T_RANKS,
-		           (struct sqf_val[]){I(r), I(R->rank), S(R->host), I(R->pid), S(R->path),
-		                              I(R->offset)});
+		row(s, T_RANKS,
+		    (struct val[]){I(r), I(R->rank), S(R->host), I(R->pid), S(R->path),
+		                   I(R->offset)});
 	}
 	for (size_t r = 0; r < xm_nranks(x); r++)
 		for (size_t k = 0; k < xm_nallocs(x, r); k++) {
 			struct xm_alloc a;
 			xm_alloc(x, r, k, &a);
-			sqf_insert(db, T_ALLOC,
-			           (struct sqf_val[]){I(r), I(k), I(a.ptr), I(a.bytes), I(a.device),
-			                              I(a.migrations), I(a.flips), I(a.htod),
-			                              I(a.dtoh)});
+			row(s, T_ALLOC,
+			    (struct val[]){I(r), I(k), I(a.ptr), I(a.bytes), I(a.device),
+			                   I(a.migrations), I(a.flips), I(a.htod), I(a.dtoh)});
 		}
 	for (size_t i = 0; i < xm_nfindings(x); i++) {
 		struct xm_finding f;
 		xm_finding(x, i, &f);
 		char ev[4096];
 		finding_evidence(x, i, f.nev, ev, sizeof ev);
-		sqf_insert(db, T_FINDINGS,
-		           (struct sqf_val[]){I(i + 1), S(f.id), S(f.sev), S(f.title), S(f.advice),
-		                              f.root_rank >= 0 ? I(f.root_rank) : N,
-		                              f.explained_by ? S(f.explained_by) : N, S(ev)});
+		row(s, T_FINDINGS,
+		    (struct val[]){I(i + 1), S(f.id), S(f.sev), S(f.title), S(f.advice),
+		                   f.root_rank >= 0 ? I(f.root_rank) : N,
+		                   f.explained_by ? S(f.explained_by) : N, S(ev)});
 	}
 	uint64_t s0, len;
 	int n = xm_steps(x, &s0, &len);
 	for (int k = 0; k < n; k++)
-		sqf_insert(db, T_STEPS,
-		           (struct sqf_val[]){I(k), I(s0 + (uint64_t)k * len),
-		                              I(s0 + (uint64_t)(k + 1) * len)});
+		row(s, T_STEPS,
+		    (struct val[]){I(k), I(s0 + (uint64_t)k * len),
+		                   I(s0 + (uint64_t)(k + 1) * len)});
 }
 
-static void sq_free(struct sq *s)
+/* Every process's rows, one after the other (the ids of texts and NCCL calls follow process
+ * order). @return 0, -1 (a trace failed: said; the processes before it are written) */
+static int event_rows(struct sq *s, const struct xm_job *x, uint64_t *records)
 {
-	for (size_t r = 0; r < s->n; r++) {
-		struct sqw *w = &s->w[r];
-		for (struct chunk *c = w->q, *next; c; c = next) {
-			next = c->next;
-			free(c);
+	struct xe_sink sink = {.ctx = s, .rank = sq_rank, .ev = sq_ev};
+	for (size_t r = 0; r < xm_nranks(x) && !s->err; r++) {
+		if (!(s->names = xm_names_new())) {
+			sq_fail(s, "out of memory");
+			break;
 		}
-		for (int i = 0; i < NIX; i++)
-			sqf_keys_free(&w->keys[i]);
-		free(w->cur);
-		free(w->kcall);
-		free(w->str.v);
+		int rc = xe_stream_rank(x, &sink, r, records);
+		xm_names_free(s->names);
+		s->names = NULL;
+		if (rc)
+			return -1;
 	}
-	for (struct chunk *c = s->pool, *next; c; c = next) {
-		next = c->next;
-		free(c);
+	return 0;
+}
+
+/* ---- the file -------------------------------------------------------------------------- */
+
+/* The temporary file next to path (one file system for the rename), with the mode a plain
+ * create gives, not mkstemp's 0600. @return 0, -1 (errno set) */
+static int make_tmp(struct sq *s)
+{
+	size_t n = strlen(s->path) + 16;
+	if (!(s->tmp = malloc(n))) {
+		errno = ENOMEM;
+		return -1;
 	}
-	free(s->w);
-	free(s->base);
-	free(s->str.v);
-	free(s->map);
-	free(s->patch);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv_w);
-	pthread_cond_destroy(&s->cv_p);
+	snprintf(s->tmp, n, "%s.tmp-XXXXXX", s->path);
+	int fd = mkostemp(s->tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	mode_t um = umask(0); /* read by setting it: the export runs on one thread here */
+	umask(um);
+	int rc = fchmod(fd, 0666 & ~um);
+	int e = errno;
+	close(fd);
+	if (rc) {
+		unlink(s->tmp);
+		errno = e;
+	}
+	return rc;
+}
+
+/* The empty database in s->tmp: no journal, no syncs (a file made from scratch, replaced whole
+ * if anything fails), the schema, one transaction, a statement per table. @return 0, -1 */
+static int sq_open(struct sq *s)
+{
+	/* no allocation statistics: each of SQLite's mallocs took a global mutex for them. Takes
+	 * effect only before SQLite is first used in the process (later refused, harmlessly) */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	int rc = sqlite3_open_v2(s->tmp, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		if (s->db)
+			sq_fail_db(s, rc);
+		else
+			sq_fail(s, "out of memory");
+		return -1;
+	}
+	/* temp_store left to files: the index sorts then work in blocks within cache_size and
+	 * spill to a deleted temporary file (temp_store=MEMORY kept every key in memory, one malloc
+	 * each: 4-8% more CPU, memory in proportion to the rows) */
+	exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+	        "PRAGMA cache_size=-65536");
+	for (int t = 0; t < T_COUNT; t++)
+		exec(s, tables[t].sql);
+	exec(s, "BEGIN");
+	for (int t = 0; t < T_COUNT && !s->err; t++) {
+		char sql[256];
+		int n = snprintf(sql, sizeof sql, "INSERT INTO %s VALUES(?", tables[t].name);
+		for (int c = 1; c < tables[t].ncols; c++)
+			n += snprintf(sql + n, sizeof sql - (size_t)n, ",?");
+		snprintf(sql + n, sizeof sql - (size_t)n, ")");
+		rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[t], NULL);
+		if (rc != SQLITE_OK)
+			sq_fail_db(s, rc);
+	}
+	return s->err ? -1 : 0;
+}
+
+/* The indexes, the commit, the close, then the rename over the path (on any failure the
+ * temporary file removed, the path untouched). @return 0, -1 (s->msg says why) */
+static int sq_close(struct sq *s)
+{
+	for (int t = 0; t < T_COUNT; t++)
+		sqlite3_finalize(s->st[t]);
+	exec(s, indexes);
+	exec(s, "COMMIT");
+	int rc = sqlite3_close(s->db);
+	if (rc != SQLITE_OK && !s->err) {
+		snprintf(s->msg, sizeof s->msg, "cannot close database: %s", sqlite3_errstr(rc));
+		s->err = 1;
+	}
+	if (!s->err && rename(s->tmp, s->path) != 0) {
+		snprintf(s->msg, sizeof s->msg, "cannot rename %s to it: %s", s->tmp,
+		         strerror(errno));
+		s->err = 1;
+	}
+	if (s->err)
+		unlink(s->tmp);
+	return s->err ? -1 : 0;
 }
 
 int xe_sqlite(const struct xm_job *x, const char *path, int threads, uint64_t *records)
 {
-	struct sq s = {.x = x, .n = xm_nranks(x)};
+	(void)threads;
+	struct sq s = {.path = path};
 	*records = 0;
 	/* a fresh database, not rows added to an old one; but only a regular file (or a link) is
 	 * replaced: run as root, replacing /dev/null or another device would remove it */
@@ -1004,46 +598,22 @@ int xe_sqlite(const struct xm_job *x, const char *path, int threads, uint64_t *r
 		        path);
 		return -1;
 	}
-	if (!(s.w = calloc(s.n + 1, sizeof *s.w))) {
-		fprintf(stderr, "nvlprof: export: out of memory\n");
-		return -1;
-	}
-	s.db = sqf_open(path, XS_PAGE_SIZE);
-	if (!s.db) {
+	if (make_tmp(&s) != 0) {
 		fprintf(stderr, "nvlprof: export: %s: cannot create database: %s\n", path,
 		        strerror(errno));
-		free(s.w);
+		free(s.tmp);
 		return -1;
 	}
-	pthread_mutex_init(&s.mu, NULL);
-	pthread_cond_init(&s.cv_w, NULL);
-	pthread_cond_init(&s.cv_p, NULL);
-	for (size_t r = 0; r < s.n; r++)
-		s.w[r].s = &s, s.w[r].r = r;
-	for (int t = 0; t < T_COUNT; t++)
-		sqf_table(s.db, tables[t].name, tables[t].ncols, tables[t].ipk, tables[t].sql);
-	for (int i = 0; i < NIX; i++) {
-		sqf_index(s.db, indexes[i].table, indexes[i].name, indexes[i].sql, indexes[i].cols,
-		          indexes[i].nk);
-		s.tix[indexes[i].table][s.ntix[indexes[i].table]++] = i;
-	}
-	s.stop = s.n;
-	/* the job's tables first, as one thread writes them: with threads, while the encoders
-	 * start on the processes */
-	size_t nt = encoders(s.n, threads);
-	job_tables(s.db, x);
-	stream_all(&s, nt);
-	if (s.base_oom)
-		sqf_fail(s.db, "out of memory");
 	int rc = 0;
-	for (size_t r = 0; r < s.n && r <= s.stop; r++) {
-		*records += s.w[r].recs;
-		rc |= s.w[r].rc;
+	if (sq_open(&s) == 0) {
+		job_tables(&s, x);
+		rc = event_rows(&s, x, records);
 	}
-	char msg[256];
-	int err = sqf_close(s.db, msg, sizeof msg);
+	int err = sq_close(&s);
 	if (err)
-		fprintf(stderr, "nvlprof: export: %s: %s\n", path, msg);
-	sq_free(&s);
+		fprintf(stderr, "nvlprof: export: %s: %s\n", path, s.msg);
+	free(s.tmp);
+	free(s.str.v);
+	free(s.kcall);
 	return rc || err ? -1 : 0;
 }

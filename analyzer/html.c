@@ -1283,7 +1283,7 @@ static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, cons
 			    "One self-contained HTML file (no script, no network): findings first, "
 			    "each with its plot.\nOptions: --threshold NAME=VALUE, -j N (as "
 			    "without "
-			    "--html). See analyzer/EXPORT.md.\n");
+			    "--html). See docs/EXPORTS.md.\n");
 			return 0;
 		}
 		if (!strcmp(argv[i], "--html") && i + 1 >= argc) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # cmp_outputs.sh: every output of two nvlprof binaries byte-compared (stdout, stderr, status, files
 # written) on the shipped traces, the bench shapes, a few an_gen jobs, the fuzz regression inputs
-# and corrupted copies; for a change meant to keep behaviour (a speedup).
+# and corrupted copies; for a change meant to keep behaviour (a speedup). A database written
+# (*.sqlite) is compared by its `sqlite3 .dump` (the rows and schema), not its bytes: the page
+# layout is libsqlite3's to choose.
 # usage: tests/cmp_outputs.sh OLD_NVLPROF NEW_NVLPROF [AN_GEN]   (prints "N compared, N differ")
 set -u
 OLD=$(realpath "$1") NEW=$(realpath "$2")
@@ -26,6 +28,15 @@ run() {
 		# export's summary line has its own timings: the one thing allowed to differ
 		sed -i -e "s#$out#@OUT@#g" -e 's/ in [0-9.]* s (load and analysis [0-9.]* s)/ in T s (load and analysis T s)/' \
 			"$out/stdout" "$out/stderr"
+		local db
+		for db in "$out"/*.sqlite; do
+			[ -f "$db" ] || continue
+			sqlite3 "$db" .dump >"$db.dump" 2>&1 || echo "sqlite3 .dump failed" >>"$db.dump"
+			rm -f "$db"
+			# a large one (the bench shapes: ~1 GB of text) kept as its hash and line count
+			[ "$(stat -c %s "$db.dump")" -le 10000000 ] ||
+				echo "$(sha256sum <"$db.dump" | cut -d' ' -f1) $(wc -l <"$db.dump") lines" >"$db.dump"
+		done
 	done
 	n=$((n + 1))
 	if ! diff -r -q "$T/out.old" "$T/out.new" >/dev/null; then
@@ -49,6 +60,7 @@ all() {
 	run "$name" diff --json "$d" "$d2"
 	run "$name" export --format chrome -o @OUT@/t.json "$d"
 	run "$name" export --format perfetto -o @OUT@/t.pftrace "$d"
+	run "$name" export --format sqlite -o @OUT@/t.sqlite "$d"
 }
 J=$T/jobs
 mkdir -p "$J"
@@ -79,6 +91,7 @@ for j in r8 small; do
 	run "$j" report --json "$J/$j"
 	run "$j" diff "$J/small" "$J/$j"
 	run "$j" dump --json "$J/$j"
+	run "$j" export --format sqlite -o @OUT@/t.sqlite "$J/$j"
 done
 for j in base fallback late thrash fsdp hosts kill staged sweep graph failat drop; do
 	all "$j" "$J/$j" "$J/base"

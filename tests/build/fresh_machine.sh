@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fresh_machine.sh: proves a fresh clone builds on a machine without nvlprof's build dependencies
-# (root only; not part of make test). Inside a private mount namespace it hides libzstd-dev and
-# libunwind-dev (overlay whiteouts) and, with --no-cuda, the CUDA toolkit (an empty tmpfs over it),
+# (root only; not part of make test). Inside a private mount namespace it hides libzstd-dev,
+# libsqlite3-dev and libunwind-dev (overlay whiteouts) and, with --no-cuda, the CUDA toolkit (an empty tmpfs over it),
 # puts a stub apt-get first in PATH that brings the files back after APT_DELAY seconds, and logs
 # the start of every compile: each must come after the stub's install finished.
 #   tests/build/fresh_machine.sh [--no-cuda] REPO WORKDIR -- CMD...   (CMD runs in a clone of REPO;
@@ -26,18 +26,18 @@ mount --bind "$M" "$FM/orig/lib"
 for d in inc lib; do mkdir -p "$FM/ov/up-$d" "$FM/ov/wk-$d"; done
 mount -t overlay overlay -o lowerdir="$FM/orig/inc",upperdir="$FM/ov/up-inc",workdir="$FM/ov/wk-inc" /usr/include
 mount -t overlay overlay -o lowerdir="$FM/orig/lib",upperdir="$FM/ov/up-lib",workdir="$FM/ov/wk-lib" "$M"
-# the -dev files of the two packages (dpkg -L), runtime libraries (libzstd.so.1, libunwind.so.8) stay
-hdrs="zdict.h zstd.h zstd_errors.h x86_64-linux-gnu/libunwind-common.h x86_64-linux-gnu/libunwind-coredump.h
+# the -dev files of the three packages (dpkg -L), runtime libraries (libzstd.so.1, libunwind.so.8) stay
+hdrs="zdict.h zstd.h zstd_errors.h sqlite3.h sqlite3ext.h x86_64-linux-gnu/libunwind-common.h x86_64-linux-gnu/libunwind-coredump.h
  x86_64-linux-gnu/libunwind-dynamic.h x86_64-linux-gnu/libunwind-ptrace.h x86_64-linux-gnu/libunwind-x86_64.h
  x86_64-linux-gnu/libunwind.h x86_64-linux-gnu/unwind.h"
-libs="libzstd.a libzstd.so libunwind-coredump.a libunwind-ptrace.a libunwind-x86_64.a libunwind.a
+libs="libzstd.a libzstd.so libsqlite3.a libsqlite3.so libunwind-coredump.a libunwind-ptrace.a libunwind-x86_64.a libunwind.a
  libunwind-coredump.so libunwind-generic.a libunwind-generic.so libunwind-ptrace.so libunwind-x86_64.so libunwind.so"
 for h in $hdrs; do rm -f "/usr/include/$h"; done
 for l in $libs; do rm -f "$M/$l"; done
 if [ "$NOCUDA" = 1 ]; then
 	mount -t tmpfs tmpfs /usr/local/cuda-13.0
 fi
-echo "hidden: $(ls /usr/include/zstd.h "$M/libzstd.a" /usr/include/x86_64-linux-gnu/libunwind.h 2>&1 | grep -c 'No such') of 3 probes missing; cuda: $(ls /usr/local/cuda/include 2>/dev/null | wc -l) headers"
+echo "hidden: $(ls /usr/include/zstd.h "$M/libzstd.a" /usr/include/sqlite3.h "$M/libsqlite3.a" /usr/include/x86_64-linux-gnu/libunwind.h 2>&1 | grep -c 'No such') of 5 probes missing; cuda: $(ls /usr/local/cuda/include 2>/dev/null | wc -l) headers"
 cat >"$FM/bin/apt-get" <<STUB
 #!/bin/sh
 echo "apt-get \$* start \$(date +%s.%N)" >>"$FM/log"

@@ -92,8 +92,8 @@ for d in "$TRACES"/*/; do
 	else fail "$n html report: $(head -3 "$T/err")"; fi
 done
 
-# ---- the example queries of analyzer/EXPORT.md run and answer
-python3 - "$ROOT/analyzer/EXPORT.md" "$T" <<'PY'
+# ---- the example queries of docs/EXPORTS.md run and answer
+python3 - "$ROOT/docs/EXPORTS.md" "$T" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
 for i, q in enumerate(re.findall(r"```sql\n(.*?)```", t, re.S)):
@@ -104,11 +104,11 @@ for q in "$T"/q*.sql; do
 	nq=$((nq + 1))
 	for n in ddp_p2p_disable uma_thrash ddp_straggler; do
 		rows=$(sqlite3 "$T/$n.sqlite" <"$q" 2>"$T/err" | wc -l)
-		[ -s "$T/err" ] && fail "EXPORT.md query $(basename "$q") on $n: $(head -2 "$T/err")"
+		[ -s "$T/err" ] && fail "EXPORTS.md query $(basename "$q") on $n: $(head -2 "$T/err")"
 		echo "$n $(basename "$q") $rows" >>"$T/qrows"
 	done
 done
-[ "$nq" -ge 4 ] && pass "EXPORT.md has $nq example queries" || fail "EXPORT.md: $nq queries"
+[ "$nq" -ge 4 ] && pass "EXPORTS.md has $nq example queries" || fail "EXPORTS.md: $nq queries"
 grep -q '^ddp_p2p_disable q0.sql [1-9]' "$T/qrows" && pass "query: top exposed collectives answers" || fail "query q0 no rows"
 grep -q '^ddp_p2p_disable q1.sql [1-9]' "$T/qrows" && pass "query: bytes per link answers" || fail "query q1 no rows"
 grep -q '^uma_thrash q2.sql [1-9]' "$T/qrows" && pass "query: migrations of one allocation answers" || fail "query q2 no rows"
