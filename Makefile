@@ -192,6 +192,7 @@ BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fak
 $(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cupti/libcuda.so.1
 # runtime: rt_app drives the fake NCCL (through the preloaded shim); rt_read only reads traces.
 PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
+PROG_LIBS_chain_app := -l:libnccl.so.2 -l:libcudart.so.13
 # pm_job: the post-mortem catalog's job (tests/analyzer/test_postmortem.sh)
 PROG_LIBS_pm_job := -l:libnccl.so.2 -l:libcudart.so.13
 # the clock behind nvlp_now(): compiled straight in (it needs nothing else of the shim)

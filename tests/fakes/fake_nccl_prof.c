@@ -159,10 +159,12 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 #define KCH_GROUP_MAX 64
+/* The calling thread's collectives waiting for their group's end (their launch) */
 static __thread struct {
-	void *h[KCH_GROUP_MAX], *grp[KCH_GROUP_MAX];
+	void *h[KCH_GROUP_MAX], *capi[KCH_GROUP_MAX];
 	uint64_t seq[KCH_GROUP_MAX];
 	const char *fn[KCH_GROUP_MAX];
+	size_t count[KCH_GROUP_MAX];
 	int nch[KCH_GROUP_MAX];
 	struct ncclComm *c[KCH_GROUP_MAX];
 	int n;
@@ -206,50 +208,6 @@ __attribute__((constructor)) static void kch_init(void)
 	kch_on = getenv("FAKE_NCCL_KCH") != NULL;
 }
 
-static void api_group_end(void)
-{
-	if (!gapi_on)
-		return;
-	gapi_on = 0;
-	p_stop(gapi);
-	gapi = NULL;
-}
-
-/* The end of the calling thread's outermost group (or of a collective outside one). */
-void fake_prof_group_end(void)
-{
-	if (gapi_on)
-		p_state(gapi, GROUP_END_API_START, NULL);
-	if (!kg.n || !loaded()) {
-		api_group_end();
-		return;
-	}
-	kg.start = real_ns(); /* launched at the end of the group, as NCCL does */
-	while (real_ns() < kg.start + kg.dur) /* the events come after the kernel ended */
-		;
-	int bad = getenv("FAKE_NCCL_KCH_BAD") != NULL;
-	const char *logp = getenv("FAKE_NCCL_KCH_LOG");
-	FILE *lf = logp ? fopen(logp, "a") : NULL;
-	for (int i = 0; i < kg.n; i++) {
-		if (__atomic_load_n(&prof_mask, __ATOMIC_RELAXED) & ncclProfileKernelCh)
-			kch_channels(kg.c[i], kg.h[i], kg.nch[i], kg.seq[i], kg.start, kg.dur, bad);
-		if (lf)
-			fprintf(lf, "%llu %s %llu %d\n", (unsigned long long)kg.seq[i], kg.fn[i],
-			        (unsigned long long)kg.dur, kg.n);
-		if (bad && kg.seq[i] % 50 == 11) /* a graph replay, later */
-			kch_channels(kg.c[i], kg.h[i], kg.nch[i], kg.seq[i] + 1, kg.start + kg.dur + 5000,
-			             kg.dur, 0);
-	}
-	if (lf)
-		fclose(lf);
-	for (int i = 0; i < kg.n; i++) {
-		p_stop(kg.h[i]);
-		p_stop(kg.grp[i]);
-	}
-	kg.n = 0;
-	api_group_end();
-}
-
 /* Which mask bits make NCCL start an event of this type */
 static int wanted(uint64_t type)
 {
@@ -276,6 +234,88 @@ static void *ev(struct ncclComm *c, descr *d)
 	return h;
 }
 
+/* The task events of queued collective i (NCCL's hostStreamPlanTask: Group, then each Coll,
+ * started and stopped at launch; the kernel channels refer to the Coll later). */
+static void *coll_event(int i, void *grp)
+{
+	descr d;
+	memset(&d, 0, sizeof d);
+	d.type = ncclProfileColl;
+	d.parentObj = kg.capi[i];
+	d.rank = kg.c[i]->rank;
+	d.coll.parentGroup = grp;
+	d.coll.seqNumber = kg.seq[i];
+	d.coll.func = kg.fn[i];
+	d.coll.count = kg.count[i];
+	d.coll.datatype = "ncclFloat32";
+	d.coll.nChannels = (uint8_t)kg.nch[i];
+	d.coll.nWarps = 16;
+	d.coll.algo = "RING";
+	d.coll.proto = kg.nch[i] == 16 ? "SIMPLE" : "LL";
+	return ev(kg.c[i], &d);
+}
+
+static void launch(void)
+{
+	descr d;
+	void *grp = NULL;
+	for (int i = 0; i < kg.n; i++) {
+		if (!i || kg.c[i] != kg.c[i - 1]) { /* a plan per communicator */
+			p_stop(grp);
+			memset(&d, 0, sizeof d);
+			d.type = ncclProfileGroup;
+			grp = ev(kg.c[i], &d);
+		}
+		kg.h[i] = coll_event(i, grp);
+		p_stop(kg.h[i]);
+	}
+	p_stop(grp);
+	memset(&d, 0, sizeof d);
+	d.type = ncclProfileKernelLaunch;
+	d.parentObj = gapi;
+	if (kg.n)
+		p_stop(ev(kg.c[0], &d));
+}
+
+static void kernels(void)
+{
+	kg.start = real_ns(); /* launched at the end of the group, as NCCL does */
+	while (real_ns() < kg.start + kg.dur) /* the events come after the kernel ended */
+		;
+	int bad = getenv("FAKE_NCCL_KCH_BAD") != NULL;
+	const char *logp = getenv("FAKE_NCCL_KCH_LOG");
+	FILE *lf = logp ? fopen(logp, "a") : NULL;
+	for (int i = 0; i < kg.n; i++) {
+		kch_channels(kg.c[i], kg.h[i], kg.nch[i], kg.seq[i], kg.start, kg.dur, bad);
+		if (lf)
+			fprintf(lf, "%llu %s %llu %d\n", (unsigned long long)kg.seq[i], kg.fn[i],
+			        (unsigned long long)kg.dur, kg.n);
+		if (bad && kg.seq[i] % 50 == 11) /* a graph replay, later */
+			kch_channels(kg.c[i], kg.h[i], kg.nch[i], kg.seq[i] + 1, kg.start + kg.dur + 5000,
+			             kg.dur, 0);
+	}
+	if (lf)
+		fclose(lf);
+}
+
+/* The end of the calling thread's outermost group (or of a collective outside one). */
+void fake_prof_group_end(void)
+{
+	if (gapi_on)
+		p_state(gapi, GROUP_END_API_START, NULL);
+	if (kg.n && loaded()) {
+		launch();
+		if (kch_on && wanted(ncclProfileKernelCh))
+			kernels();
+	}
+	kg.n = 0;
+	if (gapi_on) {
+		gapi_on = 0;
+		p_stop(gapi);
+		gapi = NULL;
+	}
+}
+
 /* A collective of the calling thread; depth: its group depth (0: outside a group). */
 void fake_prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
                     uint64_t seq, int depth)
@@ -297,41 +337,16 @@ void fake_prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType
 	d.parentObj = gapi;
 	d.collApi.func = func, d.collApi.count = n, d.collApi.datatype = "ncclFloat32";
 	void *capi = ev(c, &d);
-	memset(&d, 0, sizeof d);
-	d.type = ncclProfileGroup;
-	void *grp = ev(c, &d);
-	memset(&d, 0, sizeof d);
-	d.type = ncclProfileColl;
-	d.parentObj = capi;
-	d.rank = c->rank;
-	d.coll.parentGroup = grp;
-	d.coll.seqNumber = seq;
-	d.coll.func = func;
-	d.coll.count = n;
-	d.coll.datatype = "ncclFloat32";
-	d.coll.nChannels = bytes >= (1u << 20) ? 16 : 2;
-	d.coll.nWarps = 16;
-	d.coll.algo = "RING";
-	d.coll.proto = bytes >= (1u << 20) ? "SIMPLE" : "LL";
-	void *h = ev(c, &d);
-	memset(&d, 0, sizeof d);
-	d.type = ncclProfileKernelLaunch;
-	d.parentObj = gapi;
-	void *kl = ev(c, &d);
-	p_stop(kl);
-	p_stop(capi);
-	if (kch_on && wanted(ncclProfileKernelCh) && kg.n < KCH_GROUP_MAX) {
+	p_stop(capi); /* the API call returns; its task runs at the group's end */
+	if (kg.n < KCH_GROUP_MAX) {
 		uint64_t dur = 2000 + bytes / 64;
 		if (!kg.n)
 			kg.dur = 0;
 		if (dur > kg.dur)
 			kg.dur = dur; /* a fused kernel lasts as long as its longest part */
-		kg.h[kg.n] = h, kg.grp[kg.n] = grp, kg.seq[kg.n] = seq, kg.fn[kg.n] = func;
+		kg.capi[kg.n] = capi, kg.seq[kg.n] = seq, kg.fn[kg.n] = func, kg.count[kg.n] = n;
 		kg.nch[kg.n] = bytes >= (1u << 20) ? 16 : 2, kg.c[kg.n] = c;
 		kg.n++;
-	} else {
-		p_stop(h);
-		p_stop(grp);
 	}
 	if (!depth)
 		fake_prof_group_end();
