@@ -165,6 +165,11 @@ $(FAKES_DIR)/cuda12/libcudart.so.12: tests/fakes/fake_cudart.c tests/fakes/cudar
 $(FAKES_DIR)/nccl218/libnccl.so.2: $(FAKE_NCCL_SRCS) tests/fakes/fake_nccl_int.h tests/fakes/nccl218.map tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_NCCL_2_18 -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/fakes/nccl218.map -o $@ $(FAKE_NCCL_SRCS) -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN/..' -ldl
+# NVML for the link sampler's fallback, in its own directory (only the tests that ask get it).
+fakes: $(FAKES_DIR)/nvml/libnvidia-ml.so.1
+$(FAKES_DIR)/nvml/libnvidia-ml.so.1: tests/fakes/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 # A second NCCL profiler plugin that logs what it is given (v5; v4 only; a v2 table; no table).
 FAKE_PROF_LIBS := $(addprefix $(FAKES_DIR)/prof/libnccl-profiler-,fakelog.so fakelog4.so fakelog2.so empty.so)
 FAKE_PROF_DEF_fakelog4 := -DFAKE_PROF_V4
@@ -241,6 +246,10 @@ $(BUILD)/tests/test_cupti_drv: tests/unit/test_cupti_drv.c $(TRACE_OBJS) $(CUPTI
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim on the fake libcupti with slow PM setup: exit before / during / after it
 $(BUILD)/tests/test_cupti_exit: tests/unit/test_cupti_exit.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(LIB) tests/check.h tests/shim_child.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
+# shim on the fake libcupti refusing PM sampling (busy): NVML's counters instead, and the report says so
+$(BUILD)/tests/test_pm_busy: tests/unit/test_pm_busy.c $(TRACE_OBJS) $(CUPTI_FAKE_LIBS) $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB) tests/check.h tests/shim_child.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TRACE_OBJS) -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR)) $(CLI_LDLIBS)
 # shim on the fake libcupti: activity reaches the trace from full buffers, forced flushes, exit
