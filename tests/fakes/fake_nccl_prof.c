@@ -126,6 +126,13 @@ static void load(void)
 		        t5 ? t5->name : t4 ? t4->name : "not loaded", t4 ? " (v4)" : "");
 }
 
+/* NCCL's logger (ncclDebugLog): plugins call it (Inspector's INFO does, unchecked) */
+static void fake_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                     const char *fmt, ...)
+{
+	(void)level, (void)flags, (void)file, (void)line, (void)fmt;
+}
+
 /* name: the config's commName, as NCCL passes it (NULL when the job gave none). */
 void fake_prof_comm_init(struct ncclComm *c, const char *name)
 {
@@ -137,9 +144,9 @@ void fake_prof_comm_init(struct ncclComm *c, const char *name)
 	uint64_t id = 0xfacade00ull + ++prof_comms;
 	int rc = ncclSuccess;
 	if (p5)
-		rc = p5->init(&c->prof, id, &prof_mask, name, nnodes, c->nranks, c->rank, NULL);
+		rc = p5->init(&c->prof, id, &prof_mask, name, nnodes, c->nranks, c->rank, fake_log);
 	else if (p4)
-		rc = p4->init(&c->prof, &prof_mask, name, id, nnodes, c->nranks, c->rank, NULL);
+		rc = p4->init(&c->prof, &prof_mask, name, id, nnodes, c->nranks, c->rank, fake_log);
 	if (rc != ncclSuccess)
 		c->prof = NULL;
 	pthread_mutex_unlock(&prof_mu);
