@@ -680,13 +680,13 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 			if (job->ranks[i].devs[d].nsamples)
 				all |= job->ranks[i].devs[d].link_sources, ndev++;
 	fprintf(o, "  link bytes from:");
-	for (unsigned s = 1; s < 32; s++) {
+	for (unsigned s = 0; s < 32; s++) {
 		if (!(all & (1u << s)))
 			continue;
 		fprintf(o, "%s %s", s == (unsigned)__builtin_ctz(all) ? "" : ";",
 		        s == NVLP_LINK_PM_SAMPLING ? "PM sampling (CUPTI)"
 		        : s == NVLP_LINK_NVML      ? "NVML counters (PM sampling unavailable: see NOTEs)"
-		                                   : nvlp_link_source_name(s));
+		                                   : "a source this nvlprof does not know");
 		if (all == (1u << s) || ndev < 2)
 			continue;
 		for (size_t i = 0; i < job->nranks; i++)

@@ -284,13 +284,19 @@ static ncclResult_t ch_start(void *context, void **handle, ncclProfilerEventDesc
 	return ncclSuccess;
 }
 
+/* A handle NCCL passes back: a pair this file handed out (NULL: no plugin wanted the event). */
+static void halves(const struct pair *s, void **o, void **t)
+{
+	*o = __atomic_load_n(&s->own, __ATOMIC_ACQUIRE);
+	*t = __atomic_load_n(&s->their, __ATOMIC_ACQUIRE);
+}
+
 static ncclResult_t ch_stop(void *handle)
 {
-	struct pair *s = handle;
-	if (!s)
+	void *o, *t;
+	if (!handle)
 		return ncclSuccess;
-	void *o = __atomic_load_n(&s->own, __ATOMIC_ACQUIRE);
-	void *t = __atomic_load_n(&s->their, __ATOMIC_ACQUIRE);
+	halves(handle, &o, &t);
 	if (o)
 		nvlp_np_stop(o);
 	if (t)
@@ -301,11 +307,10 @@ static ncclResult_t ch_stop(void *handle)
 static ncclResult_t ch_state(void *handle, ncclProfilerEventState_v5_t state,
                              ncclProfilerEventStateArgs_v5_t *args)
 {
-	struct pair *s = handle;
-	if (!s)
+	void *o, *t;
+	if (!handle)
 		return ncclSuccess;
-	void *o = __atomic_load_n(&s->own, __ATOMIC_ACQUIRE);
-	void *t = __atomic_load_n(&s->their, __ATOMIC_ACQUIRE);
+	halves(handle, &o, &t);
 	if (o)
 		nvlp_np_state(o, state, args);
 	if (!t)

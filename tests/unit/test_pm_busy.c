@@ -118,14 +118,6 @@ int main(int argc, char **argv)
 	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
 	run(self, lib, base, 1);
 	run(self, lib, base, 0);
-	for (int dev = 0; dev < 2; dev++) { /* the lock files of our fake GPUs */
-		char path[128];
-		int o = snprintf(path, sizeof path, "/dev/shm/nvlprof-link-");
-		for (int b = 0; b < 16; b++)
-			o += snprintf(path + o, sizeof path - (size_t)o, "%02x",
-			              (base + (unsigned)dev * 16 + (unsigned)b) & 0xff);
-		snprintf(path + o, sizeof path - (size_t)o, ".lock");
-		unlink(path);
-	}
+	shim_unlink_gpu_locks(base);
 	return CHECK_DONE();
 }
