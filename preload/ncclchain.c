@@ -153,8 +153,10 @@ static void load_once(void)
 	chain.ver = find_table(lib, &older);
 	if (!chain.ver) {
 		char d[64];
-		snprintf(d, sizeof d, older ? "it offers only interface v%d" : "no ncclProfiler_v5..v3 table",
-		         older);
+		if (older)
+			snprintf(d, sizeof d, "it offers only interface v%d", older);
+		else
+			snprintf(d, sizeof d, "no ncclProfiler_v%d..v3 table", nvlp_np_iface);
 		if (*name || older)
 			chain_fail("not chained", *name ? name : "libnccl-profiler.so", d);
 		dlclose(lib);

@@ -131,21 +131,23 @@ static uint64_t cached(const char *s, int is_fn)
 	return v;
 }
 
+/* This communicator gets no event from nvlprof's plugin. */
+static ncclResult_t no_events(int *mask)
+{
+	if (mask)
+		*mask = 0;
+	return ncclSuccess;
+}
+
 ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char *commName,
                           int nNodes, int nranks, int rank, ncclDebugLogger_t logfn)
 {
 	(void)logfn;
-	if (!context) {
-		if (mask)
-			*mask = 0;
-		return ncclSuccess;
-	}
+	if (!context)
+		return no_events(mask);
 	*context = NULL;
-	if (!nvlp_is_active() || !nvlp_cfg()->nccl_plugin) {
-		if (mask)
-			*mask = 0;
-		return ncclSuccess;
-	}
+	if (!nvlp_is_active() || !nvlp_cfg()->nccl_plugin)
+		return no_events(mask);
 	/* NCCL's node count, once per communicator (init runs once per communicator): the
 	 * analyzer compares it with the machines the ranks are on (nccl_split_host) */
 	struct nvlp_rec_ncclcomm nc = {
@@ -156,11 +158,8 @@ ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char
 	};
 	nvlp_emit(NVLP_K_NCCLCOMM, &nc, NULL, 0);
 	struct pctx *c = calloc(1, sizeof *c);
-	if (!c) {
-		if (mask)
-			*mask = 0;
-		return ncclSuccess;
-	}
+	if (!c)
+		return no_events(mask);
 	c->nccl_comm = commId;
 	if (commName) {
 		size_t n = strnlen(commName, sizeof c->name - 1);
@@ -184,10 +183,10 @@ ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char
 		*mask = PROFILE_COLL | (c->kch ? PROFILE_KERNEL_CH : 0);
 	static int noted;
 	if (!__atomic_exchange_n(&noted, 1, __ATOMIC_ACQ_REL))
-		nvlp_note(NVLP_NOTE_NCCL_PLUGIN, -1, 5,
-		          "NCCL profiler plugin (v5) active: algorithm, protocol and channels of "
+		nvlp_note(NVLP_NOTE_NCCL_PLUGIN, -1, (uint64_t)nvlp_np_iface,
+		          "NCCL profiler plugin (v%d) active: algorithm, protocol and channels of "
 		          "every collective%s",
-		          c->kch ? "; kernel channels' GPU timestamps (KernelCh)"
+		          nvlp_np_iface, c->kch ? "; kernel channels' GPU timestamps (KernelCh)"
 		                 : (kv ? " (NVLPROF_KCH=0: no kernel-channel timestamps)"
 		                       : " (no memory for kernel-channel handles)"));
 	return ncclSuccess;

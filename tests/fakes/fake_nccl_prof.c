@@ -3,7 +3,7 @@
  * Loading, as NCCL's src/plugin/plugin_open.cc: NCCL_PROFILER_PLUGIN as given (a path or a
  * soname), else libnccl-profiler-NAME.so; unset: libnccl-profiler.so; "none": no plugin. The
  * table: ncclProfiler_v5, else ncclProfiler_v4 (its events made v4 ones as NCCL's adapter does:
- * no API events, a collective's parent is its group).
+ * no API events, a collective's parent is its group); FAKE_NCCL_PROFILER_V4=1: v4 only (2.27).
  *
  * Events, by NCCL's rules (src/plugin/profiler.cc): an event type starts when the mask (one int,
  * handed to every init, re-read at every call) holds a bit that needs it: GroupApi for any of
@@ -117,7 +117,9 @@ static void load(void)
 #else
 	void *h = open_plugin(name);
 #endif
-	const ncclProfiler_v5_t *t5 = h ? dlsym(h, "ncclProfiler_v5") : NULL;
+	/* FAKE_NCCL_PROFILER_V4=1: NCCL 2.27, which knows no interface after v4 */
+	const ncclProfiler_v5_t *t5 =
+	    h && !getenv("FAKE_NCCL_PROFILER_V4") ? dlsym(h, "ncclProfiler_v5") : NULL;
 	const ncclProfiler_v4_t *t4 = h && !t5 ? dlsym(h, "ncclProfiler_v4") : NULL;
 	__atomic_store_n(&p4, t4, __ATOMIC_RELEASE);
 	__atomic_store_n(&p5, t5, __ATOMIC_RELEASE);

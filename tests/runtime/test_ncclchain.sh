@@ -79,6 +79,20 @@ alone "$d" NCCL_PROFILER_PLUGIN=fakelog4 FAKE_PROF_MASK=0xfff
 chained "$d" NCCL_PROFILER_PLUGIN=fakelog4 FAKE_PROF_MASK=0xfff
 same_log "v4 plugin, every bit: given what NCCL's v4 adapter gives it" "$d"
 
+# --- NCCL 2.27 (v4 only): nvlprof served through ncclProfiler_v4, a v4 plugin chained ---
+d=$T/nccl227
+alone "$d" NCCL_PROFILER_PLUGIN=fakelog4 FAKE_NCCL_PROFILER_V4=1
+chained "$d" NCCL_PROFILER_PLUGIN=fakelog4 FAKE_NCCL_PROFILER_V4=1
+same_log "NCCL 2.27: a v4 plugin given what it is given alone" "$d"
+check "NCCL 2.27: NCCL took nvlprof's v4 table" grep -q "profiler plugin .*libnvlprof.so: nvlprof (v4)$" "$d/.err"
+check_eq "NCCL 2.27: nvlprof's NCCLPROF records" 12 "$(count "$d" ncclprof)"
+check_eq "NCCL 2.27: nvlprof's KCH records" 66 "$(count "$d" kch)"
+check "NCCL 2.27: NOTE says v4" sh -c "'$CLI' dump '$d/tr' | grep -q 'note nccl_plugin .*value=4 msg=\"NCCL profiler plugin (v4) active'"
+d=$T/nccl227v5
+chained "$d" NCCL_PROFILER_PLUGIN=fakelog FAKE_NCCL_PROFILER_V4=1
+check_eq "NCCL 2.27, a v5-only plugin: not chained (2.27 would not load it)" 0 "$(grep -c '^init ' "$d/chained.log" 2>/dev/null || echo 0)"
+check "NCCL 2.27, a v5-only plugin: NOTE" sh -c "'$CLI' dump '$d/tr' | grep -q 'fakelog not chained (no ncclProfiler_v4..v3 table)'"
+
 # --- unset: NCCL's default libnccl-profiler.so is chained when there is one ---
 d=$T/default
 mkdir -p "$d/lib"; ln -s "$P/libnccl-profiler-fakelog.so" "$d/lib/libnccl-profiler.so"
