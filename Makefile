@@ -175,9 +175,10 @@ fakes: $(FAKE_LIBS)
 $(FAKES_DIR)/libcudart.so.13: tests/fakes/fake_cudart.c tests/fakes/cudart.map tests/fakes/fake.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $<
-$(FAKES_DIR)/libnccl.so.2: tests/fakes/fake_nccl.c tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
+FAKE_NCCL_SRCS := tests/fakes/fake_nccl.c tests/fakes/fake_nccl_prof.c
+$(FAKES_DIR)/libnccl.so.2: $(FAKE_NCCL_SRCS) tests/fakes/fake_nccl_int.h tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -ldl
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $(FAKE_NCCL_SRCS) -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' -ldl
 # The same fakes as CUDA 12 and NCCL 2.18 (no profiler plugin, none of the later functions), in
 # their own directories so that only the tests that ask for them (LD_LIBRARY_PATH) get them.
 FAKE_OLD_LIBS := $(FAKES_DIR)/cuda12/libcudart.so.12 $(FAKES_DIR)/nccl218/libnccl.so.2
@@ -185,9 +186,23 @@ fakes: $(FAKE_OLD_LIBS)
 $(FAKES_DIR)/cuda12/libcudart.so.12: tests/fakes/fake_cudart.c tests/fakes/cudart12.map tests/fakes/fake.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_CUDART_MAJOR=12 -shared -Wl,-soname,libcudart.so.12 -Wl,--version-script=tests/fakes/cudart12.map -o $@ $<
-$(FAKES_DIR)/nccl218/libnccl.so.2: tests/fakes/fake_nccl.c tests/fakes/nccl218.map tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
+$(FAKES_DIR)/nccl218/libnccl.so.2: $(FAKE_NCCL_SRCS) tests/fakes/fake_nccl_int.h tests/fakes/nccl218.map tests/fakes/fake.h $(FAKES_DIR)/libcudart.so.13
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_NCCL_2_18 -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/fakes/nccl218.map -o $@ $< -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN/..' -ldl
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFAKE_NCCL_2_18 -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/fakes/nccl218.map -o $@ $(FAKE_NCCL_SRCS) -L$(FAKES_DIR) -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN/..' -ldl
+# NVML for the link sampler's fallback, in its own directory (only the tests that ask get it).
+fakes: $(FAKES_DIR)/nvml/libnvidia-ml.so.1
+$(FAKES_DIR)/nvml/libnvidia-ml.so.1: tests/fakes/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+# A second NCCL profiler plugin that logs what it is given (v5; v4 only; a v2 table; no table).
+FAKE_PROF_LIBS := $(addprefix $(FAKES_DIR)/prof/libnccl-profiler-,fakelog.so fakelog4.so fakelog2.so empty.so)
+FAKE_PROF_DEF_fakelog4 := -DFAKE_PROF_V4
+FAKE_PROF_DEF_fakelog2 := -DFAKE_PROF_V2
+FAKE_PROF_DEF_empty := -DFAKE_PROF_NONE
+fakes: $(FAKE_PROF_LIBS)
+$(FAKES_DIR)/prof/libnccl-profiler-%.so: tests/fakes/fake_profiler.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FAKE_PROF_DEF_$*) -shared -o $@ $<
 # A stand-in for libtorch_cuda.so, which the hooks' tests dlopen with RTLD_LOCAL.
 $(FAKES_DIR)/libhk_workload.so: tests/fakes/workload.c $(FAKE_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN'
@@ -204,6 +219,7 @@ BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fak
 $(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cupti/libcuda.so.1
 # runtime: rt_app drives the fake NCCL (through the preloaded shim); rt_read only reads traces.
 PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
+PROG_LIBS_chain_app := -l:libnccl.so.2 -l:libcudart.so.13
 # pm_job: the post-mortem catalog's job (tests/analyzer/test_postmortem.sh)
 PROG_LIBS_pm_job := -l:libnccl.so.2 -l:libcudart.so.13
 # the clock behind nvlp_now(): linked straight in (it needs nothing else of the shim)
@@ -250,6 +266,10 @@ CUPTI_FAKES_LD := -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.s
 LIBS_test_cupti_window := -l:libnccl.so.2
 $(CUPTI_SHIM_TESTS): $(BUILD)/tests/%: $(BUILD)/cli/tests/unit/%.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(LIB)
 	$(call link,$(CUPTI_FAKES_LD) $(LIBS_$*))
+# the shim on the fake libcupti refusing PM sampling (busy): NVML's counters instead, and the
+# report says so
+$(BUILD)/tests/test_pm_busy: $(BUILD)/cli/tests/unit/test_pm_busy.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB)
+	$(call link,$(CUPTI_FAKES_LD))
 # two ranks of the fake NCCL under the shim with KernelCh events; the analyzer gives every collective its GPU time
 LIBS_test_kernelch := -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR))
 $(BUILD)/tests/test_kernelch: $(BUILD)/cli/tests/unit/test_kernelch.o $(ANALYZER_OBJS) $(TRACE_OBJS) | $(FAKE_LIBS) $(LIB)

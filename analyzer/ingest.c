@@ -415,6 +415,7 @@ static int on_linksample(struct lctx *c)
 	d->nvl_rx += l->nvl_rx;
 	d->pcie_rd += l->pcie_rd;
 	d->pcie_wr += l->pcie_wr;
+	d->link_sources |= 1u << (l->source < 32 ? l->source : 0); /* bit 0: a source not known */
 	struct an_sample *sm = PUSH(d->samples, d->nsamples, d->capsamples);
 	if (sm) {
 		sm->s = l->start;

@@ -180,6 +180,7 @@ struct an_dev {
 	struct an_ivals compute, nccl; /* kernel intervals (local clock until aligned) */
 	uint64_t nvl_tx, nvl_rx, pcie_rd, pcie_wr; /* link counter totals */
 	uint64_t nvl_coll, pcie_coll;              /* part of (tx+rx), (rd+wr) during collectives */
+	unsigned link_sources; /* 1 << NVLP_LINK_* of the samples (bit 0: a source not known) */
 	struct an_sample *samples;
 	size_t nsamples, capsamples;
 	/* NCCL kernels and copies (nccl) merged with the GPU times NCCL's kernel channels gave the

@@ -672,6 +672,33 @@ static void text_copies(FILE *o, const struct an_job *job)
 		           "time in the calls, which stage through host memory)\n");
 }
 
+/* Where the link bytes came from: one source for every GPU, or each GPU's. */
+static void text_link_sources(FILE *o, const struct an_job *job)
+{
+	unsigned all = 0;
+	int ndev = 0;
+	for (size_t i = 0; i < job->nranks; i++)
+		for (size_t d = 0; d < job->ranks[i].ndevs; d++)
+			if (job->ranks[i].devs[d].nsamples)
+				all |= job->ranks[i].devs[d].link_sources, ndev++;
+	fprintf(o, "  link bytes from:");
+	for (unsigned s = 0; s < 32; s++) {
+		if (!(all & (1u << s)))
+			continue;
+		fprintf(o, "%s %s", s == (unsigned)__builtin_ctz(all) ? "" : ";",
+		        s == NVLP_LINK_PM_SAMPLING ? "PM sampling (CUPTI)"
+		        : s == NVLP_LINK_NVML      ? "NVML counters (PM sampling unavailable: see NOTEs)"
+		                                   : "a source this nvlprof does not know");
+		if (all == (1u << s) || ndev < 2)
+			continue;
+		for (size_t i = 0; i < job->nranks; i++)
+			for (size_t d = 0; d < job->ranks[i].ndevs; d++)
+				if (job->ranks[i].devs[d].link_sources & (1u << s))
+					fprintf(o, " r%d/%d", rank_id(job, i), job->ranks[i].devs[d].device);
+	}
+	fputc('\n', o);
+}
+
 static void text_links(FILE *o, const struct an_job *job)
 {
 	if (!job->have_links)
@@ -691,6 +718,7 @@ static void text_links(FILE *o, const struct an_job *job)
 			        (double)(v->pcie_rd + v->pcie_wr) / MIB,
 			        (double)v->pcie_coll / MIB);
 		}
+	text_link_sources(o, job);
 }
 
 static void text_managed(FILE *o, const struct an_job *job)

@@ -12,6 +12,7 @@
 
 #include "nvlp_rt.h"
 #include "rt_internal.h"
+#include "ncclprof.h" /* nvlp_nccl_plugin_env */
 
 /* 0 none, 1 shutting down, 2 done (reset by rearm and in a fork child). */
 static volatile int nvlp_lc_shut_state;
@@ -316,9 +317,8 @@ static void init_once(void)
 		if (cfg->nvtx)
 			set_path_env("NVTX_INJECTION64_PATH");
 		nvlp_capture_config(cfg->capture, cfg->capture_name);
-		/* NCCL loads its profiler plugin from this path: us (preload/ncclprof.c) */
-		if (cfg->nccl_plugin)
-			set_path_env("NCCL_PROFILER_PLUGIN");
+		/* NCCL loads its profiler plugin from this path: us, the user's chained (ncclchain.c) */
+		nvlp_nccl_plugin_env(cfg->nccl_plugin);
 		nvlp_rt_set_active(1);
 	}
 	errno = err;

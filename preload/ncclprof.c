@@ -22,9 +22,10 @@
  * ncclComm_t of the calling thread's latest collective (set by the collective wrappers before the
  * real call) when its rank and size match; the analyzer maps the rest through nccl_comm.
  *
- * The v5 types are declared here from NCCL's published plugin interface (ext-profiler), as the
- * CUDA toolkit does not ship them. Only the members read here must match NCCL's layout: the
- * descriptor's head and the collective member of its union.
+ * The types are NCCL's own published plugin headers (preload/nccl/, from NCCL's example plugin),
+ * as the CUDA toolkit does not ship them. NCCL finds this plugin through ncclchain.c, which
+ * exports the tables (ncclProfiler_v5, _v4) and, when another plugin is chained, calls these
+ * functions with this plugin's own contexts and handles.
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdbool.h> /* bool */
@@ -33,59 +34,14 @@
 #include <string.h>  /* strcmp, strnlen */
 #include <time.h>    /* clock_gettime */
 
-#include <nccl.h> /* ncclResult_t */
-
 #include "comms.h"
+#include "ncclprof.h" /* NCCL's profiler interface (vendored headers) */
 #include "nvlp_trace.h" /* nvlp_nccl_fn_name */
 #include "nvlp_rt.h"
 
-enum { PROFILE_COLL = 1 << 1, PROFILE_KERNEL_CH = 1 << 6 }; /* ncclProfileColl, ...KernelCh */
-enum { STATE_KERNEL_CH_STOP = 22 };                        /* ncclProfilerKernelChStop */
-
-typedef struct {
-	uint64_t type;   /* ncclProfile* event type */
-	void *parentObj; /* parent event handle */
-	int rank;
-	union {
-		struct {
-			uint64_t seqNumber;
-			const char *func; /* "AllReduce", "AllGather", ... */
-			const void *sendBuff;
-			void *recvBuff;
-			size_t count;
-			int root;
-			const char *datatype;
-			uint8_t nChannels;
-			uint8_t nWarps;
-			const char *algo;  /* "RING", "TREE", "NVLS", ... */
-			const char *proto; /* "LL", "LL128", "SIMPLE" */
-			void *parentGroup;
-		} coll;
-		struct {
-			uint8_t channelId;
-			uint64_t pTimer; /* GPU globaltimer at the channel's start */
-		} kernelCh;
-		uint64_t align; /* other event kinds: not read */
-	};
-} nvlp_nccl_descr_v5;
-
-/* recordEventState's argument: only the KernelCh member is read. */
-typedef union {
-	struct {
-		uint64_t pTimer; /* GPU globaltimer at the channel's stop */
-	} kernelCh;
-	uint64_t align[2];
-} nvlp_nccl_state_args_v5;
-
-typedef struct {
-	const char *name;
-	ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask,
-	                     const char *commName, int nNodes, int nranks, int rank, void *logfn);
-	ncclResult_t (*startEvent)(void *context, void **eHandle, nvlp_nccl_descr_v5 *eDescr);
-	ncclResult_t (*stopEvent)(void *eHandle);
-	ncclResult_t (*recordEventState)(void *eHandle, int eState, void *eStateArgs);
-	ncclResult_t (*finalize)(void *context);
-} nvlp_nccl_profiler_v5;
+enum { PROFILE_COLL = ncclProfileColl, PROFILE_KERNEL_CH = ncclProfileKernelCh };
+typedef ncclProfilerEventDescr_v5_t nvlp_nccl_descr_v5;
+typedef ncclProfilerEventStateArgs_v5_t nvlp_nccl_state_args_v5;
 
 /* Every handle starts with NCCL's 64-bit type word (NCCL reads it; #1973). */
 struct coll_h {
@@ -175,21 +131,23 @@ static uint64_t cached(const char *s, int is_fn)
 	return v;
 }
 
-static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const char *commName,
-                           int nNodes, int nranks, int rank, void *logfn)
+/* This communicator gets no event from nvlprof's plugin. */
+static ncclResult_t no_events(int *mask)
+{
+	if (mask)
+		*mask = 0;
+	return ncclSuccess;
+}
+
+ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char *commName,
+                          int nNodes, int nranks, int rank, ncclDebugLogger_t logfn)
 {
 	(void)logfn;
-	if (!context) {
-		if (mask)
-			*mask = 0;
-		return ncclSuccess;
-	}
+	if (!context)
+		return no_events(mask);
 	*context = NULL;
-	if (!nvlp_is_active() || !nvlp_cfg()->nccl_plugin) {
-		if (mask)
-			*mask = 0;
-		return ncclSuccess;
-	}
+	if (!nvlp_is_active() || !nvlp_cfg()->nccl_plugin)
+		return no_events(mask);
 	/* NCCL's node count, once per communicator (init runs once per communicator): the
 	 * analyzer compares it with the machines the ranks are on (nccl_split_host) */
 	struct nvlp_rec_ncclcomm nc = {
@@ -200,11 +158,8 @@ static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const cha
 	};
 	nvlp_emit(NVLP_K_NCCLCOMM, &nc, NULL, 0);
 	struct pctx *c = calloc(1, sizeof *c);
-	if (!c) {
-		if (mask)
-			*mask = 0;
-		return ncclSuccess;
-	}
+	if (!c)
+		return no_events(mask);
 	c->nccl_comm = commId;
 	if (commName) {
 		size_t n = strnlen(commName, sizeof c->name - 1);
@@ -228,10 +183,10 @@ static ncclResult_t p_init(void **context, uint64_t commId, int *mask, const cha
 		*mask = PROFILE_COLL | (c->kch ? PROFILE_KERNEL_CH : 0);
 	static int noted;
 	if (!__atomic_exchange_n(&noted, 1, __ATOMIC_ACQ_REL))
-		nvlp_note(NVLP_NOTE_NCCL_PLUGIN, -1, 5,
-		          "NCCL profiler plugin (v5) active: algorithm, protocol and channels of "
+		nvlp_note(NVLP_NOTE_NCCL_PLUGIN, -1, (uint64_t)nvlp_np_iface,
+		          "NCCL profiler plugin (v%d) active: algorithm, protocol and channels of "
 		          "every collective%s",
-		          c->kch ? "; kernel channels' GPU timestamps (KernelCh)"
+		          nvlp_np_iface, c->kch ? "; kernel channels' GPU timestamps (KernelCh)"
 		                 : (kv ? " (NVLPROF_KCH=0: no kernel-channel timestamps)"
 		                       : " (no memory for kernel-channel handles)"));
 	return ncclSuccess;
@@ -334,7 +289,7 @@ static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
 	*handle = h;
 }
 
-static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
+ncclResult_t nvlp_np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 {
 	if (handle)
 		*handle = NULL; /* no stop or state events wanted */
@@ -386,7 +341,7 @@ static ncclResult_t p_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 	return ncclSuccess;
 }
 
-static ncclResult_t p_stop(void *handle)
+ncclResult_t nvlp_np_stop(void *handle)
 {
 	struct kch_h *h = handle;
 	if (!h || h->type != PROFILE_KERNEL_CH)
@@ -401,17 +356,18 @@ static ncclResult_t p_stop(void *handle)
 	return ncclSuccess;
 }
 
-static ncclResult_t p_state(void *handle, int state, void *args)
+ncclResult_t nvlp_np_state(void *handle, ncclProfilerEventState_v5_t state,
+                           nvlp_nccl_state_args_v5 *args)
 {
 	struct kch_h *h = handle;
 	nvlp_nccl_state_args_v5 *a = args;
-	if (h && a && h->type == PROFILE_KERNEL_CH && state == STATE_KERNEL_CH_STOP &&
+	if (h && a && h->type == PROFILE_KERNEL_CH && state == ncclProfilerKernelChStop &&
 	    __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == KS_STARTED)
 		h->gpu_stop = a->kernelCh.pTimer;
 	return ncclSuccess;
 }
 
-static ncclResult_t p_finalize(void *context)
+ncclResult_t nvlp_np_finalize(void *context)
 {
 	struct pctx *c = context;
 	if (c && c->kch && nvlp_is_active())
@@ -428,12 +384,3 @@ static ncclResult_t p_finalize(void *context)
 	free(context);
 	return ncclSuccess;
 }
-
-NVLP_EXPORT const nvlp_nccl_profiler_v5 ncclProfiler_v5 = {
-    .name = "nvlprof",
-    .init = p_init,
-    .startEvent = p_start,
-    .stopEvent = p_stop,
-    .recordEventState = p_state,
-    .finalize = p_finalize,
-};

@@ -170,4 +170,18 @@ static inline void trace_summarize(const char *dir, struct trace_summary *s)
 	memset(s, 0, sizeof *s);
 	s->files = trace_dir_each(dir, trace_summary_record, trace_summary_file, s);
 }
+/* Remove the link-sampling lock files of the fake GPUs 0 and 1 whose UUIDs start at base
+ * (FAKE_CUDA_UUID_BASE): a test's own, so parallel suites never share a lock. */
+static inline void shim_unlink_gpu_locks(unsigned base)
+{
+	for (int dev = 0; dev < 2; dev++) {
+		char path[128];
+		int o = snprintf(path, sizeof path, "/dev/shm/nvlprof-link-");
+		for (int b = 0; b < 16; b++)
+			o += snprintf(path + o, sizeof path - (size_t)o, "%02x",
+			              (base + (unsigned)dev * 16 + (unsigned)b) & 0xff);
+		snprintf(path + o, sizeof path - (size_t)o, ".lock");
+		unlink(path);
+	}
+}
 #endif

@@ -1020,6 +1020,8 @@ CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params *p)
 {
 	if (p->deviceIndex >= 2)
 		return CUPTI_ERROR_INVALID_DEVICE;
+	if (getenv("FAKE_CUPTI_PM_BUSY")) /* another tool (DCGM profiling, Nsight Compute) holds it */
+		return CUPTI_ERROR_HARDWARE_BUSY;
 	progress(3);
 	slow_step();
 	sleep_ms(env_ms("FAKE_CUPTI_PM_ENABLE_MS"));

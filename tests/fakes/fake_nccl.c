@@ -16,6 +16,7 @@
 #include <nccl.h>
 
 #include "fake.h"
+#include "fake_nccl_int.h"
 
 /* ncclX is a weak alias of the strong pncclX, as in the real library: a shim must find pncclX. */
 #define ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name)));
@@ -27,15 +28,6 @@
 		return (rc);                                                                       \
 	} while (0)
 
-struct ncclComm {
-	uint32_t magic;
-	int nranks, rank, device;
-	int pending; /* non-blocking init still "in progress" for this many async-error polls */
-	void *prof;  /* profiler plugin context */
-	uint64_t id;          /* the unique id's first bytes: names the communicator across ranks */
-	uint64_t *entered;    /* FAKE_NCCL_ASYNC: collectives each rank entered (shared mapping) */
-	uint64_t mine;        /* collectives this rank entered */
-};
 
 /* ---- FAKE_NCCL_ASYNC=DIR: collectives complete only when every rank entered them, as NCCL's
  * do. A call returns at once; the next collective call on the communicator (or its destroy)
@@ -108,134 +100,7 @@ static void async_enter(struct ncclComm *c)
 	__atomic_store_n(&c->entered[c->rank], ++c->mine, __ATOMIC_RELEASE);
 }
 
-/* ---- the profiler plugin, loaded as NCCL 2.27+ does: dlopen(NCCL_PROFILER_PLUGIN), symbol
- * ncclProfiler_v5, init per communicator, a collective event per collective (this fake's own
- * copy of the v5 layout, in fake.h). FAKE_NCCL_PROFILER_LOG=1 prints what it did;
- * FAKE_NCCL_NNODES=N makes init say the communicator spans N nodes. */
-static const fake_profiler_v5 *prof; /* set once, under prof_mu */
-static int prof_mask, prof_tried;
-static uint64_t prof_comms;
-static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* name: the config's commName, as NCCL passes it (NULL when the job gave none). */
-static void prof_comm_init(struct ncclComm *c, const char *name)
-{
-	pthread_mutex_lock(&prof_mu); /* as NCCL: the plugin is loaded once, inits serialised */
-	if (!prof_tried) {
-		prof_tried = 1;
-		const char *name = getenv("NCCL_PROFILER_PLUGIN");
-#ifdef FAKE_NCCL_2_18 /* NCCL before 2.23 has no profiler plugin interface */
-		void *h = NULL;
-#else
-		void *h = name && *name && strcmp(name, "none") ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
-#endif
-		__atomic_store_n(&prof, h ? (const fake_profiler_v5 *)dlsym(h, "ncclProfiler_v5") : NULL,
-		                 __ATOMIC_RELEASE);
-		if (getenv("FAKE_NCCL_PROFILER_LOG"))
-			fprintf(stderr, "fake nccl: profiler plugin %s: %s\n", name ? name : "(unset)",
-			        prof ? prof->name : "not loaded");
-	}
-	int mask = 0;
-	/* nNodes, as NCCL counts host hashes: FAKE_NCCL_NNODES=N says N (default 1) */
-	const char *nn = getenv("FAKE_NCCL_NNODES");
-	int nnodes = nn && *nn ? atoi(nn) : 1;
-	if (prof && prof->init(&c->prof, 0xfacade00ull + ++prof_comms, &mask, name, nnodes,
-	                       c->nranks, c->rank, NULL) != ncclSuccess)
-		c->prof = NULL;
-	if (prof)
-		__atomic_store_n(&prof_mask, mask, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&prof_mu);
-}
-
 static __thread int group_depth;
-
-/* ---- kernel-channel events (FAKE_NCCL_KCH=1), as NCCL's proxy thread reports its kernels'
- * globaltimer stamps (here: CLOCK_REALTIME, the H100's globaltimer base). Each collective's
- * "kernel" runs [launch, launch + 2 us + bytes / 64 ns] (launch: the call, or its group's end); channel c starts 7c ns later and stops
- * 3c ns earlier, so the span is exactly that. The events come once the kernel is over (the fake
- * waits for its end). Collectives in one group share their stamps (one fused kernel).
- * FAKE_NCCL_KCH_BAD=1 adds, by seq % 10: 3 a channel with a zero stamp, 5 a reversed one, 7 one
- * that never stops; seq % 50 == 11 is replayed once (a CUDA graph). FAKE_NCCL_KCH_LOG=PATH
- * appends "seq fn span share" per collective: what the analyzer must find. */
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-#define KCH_GROUP_MAX 64
-static __thread struct {
-	void *h[KCH_GROUP_MAX];
-	uint64_t seq[KCH_GROUP_MAX];
-	const char *fn[KCH_GROUP_MAX];
-	int nch[KCH_GROUP_MAX];
-	struct ncclComm *c[KCH_GROUP_MAX];
-	int n;
-	uint64_t start, dur;
-} kg;
-
-static void kch_channels(const fake_profiler_v5 *pf, struct ncclComm *c, void *parent, int nch,
-                         uint64_t seq, uint64_t g0, uint64_t dur, int bad)
-{
-	for (int ch = 0; ch < nch; ch++) {
-		fake_descr_v5 d;
-		memset(&d, 0, sizeof d);
-		d.type = 1 << 6;
-		d.parentObj = parent;
-		d.rank = c->rank;
-		d.kernelCh.channelId = (uint8_t)ch;
-		d.kernelCh.pTimer = g0 + 7ull * ch;
-		uint64_t stop = g0 + dur - 3ull * ch;
-		int last = ch == nch - 1 && nch > 1;
-		if (bad && last && seq % 10 == 3)
-			d.kernelCh.pTimer = 0;
-		if (bad && last && seq % 10 == 5)
-			stop = d.kernelCh.pTimer - 100;
-		void *h = NULL;
-		pf->startEvent(c->prof, &h, &d);
-		if (!h || (bad && last && seq % 10 == 7))
-			continue; /* never stopped */
-		struct {
-			uint64_t pTimer;
-			uint64_t pad;
-		} st = {stop, 0};
-		pf->recordEventState(h, 22 /* ncclProfilerKernelChStop */, &st);
-		pf->stopEvent(h);
-	}
-}
-
-static int kch_on; /* FAKE_NCCL_KCH, read once (a getenv per collective would be in bench_shim) */
-__attribute__((constructor)) static void kch_init(void)
-{
-	kch_on = getenv("FAKE_NCCL_KCH") != NULL;
-}
-
-static void kch_flush(void)
-{
-	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
-	if (!kg.n || !pf)
-		return;
-	kg.start = real_ns(); /* launched at the end of the group, as NCCL does */
-	while (real_ns() < kg.start + kg.dur) /* the events come after the kernel ended */
-		;
-	int bad = getenv("FAKE_NCCL_KCH_BAD") != NULL;
-	const char *logp = getenv("FAKE_NCCL_KCH_LOG");
-	FILE *lf = logp ? fopen(logp, "a") : NULL;
-	for (int i = 0; i < kg.n; i++) {
-		kch_channels(pf, kg.c[i], kg.h[i], kg.nch[i], kg.seq[i], kg.start, kg.dur, bad);
-		if (lf)
-			fprintf(lf, "%llu %s %llu %d\n", (unsigned long long)kg.seq[i], kg.fn[i],
-			        (unsigned long long)kg.dur, kg.n);
-		if (bad && kg.seq[i] % 50 == 11) /* a graph replay, later */
-			kch_channels(pf, kg.c[i], kg.h[i], kg.nch[i], kg.seq[i] + 1,
-			             kg.start + kg.dur + 5000, kg.dur, 0);
-	}
-	if (lf)
-		fclose(lf);
-	for (int i = 0; i < kg.n; i++)
-		pf->stopEvent(kg.h[i]);
-	kg.n = 0;
-}
 
 static void prof_coll_seq(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
 			  uint64_t seq);
@@ -291,39 +156,7 @@ static void prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataTy
 static void prof_coll_seq(struct ncclComm *c, const char *func, size_t n, ncclDataType_t t,
 			  uint64_t seq)
 {
-	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
-	if (!pf || !c || !c->prof || !(__atomic_load_n(&prof_mask, __ATOMIC_ACQUIRE) & (1 << 1)))
-		return;
-	size_t bytes = n * (t == ncclFloat32 || t == ncclInt32 ? 4 : t == ncclInt8 ? 1 : 2);
-	fake_descr_v5 d;
-	memset(&d, 0, sizeof d);
-	d.type = 1 << 1;
-	d.rank = c->rank;
-	d.coll.seqNumber = seq;
-	d.coll.func = func;
-	d.coll.count = n;
-	d.coll.datatype = "ncclFloat32";
-	d.coll.nChannels = bytes >= (1u << 20) ? 16 : 2;
-	d.coll.nWarps = 16;
-	d.coll.algo = "RING";
-	d.coll.proto = bytes >= (1u << 20) ? "SIMPLE" : "LL";
-	void *h = NULL;
-	pf->startEvent(c->prof, &h, &d);
-	if (h && kch_on && (prof_mask & (1 << 6)) && kg.n < KCH_GROUP_MAX) {
-		uint64_t dur = 2000 + bytes / 64;
-		if (!kg.n)
-			kg.dur = 0;
-		if (dur > kg.dur)
-			kg.dur = dur; /* a fused kernel lasts as long as its longest part */
-		kg.h[kg.n] = h, kg.seq[kg.n] = d.coll.seqNumber, kg.fn[kg.n] = func;
-		kg.nch[kg.n] = d.coll.nChannels, kg.c[kg.n] = c;
-		kg.n++;
-		if (!group_depth)
-			kch_flush();
-		return;
-	}
-	if (h)
-		pf->stopEvent(h);
+	fake_prof_coll(c, func, n, t, seq, group_depth);
 }
 
 /* ---- blocking calls (FAKE_NCCL_BLOCK_MS=N): the FAKE_NCCL_BLOCK_AT-th (default 1st) call of
@@ -389,7 +222,7 @@ static ncclResult_t new_comm_id(ncclComm_t *out, int nranks, int rank, int dev, 
 	c->rank = rank;
 	c->device = dev;
 	c->pending = (cfg && cfg->blocking == 0) ? 2 : 0;
-	prof_comm_init(c, cfg && cfg->magic == 0xcafebeef ? cfg->commName : NULL);
+	fake_prof_comm_init(c, cfg && cfg->magic == 0xcafebeef ? cfg->commName : NULL);
 	async_open(c, id);
 	*out = c;
 	return c->pending ? ncclInProgress : ncclSuccess;
@@ -537,9 +370,7 @@ static ncclResult_t free_comm(ncclComm_t comm, int wait)
 	if (comm->entered)
 		munmap(comm->entered, (size_t)comm->nranks * sizeof *comm->entered);
 	comm->magic = 0;
-	const fake_profiler_v5 *pf = __atomic_load_n(&prof, __ATOMIC_ACQUIRE);
-	if (pf && comm->prof)
-		pf->finalize(comm->prof);
+	fake_prof_comm_fini(comm);
 	free(comm);
 	return ncclSuccess;
 }
@@ -771,7 +602,7 @@ ncclResult_t pncclGroupEnd(void)
 	if (group_depth == 0)
 		RET(ncclInvalidUsage);
 	if (--group_depth == 0)
-		kch_flush();
+		fake_prof_group_end();
 	RET(ncclSuccess);
 }
 ALIAS(ncclGroupEnd)

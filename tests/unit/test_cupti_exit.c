@@ -155,15 +155,6 @@ int main(int argc, char **argv)
 		if (system(cmd) != 0)
 			return 1;
 	}
-	/* the lock files of our fake GPUs */
-	for (int dev = 0; dev < 2; dev++) {
-		char path[128];
-		int o = snprintf(path, sizeof path, "/dev/shm/nvlprof-link-");
-		for (int b = 0; b < 16; b++)
-			o += snprintf(path + o, sizeof path - (size_t)o, "%02x",
-			              (base + (unsigned)dev * 16 + (unsigned)b) & 0xff);
-		snprintf(path + o, sizeof path - (size_t)o, ".lock");
-		unlink(path);
-	}
+	shim_unlink_gpu_locks(base);
 	return CHECK_DONE();
 }

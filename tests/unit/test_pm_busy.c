@@ -1,0 +1,123 @@
+/* test_pm_busy.c: another tool holds the GPU's performance counters: the link sampler falls back to NVML and the trace and report say where the link bytes came from. */
+/*
+ * The fake libcupti refuses cuptiPmSamplingEnable with CUPTI_ERROR_HARDWARE_BUSY
+ * (FAKE_CUPTI_PM_BUSY), as when DCGM profiling or Nsight Compute owns the counters; the fake
+ * libnvidia-ml.so.1 (build/fakes/nvml) has cumulative counters that grow 18 x 64 KiB of NVLink
+ * data per read. The child starts CUDA, uses GPU 0 and idles 400 ms; the parent checks the
+ * LINKSAMPLE records' source, the NOTE naming the refusal, and the report's source line. The same
+ * run without the refusal is PM sampling throughout (the control).
+ */
+#include <cuda_runtime_api.h> /* cudaMallocManaged */
+#include <cupti.h>            /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
+#include <limits.h>           /* PATH_MAX */
+#include <stdio.h>            /* popen */
+#include <stdlib.h>           /* mkdtemp */
+#include <string.h>           /* strstr */
+#include <time.h>             /* nanosleep */
+#include "check.h"
+#include "nvlp_trace.h"
+#include "shim_child.h"
+
+void fake_cupti_generate(int kind, int n); /* links the fake libcupti in (the shim reuses it) */
+
+static int child(void)
+{
+	cuInit(0); /* fake driver: InitializeInjection -> nvlprof attaches, the sampler starts */
+	void *m = NULL;
+	if (cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal) != cudaSuccess)
+		return 3;
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 10);
+	struct timespec ts = {0, 400 * 1000000L};
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
+struct links {
+	unsigned long long pm, nvml, nvl_tx, nvl_rx;
+};
+static void on_rec(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct links *l = arg;
+	if (rec->kind != NVLP_K_LINKSAMPLE)
+		return;
+	const struct nvlp_rec_linksample *s = (const void *)rec->f;
+	l->pm += s->source == NVLP_LINK_PM_SAMPLING;
+	l->nvml += s->source == NVLP_LINK_NVML;
+	l->nvl_tx += s->nvl_tx_user, l->nvl_rx += s->nvl_rx_user;
+}
+
+/* @return 1 when `nvlprof report dir` has line */
+static int report_has(const char *lib, const char *dir, const char *line)
+{
+	char cmd[3 * PATH_MAX], buf[1024];
+	snprintf(cmd, sizeof cmd, "%.*s/nvlprof report %s 2>&1", (int)(strrchr(lib, '/') - lib), lib,
+	         dir);
+	FILE *p = popen(cmd, "r");
+	int found = 0;
+	while (p && fgets(buf, sizeof buf, p))
+		found |= !strcmp(buf, line);
+	if (p)
+		pclose(p);
+	return found;
+}
+
+static void run(const char *self, const char *lib, unsigned base, int busy)
+{
+	const char *name = busy ? "busy" : "control";
+	char dir[] = "/tmp/nvlp-pm-busy.XXXXXX", b[64], ldp[PATH_MAX + 64];
+	if (!mkdtemp(dir))
+		return;
+	snprintf(b, sizeof b, "FAKE_CUDA_UUID_BASE=%u", base);
+	snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%.*s/../fakes/nvml", (int)(strrchr(self, '/') - self),
+	         self);
+	const char *env[] = {"FAKE_CUPTI_PM=1", b, ldp, busy ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
+	                     NULL};
+	int rc = shim_run_child(self, lib, dir, "1000", env, "x");
+	CHECK(rc == 0, "[%s] the job ran (status %d)", name, rc);
+	struct trace_summary s;
+	trace_summarize(dir, &s);
+	struct links l = {0};
+	trace_dir_each(dir, on_rec, NULL, &l);
+	CHECK(s.complete == 1, "[%s] trace complete", name);
+	if (busy) {
+		CHECK(l.nvml >= 5 && l.pm == 0, "[%s] link samples from NVML only (%llu NVML, %llu PM)",
+		      name, l.nvml, l.pm);
+		CHECK(l.nvl_tx > 0 && l.nvl_tx % (18 * 64 * 1024) == 0 && l.nvl_tx == l.nvl_rx,
+		      "[%s] NVLink bytes: every link's counter, KiB made bytes (%llu)", name, l.nvl_tx);
+		CHECK(s.notes[NVLP_NOTE_NVML_ON] == 1 &&
+		          strstr(s.text, "NVML link counters on GPU 0") &&
+		          strstr(s.text, "cuptiPmSamplingEnable"),
+		      "[%s] NOTE: NVML on GPU 0, PM sampling refused by cuptiPmSamplingEnable", name);
+		CHECK(report_has(lib, dir, "  link bytes from: NVML counters (PM sampling unavailable: see NOTEs)\n"),
+		      "[%s] report: the link bytes came from NVML", name);
+	} else {
+		CHECK(l.pm >= 1 && l.nvml == 0, "[%s] link samples from PM sampling only (%llu PM, %llu NVML)",
+		      name, l.pm, l.nvml);
+		CHECK(s.notes[NVLP_NOTE_PM_SAMPLING_ON] == 1 && s.notes[NVLP_NOTE_NVML_ON] == 0,
+		      "[%s] NOTE: PM sampling on", name);
+		CHECK(report_has(lib, dir, "  link bytes from: PM sampling (CUPTI)\n"),
+		      "[%s] report: the link bytes came from PM sampling", name);
+	}
+	if (check_failed_)
+		printf("    notes:\n%s", s.text);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("    could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "child"))
+		return child();
+	char self[PATH_MAX], lib[PATH_MAX + 32];
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
+		return 1;
+	/* our own fake GPU UUIDs: the per-GPU sampling lock is not shared with parallel tests */
+	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
+	run(self, lib, base, 1);
+	run(self, lib, base, 0);
+	shim_unlink_gpu_locks(base);
+	return CHECK_DONE();
+}
