@@ -118,19 +118,26 @@ deps: deps-check
 # rebuilds only what includes it. $(BUILD)/lib: the shim's objects; $(BUILD)/cli: the analyzer's,
 # and every test, bench and tool program's own object (tests/... get -Itests).
 DEPFLAGS := -MMD -MP
-$(BUILD)/lib/%.o: %.c
+$(BUILD)/lib/%.o: %.c $(BUILD)/lib/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LIB_CFLAGS) -DNVLP_IN_SHIM=1 $(DEPFLAGS) -c $< -o $@
-$(BUILD)/lib/%.o: %.cc
+$(BUILD)/lib/%.o: %.cc $(BUILD)/lib/%.d
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LIB_CFLAGS) -DNVLP_IN_SHIM=1 $(DEPFLAGS) -c $< -o $@
-$(BUILD)/cli/%.o: %.c
+$(BUILD)/cli/%.o: %.c $(BUILD)/cli/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 $(BUILD)/cli/tests/%.o: CPPFLAGS += -Itests
 
 # objects made on the way to a program are kept (make would delete them as intermediate)
-.SECONDARY:
+.PRECIOUS: $(BUILD)/lib/%.o $(BUILD)/cli/%.o $(BUILD)/%.d
+# An object is rebuilt when its .d is missing (built by a Makefile that wrote none, or the .d
+# deleted), not only when a header it lists changed: each object depends on its .d, and the .d
+# of every object a goal names is a target of its own with no recipe (so a missing one counts as
+# remade); the .d of any other object comes from the pattern rule below.
+DEP_FILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(TRACE_OBJS) $(ANALYZER_OBJS) $(BUILD)/cli/analyzer/main.o)
+$(DEP_FILES):
+$(BUILD)/%.d: ;
 
 # ---- linking: every program (the CLI, tests, benchmarks, tools) is linked by this one function:
 # the .o files among its prerequisites (others, such as a fake library, only order the build),
