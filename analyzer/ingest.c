@@ -1377,6 +1377,18 @@ static void workers_first(struct an_job *job, size_t nf)
 	free(par);
 }
 
+void an_job_order(struct an_job *job)
+{
+	size_t nf = job->nranks + job->nothers;
+	job->nranks = nf;
+	job->nothers = 0;
+	job->nok = 0;
+	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
+	workers_first(job, nf);
+	for (size_t i = 0; i < job->nranks; i++)
+		job->nok += job->ranks[i].ok;
+}
+
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
                 size_t errlen)
 {
@@ -1415,10 +1427,7 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	struct loadq q = {.r = job->ranks, .n = nf};
 	atomic_init(&q.next, 0);
 	nvlp_run_parallel(load_worker, &q, (size_t)nthreads);
-	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
-	workers_first(job, nf);
-	for (size_t i = 0; i < job->nranks; i++)
-		job->nok += job->ranks[i].ok;
+	an_job_order(job);
 	if (!job->nok) {
 		snprintf(err, errlen, "no readable trace among %zu file(s): %s", nf,
 		         job->ranks[0].err);

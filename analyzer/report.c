@@ -13,6 +13,7 @@
 #include "graphs.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "partial.h" /* an_partial_write */
 #include "stages.h"
 #include "util.h"
 
@@ -100,6 +101,11 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 		an_job_free(job);
 		return -1;
 	}
+	return an_open_loaded(th, job, f);
+}
+
+int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f)
+{
 	for (size_t i = 0; i < job->nranks; i++) {
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
@@ -1051,6 +1057,8 @@ static void usage(FILE *o)
 	    "first).\n"
 	    "  --json               JSON output (documented in analyzer/REPORT_JSON.md)\n"
 	    "  -o FILE              write the report to FILE\n"
+	    "  --partial OUT        write the traces as loaded to OUT instead, for `nvlprof merge`\n"
+	    "                       (one partial per node; docs/DISTRIBUTED.md)\n"
 	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
 	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
 	    "                       a file is used only if its build-id is the one in the trace\n"
@@ -1139,7 +1147,7 @@ int nvlp_cmd_report(int argc, char **argv)
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;
-	const char *outpath = NULL;
+	const char *outpath = NULL, *partial = NULL;
 	char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	int np = 0;
 	if (!paths)
@@ -1154,6 +1162,8 @@ int nvlp_cmd_report(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--partial") && i + 1 < argc)
+			partial = argv[++i];
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			outpath = argv[++i];
 		else if (!strcmp(argv[i], "-o")) {
@@ -1181,6 +1191,14 @@ int nvlp_cmd_report(int argc, char **argv)
 		usage(stderr);
 		free(paths);
 		return 2;
+	}
+	if (partial) { /* the loaded traces only, for merge (partial.c) */
+		int prc = json || outpath ? 2 : an_partial_write(paths, np, threads, partial);
+		if (json || outpath)
+			fprintf(stderr, "nvlprof: report: --partial writes a partial only: give --json "
+			                "and -o to merge\n");
+		free(paths);
+		return prc;
 	}
 	struct an_job job;
 	struct an_findings f;

@@ -13,6 +13,10 @@
 int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
                 struct an_findings *f);
 
+/*! The same from a job already loaded (an_job_load, or merge's partials): the load's warnings,
+ * then analysis and diagnosis. @return 0, or -1 after printing the error (job freed) */
+int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f);
+
 /* Figures compared by diff; times in ms, bandwidth in GB/s, NaN where unknown. */
 struct an_summary {
 	double wall_ms, step_ms, comm_ms, exposed_ms, exposed_share;
