@@ -18,49 +18,68 @@ struct owner {
 	int part;
 };
 
-static int owner_cmp(const void *a, const void *b)
+/* by key, then host and pid: 0 for one process */
+static int owner_cmp_key(const struct owner *x, const struct owner *y)
 {
-	const struct owner *x = a, *y = b;
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	int c = x->host && y->host ? strcmp(x->host, y->host) : 0;
 	if (c)
 		return c;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->part - y->part;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* A process found in two partials (by rank, else by host and pid): one line. @return -1 if so */
+static int owner_cmp(const void *a, const void *b)
+{
+	const struct owner *x = a, *y = b;
+	int c = owner_cmp_key(x, y);
+	return c ? c : x->part - y->part;
+}
+
+/* The first process found in two partials of o (k of them, sorted): one line. @return -1 if so */
+static int first_twice(const struct owner *o, size_t k, char **names)
+{
+	for (size_t i = 1; i < k; i++) {
+		const struct owner *a = &o[i - 1], *b = &o[i];
+		if (a->part == b->part || owner_cmp_key(a, b))
+			continue;
+		if (a->key != UINT64_MAX)
+			fprintf(stderr,
+			        "nvlprof: merge: rank %llu is in both %s and %s (give each node's traces "
+			        "to one partial, and each partial once)\n",
+			        (unsigned long long)a->key, names[a->part], names[b->part]);
+		else
+			fprintf(stderr,
+			        "nvlprof: merge: process %d on %s is in both %s and %s (give each node's "
+			        "traces to one partial, and each partial once)\n",
+			        a->pid, a->host, names[a->part], names[b->part]);
+		return -1;
+	}
+	return 0;
+}
+
+/* A rank in two partials (the processes that did a rank's work: a launcher shares its child's
+ * RANK), or a process (host and pid) in two. @return -1 after the error */
 static int check_duplicates(const struct an_rank *v, const int *part, size_t n, char **names)
 {
 	struct owner *o = malloc((n ? n : 1) * sizeof *o);
 	if (!o)
 		return 0;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (v[i].ok)
-			o[k++] = (struct owner){v[i].rank >= 0 ? (uint64_t)v[i].rank : UINT64_MAX,
-			                        v[i].rank >= 0 ? NULL : v[i].host, v[i].pid, part[i]};
-	qsort(o, k, sizeof *o, owner_cmp);
 	int bad = 0;
-	for (size_t i = 1; i < k && !bad; i++) {
-		const struct owner *a = &o[i - 1], *b = &o[i];
-		if (a->key != b->key || a->part == b->part)
-			continue;
-		if (a->key != UINT64_MAX)
-			bad = fprintf(stderr,
-			              "nvlprof: merge: rank %llu is in both %s and %s (give each "
-			              "node's traces to one partial, and each partial once)\n",
-			              (unsigned long long)a->key, names[a->part], names[b->part]);
-		else if (!strcmp(a->host, b->host) && a->pid == b->pid)
-			bad = fprintf(stderr,
-			              "nvlprof: merge: process %d on %s is in both %s and %s (give "
-			              "each node's traces to one partial, and each partial once)\n",
-			              a->pid, a->host, names[a->part], names[b->part]);
+	for (int pass = 0; pass < 2 && !bad; pass++) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct an_rank *r = &v[i];
+			int by_rank = r->rank >= 0 && an_rank_is_worker(r->kind_count, r->truncated);
+			if (r->ok && (pass || by_rank))
+				o[k++] = (struct owner){pass ? UINT64_MAX : (uint64_t)r->rank,
+				                        pass ? r->host : NULL, pass ? r->pid : 0, part[i]};
+		}
+		qsort(o, k, sizeof *o, owner_cmp);
+		bad = first_twice(o, k, names);
 	}
 	free(o);
-	return bad ? -1 : 0;
+	return bad;
 }
 
 static int find(int *up, int x)

@@ -236,6 +236,10 @@ static void part_check(const uint8_t *z, size_t n, char *why, size_t len)
 {
 	uint32_t v, lay;
 	*why = 0;
+	if (n >= 8 && n < PART_HEAD && !memcmp(z, part_magic, 8)) {
+		snprintf(why, len, "is cut short (no whole header)");
+		return;
+	}
 	if (n < PART_HEAD || memcmp(z, part_magic, 8)) {
 		snprintf(why, len, "%s",
 		         n >= 4 && !memcmp(z, "NVLP", 4)
