@@ -77,6 +77,11 @@ def task_of(src):
     return host, [p for p in rest.split(",") if p]
 
 
+def die(msg):
+    print(f"nvlprof: dask: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def connect(spec, distributed):
     if spec.startswith("local:"):
         try:
@@ -84,13 +89,13 @@ def connect(spec, distributed):
         except ValueError:
             n = 0
         if n < 1:
-            raise SystemExit(f"nvlprof: dask: --scheduler local:N needs a worker count, not '{spec}'")
+            die(f"--scheduler local:N needs a worker count of 1 or more, not '{spec}'")
         import logging
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                            dashboard_address=None, silence_logs=logging.ERROR)
         return distributed.Client(cluster), cluster
     if not os.path.isfile(spec):
-        raise SystemExit(f"nvlprof: dask: scheduler file not found: {spec} (or local:N)")
+        die(f"scheduler file not found: {spec} (give a dask-scheduler --scheduler-file, or local:N)")
     return distributed.Client(scheduler_file=spec, timeout="30s"), None
 
 
