@@ -269,21 +269,7 @@ int nvlp_cmd_merge(int argc, char **argv)
 		free(names);
 		return rc;
 	}
-	FILE *o = stdout;
-	rc = 0;
-	if (outpath && !(o = fopen(outpath, "w"))) {
-		fprintf(stderr, "nvlprof: merge: cannot write %s: %s\n", outpath, strerror(errno));
-		rc = 2;
-	} else {
-		if (json)
-			an_report_json(o, &job, &f);
-		else
-			an_report_text(o, &job, &f);
-		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
-			rc = 2;
-	}
-	an_findings_free(&f);
-	an_job_free(&job);
+	rc = an_report_write("merge", outpath, json, &job, &f);
 	free(names);
 	return rc;
 }

@@ -176,8 +176,13 @@ static int write_whole(const char *path, const uint8_t *p, size_t n)
 	return 0;
 }
 
-int an_partial_write(char **paths, int npaths, int threads, const char *out)
+int an_partial_write(char **paths, int npaths, int threads, const char *out, int with_output)
 {
+	if (with_output) {
+		fprintf(stderr, "nvlprof: report: --partial writes a partial only: give --json and -o "
+		                "to merge\n");
+		return 2;
+	}
 	struct an_job job;
 	char err[512];
 	if (an_job_load(&job, paths, npaths, threads, err, sizeof err) != 0) {

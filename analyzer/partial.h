@@ -3,9 +3,9 @@
 #ifndef NVLP_AN_PARTIAL_H
 #define NVLP_AN_PARTIAL_H
 
-/*! report --partial: load the traces in paths (as report does) and write them to out.
- * @return 0, or 2 after printing the error */
-int an_partial_write(char **paths, int npaths, int threads, const char *out);
+/*! report --partial: load the traces in paths (as report does) and write them to out; with_output
+ * (--json or -o given too) is refused. @return 0, or 2 after printing the error */
+int an_partial_write(char **paths, int npaths, int threads, const char *out, int with_output);
 
 #include <stddef.h> /* size_t */
 

@@ -1140,6 +1140,27 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 	return 0;
 }
 
+int an_report_write(const char *cmd, const char *outpath, int json, struct an_job *job,
+                    struct an_findings *f)
+{
+	FILE *o = stdout;
+	int rc = 0;
+	if (outpath && !(o = fopen(outpath, "w"))) {
+		fprintf(stderr, "nvlprof: %s: cannot write %s: %s\n", cmd, outpath, strerror(errno));
+		rc = 2;
+	} else {
+		if (json)
+			an_report_json(o, job, f);
+		else
+			an_report_text(o, job, f);
+		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
+			rc = 2;
+	}
+	an_findings_free(f);
+	an_job_free(job);
+	return rc;
+}
+
 int nvlp_cmd_report(int argc, char **argv)
 {
 	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
@@ -1193,10 +1214,7 @@ int nvlp_cmd_report(int argc, char **argv)
 		return 2;
 	}
 	if (partial) { /* the loaded traces only, for merge (partial.c) */
-		int prc = json || outpath ? 2 : an_partial_write(paths, np, threads, partial);
-		if (json || outpath)
-			fprintf(stderr, "nvlprof: report: --partial writes a partial only: give --json "
-			                "and -o to merge\n");
+		int prc = an_partial_write(paths, np, threads, partial, json || outpath);
 		free(paths);
 		return prc;
 	}
@@ -1206,21 +1224,7 @@ int nvlp_cmd_report(int argc, char **argv)
 		free(paths);
 		return 2;
 	}
-	FILE *o = stdout;
-	int rc = 0;
-	if (outpath && !(o = fopen(outpath, "w"))) {
-		fprintf(stderr, "nvlprof: report: cannot write %s: %s\n", outpath, strerror(errno));
-		rc = 2;
-	} else {
-		if (json)
-			an_report_json(o, &job, &f);
-		else
-			an_report_text(o, &job, &f);
-		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
-			rc = 2;
-	}
-	an_findings_free(&f);
-	an_job_free(&job);
+	int rc = an_report_write("report", outpath, json, &job, &f);
 	free(paths);
 	return rc;
 }
