@@ -1097,9 +1097,19 @@ static void inflight_call(struct lctx *c, struct an_inflight *x)
 	if ((cls != 'C' && cls != 'P') || r->ncalls >= UINT32_MAX - 1)
 		return;
 	int comm = local_comm(c, x->comm, x->rank, x->nranks, x->device);
+	/* its signature is not known (INFLIGHT has no count or dtype): not compared. Without an
+	 * entry the call read csig past what was written (past the array, when it was full) */
+	if (comm >= 0 && r->csig && r->ncalls >= r->capcsig) {
+		uint16_t *g = an_grow(r->csig, &r->capcsig, r->ncalls + 1, sizeof *r->csig);
+		if (!g)
+			return;
+		r->csig = g;
+	}
 	struct an_call *cl = comm >= 0 ? PUSH(r->calls, r->ncalls, r->capcalls) : NULL;
 	if (!cl)
 		return;
+	if (r->csig)
+		r->csig[r->ncalls - 1] = AN_CSIG_NONE;
 	uint64_t d = x->t - x->t_enter;
 	*cl = (struct an_call){.t_enter = x->t_enter,
 	                       .bytes = x->bytes,
