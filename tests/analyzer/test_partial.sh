@@ -55,7 +55,7 @@ done
 same 4096 "$J/parts" $(for n in $(seq 0 15); do echo "$J/n$n"; done)
 grep -q "straggler: Rank 5 arrives last" "$T/m.out" 2>/dev/null || grep -q '"straggler"' "$T/m.out" &&
 	pass "4096: the merged report names the straggler" || fail "4096: the merged report names the straggler"
-# the partials are a fraction of the traces they hold (19.5% measured; fails above a third)
+# the partials are a fraction of the traces they hold (19.6% measured; fails above a third)
 tb=$(cat "$J"/n*/*.nvlp | wc -c) pb=$(cat "$J"/parts/*.part | wc -c)
 check "4096: partials ($pb bytes) under a third of the traces ($tb bytes)" test $((pb * 3)) -lt "$tb"
 check "4096: report --partial says the size and share" grep -q "^partial .*n0.part: 256 process(es), [0-9]* bytes of traces in [0-9]* bytes ([0-9.]*%)$" "$T/sizes"
