@@ -104,9 +104,7 @@ static void put_u64(uint8_t *p, uint64_t v)
 	memcpy(p, &v, sizeof v);
 }
 
-/* The job's processes as a partial's bytes (header included) into *out. @return its size, 0 out
- * of memory */
-static size_t part_encode(struct an_job *job, uint8_t **out)
+size_t an_partial_encode(struct an_job *job, uint8_t **out)
 {
 	struct an_pio io = {0};
 	uint64_t nf = job->nranks + job->nothers;
@@ -191,7 +189,7 @@ int an_partial_write(char **paths, int npaths, int threads, const char *out, int
 		return 2;
 	}
 	uint8_t *z = NULL;
-	size_t n = part_encode(&job, &z);
+	size_t n = an_partial_encode(&job, &z);
 	int rc = 0;
 	if (!n) {
 		fprintf(stderr, "nvlprof: report: out of memory writing the partial %s\n", out);

@@ -8,8 +8,13 @@
 int an_partial_write(char **paths, int npaths, int threads, const char *out, int with_output);
 
 #include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t */
 
+struct an_job;
 struct an_rank;
+/*! The loaded processes of job (ranks and others) as a partial's bytes, header included, into *out
+ * (malloc'ed). @return its size, 0 out of memory */
+size_t an_partial_encode(struct an_job *job, uint8_t **out);
 /*! The processes of the partial at path into *out (*nout of them, the caller's: free them as
  * an_job_free does). @return 0, or -1 after printing a one-line error naming the file and what is
  * wrong (unreadable, not a partial, another version or build, cut short, corrupt) */
