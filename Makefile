@@ -69,10 +69,11 @@ ANALYZER_OBJS := $(patsubst %.c,$(BUILD)/cli/%.o,$(ANALYZER_SRCS))
 
 LIB := $(BUILD)/libnvlprof.so
 CLI := $(BUILD)/nvlprof
+DASK := $(BUILD)/nvlprof-dask # `nvlprof dask`: the Python driver, beside the CLI
 
 .PHONY: all analyzer deps test bench clean format install regen-goldens test-deps mutate
-all: $(LIB) $(CLI)
-analyzer: $(CLI)
+all: $(LIB) $(CLI) $(DASK)
+analyzer: $(CLI) $(DASK)
 
 # ---- build dependencies --------------------------------------------------------------------
 # Checked (and installed, as root) while the Makefile is read, so before any compile of any -j
@@ -84,7 +85,7 @@ GOALS := $(or $(MAKECMDGOALS),all)
 DEB_DEPS := libzstd-dev:zstd.h libsqlite3-dev:sqlite3.h $(if $(filter-out $(CLI_GOALS),$(GOALS)),libunwind-dev:libunwind.h)
 # the tools the export and page tests run (package:command), installed for the goals that test
 TEST_GOALS := test regen-goldens mutate docs-pictures
-TOOL_DEPS := $(if $(filter $(TEST_GOALS),$(GOALS)),sqlite3:sqlite3 protobuf-compiler:protoc chromium:chromium python3:python3)
+TOOL_DEPS := $(if $(filter $(TEST_GOALS),$(GOALS)),sqlite3:sqlite3 protobuf-compiler:protoc chromium:chromium python3:python3 python3-distributed:dask-scheduler)
 define DEPS_SCRIPT
 missing=""; for d in $(DEB_DEPS); do pkg=$${d%%:*}; h=$${d##*:}; \
   echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
@@ -152,6 +153,9 @@ $(LIB): $(LIB_OBJS) preload/exports.map
 	$(CC) $(LIB_LDFLAGS) -Wl,--version-script=preload/exports.map -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 $(CLI): $(BUILD)/cli/analyzer/main.o $(ANALYZER_OBJS) $(TRACE_OBJS)
 	$(call link)
+$(DASK): analyzer/nvlprof_dask.py
+	@mkdir -p $(dir $@)
+	install -m 755 $< $@
 
 # ---- tests (no GPU) ---------------------------------------------------------------------------
 # tests/unit/test_*.c: linked with the trace and analyzer objects (no main) -> $(BUILD)/tests/
@@ -336,6 +340,7 @@ bench: all $(BENCH_BINS)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/nvlprof
+	install -m 755 $(DASK) $(DESTDIR)$(PREFIX)/bin/nvlprof-dask
 	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libnvlprof.so
 
 format:

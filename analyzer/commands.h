@@ -6,4 +6,6 @@ int nvlp_cmd_info(int argc, char **argv);   /* analyzer/dump.c */
 int nvlp_cmd_dump(int argc, char **argv);   /* analyzer/dump.c */
 int nvlp_cmd_report(int argc, char **argv); /* analyzer/report.c */
 int nvlp_cmd_diff(int argc, char **argv);   /* analyzer/diff.c */
+int nvlp_cmd_merge(int argc, char **argv);  /* analyzer/merge.c */
+int nvlp_cmd_dask(int argc, char **argv);   /* analyzer/dask.c */
 #endif

@@ -7,6 +7,7 @@
 #include "json.h"
 #include "kernelch.h"
 #include "model.h"
+#include "pio.h" /* an_pio, PIO_ARRC */
 #include "stages.h" /* PUSH */
 #include "../trace/nvlp_trace.h"
 
@@ -160,6 +161,29 @@ void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 	struct stamp *s = d ? PUSH(d->k, d->nk, d->capk) : NULL;
 	if (s)
 		*s = (struct stamp){k->comm, k->seq, k->gpu_start, k->gpu_stop, an_nccl_func((uint8_t)k->fn)};
+}
+
+void an_graphs_file_io(struct an_pio *io, struct an_rank *r)
+{
+	uint8_t have = r->graph_file != NULL;
+	an_pio_bytes(io, &have, 1);
+	if (io->rd)
+		r->graph_file = have && !io->err ? malloc(sizeof *r->graph_file) : NULL;
+	struct an_graph_file *d = r->graph_file;
+	if (!d)
+		return;
+	an_pio_bytes(io, d, sizeof *d);
+	PIO_ARRC(io, d->gn, d->ngn, d->capgn);
+	PIO_ARRC(io, d->call, d->ncall, d->capcall);
+	size_t nring = d->ring ? GRAPH_RING : 0; /* a ring holds GRAPH_RING calls or none */
+	PIO_ARR(io, d->ring, nring);
+	if (nring && nring != GRAPH_RING)
+		io->err = 1;
+	PIO_ARRC(io, d->capt, d->ncapt, d->capcapt);
+	PIO_ARRC(io, d->end, d->nend, d->capend);
+	PIO_ARRC(io, d->inst, d->ninst, d->capinst);
+	PIO_ARRC(io, d->launch, d->nlaunch, d->caplaunch);
+	PIO_ARRC(io, d->k, d->nk, d->capk);
 }
 
 void an_graphs_file_free(struct an_rank *r)

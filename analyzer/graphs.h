@@ -55,6 +55,9 @@ void an_graphs_on_graph(struct an_rank *r, const struct nvlp_rec_graph *g);
 void an_graphs_on_gpugraph(struct an_rank *r, const struct nvlp_rec_gpugraph *g);
 void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k);
 void an_graphs_file_free(struct an_rank *r);
+struct an_pio;
+/*! r's graph records' state written to or read from a partial (partial.h) */
+void an_graphs_file_io(struct an_pio *io, struct an_rank *r);
 
 /*! From the GRAPH/CAPTURED records (and KCH, for per-execution times) of every trace that has
  * GRAPH or GPUGRAPH records: results in job->graphs (NULL when no trace has any); each trace's

@@ -1108,9 +1108,19 @@ static void inflight_call(struct lctx *c, struct an_inflight *x)
 	if ((cls != 'C' && cls != 'P') || r->ncalls >= UINT32_MAX - 1)
 		return;
 	int comm = local_comm(c, x->comm, x->rank, x->nranks, x->device);
+	/* its signature is not known (INFLIGHT has no count or dtype): not compared. Without an
+	 * entry the call read csig past what was written (past the array, when it was full) */
+	if (comm >= 0 && r->csig && r->ncalls >= r->capcsig) {
+		uint16_t *g = an_grow(r->csig, &r->capcsig, r->ncalls + 1, sizeof *r->csig);
+		if (!g)
+			return;
+		r->csig = g;
+	}
 	struct an_call *cl = comm >= 0 ? PUSH(r->calls, r->ncalls, r->capcalls) : NULL;
 	if (!cl)
 		return;
+	if (r->csig)
+		r->csig[r->ncalls - 1] = AN_CSIG_NONE;
 	uint64_t d = x->t - x->t_enter;
 	*cl = (struct an_call){.t_enter = x->t_enter,
 	                       .bytes = x->bytes,
@@ -1388,6 +1398,18 @@ static void workers_first(struct an_job *job, size_t nf)
 	free(par);
 }
 
+void an_job_order(struct an_job *job)
+{
+	size_t nf = job->nranks + job->nothers;
+	job->nranks = nf;
+	job->nothers = 0;
+	job->nok = 0;
+	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
+	workers_first(job, nf);
+	for (size_t i = 0; i < job->nranks; i++)
+		job->nok += job->ranks[i].ok;
+}
+
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
                 size_t errlen)
 {
@@ -1426,10 +1448,7 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	struct loadq q = {.r = job->ranks, .n = nf};
 	atomic_init(&q.next, 0);
 	nvlp_run_parallel(load_worker, &q, (size_t)nthreads);
-	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
-	workers_first(job, nf);
-	for (size_t i = 0; i < job->nranks; i++)
-		job->nok += job->ranks[i].ok;
+	an_job_order(job);
 	if (!job->nok) {
 		snprintf(err, errlen, "no readable trace among %zu file(s): %s", nf,
 		         job->ranks[0].err);

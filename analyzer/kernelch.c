@@ -33,6 +33,7 @@
 #include "json.h"
 #include "kernelch.h"
 #include "model.h"
+#include "pio.h" /* an_pio, PIO_ARRC */
 #include "stages.h" /* PUSH */
 #include "nvlp_trace.h"
 
@@ -156,6 +157,21 @@ void an_kch_file_end(struct an_rank *r)
 			uint64_t c = map_comm(d, d->k[i].comm & ~(1ull << 63));
 			d->k[i].comm = c ? c : d->k[i].comm;
 		}
+}
+
+void an_kch_file_io(struct an_pio *io, struct an_rank *r)
+{
+	uint8_t have = r->kch_file != NULL;
+	an_pio_bytes(io, &have, 1);
+	if (io->rd)
+		r->kch_file = have && !io->err ? malloc(sizeof *r->kch_file) : NULL;
+	struct an_kch_file *d = r->kch_file;
+	if (!d)
+		return;
+	an_pio_bytes(io, d, sizeof *d);
+	PIO_ARRC(io, d->k, d->nk, d->capk);
+	PIO_ARRC(io, d->rt, d->nrt, d->caprt);
+	PIO_ARRC(io, d->cm, d->ncm, d->capcm);
 }
 
 void an_kch_file_free(struct an_rank *r)

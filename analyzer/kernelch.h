@@ -64,6 +64,9 @@ void an_kch_on_kwindow(struct an_rank *r, const struct nvlp_rec_kwindow *w);
 /*! End of r's file: channels named by NCCL's communicator get the shim's (NCCLPROF map). */
 void an_kch_file_end(struct an_rank *r);
 void an_kch_file_free(struct an_rank *r);
+struct an_pio;
+/*! r's KCH state written to or read from a partial (partial.h) */
+void an_kch_file_io(struct an_pio *io, struct an_rank *r);
 
 /*! From the KCH/CLOCK/NCCLPROF/KWINDOW records of every trace that has KCH or KWINDOW records,
  * give collective calls without CUPTI GPU time their KernelCh time (local clock, as model.c keeps

@@ -16,6 +16,8 @@ static const struct {
 	{"info", nvlp_cmd_info, "FILE|DIR...", "summarize traces: header, record counts, status"},
 	{"dump", nvlp_cmd_dump, "[--json] FILE|DIR...", "print every record (--json: one object per line)"},
 	{"report", nvlp_cmd_report, "[options] FILE|DIR...", "explain where the communication time went"},
+	{"merge", nvlp_cmd_merge, "[options] PARTIAL...", "the report from report --partial's files"},
+	{"dask", nvlp_cmd_dask, "--scheduler S DIR...", "merge of report --partial per DIR on Dask (S: FILE or local:N)"},
 	{"diff", nvlp_cmd_diff, "[options] BEFORE AFTER", "compare two runs"},
 	{"export", nvlp_cmd_export, "-f FMT [-o OUT] FILE|DIR...", "timeline: perfetto, chrome (Kineto JSON), sqlite"},
 };

@@ -553,6 +553,10 @@ struct an_job {
  * when there is nothing to read at all. */
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,
                 size_t errlen);
+/*! The loaded processes of job (ranks[0 .. nranks + nothers), in any order) put in report order:
+ * by rank, the processes that are not ranks last (nothers), nok counted. an_job_load ends with
+ * it; merge calls it on the processes of several partials. */
+void an_job_order(struct an_job *job);
 /* One rank resolver for info, report and JSON: the RANK the launcher gave the process, else (mp.spawn
  * jobs leave RANK unset) its rank in its largest communicator; that rank also when the header's
  * disagrees with it in a communicator of the header's world size (an environment inherited from

@@ -14,6 +14,7 @@
 #include "graphs.h"
 #include "json.h"
 #include "nvlp_trace.h"
+#include "partial.h" /* an_partial_write */
 #include "stages.h"
 #include "util.h"
 
@@ -101,6 +102,11 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 		an_job_free(job);
 		return -1;
 	}
+	return an_open_loaded(th, job, f);
+}
+
+int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f)
+{
 	for (size_t i = 0; i < job->nranks; i++) {
 		const struct an_rank *r = &job->ranks[i];
 		if (!r->ok)
@@ -1083,6 +1089,8 @@ static void usage(FILE *o)
 	    "first).\n"
 	    "  --json               JSON output (documented in analyzer/REPORT_JSON.md)\n"
 	    "  -o FILE              write the report to FILE\n"
+	    "  --partial OUT        write the traces as loaded to OUT instead, for `nvlprof merge`\n"
+	    "                       (one partial per node; docs/DISTRIBUTED.md)\n"
 	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
 	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
 	    "                       a file is used only if its build-id is the one in the trace\n"
@@ -1164,6 +1172,27 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 	return 0;
 }
 
+int an_report_write(const char *cmd, const char *outpath, int json, struct an_job *job,
+                    struct an_findings *f)
+{
+	FILE *o = stdout;
+	int rc = 0;
+	if (outpath && !(o = fopen(outpath, "w"))) {
+		fprintf(stderr, "nvlprof: %s: cannot write %s: %s\n", cmd, outpath, strerror(errno));
+		rc = 2;
+	} else {
+		if (json)
+			an_report_json(o, job, f);
+		else
+			an_report_text(o, job, f);
+		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
+			rc = 2;
+	}
+	an_findings_free(f);
+	an_job_free(job);
+	return rc;
+}
+
 int nvlp_cmd_report(int argc, char **argv)
 {
 	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
@@ -1171,7 +1200,7 @@ int nvlp_cmd_report(int argc, char **argv)
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;
-	const char *outpath = NULL;
+	const char *outpath = NULL, *partial = NULL;
 	char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	int np = 0;
 	if (!paths)
@@ -1186,6 +1215,8 @@ int nvlp_cmd_report(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--partial") && i + 1 < argc)
+			partial = argv[++i];
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			outpath = argv[++i];
 		else if (!strcmp(argv[i], "-o")) {
@@ -1214,27 +1245,18 @@ int nvlp_cmd_report(int argc, char **argv)
 		free(paths);
 		return 2;
 	}
+	if (partial) { /* the loaded traces only, for merge (partial.c) */
+		int prc = an_partial_write(paths, np, threads, partial, json || outpath);
+		free(paths);
+		return prc;
+	}
 	struct an_job job;
 	struct an_findings f;
 	if (an_open_job(paths, np, threads, th, &job, &f) != 0) {
 		free(paths);
 		return 2;
 	}
-	FILE *o = stdout;
-	int rc = 0;
-	if (outpath && !(o = fopen(outpath, "w"))) {
-		fprintf(stderr, "nvlprof: report: cannot write %s: %s\n", outpath, strerror(errno));
-		rc = 2;
-	} else {
-		if (json)
-			an_report_json(o, &job, &f);
-		else
-			an_report_text(o, &job, &f);
-		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
-			rc = 2;
-	}
-	an_findings_free(&f);
-	an_job_free(&job);
+	int rc = an_report_write("report", outpath, json, &job, &f);
 	free(paths);
 	return rc;
 }

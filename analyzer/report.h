@@ -13,6 +13,10 @@
 int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
                 struct an_findings *f);
 
+/*! The same from a job already loaded (an_job_load, or merge's partials): the load's warnings,
+ * then analysis and diagnosis. @return 0, or -1 after printing the error (job freed) */
+int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f);
+
 /* Figures compared by diff; times in ms, bandwidth in GB/s, NaN where unknown. */
 struct an_summary {
 	double wall_ms, step_ms, comm_ms, exposed_ms, exposed_share;
@@ -106,6 +110,10 @@ void an_report_head(FILE *o, const struct an_job *job, const struct an_tables *t
 /*! The function name of an NCCL CHOICES row, as the job called it */
 const char *an_choice_fn_name(const struct an_job *job, const struct an_jchoice *x);
 
+/*! The report of job (text, or JSON) to outpath (NULL: standard output); job and f are freed.
+ * cmd names the command in an error. @return 0, or 2 after printing why it was not written */
+int an_report_write(const char *cmd, const char *outpath, int json, struct an_job *job,
+                    struct an_findings *f);
 /*! The text report. */
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f);
 /*! The JSON report (one object). */

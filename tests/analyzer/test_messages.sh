@@ -16,7 +16,7 @@ said() {
 }
 
 # ---- bad arguments: the argument, and what is accepted ----
-said "unknown command" 2 "nvlprof: unknown command 'xyz' (run, info, dump, report, diff or export)" xyz
+said "unknown command" 2 "nvlprof: unknown command 'xyz' (run, info, dump, report, merge, dask, diff or export)" xyz
 said "export --format xyz" 2 "nvlprof: export: unknown format 'xyz' (perfetto, chrome or sqlite)" export --format xyz "$E"
 said "export --format=xyz" 2 "nvlprof: export: unknown format 'xyz' (perfetto, chrome or sqlite)" export --format=xyz "$E"
 said "export without --format" 2 "nvlprof: export: no format: --format perfetto, chrome or sqlite is needed" export "$E"

@@ -14,6 +14,9 @@
 
 #include "nvlp_trace.h"
 
+/* ranks a job may have: the per-collective arrays below are sized by it */
+#define AN_GEN_MAX_RANKS 4096
+
 struct an_gen_opts {
 	const char *dir;
 	int ranks, hosts, steps;
@@ -359,7 +362,7 @@ static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, i
 static void late_bcast(struct grank *G, int n, const struct an_gen_opts *o, uint64_t at,
                        uint64_t seq, double busbw, uint64_t name)
 {
-	uint64_t bytes = 1 * MIB, launch[64], mx = 0;
+	uint64_t bytes = 1 * MIB, launch[AN_GEN_MAX_RANKS], mx = 0;
 	for (int r = 0; r < n; r++) {
 		struct grank *g = &G[r];
 		struct nvlp_rec_nccl c = nccl_fill(g, NVLP_NCCL_BROADCAST, at, bytes, 0, n, seq, o);
@@ -864,7 +867,7 @@ int an_gen_run(const struct an_gen_opts *o)
 			kernel(g, o, t0 + d + 3 * MS + 5 * US, t0 + d + 8 * MS, COMP_STREAM, S_BWD,
 			       0);
 		}
-		uint64_t comm_end[64] = {0};
+		uint64_t comm_end[AN_GEN_MAX_RANKS] = {0};
 		int killed_now = 0;
 		for (unsigned i = 0; i < nops; i++) {
 			const struct op *op = &ops[i];
@@ -876,7 +879,7 @@ int an_gen_run(const struct an_gen_opts *o)
 			uint64_t at =
 			    op->at + (o->exposed && i < 2 ? 8100 * US - op->at + i * 10 * US : 0);
 			int last_coll = last_step && i + nin >= nops;
-			uint64_t launch[64], mx = 0;
+			uint64_t launch[AN_GEN_MAX_RANKS], mx = 0;
 			uint64_t bytes = 0;
 			for (unsigned k = 0; k < nin; k++)
 				bytes += ops[i + k].bytes;
@@ -1247,7 +1250,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.dir || o.ranks < 1 || o.ranks > 64 || o.hosts < 1 || o.hosts > o.ranks) {
+	if (!o.dir || o.ranks < 1 || o.ranks > AN_GEN_MAX_RANKS || o.hosts < 1 || o.hosts > o.ranks) {
 		usage();
 		return 2;
 	}

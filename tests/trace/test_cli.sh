@@ -17,7 +17,7 @@ out=$("$CLI" --version); check_eq "--version" "nvlprof 0.1.0" "$out"
 check "--help exits 0 and lists commands" sh -c "[ $rc = 0 ] && grep -q '^  dump ' '$T/o' && grep -q '^  report ' '$T/o'"
 "$CLI" frobnicate >"$T/o" 2>"$T/e"; rc=$?
 check_eq "unknown command exits 2" 2 "$rc"
-check "unknown command: one-line error, then usage" sh -c "head -1 '$T/e' | grep -q \"^nvlprof: unknown command 'frobnicate' (run, info, dump, report, diff or export)\$\" && grep -q usage: '$T/e'"
+check "unknown command: one-line error, then usage" sh -c "head -1 '$T/e' | grep -q \"^nvlprof: unknown command 'frobnicate' (run, info, dump, report, merge, dask, diff or export)\$\" && grep -q usage: '$T/e'"
 "$CLI" >/dev/null 2>&1; check_eq "no command exits 2" 2 "$?"
 
 # ---- info ----
