@@ -21,6 +21,7 @@
 #include <string.h> /* memset */
 
 #include "cupti_int.h"
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 #include "resolve.h" /* nvlp_recording_tls */
 
@@ -448,7 +449,18 @@ static void drv_exit_peer(const struct row *w, const CUpti_CallbackData *cb, con
 	}
 }
 
+static void drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+
+/* nvlprof's code on the job's thread, at the call's entry and exit: timed one in NVLP_COST_EVERY
+ * (COST), as the wrappers are. */
 void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	uint64_t c0 = nvlp_cost_begin();
+	drv_callback(cbid, cb);
+	nvlp_cost_end(c0, 0);
+}
+
+static void drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE || !cb || !cb->functionParams)
 		return;

@@ -37,6 +37,7 @@
 #include "comms.h"
 #include "ncclprof.h" /* NCCL's profiler interface (vendored headers) */
 #include "nvlp_trace.h" /* nvlp_nccl_fn_name */
+#include "nvlp_cost.h"
 #include "nvlp_rt.h"
 
 enum { PROFILE_COLL = ncclProfileColl, PROFILE_KERNEL_CH = ncclProfileKernelCh };
@@ -289,7 +290,7 @@ static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
 	*handle = h;
 }
 
-ncclResult_t nvlp_np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
+static ncclResult_t np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 {
 	if (handle)
 		*handle = NULL; /* no stop or state events wanted */
@@ -341,7 +342,17 @@ ncclResult_t nvlp_np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
 	return ncclSuccess;
 }
 
-ncclResult_t nvlp_np_stop(void *handle)
+/* NCCL's calls into the plugin are nvlprof's code on the job's threads (its own and NCCL's proxy
+ * thread): timed one in NVLP_COST_EVERY, as the wrappers are (COST). */
+ncclResult_t nvlp_np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d)
+{
+	uint64_t c0 = nvlp_cost_begin();
+	ncclResult_t r = np_start(context, handle, d);
+	nvlp_cost_end(c0, 0);
+	return r;
+}
+
+static ncclResult_t np_stop(void *handle)
 {
 	struct kch_h *h = handle;
 	if (!h || h->type != PROFILE_KERNEL_CH)
@@ -354,6 +365,14 @@ ncclResult_t nvlp_np_stop(void *handle)
 		kch_emit(h, 0);
 	__atomic_store_n(&h->state, KS_FREE, __ATOMIC_RELEASE);
 	return ncclSuccess;
+}
+
+ncclResult_t nvlp_np_stop(void *handle)
+{
+	uint64_t c0 = nvlp_cost_begin();
+	ncclResult_t r = np_stop(handle);
+	nvlp_cost_end(c0, 0);
+	return r;
 }
 
 ncclResult_t nvlp_np_state(void *handle, ncclProfilerEventState_v5_t state,
