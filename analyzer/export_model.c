@@ -9,6 +9,7 @@
 #include "findings.h"
 #include "model.h"
 #include "nvlp_trace.h"
+#include "rankview.h"
 #include "report.h"
 #include "story.h"
 
@@ -19,6 +20,9 @@ struct xm_job {
 	int main_comm;
 	struct an_tables t; /* the report's tables, built once: the page shows what text shows */
 	int have_t;
+	double th[AN_TH_COUNT]; /* the job's thresholds (job.th points here) */
+	struct an_rank_view rv; /* the rows a large job keeps (rankview.h), as text keeps them */
+	uint8_t *kept;          /* per process (xm_rank index): 1 a row of rv, or rv.all */
 };
 
 _Static_assert(AN_TH_COUNT <= 64, "struct xm_opts holds every threshold");
@@ -42,14 +46,13 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 		o = &def;
 	}
 	int threads = o->threads;
-	double thd[AN_TH_COUNT];
-	memcpy(thd, o->th, sizeof thd);
 	struct xm_job *x = calloc(1, sizeof *x);
 	if (!x) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		return NULL;
 	}
-	if (an_open_job(paths, npaths, threads, thd, &x->job, &x->f) != 0) {
+	memcpy(x->th, o->th, sizeof x->th); /* the job keeps a pointer: they live as long as it */
+	if (an_open_job(paths, npaths, threads, x->th, &x->job, &x->f) != 0) {
 		free(x);
 		return NULL;
 	}
@@ -62,7 +65,8 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 	}
 	x->have_t = 1;
 	x->r = calloc(j->nranks ? j->nranks : 1, sizeof *x->r);
-	if (!x->r) {
+	x->kept = calloc(j->nranks ? j->nranks : 1, 1);
+	if (!x->r || !x->kept) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		xm_close(x);
 		return NULL;
@@ -83,6 +87,9 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 		else
 			snprintf(o->label, sizeof o->label, "pid %d", a->pid);
 	}
+	an_rank_view_build(j, &x->t, &x->f, &x->rv); /* out of memory: every rank */
+	for (size_t i = 0; i < x->t.nranks; i++)
+		x->kept[x->t.ranks[i].r - j->ranks] = x->rv.all || x->rv.kept[i];
 	/* the main communicator: most calls over all processes */
 	x->main_comm = -1;
 	size_t *cnt = calloc(j->ncomms + 1, sizeof *cnt);
@@ -105,6 +112,8 @@ void xm_close(struct xm_job *x)
 		return;
 	if (x->have_t)
 		an_tables_free(&x->t);
+	an_rank_view_free(&x->rv);
+	free(x->kept);
 	an_findings_free(&x->f);
 	an_job_free(&x->job);
 	free(x->r);
@@ -494,6 +503,31 @@ void xm_rank_row(const struct xm_job *x, size_t i, struct xm_rank_row *r)
 	r->last_share = w->x->colls ? (double)w->x->last_count / (double)w->x->colls : 0;
 	r->lead_ms = w->x->median_lead_ns / 1e6;
 	r->waited_ms = w->x->wait_ns / 1e6;
+}
+
+void xm_rank_view(const struct xm_job *x, struct xm_rank_view *v)
+{
+	const struct an_rank_view *w = &x->rv;
+	memset(v, 0, sizeof *v);
+	v->all = w->all;
+	v->nshown = w->all ? x->t.nranks : w->nshown;
+	v->nrest = w->nrest;
+	v->named_more = w->named_more;
+	v->rest_gpu = w->rest_gpu;
+	v->heat_rows = x->th[AN_TH_heatmap_rows];
+	for (int c = 0; c < AN_RV_COLS; c++)
+		for (int q = 0; q < 4; q++) /* shares as xm_rank_row gives them: fractions */
+			v->dist[c][q] = w->dist[c][q] /
+			                (c == AN_RV_EXPOSED_SHARE || c == AN_RV_LAST ? 100 : 1);
+}
+size_t xm_rank_view_row(const struct xm_job *x, size_t k, const char **why)
+{
+	*why = x->rv.all ? "" : x->rv.what[k];
+	return x->rv.all ? k : x->rv.shown[k];
+}
+int xm_rank_kept(const struct xm_job *x, size_t r)
+{
+	return r < x->job.nranks && x->kept[r];
 }
 
 size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap)

@@ -1,6 +1,7 @@
 /* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
 #include "kernelch.h"
 #include "report.h"
+#include "rankview.h"
 #include "story.h"
 
 #include <errno.h>  /* errno */
@@ -573,34 +574,99 @@ static void text_choices(FILE *o, const struct an_job *job)
 	}
 }
 
-static void text_ranks(FILE *o, const struct an_tables *t)
+/* One RANKS row; tail: what follows it ("  (cut short)", why a large job shows it) */
+static void text_rank_row(FILE *o, const struct an_rrow *w, const char *tail)
 {
-	fprintf(o, "\nRANKS\n");
-	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
-	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
-	for (size_t i = 0; i < t->nranks; i++) {
-		const struct an_rrow *w = &t->ranks[i];
-		const struct an_rank *r = w->r;
-		const struct an_rank_x *x = w->x;
-		double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
-		char exs[16], exp_[16];
-		if (w->gpu) {
-			snprintf(exs, sizeof exs, "%.2f", ex / 1e6);
-			snprintf(exp_, sizeof exp_, "%.1f", span > 0 ? ex / span * 100 : 0);
-		} else {
-			snprintf(exs, sizeof exs, "-");
-			snprintf(exp_, sizeof exp_, "-");
+	const struct an_rank *r = w->r;
+	const struct an_rank_x *x = w->x;
+	double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
+	char exs[16], exp_[16];
+	if (w->gpu) {
+		snprintf(exs, sizeof exs, "%.2f", ex / 1e6);
+		snprintf(exp_, sizeof exp_, "%.1f", span > 0 ? ex / span * 100 : 0);
+	} else {
+		snprintf(exs, sizeof exs, "-");
+		snprintf(exp_, sizeof exp_, "-");
+	}
+	fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f%c%10s %8s %7.0f %8.2f %9.2f%s%s\n", w->rank,
+	        r->host, r->pid, wall / 1e6, w->comm.ns / 1e6, w->comm.host > 0 ? 'h' : ' ', exs,
+	        exp_, x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
+	        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "", tail);
+}
+
+/* A large job's rows past the ranks kept: min, p50, p90, max of each column over the others */
+static void text_rank_dist(FILE *o, const struct an_rank_view *v)
+{
+	static const char *const q[4] = {"min", "p50", "p90", "max"};
+	fprintf(o, "  the other %zu rank%s (min, p50, p90, max of each column):\n", v->nrest,
+	        v->nrest == 1 ? "" : "s");
+	for (int k = 0; v->nrest && k < 4; k++) {
+		char exs[16] = "-", exp_[16] = "-";
+		if (v->rest_gpu) {
+			snprintf(exs, sizeof exs, "%.2f", v->dist[AN_RV_EXPOSED][k]);
+			snprintf(exp_, sizeof exp_, "%.1f", v->dist[AN_RV_EXPOSED_SHARE][k]);
 		}
-		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f%c%10s %8s %7.0f %8.2f %9.2f%s\n",
-		        w->rank, r->host, r->pid, wall / 1e6, w->comm.ns / 1e6,
-		        w->comm.host > 0 ? 'h' : ' ', exs, exp_,
-		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
-		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
+		fprintf(o, "  %4s %-12s %8s %9.1f %9.2f %10s %8s %7.0f %8.2f %9.2f\n", "", q[k], "",
+		        v->dist[AN_RV_WALL][k], v->dist[AN_RV_COMM][k], exs, exp_,
+		        v->dist[AN_RV_LAST][k], v->dist[AN_RV_LEAD][k], v->dist[AN_RV_WAITED][k]);
+	}
+	if (v->named_more)
+		fprintf(o, "  (%zu more rank%s named by the findings are in the distribution: see "
+		           "FINDINGS)\n",
+		        v->named_more, v->named_more == 1 ? "" : "s");
+}
+
+static void text_ranks(FILE *o, const struct an_tables *t, const struct an_rank_view *v)
+{
+	if (v->all)
+		fprintf(o, "\nRANKS\n");
+	else
+		fprintf(o,
+		        "\nRANKS (%zu ranks: the %zu that matter, then the others' distribution; "
+		        "--all-ranks prints every one)\n",
+		        t->nranks, v->nshown);
+	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s%s\n", "rank", "host", "pid",
+	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms",
+	        v->all ? "" : "  why shown");
+	for (size_t k = 0; k < (v->all ? t->nranks : v->nshown); k++) {
+		char tail[64] = "";
+		if (!v->all)
+			snprintf(tail, sizeof tail, "  %s", v->what[k]);
+		text_rank_row(o, &t->ranks[v->all ? k : v->shown[k]], tail);
+	}
+	if (!v->all)
+		text_rank_dist(o, v);
+}
+
+/* The arrival skew: one figure per communicator kind (world, per host, groups) that has matched
+ * collectives, never one averaged across kinds; a job of one kind reads as it always has */
+static void text_skew(FILE *o, const struct an_job *job, size_t nranks)
+{
+	struct an_skew_kinds sk;
+	an_skew_kinds(job, nranks, &sk);
+	if (sk.nkinds <= 1) {
+		fprintf(o, "arrival skew mean %.3f ms, max %.3f ms", job->mean_skew_ns / 1e6,
+		        job->max_skew_ns / 1e6);
+		return;
+	}
+	fprintf(o, "arrival skew per communicator kind:");
+	for (int i = 0, n = 0; i < AN_CK_COUNT; i++) {
+		const struct an_skew_kind *k = &sk.k[i];
+		if (!k->n)
+			continue;
+		char sz[32];
+		if (k->min_ranks == k->max_ranks)
+			snprintf(sz, sizeof sz, "%d", k->min_ranks);
+		else
+			snprintf(sz, sizeof sz, "%d-%d", k->min_ranks, k->max_ranks);
+		fprintf(o, "%s %s (%zu communicator%s of %s ranks) mean %.3f ms, max %.3f ms",
+		        n++ ? ";" : "", an_ckind_name(i), k->ncomms, k->ncomms == 1 ? "" : "s", sz,
+		        k->mean_ns / 1e6, k->max_ns / 1e6);
 	}
 }
 
 /* Under RANKS: what its columns mean, the arrival skew, the clock alignment. */
-static void text_ranks_notes(FILE *o, const struct an_job *job)
+static void text_ranks_notes(FILE *o, const struct an_job *job, size_t nranks)
 {
 	if (job->ncomms)
 		fprintf(
@@ -612,11 +678,9 @@ static void text_ranks_notes(FILE *o, const struct an_job *job)
 		    "ms: its waits for the last rank)\n",
 		    job->win1 ? ", in the steps" : "");
 	if (job->matched_colls) {
-		fprintf(o,
-		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
-		        "%.3f ms",
-		        (unsigned long long)job->matched_colls, job->mean_skew_ns / 1e6,
-		        job->max_skew_ns / 1e6);
+		fprintf(o, "  %llu collectives matched across ranks; ",
+		        (unsigned long long)job->matched_colls);
+		text_skew(o, job, nranks);
 		if (job->first_comm >= 0)
 			fprintf(o,
 			        "; skew and waits exclude each communicator's first collective (the "
@@ -737,8 +801,11 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	an_findings_print(o, f);
 	text_collectives(o, job, &t);
 	text_choices(o, job);
-	text_ranks(o, &t);
-	text_ranks_notes(o, job);
+	struct an_rank_view v;
+	an_rank_view_build(job, &t, f, &v); /* out of memory: every rank */
+	text_ranks(o, &t, &v);
+	an_rank_view_free(&v);
+	text_ranks_notes(o, job, t.nranks);
 	text_others(o, job);
 	text_copies(o, job);
 	text_links(o, job);
@@ -1033,7 +1100,7 @@ static void usage(FILE *o)
 {
 	fprintf(
 	    o,
-	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--threshold NAME=VALUE]... "
+	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--all-ranks] [--threshold NAME=VALUE]... "
 	    "TRACE_DIR|FILE...\n"
 	    "       nvlprof report --html FILE TRACE_DIR|FILE...  (one self-contained HTML page, "
 	    "plots included)\n"
@@ -1054,6 +1121,10 @@ static void usage(FILE *o)
 	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
 	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
 	    "                       a file is used only if its build-id is the one in the trace\n"
+	    "  --all-ranks          every rank a row in RANKS and the page's rank table (a job of "
+	    "more than\n"
+	    "                       ranks_shown ranks shows the ranks that matter and a "
+	    "distribution)\n"
 	    "  -j N                 reader threads (default: one per file, up to the number of "
 	    "CPUs)\n"
 	    "  --threshold N=V      change a threshold (repeatable); thresholds and defaults:\n");
@@ -1102,6 +1173,10 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 			threshold_error(v);
 			return -1;
 		}
+		return 1;
+	}
+	if (!strcmp(a, "--all-ranks")) { /* every rank a row, however many */
+		th[AN_TH_ranks_shown] = INFINITY;
 		return 1;
 	}
 	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
