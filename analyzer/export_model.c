@@ -548,7 +548,7 @@ size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap)
 				                            (double)(e->nvl_tx + e->nvl_rx),
 				                            (double)e->nvl_coll,
 				                            (double)(e->pcie_rd + e->pcie_wr),
-				                            (double)e->pcie_coll};
+				                            (double)e->pcie_coll, i};
 			n++;
 		}
 	return n;

@@ -168,6 +168,7 @@ int xm_rank_kept(const struct xm_job *x, size_t r);
 struct xm_link_row { /* bytes per GPU: total and during collectives */
 	int rank, device;
 	double nvl, nvl_coll, pcie, pcie_coll;
+	size_t proc; /* the process (xm_rank index) */
 };
 /*! Up to cap rows into v. @return the number of rows (0: no link counters) */
 size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap);

@@ -13,6 +13,12 @@ const char *an_ckind_name(int kind)
 	return kind >= 0 && kind < AN_CK_COUNT ? n[kind] : "?";
 }
 
+const char *an_ckind_id(int kind)
+{
+	static const char *const n[AN_CK_COUNT] = {"world", "per_host", "groups"};
+	return kind >= 0 && kind < AN_CK_COUNT ? n[kind] : "?";
+}
+
 /* World: every rank of the job; per host: one host's (not the world); groups: the others */
 static int ckind_of(const struct an_comm *c, size_t nranks)
 {

@@ -25,6 +25,8 @@ struct an_skew_kinds {
 void an_skew_kinds(const struct an_job *job, size_t nranks, struct an_skew_kinds *s);
 /*! "world", "per host", "groups" */
 const char *an_ckind_name(int kind);
+/*! "world", "per_host", "groups" (JSON) */
+const char *an_ckind_id(int kind);
 
 /* The columns of RANKS that get a distribution */
 enum { AN_RV_WALL, AN_RV_COMM, AN_RV_EXPOSED, AN_RV_EXPOSED_SHARE, AN_RV_LAST, AN_RV_LEAD,

@@ -734,15 +734,16 @@ static void text_copies(FILE *o, const struct an_job *job)
 		           "time in the calls, which stage through host memory)\n");
 }
 
-static void text_links(FILE *o, const struct an_job *job)
+/* keep: per process, 1 for the ranks RANKS shows (a large job), NULL every one */
+static void text_links(FILE *o, const struct an_job *job, const uint8_t *keep)
 {
 	if (!job->have_links)
 		return;
-	fprintf(
-	    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
-	    "rank", "device", "NVLink MiB", "PCIe MiB");
+	fprintf(o, "\nLINKS (bytes per GPU: total / during collectives%s)\n  %4s %6s %21s %21s\n",
+	        keep ? "; the GPUs of the ranks RANKS shows, --all-ranks prints every one" : "",
+	        "rank", "device", "NVLink MiB", "PCIe MiB");
 	for (size_t i = 0; i < job->nranks; i++)
-		for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
+		for (size_t d = 0; (!keep || keep[i]) && d < job->ranks[i].ndevs; d++) {
 			const struct an_dev *v = &job->ranks[i].devs[d];
 			if (!v->nsamples)
 				continue;
@@ -804,13 +805,50 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	struct an_rank_view v;
 	an_rank_view_build(job, &t, f, &v); /* out of memory: every rank */
 	text_ranks(o, &t, &v);
-	an_rank_view_free(&v);
 	text_ranks_notes(o, job, t.nranks);
 	text_others(o, job);
 	text_copies(o, job);
-	text_links(o, job);
+	uint8_t *keep = v.all ? NULL : calloc(job->nranks ? job->nranks : 1, 1);
+	for (size_t i = 0; keep && i < t.nranks; i++)
+		keep[t.ranks[i].r - job->ranks] = v.kept[i];
+	if (v.all || keep) /* out of memory: no LINKS rather than 16,384 lines of them */
+		text_links(o, job, keep);
+	free(keep);
+	an_rank_view_free(&v);
 	text_managed(o, job);
 	an_tables_free(&t);
+}
+
+/* skew_mean_ms, skew_max_ms: over the job's one communicator kind, else the widest kind's (world,
+ * else groups, else per host), with every kind's in skew_by_kind: never averaged across kinds */
+static void json_skew(struct jw *w, const struct an_job *job, size_t nranks)
+{
+	struct an_skew_kinds sk;
+	an_skew_kinds(job, nranks, &sk);
+	if (sk.nkinds <= 1) {
+		jw_num(w, "skew_mean_ms", job->mean_skew_ns / 1e6);
+		jw_num(w, "skew_max_ms", job->max_skew_ns / 1e6);
+		return;
+	}
+	jw_num(w, "skew_mean_ms", sk.k[sk.head].mean_ns / 1e6);
+	jw_num(w, "skew_max_ms", sk.k[sk.head].max_ns / 1e6);
+	jw_str(w, "skew_kind", an_ckind_id(sk.head));
+	jw_arr(w, "skew_by_kind");
+	for (int i = 0; i < AN_CK_COUNT; i++) {
+		const struct an_skew_kind *k = &sk.k[i];
+		if (!k->n)
+			continue;
+		jw_obj(w, NULL);
+		jw_str(w, "kind", an_ckind_id(i));
+		jw_int(w, "communicators", (int64_t)k->ncomms);
+		jw_int(w, "ranks_min", k->min_ranks);
+		jw_int(w, "ranks_max", k->max_ranks);
+		jw_int(w, "collectives", (int64_t)k->n);
+		jw_num(w, "skew_mean_ms", k->mean_ns / 1e6);
+		jw_num(w, "skew_max_ms", k->max_ns / 1e6);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
 }
 
 /* The "job" object: the summary, with what data the traces hold. */
@@ -848,8 +886,7 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	                          : job->win1                                   ? "steps"
 	                                                                        : "trace");
 	jw_int(w, "matched_collectives", (int64_t)job->matched_colls);
-	jw_num(w, "skew_mean_ms", job->mean_skew_ns / 1e6);
-	jw_num(w, "skew_max_ms", job->max_skew_ns / 1e6);
+	json_skew(w, job, t->nranks);
 	jw_num(w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
 	jw_num(w, "clock_correction_ms", job->max_refine_ns / 1e6);
 	jw_obj_end(w);
