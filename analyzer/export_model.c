@@ -38,6 +38,37 @@ int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
 	return an_common_opt(argc, argv, i, o->th, &o->threads);
 }
 
+/* The main communicator: most calls over all processes (-1 none) */
+static int main_comm_of(const struct an_job *j)
+{
+	int best = -1;
+	size_t *cnt = calloc(j->ncomms + 1, sizeof *cnt);
+	if (cnt) {
+		for (size_t i = 0; i < j->nranks; i++)
+			for (size_t k = 0; k < j->ranks[i].ncalls; k++)
+				if (j->ranks[i].calls[k].comm < j->ncomms)
+					cnt[j->ranks[i].calls[k].comm]++;
+		for (size_t c = 0; c < j->ncomms; c++)
+			if (cnt[c] && (best < 0 || cnt[c] > cnt[best]))
+				best = (int)c;
+		free(cnt);
+	}
+	return best;
+}
+
+/* The rows a large job keeps (as RANKS keeps them), and which processes they are */
+static int view_init(struct xm_job *x)
+{
+	const struct an_job *j = &x->job;
+	x->kept = calloc(j->nranks ? j->nranks : 1, 1);
+	if (!x->kept)
+		return -1;
+	an_rank_view_build(j, &x->t, &x->f, &x->rv); /* out of memory: every rank */
+	for (size_t i = 0; i < x->t.nranks; i++)
+		x->kept[x->t.ranks[i].r - j->ranks] = x->rv.all || x->rv.kept[i];
+	return 0;
+}
+
 struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 {
 	struct xm_opts def;
@@ -65,8 +96,7 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 	}
 	x->have_t = 1;
 	x->r = calloc(j->nranks ? j->nranks : 1, sizeof *x->r);
-	x->kept = calloc(j->nranks ? j->nranks : 1, 1);
-	if (!x->r || !x->kept) {
+	if (!x->r || view_init(x) < 0) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		xm_close(x);
 		return NULL;
@@ -87,22 +117,7 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 		else
 			snprintf(o->label, sizeof o->label, "pid %d", a->pid);
 	}
-	an_rank_view_build(j, &x->t, &x->f, &x->rv); /* out of memory: every rank */
-	for (size_t i = 0; i < x->t.nranks; i++)
-		x->kept[x->t.ranks[i].r - j->ranks] = x->rv.all || x->rv.kept[i];
-	/* the main communicator: most calls over all processes */
-	x->main_comm = -1;
-	size_t *cnt = calloc(j->ncomms + 1, sizeof *cnt);
-	if (cnt) {
-		for (size_t i = 0; i < j->nranks; i++)
-			for (size_t k = 0; k < j->ranks[i].ncalls; k++)
-				if (j->ranks[i].calls[k].comm < j->ncomms)
-					cnt[j->ranks[i].calls[k].comm]++;
-		for (size_t c = 0; c < j->ncomms; c++)
-			if (cnt[c] && (x->main_comm < 0 || cnt[c] > cnt[x->main_comm]))
-				x->main_comm = (int)c;
-		free(cnt);
-	}
+	x->main_comm = main_comm_of(j);
 	return x;
 }
 

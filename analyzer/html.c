@@ -521,7 +521,7 @@ static void skew_draw(struct ctx *c, const struct skew *k)
 	struct svg s;
 	int h = 60 + 26 * (int)k->rows;
 	svg_begin(&s, c->o, c->W, h, "skew", "arrival skew by rank and collective");
-	s.ml = 124;
+	s.ml = k->rows < k->nranks ? 150 : 124; /* merged: "rank 12345: last 100%" in bold fits */
 	svg_range(&s, 0, (double)k->ncol, 0, (double)k->rows);
 	svg_axes(&s, "collective (in sequence order)", NULL, 0);
 	for (size_t i = 0; i < k->rows; i++)
@@ -735,7 +735,7 @@ static int plot_hang(struct ctx *c)
 	uint8_t *own = hang_own_rows(x, &h, &rows, &merged);
 	struct svg s;
 	svg_begin(&s, c->o, c->W, 50 + 26 * (int)rows, "hang", cap);
-	s.ml = 124;
+	s.ml = own ? 150 : 124; /* merged: "the other 16,370 ranks" fits */
 	svg_range(&s, xa, xb, 0, (double)rows);
 	svg_axes(&s, "time since start (ms)", NULL, 0);
 	size_t row = 0;

@@ -54,4 +54,12 @@ int an_rank_view_build(const struct an_job *job, const struct an_tables *t,
 void an_rank_view_free(struct an_rank_view *v);
 /*! A column's value of row w (ms or %, as RANKS prints it; NaN where it prints "-") */
 double an_rank_col(const struct an_rrow *w, int col);
+
+/* ---- rankview_print.c ---- */
+/*! RANKS (rows as v keeps them), what its columns mean, the arrival skew, the clock alignment */
+void an_ranks_print(FILE *o, const struct an_job *job, const struct an_tables *t,
+                    const struct an_rank_view *v);
+/*! The job's skew_mean_ms, skew_max_ms (and with several communicator kinds skew_kind and
+ * skew_by_kind) into an open JSON object */
+void an_skew_json(struct jw *w, const struct an_job *job, size_t nranks);
 #endif
