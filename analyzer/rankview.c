@@ -1,6 +1,7 @@
 /* rankview.c: how a job of many ranks is shown: the ranks that matter as rows, a distribution of
  * the others, the headline arrival skew per communicator kind (rankview.h). */
 #include <ctype.h>  /* isdigit */
+#include <limits.h> /* INT_MAX */
 #include <math.h>   /* NAN */
 #include <stdlib.h> /* calloc, qsort */
 #include <string.h> /* strcmp */
@@ -98,6 +99,7 @@ struct pick {
 	size_t named;       /* rows kept for the findings */
 	unsigned *why;      /* per row of t */
 	char (*what)[48];   /* per row of t */
+	uint8_t *over;      /* per row of t: named by a finding beyond the rows kept for them */
 };
 
 /* Keep row i for a reason: its bit, and a word for the reader ("straggler", "max wall") */
@@ -112,23 +114,31 @@ static void keep(struct pick *p, size_t i, unsigned why, const char *word)
 		snprintf(p->what[i] + l, sizeof p->what[i] - l, "%s%s", l ? ", " : "", word);
 }
 
-/* A rank a finding names: its first row, while the findings' share of rows lasts */
-static void keep_named(struct pick *p, long rank, const char *id)
+/* The first entry of ix whose rank number is at least rank (nranks: none) */
+static size_t ix_first(const struct pick *p, long rank)
 {
-	struct rank_ix key = {(int)rank, 0};
-	size_t n = p->t->nranks, lo = 0, hi = n;
-	while (lo < hi) { /* the first entry >= key */
+	size_t lo = 0, hi = p->t->nranks;
+	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (cmp_rank_ix(&p->ix[mid], &key) < 0)
+		if (p->ix[mid].rank < rank)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (rank < 0 || lo >= n || p->ix[lo].rank != (int)rank)
+	return lo;
+}
+
+/* A rank a finding names: its first row, while the findings' share of rows lasts */
+static void keep_named(struct pick *p, long rank, const char *id, int room)
+{
+	if (rank < 0 || rank > INT_MAX)
+		return;
+	size_t n = p->t->nranks, lo = ix_first(p, rank);
+	if (lo >= n || p->ix[lo].rank != (int)rank)
 		return;
 	size_t row = p->ix[lo].row;
-	if (!p->v->kept[row] && p->named >= NAMED_MAX) {
-		p->v->named_more++;
+	if (!p->v->kept[row] && (p->named >= NAMED_MAX || !room)) {
+		p->over[row] = 1; /* named, no row for it (unless kept for another reason) */
 		return;
 	}
 	p->named += !p->v->kept[row];
@@ -144,11 +154,11 @@ static void keep_list(struct pick *p, const char *s, const char *id)
 		long a = strtol(s, &e, 10), b = a;
 		if (*e == '-' && isdigit((unsigned char)e[1]))
 			b = strtol(e + 1, &e, 10);
-		for (long r = a; r <= b; r++, n++)
-			if (n < NAMED_PER_LIST)
-				keep_named(p, r, id);
-			else
-				p->v->named_more++;
+		/* the job's ranks in [a, b], each once: as many steps as there are ranks, whatever
+		 * the numbers; past NAMED_PER_LIST they are counted, not kept */
+		for (size_t k = ix_first(p, a); k < p->t->nranks && p->ix[k].rank <= b; k++)
+			if (!k || p->ix[k].rank != p->ix[k - 1].rank)
+				keep_named(p, p->ix[k].rank, id, n++ < NAMED_PER_LIST);
 		s = *e == ',' ? e + 1 : e;
 	}
 }
@@ -157,13 +167,13 @@ static void pick_findings(struct pick *p, const struct an_findings *f)
 {
 	for (size_t i = 0; f && i < f->n; i++) {
 		const struct an_finding *x = &f->v[i];
-		keep_named(p, x->rank, x->id);
-		keep_named(p, x->root_rank, x->id);
+		keep_named(p, x->rank, x->id, 1);
+		keep_named(p, x->root_rank, x->id, 1);
 		for (int k = 0; k < x->nev; k++) {
 			const struct an_ev *e = &x->ev[k];
 			size_t kl = strlen(e->key);
-			if (!e->is_str && !strcmp(e->key, "rank"))
-				keep_named(p, (long)e->num, x->id);
+			if (!e->is_str && !strcmp(e->key, "rank") && e->num >= 0 && e->num <= INT_MAX)
+				keep_named(p, (long)e->num, x->id, 1);
 			/* the waiting ranks of a hang are all the others: not the ones that matter */
 			else if (e->is_str && kl >= 6 && !strcmp(e->key + kl - 6, "_ranks") &&
 			         strcmp(e->key, "waiting_ranks"))
@@ -311,8 +321,10 @@ static int collect(struct pick *p)
 {
 	struct an_rank_view *v = p->v;
 	size_t n = p->t->nranks;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		v->nshown += v->kept[i];
+		v->named_more += p->over[i] && !v->kept[i];
+	}
 	v->shown = malloc((v->nshown ? v->nshown : 1) * sizeof *v->shown);
 	v->why = malloc((v->nshown ? v->nshown : 1) * sizeof *v->why);
 	v->what = malloc((v->nshown ? v->nshown : 1) * sizeof *v->what);
@@ -357,7 +369,9 @@ int an_rank_view_build(const struct an_job *job, const struct an_tables *t,
 	p.ix = malloc(n * sizeof *p.ix);
 	p.why = calloc(n, sizeof *p.why);
 	p.what = calloc(n, sizeof *p.what);
-	int rc = v->kept && p.ix && p.why && p.what ? pick_all(&p, f) : -1;
+	p.over = calloc(n, 1);
+	int rc = v->kept && p.ix && p.why && p.what && p.over ? pick_all(&p, f) : -1;
+	free(p.over);
 	free(p.ix);
 	free(p.why);
 	free(p.what);
