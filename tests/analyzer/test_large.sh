@@ -109,6 +109,10 @@ hr=$(sed -n '/<svg[^>]*class="skew"/,/<\/svg>/p' "$T/big.html" | grep -o 'text-a
 [ "$hr" -ge 11 ] && [ "$hr" -le 34 ] && pass "big: $hr heatmap rows" || fail "big: $hr heatmap rows"
 grep -q 'node3: 32 ranks' "$T/hosts16.html" && pass "hosts16: merged by host on 16 hosts" ||
 	fail "hosts16: no host row"
+# full colour at the collectives' skew (the straggler's 5 ms), not at the host rows' jitter
+sat=$(grep -o "95th percentile of the collectives&#39; skew, [0-9.]* ms" "$T/hosts16.html" | grep -o '[0-9.]* ms$' | head -1)
+awk -v s="${sat% ms}" 'BEGIN { exit !(s + 0 > 4.5) }' && pass "hosts16: colour full at $sat" ||
+	fail "hosts16: saturation '$sat'"
 grep -q 'the other 20[0-9][0-9] ranks' "$T/dead.html" && pass "dead: the hang plot's merged row" ||
 	fail "dead: no merged hang row"
 check_eq "big: the page's rank table keeps RANKS' rows" "$n" \
