@@ -919,6 +919,10 @@ static void row_full(struct an_job *job, size_t ci, const struct ctab *t, const 
 		sk->n++;
 		if (skew > job->max_skew_ns)
 			job->max_skew_ns = skew;
+		m->skew_sum_ns += skew;
+		m->skew_n++;
+		if (skew > m->skew_max_ns)
+			m->skew_max_ns = skew;
 	}
 	row_waits(t, a, first);
 }

@@ -9,6 +9,7 @@
 #include "findings.h"
 #include "model.h"
 #include "nvlp_trace.h"
+#include "rankview.h"
 #include "report.h"
 #include "story.h"
 
@@ -19,6 +20,9 @@ struct xm_job {
 	int main_comm;
 	struct an_tables t; /* the report's tables, built once: the page shows what text shows */
 	int have_t;
+	double th[AN_TH_COUNT]; /* the job's thresholds (job.th points here) */
+	struct an_rank_view rv; /* the rows a large job keeps (rankview.h), as text keeps them */
+	uint8_t *kept;          /* per process (xm_rank index): 1 a row of rv, or rv.all */
 };
 
 _Static_assert(AN_TH_COUNT <= 64, "struct xm_opts holds every threshold");
@@ -34,6 +38,37 @@ int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
 	return an_common_opt(argc, argv, i, o->th, &o->threads);
 }
 
+/* The main communicator: most calls over all processes (-1 none) */
+static int main_comm_of(const struct an_job *j)
+{
+	int best = -1;
+	size_t *cnt = calloc(j->ncomms + 1, sizeof *cnt);
+	if (cnt) {
+		for (size_t i = 0; i < j->nranks; i++)
+			for (size_t k = 0; k < j->ranks[i].ncalls; k++)
+				if (j->ranks[i].calls[k].comm < j->ncomms)
+					cnt[j->ranks[i].calls[k].comm]++;
+		for (size_t c = 0; c < j->ncomms; c++)
+			if (cnt[c] && (best < 0 || cnt[c] > cnt[best]))
+				best = (int)c;
+		free(cnt);
+	}
+	return best;
+}
+
+/* The rows a large job keeps (as RANKS keeps them), and which processes they are */
+static int view_init(struct xm_job *x)
+{
+	const struct an_job *j = &x->job;
+	x->kept = calloc(j->nranks ? j->nranks : 1, 1);
+	if (!x->kept)
+		return -1;
+	an_rank_view_build(j, &x->t, &x->f, &x->rv); /* out of memory: every rank */
+	for (size_t i = 0; i < x->t.nranks; i++)
+		x->kept[x->t.ranks[i].r - j->ranks] = x->rv.all || x->rv.kept[i];
+	return 0;
+}
+
 struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 {
 	struct xm_opts def;
@@ -42,14 +77,13 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 		o = &def;
 	}
 	int threads = o->threads;
-	double thd[AN_TH_COUNT];
-	memcpy(thd, o->th, sizeof thd);
 	struct xm_job *x = calloc(1, sizeof *x);
 	if (!x) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		return NULL;
 	}
-	if (an_open_job(paths, npaths, threads, thd, &x->job, &x->f) != 0) {
+	memcpy(x->th, o->th, sizeof x->th); /* the job keeps a pointer: they live as long as it */
+	if (an_open_job(paths, npaths, threads, x->th, &x->job, &x->f) != 0) {
 		free(x);
 		return NULL;
 	}
@@ -62,7 +96,7 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 	}
 	x->have_t = 1;
 	x->r = calloc(j->nranks ? j->nranks : 1, sizeof *x->r);
-	if (!x->r) {
+	if (!x->r || view_init(x) < 0) {
 		fprintf(stderr, "nvlprof: out of memory\n");
 		xm_close(x);
 		return NULL;
@@ -83,19 +117,7 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 		else
 			snprintf(o->label, sizeof o->label, "pid %d", a->pid);
 	}
-	/* the main communicator: most calls over all processes */
-	x->main_comm = -1;
-	size_t *cnt = calloc(j->ncomms + 1, sizeof *cnt);
-	if (cnt) {
-		for (size_t i = 0; i < j->nranks; i++)
-			for (size_t k = 0; k < j->ranks[i].ncalls; k++)
-				if (j->ranks[i].calls[k].comm < j->ncomms)
-					cnt[j->ranks[i].calls[k].comm]++;
-		for (size_t c = 0; c < j->ncomms; c++)
-			if (cnt[c] && (x->main_comm < 0 || cnt[c] > cnt[x->main_comm]))
-				x->main_comm = (int)c;
-		free(cnt);
-	}
+	x->main_comm = main_comm_of(j);
 	return x;
 }
 
@@ -105,6 +127,8 @@ void xm_close(struct xm_job *x)
 		return;
 	if (x->have_t)
 		an_tables_free(&x->t);
+	an_rank_view_free(&x->rv);
+	free(x->kept);
 	an_findings_free(&x->f);
 	an_job_free(&x->job);
 	free(x->r);
@@ -496,6 +520,31 @@ void xm_rank_row(const struct xm_job *x, size_t i, struct xm_rank_row *r)
 	r->waited_ms = w->x->wait_ns / 1e6;
 }
 
+void xm_rank_view(const struct xm_job *x, struct xm_rank_view *v)
+{
+	const struct an_rank_view *w = &x->rv;
+	memset(v, 0, sizeof *v);
+	v->all = w->all;
+	v->nshown = w->all ? x->t.nranks : w->nshown;
+	v->nrest = w->nrest;
+	v->named_more = w->named_more;
+	v->rest_gpu = w->rest_gpu;
+	v->heat_rows = x->th[AN_TH_heatmap_rows];
+	for (int c = 0; c < AN_RV_COLS; c++)
+		for (int q = 0; q < 4; q++) /* shares as xm_rank_row gives them: fractions */
+			v->dist[c][q] = w->dist[c][q] /
+			                (c == AN_RV_EXPOSED_SHARE || c == AN_RV_LAST ? 100 : 1);
+}
+size_t xm_rank_view_row(const struct xm_job *x, size_t k, const char **why)
+{
+	*why = x->rv.all ? "" : x->rv.what[k];
+	return x->rv.all ? k : x->rv.shown[k];
+}
+int xm_rank_kept(const struct xm_job *x, size_t r)
+{
+	return r < x->job.nranks && x->kept[r];
+}
+
 size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap)
 {
 	const struct an_job *j = &x->job;
@@ -514,7 +563,7 @@ size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap)
 				                            (double)(e->nvl_tx + e->nvl_rx),
 				                            (double)e->nvl_coll,
 				                            (double)(e->pcie_rd + e->pcie_wr),
-				                            (double)e->pcie_coll};
+				                            (double)e->pcie_coll, i};
 			n++;
 		}
 	return n;

@@ -150,9 +150,25 @@ struct xm_rank_row {
 };
 size_t xm_nrank_rows(const struct xm_job *x);
 void xm_rank_row(const struct xm_job *x, size_t i, struct xm_rank_row *r);
+/* The rows a job of many ranks keeps (the ranks that matter) and the others' distribution,
+ * as the text report's RANKS shows them */
+struct xm_rank_view {
+	int all; /* every rank a row (at most ranks_shown ranks, or --all-ranks) */
+	size_t nshown, nrest, named_more;
+	int rest_gpu;      /* the others have exposure figures */
+	double dist[7][4]; /* min, p50, p90, max of wall, comm, exposed ms, exposed share, last
+	                    * share, lead, waited over the others (shares as fractions) */
+	double heat_rows;  /* heatmaps draw a row per rank up to this many */
+};
+void xm_rank_view(const struct xm_job *x, struct xm_rank_view *v);
+/*! Row k (< nshown) of the view: its xm_rank_row index; *why: what makes it matter ("" all) */
+size_t xm_rank_view_row(const struct xm_job *x, size_t k, const char **why);
+/*! 1 if process r (xm_rank index) is a row of the view (every process when all) */
+int xm_rank_kept(const struct xm_job *x, size_t r);
 struct xm_link_row { /* bytes per GPU: total and during collectives */
 	int rank, device;
 	double nvl, nvl_coll, pcie, pcie_coll;
+	size_t proc; /* the process (xm_rank index) */
 };
 /*! Up to cap rows into v. @return the number of rows (0: no link counters) */
 size_t xm_link_rows(const struct xm_job *x, struct xm_link_row *v, size_t cap);

@@ -9,11 +9,15 @@
 #include <string.h> /* strcmp */
 
 #include "export.h"
+#include "heatband.h" /* hb_merge */
 #include "report.h" /* struct an_diff_view */
 #include "svg.h"
 #include "util.h" /* an_fmt_value, nvlp_out_finish */
 
 enum { P_BW, P_SKEW, P_HANG, P_UM, P_COUNT };
+/* A large job's rows of their own in the heatmaps and bandwidth plots of their own (each the width
+ * of the page; plot_bw's caption says 24) */
+enum { HEAT_OWN_ROWS = 24 };
 static const char *const plot_names[P_COUNT] = {"bandwidth", "skew", "hang", "um"};
 /* The heading of a plot no finding explains, in its own named section */
 static const char *const plot_titles[P_COUNT] = {"Link bandwidth", "Arrival skew", "Hang",
@@ -201,13 +205,22 @@ static void bw_gpu_plot(const struct ctx *c, size_t r, size_t d, const double *x
 	svg_end(&s);
 }
 
+/* 1 when every rank is a row of the rank view (a job that is not large, or --all-ranks) */
+static int bw_all(const struct xm_job *x)
+{
+	struct xm_rank_view v;
+	xm_rank_view(x, &v);
+	return v.all;
+}
+
 /* NVLink and PCIe GB/s per GPU over time, NCCL kernels shaded */
 static int plot_bw(struct ctx *c)
 {
 	const struct xm_job *x = c->x;
-	int drawn = 0;
+	int drawn = 0, all = bw_all(x);
 	for (size_t r = 0; r < xm_nranks(x); r++) {
-		if (!xm_rank(x, r)->ok)
+		/* a large job: the GPUs of the first ranks that matter */
+		if (!xm_rank(x, r)->ok || !xm_rank_kept(x, r) || (!all && drawn >= HEAT_OWN_ROWS))
 			continue;
 		for (size_t d = 0; d < xm_ndevs(x, r); d++) {
 			size_t n = xm_nsamples(x, r, d);
@@ -222,7 +235,12 @@ static int plot_bw(struct ctx *c)
 			if (!drawn)
 				figure_begin(
 				    c, P_BW,
-				    c->ymax > 0
+				    !all ? "Link bandwidth over time of the GPUs of the first 24 "
+				                 "ranks that matter (a large job: the ranks table's rows; "
+				                 "GB/s, tx+rx; over the recognised training steps when "
+				                 "there are some); shaded: NCCL kernels running; a break "
+				                 "in a line: no samples"
+				    : c->ymax > 0
 				        ? "Link bandwidth per GPU over time (GB/s, tx+rx; over "
 				          "the recognised training steps when there are some; "
 				          "one y scale for both runs); shaded: NCCL kernels "
@@ -255,10 +273,13 @@ struct skew {
 	uint64_t *t;     /* t[q * rows + row]: arrival at collective q, then lateness (ns) */
 	double maxskew;  /* ms */
 	double sat;      /* ms at which the colour is full */
+	struct hb_rows hb; /* past heatmap_rows ranks: what each row is (rank_of SIZE_MAX: merged) */
+	size_t nranks;     /* rows before the merge */
 };
 
 static void skew_free(struct skew *k)
 {
+	hb_free(&k->hb);
 	free(k->t);
 	free(k->row_of);
 	free(k->rank_of);
@@ -351,12 +372,20 @@ static void skew_lateness(struct skew *k, size_t ns)
  * pattern */
 static void skew_saturation(struct skew *k)
 {
-	size_t n = k->ncol * k->rows;
+	/* merged rows (a large job): the 95th percentile of the collectives' skew (each column's
+	 * latest); of the cells, it is jitter when the late rows are under 5% of the rows (a
+	 * straggler among 23 rows would look no later than a host of 32 ranks' jitter) */
+	int merged = k->rows < k->nranks;
+	size_t n = merged ? k->ncol : k->ncol * k->rows;
 	double *all = malloc(n * sizeof *all);
 	k->sat = k->maxskew;
 	if (all) {
-		for (size_t i = 0; i < n; i++)
-			all[i] = (double)k->t[i] / 1e6;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v = merged ? 0 : k->t[i];
+			for (size_t r = 0; merged && r < k->rows; r++)
+				v = k->t[i * k->rows + r] > v ? k->t[i * k->rows + r] : v;
+			all[i] = (double)v / 1e6;
+		}
 		qsort(all, n, sizeof *all, cmp_double);
 		k->sat = all[(n - 1) * 95 / 100];
 		free(all);
@@ -378,6 +407,45 @@ static int straggler_rank(const struct xm_job *x)
 	return rank;
 }
 
+/* Past heatmap_rows ranks: the straggler and the first HEAT_OWN_ROWS - 1 ranks that matter stay
+ * rows, the others are merged (heatband.h); 0 if out of memory */
+static int skew_merge(const struct xm_job *x, struct skew *k)
+{
+	struct xm_rank_view v;
+	xm_rank_view(x, &v);
+	k->nranks = k->rows;
+	if (!((double)k->rows > v.heat_rows))
+		return 1;
+	uint8_t *keep = calloc(k->rows, 1);
+	const char **host = malloc(k->rows * sizeof *host);
+	int strag = straggler_rank(x);
+	for (size_t i = 0, nk = 0; keep && host && i < k->rows; i++) {
+		const struct xm_rank *R = xm_rank(x, k->rank_of[i]);
+		keep[i] = R->rank == strag ||
+		          (!v.all && xm_rank_kept(x, k->rank_of[i]) && nk < HEAT_OWN_ROWS - 1);
+		nk += keep[i];
+		host[i] = R->host;
+	}
+	uint64_t *o = NULL;
+	int ok = keep && host && hb_merge(k->t, k->ncol, k->rows, keep, host, &o, &k->hb) == 0;
+	if (ok) {
+		free(k->t);
+		k->t = o;
+		for (size_t i = 0; i < k->hb.rows; i++) /* kept rows first: src[i] >= i */
+			k->rank_of[i] = k->hb.src[i] != SIZE_MAX ? k->rank_of[k->hb.src[i]] : SIZE_MAX;
+		k->rows = k->hb.rows;
+	}
+	free(keep);
+	free(host);
+	return ok;
+}
+
+/* Row i's name: its rank's label, or what a merged row holds */
+static const char *skew_label(const struct xm_job *x, const struct skew *k, size_t i)
+{
+	return k->rank_of[i] == SIZE_MAX ? k->hb.label[i] : xm_rank(x, k->rank_of[i])->label;
+}
+
 /* Row i of the skew plot: one cell per `per` collectives (the latest arrival shown), and the
  * rank's label with how often it was last */
 static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, size_t i, size_t per,
@@ -395,12 +463,16 @@ static void skew_row(const struct ctx *c, struct svg *s, const struct skew *k, s
 		}
 		char fill[8], tip[96];
 		svg_heat(k->sat > 0 ? mx / k->sat : 0, fill);
-		snprintf(tip, sizeof tip, "%s, collectives %zu-%zu: +%.3f ms",
-		         xm_rank(x, k->rank_of[i])->label, cell * per,
+		snprintf(tip, sizeof tip, "%s, collectives %zu-%zu: +%.3f ms", skew_label(x, k, i),
+		         cell * per,
 		         (cell + 1) * per - 1 < ncol ? (cell + 1) * per - 1 : ncol - 1, mx);
 		svg_cell(s, (double)(cell * per), y + 0.08,
 		         (double)((cell + 1) * per < ncol ? per : ncol - cell * per), 0.84, fill,
 		         tip);
+	}
+	if (k->rank_of[i] == SIZE_MAX) { /* merged: no last share of its own */
+		svg_text(s, s->ml - 6, svg_py(s, y + 0.5) + 4, "end", "al", k->hb.label[i]);
+		return;
 	}
 	uint64_t last, colls;
 	xm_rank_last(x, k->rank_of[i], &last, &colls);
@@ -437,18 +509,28 @@ static void skew_draw(struct ctx *c, const struct skew *k)
 	    (k->ncol + (size_t)plotw / 3 - 1) / ((size_t)plotw / 3); /* collectives per cell */
 	if (per < 1)
 		per = 1;
-	char cap[300];
+	char cap[520], merged[200] = "";
+	size_t nk = 0;
+	for (size_t i = 0; i < k->rows; i++)
+		nk += k->rank_of[i] != SIZE_MAX;
+	if (k->rows < k->nranks)
+		snprintf(merged, sizeof merged,
+		         "; of %zu ranks, the %zu that matter are rows and the other %zu are merged "
+		         "%s, a merged cell the latest of its ranks",
+		         k->nranks, nk, k->nranks - nk,
+		         k->hb.bands ? "into tenths by their mean lateness" : "by host");
 	snprintf(cap, sizeof cap,
 	         "Arrival skew on the main communicator: how late each rank entered each of %zu "
 	         "collectives (ms after the first rank; darker = later, full colour at the 95th "
-	         "percentile, %.2f ms; %zu per cell, the latest shown); max %.2f ms",
-	         k->ncol, k->sat, per, k->maxskew);
+	         "percentile%s, %.2f ms; %zu per cell, the latest shown); max %.2f ms%s",
+	         k->ncol, merged[0] ? " of the collectives' skew" : "", k->sat, per, k->maxskew,
+	         merged);
 	figure_begin(c, P_SKEW, cap);
 	int strag_rank = straggler_rank(c->x);
 	struct svg s;
 	int h = 60 + 26 * (int)k->rows;
 	svg_begin(&s, c->o, c->W, h, "skew", "arrival skew by rank and collective");
-	s.ml = 124;
+	s.ml = k->rows < k->nranks ? 150 : 124; /* merged: "rank 12345: last 100%" in bold fits */
 	svg_range(&s, 0, (double)k->ncol, 0, (double)k->rows);
 	svg_axes(&s, "collective (in sequence order)", NULL, 0);
 	for (size_t i = 0; i < k->rows; i++)
@@ -474,7 +556,7 @@ static int plot_skew(struct ctx *c)
 	ok = ok && skew_arrivals(x, comm, &k, smin, ns);
 	if (ok) {
 		skew_lateness(&k, ns);
-		ok = k.ncol > 0;
+		ok = k.ncol > 0 && skew_merge(x, &k);
 	}
 	if (ok) {
 		skew_saturation(&k);
@@ -536,11 +618,11 @@ static double hang_last_event(const struct ctx *c, int comm, uint64_t hang_t)
 
 /* A tick per pixel column for each of rank r's calls on comm; returns the last call's time */
 static uint64_t hang_ticks(const struct ctx *c, struct svg *s, size_t r, int comm, double y,
-                           int missing)
+                           int missing, unsigned char *shared)
 {
 	const struct xm_job *x = c->x;
 	int cols = c->W - s->ml - s->mr;
-	unsigned char *hit = calloc((size_t)cols + 1, 1);
+	unsigned char *hit = shared ? shared : calloc((size_t)cols + 1, 1);
 	uint64_t lastt = 0;
 	for (size_t k = 0; hit && k < xm_ncalls(x, r); k++) {
 		struct xm_call cl;
@@ -555,7 +637,8 @@ static uint64_t hang_ticks(const struct ctx *c, struct svg *s, size_t r, int com
 		hit[px] = 1;
 		svg_cell(s, ms(c, cl.t), y + 0.2, 0, 0.6, missing ? "#c62828" : "#1565c0", NULL);
 	}
-	free(hit);
+	if (!shared)
+		free(hit);
 	return lastt;
 }
 
@@ -567,7 +650,7 @@ static void hang_row(const struct ctx *c, struct svg *s, size_t r, double y,
 	int missing = 0;
 	for (int i = 0; i < h->nmissing; i++)
 		missing |= h->missing[i] == R->rank;
-	uint64_t lastt = hang_ticks(c, s, r, h->comm, y, missing);
+	uint64_t lastt = hang_ticks(c, s, r, h->comm, y, missing, NULL);
 	char lab[96];
 	snprintf(lab, sizeof lab, "%s%s", R->label, missing ? ": MISSING" : "");
 	svg_text(s, s->ml - 6, svg_py(s, y + 0.5) + 4, "end", missing ? "al strag" : "al", lab);
@@ -580,6 +663,57 @@ static void hang_row(const struct ctx *c, struct svg *s, size_t r, double y,
 		svg_text(s, px + (right ? 6 : -6), svg_py(s, y + 0.5) + 4, right ? "start" : "end",
 		         "al strag", note);
 	}
+}
+
+static int hang_missing(const struct xm_job *x, const struct xm_hang *h, size_t r)
+{
+	for (int i = 0; i < h->nmissing; i++)
+		if (h->missing[i] == xm_rank(x, r)->rank)
+			return 1;
+	return 0;
+}
+
+/* The plot's rows: one per rank (NULL), or past heatmap_rows ranks own[r] = 1 for the first
+ * HEAT_OWN_ROWS missing ranks and ranks that matter (missing first), one row for the others
+ * (*merged: how many); *rows: the plot's rows */
+static uint8_t *hang_own_rows(const struct xm_job *x, const struct xm_hang *h, size_t *rows,
+                              size_t *merged)
+{
+	struct xm_rank_view v;
+	xm_rank_view(x, &v);
+	size_t n = xm_nranks(x), ok = 0, own = 0;
+	for (size_t r = 0; r < n; r++)
+		ok += xm_rank(x, r)->ok != 0;
+	*rows = ok;
+	*merged = 0;
+	uint8_t *o = (double)ok > v.heat_rows ? calloc(n, 1) : NULL;
+	for (int pass = 0; o && pass < 2; pass++) /* the missing ranks, then those that matter */
+		for (size_t r = 0; r < n && own < HEAT_OWN_ROWS; r++)
+			if (xm_rank(x, r)->ok && !o[r] &&
+			    (pass ? !v.all && xm_rank_kept(x, r) : hang_missing(x, h, r))) {
+				o[r] = 1;
+				own++;
+			}
+	if (o) {
+		*merged = ok - own;
+		*rows = own + 1;
+	}
+	return o;
+}
+
+/* The bottom row of a large job's hang plot: the other ranks' calls, one tick per pixel column */
+static void hang_merged_row(const struct ctx *c, struct svg *s, const struct xm_hang *h,
+                            const uint8_t *own, size_t merged)
+{
+	const struct xm_job *x = c->x;
+	unsigned char *hit = calloc((size_t)(c->W - s->ml - s->mr) + 1, 1);
+	for (size_t r = 0; hit && r < xm_nranks(x); r++)
+		if (xm_rank(x, r)->ok && !own[r])
+			hang_ticks(c, s, r, h->comm, 0, 0, hit);
+	free(hit);
+	char lab[64];
+	snprintf(lab, sizeof lab, "the other %zu ranks", merged);
+	svg_text(s, s->ml - 6, svg_py(s, 0.5) + 4, "end", "al", lab);
 }
 
 /* A hang: each rank's calls on the communicator over time; the missing ranks never reach the
@@ -606,18 +740,20 @@ static int plot_hang(struct ctx *c)
 	         "runs on to %.0f ms)",
 	         xm_fn_name(h.fn), h.seq, h.comm, h.npresent, h.wait_ms, h.nmissing, ms(c, c->t1));
 	figure_begin(c, P_HANG, cap);
-	size_t rows = 0;
-	for (size_t r = 0; r < nr; r++)
-		rows += xm_rank(x, r)->ok;
+	size_t merged, rows;
+	uint8_t *own = hang_own_rows(x, &h, &rows, &merged);
 	struct svg s;
 	svg_begin(&s, c->o, c->W, 50 + 26 * (int)rows, "hang", cap);
-	s.ml = 124;
+	s.ml = own ? 150 : 124; /* merged: "the other 16,370 ranks" fits */
 	svg_range(&s, xa, xb, 0, (double)rows);
 	svg_axes(&s, "time since start (ms)", NULL, 0);
 	size_t row = 0;
 	for (size_t r = 0; r < nr; r++)
-		if (xm_rank(x, r)->ok)
+		if (xm_rank(x, r)->ok && (!own || own[r]))
 			hang_row(c, &s, r, (double)(rows - 1 - row++), &h);
+	if (own)
+		hang_merged_row(c, &s, &h, own, merged);
+	free(own);
 	if (hang_t) {
 		double px = svg_px(&s, ms(c, hang_t));
 		fprintf(c->o,
@@ -986,33 +1122,74 @@ static void table_choices(const struct ctx *c)
 	table_end(c);
 }
 
+/* One row of the ranks table; why: what makes it matter in a large job ("" in a small one) */
+static void rank_tr(FILE *o, const struct xm_rank_row *r, const char *why, int whycol)
+{
+	fprintf(o, "<tr><td>%d</td><td class=\"l\">", r->rank);
+	svg_esc(o, r->host);
+	fprintf(o, "</td><td>%d</td><td>%.1f%s</td><td>%.2f%s</td>", r->pid, r->wall_ms,
+	        r->truncated ? " (cut short)" : "", r->comm_ms, r->comm_host ? " h" : "");
+	td_num(o, "%.2f", r->exposed_ms);
+	td_num(o, "%.1f", r->exposed_share * 100);
+	td_num(o, "%.0f", r->last_share * 100);
+	td_num(o, "%.2f", r->lead_ms);
+	td_num(o, "%.2f", r->waited_ms);
+	if (whycol) {
+		fputs("<td class=\"l\">", o);
+		svg_esc(o, why);
+		fputs("</td>", o);
+	}
+	fputs("</tr>\n", o);
+}
+
+/* A large job's others: min, p50, p90, max of each column, under the rows kept */
+static void rank_dist_trs(FILE *o, const struct xm_rank_view *v)
+{
+	static const char *const q[4] = {"min", "p50", "p90", "max"};
+	fprintf(o, "<tr class=\"same\"><td class=\"l\" colspan=\"11\">the other %zu ranks: "
+	           "min, p50, p90, max of each column</td></tr>\n",
+	        v->nrest);
+	for (int k = 0; v->nrest && k < 4; k++) {
+		fprintf(o, "<tr class=\"same\"><td></td><td class=\"l\">%s</td><td></td>", q[k]);
+		td_num(o, "%.1f", v->dist[0][k]);
+		td_num(o, "%.2f", v->dist[1][k]);
+		td_num(o, "%.2f", v->rest_gpu ? v->dist[2][k] : NAN);
+		td_num(o, "%.1f", v->rest_gpu ? v->dist[3][k] * 100 : NAN);
+		td_num(o, "%.0f", v->dist[4][k] * 100);
+		td_num(o, "%.2f", v->dist[5][k]);
+		td_num(o, "%.2f", v->dist[6][k]);
+		fputs("<td></td></tr>\n", o);
+	}
+}
+
 static void table_ranks(const struct ctx *c)
 {
 	FILE *o = c->o;
 	size_t n = xm_nrank_rows(c->x);
 	if (!n)
 		return;
-	table_begin(c, "ranks", "Ranks",
-	            "comm ms: NCCL GPU time (h: includes host call time); exposed: not overlapped "
-	            "by compute; last%: share of collectives it arrived last at; lead ms: median "
-	            "lead over the next-latest rank then; waited ms: its waits for the last rank.");
-	static const char *const h[] = {"rank",       "<host",    "pid",   "wall ms", "comm ms",
-	                                "exposed ms", "exposed%", "last%", "lead ms", "waited ms"};
-	th_row(o, h, sizeof h / sizeof h[0]);
-	for (size_t i = 0; i < n; i++) {
+	struct xm_rank_view v;
+	xm_rank_view(c->x, &v);
+	char note[600];
+	snprintf(note, sizeof note,
+	         "%scomm ms: NCCL GPU time (h: includes host call time); exposed: not overlapped "
+	         "by compute; last%%: share of collectives it arrived last at; lead ms: median "
+	         "lead over the next-latest rank then; waited ms: its waits for the last rank.",
+	         v.all ? "" : "The ranks that matter of a large job, then the others' distribution "
+	                      "(report --all-ranks: every rank). ");
+	table_begin(c, "ranks", "Ranks", note);
+	static const char *const h[] = {"rank",    "<host",   "pid",     "wall ms",
+	                                "comm ms", "exposed ms", "exposed%", "last%",
+	                                "lead ms", "waited ms",  "<why shown"};
+	th_row(o, h, sizeof h / sizeof h[0] - (v.all ? 1 : 0));
+	for (size_t k = 0; k < v.nshown; k++) {
+		const char *why;
 		struct xm_rank_row r;
-		xm_rank_row(c->x, i, &r);
-		fprintf(o, "<tr><td>%d</td><td class=\"l\">", r.rank);
-		svg_esc(o, r.host);
-		fprintf(o, "</td><td>%d</td><td>%.1f%s</td><td>%.2f%s</td>", r.pid, r.wall_ms,
-		        r.truncated ? " (cut short)" : "", r.comm_ms, r.comm_host ? " h" : "");
-		td_num(o, "%.2f", r.exposed_ms);
-		td_num(o, "%.1f", r.exposed_share * 100);
-		td_num(o, "%.0f", r.last_share * 100);
-		td_num(o, "%.2f", r.lead_ms);
-		td_num(o, "%.2f", r.waited_ms);
-		fputs("</tr>\n", o);
+		xm_rank_row(c->x, xm_rank_view_row(c->x, k, &why), &r);
+		rank_tr(o, &r, why, !v.all);
 	}
+	if (!v.all)
+		rank_dist_trs(o, &v);
 	table_end(c);
 }
 
@@ -1024,16 +1201,22 @@ static void table_links(const struct ctx *c)
 	if (!v)
 		return;
 	xm_link_rows(c->x, v, n);
-	table_begin(c, "links", "Links", "Bytes per GPU: total, and during collectives.");
+	int all = bw_all(c->x);
+	table_begin(c, "links", "Links",
+	            all ? "Bytes per GPU: total, and during collectives."
+	                : "Bytes per GPU of the ranks that matter (a large job: the ranks table's "
+	                  "rows): total, and during collectives.");
 	static const char *const h[] = {
 	    "rank", "device", "NVLink MiB", "during collectives", "PCIe MiB", "during collectives"};
 	th_row(o, h, sizeof h / sizeof h[0]);
 	for (size_t i = 0; i < n; i++)
-		fprintf(o,
-		        "<tr><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.1f</td>"
-		        "<td>%.1f</td></tr>\n",
-		        v[i].rank, v[i].device, v[i].nvl / 1048576.0, v[i].nvl_coll / 1048576.0,
-		        v[i].pcie / 1048576.0, v[i].pcie_coll / 1048576.0);
+		if (xm_rank_kept(c->x, v[i].proc))
+			fprintf(o,
+			        "<tr><td>%d</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.1f</td>"
+			        "<td>%.1f</td></tr>\n",
+			        v[i].rank, v[i].device, v[i].nvl / 1048576.0,
+			        v[i].nvl_coll / 1048576.0, v[i].pcie / 1048576.0,
+			        v[i].pcie_coll / 1048576.0);
 	table_end(c);
 	free(v);
 }

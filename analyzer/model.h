@@ -64,7 +64,13 @@
 	T(killed_together_ms, 1000,                                                                \
 	  "... and never when every member's trace was cut short (no END record) within this (ms) " \
 	  "of the others after a shorter wait: a job killed as a whole (a trace loses up to a "      \
-	  "500 ms frame period)")
+	  "500 ms frame period)")                                                                 \
+	T(ranks_shown, 32,                                                                         \
+	  "a job of more ranks shows in RANKS (and the page's tables and plots) the ranks that "   \
+	  "matter and the others' distribution; --all-ranks shows every rank")                    \
+	T(heatmap_rows, 256,                                                                       \
+	  "the page's heatmaps draw one row per rank up to this many ranks; past it the ranks "   \
+	  "that matter and percentile bands of the others")
 
 enum an_threshold {
 #define AN_T_ENUM(name, def, doc) AN_TH_##name,
@@ -435,6 +441,10 @@ struct an_comm {
 	 * the seq numbers present span at most about twice their count, a gap holding 0 as a
 	 * collective not matched does (a look-up per call, four passes over the calls) */
 	int xfer_dense;
+	/* arrival skew of its collectives matched across all members, its first excluded (the
+	 * report's headline per communicator kind: never averaged across kinds) */
+	double skew_sum_ns, skew_max_ns;
+	uint64_t skew_n;
 };
 
 /* Per (comm, fn) aggregate over all ranks. */

@@ -1,6 +1,7 @@
 /* report.c: `nvlprof report`: findings first, then attribution tables, as text or --json. */
 #include "kernelch.h"
 #include "report.h"
+#include "rankview.h"
 #include "story.h"
 
 #include <errno.h>  /* errno */
@@ -581,65 +582,6 @@ static void text_choices(FILE *o, const struct an_job *job)
 	}
 }
 
-static void text_ranks(FILE *o, const struct an_tables *t)
-{
-	fprintf(o, "\nRANKS\n");
-	fprintf(o, "  %4s %-12s %8s %9s %9s %10s %8s %7s %8s %9s\n", "rank", "host", "pid",
-	        "wall ms", "comm ms", "exposed ms", "exposed%", "last%", "lead ms", "waited ms");
-	for (size_t i = 0; i < t->nranks; i++) {
-		const struct an_rrow *w = &t->ranks[i];
-		const struct an_rank *r = w->r;
-		const struct an_rank_x *x = w->x;
-		double wall = w->wall_ns, ex = w->exposed_ns, span = w->span_ns;
-		char exs[16], exp_[16];
-		if (w->gpu) {
-			snprintf(exs, sizeof exs, "%.2f", ex / 1e6);
-			snprintf(exp_, sizeof exp_, "%.1f", span > 0 ? ex / span * 100 : 0);
-		} else {
-			snprintf(exs, sizeof exs, "-");
-			snprintf(exp_, sizeof exp_, "-");
-		}
-		fprintf(o, "  %4d %-12.12s %8d %9.1f %9.2f%c%10s %8s %7.0f %8.2f %9.2f%s\n",
-		        w->rank, r->host, r->pid, wall / 1e6, w->comm.ns / 1e6,
-		        w->comm.host > 0 ? 'h' : ' ', exs, exp_,
-		        x->colls ? 100.0 * x->last_count / x->colls : 0.0, x->median_lead_ns / 1e6,
-		        x->wait_ns / 1e6, r->truncated ? "  (cut short)" : "");
-	}
-}
-
-/* Under RANKS: what its columns mean, the arrival skew, the clock alignment. */
-static void text_ranks_notes(FILE *o, const struct an_job *job)
-{
-	if (job->ncomms)
-		fprintf(
-		    o,
-		    "  (comm ms: NCCL GPU time (ending in h, as 1.26h: includes host call time, "
-		    "as COLLECTIVES' h rows; h is for host, not hours); exposed: not overlapped by "
-		    "compute%s; last%%: share of collectives it "
-		    "arrived last at; lead ms: median lead over the next-latest rank then; waited "
-		    "ms: its waits for the last rank)\n",
-		    job->win1 ? ", in the steps" : "");
-	if (job->matched_colls) {
-		fprintf(o,
-		        "  %llu collectives matched across ranks; arrival skew mean %.3f ms, max "
-		        "%.3f ms",
-		        (unsigned long long)job->matched_colls, job->mean_skew_ns / 1e6,
-		        job->max_skew_ns / 1e6);
-		if (job->first_comm >= 0)
-			fprintf(o,
-			        "; skew and waits exclude each communicator's first collective (the "
-			        "ranks' startup: %s #%u arrived %.3f ms apart)",
-			        nvlp_nccl_fn_name(job->first_fn), job->first_seq,
-			        job->first_skew_ns / 1e6);
-		fputc('\n', o);
-	}
-	if (job->multi_host)
-		fprintf(o,
-		        "  hosts aligned by realtime anchors, corrected by collective completions "
-		        "(max %.3f ms)\n",
-		        job->max_refine_ns / 1e6);
-}
-
 static void text_others(FILE *o, const struct an_job *job)
 {
 	if (!job->nothers)
@@ -705,15 +647,16 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 	fputc('\n', o);
 }
 
-static void text_links(FILE *o, const struct an_job *job)
+/* keep: per process, 1 for the ranks RANKS shows (a large job), NULL every one */
+static void text_links(FILE *o, const struct an_job *job, const uint8_t *keep)
 {
 	if (!job->have_links)
 		return;
-	fprintf(
-	    o, "\nLINKS (bytes per GPU: total / during collectives)\n  %4s %6s %21s %21s\n",
-	    "rank", "device", "NVLink MiB", "PCIe MiB");
+	fprintf(o, "\nLINKS (bytes per GPU: total / during collectives%s)\n  %4s %6s %21s %21s\n",
+	        keep ? "; the GPUs of the ranks RANKS shows, --all-ranks prints every one" : "",
+	        "rank", "device", "NVLink MiB", "PCIe MiB");
 	for (size_t i = 0; i < job->nranks; i++)
-		for (size_t d = 0; d < job->ranks[i].ndevs; d++) {
+		for (size_t d = 0; (!keep || keep[i]) && d < job->ranks[i].ndevs; d++) {
 			const struct an_dev *v = &job->ranks[i].devs[d];
 			if (!v->nsamples)
 				continue;
@@ -774,11 +717,18 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	an_findings_print(o, f);
 	text_collectives(o, job, &t);
 	text_choices(o, job);
-	text_ranks(o, &t);
-	text_ranks_notes(o, job);
+	struct an_rank_view v;
+	an_rank_view_build(job, &t, f, &v); /* out of memory: every rank */
+	an_ranks_print(o, job, &t, &v);
 	text_others(o, job);
 	text_copies(o, job);
-	text_links(o, job);
+	uint8_t *keep = v.all ? NULL : calloc(job->nranks ? job->nranks : 1, 1);
+	for (size_t i = 0; keep && i < t.nranks; i++)
+		keep[t.ranks[i].r - job->ranks] = v.kept[i];
+	if (v.all || keep) /* out of memory: no LINKS rather than 16,384 lines of them */
+		text_links(o, job, keep);
+	free(keep);
+	an_rank_view_free(&v);
 	text_managed(o, job);
 	an_tables_free(&t);
 }
@@ -818,8 +768,7 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	                          : job->win1                                   ? "steps"
 	                                                                        : "trace");
 	jw_int(w, "matched_collectives", (int64_t)job->matched_colls);
-	jw_num(w, "skew_mean_ms", job->mean_skew_ns / 1e6);
-	jw_num(w, "skew_max_ms", job->max_skew_ns / 1e6);
+	an_skew_json(w, job, t->nranks);
 	jw_num(w, "first_collective_skew_ms", job->first_comm >= 0 ? job->first_skew_ns / 1e6 : NAN);
 	jw_num(w, "clock_correction_ms", job->max_refine_ns / 1e6);
 	an_cost_json(w, job);
@@ -1071,7 +1020,7 @@ static void usage(FILE *o)
 {
 	fprintf(
 	    o,
-	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--threshold NAME=VALUE]... "
+	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--all-ranks] [--threshold NAME=VALUE]... "
 	    "TRACE_DIR|FILE...\n"
 	    "       nvlprof report --html FILE TRACE_DIR|FILE...  (one self-contained HTML page, "
 	    "plots included)\n"
@@ -1094,6 +1043,10 @@ static void usage(FILE *o)
 	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
 	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
 	    "                       a file is used only if its build-id is the one in the trace\n"
+	    "  --all-ranks          every rank a row in RANKS and the page's rank table (a job of "
+	    "more than\n"
+	    "                       ranks_shown ranks shows the ranks that matter and a "
+	    "distribution)\n"
 	    "  -j N                 reader threads (default: one per file, up to the number of "
 	    "CPUs)\n"
 	    "  --threshold N=V      change a threshold (repeatable); thresholds and defaults:\n");
@@ -1142,6 +1095,10 @@ int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
 			threshold_error(v);
 			return -1;
 		}
+		return 1;
+	}
+	if (!strcmp(a, "--all-ranks")) { /* every rank a row, however many */
+		th[AN_TH_ranks_shown] = INFINITY;
 		return 1;
 	}
 	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {

@@ -53,6 +53,15 @@ for n in fail2_stuck hf_profiler ddp_ws1_all share_hf; do
 	if $CLI report --html "$T/$n.html" "$d" 2>"$T/err"; then page "$n" "$T/$n.html"
 	else fail "$n: report --html: $(head -2 "$T/err")"; fi
 done
+# a job of 2,048 ranks: the heatmap's rows merged into bands past heatmap_rows (an SVG of its own
+# size, not one row per rank), rendered as any page
+ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+if "$PROGS/an_gen" -o "$T/large" --ranks 2048 --hosts 256 --host-comm --late-rank 1234 --late-ms 5 \
+	--no-links >/dev/null 2>&1 && $CLI report --html "$T/large.html" "$T/large" 2>"$T/err"; then
+	page large_2048 "$T/large.html"
+	grep -q 'p90-p100: 2[0-9][0-9] ranks' "$T/large.html" && pass "large_2048: the heatmap has band rows" ||
+		fail "large_2048: no band row in the heatmap"
+else fail "large_2048: an_gen or report --html: $(head -2 "$T/err")"; fi
 if $CLI diff --html "$T/diff.html" "$TRACES/ddp_healthy" "$TRACES/ddp_p2p_disable" 2>"$T/err"; then
 	page diff_healthy_p2p "$T/diff.html"
 	v=$($CLI diff "$TRACES/ddp_healthy" "$TRACES/ddp_p2p_disable" | grep '^VERDICT')

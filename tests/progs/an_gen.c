@@ -63,6 +63,7 @@ struct an_gen_opts {
 	int mm_kind, mm_rank;
 	uint64_t mm_seq;
 	int quiet;
+	int host_comm; /* the step's 256 KiB AllReduce on a per-host communicator (--host-comm) */
 };
 
 #define MS 1000000ull
@@ -352,6 +353,16 @@ static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, i
                      int nranks, uint64_t seq, const struct an_gen_opts *o)
 {
 	struct nvlp_rec_nccl n = nccl_fill(g, fn, t, bytes, depth, nranks, seq, o);
+	add(g, NVLP_K_NCCL, &n, NULL, 0);
+}
+
+/* --host-comm: the same call on the communicator of g's host (per_host ranks, its own seq) */
+static void nccl_host_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes,
+                          int per_host, uint64_t seq, const struct an_gen_opts *o)
+{
+	struct nvlp_rec_nccl n = nccl_fill(g, fn, t, bytes, 0, per_host, seq, o);
+	n.comm = COMM_HASH ^ (0x100000000ull * (uint64_t)(g->host + 1));
+	n.rank = (uint64_t)g->dev;
 	add(g, NVLP_K_NCCL, &n, NULL, 0);
 }
 
@@ -700,7 +711,17 @@ int an_gen_run(const struct an_gen_opts *o)
 			}
 		}
 	}
-	uint64_t seq = 0;
+	uint64_t seq = 0, hseq = 0;
+	uint64_t *comm_end = calloc((size_t)n, sizeof *comm_end),
+	         *launch = calloc((size_t)n, sizeof *launch),
+	         *hmx = calloc((size_t)o->hosts, sizeof *hmx);
+	if (!comm_end || !launch || !hmx) {
+		free(comm_end);
+		free(launch);
+		free(hmx);
+		free(G);
+		return -1;
+	}
 	/* setup: a broadcast of the parameters */
 	{
 		uint64_t arr = 500 * US, end = 0;
@@ -867,7 +888,7 @@ int an_gen_run(const struct an_gen_opts *o)
 			kernel(g, o, t0 + d + 3 * MS + 5 * US, t0 + d + 8 * MS, COMP_STREAM, S_BWD,
 			       0);
 		}
-		uint64_t comm_end[AN_GEN_MAX_RANKS] = {0};
+		memset(comm_end, 0, (size_t)n * sizeof *comm_end);
 		int killed_now = 0;
 		for (unsigned i = 0; i < nops; i++) {
 			const struct op *op = &ops[i];
@@ -879,7 +900,9 @@ int an_gen_run(const struct an_gen_opts *o)
 			uint64_t at =
 			    op->at + (o->exposed && i < 2 ? 8100 * US - op->at + i * 10 * US : 0);
 			int last_coll = last_step && i + nin >= nops;
-			uint64_t launch[AN_GEN_MAX_RANKS], mx = 0;
+			int ph = o->host_comm && i == 2; /* per host: ends with its host's latest */
+			uint64_t mx = 0;
+			memset(hmx, 0, (size_t)o->hosts * sizeof *hmx);
 			uint64_t bytes = 0;
 			for (unsigned k = 0; k < nin; k++)
 				bytes += ops[i + k].bytes;
@@ -901,7 +924,10 @@ int an_gen_run(const struct an_gen_opts *o)
 				if (op->group)
 					nccl_rec(g, NVLP_NCCL_GROUP_START, arr - 2 * US, 0, 0, n, 0,
 					         o);
-				for (unsigned k = 0; k < nin; k++)
+				for (unsigned k = 0; k < nin && ph; k++)
+					nccl_host_rec(g, ops[i + k].fn, arr + k * US, ops[i + k].bytes,
+					              per_host, hseq + k, o);
+				for (unsigned k = 0; k < nin && !ph; k++)
 					nccl_rec(g, ops[i + k].fn, arr + k * US, ops[i + k].bytes,
 					         op->group ? 1 : 0, n, seq + k, o);
 				if (op->group)
@@ -912,24 +938,30 @@ int an_gen_run(const struct an_gen_opts *o)
 					launch[r] = g->comm_free;
 				if (launch[r] > mx)
 					mx = launch[r];
+				if (launch[r] > hmx[g->host])
+					hmx[g->host] = launch[r];
 			}
-			seq += nin;
+			if (ph)
+				hseq += nin;
+			else
+				seq += nin;
 			/* the survivors' kernels never complete: no KERNEL records */
 			if (killed_now)
 				continue;
 			uint64_t xfer = (uint64_t)((double)bytes * fac / busbw * 1e9) + 8 * US;
-			uint64_t end = mx + xfer;
 			for (int r = 0; r < n; r++) {
 				struct grank *g = &G[r];
+				uint64_t end = (ph ? hmx[g->host] : mx) + xfer;
 				kernel(g, o, launch[r], end, NCCL_STREAM, S_K0 + i, 1);
 				g->comm_free = end;
 				comm_end[r] = end;
 				double moved = (double)bytes * fac;
+				uint64_t from = ph ? hmx[g->host] : mx;
 				if (o->fallback) {
-					traffic_to(g, 1, mx, end, moved);
-					traffic_to(g, 0, mx, end, moved * 0.001);
+					traffic_to(g, 1, from, end, moved);
+					traffic_to(g, 0, from, end, moved * 0.001);
 				} else
-					traffic_to(g, 0, mx, end, moved);
+					traffic_to(g, 0, from, end, moved);
 			}
 			if (o->interleave && i == 0)
 				late_bcast(G, n, o, t0 + op->at + 1000 * US, seq++, busbw, S_BCAST);
@@ -1020,6 +1052,9 @@ int an_gen_run(const struct an_gen_opts *o)
 		add(g, NVLP_K_END, &e, NULL, 0);
 		nvlp_writer_close(g->w);
 	}
+	free(comm_end);
+	free(launch);
+	free(hmx);
 	for (int r = 0; r < n; r++) {
 		free(G[r].p);
 		free(G[r].lp);
@@ -1080,7 +1115,7 @@ static void usage(void)
 	                "       [--bad-buildid] [--sym-records] [--tool-frames] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
 	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
-	                "       [--in-place] [--comm-name NAME] [--python]\n"
+	                "       [--in-place] [--comm-name NAME] [--python] [--host-comm]\n"
 	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n");
 }
 
@@ -1102,7 +1137,7 @@ int main(int argc, char **argv)
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
 	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
-	    {"mismatch", 1, 0, 10},      {0, 0, 0, 0}};
+	    {"mismatch", 1, 0, 10},      {"host-comm", 0, 0, 11},   {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
@@ -1241,6 +1276,9 @@ int main(int argc, char **argv)
 			o.mm_rank = *e == ':' ? atoi(e + 1) : 1;
 			break;
 		}
+		case 11:
+			o.host_comm = 1;
+			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
 			o.ranks = 1;
@@ -1250,7 +1288,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.dir || o.ranks < 1 || o.ranks > AN_GEN_MAX_RANKS || o.hosts < 1 || o.hosts > o.ranks) {
+	if (!o.dir || o.ranks < 1 || o.ranks > 65536 || o.hosts < 1 || o.hosts > o.ranks) {
 		usage();
 		return 2;
 	}
