@@ -376,6 +376,15 @@ static int __attribute__((noinline, cold, format(printf, 2, 3))) bad_record(nvlp
 	return 0;
 }
 
+/* The record in rec is handed out. @return 1 */
+static inline int hand_out(nvlp_reader *r, const struct nvlp_record *rec)
+{
+	r->complete = rec->kind == NVLP_K_END;
+	if (rec->kind == NVLP_K_STRING)
+		nvlp_strtab_put(&r->strings, rec->f[0], rec->blob, rec->blob_len);
+	return 1;
+}
+
 /* A record whose code is not DIRECT: skipped (a kind this build does not know), or its fields put
  * in this build's order. @return as decode */
 static int __attribute__((noinline)) remap(nvlp_reader *r, struct nvlp_record *rec,
@@ -392,10 +401,7 @@ static int __attribute__((noinline)) remap(nvlp_reader *r, struct nvlp_record *r
 		if (from[i] >= 0)
 			out[i] = prev[from[i]];
 	rec->f = out;
-	r->complete = cm->kind == NVLP_K_END;
-	if (cm->kind == NVLP_K_STRING)
-		nvlp_strtab_put(&r->strings, out[0], rec->blob, rec->blob_len);
-	return 1;
+	return hand_out(r, rec);
 }
 
 /* @return 1 record, 2 a record skipped (a kind this build does not know), 0 a bad record: the
@@ -442,10 +448,7 @@ static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 	if (p > r->end)
 		return bad_record(r, "record %llu runs past the frame",
 				  (unsigned long long)r->records + 1);
-	rec->kind = cm->kind;
-	rec->f = prev;
-	rec->blob = NULL;
-	rec->blob_len = 0;
+	*rec = (struct nvlp_record){.kind = cm->kind, .f = prev, .blob = NULL, .blob_len = 0};
 	if (cm->has_blob) {
 		uint64_t len;
 		if (get_varint(&p, &len) < 0 || p > r->end || len > NVLP_MAX_BLOB ||
@@ -458,12 +461,7 @@ static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 	}
 	r->p = p;
 	r->records++;
-	if (cm->mode != NVLP_CM_DIRECT)
-		return remap(r, rec, cm, prev);
-	r->complete = cm->kind == NVLP_K_END;
-	if (cm->kind == NVLP_K_STRING)
-		nvlp_strtab_put(&r->strings, prev[0], rec->blob, rec->blob_len);
-	return 1;
+	return cm->mode == NVLP_CM_DIRECT ? hand_out(r, rec) : remap(r, rec, cm, prev);
 }
 
 int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)

@@ -10,7 +10,7 @@
 #include "check.h"
 #include "nvlp_trace.h"
 
-static char dir[] = "/tmp/nvlp-test-schema.XXXXXX";
+static char dir[256] = "/tmp/nvlp-test-schema.XXXXXX";
 
 /* ---- a hand-made writer: any schema, any kind codes (what a later nvlprof would write) ---- */
 struct enc {
@@ -88,7 +88,7 @@ static void e_flush(struct enc *e)
 
 static const char *e_write(struct enc *e, const char *name)
 {
-	static char path[256];
+	static char path[sizeof dir + 64];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	FILE *f = fopen(path, "wb");
 	if (f) {
@@ -359,7 +359,7 @@ static void test_v1_and_own(void)
 	      "a version 1 trace (no schema) reads with the built-in schema of version 1: %s", err);
 	nvlp_reader_close(r);
 
-	char path[256];
+	char path[sizeof dir + 16];
 	snprintf(path, sizeof path, "%s/own.nvlp", dir);
 	nvlp_writer *w = nvlp_writer_open(path, "pid=1\n", 1, 2);
 	nvlp_writer_add(w, NVLP_K_NCCL, &a, NULL, 0);
@@ -385,8 +385,15 @@ static void test_v1_and_own(void)
 	nvlp_reader_close(r);
 }
 
-int main(void)
+/* --newer-in DIR: only write the newer writer's trace, DIR/newer.nvlp (for tests/trace/) */
+int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--newer-in")) {
+		static struct enc e;
+		snprintf(dir, sizeof dir, "%s", argv[2]);
+		write_newer(&e);
+		return 0;
+	}
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
