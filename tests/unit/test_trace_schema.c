@@ -334,6 +334,88 @@ static void test_undeclared_code(void)
 	nvlp_reader_close(r);
 }
 
+/* ---- damaged schemas: never a crash, either a one-line error or records read ---- */
+
+static uint64_t seed = 88172645463325252ull;
+static unsigned rnd(unsigned n)
+{
+	seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+	return (unsigned)(seed % n);
+}
+
+/* One random edit of text (len bytes, room for cap): a byte changed, deleted or inserted, or a
+ * run of it repeated elsewhere. @return the new length */
+static size_t edit(char *text, size_t len, size_t cap)
+{
+	static const char pick[] = " :\n-0123456789UIXTSabkindblob_";
+	size_t at = rnd((unsigned)len + 1);
+	switch (rnd(4)) {
+	case 0:
+		if (at < len)
+			text[at] = pick[rnd(sizeof pick - 1)];
+		return len;
+	case 1:
+		if (at < len)
+			memmove(text + at, text + at + 1, len - at - 1), len--;
+		return len;
+	case 2:
+		if (len + 1 < cap)
+			memmove(text + at + 1, text + at, len - at), text[at] = pick[rnd(sizeof pick - 1)], len++;
+		return len;
+	default: {
+		size_t from = rnd((unsigned)len), n = 1 + rnd(80);
+		if (from + n > len)
+			n = len - from;
+		if (len + n < cap) {
+			memmove(text + at + n, text + at, len - at);
+			memmove(text + at, text + (from < at ? from : from + n), n);
+			len += n;
+		}
+		return len;
+	}
+	}
+}
+
+static void test_damaged_schemas(void)
+{
+	static struct enc e;
+	char *builtin = nvlp_schema_text(NULL), text[8192], err[512];
+	unsigned refused = 0, read = 0, bad_msg = 0;
+	for (unsigned it = 0; it < 3000; it++) {
+		size_t len = (size_t)snprintf(text, sizeof text, "%s", builtin);
+		for (unsigned k = 1 + rnd(6); k > 0; k--)
+			len = edit(text, len, sizeof text - 1);
+		text[len] = 0;
+		with_schema(&e, text);
+		struct nvlp_rec_nccl a = {.fn = NVLP_NCCL_ALL_REDUCE, .seq = it, .t_enter = it};
+		uint64_t g[3] = {1, 2, 3};
+		e_rec(&e, NVLP_K_NCCL, sizeof a / 8, (const uint64_t *)&a, NULL);
+		e_rec(&e, 40, 3, g, NULL);
+		e_rec(&e, NVLP_K_NCCL, sizeof a / 8, (const uint64_t *)&a, NULL);
+		e_flush(&e);
+		const char *path = e_write(&e, "damaged.nvlp");
+		nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
+		if (!r) {
+			refused++;
+			bad_msg += strstr(err, path) != err || strchr(err, '\n') != NULL;
+			continue;
+		}
+		struct nvlp_record rec;
+		while (nvlp_reader_next(r, &rec) == 1)
+			bad_msg += rec.kind == 0 || rec.kind >= NVLP_K_COUNT;
+		const char *what;
+		nvlp_reader_unknown(r, &what);
+		bad_msg += strlen(what) >= 256;
+		read++;
+		nvlp_reader_close(r);
+	}
+	free(builtin);
+	CHECK(bad_msg == 0 && refused > 100 && read > 100,
+	      "3000 damaged schemas: %u refused with a one-line error, %u read (only valid kinds "
+	      "handed out)",
+	      refused, read);
+}
+
 /* ---- version 1 (no schema) and this build's own traces ---- */
 
 static void test_v1_and_own(void)
@@ -401,6 +483,7 @@ int main(int argc, char **argv)
 	test_newer_writer();
 	test_bad_schemas();
 	test_undeclared_code();
+	test_damaged_schemas();
 	test_v1_and_own();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
