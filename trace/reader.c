@@ -360,7 +360,6 @@ static inline int get_varint_field(const uint8_t **pp, uint64_t *out)
 	return get_varint(pp, out);
 }
 
-
 /* A bad record: the rest of its frame is skipped (out of line: the decoder's hot path keeps no
  * message buffer). @return 0 */
 static int __attribute__((noinline, cold, format(printf, 2, 3))) bad_record(nvlp_reader *r,

@@ -83,4 +83,16 @@ if [ -x "$NEWER" ]; then
 else
 	fail "test_trace_schema not built ($NEWER)"
 fi
+
+# ---- the shim writes its schema first in every trace ----
+if [ -x "$PROGS/hk_nccl" ] && [ -f "$LIB" ]; then
+	NVLPROF_CUPTI=0 NVLPROF_DIR="$T/shim" LD_PRELOAD="$SANLIB" "$CLI" run -o "$T/shim" -- "$PROGS/hk_nccl" failseq >/dev/null 2>&1
+	f=$(ls "$T"/shim/*.nvlp 2>/dev/null | head -1)
+	"$CLI" dump --schema "$f" >"$T/s3" 2>&1
+	"$CLI" info "$f" >"$T/i3" 2>&1
+	check "a trace the shim wrote: version 2.0 with the schema of this build, read whole" sh -c \
+		"test -n '$f' && grep -q ': format 2.0, its own schema$' '$T/s3' && grep -q '^  recorder  nvlprof .*, trace format 2$' '$T/i3' && grep -q 'status    complete' '$T/i3' && ! grep -q '^  unknown' '$T/i3'"
+else
+	fail "hk_nccl or the library not built"
+fi
 exit 0
