@@ -17,7 +17,7 @@
  * Version 2: the first record of the first frame is the schema (code 0, no fields, blob = the
  * schema text, see below), the second NVLP_K_HEADER. Version 1 (every trace written before the
  * schema existed): no schema; the first record is NVLP_K_HEADER and the layout is the built-in
- * schema of version 1 (trace/schema.c), which never changes.
+ * schema of version 1 (trace/schema_v1.c), which never changes.
  * A file whose last record is NVLP_K_END is complete; anything else was cut short (kill -9,
  * crash) and is read up to its last whole frame.
  *
@@ -44,7 +44,7 @@
 #define NVLP_FRAME_MAGIC 0x464c564eu /* "NVLF" */
 #define NVLP_PREAMBLE_SIZE 16
 #define NVLP_FRAME_HEADER_SIZE 16
-#define NVLP_MAX_FIELDS 32
+#define NVLP_MAX_FIELDS 32 /* fields of one kind of this build (struct nvlp_rec_*) */
 #define NVLP_MAX_BLOB 65535
 #define NVLP_MAX_FRAME (64u << 20) /* largest raw or compressed frame size a reader accepts */
 

@@ -91,8 +91,8 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 }
 
 /* The schema record, first of the first frame (code 0, no fields, blob = the schema text): readers
- * of this and later builds learn every kind's fields from it. Once per trace: ~2.7 KB raw, a few
- * microseconds. @return 0, or -1 (errno) */
+ * of this and later builds learn every kind's fields from it. Once per trace: 2.7 KB raw, 1.1 KB
+ * compressed, ~37 us of CPU (mostly zstd's). @return 0, or -1 (errno) */
 static int add_schema(nvlp_writer *w)
 {
 	size_t len;
