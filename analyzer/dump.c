@@ -425,13 +425,64 @@ static int finish_file(nvlp_reader *r, int last)
 }
 
 struct dump_opts {
-	int json;
+	int json, schema;
 	int nfiles;
 };
+
+/* Under a schema line of a kind this build knows: what its coded fields hold. */
+static void schema_notes(const char *line, size_t len)
+{
+	const char *name = line + 5, *sp = memchr(name, ' ', len - 5);
+	unsigned kind = 0;
+	for (unsigned k = 1; sp && k < NVLP_K_COUNT && !kind; k++)
+		if (strlen(nvlp_kind_info(k)->name) == (size_t)(sp - name) &&
+		    !memcmp(nvlp_kind_info(k)->name, name, (size_t)(sp - name)))
+			kind = k;
+	const struct nvlp_kind_info *ki = kind ? nvlp_kind_info(kind) : NULL;
+	for (unsigned i = 0; ki && i < ki->nfields; i++) {
+		const char *m = nvlp_coded_field(kind, ki->fields[i]);
+		char f[64];
+		snprintf(f, sizeof f, " %s:", ki->fields[i]);
+		if (m && memmem(line, len, f, strlen(f)))
+			printf("    %s: %s\n", ki->fields[i], m);
+	}
+	for (unsigned fn = 0; kind == NVLP_K_NCCL && fn < NVLP_NCCL_FN_COUNT; fn++) {
+		const char *a = nvlp_nccl_aux_name(fn, 0), *a2 = nvlp_nccl_aux_name(fn, 1);
+		if (*a || *a2)
+			printf("    aux, aux2 of %s: %s, %s\n", nvlp_nccl_fn_name(fn), *a ? a : "-",
+			       *a2 ? a2 : "-");
+	}
+}
+
+/* dump --schema: the kinds and fields the file is read with, and what this build does not know */
+static int schema_one(const char *path, nvlp_reader *r, void *arg)
+{
+	struct dump_opts *o = arg;
+	unsigned major, minor;
+	size_t len;
+	nvlp_reader_format(r, &major, &minor);
+	const char *t = nvlp_reader_schema(r, &len), *end = t + len, *what;
+	printf("%s== %s: format %u.%u, %s\n", o->nfiles++ ? "\n" : "", path, major, minor,
+	       major > 1 ? "its own schema" : "no schema in the file: the built-in one of version 1");
+	while (t < end) {
+		const char *nl = memchr(t, '\n', (size_t)(end - t));
+		size_t l = nl ? (size_t)(nl - t) : (size_t)(end - t);
+		printf("%.*s\n", (int)l, t);
+		if (l > 5 && !memcmp(t, "kind ", 5))
+			schema_notes(t, l);
+		t += l + 1;
+	}
+	nvlp_reader_unknown(r, &what);
+	if (*what)
+		printf("not known to this nvlprof (skipped): %s\n", what);
+	return 0;
+}
 
 static int dump_one(const char *path, nvlp_reader *r, void *arg)
 {
 	struct dump_opts *o = arg;
+	if (o->schema)
+		return schema_one(path, r, arg);
 	struct file_ctx c;
 	file_ctx_init(&c, path, r);
 	if (!o->json) {
@@ -455,8 +506,9 @@ static int dump_one(const char *path, nvlp_reader *r, void *arg)
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f, "usage: nvlprof dump [--json] FILE|DIR...\n"
-		   "  every record of each trace, one per line (--json: one JSON object per line)\n");
+	fprintf(f, "usage: nvlprof dump [--json | --schema] FILE|DIR...\n"
+		   "  every record of each trace, one per line (--json: one JSON object per line)\n"
+		   "  --schema: the format version, record kinds and fields each trace is read with\n");
 }
 
 int nvlp_cmd_dump(int argc, char **argv)
@@ -466,6 +518,8 @@ int nvlp_cmd_dump(int argc, char **argv)
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) {
 			o.json = 1;
+		} else if (!strcmp(argv[i], "--schema")) {
+			o.schema = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			dump_usage(stdout);
 			return 0;
@@ -473,7 +527,7 @@ int nvlp_cmd_dump(int argc, char **argv)
 			i++;
 			break;
 		} else {
-			fprintf(stderr, "nvlprof dump: unknown option '%s' (--json)\n", argv[i]);
+			fprintf(stderr, "nvlprof dump: unknown option '%s' (--json, --schema)\n", argv[i]);
 			dump_usage(stderr);
 			return 2;
 		}
@@ -627,6 +681,11 @@ static void info_print_records(nvlp_reader *r, const struct info_scan *s, int rc
 		if (s->counts[k])
 			printf("    %-12s %" PRIu64 "\n", nvlp_kind_info(k)->name, s->counts[k]);
 	printf("  dropped   %" PRIu64 "%s\n", dropped, dropped ? " records (thread buffers were full)" : "");
+	const char *what;
+	uint64_t unknown = nvlp_reader_unknown(r, &what);
+	if (unknown || *what) /* a newer nvlprof wrote it */
+		printf("  unknown   %" PRIu64 " records skipped; kinds and fields this nvlprof does not "
+		       "know: %s\n", unknown, what);
 	if (rc < 0)
 		printf("  status    read error: %s\n", nvlp_reader_error(r));
 	else if (nvlp_reader_complete(r))

@@ -1,6 +1,7 @@
 /* format.c: metadata tables generated from nvlp_format.h's X-macros, plus the format's hash and crc. */
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
+#include <string.h> /* strcmp */
 
 #include "nvlp_trace.h"
 
@@ -72,6 +73,41 @@ const char *nvlp_cuda_fn_name(unsigned fn)
 const char *nvlp_note_name(unsigned code)
 {
 	return code < NVLP_NOTE_CODE_COUNT ? note_names[code] : "?";
+}
+
+/* The coded-field notes of nvlp_format.h, looked up by kind and field name. */
+static const struct {
+	unsigned kind;
+	const char *field, *meaning;
+} coded[] = {
+#define C_ROW(KIND, field, meaning) {NVLP_K_##KIND, #field, meaning},
+	NVLP_CODED_FIELDS(C_ROW)
+#undef C_ROW
+};
+
+const char *nvlp_coded_field(unsigned kind, const char *field)
+{
+	for (size_t i = 0; i < sizeof coded / sizeof coded[0]; i++)
+		if (coded[i].kind == kind && !strcmp(coded[i].field, field))
+			return coded[i].meaning;
+	return NULL;
+}
+
+static const struct {
+	unsigned fn;
+	const char *aux[2];
+} nccl_aux[] = {
+#define A_ROW(E, aux, aux2) {NVLP_NCCL_##E, {aux, aux2}},
+	NVLP_NCCL_AUX(A_ROW)
+#undef A_ROW
+};
+
+const char *nvlp_nccl_aux_name(unsigned fn, int which)
+{
+	for (size_t i = 0; i < sizeof nccl_aux / sizeof nccl_aux[0]; i++)
+		if (nccl_aux[i].fn == fn)
+			return nccl_aux[i].aux[which != 0];
+	return "";
 }
 
 /* ncclDataType_t of nccl.h 2.28 (values are ABI: ncclInt8 = 0 ... ncclFloat8e5m2 = 11). Kept as a

@@ -6,23 +6,45 @@
 
 /*
  * File layout (all integers little-endian):
- *   preamble  : 8 bytes "NVLPROF\0", u32 format version, u32 0x01020304 (endianness check)
+ *   preamble  : 8 bytes "NVLPROF\0", u32 format version (the major), u32 0x01020304 (endianness)
  *   frames    : repeated { u32 'NVLF' magic, u32 compressed size, u32 raw size, u32 crc32 of the
  *               previous 12 bytes } followed by one zstd frame (with zstd's content checksum).
  * A frame's raw bytes are a sequence of encoded records:
- *   varint kind, then for each fixed field of that kind a zigzag varint of (value - value of the
- *   same field in the previous record of that kind in this frame), then, for kinds that carry a
- *   blob, varint length + bytes. Delta state is reset at every frame, so each frame decodes alone.
- * The first record of the first frame is NVLP_K_HEADER. A file whose last record is NVLP_K_END is
- * complete; anything else was cut short (kill -9, crash) and is read up to its last whole frame.
+ *   varint kind code, then for each field the file's schema lists for that code a zigzag varint of
+ *   (value - value of the same field in the previous record of that code in this frame), then,
+ *   for codes that carry a blob, varint length + bytes. Delta state is reset at every frame, so
+ *   each frame decodes alone.
+ * Version 2: the first record of the first frame is the schema (code 0, no fields, blob = the
+ * schema text, see below), the second NVLP_K_HEADER. Version 1 (every trace written before the
+ * schema existed): no schema; the first record is NVLP_K_HEADER and the layout is the built-in
+ * schema of version 1 (trace/schema_v1.c), which never changes.
+ * A file whose last record is NVLP_K_END is complete; anything else was cut short (kill -9,
+ * crash) and is read up to its last whole frame.
+ *
+ * The schema text (ASCII, one line each, '\n'-terminated):
+ *   "nvlp-schema MAJOR.MINOR"                         first line
+ *   "kind NAME CODE BLOB FIELD:TYPE FIELD:TYPE ..."   one per record kind; BLOB is "blob" or "-",
+ *                                                     TYPE one of U I X T S (enum nvlp_ftype)
+ * Lines starting with another word are for later versions and skipped. A reader matches kinds and
+ * fields by name: a kind it does not know is read and skipped (its records are counted), a field
+ * it does not know is skipped, a field the file lacks reads as 0. Every field is a uint64_t
+ * stored as a zigzag delta varint; a different encoding of a field needs a new major.
  */
 #define NVLP_MAGIC "NVLPROF"
-#define NVLP_FORMAT_VERSION 1u
+/* The version window: this build reads majors NVLP_FORMAT_OLDEST..NVLP_FORMAT_VERSION and writes
+ * NVLP_FORMAT_VERSION.NVLP_FORMAT_MINOR. The minor grows when a kind or a field is added (older
+ * readers of the same major skip it); the major only when an encoding changes. */
+#define NVLP_FORMAT_OLDEST 1u
+#define NVLP_FORMAT_VERSION 2u
+#define NVLP_FORMAT_MINOR 0u
+#define NVLP_SCHEMA_CODE 0u    /* kind code of the schema record (first record of a version 2 file) */
+#define NVLP_MAX_FILE_KINDS 256 /* kind codes a schema may declare: 1..255 */
+#define NVLP_MAX_FILE_FIELDS 64 /* fields a schema may declare for one kind */
 #define NVLP_ENDIAN_MARK 0x01020304u
 #define NVLP_FRAME_MAGIC 0x464c564eu /* "NVLF" */
 #define NVLP_PREAMBLE_SIZE 16
 #define NVLP_FRAME_HEADER_SIZE 16
-#define NVLP_MAX_FIELDS 32
+#define NVLP_MAX_FIELDS 32 /* fields of one kind of this build (struct nvlp_rec_*) */
 #define NVLP_MAX_BLOB 65535
 #define NVLP_MAX_FRAME (64u << 20) /* largest raw or compressed frame size a reader accepts */
 
@@ -37,8 +59,11 @@ enum nvlp_ftype {
 
 /*
  * The record kinds: R(NAME, name, has_blob, FIELDS). FIELDS(F) lists F(type, field).
- * Adding a kind or a field here is all it takes for writer, reader and dump.
- * Never reorder or remove within a format version; bump NVLP_FORMAT_VERSION instead.
+ * Adding a kind or a field here is all it takes for writer, reader and dump: add a kind at the
+ * end of NVLP_RECORD_KINDS and a field at the end of its list, and bump NVLP_FORMAT_MINOR (the
+ * schema each trace carries tells older readers what to skip). Never rename or remove a kind or a
+ * field: readers match them by name (a renamed field is an unknown one to every other build).
+ * Coded fields: name their values below (a V list, NVLP_NCCL_AUX, NVLP_CODED_FIELDS).
  */
 
 /* Process header: blob = "key=value\n" lines (see NVLP_HDR_* keys in nvlp_trace.h). */
@@ -579,6 +604,78 @@ enum nvlp_clock_source {
 #define NVLP_LINKSAMPLE_F_OVERFLOW 0x2ull /* LINKSAMPLE.flags: a counter wrapped */
 
 #define NVLP_NCCL_AUX2_FAILED 0x1ull /* NCCL.aux2 of a failed collective / p2p call */
+
+/*
+ * NCCL.aux and NCCL.aux2 by fn (hooks_nccl.c fills them): A(fn enum suffix, aux, aux2), each a
+ * short name of what the field holds, "" when unused (0). Communicator hashes are the shim's (as
+ * NCCL.comm); pointers and handles are the job's. Collectives and point-to-point calls (class C
+ * and P) have aux 0 and aux2 = flags (NVLP_NCCL_AUX2_FAILED).
+ */
+#define NVLP_NCCL_AUX(A)                                                                           \
+	A(GET_UNIQUE_ID, "comm_hash", "")  /* the hash a communicator made from this id will have */ \
+	A(COMM_INIT_RANK, "comm_hash", "")                                /* = comm */            \
+	A(COMM_INIT_RANK_CONFIG, "comm_hash", "")                         /* = comm */            \
+	A(COMM_INIT_RANK_SCALABLE, "comm_hash", "")                       /* = comm */            \
+	A(COMM_INIT_ALL, "comm_hash", "")                                 /* = comm */            \
+	A(COMM_SPLIT, "child_comm_hash", "color")   /* the new communicator's hash; color as given */ \
+	A(COMM_SHRINK, "child_comm_hash", "nexcl")  /* nexcl: how many ranks were excluded */      \
+	A(COMM_REVOKE, "", "flags")                                       /* as given */          \
+	A(COMM_REGISTER, "buf", "handle")             /* handle: what NCCL returned (0 on error) */ \
+	A(COMM_DEREGISTER, "", "handle")                                                          \
+	A(COMM_WINDOW_REGISTER, "buf", "window")      /* window: what NCCL returned (0 on error) */ \
+	A(COMM_WINDOW_DEREGISTER, "", "window")                                                   \
+	A(MEM_ALLOC, "ptr", "")                       /* the pointer NCCL returned (0 on error) */  \
+	A(MEM_FREE, "ptr", "")
+
+/*
+ * Where the values of every other coded field are named: C(KIND, field, meaning). dump --schema
+ * prints these beside the schema; docs/FORMAT.md lists them.
+ */
+#define NVLP_CODED_FIELDS(C)                                                                       \
+	C(NCCL, fn, "NVLP_NCCL_FUNCS (enum nvlp_nccl_fn)")                                         \
+	C(NCCL, dtype, "ncclDataType_t (-1: none)")                                                \
+	C(NCCL, op, "ncclRedOp_t (-1: none; from 5: the job's own)")                               \
+	C(NCCL, rc, "ncclResult_t")                                                                \
+	C(NCCL, aux, "by fn: NVLP_NCCL_AUX")                                                       \
+	C(NCCL, aux2, "by fn: NVLP_NCCL_AUX; collectives: bit 0 = failed (NVLP_NCCL_AUX2_FAILED)")   \
+	C(COPY, fn, "NVLP_CUDA_FUNCS (enum nvlp_cuda_fn)")                                         \
+	C(COPY, copy_kind, "NVLP_MEMCPY_KINDS (cudaMemcpyKind)")                                   \
+	C(COPY, rc, "cudaError_t")                                                                 \
+	C(MANAGED, fn, "NVLP_CUDA_FUNCS")                                                          \
+	C(MANAGED, flags, "cudaMallocManaged attach flags, or the cudaMemoryAdvise value")         \
+	C(MANAGED, rc, "cudaError_t")                                                              \
+	C(PEER, fn, "NVLP_CUDA_FUNCS")                                                             \
+	C(PEER, flags, "the flags argument (0)")                                                   \
+	C(PEER, rc, "cudaError_t (704: already enabled)")                                          \
+	C(END, reason, "NVLP_END_REASONS")                                                         \
+	C(NOTE, code, "NVLP_NOTE_CODES (enum nvlp_note_code)")                                     \
+	C(KERNEL, flags, "bit 0 = NCCL kernel (NVLP_KERNEL_F_NCCL)")                               \
+	C(GPUCOPY, copy_kind, "NVLP_GPUCOPY_KINDS (CUpti_ActivityMemcpyKind)")                      \
+	C(GPUCOPY, src_kind, "CUpti_ActivityMemoryKind")                                           \
+	C(GPUCOPY, dst_kind, "CUpti_ActivityMemoryKind")                                           \
+	C(GPUCOPY, flags, "CUpti_ActivityFlag, plus NVLP_GPUCOPY_F_PEER")                          \
+	C(UM, counter, "NVLP_UM_COUNTERS (CUpti_ActivityUnifiedMemoryCounterKind)")                 \
+	C(UM, flags, "CUPTI's unified-memory record flags")                                        \
+	C(NVLINK, type0, "NVLP_DEV_TYPES (CUpti_DevType)")                                         \
+	C(NVLINK, type1, "NVLP_DEV_TYPES (CUpti_DevType)")                                         \
+	C(NVLINK, flags, "CUpti_LinkFlag bits, plus NVLP_NVLINK_F_NVSWITCH")                       \
+	C(LINKSAMPLE, source, "NVLP_LINK_SOURCES")                                                 \
+	C(LINKSAMPLE, flags, "NVLP_LINKSAMPLE_F_GAP, NVLP_LINKSAMPLE_F_OVERFLOW")                  \
+	C(CLOCK, source, "NVLP_CLOCK_SOURCES")                                                     \
+	C(NCCLPROF, fn, "NVLP_NCCL_FUNCS")                                                         \
+	C(KCH, flags, "NVLP_KCH_FLAGS")                                                            \
+	C(KCH, fn, "NVLP_NCCL_FUNCS")                                                              \
+	C(GRAPH, op, "NVLP_GRAPH_OPS")                                                             \
+	C(GRAPH, rc, "cudaError_t")                                                                \
+	C(CAPTURED, kind, "a record kind (enum nvlp_kind): NCCL or COPY")                          \
+	C(GPUGRAPH, kind, "a record kind: KERNEL or GPUCOPY")                                      \
+	C(GPUGRAPH, flags, "that record's flags")                                                  \
+	C(PYREF, kind, "a record kind (NCCL, COPY, MANAGED), or 0: a sample")                      \
+	C(MARK, kind, "NVLP_MARK_KINDS")                                                           \
+	C(EXITINFO, reason, "NVLP_END_REASONS")                                                    \
+	C(INFLIGHT, kind, "a record kind: NCCL or COPY")                                           \
+	C(INFLIGHT, fn, "NVLP_NCCL_FUNCS or NVLP_CUDA_FUNCS, by kind")                             \
+	C(FATAL, code, "siginfo si_code")
 
 /* cudaError_t values the analyzer reads in rc fields. */
 #define NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED 704

@@ -36,6 +36,14 @@ const char *nvlp_gpucopy_kind_name(uint64_t v);
 const char *nvlp_um_counter_name(uint64_t v);
 const char *nvlp_link_source_name(uint64_t v);
 const char *nvlp_clock_source_name(uint64_t v);
+/*! What the values of a coded field mean (NVLP_CODED_FIELDS), NULL if it is not coded. */
+const char *nvlp_coded_field(unsigned kind, const char *field);
+/*! What NCCL.aux (which 0) or NCCL.aux2 (which 1) holds for fn (NVLP_NCCL_AUX): "buf", ...;
+ * "" when unused or fn is not listed. */
+const char *nvlp_nccl_aux_name(unsigned fn, int which);
+/*! The schema of this build, as written at the start of every trace ("nvlp-schema 2.0\nkind ...").
+ * @return malloc'ed text (len set, no NUL counted), or NULL */
+char *nvlp_schema_text(size_t *len);
 /*! @return size in bytes of an ncclDataType_t value, 0 if unknown. */
 unsigned nvlp_nccl_dtype_size(int dtype);
 /*! @return "f32", "bf16", ... for an ncclDataType_t value, "?" if unknown. */
@@ -101,13 +109,15 @@ typedef struct nvlp_reader nvlp_reader;
 
 struct nvlp_record {
 	unsigned kind;         /* enum nvlp_kind */
-	const uint64_t *f;     /* nvlp_kind_info(kind)->nfields values; cast to struct nvlp_rec_X */
+	const uint64_t *f;     /* nvlp_kind_info(kind)->nfields values in this build's order (0 for a
+	                        * field the file lacks); cast to struct nvlp_rec_X */
 	const uint8_t *blob;   /* NULL when the kind has no blob */
 	uint32_t blob_len;
 };
 
-/*! Open a trace; reads the preamble. On error returns NULL and writes a one-line message naming
- * the file and the problem into err (e.g. "x.nvlp: format version 7, this build reads 1"). */
+/*! Open a trace; reads the preamble (and the schema). On error returns NULL and writes a one-line
+ * message naming the file and the problem into err (e.g. "x.nvlp: trace format version 7, this
+ * nvlprof reads versions 1 to 2"). */
 nvlp_reader *nvlp_reader_open(const char *path, char *err, size_t errlen);
 /*! Next record. @return 1 record, 0 end of data, -1 error (see nvlp_reader_error).
  * A file cut short or with a corrupt frame ends at its last good frame: returns 0 and
@@ -128,6 +138,14 @@ const char *nvlp_reader_string(const nvlp_reader *r, uint64_t id);
 /*! Where the record last handed out was: frame number (1 = first) and record number in the file
  * (1 = the header), for messages about a bad record. */
 void nvlp_reader_position(const nvlp_reader *r, unsigned *frame, uint64_t *record);
+/*! The file's format version: the major of its preamble, the minor of its schema (version 1: 0). */
+void nvlp_reader_format(const nvlp_reader *r, unsigned *major, unsigned *minor);
+/*! The schema the file is read with: its own (version 2 on), or the built-in one of version 1.
+ * @return the text (len set; not NUL-terminated) */
+const char *nvlp_reader_schema(const nvlp_reader *r, size_t *len);
+/*! Records of kinds this build does not know, skipped so far (a newer writer's); what of the
+ * file's schema this build does not know into *what ("kind" or "kind.field" words, "" if none). */
+uint64_t nvlp_reader_unknown(const nvlp_reader *r, const char **what);
 /*! Corrupt frames skipped so far (the reader resynchronised on the next valid frame after each). */
 unsigned nvlp_reader_frames_skipped(const nvlp_reader *r);
 /*! Bytes of the file consumed so far, and the file's size. */

@@ -11,26 +11,22 @@
 #include <stdatomic.h> /* atomic_exchange */
 #include <zstd.h> /* ZSTD_DCtx, ZSTD_decompressDCtx */
 
+#include "nvlp_schema.h"
+#include "nvlp_strtab.h"
 #include "nvlp_trace.h"
 
 /* Zero bytes after each decoded frame: a varint that starts inside the frame and runs past its end
  * stops at the first zero, so the decode loop needs no per-byte bound check; one check per record
- * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FIELDS + 9: a record may
- * run 1 + NVLP_MAX_FIELDS bytes past the end before the check, and the decoder reads up to 9 bytes
- * at once. */
-#define PAD 64
-_Static_assert(PAD > 1 + NVLP_MAX_FIELDS + 9, "PAD");
+ * (p <= end) catches a record that ran over. Must exceed 1 + NVLP_MAX_FILE_FIELDS + 9: a record
+ * may run 1 + NVLP_MAX_FILE_FIELDS bytes past the end before the check, and the decoder reads up
+ * to 9 bytes at once. */
+#define PAD 128
+_Static_assert(PAD > 1 + NVLP_MAX_FILE_FIELDS + 9, "PAD");
 /* the decoder reads 8 bytes at once, the first in the low byte */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian host");
-/* STRING ids above this are not kept (ids are small and dense in real traces). */
 /* Input is read in chunks of this size: a trace of small frames (a short job, a flush every few
  * records) would otherwise cost two read(2) calls per frame, which dominated decoding time. */
 #define IBUF_SIZE (256u * 1024)
-
-struct str_slot {
-	uint64_t id;
-	char *s;
-};
 
 struct nvlp_reader {
 	int fd;
@@ -53,11 +49,14 @@ struct nvlp_reader {
 	char *hdr_buf;    /* copy of it split into keys and values */
 	char **hdr_kv;    /* key0, value0, key1, value1, ... */
 	unsigned hdr_n;
-	struct str_slot *strings; /* hash by id (ids are the file's: sparse ones must not size it) */
-	size_t str_cap, nstrings; /* str_cap: 0 or a power of 2, at least twice nstrings */
-	unsigned nfields[NVLP_K_COUNT];
-	unsigned char has_blob[NVLP_K_COUNT];
-	uint64_t prev[NVLP_K_COUNT][NVLP_MAX_FIELDS]; /* delta base; also what nvlp_record.f points to */
+	struct nvlp_strtab strings; /* STRING records by id */
+	unsigned major;            /* the preamble's format version */
+	struct nvlp_schema_map sm; /* the file's kind codes and fields, mapped onto this build's */
+	uint64_t *pool;            /* delta base of every code's fields (what DIRECT records point to) */
+	uint64_t out[NVLP_K_COUNT][NVLP_MAX_FIELDS]; /* MAPPED records, in this build's field order */
+	uint64_t unknown;          /* records of kinds this build does not know, skipped */
+	char *schema;              /* the file's schema text (version 2 on) */
+	size_t schema_len;
 	uint8_t *ibuf; /* read-ahead buffer: ibuf[ipos..ilen) not yet consumed */
 	size_t ipos, ilen, icap; /* icap: IBUF_SIZE, or less for a smaller file */
 	char err[1024];
@@ -262,7 +261,8 @@ static int load_frame_body(nvlp_reader *r, uint32_t csize, uint32_t usize)
 	r->frames++;
 	r->p = r->rbuf;
 	r->end = r->rbuf + usize;
-	memset(r->prev, 0, sizeof(r->prev));
+	if (r->pool)
+		memset(r->pool, 0, r->sm.pool_n * sizeof(*r->pool));
 	return 1;
 }
 
@@ -360,45 +360,6 @@ static inline int get_varint_field(const uint8_t **pp, uint64_t *out)
 	return get_varint(pp, out);
 }
 
-/* The slot holding id, or the empty one where it would go (id 0 marks an empty slot). */
-static struct str_slot *str_slot(struct str_slot *t, size_t cap, uint64_t id)
-{
-	size_t mask = cap - 1, i = (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & mask;
-	while (t[i].id && t[i].id != id)
-		i = (i + 1) & mask;
-	return &t[i];
-}
-
-static void keep_string(nvlp_reader *r, uint64_t id, const uint8_t *s, uint32_t len)
-{
-	if (id == 0)
-		return;
-	if (2 * (r->nstrings + 1) > r->str_cap) {
-		size_t cap = r->str_cap ? 2 * r->str_cap : 256;
-		struct str_slot *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return;
-		for (size_t i = 0; i < r->str_cap; i++)
-			if (r->strings[i].id)
-				*str_slot(t, cap, r->strings[i].id) = r->strings[i];
-		free(r->strings);
-		r->strings = t;
-		r->str_cap = cap;
-	}
-	char *c = malloc((size_t)len + 1);
-	if (!c)
-		return;
-	memcpy(c, s, len);
-	c[len] = 0;
-	struct str_slot *e = str_slot(r->strings, r->str_cap, id);
-	if (e->id)
-		free(e->s);
-	else
-		r->nstrings++;
-	e->id = id;
-	e->s = c;
-}
-
 /* A bad record: the rest of its frame is skipped (out of line: the decoder's hot path keeps no
  * message buffer). @return 0 */
 static int __attribute__((noinline, cold, format(printf, 2, 3))) bad_record(nvlp_reader *r,
@@ -414,16 +375,47 @@ static int __attribute__((noinline, cold, format(printf, 2, 3))) bad_record(nvlp
 	return 0;
 }
 
-/* @return 1 record, 0 a bad record: the rest of its frame is skipped. */
+/* The record in rec is handed out. @return 1 */
+static inline int hand_out(nvlp_reader *r, const struct nvlp_record *rec)
+{
+	r->complete = rec->kind == NVLP_K_END;
+	if (rec->kind == NVLP_K_STRING)
+		nvlp_strtab_put(&r->strings, rec->f[0], rec->blob, rec->blob_len);
+	return 1;
+}
+
+/* A record whose code is not DIRECT: skipped (a kind this build does not know), or its fields put
+ * in this build's order. @return as decode */
+static int __attribute__((noinline)) remap(nvlp_reader *r, struct nvlp_record *rec,
+					   const struct nvlp_code_map *cm, const uint64_t *prev)
+{
+	if (cm->mode == NVLP_CM_SKIP) {
+		r->unknown++;
+		r->complete = 0;
+		return 2;
+	}
+	uint64_t *out = r->out[cm->kind];
+	const int8_t *from = r->sm.from[cm->kind];
+	for (unsigned i = 0, n = nvlp_kind_info(cm->kind)->nfields; i < n; i++)
+		if (from[i] >= 0)
+			out[i] = prev[from[i]];
+	rec->f = out;
+	return hand_out(r, rec);
+}
+
+/* @return 1 record, 2 a record skipped (a kind this build does not know), 0 a bad record: the
+ * rest of its frame is skipped. */
 static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 {
 	const uint8_t *p = r->p;
 	uint64_t kind = 0;
-	if (get_varint(&p, &kind) < 0 || kind == NVLP_K_NONE || kind >= NVLP_K_COUNT)
+	if (get_varint(&p, &kind) < 0 || kind >= r->sm.ncodes ||
+	    r->sm.code[kind].mode == NVLP_CM_UNDECLARED)
 		return bad_record(r, "record %llu: unknown kind %llu",
 				  (unsigned long long)r->records + 1, (unsigned long long)kind);
-	uint64_t *prev = r->prev[kind];
-	unsigned nf = r->nfields[kind];
+	const struct nvlp_code_map *cm = &r->sm.code[kind];
+	uint64_t *prev = r->pool + cm->prev_off;
+	unsigned nf = cm->nf;
 	/* most deltas are 0 (the field did not change), a one-byte varint 0: up to eight such
 	 * fields are passed over at once (the frame's zero padding makes the 8-byte read safe), and
 	 * only the nonzero ones are decoded */
@@ -455,11 +447,8 @@ static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 	if (p > r->end)
 		return bad_record(r, "record %llu runs past the frame",
 				  (unsigned long long)r->records + 1);
-	rec->kind = (unsigned)kind;
-	rec->f = prev;
-	rec->blob = NULL;
-	rec->blob_len = 0;
-	if (r->has_blob[kind]) {
+	*rec = (struct nvlp_record){.kind = cm->kind, .f = prev, .blob = NULL, .blob_len = 0};
+	if (cm->has_blob) {
 		uint64_t len;
 		if (get_varint(&p, &len) < 0 || p > r->end || len > NVLP_MAX_BLOB ||
 		    len > (uint64_t)(r->end - p))
@@ -471,10 +460,7 @@ static inline int decode(nvlp_reader *r, struct nvlp_record *rec)
 	}
 	r->p = p;
 	r->records++;
-	r->complete = kind == NVLP_K_END;
-	if (kind == NVLP_K_STRING)
-		keep_string(r, prev[0], rec->blob, rec->blob_len);
-	return 1;
+	return cm->mode == NVLP_CM_DIRECT ? hand_out(r, rec) : remap(r, rec, cm, prev);
 }
 
 int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)
@@ -487,10 +473,11 @@ int nvlp_reader_next(nvlp_reader *r, struct nvlp_record *rec)
 	for (;;) {
 		if (r->done)
 			return 0;
-		if (r->p < r->end && decode(r, rec))
-			return 1;
-		if (r->p < r->end)
-			continue;
+		if (r->p < r->end) {
+			if (decode(r, rec) == 1)
+				return 1;
+			continue; /* a record skipped, or a bad one: the rest of its frame */
+		}
 		int rc = load_frame(r);
 		if (rc <= 0)
 			return rc;
@@ -554,14 +541,9 @@ static int open_file(nvlp_reader *r, const char *path)
 	return 0;
 }
 
-/* The kind table, the decompression context and the input buffer. @return 0, or -1 */
+/* The decompression context and the input buffer. @return 0, or -1 */
 static int decode_setup(nvlp_reader *r)
 {
-	for (unsigned k = 1; k < NVLP_K_COUNT; k++) {
-		const struct nvlp_kind_info *ki = nvlp_kind_info(k);
-		r->nfields[k] = ki->nfields;
-		r->has_blob[k] = (unsigned char)ki->has_blob;
-	}
 	r->dctx = atomic_exchange(&spare_dctx, NULL);
 	if (!r->dctx)
 		r->dctx = ZSTD_createDCtx();
@@ -603,18 +585,67 @@ static int read_preamble(nvlp_reader *r)
 		set_err(r, "not an nvlprof trace (bad byte-order mark)");
 		return -1;
 	}
-	if (version != NVLP_FORMAT_VERSION) {
-		set_err(r, "trace format version %u, this nvlprof reads version %u", version,
-			NVLP_FORMAT_VERSION);
+	if (version < NVLP_FORMAT_OLDEST || version > NVLP_FORMAT_VERSION) {
+		set_err(r, "trace format version %u, this nvlprof reads versions %u to %u", version,
+			NVLP_FORMAT_OLDEST, NVLP_FORMAT_VERSION);
 		return -1;
 	}
+	r->major = version;
 	r->offset = sizeof(pre);
 	return 0;
+}
+
+/* The kind codes and fields records are decoded with: text's (a file's schema, or the built-in
+ * one of version 1). @return 0, or -1 (r->err says why) */
+static int use_schema(nvlp_reader *r, const char *text, size_t len)
+{
+	char why[160];
+	if (nvlp_schema_map_build(&r->sm, r->major, text, len, why, sizeof why) < 0) {
+		set_err(r, "bad schema (%s): not a readable nvlprof trace", why);
+		return -1;
+	}
+	r->pool = calloc(r->sm.pool_n ? r->sm.pool_n : 1, sizeof(*r->pool));
+	if (!r->pool) {
+		set_err(r, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Version 2 on: the schema record, first in the first frame. @return 0, or -1 (r->err says why) */
+static int read_schema(nvlp_reader *r)
+{
+	if (load_frame(r) <= 0) {
+		if (r->frames == 0 && r->size <= NVLP_PREAMBLE_SIZE)
+			set_err(r, "cut short before its header (%llu bytes)",
+				(unsigned long long)r->size);
+		return -1;
+	}
+	const uint8_t *p = r->p;
+	uint64_t code = 1, len = 0;
+	if (get_varint(&p, &code) < 0 || code != NVLP_SCHEMA_CODE || get_varint(&p, &len) < 0 ||
+	    p > r->end || len > NVLP_MAX_BLOB || len > (uint64_t)(r->end - p)) {
+		set_err(r, "format version %u without its schema record first: not a readable "
+			   "nvlprof trace", r->major);
+		return -1;
+	}
+	r->schema = malloc(len ? (size_t)len : 1);
+	if (!r->schema) {
+		set_err(r, "out of memory");
+		return -1;
+	}
+	memcpy(r->schema, p, (size_t)len);
+	r->schema_len = (size_t)len;
+	r->p = p + len;
+	return use_schema(r, r->schema, r->schema_len);
 }
 
 /* The header record, kept to be handed out first. @return 0, or -1 (r->err says why) */
 static int read_header(nvlp_reader *r)
 {
+	if (r->major == 1 ? use_schema(r, nvlp_schema_v1, strlen(nvlp_schema_v1)) < 0
+			  : read_schema(r) < 0)
+		return -1;
 	/* The header must come first: without it nothing in the file can be attributed. */
 	int rc = nvlp_reader_next(r, &r->first);
 	if (rc <= 0) {
@@ -685,9 +716,7 @@ const char *nvlp_reader_header_text(const nvlp_reader *r)
 
 const char *nvlp_reader_string(const nvlp_reader *r, uint64_t id)
 {
-	if (!id || !r->str_cap)
-		return NULL;
-	return str_slot(r->strings, r->str_cap, id)->s;
+	return nvlp_strtab_get(&r->strings, id);
 }
 
 void nvlp_reader_position(const nvlp_reader *r, unsigned *frame, uint64_t *record)
@@ -696,6 +725,28 @@ void nvlp_reader_position(const nvlp_reader *r, unsigned *frame, uint64_t *recor
 		*frame = r->frames ? r->frames : 1;
 	if (record)
 		*record = r->pending_first ? 0 : r->records;
+}
+
+void nvlp_reader_format(const nvlp_reader *r, unsigned *major, unsigned *minor)
+{
+	if (major)
+		*major = r->major;
+	if (minor)
+		*minor = r->major > 1 ? r->sm.minor : 0;
+}
+
+const char *nvlp_reader_schema(const nvlp_reader *r, size_t *len)
+{
+	if (len)
+		*len = r->schema ? r->schema_len : strlen(nvlp_schema_v1);
+	return r->schema ? r->schema : nvlp_schema_v1;
+}
+
+uint64_t nvlp_reader_unknown(const nvlp_reader *r, const char **what)
+{
+	if (what)
+		*what = r->sm.unknown;
+	return r->unknown;
 }
 
 unsigned nvlp_reader_frames_skipped(const nvlp_reader *r)
@@ -725,8 +776,8 @@ void nvlp_reader_close(nvlp_reader *r)
 	free(r->hdr_text);
 	free(r->hdr_buf);
 	free(r->hdr_kv);
-	for (size_t i = 0; i < r->str_cap; i++)
-		free(r->strings[i].s);
-	free(r->strings);
+	free(r->pool);
+	free(r->schema);
+	nvlp_strtab_free(&r->strings);
 	free(r);
 }

@@ -90,6 +90,35 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 	return 0;
 }
 
+/* The schema record, first of the first frame (code 0, no fields, blob = the schema text): readers
+ * of this and later builds learn every kind's fields from it. Once per trace: 2.7 KB raw, 1.1 KB
+ * compressed, ~37 us of CPU (mostly zstd's). @return 0, or -1 (errno) */
+static int add_schema(nvlp_writer *w)
+{
+	size_t len;
+	char *text = nvlp_schema_text(&len);
+	if (!text) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int rc = -1;
+	if (len > NVLP_MAX_BLOB)
+		errno = EINVAL;
+	else if (reserve(&w->raw, &w->raw_cap, w->raw_len + 20 + len) < 0)
+		errno = ENOMEM;
+	else {
+		uint8_t *p = put_varint(w->raw + w->raw_len, NVLP_SCHEMA_CODE);
+		p = put_varint(p, len);
+		memcpy(p, text, len);
+		p += len;
+		w->raw_total += (size_t)(p - (w->raw + w->raw_len));
+		w->raw_len = (size_t)(p - w->raw);
+		rc = 0;
+	}
+	free(text);
+	return rc;
+}
+
 static void writer_free(nvlp_writer *w)
 {
 	ZSTD_freeCCtx(w->cctx);
@@ -131,6 +160,8 @@ nvlp_writer *nvlp_writer_open_fd(int fd, const char *header_kv, uint64_t t_mono,
 	if (write_all(fd, pre, sizeof(pre)) < 0)
 		goto fail;
 	w->file_bytes = sizeof(pre);
+	if (add_schema(w) < 0)
+		goto fail;
 
 	/* An over-long header keeps its whole leading lines rather than failing the trace. */
 	size_t hlen = header_kv ? strlen(header_kv) : 0;

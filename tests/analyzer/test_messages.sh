@@ -42,7 +42,7 @@ said "diff three inputs" 2 "nvlprof: diff: expected two inputs (BEFORE AFTER), '
 said "diff unknown option" 2 "nvlprof: diff: unknown option --wat (--json, --html FILE, --fail-if-slower PCT, --threshold NAME=VALUE, -j N, --symbols DIR; see --help)" diff --wat "$E" "$E"
 said "run unknown option" 2 "nvlprof run: unknown option '--zzz' (-o DIR, --append, or -- before a command that starts with -)" run --zzz true
 said "run -o without a value" 2 "nvlprof run: -o needs a directory" run -o
-said "dump unknown option" 2 "nvlprof dump: unknown option '--zz' (--json)" dump --zz "$E"
+said "dump unknown option" 2 "nvlprof dump: unknown option '--zz' (--json, --schema)" dump --zz "$E"
 
 # ---- write failures: the file and why ----
 said "report -o into a missing directory" 2 "nvlprof: report: cannot write /nonexistent/x.txt: No such file or directory" report -o /nonexistent/x.txt "$E"

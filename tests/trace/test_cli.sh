@@ -31,7 +31,7 @@ check "info counts kernels" grep -Eq "^    kernel +12$" "$T/info"
 check "info shows drops" grep -q "dropped   5 records" "$T/info"
 check "info says complete" grep -q "status    complete (exit)" "$T/info"
 check "info shows size and bytes/record" grep -Eq "size      [0-9.]+ [KMG]?i?B compressed, [0-9.]+ bytes/record" "$T/info"
-check "info shows library version" grep -q "nvlprof 0.1.0, trace format 1" "$T/info"
+check "info shows library version" grep -q "nvlprof 0.1.0, trace format 2" "$T/info"
 "$CLI" info "$T/d" >"$T/info" 2>&1
 check_eq "info DIR: files in natural order" "$T/d/rank0.nvlp $T/d/rank1.nvlp $T/d/rank10.nvlp" \
 	"$(grep "^$T" "$T/info" | tr '\n' ' ' | sed 's/ $//')"

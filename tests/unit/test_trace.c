@@ -300,7 +300,10 @@ static void test_bad_files(void)
 	uint32_t v = 7, mark = NVLP_ENDIAN_MARK;
 	memcpy(pre + 8, &v, 4);
 	memcpy(pre + 12, &mark, 4);
-	expect_open_error("v7.nvlp", pre, 16, "trace format version 7, this nvlprof reads version 1");
+	expect_open_error("v7.nvlp", pre, 16, "trace format version 7, this nvlprof reads versions 1 to 2");
+	v = 0;
+	memcpy(pre + 8, &v, 4);
+	expect_open_error("v0.nvlp", pre, 16, "trace format version 0, this nvlprof reads versions 1 to 2");
 	v = NVLP_FORMAT_VERSION;
 	mark = __builtin_bswap32(NVLP_ENDIAN_MARK);
 	memcpy(pre + 8, &v, 4);
