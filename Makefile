@@ -314,7 +314,7 @@ mutate: $(TEST_DEPS)
 # the suites that compare with goldens, run with --regen-goldens: they write what they produce over
 # the committed goldens (review the diff); no environment variable does this
 GOLDEN_SUITES := tests/analyzer/test_report.sh tests/analyzer/test_pyloc.sh tests/export/test_export.sh \
-	tests/export/test_sqlite.sh tests/hooks/test_graphs12.sh
+	tests/export/test_sqlite.sh tests/hooks/test_graphs12.sh tests/trace/test_format.sh
 # the README's picture, from the current build: the HTML report of ddp_p2p_disable in headless Chromium
 .PHONY: docs-pictures
 docs-pictures: $(CLI)
