@@ -1424,5 +1424,9 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 		         job->ranks[0].err);
 		return -1;
 	}
+	if (an_hosts_number(job) < 0) {
+		snprintf(err, errlen, "out of memory numbering the hosts of %zu file(s)", nf);
+		return -1;
+	}
 	return 0;
 }

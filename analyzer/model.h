@@ -292,6 +292,7 @@ struct an_rank {
 	uint64_t end_step, steps_done;
 	char *header; /* key=value lines */
 	char host[128];
+	uint32_t host_ix; /* the job's number of host (an_hosts_number: equal hosts, equal numbers) */
 	int pid, rank;
 	uint64_t t_mono0, t_real0;
 	int64_t offset;           /* job time = local + offset */
@@ -533,6 +534,10 @@ struct an_job {
 	uint64_t win0,
 	    win1; /* step window (job time): steady-state steps, setup excluded; 0 = none */
 	double max_refine_ns; /* largest clock correction found from collectives */
+	size_t nhosts;        /* distinct hosts (an_hosts_number) */
+	/* hosts other than the reference one: corrected from GPU completions, from blocking calls'
+	 * exits (no GPU time), or not at all (no collective shared with a corrected host) */
+	size_t hosts_by_gpu, hosts_by_exit, hosts_uncorrected;
 	size_t nothers; /* processes that are not ranks (no GPU work, no NCCL call: a launcher, a
 	                 * DataLoader worker): ranks[nranks .. nranks + nothers), never analysed */
 	uint64_t calls_dropped; /* calls of communicators beyond AN_MAX_COMMS in the job */

@@ -107,6 +107,40 @@ void an_match_close(struct an_match *m);
 /*! The job's communicator table (calls' comm fields become job indices) and clock anchors.
  * @return 0, or -1 out of memory */
 int an_align_comms(struct an_job *job);
+
+/* hosts.c */
+/*! Number the job's hosts (an_rank.host_ix, job->nhosts). @return 0, or -1 out of memory */
+int an_hosts_number(struct an_job *job);
+/* Completion differences (host h's clock minus anchor a's) of collectives both entered: one
+ * edge per (anchor, host) pair. */
+struct an_clock_edge {
+	uint32_t a, h;
+	int64_t *v;
+	size_t n, cap;
+	size_t nexit; /* differences from blocking calls' exits (no GPU time) */
+	int ok;       /* 3 or more: med is their median */
+	int64_t med;
+};
+struct an_clock_pairs {
+	struct an_clock_edge *e;
+	size_t n, cap;
+	struct an_index ix;
+};
+/*! Add one difference. @return 0, or -1 out of memory */
+int an_clock_pair_add(struct an_clock_pairs *p, uint32_t anchor, uint32_t host, int64_t d,
+                      int by_exit);
+void an_clock_pairs_free(struct an_clock_pairs *p);
+/*! Each host's offset from the reference host's (host number ref), through the edges, applied
+ * to its ranks (offset, refine; job->max_refine_ns and the hosts_by_* counts); frees p. */
+void an_clock_solve(struct an_job *job, struct an_clock_pairs *p, uint32_t ref);
+/* Several jobs in one directory (a trace directory reused across runs) mix their ranks into one
+ * report: ranks that ran different programs (the executable), ranks on one host with different
+ * parents (torchrun, mp.spawn and mpirun start a host's ranks from one process), or that started
+ * far apart. */
+#define AN_MIX_START_S 600
+/*! The first pair (by the later rank, then the earlier) that looks like two jobs, and why.
+ * @return 1 found, 0 none */
+int an_job_mix(const struct an_job *job, size_t *a, size_t *r, char *why, size_t len);
 /*! Clock refinement across hosts, then skew, lead, transfer time and hangs per collective. */
 void an_align_cross_rank(struct an_job *job);
 
