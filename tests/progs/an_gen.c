@@ -916,6 +916,14 @@ static uint64_t late_of(const struct an_gen_opts *o, int r)
 	return r == o->late_rank ? (uint64_t)(o->late_ms * MS) : 0;
 }
 
+/* --blocking: a call enters once its thread is back from the last, a late rank's work before it
+ * late_ms more (sched: when it would enter otherwise, jitter included) */
+static uint64_t arr_blocking(const struct an_gen_opts *o, const struct grank *g, uint64_t sched,
+                             int r)
+{
+	return (sched > g->host_free ? sched : g->host_free) + late_of(o, r);
+}
+
 /* One world op of a step at ops[i] (nin ops: its group): every rank's calls and kernels.
  * @return 1 when a rank died or hung in it (the last collective of the job) */
 static int world_op(struct grank *G, const struct an_gen_opts *o, const struct op *ops,
@@ -932,9 +940,8 @@ static int world_op(struct grank *G, const struct an_gen_opts *o, const struct o
 	double fac = op->fn == NVLP_NCCL_ALL_REDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
 	for (int r = 0; r < n; r++) {
 		struct grank *g = &G[r];
-		g->arr = t0 + at + late_of(o, r) + rnd(30) * US;
-		if (o->blocking && g->arr < g->host_free)
-			g->arr = g->host_free;
+		uint64_t jit = rnd(30) * US;
+		g->arr = o->blocking ? arr_blocking(o, g, t0 + at + jit, r) : t0 + at + late_of(o, r) + jit;
 		g->launch = 0;
 		if (last_coll && (r == o->kill_rank || r == o->hang_rank)) {
 			stopped = 1;
@@ -990,9 +997,8 @@ static void lay_ops(struct grank *G, const struct an_gen_opts *o, uint64_t t0, u
 		memset(gmx, 0, (size_t)n * sizeof *gmx);
 		for (int r = 0; r < n; r++) {
 			struct grank *g = &G[r];
-			g->arr = t0 + 8100 * US + (uint64_t)l * 50 * US + late_of(o, r) + rnd(30) * US;
-			if (o->blocking && g->arr < g->host_free)
-				g->arr = g->host_free;
+			uint64_t sched = t0 + 8100 * US + (uint64_t)l * 50 * US + rnd(30) * US;
+			g->arr = o->blocking ? arr_blocking(o, g, sched, r) : sched + late_of(o, r);
 			g->launch = g->arr + 10 * US > g->comm_free ? g->arr + 10 * US : g->comm_free;
 			lay_member(o, &o->lay[l], r, per_host, &grp, &rk, &sz);
 			gmx[grp] = g->launch > gmx[grp] ? g->launch : gmx[grp];
