@@ -16,8 +16,8 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 	int valid = r->host_sum_n == r->ncalls;
 	for (size_t k = 0; k < r->ncalls; k++) {
 		struct an_call *c = &r->calls[k];
-		uint16_t jc = r->comms[c->comm].job_comm;
-		if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
+		uint32_t jc = r->comms[c->comm].job_comm;
+		if (jc == AN_COMM_NONE) { /* beyond AN_MAX_COMMS in the job */
 			job->calls_dropped++;
 			if (valid) /* the sum stays that of the calls kept */
 				r->host_sum -= c->host_dur;
@@ -73,7 +73,7 @@ static int comm_table(struct an_job *job)
 			}
 			if (j < 0)
 				dropped = 1;
-			r->comms[i].job_comm = j < 0 ? UINT16_MAX : (uint16_t)j;
+			r->comms[i].job_comm = j < 0 ? AN_COMM_NONE : (uint32_t)j;
 		}
 		/* a pass over every call is dear on a trace of millions: none when the process's
 		 * comm numbers are the job's already (one comm, the first) */
@@ -106,7 +106,7 @@ static int comm_members(struct an_job *job)
 		for (int d = 0; d < AN_MAX_DEVICE + 2; d++)
 			peak[d] = -1;
 		for (size_t i = 0; i < r->ncomms; i++) {
-			if (r->comms[i].job_comm == UINT16_MAX)
+			if (r->comms[i].job_comm == AN_COMM_NONE)
 				continue;
 			struct an_comm *c = &job->comms[r->comms[i].job_comm];
 			c->nmembers++;
@@ -182,7 +182,7 @@ struct ccol {
  * sorted (building and merging entries took a quarter of report's instructions on 2 ranks x 2M
  * calls, and 96 MB of fresh memory). Any other is a sorted array of entries, one per cell. */
 struct ctab {
-	uint16_t comm;
+	uint32_t comm;
 	int stream;
 	struct centry *e; /* entry form: sorted by (seq, col) */
 	size_t ne;        /* entries (streamed: the comm's calls in the table) */
@@ -396,7 +396,7 @@ static int ctab_layout(struct an_job *job, struct ctab *tabs, int *last_f, int *
 	job->agg_host = calloc(na ? na : 1, sizeof *job->agg_host);
 	job->agg_gpu = 0;
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
-		tabs[ci].comm = (uint16_t)ci;
+		tabs[ci].comm = (uint32_t)ci;
 		last_f[ci] = -1;
 	}
 	for (size_t f = 0; f < job->nranks; f++)
@@ -524,7 +524,7 @@ static inline size_t col_next(const struct ctab *t, const struct ccol *c, size_t
 		return k + 1;
 	for (k++; k < c->hi; k++) {
 		const struct an_call *x = &c->calls[k];
-		if (x->comm == t->comm && x->device == c->dev &&
+		if ((uint32_t)x->comm == t->comm && x->device == c->dev &&
 		    an_coll_of_fn(x->fn) != AN_C_SENDRECV)
 			break;
 	}
@@ -804,9 +804,16 @@ static void row_waits(const struct ctab *t, const struct arrivals *a, int first)
 
 /* Some ranks entered a collective, some never did: only ranks whose trace stops before this seq
  * hung it. @return 1 if it is a hang (added to job->hangs) */
-static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint16_t ci)
+static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint32_t ci)
 {
 	struct an_hang h = {.comm = ci, .seq = w->seq, .failed_rank = -1};
+	h.missing = malloc((size_t)t->ncol * sizeof *h.missing);
+	h.present = malloc((size_t)t->ncol * sizeof *h.present);
+	if (!h.missing || !h.present) {
+		free(h.missing);
+		free(h.present);
+		return 0;
+	}
 	for (int col = 0; col < t->ncol; col++) {
 		struct an_rank *r = &job->ranks[t->col[col].file];
 		int gr = r->rank >= 0 ? r->rank : t->col[col].file;
@@ -821,8 +828,7 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 				wt = (double)c->gpu_dur;
 			if (wt / 1e6 > h.wait_ms)
 				h.wait_ms = wt / 1e6;
-			if (h.npresent < 16)
-				h.present[h.npresent++] = gr;
+			h.present[h.npresent++] = gr;
 			for (size_t q = 0; q < r->nfailed && h.failed_rank < 0; q++)
 				if (r->failed[q].seq == w->seq &&
 				    r->failed[q].hash == job->comms[ci].hash) {
@@ -832,13 +838,15 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 					if ((double)r->failed[q].host_ns / 1e6 > h.wait_ms)
 						h.wait_ms = (double)r->failed[q].host_ns / 1e6;
 				}
-		} else if (t->col[col].maxseq < w->seq) {
-			if (h.nmissing < 16)
-				h.missing[h.nmissing++] = gr;
-		}
+		} else if (t->col[col].maxseq < w->seq)
+			h.missing[h.nmissing++] = gr;
 	}
-	if (!h.nmissing)
+	if (!h.nmissing) {
+		free(h.missing);
+		free(h.present);
 		return 0;
+	}
+	an_hang_sort(&h);
 	/* none failed in it: the first later call on this communicator that did (a waiting rank
 	 * whose collective NCCL left hanging when it saw the peer die fails its next call) */
 	for (int col = 0; col < t->ncol && h.failed_rank < 0; col++) {
@@ -861,6 +869,9 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 	if (x) {
 		job->hangs = x;
 		x[job->nhangs++] = h;
+	} else {
+		free(h.missing);
+		free(h.present);
 	}
 	return 1;
 }
@@ -895,7 +906,7 @@ static int row_alike(const struct ctab *t, const struct crow *w)
 
 /* A row whose calls differ: to mismatch.c with its cells. @return 1 noted (the comm's first) */
 static int row_mismatch(struct an_job *job, const struct ctab *t, const struct crow *w,
-                        uint16_t ci)
+                        uint32_t ci)
 {
 	int *file = malloc((size_t)t->ncol * sizeof *file), n = 0;
 	uint32_t *k = malloc((size_t)t->ncol * sizeof *k);
@@ -1013,11 +1024,11 @@ static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, 
 			m->xfer_seq[w.index] = w.seq;
 		nrow++;
 		if (!mismatch_done && w.present > 1 && !row_alike(t, &w))
-			mismatch_done = row_mismatch(job, t, &w, (uint16_t)ci);
+			mismatch_done = row_mismatch(job, t, &w, (uint32_t)ci);
 		if (w.present == t->ncol)
 			row_full(job, ci, t, &w, &a, !seen_full++, sk);
 		else if (!hang_done && w.present)
-			hang_done = row_hang(job, t, &w, (uint16_t)ci);
+			hang_done = row_hang(job, t, &w, (uint32_t)ci);
 	}
 	xfer_end(m, nrow, seen_full);
 	crow_free(&w);

@@ -35,6 +35,12 @@ int an_hosts_number(struct an_job *job)
 	}
 	job->nhosts = n ? h + 1 : 0;
 	free(ix);
+	for (size_t f = 0; f < job->nranks; f++) { /* the rank numbers' first processes */
+		int id = job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
+		if (an_index_get(&job->rank_ix, (uint64_t)id, 0) < 0 &&
+		    an_index_put(&job->rank_ix, (uint64_t)id, 0, (uint32_t)f))
+			return -1;
+	}
 	return 0;
 }
 
@@ -297,4 +303,34 @@ int an_job_mix(const struct an_job *job, size_t *pa, size_t *pr, char *why, size
 	free(host);
 	an_index_free(&pids);
 	return found;
+}
+
+/* ---- rank numbers and hang members ---- */
+int an_file_of_rank(const struct an_job *job, int id)
+{
+	long f = id >= 0 ? an_index_get(&job->rank_ix, (uint64_t)id, 0) : -1;
+	return (int)f;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+int an_hang_member(const struct an_hang *h, int id)
+{
+	if (h->nmissing && bsearch(&id, h->missing, (size_t)h->nmissing, sizeof id, cmp_int))
+		return AN_HANG_MISSING;
+	if (h->npresent && bsearch(&id, h->present, (size_t)h->npresent, sizeof id, cmp_int))
+		return AN_HANG_PRESENT;
+	return 0;
+}
+
+void an_hang_sort(struct an_hang *h)
+{
+	if (h->nmissing > 1)
+		qsort(h->missing, (size_t)h->nmissing, sizeof *h->missing, cmp_int);
+	if (h->npresent > 1)
+		qsort(h->present, (size_t)h->npresent, sizeof *h->present, cmp_int);
 }

@@ -360,7 +360,7 @@ static void aggregate(struct an_job *job)
 	job->calls_gpu_none = !gpu_calls; /* without a pass: align.c's sums were of such calls */
 	for (size_t i = 0; i < na; i++)
 		if (all[i].calls) {
-			all[i].comm = (uint16_t)(i / NVLP_NCCL_FN_COUNT);
+			all[i].comm = (int32_t)(i / NVLP_NCCL_FN_COUNT);
 			all[i].fn = (uint8_t)(i % NVLP_NCCL_FN_COUNT);
 			all[job->naggs++] = all[i];
 		}
@@ -477,7 +477,12 @@ void an_job_free(struct an_job *job)
 	}
 	free(job->comms);
 	free(job->aggs);
+	for (size_t i = 0; i < job->nhangs; i++) {
+		free(job->hangs[i].missing);
+		free(job->hangs[i].present);
+	}
 	free(job->hangs);
+	an_index_free(&job->rank_ix);
 	free(job->mismatches);
 	free(job->rx);
 	memset(job, 0, sizeof *job);

@@ -24,15 +24,7 @@ void *an_grow(void *p, size_t *cap, size_t need, size_t elem);
 		push_q_ ? ((arr) = push_q_, &push_q_[(n)++]) : NULL;                               \
 	})
 
-/* An open-addressing index from a two-word key to an entry number of the caller's array: lookups
- * stay O(1) however many streams, threads or communicators a trace names. */
-struct an_index {
-	struct an_slot {
-		uint64_t a, b;
-		uint32_t v; /* entry number + 1, 0 = empty */
-	} *slot;
-	size_t cap, n;
-};
+/* struct an_index (model.h): an open-addressing index from a two-word key to an entry number. */
 /*! @return the entry number stored for (a, b), or -1 */
 long an_index_get(const struct an_index *ix, uint64_t a, uint64_t b);
 /*! Store entry v for (a, b) (not present yet). @return 0, or -1 out of memory */
@@ -130,6 +122,8 @@ struct an_clock_pairs {
 int an_clock_pair_add(struct an_clock_pairs *p, uint32_t anchor, uint32_t host, int64_t d,
                       int by_exit);
 void an_clock_pairs_free(struct an_clock_pairs *p);
+/*! Sort a hang's rank lists (an_hang_member searches them) */
+void an_hang_sort(struct an_hang *h);
 /*! Each host's offset from the reference host's (host number ref), through the edges, applied
  * to its ranks (offset, refine; job->max_refine_ns and the hosts_by_* counts); frees p. */
 void an_clock_solve(struct an_job *job, struct an_clock_pairs *p, uint32_t ref);
@@ -148,7 +142,7 @@ void an_align_cross_rank(struct an_job *job);
 /*! Row seq of communicator comm holds calls that differ (an_fn_collective or struct an_csig):
  * its n cells, each a file and its call index, become job->mismatches' entry for comm (align.c
  * notes the first row per communicator). @return 0, or -1 out of memory */
-int an_mismatch_note(struct an_job *job, uint16_t comm, uint32_t seq, const int *file,
+int an_mismatch_note(struct an_job *job, uint32_t comm, uint32_t seq, const int *file,
                      const uint32_t *k, int n);
 
 /* ---- steps.c ---- */

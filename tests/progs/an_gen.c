@@ -63,6 +63,7 @@ struct an_gen_opts {
 	/* scale: clock spread, a rank that stops without dying, blocking calls, more communicators */
 	double clock_spread_ms;  /* hosts > 0: realtime anchors off by up to +-this, per host */
 	int hang_rank;           /* -1 none: that rank never enters the last collective, alive */
+	int kill_n;              /* ranks kill_rank .. kill_rank + kill_n - 1 die (default 1) */
 	int blocking;            /* NCCL calls return when their collective is done (as under
 	                          * CUDA_LAUNCH_BLOCKING=1): the only completion without GPU records */
 	int nlay;                /* --comms: communicators beside the world one, each one AllReduce
@@ -943,9 +944,10 @@ static int world_op(struct grank *G, const struct an_gen_opts *o, const struct o
 		uint64_t jit = rnd(30) * US;
 		g->arr = o->blocking ? arr_blocking(o, g, t0 + at + jit, r) : t0 + at + late_of(o, r) + jit;
 		g->launch = 0;
-		if (last_coll && (r == o->kill_rank || r == o->hang_rank)) {
+		int killed = o->kill_rank >= 0 && r >= o->kill_rank && r < o->kill_rank + o->kill_n;
+		if (last_coll && (killed || r == o->hang_rank)) {
 			stopped = 1;
-			if (r == o->kill_rank) { /* dies here: what it has written stays, no END */
+			if (killed) { /* dies here: what it has written stays, no END */
 				flush_deferred(g);
 				if (g->w)
 					nvlp_writer_flush(g->w);
@@ -1234,6 +1236,7 @@ void an_gen_defaults(struct an_gen_opts *o)
 	o->drop_rank = -1;
 	o->hang_ms = 2000;
 	o->hang_rank = -1;
+	o->kill_n = 1;
 }
 
 #ifndef AN_GEN_NO_MAIN
@@ -1297,7 +1300,7 @@ static void usage(void)
 	                "       [--in-place] [--comm-name NAME] [--python]\n"
 	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n"
 	                "       [--ranks-per-host N] [--comms host,tp:N,pp:N] [--clock-spread-ms X]\n"
-	                "       [--hang-rank R] [--blocking]\n");
+	                "       [--hang-rank R] [--blocking] [--kill-count N (from --kill-rank)]\n");
 }
 
 int main(int argc, char **argv)
@@ -1320,6 +1323,7 @@ int main(int argc, char **argv)
 	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
 	    {"mismatch", 1, 0, 10},      {"ranks-per-host", 1, 0, 11}, {"comms", 1, 0, 12},
 	    {"clock-spread-ms", 1, 0, 13}, {"hang-rank", 1, 0, 14},  {"blocking", 0, 0, 15},
+	    {"kill-count", 1, 0, 16},
 	    {0, 0, 0, 0}};
 	int per_host = 0;
 	int c;
@@ -1477,6 +1481,9 @@ int main(int argc, char **argv)
 			break;
 		case 15:
 			o.blocking = 1;
+			break;
+		case 16:
+			o.kill_n = atoi(optarg);
 			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
