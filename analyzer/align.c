@@ -132,19 +132,42 @@ static int comm_members(struct an_job *job)
 	return 0;
 }
 
+/* Names the job gave its communicators: the first process naming one names it (its first
+ * record for it), in one pass over the names. @return 0, or -1 out of memory */
+static int comm_names(struct an_job *job)
+{
+	struct an_index ix = {0};
+	size_t *by = NULL; /* per comm: the process that named it, + 1 */
+	int rc = 0;
+	for (size_t f = 0; f < job->nranks && !rc; f++)
+		for (size_t i = 0; i < job->ranks[f].ncnames && !rc; i++) {
+			if (!by) { /* only when some process names one */
+				by = calloc(job->ncomms + 1, sizeof *by);
+				for (size_t ci = 0; by && !rc && ci < job->ncomms; ci++)
+					rc = an_index_put(&ix, job->comms[ci].hash, 0, (uint32_t)ci);
+				if (!by || rc) {
+					rc = -1;
+					break;
+				}
+			}
+			long ci = an_index_get(&ix, job->ranks[f].cnames[i].hash, 0);
+			struct an_comm *c = ci >= 0 ? &job->comms[ci] : NULL;
+			if (!c || c->name[0] || by[ci] == f + 1)
+				continue;
+			memcpy(c->name, job->ranks[f].cnames[i].name, sizeof c->name);
+			by[ci] = f + 1;
+		}
+	an_index_free(&ix);
+	free(by);
+	return rc;
+}
+
 int an_align_comms(struct an_job *job)
 {
 	if (comm_table(job) < 0 || comm_members(job) < 0)
 		return -1;
-	/* names the job gave its communicators: the first process naming one names it */
-	for (size_t ci = 0; ci < job->ncomms; ci++)
-		for (size_t f = 0; f < job->nranks && !job->comms[ci].name[0]; f++)
-			for (size_t i = 0; i < job->ranks[f].ncnames; i++)
-				if (job->ranks[f].cnames[i].hash == job->comms[ci].hash) {
-					memcpy(job->comms[ci].name, job->ranks[f].cnames[i].name,
-					       sizeof job->comms[ci].name);
-					break;
-				}
+	if (comm_names(job) < 0)
+		return -1;
 	/* clocks: realtime anchors first */
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];

@@ -754,9 +754,9 @@ static void ev_python(struct an_finding *x, const char *key, const char *what,
 static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a, int b, int *known)
 {
 	*known = 0;
-	for (size_t f = 0; f < job->nranks; f++) {
-		const struct an_rank *x = &job->ranks[f];
-		if (!x->ok || strcmp(x->host, r->host) || !x->nlinks)
+	for (size_t p = job->host_at[r->host_ix]; p < job->host_at[r->host_ix + 1]; p++) {
+		const struct an_rank *x = &job->ranks[job->by_host[p]];
+		if (job->by_host[p] >= job->nranks || !x->ok || !x->nlinks)
 			continue;
 		*known = 1;
 		if (an_nvlink_between(x, a, b))
@@ -1512,16 +1512,20 @@ static void gaps_traces(const struct an_job *job, struct an_findings *out, struc
  * GPU per host, one process or several sharing it, has no NVLink topology to record. */
 static int has_gpu_peer(const struct an_job *job)
 {
-	for (size_t f = 0; f < job->nranks; f++)
-		for (size_t g = f; g < job->nranks; g++) {
-			const struct an_rank *a = &job->ranks[f], *b = &job->ranks[g];
-			if (!a->ok || !b->ok || strcmp(a->host, b->host))
-				continue;
-			for (size_t i = 0; i < a->ndevs; i++)
-				for (size_t k = 0; k < b->ndevs; k++)
-					if (a->devs[i].device != b->devs[k].device)
-						return 1;
-		}
+	for (size_t h = 0; h < job->nhosts; h++) /* pairs of one host's processes only */
+		for (size_t p = job->host_at[h]; p < job->host_at[h + 1]; p++)
+			for (size_t q = p; q < job->host_at[h + 1]; q++) {
+				size_t f = job->by_host[p], g = job->by_host[q];
+				if (f >= job->nranks || g >= job->nranks)
+					continue;
+				const struct an_rank *a = &job->ranks[f], *b = &job->ranks[g];
+				if (!a->ok || !b->ok)
+					continue;
+				for (size_t i = 0; i < a->ndevs; i++)
+					for (size_t k = 0; k < b->ndevs; k++)
+						if (a->devs[i].device != b->devs[k].device)
+							return 1;
+			}
 	return 0;
 }
 
@@ -1591,11 +1595,12 @@ static int note_sampled_elsewhere(const struct an_job *job, size_t f, const stru
 {
 	const struct an_rank *r = &job->ranks[f];
 	int sampled_here = 0;
-	if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
-		for (size_t g = 0; g < job->nranks && !sampled_here; g++)
-			sampled_here = g != f && job->ranks[g].ok &&
-			               (uint64_t)job->ranks[g].pid == n->value &&
-			               !strcmp(job->ranks[g].host, r->host);
+	if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value) /* r's host's processes */
+		for (size_t p = job->host_at[r->host_ix]; p < job->host_at[r->host_ix + 1] && !sampled_here; p++) {
+			size_t g = job->by_host[p];
+			sampled_here = g < job->nranks && g != f && job->ranks[g].ok &&
+			               (uint64_t)job->ranks[g].pid == n->value;
+		}
 	return sampled_here;
 }
 
@@ -1612,18 +1617,49 @@ static int note_seen_before(const struct an_job *job, size_t f, size_t i)
 }
 
 /* Notes of what could not be collected: each distinct (code, message) once */
+/* Each (code, message) the first time it comes, by a hash of both (at[]: where each came
+ * first); a hash met again with another message falls back to the scan. @return 1 if note i of
+ * trace f came before */
+struct notes_seen {
+	struct an_index ix;
+	struct note_at {
+		size_t f, i;
+	} *at;
+	size_t n, cap;
+};
+static int note_seen(struct notes_seen *s, const struct an_job *job, size_t f, size_t i)
+{
+	const struct an_note *n = &job->ranks[f].notes[i];
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *c = n->msg; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	long e = an_index_get(&s->ix, n->code, h);
+	if (e >= 0) {
+		const struct note_at *o = &s->at[e];
+		return !strcmp(job->ranks[o->f].notes[o->i].msg, n->msg) || note_seen_before(job, f, i);
+	}
+	struct note_at *x = PUSH(s->at, s->n, s->cap);
+	if (!x || an_index_put(&s->ix, n->code, h, (uint32_t)(s->n - 1)))
+		return note_seen_before(job, f, i); /* out of memory: as it always was */
+	*x = (struct note_at){f, i};
+	return 0;
+}
+
 static void gaps_notes(const struct an_job *job, struct an_findings *out, struct an_finding **x)
 {
+	struct notes_seen seen = {0};
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->nnotes; i++) {
 			const struct an_note *n = &r->notes[i];
-			if (note_is_status(n->code) || note_sampled_elsewhere(job, f, n) ||
-			    note_seen_before(job, f, i))
+			int before = note_seen(&seen, job, f, i); /* every note is remembered */
+			if (note_is_status(n->code) || note_sampled_elsewhere(job, f, n) || before)
 				continue;
 			GAP(nvlp_note_name(n->code), "%s", n->msg);
 		}
 	}
+	an_index_free(&seen.ix);
+	free(seen.at);
 }
 #undef GAP
 

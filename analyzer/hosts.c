@@ -34,7 +34,14 @@ int an_hosts_number(struct an_job *job)
 		job->ranks[ix[i]].host_ix = h;
 	}
 	job->nhosts = n ? h + 1 : 0;
-	free(ix);
+	job->by_host = ix;
+	job->host_at = calloc(job->nhosts + 1, sizeof *job->host_at);
+	if (!job->host_at)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		job->host_at[job->ranks[ix[i]].host_ix + 1]++;
+	for (size_t k = 0; k < job->nhosts; k++)
+		job->host_at[k + 1] += job->host_at[k];
 	for (size_t f = 0; f < job->nranks; f++) { /* the rank numbers' first processes */
 		int id = job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
 		if (an_index_get(&job->rank_ix, (uint64_t)id, 0) < 0 &&
@@ -42,6 +49,18 @@ int an_hosts_number(struct an_job *job)
 			return -1;
 	}
 	return 0;
+}
+
+size_t an_hosts_of_ok(const struct an_job *job)
+{
+	size_t n = 0;
+	for (size_t h = 0; h < job->nhosts; h++) {
+		int any = 0;
+		for (size_t p = job->host_at[h]; p < job->host_at[h + 1] && !any; p++)
+			any = job->by_host[p] < job->nranks && job->ranks[job->by_host[p]].ok;
+		n += any != 0;
+	}
+	return n;
 }
 
 /* ---- clock offsets per host ---- */

@@ -483,6 +483,8 @@ void an_job_free(struct an_job *job)
 	}
 	free(job->hangs);
 	an_index_free(&job->rank_ix);
+	free(job->by_host);
+	free(job->host_at);
 	free(job->mismatches);
 	free(job->rx);
 	memset(job, 0, sizeof *job);
@@ -544,7 +546,13 @@ double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device
 {
 	double pk = dev_peak_in(r, device);
 	/* processes on one host share the topology: borrow it from one that recorded it */
-	for (size_t f = 0; !pk && f < job->nranks; f++)
+	if (!pk && job->host_at && r->host_ix < job->nhosts)
+		for (size_t i = job->host_at[r->host_ix]; !pk && i < job->host_at[r->host_ix + 1]; i++) {
+			size_t f = job->by_host[i];
+			if (f < job->nranks && job->ranks[f].ok)
+				pk = dev_peak_in(&job->ranks[f], device);
+		}
+	for (size_t f = 0; !pk && !job->host_at && f < job->nranks; f++) /* hosts not numbered */
 		if (job->ranks[f].ok && !strcmp(job->ranks[f].host, r->host))
 			pk = dev_peak_in(&job->ranks[f], device);
 	return pk;

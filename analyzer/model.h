@@ -547,6 +547,9 @@ struct an_job {
 	double max_refine_ns; /* largest clock correction found from collectives */
 	size_t nhosts;        /* distinct hosts (an_hosts_number) */
 	struct an_index rank_ix; /* rank number -> first process (an_file_of_rank) */
+	/* the processes host by host: by_host[host_at[h] .. host_at[h + 1]) are host h's, in
+	 * index order */
+	size_t *by_host, *host_at;
 	/* hosts other than the reference one: corrected from GPU completions, from blocking calls'
 	 * exits (no GPU time), or not at all (no collective shared with a corrected host) */
 	size_t hosts_by_gpu, hosts_by_exit, hosts_uncorrected;

@@ -80,16 +80,7 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
 
 static int nhosts(const struct an_job *job)
 {
-	int n = 0;
-	for (size_t i = 0; i < job->nranks; i++) {
-		if (!job->ranks[i].ok)
-			continue;
-		int seen = 0;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = job->ranks[j].ok && !strcmp(job->ranks[j].host, job->ranks[i].host);
-		n += !seen;
-	}
-	return n;
+	return (int)an_hosts_of_ok(job);
 }
 
 static int rank_id(const struct an_job *job, size_t f)

@@ -103,6 +103,8 @@ int an_align_comms(struct an_job *job);
 /* hosts.c */
 /*! Number the job's hosts (an_rank.host_ix, job->nhosts). @return 0, or -1 out of memory */
 int an_hosts_number(struct an_job *job);
+/*! @return how many hosts have a readable rank */
+size_t an_hosts_of_ok(const struct an_job *job);
 /* Completion differences (host h's clock minus anchor a's) of collectives both entered: one
  * edge per (anchor, host) pair. */
 struct an_clock_edge {
