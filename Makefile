@@ -1,6 +1,7 @@
 # Makefile: builds build/libnvlprof.so (the shim) and build/nvlprof (the analyzer); runs tests and benchmarks.
 #   make            build          make test     CPU tests (no GPU needed)
 #   make bench      benchmarks     make DEBUG=1  -O0 build      make SAN=address|undefined|thread
+#   make bench-scale  report at 1,024 to 16,384 synthetic ranks (docs/SCALE.md)
 #   make deps       install missing Debian build dependencies (as root) or print the command
 #   make analyzer   build/nvlprof alone (needs no CUDA toolkit)    make install PREFIX=/usr/local
 #   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
@@ -66,7 +67,7 @@ ANALYZER_OBJS := $(patsubst %.c,$(BUILD)/cli/%.o,$(ANALYZER_SRCS))
 LIB := $(BUILD)/libnvlprof.so
 CLI := $(BUILD)/nvlprof
 
-.PHONY: all analyzer deps test bench clean format install regen-goldens test-deps mutate
+.PHONY: all analyzer deps test bench bench-scale clean format install regen-goldens test-deps mutate
 all: $(LIB) $(CLI)
 analyzer: $(CLI)
 
@@ -296,6 +297,10 @@ $(BUILD)/bench/%: tests/bench/%.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(wildcard test
 	$(CC) $(TEST_CFLAGS) -O2 -o $@ $< $(ANALYZER_OBJS) $(TRACE_OBJS) -L$(FAKES_DIR) -Wl,-rpath,$(abspath $(FAKES_DIR)) $(BENCH_LIBS_$*) $(CLI_LDLIBS)
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bash tests/bench/run.sh
+# report's time and memory on synthetic jobs up to 16,384 ranks (SIZES="..." REPS=N NCCL_ONLY=1;
+# docs/SCALE.md): about 15 minutes on 2 cores with the defaults
+bench-scale: analyzer $(BUILD)/tests/progs/an_gen
+	@BUILD=$(BUILD) bash tests/bench/scale.sh
 
 # bin/nvlprof finds lib/libnvlprof.so from where it is installed (analyzer/run.c)
 install: all

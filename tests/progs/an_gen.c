@@ -59,7 +59,7 @@ struct an_gen_opts {
 	 * a rooted call that does not differ); with --python the call comes from a metric line */
 	int mm_kind, mm_rank;
 	uint64_t mm_seq;
-	int quiet;
+	int print_records;       /* --print-records: say how many records were written */
 	/* scale: clock spread, a rank that stops without dying, blocking calls, more communicators */
 	double clock_spread_ms;  /* hosts > 0: realtime anchors off by up to +-this, per host */
 	int hang_rank;           /* -1 none: that rank never enters the last collective, alive */
@@ -1117,10 +1117,13 @@ static uint64_t gen_steps(struct grank *G, const struct an_gen_opts *o, int step
 	return t0;
 }
 
+static uint64_t gen_records; /* --print-records: every trace's records, header and END included */
+
 /* Rank g's last records: link samples, drops, END. */
 static void finish_rank(struct grank *g, const struct an_gen_opts *o, uint64_t t0)
 {
 	if (g->dead == 1) {
+		gen_records += g->records + 1;
 		nvlp_writer_close(g->w);
 		return;
 	}
@@ -1148,6 +1151,7 @@ static void finish_rank(struct grank *g, const struct an_gen_opts *o, uint64_t t
 	                         .dropped = g->rank == o->drop_rank ? 1234 : 0,
 	                         .reason = g->signaled ? NVLP_END_SIGNAL : NVLP_END_EXIT};
 	add(g, NVLP_K_END, &e, NULL, 0);
+	gen_records += g->records + 1;
 	nvlp_writer_close(g->w);
 }
 
@@ -1300,7 +1304,8 @@ static void usage(void)
 	                "       [--in-place] [--comm-name NAME] [--python]\n"
 	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n"
 	                "       [--ranks-per-host N] [--comms host,tp:N,pp:N] [--clock-spread-ms X]\n"
-	                "       [--hang-rank R] [--blocking] [--kill-count N (from --kill-rank)]\n");
+	                "       [--hang-rank R] [--blocking] [--kill-count N (from --kill-rank)]\n"
+	                "       [--print-records]\n");
 }
 
 int main(int argc, char **argv)
@@ -1323,7 +1328,7 @@ int main(int argc, char **argv)
 	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
 	    {"mismatch", 1, 0, 10},      {"ranks-per-host", 1, 0, 11}, {"comms", 1, 0, 12},
 	    {"clock-spread-ms", 1, 0, 13}, {"hang-rank", 1, 0, 14},  {"blocking", 0, 0, 15},
-	    {"kill-count", 1, 0, 16},
+	    {"kill-count", 1, 0, 16},    {"print-records", 0, 0, 17},
 	    {0, 0, 0, 0}};
 	int per_host = 0;
 	int c;
@@ -1485,6 +1490,9 @@ int main(int argc, char **argv)
 		case 16:
 			o.kill_n = atoi(optarg);
 			break;
+		case 17:
+			o.print_records = 1;
+			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
 			o.ranks = 1;
@@ -1509,6 +1517,8 @@ int main(int argc, char **argv)
 		gen_mm_seq = o.mm_seq;
 	if (an_gen_run(&o))
 		return 1;
+	if (o.print_records)
+		printf("records %llu\n", (unsigned long long)gen_records);
 	return o.launcher && gen_launcher(&o) ? 1 : 0;
 }
 #endif
