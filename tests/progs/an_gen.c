@@ -60,6 +60,7 @@ struct an_gen_opts {
 	int mm_kind, mm_rank;
 	uint64_t mm_seq;
 	int print_records;       /* --print-records: say how many records were written */
+	int comm_per_call;       /* --small-allreduce: each call on a communicator of its own */
 	/* scale: clock spread, a rank that stops without dying, blocking calls, more communicators */
 	double clock_spread_ms;  /* hosts > 0: realtime anchors off by up to +-this, per host */
 	int hang_rank;           /* -1 none: that rank never enters the last collective, alive */
@@ -442,7 +443,8 @@ static int gen_small(const struct an_gen_opts *o)
 		for (uint64_t i = 0; i < o->small_calls; i++) {
 			c.t_enter = t;
 			c.dur = 3000 + i % 7 * 100;
-			c.seq = i;
+			c.seq = o->comm_per_call ? 0 : i;
+			c.comm = o->comm_per_call ? COMM_HASH + i : COMM_HASH;
 			c.call_id = i + 1;
 			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
 			t += 8000 + i % 5 * 50;
@@ -1305,7 +1307,7 @@ static void usage(void)
 	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n"
 	                "       [--ranks-per-host N] [--comms host,tp:N,pp:N] [--clock-spread-ms X]\n"
 	                "       [--hang-rank R] [--blocking] [--kill-count N (from --kill-rank)]\n"
-	                "       [--print-records]\n");
+	                "       [--print-records] [--comm-per-call (with --small-allreduce)]\n");
 }
 
 int main(int argc, char **argv)
@@ -1328,7 +1330,7 @@ int main(int argc, char **argv)
 	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
 	    {"mismatch", 1, 0, 10},      {"ranks-per-host", 1, 0, 11}, {"comms", 1, 0, 12},
 	    {"clock-spread-ms", 1, 0, 13}, {"hang-rank", 1, 0, 14},  {"blocking", 0, 0, 15},
-	    {"kill-count", 1, 0, 16},    {"print-records", 0, 0, 17},
+	    {"kill-count", 1, 0, 16},    {"print-records", 0, 0, 17}, {"comm-per-call", 0, 0, 18},
 	    {0, 0, 0, 0}};
 	int per_host = 0;
 	int c;
@@ -1492,6 +1494,9 @@ int main(int argc, char **argv)
 			break;
 		case 17:
 			o.print_records = 1;
+			break;
+		case 18:
+			o.comm_per_call = 1;
 			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
