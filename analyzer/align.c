@@ -825,6 +825,29 @@ static void row_waits(const struct ctab *t, const struct arrivals *a, int first)
 	}
 }
 
+/* None failed in hang h: the first later call on this communicator that did (a waiting rank
+ * whose collective NCCL left hanging when it saw the peer die fails its next call). */
+static void hang_next_failure(const struct an_job *job, const struct ctab *t, const struct crow *w,
+                              uint32_t ci, struct an_hang *h)
+{
+	for (int col = 0; col < t->ncol && h->failed_rank < 0; col++) {
+		const struct an_rank *r = &job->ranks[t->col[col].file];
+		if (w->k[col] == CROW_NONE)
+			continue;
+		uint32_t best = UINT32_MAX;
+		int rc = 0;
+		for (size_t q = 0; q < r->nfailed; q++)
+			if (r->failed[q].hash == job->comms[ci].hash && r->failed[q].seq > w->seq &&
+			    r->failed[q].seq < best)
+				best = r->failed[q].seq, rc = r->failed[q].rc;
+		if (best != UINT32_MAX) {
+			h->failed_rank = r->rank >= 0 ? r->rank : t->col[col].file;
+			h->failed_rc = rc;
+			h->failed_seq = best;
+		}
+	}
+}
+
 /* Some ranks entered a collective, some never did: only ranks whose trace stops before this seq
  * hung it. @return 1 if it is a hang (added to job->hangs) */
 static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint32_t ci)
@@ -870,24 +893,8 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 		return 0;
 	}
 	an_hang_sort(&h);
-	/* none failed in it: the first later call on this communicator that did (a waiting rank
-	 * whose collective NCCL left hanging when it saw the peer die fails its next call) */
-	for (int col = 0; col < t->ncol && h.failed_rank < 0; col++) {
-		const struct an_rank *r = &job->ranks[t->col[col].file];
-		if (w->k[col] == CROW_NONE)
-			continue;
-		uint32_t best = UINT32_MAX;
-		int rc = 0;
-		for (size_t q = 0; q < r->nfailed; q++)
-			if (r->failed[q].hash == job->comms[ci].hash && r->failed[q].seq > w->seq &&
-			    r->failed[q].seq < best)
-				best = r->failed[q].seq, rc = r->failed[q].rc;
-		if (best != UINT32_MAX) {
-			h.failed_rank = r->rank >= 0 ? r->rank : t->col[col].file;
-			h.failed_rc = rc;
-			h.failed_seq = best;
-		}
-	}
+	if (h.failed_rank < 0)
+		hang_next_failure(job, t, w, ci, &h);
 	struct an_hang *x = realloc(job->hangs, (job->nhangs + 1) * sizeof *x);
 	if (x) {
 		job->hangs = x;
