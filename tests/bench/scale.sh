@@ -5,7 +5,9 @@
 # Each job: RPH ranks per host, STEPS steps of 4 world AllReduces + 1 per-host AllReduce with
 # their kernels (~2,000 NCCL calls a rank at 333 steps), one rank 5 ms late, host clocks off by
 # up to 3 ms. Settings (environment): SIZES="1024 4096 16384" REPS=2 RPH=8 STEPS=333
-# NCCL_ONLY=1 (no GPU records: calls that block, see an_gen --blocking) KEEP=DIR (keep the jobs).
+# NCCL_ONLY=1 (no GPU records: calls that block, see an_gen --blocking) KEEP=DIR (keep the jobs)
+# OLD=path/to/another/nvlprof (each size run by it too, alternately, and the ratio of the CPU times).
+# CPU is user + system time: on a shared machine wall time also counts waiting for a core.
 set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,7 +30,14 @@ extra=()
 [ "${NCCL_ONLY:-0}" = 1 ] && extra=(--no-gpu --blocking)
 start=$(date +%s)
 echo "nvlprof report at scale: $("$NV" --version 2>/dev/null | head -1), $(nproc) cores, RPH=$RPH STEPS=$STEPS REPS=$REPS${NCCL_ONLY:+ NCCL_ONLY=$NCCL_ONLY}"
-printf '%8s %12s %22s %12s %12s %10s\n' ranks records "report wall s (min-max)" "us/record" "peak RSS MB" straggler
+printf '%8s %10s %20s %12s %10s %10s %10s%s\n' ranks records "report wall s (min-max)" "CPU s (min)" \
+	"us/record" "RSS MB" straggler "${OLD:+  old CPU s  old/new}"
+# one_run BIN DIR: wall, CPU and peak RSS (KB) of BIN report DIR into $T/time; its text in $T/report
+one_run() {
+	"$TIMEB" -f '%e %U %S %M' -o "$T/time" "$1" report "$2" >"$T/report" 2>/dev/null ||
+		{ echo "report of $2 by $1 failed"; exit 1; }
+}
+minof() { awk -v a="$1" -v b="$2" 'BEGIN {print (a == "" || b < a ? b : a)}'; }
 for n in $SIZES; do
 	d=$T/j$n late=$((n * 2 / 3 + 1))
 	if [ ! -f "$d/.records" ]; then
@@ -39,18 +48,26 @@ for n in $SIZES; do
 		awk '/^records/ {print $2}' "$T/gen.out" >"$d/.records"
 	fi
 	rec=$(cat "$d/.records")
-	lo= hi= rss=0 found=no
+	lo= hi= cpu= ocpu= rss=0 found=no
 	for _ in $(seq "$REPS"); do
-		"$TIMEB" -f '%e %M' -o "$T/time" "$NV" report "$d" >"$T/report" 2>/dev/null ||
-			{ echo "report of $n ranks failed"; exit 1; }
-		read -r w m <"$T/time"
-		lo=$(awk -v a="${lo:-$w}" -v b="$w" 'BEGIN {print (b < a ? b : a)}')
-		hi=$(awk -v a="${hi:-$w}" -v b="$w" 'BEGIN {print (b > a ? b : a)}')
+		one_run "$NV" "$d"
+		read -r w u sy m <"$T/time"
+		grep -q "straggler: Rank $late arrives last" "$T/report" && found=yes
+		lo=$(minof "$lo" "$w")
+		hi=$(awk -v a="${hi:-0}" -v b="$w" 'BEGIN {print (b > a ? b : a)}')
+		cpu=$(minof "$cpu" "$(awk -v u="$u" -v s="$sy" 'BEGIN {print u + s}')")
 		[ "$m" -gt "$rss" ] && rss=$m
+		if [ -n "${OLD:-}" ]; then
+			one_run "$OLD" "$d"
+			read -r w u sy m <"$T/time"
+			ocpu=$(minof "$ocpu" "$(awk -v u="$u" -v s="$sy" 'BEGIN {print u + s}')")
+		fi
 	done
-	grep -q "straggler: Rank $late arrives last" "$T/report" && found=yes
-	awk -v n="$n" -v r="$rec" -v lo="$lo" -v hi="$hi" -v m="$rss" -v f="$found" 'BEGIN {
-		printf "%8d %11.1fM %12.2f - %-7.2f %12.3f %12.0f %10s\n", n, r / 1e6, lo, hi,
-		       lo / r * 1e6, m / 1024, f }'
+	awk -v n="$n" -v r="$rec" -v lo="$lo" -v hi="$hi" -v c="$cpu" -v m="$rss" -v f="$found" \
+		-v o="$ocpu" 'BEGIN {
+		printf "%8d %9.1fM %9.2f - %-9.2f %12.2f %10.3f %10.0f %10s", n, r / 1e6, lo, hi, c,
+		       lo / r * 1e6, m / 1024, f
+		if (o != "") printf " %11.2f %8.1f", o, o / c
+		printf "\n" }'
 done
 echo "($(($(date +%s) - start)) s in all, generating the jobs included)"
