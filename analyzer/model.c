@@ -425,6 +425,19 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 	return win;
 }
 
+/* The hangs' rank lists, the host and rank-number tables (hosts.c's) */
+static void free_hosts_hangs(struct an_job *job)
+{
+	for (size_t i = 0; i < job->nhangs; i++) {
+		free(job->hangs[i].missing);
+		free(job->hangs[i].present);
+	}
+	free(job->hangs);
+	an_index_free(&job->rank_ix);
+	free(job->by_host);
+	free(job->host_at);
+}
+
 void an_job_free(struct an_job *job)
 {
 	free(job->agg_host);
@@ -477,14 +490,7 @@ void an_job_free(struct an_job *job)
 	}
 	free(job->comms);
 	free(job->aggs);
-	for (size_t i = 0; i < job->nhangs; i++) {
-		free(job->hangs[i].missing);
-		free(job->hangs[i].present);
-	}
-	free(job->hangs);
-	an_index_free(&job->rank_ix);
-	free(job->by_host);
-	free(job->host_at);
+	free_hosts_hangs(job);
 	free(job->mismatches);
 	free(job->rx);
 	memset(job, 0, sizeof *job);
