@@ -298,7 +298,7 @@ $(BUILD)/bench/%: tests/bench/%.c $(ANALYZER_OBJS) $(TRACE_OBJS) $(wildcard test
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bash tests/bench/run.sh
 # report's time and memory on synthetic jobs up to 16,384 ranks (SIZES="..." REPS=N NCCL_ONLY=1;
-# docs/SCALE.md): about 15 minutes on 2 cores with the defaults
+# docs/SCALE.md): about 4 minutes on 2 cores with the defaults
 bench-scale: analyzer $(BUILD)/tests/progs/an_gen
 	@BUILD=$(BUILD) bash tests/bench/scale.sh
 
