@@ -1,6 +1,7 @@
 # Makefile: builds build/libnvlprof.so (the shim) and build/nvlprof (the analyzer); runs tests and benchmarks.
 #   make            build          make test     CPU tests (no GPU needed)
 #   make bench      benchmarks     make DEBUG=1  -O0 build      make SAN=address|undefined|thread
+#   make bench-scale  report at 1,024 to 16,384 synthetic ranks (docs/SCALE.md)
 #   make deps       install missing Debian build dependencies (as root) or print the command
 #   make analyzer   build/nvlprof alone (needs no CUDA toolkit)    make install PREFIX=/usr/local
 #   make fuzz       libFuzzer over the reader and every analyzer command (clang; FUZZ_SECONDS=60)
@@ -71,7 +72,7 @@ LIB := $(BUILD)/libnvlprof.so
 CLI := $(BUILD)/nvlprof
 DASK := $(BUILD)/nvlprof-dask # `nvlprof dask`: the Python driver, beside the CLI
 
-.PHONY: all analyzer deps test bench clean format install regen-goldens test-deps mutate
+.PHONY: all analyzer deps test bench bench-scale clean format install regen-goldens test-deps mutate
 all: $(LIB) $(CLI) $(DASK)
 analyzer: $(CLI) $(DASK)
 
@@ -335,6 +336,10 @@ $(BUILD)/bench/%: $(BUILD)/cli/tests/bench/%.o $(ANALYZER_OBJS) $(TRACE_OBJS) | 
 	$(call link,$(FAKES_LD) $(BENCH_LIBS_$*))
 bench: all $(BENCH_BINS)
 	@BUILD=$(BUILD) bash tests/bench/run.sh
+# report's time and memory on synthetic jobs up to 16,384 ranks (SIZES="..." REPS=N NCCL_ONLY=1;
+# docs/SCALE.md): about 4 minutes on 2 cores with the defaults
+bench-scale: analyzer $(BUILD)/tests/progs/an_gen
+	@BUILD=$(BUILD) bash tests/bench/scale.sh
 
 # bin/nvlprof finds lib/libnvlprof.so from where it is installed (analyzer/run.c)
 install: all

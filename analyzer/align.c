@@ -16,8 +16,8 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 	int valid = r->host_sum_n == r->ncalls;
 	for (size_t k = 0; k < r->ncalls; k++) {
 		struct an_call *c = &r->calls[k];
-		uint16_t jc = r->comms[c->comm].job_comm;
-		if (jc == UINT16_MAX) { /* beyond AN_MAX_COMMS in the job */
+		uint32_t jc = r->comms[c->comm].job_comm;
+		if (jc == AN_COMM_NONE) { /* beyond AN_MAX_COMMS in the job */
 			job->calls_dropped++;
 			if (valid) /* the sum stays that of the calls kept */
 				r->host_sum -= c->host_dur;
@@ -73,7 +73,7 @@ static int comm_table(struct an_job *job)
 			}
 			if (j < 0)
 				dropped = 1;
-			r->comms[i].job_comm = j < 0 ? UINT16_MAX : (uint16_t)j;
+			r->comms[i].job_comm = j < 0 ? AN_COMM_NONE : (uint32_t)j;
 		}
 		/* a pass over every call is dear on a trace of millions: none when the process's
 		 * comm numbers are the job's already (one comm, the first) */
@@ -106,7 +106,7 @@ static int comm_members(struct an_job *job)
 		for (int d = 0; d < AN_MAX_DEVICE + 2; d++)
 			peak[d] = -1;
 		for (size_t i = 0; i < r->ncomms; i++) {
-			if (r->comms[i].job_comm == UINT16_MAX)
+			if (r->comms[i].job_comm == AN_COMM_NONE)
 				continue;
 			struct an_comm *c = &job->comms[r->comms[i].job_comm];
 			c->nmembers++;
@@ -132,19 +132,42 @@ static int comm_members(struct an_job *job)
 	return 0;
 }
 
+/* Names the job gave its communicators: the first process naming one names it (its first
+ * record for it), in one pass over the names. @return 0, or -1 out of memory */
+static int comm_names(struct an_job *job)
+{
+	struct an_index ix = {0};
+	size_t *by = NULL; /* per comm: the process that named it, + 1 */
+	int rc = 0;
+	for (size_t f = 0; f < job->nranks && !rc; f++)
+		for (size_t i = 0; i < job->ranks[f].ncnames && !rc; i++) {
+			if (!by) { /* only when some process names one */
+				by = calloc(job->ncomms + 1, sizeof *by);
+				for (size_t ci = 0; by && !rc && ci < job->ncomms; ci++)
+					rc = an_index_put(&ix, job->comms[ci].hash, 0, (uint32_t)ci);
+				if (!by || rc) {
+					rc = -1;
+					break;
+				}
+			}
+			long ci = an_index_get(&ix, job->ranks[f].cnames[i].hash, 0);
+			struct an_comm *c = ci >= 0 ? &job->comms[ci] : NULL;
+			if (!c || c->name[0] || by[ci] == f + 1)
+				continue;
+			memcpy(c->name, job->ranks[f].cnames[i].name, sizeof c->name);
+			by[ci] = f + 1;
+		}
+	an_index_free(&ix);
+	free(by);
+	return rc;
+}
+
 int an_align_comms(struct an_job *job)
 {
 	if (comm_table(job) < 0 || comm_members(job) < 0)
 		return -1;
-	/* names the job gave its communicators: the first process naming one names it */
-	for (size_t ci = 0; ci < job->ncomms; ci++)
-		for (size_t f = 0; f < job->nranks && !job->comms[ci].name[0]; f++)
-			for (size_t i = 0; i < job->ranks[f].ncnames; i++)
-				if (job->ranks[f].cnames[i].hash == job->comms[ci].hash) {
-					memcpy(job->comms[ci].name, job->ranks[f].cnames[i].name,
-					       sizeof job->comms[ci].name);
-					break;
-				}
+	if (comm_names(job) < 0)
+		return -1;
 	/* clocks: realtime anchors first */
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
@@ -182,7 +205,7 @@ struct ccol {
  * sorted (building and merging entries took a quarter of report's instructions on 2 ranks x 2M
  * calls, and 96 MB of fresh memory). Any other is a sorted array of entries, one per cell. */
 struct ctab {
-	uint16_t comm;
+	uint32_t comm;
 	int stream;
 	struct centry *e; /* entry form: sorted by (seq, col) */
 	size_t ne;        /* entries (streamed: the comm's calls in the table) */
@@ -396,7 +419,7 @@ static int ctab_layout(struct an_job *job, struct ctab *tabs, int *last_f, int *
 	job->agg_host = calloc(na ? na : 1, sizeof *job->agg_host);
 	job->agg_gpu = 0;
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
-		tabs[ci].comm = (uint16_t)ci;
+		tabs[ci].comm = (uint32_t)ci;
 		last_f[ci] = -1;
 	}
 	for (size_t f = 0; f < job->nranks; f++)
@@ -524,7 +547,7 @@ static inline size_t col_next(const struct ctab *t, const struct ccol *c, size_t
 		return k + 1;
 	for (k++; k < c->hi; k++) {
 		const struct an_call *x = &c->calls[k];
-		if (x->comm == t->comm && x->device == c->dev &&
+		if ((uint32_t)x->comm == t->comm && x->device == c->dev &&
 		    an_coll_of_fn(x->fn) != AN_C_SENDRECV)
 			break;
 	}
@@ -594,80 +617,147 @@ static inline const struct an_call *crow_call(const struct ctab *t, const struct
 	return &t->col[col].calls[w->k[col]];
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* ---- clock refinement: one pass over each communicator's rows ---- */
+/* A cell's completion on its host's clock plus the process's offset: the GPU kernel's end; without
+ * GPU time, the call's exit where its host's calls of the row blocked until the collective was
+ * done (see exits_blocked). @return 0 none, 1 GPU, 2 exit */
+static inline int cell_done(const struct an_call *c, int64_t off, int exit_ok, int64_t *t)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
+	if (c->gpu_start) {
+		*t = an_add_i64((int64_t)(c->gpu_start + c->gpu_dur), off);
+		return 1;
+	}
+	if (!exit_ok)
+		return 0;
+	*t = an_add_i64((int64_t)(c->t_enter + c->host_dur), off);
+	return 2;
 }
 
-/* The completion differences (host `host` minus the reference host) of one comm's collectives
- * that a column of each host entered with GPU time, appended to d. */
-struct i64s {
-	int64_t *v;
-	size_t n, cap;
-};
-static void clock_diffs(const struct an_job *job, const struct ctab *t, const char *ref,
-                        const char *host, struct i64s *d)
+/* Blocking calls leave together when the last rank arrives: on one host (one clock) a row's
+ * calls without GPU time blocked when they entered at least 10 us apart and left within a
+ * quarter of that. Calls that return at once (NCCL's own) leave as far apart as they came. */
+#define EXIT_MIN_SPREAD_NS 10000
+static void exits_blocked(const struct ctab *t, const struct crow *w, const int *hcol,
+                          const int *hnext, int nh, uint8_t *blocked)
 {
-	int cr = -1, cx = -1;
-	for (int col = 0; col < t->ncol; col++) {
-		const char *h = job->ranks[t->col[col].file].host;
-		if (cr < 0 && !strcmp(h, ref))
-			cr = col;
-		if (cx < 0 && !strcmp(h, host))
-			cx = col;
+	for (int i = 0; i < nh; i++) {
+		uint64_t e0 = UINT64_MAX, e1 = 0, x0 = UINT64_MAX, x1 = 0;
+		int n = 0;
+		for (int col = hcol[i]; col >= 0; col = hnext[col]) {
+			if (w->k[col] == CROW_NONE)
+				continue;
+			const struct an_call *c = crow_call(t, w, col);
+			uint64_t x = c->t_enter + c->host_dur;
+			e0 = c->t_enter < e0 ? c->t_enter : e0;
+			e1 = c->t_enter > e1 ? c->t_enter : e1;
+			x0 = x < x0 ? x : x0;
+			x1 = x > x1 ? x : x1;
+			n++;
+		}
+		blocked[i] = n >= 2 && e1 - e0 >= EXIT_MIN_SPREAD_NS && 4 * (x1 - x0) <= e1 - e0;
 	}
+}
+
+/* The hosts of a comm's columns: hcol[i] the first column of its i-th host (in column order),
+ * hnext[col] the next column of the same host (-1: none); hid[i] the host's number, slot: per
+ * host scratch (-1 between calls). @return the hosts' count; *anchor the index of the reference
+ * host (ref) if present, else 0 */
+static int comm_hosts(const struct an_job *job, const struct ctab *t, uint32_t ref, int *slot,
+                      int *hcol, int *hlast, int *hnext, uint32_t *hid, int *anchor)
+{
+	int nh = 0;
+	*anchor = 0;
+	for (int col = 0; col < t->ncol; col++) {
+		uint32_t h = job->ranks[t->col[col].file].host_ix;
+		hnext[col] = -1;
+		if (slot[h] < 0) {
+			slot[h] = nh;
+			hid[nh] = h;
+			hcol[nh] = hlast[nh] = col;
+			if (h == ref)
+				*anchor = nh;
+			nh++;
+		} else {
+			hnext[hlast[slot[h]]] = col;
+			hlast[slot[h]] = col;
+		}
+	}
+	for (int i = 0; i < nh; i++)
+		slot[hid[i]] = -1;
+	return nh;
+}
+
+/* One comm's rows: each host's first column against the anchor host's (the reference host when
+ * it is a member: the differences it always gave), one difference per row both completed. */
+static int comm_clock_pairs(const struct an_job *job, const struct ctab *t, uint32_t ref,
+                            int *slot, struct an_clock_pairs *p)
+{
+	size_t nc = (size_t)t->ncol;
+	int *hcol = malloc(nc * sizeof *hcol), *hlast = malloc(nc * sizeof *hlast);
+	int *hnext = malloc(nc * sizeof *hnext), anchor, rc = -1;
+	uint32_t *hid = malloc(nc * sizeof *hid);
+	uint8_t *blocked = malloc(nc);
 	struct crow w;
-	if (cr < 0 || cx < 0 || crow_init(t, &w) < 0)
-		return;
-	const struct an_rank *a = &job->ranks[t->col[cr].file], *b = &job->ranks[t->col[cx].file];
-	while (crow_next(t, &w)) {
-		const struct an_call *x = w.k[cr] != CROW_NONE ? &a->calls[w.k[cr]] : NULL;
-		const struct an_call *y = w.k[cx] != CROW_NONE ? &b->calls[w.k[cx]] : NULL;
-		if (!x || !y || !x->gpu_start || !y->gpu_start)
+	if (!hcol || !hlast || !hnext || !hid || !blocked)
+		goto out;
+	int nh = comm_hosts(job, t, ref, slot, hcol, hlast, hnext, hid, &anchor);
+	rc = 0;
+	if (nh < 2 || crow_init(t, &w) < 0)
+		goto out;
+	int exits = !job->have_gpu; /* exits only where no call has GPU time */
+	const struct ccol *ca = &t->col[hcol[anchor]];
+	while (crow_next(t, &w) && !rc) {
+		if (w.k[hcol[anchor]] == CROW_NONE)
 			continue;
-		int64_t ex = an_add_i64((int64_t)(x->gpu_start + x->gpu_dur), a->offset);
-		int64_t ey = an_add_i64((int64_t)(y->gpu_start + y->gpu_dur), b->offset);
-		int64_t *p = PUSH(d->v, d->n, d->cap);
-		if (p)
-			*p = an_sub_i64(ey, ex);
+		if (exits)
+			exits_blocked(t, &w, hcol, hnext, nh, blocked);
+		int64_t ta, tx;
+		int ka = cell_done(crow_call(t, &w, hcol[anchor]), ca->offset,
+		                   exits && blocked[anchor], &ta);
+		for (int i = 0; ka && i < nh && !rc; i++) {
+			const struct ccol *cx = &t->col[hcol[i]];
+			if (i == anchor || w.k[hcol[i]] == CROW_NONE)
+				continue;
+			int kx = cell_done(crow_call(t, &w, hcol[i]), cx->offset, exits && blocked[i],
+			                   &tx);
+			if (kx)
+				rc = an_clock_pair_add(p, hid[anchor], hid[i], an_sub_i64(tx, ta),
+				                       ka == 2 || kx == 2);
+		}
 	}
 	crow_free(&w);
+out:
+	free(hcol);
+	free(hlast);
+	free(hnext);
+	free(hid);
+	free(blocked);
+	return rc;
 }
 
 /* Hosts with different clocks: correct each host by the median difference of collective
- * completions (GPU kernel ends of the same (comm, seq) finish together on all ranks). */
+ * completions (GPU kernel ends of the same (comm, seq) finish together on all ranks; so do the
+ * exits of calls that block), pairs taken in one pass over each communicator's rows, the offsets
+ * solved once (hosts.c). */
 static void refine_clocks(struct an_job *job, struct ctab *tabs)
 {
-	const char *ref = job->ranks[0].host;
-	for (size_t f = 0; f < job->nranks; f++) {
-		struct an_rank *r = &job->ranks[f];
-		if (!r->ok || !strcmp(r->host, ref))
-			continue;
-		int done = 0;
-		for (size_t g = 0; g < f && !done; g++)
-			if (!strcmp(job->ranks[g].host, r->host))
-				done = 1;
-		if (done)
-			continue;
-		job->multi_host = 1;
-		struct i64s d = {0};
-		for (size_t ci = 0; ci < job->ncomms; ci++)
-			clock_diffs(job, &tabs[ci], ref, r->host, &d);
-		if (d.n >= 3) {
-			qsort(d.v, d.n, sizeof *d.v, cmp_i64);
-			int64_t med = d.v[d.n / 2];
-			for (size_t g = 0; g < job->nranks; g++)
-				if (!strcmp(job->ranks[g].host, r->host)) {
-					job->ranks[g].offset = an_sub_i64(job->ranks[g].offset, med);
-					job->ranks[g].refine = an_sub_i64(0, med);
-				}
-			double a = med < 0 ? -(double)med : (double)med;
-			if (a > job->max_refine_ns)
-				job->max_refine_ns = a;
-		}
-		free(d.v);
+	uint32_t ref = job->ranks[0].host_ix;
+	for (size_t f = 0; f < job->nranks && !job->multi_host; f++)
+		job->multi_host = job->ranks[f].ok && job->ranks[f].host_ix != ref;
+	if (!job->multi_host)
+		return;
+	struct an_clock_pairs p = {0};
+	int *slot = malloc((job->nhosts ? job->nhosts : 1) * sizeof *slot);
+	for (size_t h = 0; slot && h < job->nhosts; h++)
+		slot[h] = -1;
+	for (size_t ci = 0; slot && ci < job->ncomms; ci++) {
+		for (int col = 0; col < tabs[ci].ncol; col++)
+			tabs[ci].col[col].offset = job->ranks[tabs[ci].col[col].file].offset;
+		if (tabs[ci].ncol >= 2 && comm_clock_pairs(job, &tabs[ci], ref, slot, &p) < 0)
+			break; /* out of memory: what was found so far */
 	}
+	free(slot);
+	an_clock_solve(job, &p, ref);
 }
 
 /* ---- cross-rank figures of one collective every member entered ---- */
@@ -735,11 +825,41 @@ static void row_waits(const struct ctab *t, const struct arrivals *a, int first)
 	}
 }
 
+/* None failed in hang h: the first later call on this communicator that did (a waiting rank
+ * whose collective NCCL left hanging when it saw the peer die fails its next call). */
+static void hang_next_failure(const struct an_job *job, const struct ctab *t, const struct crow *w,
+                              uint32_t ci, struct an_hang *h)
+{
+	for (int col = 0; col < t->ncol && h->failed_rank < 0; col++) {
+		const struct an_rank *r = &job->ranks[t->col[col].file];
+		if (w->k[col] == CROW_NONE)
+			continue;
+		uint32_t best = UINT32_MAX;
+		int rc = 0;
+		for (size_t q = 0; q < r->nfailed; q++)
+			if (r->failed[q].hash == job->comms[ci].hash && r->failed[q].seq > w->seq &&
+			    r->failed[q].seq < best)
+				best = r->failed[q].seq, rc = r->failed[q].rc;
+		if (best != UINT32_MAX) {
+			h->failed_rank = r->rank >= 0 ? r->rank : t->col[col].file;
+			h->failed_rc = rc;
+			h->failed_seq = best;
+		}
+	}
+}
+
 /* Some ranks entered a collective, some never did: only ranks whose trace stops before this seq
  * hung it. @return 1 if it is a hang (added to job->hangs) */
-static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint16_t ci)
+static int row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, uint32_t ci)
 {
 	struct an_hang h = {.comm = ci, .seq = w->seq, .failed_rank = -1};
+	h.missing = malloc((size_t)t->ncol * sizeof *h.missing);
+	h.present = malloc((size_t)t->ncol * sizeof *h.present);
+	if (!h.missing || !h.present) {
+		free(h.missing);
+		free(h.present);
+		return 0;
+	}
 	for (int col = 0; col < t->ncol; col++) {
 		struct an_rank *r = &job->ranks[t->col[col].file];
 		int gr = r->rank >= 0 ? r->rank : t->col[col].file;
@@ -754,8 +874,7 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 				wt = (double)c->gpu_dur;
 			if (wt / 1e6 > h.wait_ms)
 				h.wait_ms = wt / 1e6;
-			if (h.npresent < 16)
-				h.present[h.npresent++] = gr;
+			h.present[h.npresent++] = gr;
 			for (size_t q = 0; q < r->nfailed && h.failed_rank < 0; q++)
 				if (r->failed[q].seq == w->seq &&
 				    r->failed[q].hash == job->comms[ci].hash) {
@@ -765,35 +884,24 @@ static int row_hang(struct an_job *job, const struct ctab *t, const struct crow 
 					if ((double)r->failed[q].host_ns / 1e6 > h.wait_ms)
 						h.wait_ms = (double)r->failed[q].host_ns / 1e6;
 				}
-		} else if (t->col[col].maxseq < w->seq) {
-			if (h.nmissing < 16)
-				h.missing[h.nmissing++] = gr;
-		}
+		} else if (t->col[col].maxseq < w->seq)
+			h.missing[h.nmissing++] = gr;
 	}
-	if (!h.nmissing)
+	if (!h.nmissing) {
+		free(h.missing);
+		free(h.present);
 		return 0;
-	/* none failed in it: the first later call on this communicator that did (a waiting rank
-	 * whose collective NCCL left hanging when it saw the peer die fails its next call) */
-	for (int col = 0; col < t->ncol && h.failed_rank < 0; col++) {
-		const struct an_rank *r = &job->ranks[t->col[col].file];
-		if (w->k[col] == CROW_NONE)
-			continue;
-		uint32_t best = UINT32_MAX;
-		int rc = 0;
-		for (size_t q = 0; q < r->nfailed; q++)
-			if (r->failed[q].hash == job->comms[ci].hash && r->failed[q].seq > w->seq &&
-			    r->failed[q].seq < best)
-				best = r->failed[q].seq, rc = r->failed[q].rc;
-		if (best != UINT32_MAX) {
-			h.failed_rank = r->rank >= 0 ? r->rank : t->col[col].file;
-			h.failed_rc = rc;
-			h.failed_seq = best;
-		}
 	}
+	an_hang_sort(&h);
+	if (h.failed_rank < 0)
+		hang_next_failure(job, t, w, ci, &h);
 	struct an_hang *x = realloc(job->hangs, (job->nhangs + 1) * sizeof *x);
 	if (x) {
 		job->hangs = x;
 		x[job->nhangs++] = h;
+	} else {
+		free(h.missing);
+		free(h.present);
 	}
 	return 1;
 }
@@ -828,7 +936,7 @@ static int row_alike(const struct ctab *t, const struct crow *w)
 
 /* A row whose calls differ: to mismatch.c with its cells. @return 1 noted (the comm's first) */
 static int row_mismatch(struct an_job *job, const struct ctab *t, const struct crow *w,
-                        uint16_t ci)
+                        uint32_t ci)
 {
 	int *file = malloc((size_t)t->ncol * sizeof *file), n = 0;
 	uint32_t *k = malloc((size_t)t->ncol * sizeof *k);
@@ -950,11 +1058,11 @@ static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, 
 			m->xfer_seq[w.index] = w.seq;
 		nrow++;
 		if (!mismatch_done && w.present > 1 && !row_alike(t, &w))
-			mismatch_done = row_mismatch(job, t, &w, (uint16_t)ci);
+			mismatch_done = row_mismatch(job, t, &w, (uint32_t)ci);
 		if (w.present == t->ncol)
 			row_full(job, ci, t, &w, &a, !seen_full++, sk);
 		else if (!hang_done && w.present)
-			hang_done = row_hang(job, t, &w, (uint16_t)ci);
+			hang_done = row_hang(job, t, &w, (uint32_t)ci);
 	}
 	xfer_end(m, nrow, seen_full);
 	crow_free(&w);

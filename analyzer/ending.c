@@ -146,7 +146,7 @@ void an_inflight_text(const struct an_job *job, const struct an_rank *r,
 	char what[96] = "", thr[40] = "";
 	if (cls == 'C' || cls == 'P') {
 		const struct an_call *c = x->call >= 0 ? &r->calls[x->call] : NULL;
-		uint64_t hash = c && c->comm < job->ncomms ? job->comms[c->comm].hash : x->comm;
+		uint64_t hash = c && (size_t)c->comm < job->ncomms ? job->comms[c->comm].hash : x->comm;
 		snprintf(what, sizeof what, " #%u on comm %016llx", x->seq, (unsigned long long)hash);
 	}
 	if (x->tid != (uint64_t)r->pid)

@@ -46,7 +46,8 @@ static int main_comm_of(const struct an_job *j)
 	if (cnt) {
 		for (size_t i = 0; i < j->nranks; i++)
 			for (size_t k = 0; k < j->ranks[i].ncalls; k++)
-				if (j->ranks[i].calls[k].comm < j->ncomms)
+				if (j->ranks[i].calls[k].comm >= 0 &&
+				    (size_t)j->ranks[i].calls[k].comm < j->ncomms)
 					cnt[j->ranks[i].calls[k].comm]++;
 		for (size_t c = 0; c < j->ncomms; c++)
 			if (cnt[c] && (best < 0 || cnt[c] > cnt[best]))
@@ -201,7 +202,7 @@ void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c)
 	c->gpu_dur = a->gpu_dur;
 	c->bytes = a->bytes;
 	c->seq = a->seq;
-	c->comm = a->comm < x->job.ncomms ? a->comm : -1; /* the job's index once analyzed */
+	c->comm = (size_t)a->comm < x->job.ncomms ? a->comm : -1; /* the job's index once analyzed */
 	c->fn = a->fn;
 	c->device = a->device;
 }
@@ -258,10 +259,10 @@ void xm_hang(const struct xm_job *x, size_t i, struct xm_hang *h)
 	h->fn = a->fn;
 	h->seq = a->seq;
 	h->wait_ms = a->wait_ms;
-	h->nmissing = a->nmissing > 16 ? 16 : a->nmissing;
-	h->npresent = a->npresent > 16 ? 16 : a->npresent;
-	memcpy(h->missing, a->missing, sizeof h->missing);
-	memcpy(h->present, a->present, sizeof h->present);
+	h->nmissing = a->nmissing;
+	h->npresent = a->npresent;
+	h->missing = a->missing;
+	h->present = a->present;
 }
 
 size_t xm_ndevs(const struct xm_job *x, size_t rank)

@@ -36,8 +36,10 @@ struct xm_finding {
 struct xm_hang {
 	int comm, fn;
 	uint32_t seq;
-	int nmissing, missing[16]; /* rank numbers */
-	int npresent, present[16];
+	int nmissing; /* rank numbers: all of them */
+	const int *missing;
+	int npresent;
+	const int *present;
 	double wait_ms;
 };
 

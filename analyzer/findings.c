@@ -480,7 +480,7 @@ static int sh_cat(char *buf, size_t len, const char *item)
 static int sh_comm_rank(const struct an_rank *r, int ci)
 {
 	for (size_t k = 0; k < r->ncomms; k++)
-		if (r->comms[k].job_comm == ci)
+		if (r->comms[k].job_comm == (uint32_t)ci)
 			return r->comms[k].rank;
 	return -1;
 }
@@ -587,7 +587,7 @@ static int sh_busiest(const struct an_job *job, const char *split)
 	for (size_t f = 0; f < job->nranks; f++)
 		for (size_t k = 0; k < job->ranks[f].ncalls; k++) {
 			const struct an_call *c = &job->ranks[f].calls[k];
-			if (c->comm < job->ncomms && split[c->comm])
+			if ((size_t)c->comm < job->ncomms && split[c->comm])
 				ns[c->comm] += c->gpu_start ? c->gpu_dur : c->host_dur;
 		}
 	int best = -1;
@@ -754,9 +754,9 @@ static void ev_python(struct an_finding *x, const char *key, const char *what,
 static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a, int b, int *known)
 {
 	*known = 0;
-	for (size_t f = 0; f < job->nranks; f++) {
-		const struct an_rank *x = &job->ranks[f];
-		if (!x->ok || strcmp(x->host, r->host) || !x->nlinks)
+	for (size_t p = job->host_at[r->host_ix]; p < job->host_at[r->host_ix + 1]; p++) {
+		const struct an_rank *x = &job->ranks[job->by_host[p]];
+		if (job->by_host[p] >= job->nranks || !x->ok || !x->nlinks)
 			continue;
 		*known = 1;
 		if (an_nvlink_between(x, a, b))
@@ -1051,18 +1051,34 @@ static int end_of(const struct an_job *job, const struct an_rank *r, const struc
 /* The job-file index of the rank printed as id, or -1. */
 static int file_of(const struct an_job *job, int id)
 {
-	for (size_t f = 0; f < job->nranks; f++)
-		if (rank_id(job, f) == id)
-			return (int)f;
-	return -1;
+	return an_file_of_rank(job, id);
 }
 
-/* The ranks as "0,2,3" */
+/* The ranks (ascending) as "0,2,3"; past AN_LIST_PLAIN of them, runs as ranges
+ * ("0-699,701-1023"); what does not fit in len ends the list as "... and N more". */
+#define AN_LIST_PLAIN 16
 static void rank_list(char *buf, size_t len, const int *ranks, int n)
 {
+	size_t at = 0;
 	buf[0] = 0;
-	for (int k = 0; k < n; k++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s%d", k ? "," : "", ranks[k]);
+	for (int k = 0; k < n;) {
+		int e = k;
+		while (n > AN_LIST_PLAIN && e + 1 < n && ranks[e + 1] == ranks[e] + 1)
+			e++;
+		char item[32], more[32];
+		if (e - k >= 2)
+			snprintf(item, sizeof item, "%s%d-%d", k ? "," : "", ranks[k], ranks[e]);
+		else
+			snprintf(item, sizeof item, "%s%d", k ? "," : "", ranks[k]), e = k;
+		int left = n - e - 1;
+		snprintf(more, sizeof more, " and %d more", n - k);
+		if (at + strlen(item) + (left ? strlen(more) : 0) >= len) {
+			snprintf(buf + at, len - at, "%s", more);
+			return;
+		}
+		at += (size_t)snprintf(buf + at, len - at, "%s", item);
+		k = e + 1;
+	}
 }
 
 /* The hang_suspect finding of h with its title: who never entered and who waited */
@@ -1079,10 +1095,16 @@ static struct an_finding *hang_add(const struct an_job *job, const struct an_han
 		         nccl_result_name(h->failed_rc));
 	if (job->comms[h->comm].name[0])
 		snprintf(cname, sizeof cname, " (\"%s\")", job->comms[h->comm].name);
+	char count[24] = "", list[128];
+	if (h->nmissing > AN_LIST_PLAIN) { /* the title names them in short: ranges, a count */
+		snprintf(count, sizeof count, " (%d)", h->nmissing);
+		rank_list(list, 72, h->missing, h->nmissing);
+		miss = list;
+	}
 	return add(out, AN_F_hang_suspect, AN_SEV_CRITICAL,
-	           "%s #%u on comm %016llx%s never entered by rank%s %s; others waited %s%s",
+	           "%s #%u on comm %016llx%s never entered by rank%s %s%s; others waited %s%s",
 	           nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
-	           cname, h->nmissing > 1 ? "s" : "", miss, waited, failed);
+	           cname, h->nmissing > 1 ? "s" : "", miss, count, waited, failed);
 }
 
 /* Where each rank's last NCCL call came from: the missing ones stopped after it (all named),
@@ -1092,11 +1114,8 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 	for (int pass = 0, waiting = 0; pass < 2; pass++)
 		for (size_t f = 0; f < job->nranks; f++) {
 			const struct an_rank *r = &job->ranks[f];
-			int id = rank_id(job, f), in = 0;
-			for (int k = 0; !pass && k < h->nmissing; k++)
-				in |= h->missing[k] == id;
-			for (int k = 0; pass && k < h->npresent; k++)
-				in |= h->present[k] == id;
+			int id = rank_id(job, f);
+			int in = an_hang_member(h, id) == (pass ? AN_HANG_PRESENT : AN_HANG_MISSING);
 			if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
 				continue;
 			char key[32];
@@ -1113,7 +1132,8 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 static void hang_samples(struct an_finding *x, const struct an_job *job, const struct an_hang *h)
 {
 	for (int pass = 0; pass < 2; pass++)
-		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && (!pass || k < 2); k++) {
+		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && k < (pass ? 2 : AN_LIST_PLAIN);
+		     k++) {
 			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
 			struct an_place p;
 			if (fi < 0 || !job->ranks[fi].ok)
@@ -1154,8 +1174,8 @@ static void hang_place(struct an_finding *x, const struct an_job *job, const str
 static void hang_endings(struct an_finding *x, const struct an_job *job, const struct an_hang *h,
                          const struct an_oom_rise *rises, size_t nrises)
 {
-	for (int pass = 0; pass < 2; pass++)
-		for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
+	for (int pass = 0; pass < 2; pass++) /* each list's first ranks (the evidence is bounded) */
+		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && k < AN_LIST_PLAIN; k++) {
 			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
 			char how[160], step[120], key[32];
 			uint64_t in;
@@ -1211,7 +1231,7 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		const struct an_hang *h = &job->hangs[i];
 		if (!hang_shown(job, th, h))
 			continue;
-		char miss[128], pres[128];
+		char miss[200], pres[200];
 		rank_list(miss, sizeof miss, h->missing, h->nmissing);
 		rank_list(pres, sizeof pres, h->present, h->npresent);
 		struct an_finding *x = hang_add(job, h, miss, out);
@@ -1359,17 +1379,12 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 /* Ranks a hang explains: missing from a hang (its root) or waiting in one (stopped while
  * waiting, usually by the launcher): their end is told by the hang_suspect finding, when that
  * is printed. */
-static int in_hang(const struct an_job *job, const double *th, int id, int *missing)
+static int in_hang(const struct an_job *job, const uint8_t *shown, int id, int *missing)
 {
 	for (size_t h = 0; h < job->nhangs; h++) {
-		if (!hang_shown(job, th, &job->hangs[h]))
-			continue;
-		for (int k = 0; k < job->hangs[h].nmissing; k++)
-			if (job->hangs[h].missing[k] == id)
-				return *missing = 1, 1;
-		for (int k = 0; k < job->hangs[h].npresent; k++)
-			if (job->hangs[h].present[k] == id)
-				return *missing = 0, 1;
+		int m = shown && shown[h] ? an_hang_member(&job->hangs[h], id) : 0;
+		if (m)
+			return *missing = m == AN_HANG_MISSING, 1;
 	}
 	return 0;
 }
@@ -1397,13 +1412,16 @@ static void ended(const struct an_job *job, const double *th, struct an_findings
 {
 	size_t nrises = 0;
 	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
+	uint8_t *shown = malloc(job->nhangs ? job->nhangs : 1); /* once, not per rank */
+	for (size_t h = 0; shown && h < job->nhangs; h++)
+		shown[h] = (uint8_t)hang_shown(job, th, &job->hangs[h]);
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		char how[160], step[120];
 		uint64_t in;
 		int missing;
 		if (!r->ok || !end_of(job, r, rises, nrises, how, sizeof how, step, sizeof step, &in) ||
-		    in_hang(job, th, rank_id(job, f), &missing))
+		    in_hang(job, shown, rank_id(job, f), &missing))
 			continue;
 		struct an_finding *x = add(out, AN_F_rank_ended, AN_SEV_WARNING, "Rank %d (pid %d on %s) %s%s",
 		                           rank_id(job, f), r->pid, r->host, how, step);
@@ -1435,6 +1453,7 @@ static void ended(const struct an_job *job, const double *th, struct an_findings
 			          "it stopped; the other ranks' waits follow from it.");
 	}
 	free(rises);
+	free(shown);
 }
 
 /* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
@@ -1493,16 +1512,20 @@ static void gaps_traces(const struct an_job *job, struct an_findings *out, struc
  * GPU per host, one process or several sharing it, has no NVLink topology to record. */
 static int has_gpu_peer(const struct an_job *job)
 {
-	for (size_t f = 0; f < job->nranks; f++)
-		for (size_t g = f; g < job->nranks; g++) {
-			const struct an_rank *a = &job->ranks[f], *b = &job->ranks[g];
-			if (!a->ok || !b->ok || strcmp(a->host, b->host))
-				continue;
-			for (size_t i = 0; i < a->ndevs; i++)
-				for (size_t k = 0; k < b->ndevs; k++)
-					if (a->devs[i].device != b->devs[k].device)
-						return 1;
-		}
+	for (size_t h = 0; h < job->nhosts; h++) /* pairs of one host's processes only */
+		for (size_t p = job->host_at[h]; p < job->host_at[h + 1]; p++)
+			for (size_t q = p; q < job->host_at[h + 1]; q++) {
+				size_t f = job->by_host[p], g = job->by_host[q];
+				if (f >= job->nranks || g >= job->nranks)
+					continue;
+				const struct an_rank *a = &job->ranks[f], *b = &job->ranks[g];
+				if (!a->ok || !b->ok)
+					continue;
+				for (size_t i = 0; i < a->ndevs; i++)
+					for (size_t k = 0; k < b->ndevs; k++)
+						if (a->devs[i].device != b->devs[k].device)
+							return 1;
+			}
 	return 0;
 }
 
@@ -1572,11 +1595,12 @@ static int note_sampled_elsewhere(const struct an_job *job, size_t f, const stru
 {
 	const struct an_rank *r = &job->ranks[f];
 	int sampled_here = 0;
-	if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value)
-		for (size_t g = 0; g < job->nranks && !sampled_here; g++)
-			sampled_here = g != f && job->ranks[g].ok &&
-			               (uint64_t)job->ranks[g].pid == n->value &&
-			               !strcmp(job->ranks[g].host, r->host);
+	if (n->code == NVLP_NOTE_PM_SAMPLING_UNAVAILABLE && n->value) /* r's host's processes */
+		for (size_t p = job->host_at[r->host_ix]; p < job->host_at[r->host_ix + 1] && !sampled_here; p++) {
+			size_t g = job->by_host[p];
+			sampled_here = g < job->nranks && g != f && job->ranks[g].ok &&
+			               (uint64_t)job->ranks[g].pid == n->value;
+		}
 	return sampled_here;
 }
 
@@ -1593,18 +1617,49 @@ static int note_seen_before(const struct an_job *job, size_t f, size_t i)
 }
 
 /* Notes of what could not be collected: each distinct (code, message) once */
+/* Each (code, message) the first time it comes, by a hash of both (at[]: where each came
+ * first); a hash met again with another message falls back to the scan. @return 1 if note i of
+ * trace f came before */
+struct notes_seen {
+	struct an_index ix;
+	struct note_at {
+		size_t f, i;
+	} *at;
+	size_t n, cap;
+};
+static int note_seen(struct notes_seen *s, const struct an_job *job, size_t f, size_t i)
+{
+	const struct an_note *n = &job->ranks[f].notes[i];
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *c = n->msg; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	long e = an_index_get(&s->ix, n->code, h);
+	if (e >= 0) {
+		const struct note_at *o = &s->at[e];
+		return !strcmp(job->ranks[o->f].notes[o->i].msg, n->msg) || note_seen_before(job, f, i);
+	}
+	struct note_at *x = PUSH(s->at, s->n, s->cap);
+	if (!x || an_index_put(&s->ix, n->code, h, (uint32_t)(s->n - 1)))
+		return note_seen_before(job, f, i); /* out of memory: as it always was */
+	*x = (struct note_at){f, i};
+	return 0;
+}
+
 static void gaps_notes(const struct an_job *job, struct an_findings *out, struct an_finding **x)
 {
+	struct notes_seen seen = {0};
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->nnotes; i++) {
 			const struct an_note *n = &r->notes[i];
-			if (note_is_status(n->code) || note_sampled_elsewhere(job, f, n) ||
-			    note_seen_before(job, f, i))
+			int before = note_seen(&seen, job, f, i); /* every note is remembered */
+			if (note_is_status(n->code) || note_sampled_elsewhere(job, f, n) || before)
 				continue;
 			GAP(nvlp_note_name(n->code), "%s", n->msg);
 		}
 	}
+	an_index_free(&seen.ix);
+	free(seen.at);
 }
 #undef GAP
 

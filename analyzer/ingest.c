@@ -271,7 +271,7 @@ static int on_nccl(struct lctx *c)
 	cl->seq = (uint32_t)n->seq;
 	cl->fn = (uint8_t)n->fn;
 	cl->device = (int8_t)n->device;
-	cl->comm = (uint16_t)comm;
+	cl->comm = (int32_t)comm;
 	an_match_call(c->m, (uint32_t)(r->ncalls - 1), n->tid, n->group_depth, n->cupti_stream);
 	if (nranks == 1 && cls == 'C' && n->cupti_stream && !failed) {
 		struct srcall *x = PUSH(c->sr, c->nsr, c->capsr);
@@ -1126,7 +1126,7 @@ static void inflight_call(struct lctx *c, struct an_inflight *x)
 	                       .bytes = x->bytes,
 	                       .host_dur = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d,
 	                       .seq = x->seq,
-	                       .comm = (uint16_t)comm,
+	                       .comm = (int32_t)comm,
 	                       .fn = (uint8_t)x->fn,
 	                       .device = (int8_t)x->device};
 	if (r->host_sum_n == r->ncalls - 1) {
@@ -1452,6 +1452,10 @@ int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char
 	if (!job->nok) {
 		snprintf(err, errlen, "no readable trace among %zu file(s): %s", nf,
 		         job->ranks[0].err);
+		return -1;
+	}
+	if (an_hosts_number(job) < 0) {
+		snprintf(err, errlen, "out of memory numbering the hosts of %zu file(s)", nf);
 		return -1;
 	}
 	return 0;

@@ -33,7 +33,7 @@ static int side_of(const struct an_mismatch *m, unsigned fn, const struct an_csi
 	return -1;
 }
 
-int an_mismatch_note(struct an_job *job, uint16_t comm, uint32_t seq, const int *file,
+int an_mismatch_note(struct an_job *job, uint32_t comm, uint32_t seq, const int *file,
                      const uint32_t *k, int n)
 {
 	struct an_mismatch m = {.comm = comm, .seq = seq};

@@ -360,7 +360,7 @@ static void aggregate(struct an_job *job)
 	job->calls_gpu_none = !gpu_calls; /* without a pass: align.c's sums were of such calls */
 	for (size_t i = 0; i < na; i++)
 		if (all[i].calls) {
-			all[i].comm = (uint16_t)(i / NVLP_NCCL_FN_COUNT);
+			all[i].comm = (int32_t)(i / NVLP_NCCL_FN_COUNT);
 			all[i].fn = (uint8_t)(i % NVLP_NCCL_FN_COUNT);
 			all[job->naggs++] = all[i];
 		}
@@ -425,6 +425,19 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 	return win;
 }
 
+/* The hangs' rank lists, the host and rank-number tables (hosts.c's) */
+static void free_hosts_hangs(struct an_job *job)
+{
+	for (size_t i = 0; i < job->nhangs; i++) {
+		free(job->hangs[i].missing);
+		free(job->hangs[i].present);
+	}
+	free(job->hangs);
+	an_index_free(&job->rank_ix);
+	free(job->by_host);
+	free(job->host_at);
+}
+
 void an_job_free(struct an_job *job)
 {
 	free(job->agg_host);
@@ -477,7 +490,7 @@ void an_job_free(struct an_job *job)
 	}
 	free(job->comms);
 	free(job->aggs);
-	free(job->hangs);
+	free_hosts_hangs(job);
 	free(job->mismatches);
 	free(job->rx);
 	memset(job, 0, sizeof *job);
@@ -539,7 +552,13 @@ double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device
 {
 	double pk = dev_peak_in(r, device);
 	/* processes on one host share the topology: borrow it from one that recorded it */
-	for (size_t f = 0; !pk && f < job->nranks; f++)
+	if (!pk && job->host_at && r->host_ix < job->nhosts)
+		for (size_t i = job->host_at[r->host_ix]; !pk && i < job->host_at[r->host_ix + 1]; i++) {
+			size_t f = job->by_host[i];
+			if (f < job->nranks && job->ranks[f].ok)
+				pk = dev_peak_in(&job->ranks[f], device);
+		}
+	for (size_t f = 0; !pk && !job->host_at && f < job->nranks; f++) /* hosts not numbered */
 		if (job->ranks[f].ok && !strcmp(job->ranks[f].host, r->host))
 			pk = dev_peak_in(&job->ranks[f], device);
 	return pk;

@@ -8,6 +8,16 @@
 
 #include "nvlp_format.h"
 
+/* An open-addressing index from a two-word key to an entry number of the caller's array: lookups
+ * stay O(1) however many streams, threads or communicators a trace names. */
+struct an_index {
+	struct an_slot {
+		uint64_t a, b;
+		uint32_t v; /* entry number + 1, 0 = empty */
+	} *slot;
+	size_t cap, n;
+};
+
 /*
  * Thresholds: T(name, default, description). One list gives the enum, the defaults, the
  * `--threshold name=value` parser and the --help text.
@@ -127,7 +137,8 @@ const char *an_size_class_name(int c);
 /* Limits on what one trace may make the analyzer keep: a record past them is skipped (and
  * counted), so memory stays in proportion to the input and lookups stay short. */
 #define AN_MAX_DEVICE 127      /* device ids (an_call.device is an int8_t) */
-#define AN_MAX_COMMS 65535     /* communicators per process and per job (an_call.comm) */
+#define AN_MAX_COMMS 0x7fffffff /* communicators per process and per job (an_call.comm) */
+#define AN_COMM_NONE UINT32_MAX /* an_rcomm.job_comm of a communicator beyond them */
 #define AN_MAX_NRANKS (1 << 20) /* ranks of one communicator */
 #define AN_MAX_ALLOCS 4096     /* managed allocations per process (kept sorted by address) */
 #define AN_MAX_LINKS 4096      /* distinct NVLink topology records per process */
@@ -146,7 +157,7 @@ struct an_call {
 	uint32_t gpu_dur;   /* ns of GPU time attributed to this call (share of a group's kernel) */
 	uint32_t host_dur;  /* ns in the host call */
 	uint32_t seq;       /* per-communicator collective counter */
-	uint16_t comm;      /* index into the job's comm table */
+	int32_t comm;       /* index into the job's comm table */
 	uint8_t fn;         /* enum nvlp_nccl_fn */
 	int8_t device;
 };
@@ -280,7 +291,7 @@ const char *an_choice_channels(const struct an_jchoice *x, char *buf, size_t len
 struct an_rcomm {
 	uint64_t hash;
 	int rank, nranks, device;
-	uint16_t job_comm;
+	uint32_t job_comm;
 };
 
 /* One trace file (one process). */
@@ -299,6 +310,7 @@ struct an_rank {
 	uint64_t end_step, steps_done;
 	char *header; /* key=value lines */
 	char host[128];
+	uint32_t host_ix; /* the job's number of host (an_hosts_number: equal hosts, equal numbers) */
 	int pid, rank;
 	uint64_t t_mono0, t_real0;
 	int64_t offset;           /* job time = local + offset */
@@ -449,7 +461,7 @@ struct an_comm {
 
 /* Per (comm, fn) aggregate over all ranks. */
 struct an_agg {
-	uint16_t comm;
+	int32_t comm;
 	uint8_t fn;
 	uint64_t calls, bytes, gpu_ns, host_ns, calls_gpu;
 	uint64_t bytes_gpu; /* bytes of calls that have GPU time */
@@ -458,11 +470,11 @@ struct an_agg {
 
 /* A collective some ranks entered and others never did. */
 struct an_hang {
-	uint16_t comm;
+	int32_t comm;
 	uint32_t seq;
 	uint8_t fn;
-	int missing[16], nmissing;
-	int present[16], npresent;
+	int *missing, nmissing; /* rank numbers, ascending: every member that never entered ... */
+	int *present, npresent; /* ... and every one that entered (an_hang_member looks one up) */
 	double wait_ms; /* longest wait among present ranks */
 	int failed_rank, failed_rc; /* a present rank whose call returned an error (-1 none) */
 	uint32_t failed_seq; /* that call's seq: this one, or the rank's next call (NCCL reports the
@@ -473,7 +485,7 @@ struct an_hang {
  * at one sequence number (mismatch.c): each distinct (function, struct an_csig) is a side. */
 #define AN_MISMATCH_SIDES 4
 struct an_mismatch {
-	uint16_t comm;
+	int32_t comm;
 	uint32_t seq;
 	int nsides, more; /* more: ranks of further sides, not kept */
 	struct an_mside {
@@ -548,6 +560,14 @@ struct an_job {
 	uint64_t win0,
 	    win1; /* step window (job time): steady-state steps, setup excluded; 0 = none */
 	double max_refine_ns; /* largest clock correction found from collectives */
+	size_t nhosts;        /* distinct hosts (an_hosts_number) */
+	struct an_index rank_ix; /* rank number -> first process (an_file_of_rank) */
+	/* the processes host by host: by_host[host_at[h] .. host_at[h + 1]) are host h's, in
+	 * index order */
+	size_t *by_host, *host_at;
+	/* hosts other than the reference one: corrected from GPU completions, from blocking calls'
+	 * exits (no GPU time), or not at all (no collective shared with a corrected host) */
+	size_t hosts_by_gpu, hosts_by_exit, hosts_uncorrected;
 	size_t nothers; /* processes that are not ranks (no GPU work, no NCCL call: a launcher, a
 	                 * DataLoader worker): ranks[nranks .. nranks + nothers), never analysed */
 	uint64_t calls_dropped; /* calls of communicators beyond AN_MAX_COMMS in the job */
@@ -672,6 +692,11 @@ static inline uint32_t an_call_xfer_ns(const struct an_job *job, const struct an
 }
 /*! Wall time of a process in ns. */
 uint64_t an_rank_wall(const struct an_rank *r);
+/*! @return AN_HANG_MISSING or AN_HANG_PRESENT when rank id is one of h's, else 0 */
+enum { AN_HANG_MISSING = 1, AN_HANG_PRESENT };
+int an_hang_member(const struct an_hang *h, int id);
+/*! @return the first process whose rank number (or, without one, index) is id, or -1 */
+int an_file_of_rank(const struct an_job *job, int id);
 /*! Communication GPU (or host) time of a process, ns; *host_only set when no GPU time. */
 uint64_t an_rank_comm_ns(const struct an_rank *r, int *host_only);
 /*! Exposed communication and the time it is a share of: inside the step window when steps were

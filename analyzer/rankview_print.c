@@ -97,6 +97,25 @@ static void text_skew(FILE *o, const struct an_job *job, size_t nranks)
 	}
 }
 
+/* The hosts' clocks where some were not corrected from GPU completions: how many each way. */
+static void text_clock_hosts(FILE *o, const struct an_job *job)
+{
+	size_t other = job->hosts_by_gpu + job->hosts_by_exit + job->hosts_uncorrected;
+	fprintf(o, "  hosts aligned by realtime anchors");
+	if (job->hosts_by_gpu)
+		fprintf(o, ", %zu of %zu corrected by collective completions", job->hosts_by_gpu,
+		        other);
+	if (job->hosts_by_exit)
+		fprintf(o, ", %zu of %zu by the exits of blocking calls", job->hosts_by_exit, other);
+	if (job->hosts_by_gpu || job->hosts_by_exit)
+		fprintf(o, " (max %.3f ms)", job->max_refine_ns / 1e6);
+	if (job->hosts_uncorrected)
+		fprintf(o, "; %zu of %zu not corrected (no collective completion shared with the "
+		           "first host: no GPU time, calls that return at once)",
+		        job->hosts_uncorrected, other);
+	fputc('\n', o);
+}
+
 /* Under RANKS: what its columns mean, the arrival skew, the clock alignment. */
 static void text_ranks_notes(FILE *o, const struct an_job *job, size_t nranks)
 {
@@ -121,11 +140,13 @@ static void text_ranks_notes(FILE *o, const struct an_job *job, size_t nranks)
 			        job->first_skew_ns / 1e6);
 		fputc('\n', o);
 	}
-	if (job->multi_host)
+	if (job->multi_host && !job->hosts_by_exit && !job->hosts_uncorrected)
 		fprintf(o,
 		        "  hosts aligned by realtime anchors, corrected by collective completions "
 		        "(max %.3f ms)\n",
 		        job->max_refine_ns / 1e6);
+	else if (job->multi_host)
+		text_clock_hosts(o, job);
 }
 
 void an_ranks_print(FILE *o, const struct an_job *job, const struct an_tables *t,

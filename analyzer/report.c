@@ -21,77 +21,19 @@
 
 #define MIB (1024.0 * 1024.0)
 
-/* Several jobs in one directory (a trace directory reused across runs) mix their ranks into one
- * report: say so when ranks ran different programs (the executable), when ranks on one host have
- * different parents (torchrun, mp.spawn and mpirun start a host's ranks from one process), or
- * when they started far apart. */
-#define AN_MIX_START_S 600
-static void program_of(const struct an_rank *r, char *out, size_t len)
-{
-	char cmd[256];
-	const char *c = an_header_get(r, NVLP_HDR_CMDLINE, cmd, sizeof cmd);
-	size_t n = c ? strcspn(c, " ") : 0;
-	const char *slash = c ? memrchr(c, '/', n) : NULL;
-	if (slash) {
-		n -= (size_t)(slash + 1 - c);
-		c = slash + 1;
-	}
-	snprintf(out, len, "%.*s", (int)n, c ? c : "");
-}
-/* The parent of r's launcher: r's parent, or, when that is another rank of r's host (Lightning's
- * strategy="ddp" re-executes the script from rank 0), that rank's, and so on */
-static long launcher_of(const struct an_job *job, const struct an_rank *r)
-{
-	const struct an_rank *at = r;
-	long p = -1;
-	for (int hop = 0; at && hop < 64; hop++) {
-		char b[32];
-		const char *x = an_header_get(at, NVLP_HDR_PPID, b, sizeof b);
-		p = x ? strtol(x, NULL, 10) : -1;
-		at = NULL; /* the rank of r's host that is p, if any: go up through it */
-		for (size_t k = 0; p > 0 && k < job->nranks && !at; k++)
-			if (job->ranks[k].ok && job->ranks[k].pid == p &&
-			    !strcmp(job->ranks[k].host, r->host))
-				at = &job->ranks[k];
-	}
-	return p;
-}
-
+/* The several-jobs check's warning (hosts.c finds the pair). */
 static void job_mix_warn(struct an_job *job)
 {
-	for (size_t i = 0; i < job->nranks; i++)
-		for (size_t j = 0; j < i; j++) {
-			const struct an_rank *a = &job->ranks[j], *r = &job->ranks[i];
-			if (!a->ok || !r->ok)
-				continue;
-			char pa[128], pr[128], ba[32], br[32];
-			program_of(a, pa, sizeof pa);
-			program_of(r, pr, sizeof pr);
-			const char *xa = an_header_get(a, NVLP_HDR_PPID, ba, sizeof ba);
-			const char *xr = an_header_get(r, NVLP_HDR_PPID, br, sizeof br);
-			uint64_t d = r->t_real0 > a->t_real0 ? r->t_real0 - a->t_real0
-			                                      : a->t_real0 - r->t_real0;
-			char why[320];
-			if (*pa && *pr && strcmp(pa, pr))
-				snprintf(why, sizeof why, "pid %d ran %s, pid %d ran %s", a->pid, pa,
-				         r->pid, pr);
-			else if (xa && xr && !strcmp(a->host, r->host) && strcmp(xa, xr) &&
-			         launcher_of(job, a) != launcher_of(job, r))
-				snprintf(why, sizeof why,
-				         "pids %d and %d on %s have different parents (%s, %s)", a->pid,
-				         r->pid, r->host, xa, xr);
-			else if (r->t_real0 && a->t_real0 && d > AN_MIX_START_S * 1000000000ull)
-				snprintf(why, sizeof why, "pids %d and %d started %.0f s apart", a->pid,
-				         r->pid, (double)d / 1e9);
-			else
-				continue;
-			fprintf(stderr,
-			        "nvlprof: warning: %s and %s: these traces hold several jobs: %s (give "
-			        "each run its own directory)\n",
-			        a->path ? a->path : "?", r->path ? r->path : "?", why);
-			snprintf(job->several_jobs, sizeof job->several_jobs, "%s", why);
-			return;
-		}
+	size_t j, i;
+	char why[320];
+	if (!an_job_mix(job, &j, &i, why, sizeof why))
+		return;
+	const struct an_rank *a = &job->ranks[j], *r = &job->ranks[i];
+	fprintf(stderr,
+	        "nvlprof: warning: %s and %s: these traces hold several jobs: %s (give each run its "
+	        "own directory)\n",
+	        a->path ? a->path : "?", r->path ? r->path : "?", why);
+	snprintf(job->several_jobs, sizeof job->several_jobs, "%s", why);
 }
 
 int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
@@ -146,16 +88,7 @@ int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f)
 
 static int nhosts(const struct an_job *job)
 {
-	int n = 0;
-	for (size_t i = 0; i < job->nranks; i++) {
-		if (!job->ranks[i].ok)
-			continue;
-		int seen = 0;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = job->ranks[j].ok && !strcmp(job->ranks[j].host, job->ranks[i].host);
-		n += !seen;
-	}
-	return n;
+	return (int)an_hosts_of_ok(job);
 }
 
 static int rank_id(const struct an_job *job, size_t f)

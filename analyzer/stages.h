@@ -24,15 +24,7 @@ void *an_grow(void *p, size_t *cap, size_t need, size_t elem);
 		push_q_ ? ((arr) = push_q_, &push_q_[(n)++]) : NULL;                               \
 	})
 
-/* An open-addressing index from a two-word key to an entry number of the caller's array: lookups
- * stay O(1) however many streams, threads or communicators a trace names. */
-struct an_index {
-	struct an_slot {
-		uint64_t a, b;
-		uint32_t v; /* entry number + 1, 0 = empty */
-	} *slot;
-	size_t cap, n;
-};
+/* struct an_index (model.h): an open-addressing index from a two-word key to an entry number. */
 /*! @return the entry number stored for (a, b), or -1 */
 long an_index_get(const struct an_index *ix, uint64_t a, uint64_t b);
 /*! Store entry v for (a, b) (not present yet). @return 0, or -1 out of memory */
@@ -107,6 +99,44 @@ void an_match_close(struct an_match *m);
 /*! The job's communicator table (calls' comm fields become job indices) and clock anchors.
  * @return 0, or -1 out of memory */
 int an_align_comms(struct an_job *job);
+
+/* hosts.c */
+/*! Number the job's hosts (an_rank.host_ix, job->nhosts). @return 0, or -1 out of memory */
+int an_hosts_number(struct an_job *job);
+/*! @return how many hosts have a readable rank */
+size_t an_hosts_of_ok(const struct an_job *job);
+/* Completion differences (host h's clock minus anchor a's) of collectives both entered: one
+ * edge per (anchor, host) pair. */
+struct an_clock_edge {
+	uint32_t a, h;
+	int64_t *v;
+	size_t n, cap;
+	size_t nexit; /* differences from blocking calls' exits (no GPU time) */
+	int ok;       /* 3 or more: med is their median */
+	int64_t med;
+};
+struct an_clock_pairs {
+	struct an_clock_edge *e;
+	size_t n, cap;
+	struct an_index ix;
+};
+/*! Add one difference. @return 0, or -1 out of memory */
+int an_clock_pair_add(struct an_clock_pairs *p, uint32_t anchor, uint32_t host, int64_t d,
+                      int by_exit);
+void an_clock_pairs_free(struct an_clock_pairs *p);
+/*! Sort a hang's rank lists (an_hang_member searches them) */
+void an_hang_sort(struct an_hang *h);
+/*! Each host's offset from the reference host's (host number ref), through the edges, applied
+ * to its ranks (offset, refine; job->max_refine_ns and the hosts_by_* counts); frees p. */
+void an_clock_solve(struct an_job *job, struct an_clock_pairs *p, uint32_t ref);
+/* Several jobs in one directory (a trace directory reused across runs) mix their ranks into one
+ * report: ranks that ran different programs (the executable), ranks on one host with different
+ * parents (torchrun, mp.spawn and mpirun start a host's ranks from one process), or that started
+ * far apart. */
+#define AN_MIX_START_S 600
+/*! The first pair (by the later rank, then the earlier) that looks like two jobs, and why.
+ * @return 1 found, 0 none */
+int an_job_mix(const struct an_job *job, size_t *a, size_t *r, char *why, size_t len);
 /*! Clock refinement across hosts, then skew, lead, transfer time and hangs per collective. */
 void an_align_cross_rank(struct an_job *job);
 
@@ -114,7 +144,7 @@ void an_align_cross_rank(struct an_job *job);
 /*! Row seq of communicator comm holds calls that differ (an_fn_collective or struct an_csig):
  * its n cells, each a file and its call index, become job->mismatches' entry for comm (align.c
  * notes the first row per communicator). @return 0, or -1 out of memory */
-int an_mismatch_note(struct an_job *job, uint16_t comm, uint32_t seq, const int *file,
+int an_mismatch_note(struct an_job *job, uint32_t comm, uint32_t seq, const int *file,
                      const uint32_t *k, int n);
 
 /* ---- steps.c ---- */

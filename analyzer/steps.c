@@ -133,7 +133,7 @@ static int failed_call(const struct an_job *job, const struct an_rank *r, const 
 
 /* The communicator with the most calls on rank 0 and its call count; 0 when out of memory. Each
  * pass over the calls counts on a trace of millions of small calls: one comm needs no counting. */
-static int busiest_comm(const struct an_job *job, const struct an_rank *r, uint16_t *main,
+static int busiest_comm(const struct an_job *job, const struct an_rank *r, uint32_t *main,
                         size_t *n)
 {
 	*main = 0;
@@ -147,7 +147,7 @@ static int busiest_comm(const struct an_job *job, const struct an_rank *r, uint1
 		cnt[r->calls[k].comm]++;
 	for (size_t c = 1; c < job->ncomms; c++)
 		if (cnt[c] > cnt[*main])
-			*main = (uint16_t)c;
+			*main = (uint32_t)c;
 	*n = cnt[*main];
 	free(cnt);
 	return 1;
@@ -163,7 +163,7 @@ struct gathered {
 
 /* Gathers the calls of comm `main` that did not fail; 0 when out of memory. The order check
  * rides on the gathering. */
-static int gather_calls(const struct an_job *job, const struct an_rank *r, uint16_t main, size_t n,
+static int gather_calls(const struct an_job *job, const struct an_rank *r, uint32_t main, size_t n,
                         struct gathered *g)
 {
 	g->ix = malloc((n ? n : 1) * sizeof *g->ix);
@@ -179,7 +179,7 @@ static int gather_calls(const struct an_job *job, const struct an_rank *r, uint1
 	g->same1 = g->tot1 = 0;
 	const struct an_call *pc = NULL;
 	for (size_t k = 0; k < r->ncalls; k++)
-		if (r->calls[k].comm == main &&
+		if (r->calls[k].comm == (int32_t)main &&
 		    (!r->nfailed || !failed_call(job, r, &r->calls[k]))) {
 			const struct an_call *c = &r->calls[k];
 			/* calls from several threads are in file order, not issue order */
@@ -241,7 +241,7 @@ static int steps_regular(struct an_job *job, const double *th, const struct an_r
 
 /* Records steps of p calls of comm `main`: their length, count and the step window. */
 static void set_pattern_steps(struct an_job *job, const struct an_rank *r, const struct gathered *g,
-                              uint16_t main, size_t skip, int p, size_t k)
+                              uint32_t main, size_t skip, int p, size_t k)
 {
 	job->step_comm = main;
 	uint64_t t0 = r->calls[g->ix[skip]].t_enter;
@@ -274,7 +274,7 @@ static void find_period(struct an_job *job, const double *th)
 	struct an_rank *r = &job->ranks[0];
 	if (!r->ok || !r->ncalls)
 		return;
-	uint16_t main;
+	uint32_t main;
 	size_t n;
 	struct gathered g;
 	if (!busiest_comm(job, r, &main, &n) || !gather_calls(job, r, main, n, &g))
@@ -315,10 +315,9 @@ static void end_steps(struct an_job *job)
 			uint32_t upto = UINT32_MAX;
 			int id = r->rank >= 0 ? r->rank : (int)f;
 			for (size_t h = 0; h < job->nhangs; h++)
-				for (int k = 0; k < job->hangs[h].npresent; k++)
-					if (job->hangs[h].comm == job->step_comm && job->hangs[h].present[k] == id &&
-					    job->hangs[h].seq < upto)
-						upto = job->hangs[h].seq;
+				if (job->hangs[h].comm == job->step_comm && job->hangs[h].seq < upto &&
+				    an_hang_member(&job->hangs[h], id) == AN_HANG_PRESENT)
+					upto = job->hangs[h].seq;
 			uint64_t n = 0;
 			for (size_t k = 0; k < r->ncalls; k++)
 				n += r->calls[k].comm == job->step_comm && r->calls[k].seq < upto &&

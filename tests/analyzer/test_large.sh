@@ -13,12 +13,12 @@ fi
 # one trace file per rank, all open while an_gen writes them
 ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 gen() { local n=$1; shift; "$GEN" -o "$T/$n" "$@" >/dev/null 2>&1 || fail "an_gen $n $*"; }
-gen big --ranks 2048 --hosts 256 --host-comm --late-rank 1234 --late-ms 5 --no-links
+gen big --ranks 2048 --hosts 256 --comms host --late-rank 1234 --late-ms 5 --no-links
 gen dead --ranks 2048 --hosts 256 --kill-rank 700
-gen hosts16 --ranks 512 --hosts 16 --host-comm --late-rank 77 --late-ms 5 --no-links
+gen hosts16 --ranks 512 --hosts 16 --comms host --late-rank 77 --late-ms 5 --no-links
 gen r32 --ranks 32 --hosts 4 --late-rank 5 --late-ms 5
 gen r33 --ranks 33 --hosts 5 --late-rank 5 --late-ms 5
-gen small2 --ranks 16 --hosts 2 --host-comm --late-rank 3 --late-ms 5
+gen small2 --ranks 16 --hosts 2 --comms host --late-rank 3 --late-ms 5
 rep() { local n=$1; shift; "$CLI" report "$@" >"$T/$n.txt" 2>"$T/$n.err" || fail "report $n: $(head -2 "$T/$n.err")"; }
 rep big "$T/big"
 rep big_all "$T/big" --all-ranks

@@ -56,7 +56,7 @@ done
 # a job of 2,048 ranks: the heatmap's rows merged into bands past heatmap_rows (an SVG of its own
 # size, not one row per rank), rendered as any page
 ulimit -n 4096 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-if "$PROGS/an_gen" -o "$T/large" --ranks 2048 --hosts 256 --host-comm --late-rank 1234 --late-ms 5 \
+if "$PROGS/an_gen" -o "$T/large" --ranks 2048 --hosts 256 --comms host --late-rank 1234 --late-ms 5 \
 	--no-links >/dev/null 2>&1 && $CLI report --html "$T/large.html" "$T/large" 2>"$T/err"; then
 	page large_2048 "$T/large.html"
 	grep -q 'p90-p100: 2[0-9][0-9] ranks' "$T/large.html" && pass "large_2048: the heatmap has band rows" ||

@@ -14,9 +14,6 @@
 
 #include "nvlp_trace.h"
 
-/* ranks a job may have: the per-collective arrays below are sized by it */
-#define AN_GEN_MAX_RANKS 4096
-
 struct an_gen_opts {
 	const char *dir;
 	int ranks, hosts, steps;
@@ -62,9 +59,22 @@ struct an_gen_opts {
 	 * a rooted call that does not differ); with --python the call comes from a metric line */
 	int mm_kind, mm_rank;
 	uint64_t mm_seq;
-	int quiet;
-	int host_comm; /* the step's 256 KiB AllReduce on a per-host communicator (--host-comm) */
+	int print_records;       /* --print-records: say how many records were written */
+	int comm_per_call;       /* --small-allreduce: each call on a communicator of its own */
+	/* scale: clock spread, a rank that stops without dying, blocking calls, more communicators */
+	double clock_spread_ms;  /* hosts > 0: realtime anchors off by up to +-this, per host */
+	int hang_rank;           /* -1 none: that rank never enters the last collective, alive */
+	int kill_n;              /* ranks kill_rank .. kill_rank + kill_n - 1 die (default 1) */
+	int blocking;            /* NCCL calls return when their collective is done (as under
+	                          * CUDA_LAUNCH_BLOCKING=1): the only completion without GPU records */
+	int nlay;                /* --comms: communicators beside the world one, each one AllReduce
+	                          * per step */
+	struct lay {
+		int kind, size; /* LAY_HOST: one per host; LAY_TP: groups of size consecutive
+		                 * ranks; LAY_PP: size ranks strided ranks/size apart */
+	} lay[8];
 };
+enum { LAY_HOST = 1, LAY_TP, LAY_PP };
 
 #define MS 1000000ull
 #define US 1000ull
@@ -168,6 +178,8 @@ struct grank {
 	size_t nlp, lcap;
 	double *nvl, *pcie; /* per-ms link buckets */
 	size_t nb;
+	uint64_t launch, comm_end, arr; /* this op's kernel launch and arrival, the step's comm end */
+	uint64_t host_free;             /* --blocking: when its host thread is back */
 };
 
 static uint64_t lcg_state;
@@ -210,7 +222,7 @@ static void py_attach(struct grank *g, unsigned kind, uint64_t tid, uint64_t t, 
 
 static void add(struct grank *g, unsigned kind, const void *f, const void *blob, size_t len)
 {
-	if (g->dead)
+	if (g->dead || !g->w) /* dead, or not in this pass's batch */
 		return;
 	nvlp_writer_add(g->w, kind, f, blob, len);
 	g->records++;
@@ -232,6 +244,8 @@ static void add(struct grank *g, unsigned kind, const void *f, const void *blob,
 
 static void defer(struct grank *g, unsigned kind, const void *f, size_t size)
 {
+	if (!g->w)
+		return;
 	if (g->np == g->cap) {
 		g->cap = g->cap ? g->cap * 2 : 64;
 		g->p = realloc(g->p, g->cap * sizeof *g->p);
@@ -286,7 +300,7 @@ static void grow_buckets(struct grank *g, size_t i)
 /* Spread bytes over [s, e) into the 1 ms NVLink or PCIe buckets. */
 static void traffic_to(struct grank *g, int pcie, uint64_t s, uint64_t e, double bytes)
 {
-	if (e <= s)
+	if (e <= s || !g->w)
 		return;
 	grow_buckets(g, (e - 1) / MS);
 	double *b = pcie ? g->pcie : g->nvl;
@@ -356,16 +370,6 @@ static void nccl_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes, i
 	add(g, NVLP_K_NCCL, &n, NULL, 0);
 }
 
-/* --host-comm: the same call on the communicator of g's host (per_host ranks, its own seq) */
-static void nccl_host_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t bytes,
-                          int per_host, uint64_t seq, const struct an_gen_opts *o)
-{
-	struct nvlp_rec_nccl n = nccl_fill(g, fn, t, bytes, 0, per_host, seq, o);
-	n.comm = COMM_HASH ^ (0x100000000ull * (uint64_t)(g->host + 1));
-	n.rank = (uint64_t)g->dev;
-	add(g, NVLP_K_NCCL, &n, NULL, 0);
-}
-
 /* --interleave: records in the order a torch DDP process writes them. The main thread broadcasts
  * 1 MiB between the step's first two AllReduces (issued by the autograd thread, same stream); its
  * API records stay in its buffer for 4 steps (after later AllReduces and after the kernels), and
@@ -373,7 +377,7 @@ static void nccl_host_rec(struct grank *g, unsigned fn, uint64_t t, uint64_t byt
 static void late_bcast(struct grank *G, int n, const struct an_gen_opts *o, uint64_t at,
                        uint64_t seq, double busbw, uint64_t name)
 {
-	uint64_t bytes = 1 * MIB, launch[AN_GEN_MAX_RANKS], mx = 0;
+	uint64_t bytes = 1 * MIB, mx = 0;
 	for (int r = 0; r < n; r++) {
 		struct grank *g = &G[r];
 		struct nvlp_rec_nccl c = nccl_fill(g, NVLP_NCCL_BROADCAST, at, bytes, 0, n, seq, o);
@@ -386,14 +390,14 @@ static void late_bcast(struct grank *G, int n, const struct an_gen_opts *o, uint
 		g->lp[g->nlp].kind = NVLP_K_NCCL;
 		memcpy(g->lp[g->nlp].f, &c, sizeof c);
 		g->nlp++;
-		launch[r] = at + 10 * US > g->comm_free ? at + 10 * US : g->comm_free;
-		if (launch[r] > mx)
-			mx = launch[r];
+		g->launch = at + 10 * US > g->comm_free ? at + 10 * US : g->comm_free;
+		if (g->launch > mx)
+			mx = g->launch;
 	}
 	uint64_t end = mx + (uint64_t)((double)bytes * (n - 1) / n / busbw * 1e9) + 8 * US;
 	for (int r = 0; r < n; r++) {
 		struct grank *g = &G[r];
-		kernel(g, o, launch[r], end, NCCL_STREAM, name, 1);
+		kernel(g, o, g->launch, end, NCCL_STREAM, name, 1);
 		if (!o->no_gpu && g->np >= 2) { /* the AllReduce kernel's record comes after */
 			struct pend x = g->p[g->np - 1];
 			g->p[g->np - 1] = g->p[g->np - 2];
@@ -439,7 +443,8 @@ static int gen_small(const struct an_gen_opts *o)
 		for (uint64_t i = 0; i < o->small_calls; i++) {
 			c.t_enter = t;
 			c.dur = 3000 + i % 7 * 100;
-			c.seq = i;
+			c.seq = o->comm_per_call ? 0 : i;
+			c.comm = o->comm_per_call ? COMM_HASH + i : COMM_HASH;
 			c.call_id = i + 1;
 			nvlp_writer_add(w, NVLP_K_NCCL, &c, NULL, 0);
 			t += 8000 + i % 5 * 50;
@@ -604,6 +609,603 @@ static int gen_plain(const struct an_gen_opts *o)
 	return 0;
 }
 
+/* The host group, rank in it and size of rank r in layout item l (see struct lay). */
+static void lay_member(const struct an_gen_opts *o, const struct lay *l, int r, int per_host,
+                       int *group, int *rank, int *size)
+{
+	int n = o->ranks;
+	if (l->kind == LAY_HOST) {
+		*group = r / per_host;
+		*rank = r % per_host;
+		*size = n - *group * per_host < per_host ? n - *group * per_host : per_host;
+	} else if (l->kind == LAY_TP) {
+		*group = r / l->size;
+		*rank = r % l->size;
+		*size = n - *group * l->size < l->size ? n - *group * l->size : l->size;
+	} else { /* LAY_PP: size stages, n / size apart */
+		int stride = n / l->size;
+		*group = r % stride;
+		*rank = r / stride;
+		*size = l->size;
+	}
+}
+
+/* Rank r's realtime anchor: hosts > 0 off by clock_err, and by up to +-clock_spread per host. */
+static uint64_t real_anchor(const struct an_gen_opts *o, int host)
+{
+	if (!host)
+		return REAL0;
+	int64_t spread = (int64_t)((double)((uint32_t)host * 2654435761u % 2001) - 1000.0) *
+	                 (int64_t)(o->clock_spread_ms * 1e3);
+	return REAL0 + (uint64_t)o->clock_err_ns + (uint64_t)spread;
+}
+
+/* Rank g's GPU side of the setup: topology, device, the activity notes. */
+static void rank_gpu_setup(struct grank *g, const struct an_gen_opts *o, int per_host)
+{
+	if (!o->no_topo && o->nvswitch) {
+		/* as CUPTI reports an HGX board: each GPU's 18 links go to the NVSwitches (device
+		 * type 2), every process sees every GPU */
+		for (int d = 0; d < per_host; d++) {
+			struct nvlp_rec_nvlink l = {.version = 4, .type0 = 1, .type1 = 2,
+			                            .dev0 = (uint64_t)d, .dev1 = 0,
+			                            .bandwidth = 849960000, .links = 18};
+			add(g, NVLP_K_NVLINK, &l, NULL, 0);
+		}
+	} else if (!o->no_topo) {
+		struct nvlp_rec_nvlink l = {.version = 4, .type0 = 1, .type1 = 1, .dev0 = 0,
+		                            .dev1 = 1, .bandwidth = 849960000,
+		                            .links = 18} /* as H200 reports it */;
+		add(g, NVLP_K_NVLINK, &l, NULL, 0);
+	}
+	struct nvlp_rec_device d = {.device = (uint64_t)g->dev, .sm_count = 132, .cc_major = 9};
+	add(g, NVLP_K_DEVICE, &d, "NVIDIA H200", 11);
+	struct nvlp_rec_note nt = {
+	    .code = NVLP_NOTE_ACTIVITY_ON, .t = g->mono0, .device = (uint64_t)-1};
+	add(g, NVLP_K_NOTE, &nt, "kernel, memcpy activity on", 26);
+	if (o->no_links) {
+		struct nvlp_rec_note n2 = {.code = NVLP_NOTE_PM_SAMPLING_UNAVAILABLE,
+		                           .t = g->mono0, .device = (uint64_t)g->dev};
+		const char *m = "PM sampling needs root (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)";
+		add(g, NVLP_K_NOTE, &n2, m, strlen(m));
+	}
+}
+
+#define S_LAY 40 /* the kernel name of the layout communicators' AllReduce */
+static const char lay_kname[] = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+
+/* Rank g's trace opened, with its strings, topology, device and notes. @return 0, or -1 */
+static int rank_open(struct grank *g, const struct an_gen_opts *o, int per_host,
+                     const struct op *ops, unsigned nops)
+{
+	char hdr[1024], path[512];
+	snprintf(hdr, sizeof hdr,
+	         "format=1\nversion=test\nhost=node%d\npid=%d\nppid=1\nrank=%d\nlocal_rank="
+	         "%d\nworld_size=%d\ncmdline=python3 train.py\nenv.NCCL_DEBUG=WARN\n%s",
+	         g->host, 4000 + g->rank, g->rank, g->dev, o->ranks,
+	         o->fallback || o->env_only ? "env.NCCL_P2P_DISABLE=1\n" : "");
+	snprintf(path, sizeof path, "%s/node%d-%d.nvlp", o->dir, g->host, 4000 + g->rank);
+	g->w = nvlp_writer_open(path, hdr, g->mono0, real_anchor(o, g->host));
+	if (!g->w) {
+		fprintf(stderr, "an_gen: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	static const char *const names[] = {
+	    NULL, "sm90_xmma_gemm_bf16_fwd", "sm90_xmma_gemm_bf16_bwd",
+	    "multi_tensor_apply_kernel_adam", "ncclDevKernel_Broadcast_RING_LL"};
+	for (unsigned i = 1; i < sizeof names / sizeof names[0]; i++) {
+		struct nvlp_rec_string s = {.id = i};
+		add(g, NVLP_K_STRING, &s, names[i], strlen(names[i]));
+	}
+	for (unsigned i = 0; i < nops; i++)
+		if (ops[i].kname) {
+			struct nvlp_rec_string s = {.id = S_K0 + i};
+			add(g, NVLP_K_STRING, &s, ops[i].kname, strlen(ops[i].kname));
+		}
+	if (o->nlay) {
+		struct nvlp_rec_string s = {.id = S_LAY};
+		add(g, NVLP_K_STRING, &s, lay_kname, strlen(lay_kname));
+	}
+	if (o->no_gpu) {
+		struct nvlp_rec_note nt = {
+		    .code = NVLP_NOTE_CUPTI_UNAVAILABLE, .t = g->mono0, .device = (uint64_t)-1};
+		const char *m = "CUPTI not loaded: libcupti.so.13 not found";
+		add(g, NVLP_K_NOTE, &nt, m, strlen(m));
+	} else
+		rank_gpu_setup(g, o, per_host);
+	return 0;
+}
+
+/* setup: a broadcast of the parameters */
+static void setup_bcast(struct grank *G, int n, const struct an_gen_opts *o, double busbw)
+{
+	uint64_t arr = 500 * US, end = 0;
+	for (int r = 0; r < n; r++) {
+		nccl_rec(&G[r], NVLP_NCCL_BROADCAST, arr + r * 10 * US, 16 * MIB, 0, n, 0, o);
+		if (arr + r * 10 * US + 10 * US > end)
+			end = arr + r * 10 * US + 10 * US;
+	}
+	end += (uint64_t)(16.0 * MIB / busbw * 1e9) + 8 * US;
+	for (int r = 0; r < n; r++) {
+		kernel(&G[r], o, arr + r * 10 * US + 10 * US, end, NCCL_STREAM, S_BCAST, 1);
+		G[r].comm_free = end;
+		G[r].host_free = arr + r * 10 * US + 6 * US;
+	}
+}
+
+/* rank 0: cross-device copies during setup (--staged, --peer) */
+static void rank0_copies(struct grank *g0, const struct an_gen_opts *o)
+{
+	uint64_t t = 1 * MS;
+	for (int i = 0; i < 8; i++) {
+		uint64_t bytes = 32 * MIB;
+		double bw = o->staged ? 34e9 : 390e9;
+		uint64_t d = (uint64_t)((double)bytes / bw * 1e9);
+		struct nvlp_rec_copy c = {.fn = o->staged ? NVLP_CUDA_MEMCPY_PEER
+		                                          : NVLP_CUDA_MEMCPY_ASYNC,
+		                          .t_enter = g0->mono0 + t,
+		                          .dur = o->staged ? d : 8 * US,
+		                          .tid = 100,
+		                          .device = 0,
+		                          .src_device = 0,
+		                          .dst_device = 1,
+		                          .bytes = bytes,
+		                          .copy_kind = 3,
+		                          .cupti_stream = COMP_STREAM,
+		                          .peer_enabled = o->staged ? 0 : 1,
+		                          .call_id = 900 + (uint64_t)i};
+		add(g0, NVLP_K_COPY, &c, NULL, 0);
+		if (o->python && !i)
+			py_attach(g0, NVLP_K_COPY, c.tid, c.t_enter, c.call_id, 0x3302,
+			          py_copy_chain);
+		if (!o->no_gpu) {
+			if (o->staged) {
+				struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
+				                             .dur = d / 2,
+				                             .copy_kind = 2,
+				                             .device = 0,
+				                             .src_device = 0,
+				                             .dst_device = (uint64_t)-1,
+				                             .bytes = bytes,
+				                             .stream = COMP_STREAM};
+				struct nvlp_rec_gpucopy b = {.start = g0->mono0 + t + d / 2,
+				                             .dur = d / 2,
+				                             .copy_kind = 1,
+				                             .device = 1,
+				                             .src_device = (uint64_t)-1,
+				                             .dst_device = 1,
+				                             .bytes = bytes,
+				                             .stream = COMP_STREAM};
+				defer(g0, NVLP_K_GPUCOPY, &a, sizeof a);
+				defer(g0, NVLP_K_GPUCOPY, &b, sizeof b);
+			} else {
+				struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
+				                             .dur = d,
+				                             .copy_kind = 10,
+				                             .device = 0,
+				                             .src_device = 0,
+				                             .dst_device = 1,
+				                             .bytes = bytes,
+				                             .stream = COMP_STREAM};
+				defer(g0, NVLP_K_GPUCOPY, &a, sizeof a);
+			}
+		}
+		t += d + 20 * US;
+	}
+}
+
+/* rank 0: the allocation site's module, build-id and symbol; @return its pc */
+static uint64_t rank0_module(struct grank *g0, const struct an_gen_opts *o)
+{
+	Dl_info di;
+	uint64_t pc = (uint64_t)(uintptr_t)&an_gen_alloc_site + 4;
+	if (dladdr((void *)&an_gen_alloc_site, &di) && di.dli_fbase) {
+		char exe[512];
+		ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[l > 0 ? l : 0] = 0;
+		struct nvlp_rec_module m = {.base = (uint64_t)(uintptr_t)di.dli_fbase,
+		                            .start = (uint64_t)(uintptr_t)di.dli_fbase,
+		                            .end = (uint64_t)(uintptr_t)di.dli_fbase +
+		                                   64 * MIB};
+		const char *mp = o->module_path ? o->module_path : exe;
+		add(g0, NVLP_K_MODULE, &m, mp, strlen(mp));
+		struct bid b = {0};
+		dl_iterate_phdr(find_bid, &b);
+		if (o->bad_buildid)
+			for (size_t i = 0; i < b.len; i++)
+				b.id[i] ^= 0xff;
+		struct nvlp_rec_buildid bi = {.base = m.base};
+		if (!o->no_buildid && b.len)
+			add(g0, NVLP_K_BUILDID, &bi, b.id, b.len);
+		struct nvlp_rec_symbol sy = {.base = m.base,
+		                             .offset = (uint64_t)(uintptr_t)&an_gen_alloc_site -
+		                                       m.base,
+		                             .size = 16};
+		if (o->sym_records)
+			add(g0, NVLP_K_SYMBOL, &sy, "an_gen_alloc_site", 17);
+	}
+	return pc;
+}
+
+#define UM_PTR 0x7f3000000000ull
+#define UM_BYTES (64 * MIB)
+/* rank 0: a managed allocation (its stack, --um-once: one clean migration) */
+static void rank0_managed(struct grank *g0, const struct an_gen_opts *o, uint64_t pc)
+{
+	uint64_t um_ptr = UM_PTR, um_bytes = UM_BYTES;
+	uint64_t pcs[6] = {pc, 0x100, 0x200}, np = 3;
+	if (o->tool_frames) { /* as a stack taken inside cudaMallocManaged: tools' frames on top */
+		static const char *const lib[3] = {"/opt/nvlprof/lib/libnvlprof.so",
+		                                   "/usr/local/cuda/lib64/libcupti.so.13",
+		                                   "/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
+		for (int i = 0; i < 3; i++) {
+			uint64_t b = 0x7e0000000000ull + (uint64_t)i * 0x10000000ull;
+			struct nvlp_rec_module tm = {.base = b, .start = b, .end = b + 0x1000000};
+			add(g0, NVLP_K_MODULE, &tm, lib[i], strlen(lib[i]));
+			pcs[i] = b + 0x7d163;
+		}
+		pcs[3] = pc, pcs[4] = 0x100, pcs[5] = 0x200, np = 6;
+	}
+	struct nvlp_rec_stack st = {.id = 7};
+	add(g0, NVLP_K_STACK, &st, pcs, np * sizeof pcs[0]);
+	struct nvlp_rec_managed m = {.fn = NVLP_CUDA_MALLOC_MANAGED,
+	                             .t_enter = g0->mono0 + 2 * MS,
+	                             .dur = 50 * US,
+	                             .tid = 100,
+	                             .device = 0,
+	                             .ptr = um_ptr,
+	                             .bytes = um_bytes,
+	                             .flags = 1,
+	                             .target = (uint64_t)-1,
+	                             .stack = 7};
+	add(g0, NVLP_K_MANAGED, &m, NULL, 0);
+	if (o->python)
+		py_attach(g0, NVLP_K_MANAGED, m.tid, m.t_enter, 0, 0x3303, py_alloc_chain);
+	if (o->um_once) {
+		struct nvlp_rec_managed p = m;
+		p.fn = NVLP_CUDA_MEM_PREFETCH_ASYNC;
+		p.t_enter += 100 * US;
+		p.target = 0;
+		p.stack = 0;
+		add(g0, NVLP_K_MANAGED, &p, NULL, 0);
+		if (!o->no_gpu) {
+			struct nvlp_rec_um u = {.counter = 1,
+			                        .start = g0->mono0 + 2200 * US,
+			                        .dur = 300 * US,
+			                        .address = um_ptr,
+			                        .value = um_bytes,
+			                        .src = (uint64_t)-1,
+			                        .dst = 0};
+			defer(g0, NVLP_K_UM, &u, sizeof u);
+		}
+	}
+}
+
+
+/* --blocking: the call returns when its collective is done, and so does the rank's thread. */
+static void block_until(struct grank *g, struct nvlp_rec_nccl *c, uint64_t end)
+{
+	c->dur = g->mono0 + end + 5 * US - c->t_enter;
+	g->host_free = end + 5 * US;
+}
+
+/* Rank g's calls of one world op (and its group's other members), entered at g->arr; end: when
+ * the collective is done (0: never). */
+static void op_calls(struct grank *g, const struct an_gen_opts *o, const struct op *ops,
+                     unsigned i, unsigned nin, uint64_t seq, uint64_t end)
+{
+	int n = o->ranks, grp = ops[i].group != 0;
+	uint64_t arr = g->arr;
+	if (grp)
+		nccl_rec(g, NVLP_NCCL_GROUP_START, arr - 2 * US, 0, 0, n, 0, o);
+	for (unsigned k = 0; k < nin; k++) {
+		struct nvlp_rec_nccl c =
+		    nccl_fill(g, ops[i + k].fn, arr + k * US, ops[i + k].bytes, grp, n, seq + k, o);
+		if (o->blocking && end && !grp)
+			block_until(g, &c, end);
+		add(g, NVLP_K_NCCL, &c, NULL, 0);
+	}
+	if (grp) {
+		struct nvlp_rec_nccl c =
+		    nccl_fill(g, NVLP_NCCL_GROUP_END, arr + nin * US + US, 0, 0, n, 0, o);
+		if (o->blocking && end) /* a group's calls return at once, its end waits */
+			block_until(g, &c, end);
+		add(g, NVLP_K_NCCL, &c, NULL, 0);
+	}
+}
+
+static uint64_t late_of(const struct an_gen_opts *o, int r)
+{
+	return r == o->late_rank ? (uint64_t)(o->late_ms * MS) : 0;
+}
+
+/* --blocking: a call enters once its thread is back from the last, a late rank's work before it
+ * late_ms more (sched: when it would enter otherwise, jitter included) */
+static uint64_t arr_blocking(const struct an_gen_opts *o, const struct grank *g, uint64_t sched,
+                             int r)
+{
+	return (sched > g->host_free ? sched : g->host_free) + late_of(o, r);
+}
+
+/* One world op of a step at ops[i] (nin ops: its group): every rank's calls and kernels.
+ * @return 1 when a rank died or hung in it (the last collective of the job) */
+static int world_op(struct grank *G, const struct an_gen_opts *o, const struct op *ops,
+                    unsigned i, unsigned nin, uint64_t t0, uint64_t seq, int last_coll,
+                    double busbw)
+{
+	int n = o->ranks, stopped = 0;
+	const struct op *op = &ops[i];
+	uint64_t at = op->at + (o->exposed && i < 2 ? 8100 * US - op->at + i * 10 * US : 0);
+	uint64_t mx = 0, bytes = 0;
+	for (unsigned k = 0; k < nin; k++)
+		bytes += ops[i + k].bytes;
+	/* nccl-tests bus factor: 2(n-1)/n for AllReduce, (n-1)/n for the others */
+	double fac = op->fn == NVLP_NCCL_ALL_REDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+	for (int r = 0; r < n; r++) {
+		struct grank *g = &G[r];
+		uint64_t jit = rnd(30) * US;
+		g->arr = o->blocking ? arr_blocking(o, g, t0 + at + jit, r) : t0 + at + late_of(o, r) + jit;
+		g->launch = 0;
+		int killed = o->kill_rank >= 0 && r >= o->kill_rank && r < o->kill_rank + o->kill_n;
+		if (last_coll && (killed || r == o->hang_rank)) {
+			stopped = 1;
+			if (killed) { /* dies here: what it has written stays, no END */
+				flush_deferred(g);
+				if (g->w)
+					nvlp_writer_flush(g->w);
+				g->dead = 1;
+			}
+			continue;
+		}
+		g->launch = g->arr + nin * US + 10 * US;
+		if (g->launch < g->comm_free)
+			g->launch = g->comm_free;
+		if (g->launch > mx)
+			mx = g->launch;
+	}
+	uint64_t end = mx + (uint64_t)((double)bytes * fac / busbw * 1e9) + 8 * US;
+	for (int r = 0; r < n; r++)
+		if (G[r].launch)
+			op_calls(&G[r], o, ops, i, nin, seq, stopped ? 0 : end);
+	if (stopped) /* the survivors' kernels never complete: no KERNEL records */
+		return 1;
+	for (int r = 0; r < n; r++) {
+		struct grank *g = &G[r];
+		kernel(g, o, g->launch, end, NCCL_STREAM, S_K0 + i, 1);
+		g->comm_free = g->comm_end = end;
+		double moved = (double)bytes * fac;
+		if (o->fallback) {
+			traffic_to(g, 1, mx, end, moved);
+			traffic_to(g, 0, mx, end, moved * 0.001);
+		} else
+			traffic_to(g, 0, mx, end, moved);
+	}
+	return 0;
+}
+
+/* Layout item l's communicator of group grp: a hash of its own. */
+static uint64_t lay_hash(int l, int grp)
+{
+	return COMM_HASH ^ ((uint64_t)(l + 1) << 52) ^ ((uint64_t)(grp + 1) * 0x9e3779b97f4a7c15ull >> 12);
+}
+
+/* Each layout communicator's AllReduce of the step (4 MiB, after the world ops): each group ends
+ * when its own last member launched; gmx: per group scratch (ranks long). */
+static void lay_ops(struct grank *G, const struct an_gen_opts *o, uint64_t t0, uint64_t *lseq,
+                    double busbw, int per_host, uint64_t *gmx)
+{
+	int n = o->ranks, grp, rk, sz;
+	struct an_gen_opts q = *o;
+	q.mm_kind = 0; /* --mismatch is the world communicator's */
+	for (int l = 0; l < o->nlay; l++) {
+		memset(gmx, 0, (size_t)n * sizeof *gmx);
+		for (int r = 0; r < n; r++) {
+			struct grank *g = &G[r];
+			uint64_t sched = t0 + 8100 * US + (uint64_t)l * 50 * US + rnd(30) * US;
+			g->arr = o->blocking ? arr_blocking(o, g, sched, r) : sched + late_of(o, r);
+			g->launch = g->arr + 10 * US > g->comm_free ? g->arr + 10 * US : g->comm_free;
+			lay_member(o, &o->lay[l], r, per_host, &grp, &rk, &sz);
+			gmx[grp] = g->launch > gmx[grp] ? g->launch : gmx[grp];
+		}
+		for (int r = 0; r < n; r++) {
+			struct grank *g = &G[r];
+			lay_member(o, &o->lay[l], r, per_host, &grp, &rk, &sz);
+			double moved = 4.0 * MIB * 2.0 * (sz - 1) / sz;
+			uint64_t end = gmx[grp] + (uint64_t)(moved / busbw * 1e9) + 8 * US;
+			struct nvlp_rec_nccl c =
+			    nccl_fill(g, NVLP_NCCL_ALL_REDUCE, g->arr, 4 * MIB, 0, sz, lseq[l], &q);
+			c.comm = lay_hash(l, grp);
+			c.rank = (uint64_t)rk;
+			if (o->blocking)
+				block_until(g, &c, end);
+			add(g, NVLP_K_NCCL, &c, NULL, 0);
+			kernel(g, o, g->launch, end, NCCL_STREAM, S_LAY, 1);
+			g->comm_free = g->comm_end = end;
+			traffic_to(g, 0, gmx[grp], end, moved);
+		}
+		lseq[l]++;
+	}
+}
+
+/* rank 0: managed memory ping-pong, one migration per step (--thrash) */
+static void rank0_thrash(struct grank *g0, uint64_t t0, int s)
+{
+	static const int dsts[3] = {0, 1, -1};
+	int dst = dsts[s % 3];
+	struct nvlp_rec_um u = {.counter = dst < 0 ? 2u : (s % 3 == 1 ? 8u : 1u),
+	                        .start = g0->mono0 + t0 + 100 * US,
+	                        .dur = 150 * US,
+	                        .address = UM_PTR + (uint64_t)(s % 16) * 2 * MIB,
+	                        .value = 2 * MIB,
+	                        .src = (uint64_t)(dst < 0 ? 1 : -1),
+	                        .dst = (uint64_t)dst};
+	defer(g0, NVLP_K_UM, &u, sizeof u);
+	struct nvlp_rec_um f = {.counter = 4,
+	                        .start = g0->mono0 + t0 + 80 * US,
+	                        .dur = 20 * US,
+	                        .address = u.address,
+	                        .value = 32,
+	                        .dst = 0};
+	defer(g0, NVLP_K_UM, &f, sizeof f);
+}
+
+/* The optimizer after the gradients arrived, the step's GPU records delivered. @return when the
+ * step ends (every rank done) */
+static uint64_t step_finish(struct grank *G, const struct an_gen_opts *o, uint64_t t0, int s)
+{
+	uint64_t step_end = 0;
+	for (int r = 0; r < o->ranks; r++) {
+		uint64_t os = t0 + late_of(o, r) + 8200 * US;
+		if (G[r].comm_end > os)
+			os = G[r].comm_end + 5 * US;
+		kernel(&G[r], o, os, os + 1300 * US, COMP_STREAM, S_OPT, 0);
+		if (os + 1300 * US > step_end)
+			step_end = os + 1300 * US;
+	}
+	/* the previous step's GPU records arrive now, after this step's API records */
+	for (int r = 0; r < o->ranks; r++) {
+		flush_deferred(&G[r]);
+		if (s % 4 == 3) /* the main thread's buffer, every few steps */
+			flush_late(&G[r]);
+	}
+	return step_end + 100 * US;
+}
+
+/* The steps, from the first at t0. @return when the job ends */
+static uint64_t gen_steps(struct grank *G, const struct an_gen_opts *o, int steps, int per_host,
+                          double busbw, uint64_t *gmx)
+{
+	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
+	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
+	uint64_t t0 = 20 * MS, seq = 1, lseq[8] = {0};
+	for (int s = 0; s < steps; s++) {
+		/* compute: forward, backward on the compute stream */
+		for (int r = 0; r < o->ranks; r++) {
+			uint64_t d = late_of(o, r);
+			kernel(&G[r], o, t0 + d, t0 + d + 3 * MS, COMP_STREAM, S_FWD, 0);
+			kernel(&G[r], o, t0 + d + 3 * MS + 5 * US, t0 + d + 8 * MS, COMP_STREAM,
+			       S_BWD, 0);
+			G[r].comm_end = 0;
+		}
+		int stopped = 0;
+		for (unsigned i = 0; i < nops && !stopped; i++) {
+			if (ops[i].group && i > 0 && ops[i - 1].group == ops[i].group)
+				continue; /* handled with its group's first op */
+			unsigned nin = 1;
+			while (ops[i].group && i + nin < nops && ops[i + nin].group == ops[i].group)
+				nin++;
+			stopped = world_op(G, o, ops, i, nin, t0, seq, s == steps - 1 && i + nin >= nops,
+			                   busbw);
+			seq += nin;
+			if (!stopped && o->interleave && i == 0)
+				late_bcast(G, o->ranks, o, t0 + ops[i].at + 1000 * US, seq++, busbw,
+				           S_BCAST);
+		}
+		if (!stopped)
+			lay_ops(G, o, t0, lseq, busbw, per_host, gmx);
+		if (o->thrash && s < 40 && !o->no_gpu)
+			rank0_thrash(&G[0], t0, s);
+		if (stopped) {
+			/* the survivors wait in the last collective until they are stopped */
+			for (int r = 0; r < o->ranks; r++)
+				if (!G[r].dead) {
+					flush_deferred(&G[r]);
+					G[r].signaled = 1;
+				}
+			return t0 + (uint64_t)(o->hang_ms * MS);
+		}
+		t0 = step_finish(G, o, t0, s);
+	}
+	return t0;
+}
+
+static uint64_t gen_records; /* --print-records: every trace's records, header and END included */
+
+/* Rank g's last records: link samples, drops, END. */
+static void finish_rank(struct grank *g, const struct an_gen_opts *o, uint64_t t0)
+{
+	if (g->dead == 1) {
+		gen_records += g->records + 1;
+		nvlp_writer_close(g->w);
+		return;
+	}
+	flush_deferred(g);
+	flush_late(g);
+	if (!o->no_gpu && !o->no_links) {
+		size_t nb = (t0 / MS) < g->nb ? t0 / MS : g->nb;
+		for (size_t i = 0; i < nb; i++) {
+			struct nvlp_rec_linksample l = {.device = (uint64_t)g->dev, .source = 1,
+			                                .start = g->mono0 + i * MS, .dur = MS};
+			l.nvl_tx = l.nvl_rx = (uint64_t)(g->nvl[i] / 2);
+			l.nvl_tx_user = l.nvl_tx;
+			l.nvl_rx_user = l.nvl_rx;
+			l.pcie_rd = 16384 + (uint64_t)(g->pcie[i] / 2);
+			l.pcie_wr = 16384 + (uint64_t)(g->pcie[i] / 2);
+			add(g, NVLP_K_LINKSAMPLE, &l, NULL, 0);
+		}
+	}
+	if (g->rank == o->drop_rank) { /* one thread lost 1234 records in a burst */
+		struct nvlp_rec_drops dr = {.tid = 100, .dropped = 1234, .t = g->mono0 + t0};
+		add(g, NVLP_K_DROPS, &dr, NULL, 0);
+	}
+	struct nvlp_rec_end e = {.t = g->mono0 + t0,
+	                         .records = g->records,
+	                         .dropped = g->rank == o->drop_rank ? 1234 : 0,
+	                         .reason = g->signaled ? NVLP_END_SIGNAL : NVLP_END_EXIT};
+	add(g, NVLP_K_END, &e, NULL, 0);
+	gen_records += g->records + 1;
+	nvlp_writer_close(g->w);
+}
+
+/* The whole job simulated, the traces of ranks [lo, hi) written (the others' records go
+ * nowhere: a pass per batch keeps the open writers few). @return 0, or -1 */
+static int gen_pass(const struct an_gen_opts *o, int lo, int hi)
+{
+	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts, rc = 0;
+	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
+	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
+	struct grank *G = calloc((size_t)n, sizeof *G);
+	uint64_t *gmx = calloc((size_t)n, sizeof *gmx);
+	lcg_state = 42;
+	for (int r = 0; G && gmx && r < n && !rc; r++) {
+		struct grank *g = &G[r];
+		g->rank = r;
+		g->host = r / per_host;
+		g->dev = r % per_host;
+		g->mono0 = 1000000ull * MS + (uint64_t)g->host * 777777ull * MS;
+		if (r >= lo && r < hi)
+			rc = rank_open(g, o, per_host, ops, nops);
+	}
+	if (!G || !gmx || rc) {
+		free(G);
+		free(gmx);
+		return -1;
+	}
+	int steps = o->steps;
+	if (o->target_records)
+		steps = (int)(o->target_records / (o->no_links ? 15 : 25)) + 1;
+	double busbw = o->fallback ? 20e9 : 360e9; /* bytes/s */
+	setup_bcast(G, n, o, busbw);
+	/* cross-device copies and managed memory on rank 0, during setup */
+	if (o->staged || o->peer)
+		rank0_copies(&G[0], o);
+	if (o->thrash || o->um_once)
+		rank0_managed(&G[0], o, rank0_module(&G[0], o));
+	uint64_t t_end = gen_steps(G, o, steps, per_host, busbw, gmx);
+	for (int r = lo; r < hi; r++)
+		finish_rank(&G[r], o, t_end);
+	for (int r = 0; r < n; r++) {
+		free(G[r].p);
+		free(G[r].lp);
+		free(G[r].nvl);
+		free(G[r].pcie);
+	}
+	free(G);
+	free(gmx);
+	return 0;
+}
+
+#define AN_GEN_BATCH 1024 /* open traces at once: file descriptors and zstd contexts */
 int an_gen_run(const struct an_gen_opts *o);
 int an_gen_run(const struct an_gen_opts *o)
 {
@@ -611,12 +1213,6 @@ int an_gen_run(const struct an_gen_opts *o)
 		return gen_small(o);
 	if (o->plain)
 		return gen_plain(o);
-	int n = o->ranks, per_host = (o->ranks + o->hosts - 1) / o->hosts;
-	const struct op *ops = o->fsdp ? fsdp_ops : step_ops;
-	unsigned nops = o->fsdp ? (unsigned)NFSDP : (unsigned)NOPS;
-	struct grank *G = calloc((size_t)n, sizeof *G);
-	if (!G)
-		return -1;
 	char tmp[512];
 	snprintf(tmp, sizeof tmp, "%s", o->dir);
 	for (char *p = tmp + 1; *p; p++) /* mkdir -p */
@@ -626,444 +1222,12 @@ int an_gen_run(const struct an_gen_opts *o)
 			*p = '/';
 		}
 	mkdir(tmp, 0755);
-	lcg_state = 42;
-	int steps = o->steps;
-	if (o->target_records)
-		steps = (int)(o->target_records / (o->no_links ? 15 : 25)) + 1;
-	double busbw = o->fallback ? 20e9 : 360e9; /* bytes/s */
-	for (int r = 0; r < n; r++) {
-		struct grank *g = &G[r];
-		g->rank = r;
-		g->host = r / per_host;
-		g->dev = r % per_host;
-		g->mono0 = 1000000ull * MS + (uint64_t)g->host * 777777ull * MS;
-		char hdr[1024], path[512];
-		snprintf(hdr, sizeof hdr,
-		         "format=1\nversion=test\nhost=node%d\npid=%d\nppid=1\nrank=%d\nlocal_rank="
-		         "%d\nworld_size=%d\n"
-		         "cmdline=python3 train.py\nenv.NCCL_DEBUG=WARN\n%s",
-		         g->host, 4000 + r, r, g->dev, n,
-		         o->fallback || o->env_only ? "env.NCCL_P2P_DISABLE=1\n" : "");
-		snprintf(path, sizeof path, "%s/node%d-%d.nvlp", o->dir, g->host, 4000 + r);
-		uint64_t real0 = REAL0 + (g->host ? (uint64_t)o->clock_err_ns : 0);
-		g->w = nvlp_writer_open(path, hdr, g->mono0, real0);
-		if (!g->w) {
-			fprintf(stderr, "an_gen: %s: %s\n", path, strerror(errno));
+	for (int lo = 0; lo < o->ranks; lo += AN_GEN_BATCH)
+		if (gen_pass(o, lo, lo + AN_GEN_BATCH < o->ranks ? lo + AN_GEN_BATCH : o->ranks))
 			return -1;
-		}
-		/* strings, topology, device, notes */
-		static const char *const names[] = {
-		    NULL, "sm90_xmma_gemm_bf16_fwd", "sm90_xmma_gemm_bf16_bwd",
-		    "multi_tensor_apply_kernel_adam", "ncclDevKernel_Broadcast_RING_LL"};
-		for (unsigned i = 1; i < sizeof names / sizeof names[0]; i++) {
-			struct nvlp_rec_string s = {.id = i};
-			add(g, NVLP_K_STRING, &s, names[i], strlen(names[i]));
-		}
-		for (unsigned i = 0; i < nops; i++)
-			if (ops[i].kname) {
-				struct nvlp_rec_string s = {.id = S_K0 + i};
-				add(g, NVLP_K_STRING, &s, ops[i].kname, strlen(ops[i].kname));
-			}
-		if (o->no_gpu) {
-			struct nvlp_rec_note nt = {.code = NVLP_NOTE_CUPTI_UNAVAILABLE,
-			                           .t = g->mono0,
-			                           .device = (uint64_t)-1};
-			const char *m = "CUPTI not loaded: libcupti.so.13 not found";
-			add(g, NVLP_K_NOTE, &nt, m, strlen(m));
-		} else {
-			if (!o->no_topo && o->nvswitch) {
-				/* as CUPTI reports an HGX board: each GPU's 18 links go to the
-				 * NVSwitches (device type 2), every process sees every GPU */
-				for (int d = 0; d < per_host; d++) {
-					struct nvlp_rec_nvlink l = {.version = 4,
-					                            .type0 = 1,
-					                            .type1 = 2,
-					                            .dev0 = (uint64_t)d,
-					                            .dev1 = 0,
-					                            .bandwidth = 849960000,
-					                            .links = 18};
-					add(g, NVLP_K_NVLINK, &l, NULL, 0);
-				}
-			} else if (!o->no_topo) {
-				struct nvlp_rec_nvlink l = {.version = 4,
-				                            .type0 = 1,
-				                            .type1 = 1,
-				                            .dev0 = 0,
-				                            .dev1 = 1,
-				                            .bandwidth = 849960000,
-				                            .links = 18} /* as H200 reports it */;
-				add(g, NVLP_K_NVLINK, &l, NULL, 0);
-			}
-			struct nvlp_rec_device d = {
-			    .device = (uint64_t)g->dev, .sm_count = 132, .cc_major = 9};
-			add(g, NVLP_K_DEVICE, &d, "NVIDIA H200", 11);
-			struct nvlp_rec_note nt = {
-			    .code = NVLP_NOTE_ACTIVITY_ON, .t = g->mono0, .device = (uint64_t)-1};
-			add(g, NVLP_K_NOTE, &nt, "kernel, memcpy activity on", 26);
-			if (o->no_links) {
-				struct nvlp_rec_note n2 = {.code =
-				                               NVLP_NOTE_PM_SAMPLING_UNAVAILABLE,
-				                           .t = g->mono0,
-				                           .device = (uint64_t)g->dev};
-				const char *m =
-				    "PM sampling needs root (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)";
-				add(g, NVLP_K_NOTE, &n2, m, strlen(m));
-			}
-		}
-	}
-	uint64_t seq = 0, hseq = 0;
-	uint64_t *comm_end = calloc((size_t)n, sizeof *comm_end),
-	         *launch = calloc((size_t)n, sizeof *launch),
-	         *hmx = calloc((size_t)o->hosts, sizeof *hmx);
-	if (!comm_end || !launch || !hmx) {
-		free(comm_end);
-		free(launch);
-		free(hmx);
-		free(G);
-		return -1;
-	}
-	/* setup: a broadcast of the parameters */
-	{
-		uint64_t arr = 500 * US, end = 0;
-		for (int r = 0; r < n; r++) {
-			nccl_rec(&G[r], NVLP_NCCL_BROADCAST, arr + r * 10 * US, 16 * MIB, 0, n, seq,
-			         o);
-			if (arr + r * 10 * US + 10 * US > end)
-				end = arr + r * 10 * US + 10 * US;
-		}
-		end += (uint64_t)(16.0 * MIB / busbw * 1e9) + 8 * US;
-		for (int r = 0; r < n; r++) {
-			kernel(&G[r], o, arr + r * 10 * US + 10 * US, end, NCCL_STREAM, S_BCAST, 1);
-			G[r].comm_free = end;
-		}
-		seq++;
-	}
-	/* cross-device copies and managed memory on rank 0, during setup */
-	struct grank *g0 = &G[0];
-	if (o->staged || o->peer) {
-		uint64_t t = 1 * MS;
-		for (int i = 0; i < 8; i++) {
-			uint64_t bytes = 32 * MIB;
-			double bw = o->staged ? 34e9 : 390e9;
-			uint64_t d = (uint64_t)((double)bytes / bw * 1e9);
-			struct nvlp_rec_copy c = {.fn = o->staged ? NVLP_CUDA_MEMCPY_PEER
-			                                          : NVLP_CUDA_MEMCPY_ASYNC,
-			                          .t_enter = g0->mono0 + t,
-			                          .dur = o->staged ? d : 8 * US,
-			                          .tid = 100,
-			                          .device = 0,
-			                          .src_device = 0,
-			                          .dst_device = 1,
-			                          .bytes = bytes,
-			                          .copy_kind = 3,
-			                          .cupti_stream = COMP_STREAM,
-			                          .peer_enabled = o->staged ? 0 : 1,
-			                          .call_id = 900 + (uint64_t)i};
-			add(g0, NVLP_K_COPY, &c, NULL, 0);
-			if (o->python && !i)
-				py_attach(g0, NVLP_K_COPY, c.tid, c.t_enter, c.call_id, 0x3302,
-				          py_copy_chain);
-			if (!o->no_gpu) {
-				if (o->staged) {
-					struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
-					                             .dur = d / 2,
-					                             .copy_kind = 2,
-					                             .device = 0,
-					                             .src_device = 0,
-					                             .dst_device = (uint64_t)-1,
-					                             .bytes = bytes,
-					                             .stream = COMP_STREAM};
-					struct nvlp_rec_gpucopy b = {.start = g0->mono0 + t + d / 2,
-					                             .dur = d / 2,
-					                             .copy_kind = 1,
-					                             .device = 1,
-					                             .src_device = (uint64_t)-1,
-					                             .dst_device = 1,
-					                             .bytes = bytes,
-					                             .stream = COMP_STREAM};
-					defer(g0, NVLP_K_GPUCOPY, &a, sizeof a);
-					defer(g0, NVLP_K_GPUCOPY, &b, sizeof b);
-				} else {
-					struct nvlp_rec_gpucopy a = {.start = g0->mono0 + t,
-					                             .dur = d,
-					                             .copy_kind = 10,
-					                             .device = 0,
-					                             .src_device = 0,
-					                             .dst_device = 1,
-					                             .bytes = bytes,
-					                             .stream = COMP_STREAM};
-					defer(g0, NVLP_K_GPUCOPY, &a, sizeof a);
-				}
-			}
-			t += d + 20 * US;
-		}
-	}
-	uint64_t um_ptr = 0x7f3000000000ull, um_bytes = 64 * MIB;
-	if (o->thrash || o->um_once) {
-		Dl_info di;
-		uint64_t pc = (uint64_t)(uintptr_t)&an_gen_alloc_site + 4;
-		if (dladdr((void *)&an_gen_alloc_site, &di) && di.dli_fbase) {
-			char exe[512];
-			ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-			exe[l > 0 ? l : 0] = 0;
-			struct nvlp_rec_module m = {.base = (uint64_t)(uintptr_t)di.dli_fbase,
-			                            .start = (uint64_t)(uintptr_t)di.dli_fbase,
-			                            .end = (uint64_t)(uintptr_t)di.dli_fbase +
-			                                   64 * MIB};
-			const char *mp = o->module_path ? o->module_path : exe;
-			add(g0, NVLP_K_MODULE, &m, mp, strlen(mp));
-			struct bid b = {0};
-			dl_iterate_phdr(find_bid, &b);
-			if (o->bad_buildid)
-				for (size_t i = 0; i < b.len; i++)
-					b.id[i] ^= 0xff;
-			struct nvlp_rec_buildid bi = {.base = m.base};
-			if (!o->no_buildid && b.len)
-				add(g0, NVLP_K_BUILDID, &bi, b.id, b.len);
-			struct nvlp_rec_symbol sy = {.base = m.base,
-			                             .offset = (uint64_t)(uintptr_t)&an_gen_alloc_site -
-			                                       m.base,
-			                             .size = 16};
-			if (o->sym_records)
-				add(g0, NVLP_K_SYMBOL, &sy, "an_gen_alloc_site", 17);
-		}
-		uint64_t pcs[6] = {pc, 0x100, 0x200}, np = 3;
-		if (o->tool_frames) { /* as a stack taken inside cudaMallocManaged: tools' frames on top */
-			static const char *const lib[3] = {"/opt/nvlprof/lib/libnvlprof.so",
-			                                   "/usr/local/cuda/lib64/libcupti.so.13",
-			                                   "/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
-			for (int i = 0; i < 3; i++) {
-				uint64_t b = 0x7e0000000000ull + (uint64_t)i * 0x10000000ull;
-				struct nvlp_rec_module tm = {.base = b, .start = b, .end = b + 0x1000000};
-				add(g0, NVLP_K_MODULE, &tm, lib[i], strlen(lib[i]));
-				pcs[i] = b + 0x7d163;
-			}
-			pcs[3] = pc, pcs[4] = 0x100, pcs[5] = 0x200, np = 6;
-		}
-		struct nvlp_rec_stack st = {.id = 7};
-		add(g0, NVLP_K_STACK, &st, pcs, np * sizeof pcs[0]);
-		struct nvlp_rec_managed m = {.fn = NVLP_CUDA_MALLOC_MANAGED,
-		                             .t_enter = g0->mono0 + 2 * MS,
-		                             .dur = 50 * US,
-		                             .tid = 100,
-		                             .device = 0,
-		                             .ptr = um_ptr,
-		                             .bytes = um_bytes,
-		                             .flags = 1,
-		                             .target = (uint64_t)-1,
-		                             .stack = 7};
-		add(g0, NVLP_K_MANAGED, &m, NULL, 0);
-		if (o->python)
-			py_attach(g0, NVLP_K_MANAGED, m.tid, m.t_enter, 0, 0x3303, py_alloc_chain);
-		if (o->um_once) {
-			struct nvlp_rec_managed p = m;
-			p.fn = NVLP_CUDA_MEM_PREFETCH_ASYNC;
-			p.t_enter += 100 * US;
-			p.target = 0;
-			p.stack = 0;
-			add(g0, NVLP_K_MANAGED, &p, NULL, 0);
-			if (!o->no_gpu) {
-				struct nvlp_rec_um u = {.counter = 1,
-				                        .start = g0->mono0 + 2200 * US,
-				                        .dur = 300 * US,
-				                        .address = um_ptr,
-				                        .value = um_bytes,
-				                        .src = (uint64_t)-1,
-				                        .dst = 0};
-				defer(g0, NVLP_K_UM, &u, sizeof u);
-			}
-		}
-	}
-
-	uint64_t t0 = 20 * MS; /* first step */
-	double f2 = 1;         /* AllReduce busbw factor 2(n-1)/n */
-	f2 = 2.0 * (n - 1) / n;
-	for (int s = 0; s < steps; s++) {
-		int last_step = s == steps - 1;
-		/* compute: forward, backward on the compute stream */
-		for (int r = 0; r < n; r++) {
-			struct grank *g = &G[r];
-			uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
-			kernel(g, o, t0 + d, t0 + d + 3 * MS, COMP_STREAM, S_FWD, 0);
-			kernel(g, o, t0 + d + 3 * MS + 5 * US, t0 + d + 8 * MS, COMP_STREAM, S_BWD,
-			       0);
-		}
-		memset(comm_end, 0, (size_t)n * sizeof *comm_end);
-		int killed_now = 0;
-		for (unsigned i = 0; i < nops; i++) {
-			const struct op *op = &ops[i];
-			if (op->group && i > 0 && ops[i - 1].group == op->group)
-				continue; /* handled with its group's first op */
-			unsigned nin = 1;
-			while (op->group && i + nin < nops && ops[i + nin].group == op->group)
-				nin++;
-			uint64_t at =
-			    op->at + (o->exposed && i < 2 ? 8100 * US - op->at + i * 10 * US : 0);
-			int last_coll = last_step && i + nin >= nops;
-			int ph = o->host_comm && i == 2; /* per host: ends with its host's latest */
-			uint64_t mx = 0;
-			memset(hmx, 0, (size_t)o->hosts * sizeof *hmx);
-			uint64_t bytes = 0;
-			for (unsigned k = 0; k < nin; k++)
-				bytes += ops[i + k].bytes;
-			/* nccl-tests bus factor: 2(n-1)/n for AllReduce, (n-1)/n for the others */
-			double fac = op->fn == NVLP_NCCL_ALL_REDUCE ? f2 : (double)(n - 1) / n;
-			for (int r = 0; r < n; r++) {
-				struct grank *g = &G[r];
-				uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
-				uint64_t arr = t0 + at + d + rnd(30) * US;
-				if (last_coll && r == o->kill_rank) {
-					/* dies here: whatever it has written stays, no END */
-					flush_deferred(g);
-					nvlp_writer_flush(g->w);
-					g->dead = 1;
-					killed_now = 1;
-					launch[r] = 0;
-					continue;
-				}
-				if (op->group)
-					nccl_rec(g, NVLP_NCCL_GROUP_START, arr - 2 * US, 0, 0, n, 0,
-					         o);
-				for (unsigned k = 0; k < nin && ph; k++)
-					nccl_host_rec(g, ops[i + k].fn, arr + k * US, ops[i + k].bytes,
-					              per_host, hseq + k, o);
-				for (unsigned k = 0; k < nin && !ph; k++)
-					nccl_rec(g, ops[i + k].fn, arr + k * US, ops[i + k].bytes,
-					         op->group ? 1 : 0, n, seq + k, o);
-				if (op->group)
-					nccl_rec(g, NVLP_NCCL_GROUP_END, arr + nin * US + US, 0, 0,
-					         n, 0, o);
-				launch[r] = arr + nin * US + 10 * US;
-				if (launch[r] < g->comm_free)
-					launch[r] = g->comm_free;
-				if (launch[r] > mx)
-					mx = launch[r];
-				if (launch[r] > hmx[g->host])
-					hmx[g->host] = launch[r];
-			}
-			if (ph)
-				hseq += nin;
-			else
-				seq += nin;
-			/* the survivors' kernels never complete: no KERNEL records */
-			if (killed_now)
-				continue;
-			uint64_t xfer = (uint64_t)((double)bytes * fac / busbw * 1e9) + 8 * US;
-			for (int r = 0; r < n; r++) {
-				struct grank *g = &G[r];
-				uint64_t end = (ph ? hmx[g->host] : mx) + xfer;
-				kernel(g, o, launch[r], end, NCCL_STREAM, S_K0 + i, 1);
-				g->comm_free = end;
-				comm_end[r] = end;
-				double moved = (double)bytes * fac;
-				uint64_t from = ph ? hmx[g->host] : mx;
-				if (o->fallback) {
-					traffic_to(g, 1, from, end, moved);
-					traffic_to(g, 0, from, end, moved * 0.001);
-				} else
-					traffic_to(g, 0, from, end, moved);
-			}
-			if (o->interleave && i == 0)
-				late_bcast(G, n, o, t0 + op->at + 1000 * US, seq++, busbw, S_BCAST);
-		}
-		/* managed memory ping-pong, one migration per step */
-		if (o->thrash && s < 40 && !o->no_gpu) {
-			static const int dsts[3] = {0, 1, -1};
-			int dst = dsts[s % 3];
-			struct nvlp_rec_um u = {.counter = dst < 0 ? 2u : (s % 3 == 1 ? 8u : 1u),
-			                        .start = g0->mono0 + t0 + 100 * US,
-			                        .dur = 150 * US,
-			                        .address = um_ptr + (uint64_t)(s % 16) * 2 * MIB,
-			                        .value = 2 * MIB,
-			                        .src = (uint64_t)(dst < 0 ? 1 : -1),
-			                        .dst = (uint64_t)dst};
-			defer(g0, NVLP_K_UM, &u, sizeof u);
-			struct nvlp_rec_um f = {.counter = 4,
-			                        .start = g0->mono0 + t0 + 80 * US,
-			                        .dur = 20 * US,
-			                        .address = u.address,
-			                        .value = 32,
-			                        .dst = 0};
-			defer(g0, NVLP_K_UM, &f, sizeof f);
-		}
-		if (killed_now) {
-			/* the survivors wait in the last collective until they are killed 2 s
-			 * later */
-			for (int r = 0; r < n; r++) {
-				struct grank *g = &G[r];
-				if (g->dead)
-					continue;
-				flush_deferred(g);
-				g->signaled = 1;
-			}
-			t0 += (uint64_t)(o->hang_ms * MS);
-			break;
-		}
-		/* optimizer after the gradients arrived; the step ends when every rank is done */
-		uint64_t step_end = 0;
-		for (int r = 0; r < n; r++) {
-			uint64_t d = (r == o->late_rank) ? (uint64_t)(o->late_ms * MS) : 0;
-			uint64_t os = t0 + d + 8200 * US;
-			if (comm_end[r] > os)
-				os = comm_end[r] + 5 * US;
-			kernel(&G[r], o, os, os + 1300 * US, COMP_STREAM, S_OPT, 0);
-			if (os + 1300 * US > step_end)
-				step_end = os + 1300 * US;
-		}
-		/* the previous step's GPU records arrive now, after this step's API records */
-		for (int r = 0; r < n; r++) {
-			flush_deferred(&G[r]);
-			if (s % 4 == 3) /* the main thread's buffer, every few steps */
-				flush_late(&G[r]);
-		}
-		t0 = step_end + 100 * US;
-	}
-	for (int r = 0; r < n; r++) {
-		struct grank *g = &G[r];
-		if (g->dead == 1) {
-			nvlp_writer_close(g->w);
-			continue;
-		}
-		flush_deferred(g);
-		flush_late(g);
-		if (!o->no_gpu && !o->no_links) {
-			size_t nb = (t0 / MS) < g->nb ? t0 / MS : g->nb;
-			for (size_t i = 0; i < nb; i++) {
-				struct nvlp_rec_linksample l = {.device = (uint64_t)g->dev,
-				                                .source = 1,
-				                                .start = g->mono0 + i * MS,
-				                                .dur = MS};
-				l.nvl_tx = l.nvl_rx = (uint64_t)(g->nvl[i] / 2);
-				l.nvl_tx_user = l.nvl_tx;
-				l.nvl_rx_user = l.nvl_rx;
-				l.pcie_rd = 16384 + (uint64_t)(g->pcie[i] / 2);
-				l.pcie_wr = 16384 + (uint64_t)(g->pcie[i] / 2);
-				add(g, NVLP_K_LINKSAMPLE, &l, NULL, 0);
-			}
-		}
-		if (g->rank == o->drop_rank) { /* one thread lost 1234 records in a burst */
-			struct nvlp_rec_drops dr = {.tid = 100, .dropped = 1234, .t = g->mono0 + t0};
-			add(g, NVLP_K_DROPS, &dr, NULL, 0);
-		}
-		struct nvlp_rec_end e = {.t = g->mono0 + t0,
-		                         .records = g->records,
-		                         .dropped = g->rank == o->drop_rank ? 1234 : 0,
-		                         .reason = g->signaled ? NVLP_END_SIGNAL : NVLP_END_EXIT};
-		add(g, NVLP_K_END, &e, NULL, 0);
-		nvlp_writer_close(g->w);
-	}
-	free(comm_end);
-	free(launch);
-	free(hmx);
-	for (int r = 0; r < n; r++) {
-		free(G[r].p);
-		free(G[r].lp);
-		free(G[r].nvl);
-		free(G[r].pcie);
-	}
-	free(G);
 	return 0;
 }
+
 
 void an_gen_defaults(struct an_gen_opts *o);
 void an_gen_defaults(struct an_gen_opts *o)
@@ -1077,6 +1241,8 @@ void an_gen_defaults(struct an_gen_opts *o)
 	o->kill_rank = -1;
 	o->drop_rank = -1;
 	o->hang_ms = 2000;
+	o->hang_rank = -1;
+	o->kill_n = 1;
 }
 
 #ifndef AN_GEN_NO_MAIN
@@ -1103,6 +1269,28 @@ static int gen_launcher(const struct an_gen_opts *o)
 	return nvlp_writer_close(w);
 }
 
+/* --comms host,tp:N,pp:N: communicators beside the world one. @return 0, or -1 bad */
+static int parse_layout(struct an_gen_opts *o, const char *spec)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", spec);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (o->nlay == (int)(sizeof o->lay / sizeof o->lay[0]))
+			return -1;
+		struct lay *l = &o->lay[o->nlay++];
+		if (!strcmp(t, "host"))
+			l->kind = LAY_HOST;
+		else if (!strncmp(t, "tp:", 3) || !strncmp(t, "pp:", 3)) {
+			l->kind = t[0] == 't' ? LAY_TP : LAY_PP;
+			l->size = atoi(t + 3);
+			if (l->size < 1)
+				return -1;
+		} else
+			return -1;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: an_gen -o DIR [--ranks N] [--hosts H] [--steps S] [--clock-err-ms "
@@ -1115,8 +1303,11 @@ static void usage(void)
 	                "       [--bad-buildid] [--sym-records] [--tool-frames] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
 	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
-	                "       [--in-place] [--comm-name NAME] [--python] [--host-comm]\n"
-	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n");
+	                "       [--in-place] [--comm-name NAME] [--python]\n"
+	                "       [--mismatch count|dtype|op|fn|root|same:SEQ[:RANK]]\n"
+	                "       [--ranks-per-host N] [--comms host,tp:N,pp:N] [--clock-spread-ms X]\n"
+	                "       [--hang-rank R] [--blocking] [--kill-count N (from --kill-rank)]\n"
+	                "       [--print-records] [--comm-per-call (with --small-allreduce)]\n");
 }
 
 int main(int argc, char **argv)
@@ -1137,7 +1328,11 @@ int main(int argc, char **argv)
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
 	    {"no-nccl-gpu", 0, 0, 7},    {"python", 0, 0, 8},       {"in-place", 0, 0, 9},
-	    {"mismatch", 1, 0, 10},      {"host-comm", 0, 0, 11},   {0, 0, 0, 0}};
+	    {"mismatch", 1, 0, 10},      {"ranks-per-host", 1, 0, 11}, {"comms", 1, 0, 12},
+	    {"clock-spread-ms", 1, 0, 13}, {"hang-rank", 1, 0, 14},  {"blocking", 0, 0, 15},
+	    {"kill-count", 1, 0, 16},    {"print-records", 0, 0, 17}, {"comm-per-call", 0, 0, 18},
+	    {0, 0, 0, 0}};
+	int per_host = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
 		switch (c) {
@@ -1277,7 +1472,31 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 11:
-			o.host_comm = 1;
+			per_host = atoi(optarg);
+			break;
+		case 12:
+			if (parse_layout(&o, optarg)) {
+				usage();
+				return 2;
+			}
+			break;
+		case 13:
+			o.clock_spread_ms = atof(optarg);
+			break;
+		case 14:
+			o.hang_rank = atoi(optarg);
+			break;
+		case 15:
+			o.blocking = 1;
+			break;
+		case 16:
+			o.kill_n = atoi(optarg);
+			break;
+		case 17:
+			o.print_records = 1;
+			break;
+		case 18:
+			o.comm_per_call = 1;
 			break;
 		case 6:
 			o.plain = PLAIN_SINGLE;
@@ -1288,7 +1507,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.dir || o.ranks < 1 || o.ranks > 65536 || o.hosts < 1 || o.hosts > o.ranks) {
+	if (per_host > 0)
+		o.hosts = (o.ranks + per_host - 1) / per_host;
+	for (int l = 0; l < o.nlay; l++)
+		if (o.lay[l].kind == LAY_PP && o.ranks % o.lay[l].size) {
+			fprintf(stderr, "an_gen: pp:%d does not divide %d ranks\n", o.lay[l].size, o.ranks);
+			return 2;
+		}
+	if (!o.dir || o.ranks < 1 || o.hosts < 1 || o.hosts > o.ranks) {
 		usage();
 		return 2;
 	}
@@ -1296,6 +1522,8 @@ int main(int argc, char **argv)
 		gen_mm_seq = o.mm_seq;
 	if (an_gen_run(&o))
 		return 1;
+	if (o.print_records)
+		printf("records %llu\n", (unsigned long long)gen_records);
 	return o.launcher && gen_launcher(&o) ? 1 : 0;
 }
 #endif
