@@ -38,16 +38,28 @@ size_t an_cost_sum(const struct an_job *job, struct an_cost *c)
 	return c->ranks;
 }
 
+/* A CPU time: ms under a second, else s. */
+static const char *cpu_time(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000000000ull)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	return buf;
+}
+
 void an_cost_text(FILE *o, const struct an_job *job)
 {
 	struct an_cost c;
 	if (!an_cost_sum(job, &c))
 		return;
+	char a[32], b[32], p[32];
 	fprintf(o,
-	        "nvlprof cost: %.1f%% of CPU (its threads %.2f s, in the job's calls ~%.2f s, of "
-	        "%.2f s), %.1f MiB, %.2f MB/min per rank (%.0f MB/h)",
-	        c.share * 100, c.own_cpu / 1e9, c.hook_ns / 1e9, c.proc_cpu / 1e9,
-	        c.mem_peak / MIB, c.bytes_per_s * 60 / 1e6, c.bytes_per_s * 3600 / 1e6);
+	        "nvlprof cost: %.1f%% of CPU (its threads %s, in the job's calls ~%s, of %s), "
+	        "%.1f MiB, %.2f MB/min per rank (%.0f MB/h)",
+	        c.share * 100, cpu_time(a, sizeof a, c.own_cpu), cpu_time(b, sizeof b, c.hook_ns),
+	        cpu_time(p, sizeof p, c.proc_cpu), c.mem_peak / MIB, c.bytes_per_s * 60 / 1e6,
+	        c.bytes_per_s * 3600 / 1e6);
 	if (c.ranks < job->nok)
 		fprintf(o, " (%zu of %zu processes recorded it)", c.ranks, job->nok);
 	fputc('\n', o);

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "partial.h"
 #include "report.h"
+#include "stages.h" /* an_hosts_number */
 #include "util.h" /* nvlp_out_finish */
 
 /* A process of the merged job, for the checks across partials: its partial, its key. */
@@ -187,6 +188,13 @@ static int merge_load(char **names, int np, struct an_job *job)
 	an_job_order(job);
 	if (!job->nok) {
 		fprintf(stderr, "nvlprof: merge: no readable trace in the partials (%zu process(es))\n",
+		        n);
+		an_job_free(job);
+		return -1;
+	}
+	/* as an_job_load ends: the hosts numbered once, for every later stage */
+	if (an_hosts_number(job) < 0) {
+		fprintf(stderr, "nvlprof: merge: out of memory numbering the hosts of %zu process(es)\n",
 		        n);
 		an_job_free(job);
 		return -1;

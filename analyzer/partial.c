@@ -217,7 +217,7 @@ static void ranks_free(struct an_rank *v, size_t n)
 static int rank_sane(const struct an_rank *r)
 {
 	for (size_t k = 0; k < r->ncalls; k++)
-		if (r->calls[k].comm >= r->ncomms ||
+		if (r->calls[k].comm < 0 || (size_t)r->calls[k].comm >= r->ncomms ||
 		    (r->csig && r->csig[k] != AN_CSIG_NONE && r->csig[k] >= r->ncsigs))
 			return 0;
 	for (size_t i = 0; i < r->ninflight; i++)
