@@ -37,12 +37,16 @@ CONFIGS = {
 
 # ---- worker ------------------------------------------------------------------------------------
 
-def build_gpt2(dev):
+def build_gpt2(dev, wrap=None):
+    """HF GPT-2 from a config (6 x 768, bf16 autocast, batch 8 x 512, AdamW); wrap(model) gives
+    the module the step calls (DDP), None the model itself."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = GPT2Config(n_layer=6, n_embd=768, n_head=12, n_positions=512, vocab_size=50257)
+    torch.manual_seed(7)
     model = GPT2LMHeadModel(cfg).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    run = wrap(model) if wrap else model
+    opt = torch.optim.AdamW(run.parameters(), lr=1e-4)
     g = torch.Generator(device=dev)
     g.manual_seed(7)
     data = torch.randint(0, cfg.vocab_size, (4, 8, 512), device=dev, generator=g)
@@ -50,7 +54,7 @@ def build_gpt2(dev):
     def step(i):
         x = data[i % 4]
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=x, labels=x).loss
+            loss = run(input_ids=x, labels=x).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -78,28 +82,12 @@ def build_gpt2ddp(dev, port):
     import datetime
     import torch
     import torch.distributed as dist
-    from transformers import GPT2Config, GPT2LMHeadModel
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("nccl", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
                             device_id=dev)
-    cfg = GPT2Config(n_layer=6, n_embd=768, n_head=12, n_positions=512, vocab_size=50257)
-    torch.manual_seed(7)
-    model = GPT2LMHeadModel(cfg).to(dev)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
-    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
-    g = torch.Generator(device=dev)
-    g.manual_seed(7)
-    data = torch.randint(0, cfg.vocab_size, (4, 8, 512), device=dev, generator=g)
-
-    def step(i):
-        x = data[i % 4]
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = ddp(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return build_gpt2(dev, lambda m: torch.nn.parallel.DistributedDataParallel(
+        m, device_ids=[dev.index]))
 
 
 def build_ddp2(dev, port, rank):
