@@ -78,6 +78,10 @@ struct an_index {
 	T(ranks_shown, 32,                                                                         \
 	  "a job of more ranks shows in RANKS (and the page's tables and plots) the ranks that "   \
 	  "matter and the others' distribution; --all-ranks shows every rank")                    \
+	T(collective_rows, 32,                                                                     \
+	  "COLLECTIVES past this many rows: one row per kind of communicator, call and size "     \
+	  "(their mean, with the range under it) instead of one per communicator; --all-ranks "   \
+	  "shows every one")                                                                      \
 	T(heatmap_rows, 256,                                                                       \
 	  "the page's heatmaps draw one row per rank up to this many ranks; past it the ranks "   \
 	  "that matter and percentile bands of the others")

@@ -21,7 +21,7 @@ const char *an_ckind_id(int kind)
 }
 
 /* World: every rank of the job; per host: one host's (not the world); groups: the others */
-static int ckind_of(const struct an_comm *c, size_t nranks)
+int an_ckind_of(const struct an_comm *c, size_t nranks)
 {
 	if (c->nranks >= (int)nranks)
 		return AN_CK_WORLD;
@@ -36,13 +36,13 @@ void an_skew_kinds(const struct an_job *job, size_t nranks, struct an_skew_kinds
 		const struct an_comm *c = &job->comms[ci];
 		if (!c->skew_n)
 			continue;
-		struct an_skew_kind *k = &s->k[ckind_of(c, nranks)];
+		struct an_skew_kind *k = &s->k[an_ckind_of(c, nranks)];
 		if (!k->ncomms++ || c->nranks < k->min_ranks)
 			k->min_ranks = c->nranks;
 		if (c->nranks > k->max_ranks)
 			k->max_ranks = c->nranks;
 		k->n += c->skew_n;
-		sum[ckind_of(c, nranks)] += c->skew_sum_ns;
+		sum[an_ckind_of(c, nranks)] += c->skew_sum_ns;
 		if (c->skew_max_ns > k->max_ns)
 			k->max_ns = c->skew_max_ns;
 	}

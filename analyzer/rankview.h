@@ -23,6 +23,11 @@ struct an_skew_kinds {
 /*! The job's matched collectives' skew per communicator kind: world (every rank), per host (a
  * communicator on one host, not the world), groups (the others). */
 void an_skew_kinds(const struct an_job *job, size_t nranks, struct an_skew_kinds *s);
+/*! The kind of communicator c in a job of nranks processes */
+int an_ckind_of(const struct an_comm *c, size_t nranks);
+/*! COLLECTIVES: a row per communicator and call, or, past the collective_rows threshold, one row
+ * per kind of communicator, call and size for communicators of the same kind (collview.c) */
+void an_collectives_print(FILE *o, const struct an_job *job, const struct an_tables *t);
 /*! "world", "per host", "groups" */
 const char *an_ckind_name(int kind);
 /*! "world", "per_host", "groups" (JSON) */

@@ -458,42 +458,6 @@ static void text_comm(FILE *o, const struct an_job *job, const struct an_tables 
 		    s->comm_ms);
 }
 
-static void text_collectives(FILE *o, const struct an_job *job, const struct an_tables *t)
-{
-	if (!job->naggs)
-		return;
-	fprintf(o, "\nCOLLECTIVES (per communicator; time is %s)\n",
-	        job->have_gpu || job->have_kch_gpu ? "GPU kernel time" : "host call time");
-	fprintf(o, "  %-16s %-18s %5s %10s %10s %12s %8s %8s %6s\n", "comm", "call",
-	        "ranks", "calls/rank", "MiB/call", "ms/rank", "algbw", "busbw", "%peak");
-	for (size_t i = 0; i < job->naggs; i++) {
-		const struct an_arow r = t->coll[i];
-		char a[16], b[16], p[16];
-		fmt_gbps(a, sizeof a, r.algbw);
-		fmt_gbps(b, sizeof b, r.busbw);
-		if (isnan(r.peak_share))
-			snprintf(p, sizeof p, "-");
-		else
-			snprintf(p, sizeof p, "%.0f", r.peak_share * 100);
-		fprintf(o, "  %016llx %-18s %5d %10.1f %10.3f %11.2f%s %8s %8s %6s\n",
-		        (unsigned long long)r.c->hash, nvlp_nccl_fn_name(r.a->fn),
-		        r.c->nranks, r.calls_per_rank, r.bytes_per_call / MIB,
-		        r.time_ms_per_rank, r.host_time ? "h" : " ", a, b, p);
-	}
-	fprintf(
-	    o,
-	    "  (algbw/busbw in GB/s as nccl-tests, over transfer time: the shortest rank's "
-	    "time per matched collective; a time ending in h, as 1.26h, is host call time (no GPU "
-	    "data), not hours)\n");
-	if (t->peak > 0)
-		fprintf(o, "  (%%peak: busbw of the NVLink peak, %.0f GB/s per GPU each way: %s)\n",
-		        t->peak / 1e9, an_peak_basis());
-	for (size_t ci = 0; ci < job->ncomms; ci++)
-		if (job->comms[ci].name[0])
-			fprintf(o, "  comm %016llx is \"%s\" (the name the job gave it)\n",
-			        (unsigned long long)job->comms[ci].hash, job->comms[ci].name);
-}
-
 static void text_choices(FILE *o, const struct an_job *job)
 {
 	if (!job->nchoices)
@@ -648,7 +612,7 @@ void an_report_text(FILE *o, const struct an_job *job, const struct an_findings 
 	an_graphs_report_text(o, job);
 	fprintf(o, "\nFINDINGS\n");
 	an_findings_print(o, f);
-	text_collectives(o, job, &t);
+	an_collectives_print(o, job, &t);
 	text_choices(o, job);
 	struct an_rank_view v;
 	an_rank_view_build(job, &t, f, &v); /* out of memory: every rank */

@@ -118,4 +118,16 @@ grep -q 'the other 20[0-9][0-9] ranks' "$T/dead.html" && pass "dead: the hang pl
 	fail "dead: no merged hang row"
 check_eq "big: the page's rank table keeps RANKS' rows" "$n" \
 	"$(sed -n '/id="r-t-ranks"/,/<\/table>/p' "$T/big.html" | grep -c '<tr><td>[0-9]')"
+# COLLECTIVES past collective_rows (32) rows: one row per kind of communicator, call and size
+coll() { sed -n '/^COLLECTIVES/,/^$/p' "$T/$1.txt"; }
+check "big: COLLECTIVES merges the 256 per-host communicators into one row" grep -qE \
+	'^  256 per host +ncclAllReduce +8 ' <(coll big)
+check "big: with the range of its communicators under it" grep -qE \
+	'^    \(their mean; over the 256 communicators ms/rank [0-9.]+-[0-9.]+, busbw [0-9.]+-[0-9.]+\)$' <(coll big)
+check "big: the world communicator keeps its own row" grep -qE '^  [0-9a-f]{16} ncclAllReduce +2048 ' <(coll big)
+check "big: it says how many rows it merged" grep -q '^  (258 rows of communicators and calls in 3: ' <(coll big)
+check_eq "big --all-ranks: every communicator a row" 256 "$(coll big_all | grep -cE '^  [0-9a-f]{16} ncclAllReduce +8 ')"
+check_eq "big -t collective_rows=1000: every communicator a row" 256 \
+	"$("$CLI" report -t collective_rows=1000 "$T/big" 2>/dev/null | sed -n '/^COLLECTIVES/,/^$/p' | grep -cE '^  [0-9a-f]{16} ncclAllReduce +8 ')"
+check "small2 (8 rows): one row per communicator, as always" sh -c '! grep -q "per host  " "$1"' _ "$T/small2.txt"
 exit $((FAILED > 0))
