@@ -17,6 +17,7 @@ check "times near 2^64: 4 collectives matched, no overflow trap" grep -q "^  4 c
 # communicator indices are 32 bits: every one of the 70000 is kept (16 bits kept 65535 (communicator,
 # rank) pairs, 32767 communicators, and warned of the rest)
 check_eq "70000 communicators: no warning" "0" "$(grep -c 'warning' "$T/comms.err")"
+run comms --all-ranks # every communicator a COLLECTIVES row (past 32 they are merged by kind)
 check_eq "70000 communicators: 70000 listed, none wrapped" "70000" \
 	"$(grep -cE '^  0000000100[0-9a-f]{6} ncclAllReduce' "$T/comms.txt")"
 check "bad devices: one warning naming file, frame and record" grep -Eq \
