@@ -90,6 +90,30 @@ def build_gpt2ddp(dev, port):
         m, device_ids=[dev.index]))
 
 
+def mlp_ddp_step(dev, width, seed):
+    """4 x Linear(width) + ReLU under DDP (the process group is up), batch 256, fp32, SGD: the
+    step of examples/ddp_train.py's model at that width."""
+    import torch
+    torch.manual_seed(1234)
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1)).to(dev)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    g = torch.Generator(device=dev)
+    g.manual_seed(seed)
+    xs = torch.randn(8, 256, width, device=dev, generator=g)
+    ys = torch.randn(8, 256, 1, device=dev, generator=g)
+
+    def step(i):
+        loss = torch.nn.functional.mse_loss(ddp(xs[i % 8]), ys[i % 8])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
 def build_ddp2(dev, port, rank):
     """A 2-rank DDP job (4 x Linear 2048 + ReLU, batch 256, fp32, SGD); both ranks may share one
     GPU (each its own NCCL_HOSTID, as tests/gpu/hostid_rank.sh does). Returns the step and the
@@ -103,24 +127,7 @@ def build_ddp2(dev, port, rank):
     dist.init_process_group("nccl", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=120),
                             device_id=dev)
     ctl = dist.new_group(backend="gloo")
-    torch.manual_seed(1234)
-    layers = []
-    for _ in range(4):
-        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(2048, 1)).to(dev)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
-    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-    g = torch.Generator(device=dev)
-    g.manual_seed(100 + rank)
-    xs = torch.randn(8, 256, 2048, device=dev, generator=g)
-    ys = torch.randn(8, 256, 1, device=dev, generator=g)
-
-    def step(i):
-        loss = torch.nn.functional.mse_loss(ddp(xs[i % 8]), ys[i % 8])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step, ctl
+    return mlp_ddp_step(dev, 2048, 100 + rank), ctl
 
 
 def ddp2_follower(a):
@@ -157,24 +164,7 @@ def build_ddp(dev, port):
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("nccl", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
                             device_id=dev)
-    torch.manual_seed(1234)
-    layers = []
-    for _ in range(4):
-        layers += [torch.nn.Linear(4096, 4096), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(4096, 1)).to(dev)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
-    opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-    g = torch.Generator(device=dev)
-    g.manual_seed(100)
-    xs = torch.randn(8, 256, 4096, device=dev, generator=g)
-    ys = torch.randn(8, 256, 1, device=dev, generator=g)
-
-    def step(i):
-        loss = torch.nn.functional.mse_loss(ddp(xs[i % 8]), ys[i % 8])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
+    return mlp_ddp_step(dev, 4096, 100)
 
 
 def pin_all(cpus):
