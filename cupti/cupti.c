@@ -265,7 +265,6 @@ static void *sched(void *arg)
 		pthread_mutex_lock(&T.mu);
 	}
 	pthread_mutex_unlock(&T.mu);
-	nvlp_own_cpu_account("flush");
 	nvlp_cost_thread_end(NVLP_COST_FLUSH);
 	return NULL;
 }

@@ -746,7 +746,6 @@ static void *sampler(void *arg)
 		pthread_mutex_lock(&L.mu);
 	}
 	pthread_mutex_unlock(&L.mu);
-	nvlp_own_cpu_account("sampler");
 	nvlp_cost_thread_end(NVLP_COST_SAMPLER);
 	return NULL;
 }

@@ -184,9 +184,6 @@ void nvlp_init(void);
 /*! Flush everything now and write END (reason: enum nvlp_end_reason); recording stops after. */
 void nvlp_shutdown(unsigned reason);
 
-/*! For NVLPROF_VERBOSE: an nvlprof thread about to end adds the CPU time it used under its name. */
-void nvlp_own_cpu_account(const char *who);
-
 /* Provided by cupti/. */
 /*! Called from InitializeInjection or from the constructor when CUDA is already up. */
 void nvlp_cupti_start(void);

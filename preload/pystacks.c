@@ -1325,7 +1325,6 @@ static void *samp_main(void *arg)
 	free(r.bc);
 	if (r.pipe[0] >= 0)
 		close(r.pipe[0]), close(r.pipe[1]);
-	nvlp_own_cpu_account("pysample");
 	nvlp_cost_thread_end(NVLP_COST_PYSAMPLE);
 	return NULL;
 }

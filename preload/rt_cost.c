@@ -1,6 +1,7 @@
 /* rt_cost.c: what recording costs the job, measured by the shim itself: CPU time of nvlprof's own
  * threads and of its code on the job's threads (sampled), memory held, trace bytes. Written as
- * COST records (every 10 s and at the end, each in a frame of its own; rt_writer.c). */
+ * COST records (every 10 s and at the end, each in a frame of its own; rt_writer.c) and, with
+ * NVLPROF_VERBOSE, one line at exit. */
 #include <pthread.h> /* pthread_getcpuclockid */
 #include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* getenv */
@@ -19,6 +20,7 @@ static struct {
 	pthread_mutex_t mu;
 	clockid_t clk[NVLP_COST_WHO_N]; /* live threads' CPU clocks */
 	int live[NVLP_COST_WHO_N];
+	int ran[NVLP_COST_WHO_N]; /* a thread of the role started (NVLPROF_VERBOSE names it) */
 	uint64_t ended_ns[NVLP_COST_WHO_N]; /* CPU of ended threads of each role */
 	_Atomic uint64_t hook_ns, hook_samples;
 	_Atomic int64_t mem;   /* outside the rings (CUPTI buffers) */
@@ -52,7 +54,7 @@ void nvlp_cost_thread_start(enum nvlp_cost_who who)
 		return;
 	pthread_mutex_lock(&C.mu);
 	C.clk[who] = c;
-	C.live[who] = 1;
+	C.live[who] = C.ran[who] = 1;
 	pthread_mutex_unlock(&C.mu);
 }
 
@@ -127,6 +129,22 @@ void nvlp_cost_fill(struct nvlp_rec_cost *c, const nvlp_writer *w)
 		nvlp_writer_stats(w, &c->records, &c->raw_bytes, &c->file_bytes);
 }
 
+static const char *const who_name[NVLP_COST_WHO_N] = {"writer", "flush", "sampler", "pysample"};
+
+void nvlp_cost_verbose(void)
+{
+	uint64_t roles[NVLP_COST_WHO_N];
+	roles_cpu(roles);
+	char text[160] = "";
+	size_t n = 0;
+	for (int i = 1; i < NVLP_COST_WHO_N && n < sizeof text; i++)
+		if (C.ran[i])
+			n += (size_t)snprintf(text + n, sizeof text - n, ", %s %.1f ms", who_name[i],
+			                      roles[i] / 1e6);
+	nvlp_warn("CPU time: process %.1f ms; nvlprof's threads: writer %.1f ms%s",
+	          clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6, roles[NVLP_COST_WRITER] / 1e6, text);
+}
+
 /* The capture settings in effect, defaults included (header key NVLP_HDR_CAPTURE). */
 void nvlp_cost_capture(char *out, size_t len)
 {
@@ -146,6 +164,7 @@ void nvlp_cost_atfork_child(void)
 {
 	pthread_mutex_init(&C.mu, NULL);
 	memset(C.live, 0, sizeof C.live);
+	memset(C.ran, 0, sizeof C.ran);
 	memset(C.ended_ns, 0, sizeof C.ended_ns);
 	__atomic_store_n(&C.hook_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&C.hook_samples, 0, __ATOMIC_RELAXED);

@@ -10,14 +10,15 @@
  * Who calls whom (one way; lifecycle.c decides when a trace starts and ends and calls the runtime,
  * which reaches lifecycle.c only through the hooks it registered):
  *   lifecycle.c  -> rt_fork.c, rt_writer.c, rt_emit.c, rt_config.c
- *   rt_fork.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, symbols.c, nvlp_clock.c
+ *   rt_fork.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, symbols.c, nvlp_clock.c,
+ *                   rt_cost.c
  *   rt_emit.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, rt_config.c, rt_warn.c
  *   rt_strings.c -> rt_writer.c
- *   rt_writer.c  -> rt_tracefile.c, rt_watch.c, rt_ring.c, symbols.c, rt_cpu.c, rt_config.c,
+ *   rt_writer.c  -> rt_tracefile.c, rt_watch.c, rt_ring.c, symbols.c, rt_cost.c, rt_config.c,
  *                   rt_warn.c
- *   rt_tracefile.c -> rt_watch.c, rt_config.c, rt_warn.c
+ *   rt_tracefile.c -> rt_watch.c, rt_config.c, rt_warn.c, rt_cost.c
  *   rt_watch.c   -> rt_ring.c
- *   rt_cpu.c     -> rt_config.c, rt_warn.c
+ *   rt_cost.c    -> rt_config.c, rt_warn.c, rt_ring.c, trace/ (writer stats)
  */
 
 /* ---- rt_cost.c: the COST records (hooks and threads report through nvlp_cost.h) ---------- */
@@ -27,6 +28,8 @@ struct nvlp_writer;
 void nvlp_cost_opened(void);
 /*! The cost so far, with the trace's bytes from w (NULL: none). */
 void nvlp_cost_fill(struct nvlp_rec_cost *c, const struct nvlp_writer *w);
+/*! NVLPROF_VERBOSE: the process's CPU time and that of each of nvlprof's threads that ran. */
+void nvlp_cost_verbose(void);
 /*! The capture settings in effect, for the header. */
 void nvlp_cost_capture(char *out, size_t len);
 void nvlp_cost_atfork_child(void);
@@ -125,12 +128,6 @@ void nvlp_str_replay_locked(void);
 /* ---- rt_emit.c ------------------------------------------------------------------------------ */
 /*! At init: the thread-exit key that retires a thread's ring. */
 void nvlp_emit_init(void);
-
-/* ---- rt_cpu.c ------------------------------------------------------------------------------- */
-/*! CPU time of a thread's clock in ms (0 if it cannot be read). */
-double nvlp_thread_cpu_ms(clockid_t c);
-/*! NVLPROF_VERBOSE: print the process's CPU time and that of nvlprof's threads. */
-void nvlp_cpu_report(double writer_ms);
 
 /* ---- lifecycle.c (for cupti/, which loads libraries on its own threads) -------------------- */
 /*! Register the exit handler again if libraries were loaded since it was last registered:

@@ -617,10 +617,7 @@ void nvlp_rt_finish(unsigned reason)
 			          syms_ns / 1e6, (unsigned long long)total_late,
 			          (unsigned long long)atomic_load(&kicks),
 			          nvlp_ring_count());
-			clockid_t c;
-			nvlp_cpu_report(wthread_live && pthread_getcpuclockid(wthread, &c) == 0
-			                    ? nvlp_thread_cpu_ms(c)
-			                    : 0);
+			nvlp_cost_verbose();
 		}
 		writer = NULL;
 		atomic_store(&wstate, W_CLOSED);
