@@ -169,8 +169,7 @@ ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char
 	}
 	c->rank = rank;
 	c->nranks = nranks;
-	const char *kv = getenv("NVLPROF_KCH");
-	if (!(kv && !strcmp(kv, "0"))) {
+	if (nvlp_cfg()->kch) {
 		c->colls = calloc(KCH_COLLS, sizeof *c->colls);
 		c->kchs = calloc(KCH_SLOTS, sizeof *c->kchs);
 		c->kch = c->colls && c->kchs;
@@ -188,7 +187,7 @@ ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char
 		          "NCCL profiler plugin (v%d) active: algorithm, protocol and channels of "
 		          "every collective%s",
 		          nvlp_np_iface, c->kch ? "; kernel channels' GPU timestamps (KernelCh)"
-		                 : (kv ? " (NVLPROF_KCH=0: no kernel-channel timestamps)"
+		                 : (!nvlp_cfg()->kch ? " (NVLPROF_KCH=0: no kernel-channel timestamps)"
 		                       : " (no memory for kernel-channel handles)"));
 	return ncclSuccess;
 }

@@ -49,6 +49,7 @@ struct nvlp_config {
 	char capture_name[256]; /* the NVTX range's message for capture 2 */
 	long pysample_hz;  /* NVLPROF_PYSAMPLE_HZ (default 10, 0 = off): Python chains sampled */
 	int driver;        /* NVLPROF_DRIVER (default 1): driver-API callbacks (cupti/callbacks.c) */
+	int kch;           /* NVLPROF_KCH (default 1): NCCL's kernel-channel events (ncclprof.c) */
 	char kernels[128]; /* NVLPROF_KERNELS as set ("" = NVLP_KERNELS_DEFAULT), parsed by cupti.c */
 };
 const struct nvlp_config *nvlp_cfg(void);

@@ -33,6 +33,7 @@ static struct nvlp_config cfg = {
     .nvtx = 1,
     .pysample_hz = 10,
     .driver = 1,
+    .kch = 1,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
@@ -120,6 +121,7 @@ void nvlp_cfg_parse(void)
 	cfg_bool("NVLPROF_NVTX", &cfg.nvtx);
 	cfg_long("NVLPROF_PYSAMPLE_HZ", &cfg.pysample_hz, 0, 1000);
 	cfg_bool("NVLPROF_DRIVER", &cfg.driver);
+	cfg_bool("NVLPROF_KCH", &cfg.kch);
 	const char *k = getenv("NVLPROF_KERNELS");
 	snprintf(cfg.kernels, sizeof cfg.kernels, "%s", k ? k : "");
 	const char *cap = getenv("NVLPROF_CAPTURE");

@@ -42,6 +42,19 @@ check_eq "name: nvlprof's KCH records (2+16+2+2 per step)" 66 "$(count "$d" kch)
 check "name: NOTE names the chained plugin" sh -c "'$CLI' dump '$d/tr' | grep -q 'note nccl_plugin .*fakelog (v5, .*libnccl-profiler-fakelog.so) chained'"
 check_eq "name: no warning" 0 "$(grep -c '^nvlprof: ' "$d/.err")"
 
+# --- NVLPROF_KCH=0: nvlprof asks for no kernel channel, the chained plugin still gets its own ---
+d=$T/kch0
+alone "$d" NCCL_PROFILER_PLUGIN=fakelog
+chained "$d" NCCL_PROFILER_PLUGIN=fakelog NVLPROF_KCH=0
+same_log "NVLPROF_KCH=0: chained plugin given what it is given alone" "$d"
+check_eq "NVLPROF_KCH=0: no KCH record of nvlprof's" 0 "$(count "$d" kch)"
+check_eq "NVLPROF_KCH=0: NCCLPROF records kept" 12 "$(count "$d" ncclprof)"
+check "NVLPROF_KCH=0: the header's capture says kch=0" grep -q 'capture="[^"]* kch=0 ' <("$CLI" dump "$d/tr" | grep -m1 '^header ')
+d=$T/kchbad
+chained "$d" NCCL_PROFILER_PLUGIN=fakelog NVLPROF_KCH=x
+check "NVLPROF_KCH=x: one warning, kernel channels stay on" grep -q "^nvlprof: NVLPROF_KCH='x': expected 0 or 1; using default 1$" "$d/.err"
+check_eq "NVLPROF_KCH=x: nvlprof's KCH records" 66 "$(count "$d" kch)"
+
 # --- masks: each chained log equals its alone log, and the mask is honoured ---
 for m in 0x100 0x200 0x840 0x1 0x2 0x40 0xfff 0; do
 	d=$T/mask$m
