@@ -11,20 +11,12 @@
 
 #define MIB (1024.0 * 1024.0)
 
-static void gbps(char *b, size_t n, double v)
-{
-	if (isnan(v))
-		snprintf(b, n, "-");
-	else
-		snprintf(b, n, "%.1f", v);
-}
-
 static void row(FILE *o, const char *comm, const struct an_arow *r, double calls, double bytes,
                 double ms, int host, double algbw, double busbw, double peak)
 {
 	char a[16], b[16], p[16];
-	gbps(a, sizeof a, algbw);
-	gbps(b, sizeof b, busbw);
+	an_fmt_gbps(a, sizeof a, algbw);
+	an_fmt_gbps(b, sizeof b, busbw);
 	if (isnan(peak))
 		snprintf(p, sizeof p, "-");
 	else
@@ -79,8 +71,8 @@ static void group_print(FILE *o, const struct an_tables *t, const struct group *
 	row(o, label, r, g->calls / n, g->bytes / n, g->ms / n, g->host, g->algbw / n, g->busbw / n,
 	    g->peak / n);
 	char lo[16], hi[16];
-	gbps(lo, sizeof lo, g->bw_lo);
-	gbps(hi, sizeof hi, g->bw_hi);
+	an_fmt_gbps(lo, sizeof lo, g->bw_lo);
+	an_fmt_gbps(hi, sizeof hi, g->bw_hi);
 	fprintf(o, "    (their mean; over the %zu communicators ms/rank %.2f-%.2f, busbw %s-%s)\n",
 	        g->n, g->ms_lo, g->ms_hi, lo, hi);
 }

@@ -357,7 +357,7 @@ static double pair_gbps(const struct an_pair *p)
 	return NAN;
 }
 
-static void fmt_gbps(char *b, size_t n, double v)
+void an_fmt_gbps(char *b, size_t n, double v)
 {
 	if (isnan(v))
 		snprintf(b, n, "-");
@@ -505,7 +505,7 @@ static void text_copies(FILE *o, const struct an_job *job)
 				        "\nCOPIES (cross-device)\n  %4s %8s %-12s %7s %10s %8s\n",
 				        "rank", "src->dst", "path", "copies", "MiB", "GB/s");
 			char g[16], sd[16];
-			fmt_gbps(g, sizeof g, pair_gbps(p));
+			an_fmt_gbps(g, sizeof g, pair_gbps(p));
 			snprintf(sd, sizeof sd, "%d->%d", p->src, p->dst);
 			fprintf(o, "  %4d %8s %-12s %7llu %10.1f %8s\n", rank_id(job, i), sd,
 			        pair_path(p),

@@ -107,6 +107,8 @@ int an_diff_view(const struct an_job *jb, const struct an_findings *fb, const st
 /*! The report's first lines (processes, steps, data, the communication summary line), as the
  * text report prints them */
 void an_report_head(FILE *o, const struct an_job *job, const struct an_tables *t);
+/*! A GB/s figure as the tables print it ("-" for NaN) */
+void an_fmt_gbps(char *b, size_t n, double v);
 /*! The function name of an NCCL CHOICES row, as the job called it */
 const char *an_choice_fn_name(const struct an_job *job, const struct an_jchoice *x);
 
