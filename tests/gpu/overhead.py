@@ -76,16 +76,21 @@ def build_tiny(dev):
     return step
 
 
-def build_gpt2ddp(dev, port):
-    """The GPT-2 loop of build_gpt2 under DDP (world size 1, NCCL): the same step through
-    torch.distributed, as torchrun jobs run it."""
+def init_pg(dev, port, rank, world, timeout_s):
+    """The NCCL process group of a DDP workload (rendezvous on 127.0.0.1:port)."""
     import datetime
-    import torch
     import torch.distributed as dist
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("nccl", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
-                            device_id=dev)
+    dist.init_process_group("nccl", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=timeout_s), device_id=dev)
+
+
+def build_gpt2ddp(dev, port):
+    """The GPT-2 loop of build_gpt2 under DDP (world size 1, NCCL): the same step through
+    torch.distributed, as torchrun jobs run it."""
+    import torch
+    init_pg(dev, port, 0, 1, 60)
     return build_gpt2(dev, lambda m: torch.nn.parallel.DistributedDataParallel(
         m, device_ids=[dev.index]))
 
@@ -118,14 +123,9 @@ def build_ddp2(dev, port, rank):
     """A 2-rank DDP job (4 x Linear 2048 + ReLU, batch 256, fp32, SGD); both ranks may share one
     GPU (each its own NCCL_HOSTID, as tests/gpu/hostid_rank.sh does). Returns the step and the
     control group (gloo) rank 0 sends each turn's orders on."""
-    import datetime
-    import torch
     import torch.distributed as dist
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
     os.environ["NCCL_HOSTID"] = "ov-rank%d" % rank
-    dist.init_process_group("nccl", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=120),
-                            device_id=dev)
+    init_pg(dev, port, rank, 2, 120)
     ctl = dist.new_group(backend="gloo")
     return mlp_ddp_step(dev, 2048, 100 + rank), ctl
 
@@ -157,13 +157,7 @@ def ddp2_follower(a):
 def build_ddp(dev, port):
     """examples/ddp_train.py's default model and step (4 x Linear 4096 + ReLU, batch 256, fp32, SGD)
     under DDP at world size 1."""
-    import datetime
-    import torch
-    import torch.distributed as dist
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("nccl", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60),
-                            device_id=dev)
+    init_pg(dev, port, 0, 1, 60)
     return mlp_ddp_step(dev, 4096, 100)
 
 
