@@ -61,7 +61,7 @@ TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
 CUPTI_SRCS := $(wildcard cupti/*.c)
 CUPTI_CXX_SRCS := $(wildcard cupti/*.cc)
-ANALYZER_SRCS := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
+ANALYZER_SRCS := $(filter-out analyzer/cli/main.c,$(wildcard analyzer/*/*.c))
 
 LIB_OBJS := $(patsubst %.c,$(BUILD)/lib/%.o,$(TRACE_SRCS) $(PRELOAD_SRCS) $(CUPTI_SRCS)) \
             $(patsubst %.cc,$(BUILD)/lib/%.o,$(CUPTI_CXX_SRCS))
@@ -137,7 +137,7 @@ $(BUILD)/cli/tests/%.o: CPPFLAGS += -Itests
 # deleted), not only when a header it lists changed: each object depends on its .d, and the .d
 # of every object a goal names is a target of its own with no recipe (so a missing one counts as
 # remade); the .d of any other object comes from the pattern rule below.
-DEP_FILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(TRACE_OBJS) $(ANALYZER_OBJS) $(BUILD)/cli/analyzer/main.o)
+DEP_FILES := $(patsubst %.o,%.d,$(LIB_OBJS) $(TRACE_OBJS) $(ANALYZER_OBJS) $(BUILD)/cli/analyzer/cli/main.o)
 $(DEP_FILES):
 $(BUILD)/%.d: ;
 
@@ -152,9 +152,9 @@ endef
 
 $(LIB): $(LIB_OBJS) preload/exports.map
 	$(CC) $(LIB_LDFLAGS) -Wl,--version-script=preload/exports.map -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
-$(CLI): $(BUILD)/cli/analyzer/main.o $(ANALYZER_OBJS) $(TRACE_OBJS)
+$(CLI): $(BUILD)/cli/analyzer/cli/main.o $(ANALYZER_OBJS) $(TRACE_OBJS)
 	$(call link)
-$(DASK): analyzer/nvlprof_dask.py
+$(DASK): analyzer/cli/nvlprof_dask.py
 	@mkdir -p $(dir $@)
 	install -m 755 $< $@
 
@@ -341,7 +341,7 @@ bench: all $(BENCH_BINS)
 bench-scale: analyzer $(BUILD)/tests/progs/an_gen
 	@BUILD=$(BUILD) bash tests/bench/scale.sh
 
-# bin/nvlprof finds lib/libnvlprof.so from where it is installed (analyzer/run.c)
+# bin/nvlprof finds lib/libnvlprof.so from where it is installed (analyzer/cli/run.c)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/nvlprof

@@ -9,7 +9,7 @@
 #include <time.h>    /* clock_gettime */
 #include <unistd.h>  /* sysconf */
 
-#include "export.h"
+#include "out/export.h"
 
 static void null_ev(void *ctx, const struct xm_job *x, const struct xe_ev *e)
 {

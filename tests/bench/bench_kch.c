@@ -17,8 +17,8 @@
 #include <time.h>   /* clock_gettime */
 #include <unistd.h> /* readlink */
 
-#include "kernelch.h"
-#include "model.h"
+#include "load/kernelch.h"
+#include "model/model.h"
 #include "nvlp_trace.h"
 #include "fakes/fake.h" /* fake_descr_v5, fake_profiler_v5 */
 

@@ -6,8 +6,8 @@
 
 #include <time.h> /* clock_gettime */
 
-#include "findings.h"
-#include "model.h"
+#include "findings/findings.h"
+#include "model/model.h"
 
 static double now(void)
 {

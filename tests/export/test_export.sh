@@ -5,7 +5,7 @@
 source "$(dirname "$0")/../lib.sh"
 G="$ROOT/tests/export/golden"
 CHECK="python3 $ROOT/tests/export/check.py"
-PROTO="$ROOT/analyzer/perfetto_trace.proto"
+PROTO="$ROOT/analyzer/out/perfetto_trace.proto"
 TRACES="$ROOT/examples/traces"
 mkdir -p "$G"
 

@@ -11,9 +11,9 @@
 #include <unistd.h>   /* write, unlink, getpid */
 
 #include "codec.h"
-#include "commands.h"
-#include "export.h" /* nvlp_cmd_export */
-#include "util.h" /* nvlp_max_threads */
+#include "cli/commands.h"
+#include "out/export.h" /* nvlp_cmd_export */
+#include "util/util.h" /* nvlp_max_threads */
 
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 

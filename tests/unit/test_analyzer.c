@@ -8,10 +8,10 @@
 #include <unistd.h>   /* unlink */
 
 #include "check.h"
-#include "findings.h"
-#include "model.h"
+#include "findings/findings.h"
+#include "model/model.h"
 #include "nvlp_trace.h"
-#include "util.h" /* an_fmt_value */
+#include "util/util.h" /* an_fmt_value */
 
 #define US 1000ull
 #define MS 1000000ull

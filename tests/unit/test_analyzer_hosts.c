@@ -7,8 +7,8 @@
 #include <string.h> /* strcpy */
 
 #include "check.h"
-#include "model.h"
-#include "stages.h"
+#include "model/model.h"
+#include "model/stages.h"
 
 static struct an_rank *add_rank(struct an_job *j, const char *host, int rank, const char *hdr)
 {

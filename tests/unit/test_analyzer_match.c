@@ -4,9 +4,9 @@
 #include <string.h> /* memset */
 
 #include "check.h"
-#include "model.h"
+#include "model/model.h"
 #include "nvlp_format.h"
-#include "stages.h"
+#include "model/stages.h"
 
 static struct an_rank R;
 static size_t capcalls;

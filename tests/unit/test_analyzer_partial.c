@@ -6,8 +6,8 @@
 #include <unistd.h> /* dup2 */
 
 #include "check.h"
-#include "model.h"
-#include "partial.h"
+#include "model/model.h"
+#include "out/partial.h"
 
 /* 0 if the partial of dir, changed by edit (NULL: as loaded), reads back; -1 if refused; stderr's
  * first line into msg */

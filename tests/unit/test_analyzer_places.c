@@ -4,8 +4,8 @@
 #include <string.h> /* strcmp */
 
 #include "check.h"
-#include "model.h"
-#include "places.h"
+#include "model/model.h"
+#include "model/places.h"
 
 static struct an_pystack stacks[] = {
     {11, "/w/train.py:23:load_next_batch\n/w/train.py:40:main\n/w/train.py:50:<module>\n"},

@@ -5,9 +5,9 @@
 #include <string.h>   /* strcmp */
 
 #include "check.h"
-#include "model.h"
+#include "model/model.h"
 #include "nvlp_trace.h"
-#include "stages.h"
+#include "model/stages.h"
 
 #define MS 1000000ull
 #define T0 (1000ull * MS)

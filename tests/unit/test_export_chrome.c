@@ -5,7 +5,7 @@
 #include <string.h>   /* memcmp */
 
 #include "check.h"
-#include "export_chrome.h"
+#include "out/export_chrome.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) /* xorshift64*, with a random digit count */

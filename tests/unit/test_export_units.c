@@ -4,8 +4,8 @@
 #include <string.h> /* memcmp */
 
 #include "check.h"
-#include "pb.h"
-#include "svg.h"
+#include "out/pb.h"
+#include "out/svg.h"
 
 static char *render(void (*fn)(FILE *, void *), void *arg, size_t *len)
 {

@@ -16,9 +16,9 @@
 #include <unistd.h> /* fork */
 
 #include "check.h"
-#include "json.h"
-#include "kernelch.h"
-#include "model.h"
+#include "util/json.h"
+#include "load/kernelch.h"
+#include "model/model.h"
 #include "nvlp_trace.h"
 #include "shim_child.h"
 

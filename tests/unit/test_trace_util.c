@@ -1,4 +1,4 @@
-/* test_trace_util.c: the CLI helpers in analyzer/util.c: JSON string escaping, human units, trace lists. */
+/* test_trace_util.c: the CLI helpers in analyzer/util/util.c: JSON string escaping, human units, trace lists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "util.h"
+#include "util/util.h"
 
 static char out[4096];
 

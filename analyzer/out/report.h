@@ -1,0 +1,126 @@
+/* report.h: what report and diff share: loading + analysing a job, and a compact per-job
+ * summary. */
+#ifndef NVLP_AN_REPORT_H
+#define NVLP_AN_REPORT_H
+
+#include <stdio.h> /* FILE */
+
+#include "findings/findings.h"
+#include "model/model.h"
+
+/*! Load, analyze and diagnose the traces in paths. Warnings (truncated, skipped files) go to
+ * stderr as "nvlprof: ..." lines. @return 0, or -1 after printing the error */
+int an_open_job(char **paths, int npaths, int threads, const double *th, struct an_job *job,
+                struct an_findings *f);
+
+/*! The same from a job already loaded (an_job_load, or merge's partials): the load's warnings,
+ * then analysis and diagnosis. @return 0, or -1 after printing the error (job freed) */
+int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f);
+
+/* Figures compared by diff; times in ms, bandwidth in GB/s, NaN where unknown. */
+struct an_summary {
+	double wall_ms, step_ms, comm_ms, exposed_ms, exposed_share;
+	double comm_win_ms; /* communication inside the step window (NaN without steps or GPU) */
+	int comm_host;      /* comm_ms is host call time on every rank (no NCCL GPU time) */
+	double comm_host_ms; /* the part of comm_ms that is host call time: all of it with
+	                      * comm_host, else the calls of collectives with no GPU execution */
+	int steps, gpu_data, processes, hosts;
+	/* bus bandwidth per collective class and size class (GPU time only) */
+	double busbw[AN_C_COUNT][AN_SIZE_CLASSES];
+	double bw_bytes[AN_C_COUNT][AN_SIZE_CLASSES];
+	/* host time per call, ms, per collective class and size class (every call): what diff
+	 * compares where a side has no GPU time */
+	double host_ms_per_call[AN_C_COUNT][AN_SIZE_CLASSES];
+	/* bytes per link type */
+	double nvlink_bytes, pcie_bytes, copy_p2p_bytes, copy_staged_bytes;
+};
+void an_summarize(const struct an_job *job, struct an_summary *s);
+
+/* ---- the report's tables: computed once (an_tables_build), rendered by text, JSON, HTML ---- */
+/* A rank's communication time (report.c's rank_comm): ns, its host part, the host part inside
+ * the step window */
+struct an_rank_comm {
+	double ns, host, win_host;
+	int host_only;
+};
+
+/* Per (comm, fn) derived figures shared by text and JSON. */
+struct an_arow {
+	const struct an_agg *a;
+	const struct an_comm *c;
+	int host_time;
+	double calls_per_rank, bytes_per_call, time_ms_per_rank, algbw, busbw, peak_share;
+};
+
+/* Per process derived figures shared by text and JSON. */
+struct an_rrow {
+	const struct an_rank *r;
+	const struct an_rank_x *x;
+	int rank, gpu;
+	struct an_rank_comm comm;
+	double wall_ns, exposed_ns, span_ns;
+};
+/* One (rank, comm, fn) of the JSON's collectives_by_rank. */
+struct an_crow {
+	int rank;
+	size_t comm;
+	unsigned fn;
+	uint64_t calls, gcalls;
+	double bytes, gbytes, gns, hns, xns; /* xns: transfer time, for bandwidth */
+	double algbw, busbw;
+};
+/* The report's tables, computed once from the job; the text and JSON printers only format them. */
+struct an_tables {
+	struct an_summary s;
+	double peak;
+	struct an_arow *coll; /* one per job->aggs */
+	struct an_rrow *ranks;
+	size_t nranks;
+	struct an_crow *by_rank;
+	size_t nby_rank;
+};
+/*! Fill t from the job (summary, COLLECTIVES, RANKS, by-rank rows). @return 0, -1 out of memory
+ * (free t all the same) */
+int an_tables_build(const struct an_job *job, struct an_tables *t);
+void an_tables_free(struct an_tables *t);
+
+/* What `diff --html` shows first, formatted as `nvlprof diff` prints it: the VERDICT line, the
+ * metric and bus bandwidth tables, the findings new / resolved / still. */
+struct an_diff_row {
+	char name[40];
+	char b[32], a[32], change[32];
+};
+struct an_diff_view {
+	char verdict[512];
+	struct {
+		const char *name;
+		char b[32], a[32], change[32];
+	} m[16];
+	size_t nm;
+	struct an_diff_row bw[AN_C_COUNT * AN_SIZE_CLASSES];
+	size_t nbw;
+	char fnew[1024], fres[1024], fstill[1024];
+};
+/*! diff's view of BEFORE (jb, fb) and AFTER (ja, fa) (diff.c). @return 0, -1 out of memory */
+int an_diff_view(const struct an_job *jb, const struct an_findings *fb, const struct an_job *ja,
+                 const struct an_findings *fa, struct an_diff_view *v);
+/*! The report's first lines (processes, steps, data, the communication summary line), as the
+ * text report prints them */
+void an_report_head(FILE *o, const struct an_job *job, const struct an_tables *t);
+/*! A GB/s figure as the tables print it ("-" for NaN) */
+void an_fmt_gbps(char *b, size_t n, double v);
+/*! The function name of an NCCL CHOICES row, as the job called it */
+const char *an_choice_fn_name(const struct an_job *job, const struct an_jchoice *x);
+
+/*! The report of job (text, or JSON) to outpath (NULL: standard output); job and f are freed.
+ * cmd names the command in an error. @return 0, or 2 after printing why it was not written */
+int an_report_write(const char *cmd, const char *outpath, int json, struct an_job *job,
+                    struct an_findings *f);
+/*! The text report. */
+void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f);
+/*! The JSON report (one object). */
+void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f);
+/*! Options shared by report and diff: --threshold/-t NAME=VALUE, -j N.
+ * @return 1 consumed (advances *i), 0 not one of these, -1 error (printed) */
+int an_common_opt(int argc, char **argv, int *i, double *th, int *threads);
+#endif
