@@ -26,7 +26,7 @@ if [ -n "$site" ]; then
 	esac
 fi
 # the compile line carries each directory once, /usr/include never
-out=$(mk -n "$T/b/cli/analyzer/util.o" CUDA_HOME="$c" NCCL_HOME="$T/nccl" BUILD="$T/b" | grep -- " -c ")
+out=$(mk -n "$T/b/cli/analyzer/util/util.o" CUDA_HOME="$c" NCCL_HOME="$T/nccl" BUILD="$T/b" | grep -- " -c ")
 check_eq "compile flags: each header directory once" \
 	"-I$c/include -I$c/extras/CUPTI/include -I$T/nccl/include" "$(echo "$out" | grep -o -- "-I$T[^ ]*" | tr '\n' ' ' | sed 's/ $//')"
 # nothing found: one message naming each missing header; the analyzer alone still builds
