@@ -61,7 +61,7 @@ TRACE_SRCS := $(wildcard trace/*.c)
 PRELOAD_SRCS := $(wildcard preload/*.c)
 CUPTI_SRCS := $(wildcard cupti/*.c)
 CUPTI_CXX_SRCS := $(wildcard cupti/*.cc)
-ANALYZER_SRCS := $(filter-out analyzer/cli/main.c,$(wildcard analyzer/*/*.c))
+ANALYZER_SRCS := $(filter-out analyzer/cli/main.c,$(wildcard analyzer/*/*.c)) analyzer/pipeline.c
 
 LIB_OBJS := $(patsubst %.c,$(BUILD)/lib/%.o,$(TRACE_SRCS) $(PRELOAD_SRCS) $(CUPTI_SRCS)) \
             $(patsubst %.cc,$(BUILD)/lib/%.o,$(CUPTI_CXX_SRCS))

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "out/export.h" /* nvlp_cmd_export */
 #include "nvlp_version.h"
+#include "util/diag.h" /* an_diag_set_sink */
 
 static const struct {
 	const char *name;
@@ -33,8 +34,15 @@ static void usage(FILE *f)
 		   "./nvlprof-traces).\n");
 }
 
+/* The layers below cli/ say their warnings through util/diag.h: printed here, as they come. */
+static void diag_to_stderr(const char *msg)
+{
+	fputs(msg, stderr);
+}
+
 int main(int argc, char **argv)
 {
+	an_diag_set_sink(diag_to_stderr);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -1,77 +1,17 @@
 /* mismatch.c: the collective_mismatch finding: ranks of one communicator whose calls at one
  * sequence number differ in function, count, datatype, reduction op or root (NCCL then hangs or
  * returns wrong data). align.c's walk over each communicator's rows notes the first such row
- * (an_mismatch_note); the finding names each side's values, ranks and Python line, and a hang
+ * (model/mismatch.c); the finding names each side's values, ranks and Python line, and a hang
  * that follows on that communicator gets it as its cause.
  * Not compared: Send/Recv (the shim numbers them per peer, not with the collectives) and the
  * collectives NCCL runs as SendRecv kernels (AlltoAll, Gather, Scatter), which the collective
  * table leaves out; calls whose arguments were not kept (AN_CSIG_NONE) are compared by function
  * only. */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* realloc */
 #include <string.h> /* strcmp */
 
 #include "findings/findings_int.h"
 #include "nvlp_trace.h"
-#include "model/stages.h"
-
-/* ---- the mismatch of a row (align.c's walk) ---- */
-
-/* The side of m that a call joins: same collective and, where both are known, same arguments.
- * @return its index, or -1 when a new one is needed */
-static int side_of(const struct an_mismatch *m, unsigned fn, const struct an_csig *s)
-{
-	for (int i = 0; i < m->nsides; i++) {
-		const struct an_mside *d = &m->side[i];
-		if (an_fn_collective(d->fn) != an_fn_collective(fn))
-			continue;
-		if (!s || !d->sig_known ||
-		    (d->sig.count == s->count && d->sig.dtype == s->dtype && d->sig.op == s->op &&
-		     d->sig.root == s->root))
-			return i;
-	}
-	return -1;
-}
-
-int an_mismatch_note(struct an_job *job, uint32_t comm, uint32_t seq, const int *file,
-                     const uint32_t *k, int n)
-{
-	struct an_mismatch m = {.comm = comm, .seq = seq};
-	for (int i = 0; i < n; i++) {
-		const struct an_rank *r = &job->ranks[file[i]];
-		const struct an_call *c = &r->calls[k[i]];
-		uint16_t g = r->csig ? r->csig[k[i]] : AN_CSIG_NONE;
-		const struct an_csig *s = g != AN_CSIG_NONE ? &r->csigs[g] : NULL;
-		int id = r->rank >= 0 ? r->rank : file[i];
-		int j = side_of(&m, c->fn, s);
-		if (j < 0 && m.nsides == AN_MISMATCH_SIDES) {
-			m.more++;
-			continue;
-		}
-		if (j < 0) {
-			j = m.nsides++;
-			m.side[j] = (struct an_mside){.fn = c->fn, .bytes = c->bytes, .file = file[i],
-			                              .k = k[i]};
-		}
-		struct an_mside *d = &m.side[j];
-		if (s && !d->sig_known) {
-			d->sig = *s;
-			d->sig_known = 1;
-		}
-		/* a process holding several ranks of the comm (one per GPU) is named once */
-		if (d->nranks < 16 && (!d->nranks || d->ranks[d->nranks - 1] != id))
-			d->ranks[d->nranks++] = id;
-	}
-	if (m.nsides < 2) /* only unknown arguments told them apart */
-		return 0;
-	struct an_mismatch *x =
-	    realloc(job->mismatches, (job->nmismatches + 1) * sizeof *job->mismatches);
-	if (!x)
-		return -1;
-	job->mismatches = x;
-	x[job->nmismatches++] = m;
-	return 0;
-}
 
 /* ---- the finding ---- */
 

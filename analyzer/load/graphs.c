@@ -531,7 +531,7 @@ static void apply_rank(const struct an_job *job, const struct an_rank *r, struct
 	g->eager_colls += d->ok_calls - marked;
 }
 
-void an_graphs_apply(struct an_job *job)
+int an_graphs_apply(struct an_job *job)
 {
 	struct an_graphs *g = NULL;
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -541,12 +541,13 @@ void an_graphs_apply(struct an_job *job)
 			continue;
 		}
 		if (!g && !(g = calloc(1, sizeof *g)))
-			return;
+			return -1;
 		struct an_graph_file none = {0};
 		apply_rank(job, r, g, r->graph_file ? r->graph_file : &none, (int)f);
 		an_graphs_file_free(r);
 	}
 	job->graphs = g;
+	return 0;
 }
 
 void an_graphs_free(struct an_job *job)

@@ -62,7 +62,7 @@ void an_graphs_file_io(struct an_pio *io, struct an_rank *r);
 /*! From the GRAPH/CAPTURED records (and KCH, for per-execution times) of every trace that has
  * GRAPH or GPUGRAPH records: results in job->graphs (NULL when no trace has any); each trace's
  * r->graph_file is freed. */
-void an_graphs_apply(struct an_job *job);
+int an_graphs_apply(struct an_job *job); /* @return 0, -1 out of memory */
 void an_graphs_free(struct an_job *job);
 /*! Report lines (nothing without graphs) and the JSON object "graphs" (null without graphs). */
 void an_graphs_report_text(FILE *o, const struct an_job *job);

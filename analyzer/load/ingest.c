@@ -1,9 +1,9 @@
 /* ingest.c: reads one trace file into its process's tables (one thread per file): one handler per
- * record kind, dispatched by a switch generated from NVLP_RECORD_KINDS; the handler checks every
- * decoded value it uses, and a record it cannot use is skipped with one warning naming file,
- * frame and record. */
+ * record kind, dispatched by a switch generated from NVLP_RECORD_KINDS (the kinds that come by the
+ * million here, the others in ingest_meta.c); the handler checks every decoded value it uses, and
+ * a record it cannot use is skipped with one warning naming file, frame and record. The files are
+ * read in parallel, then ordered and numbered (order.c). */
 #include <malloc.h>    /* mallopt */
-#include <stdarg.h>    /* va_list */
 #include <stdatomic.h> /* atomic_fetch_add */
 #include <stdio.h>     /* snprintf */
 #include <stdlib.h>    /* malloc, qsort */
@@ -11,106 +11,13 @@
 #include <unistd.h>    /* sysconf */
 
 #include "load/graphs.h"
+#include "load/ingest.h"
 #include "load/kernelch.h"
+#include "load/load.h"
 #include "model/model.h"
 #include "nvlp_trace.h"
-#include "model/stages.h"
-#include "util/util.h"
-
-struct tdrop {
-	uint64_t tid, dropped;
-};
-/* Loading state of one file (freed after it). */
-struct lctx {
-	struct an_rank *r;
-	nvlp_reader *rd;
-	const struct nvlp_record *rec; /* the record being handled */
-	struct an_match *m;
-	int8_t *scls; /* per string id: an_coll_of_kernel + 2, 0 = not looked up */
-	size_t nscls;
-	struct tdrop *drops;
-	size_t ndrops, capdrops;
-	struct an_index comm_ix, pair_ix, drop_ix;
-	int lastcomm; /* the latest communicator found (most calls are on one) */
-	struct an_index sig_ix; /* struct an_csig -> its entry in r->csigs */
-	long lastsig;           /* the latest call's entry (a DDP job repeats a few in a row) */
-	size_t capdevs, cappairs, capallocs, capnotes, caplinks, capmods, capstacks, capcomms;
-	size_t capchoices, capsyms;
-	int lastdev;
-	/* NCCL runs a single-rank communicator's collectives as device copies on the call's stream:
-	 * those calls and the device-to-device copies, matched at the end of the file */
-	struct srcall {
-		uint32_t idx;
-		int dev;
-		uint64_t cs, t, bytes;
-	} *sr;
-	size_t nsr, capsr;
-	struct dcopy {
-		int dev;
-		uint64_t stream, s, d, bytes;
-		int used;
-	} *dc;
-	size_t ndc, capdc;
-	/* calls that lasted long enough to have been written as in flight first (tid, t_enter):
-	 * an INFLIGHT record of one of them names a call that returned */
-	struct longcall {
-		uint64_t tid, t_enter;
-	} *longs;
-	size_t nlongs, caplongs;
-};
-/* INFLIGHT is written for calls in progress for more than 1 s: a call that returned after a
- * shorter time never had one */
-#define LONG_CALL_NS 500000000ull
-
-/* The record is unusable: skip it, and say so once per file (the count says how many). */
-static int bad(struct lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct lctx *c, const char *fmt, ...)
-{
-	struct an_rank *r = c->r;
-	if (!r->nbad++) {
-		unsigned frame = 0;
-		uint64_t rec = 0;
-		nvlp_reader_position(c->rd, &frame, &rec);
-		int n = snprintf(r->bad, sizeof r->bad, "%s: frame %u, record %llu: %s record ", r->path,
-		                 frame, (unsigned long long)rec, nvlp_kind_info(c->rec->kind)->name);
-		if (n > 0 && (size_t)n < sizeof r->bad) {
-			va_list ap;
-			va_start(ap, fmt);
-			vsnprintf(r->bad + n, sizeof r->bad - (size_t)n, fmt, ap);
-			va_end(ap);
-		}
-	}
-	return -1;
-}
-
-static int dev_ok(uint64_t d)
-{
-	int64_t v = (int64_t)d;
-	return v >= -1 && v <= AN_MAX_DEVICE;
-}
-
-/* A time of process r's own clock it could have lived to (see AN_MAX_LIFE_NS) */
-static inline int life_ok(const struct an_rank *r, uint64_t t)
-{
-	return !r->t_mono0 || t - r->t_mono0 <= AN_MAX_LIFE_NS || t < r->t_mono0;
-}
-
-static inline void seen_time(struct an_rank *r, uint64_t s, uint64_t e)
-{
-	if (!s)
-		return;
-	if (s < r->t_first || !r->t_first)
-		r->t_first = s;
-	if (e > r->t_last && life_ok(r, e))
-		r->t_last = e;
-}
-
-/* A record of a kind that seen_time does not take: the process was alive at t. */
-static inline void alive_at(struct an_rank *r, uint64_t t)
-{
-	if (t > r->t_alive && life_ok(r, t))
-		r->t_alive = t;
-}
+#include "util/containers.h"
+#include "util/util.h" /* nvlp_paths_add, nvlp_run_parallel */
 
 /* A call that may have had an INFLIGHT record before it returned */
 static void long_call(struct lctx *c, uint64_t tid, uint64_t t_enter, uint64_t dur)
@@ -218,7 +125,38 @@ static const char nccl_fn_cls[NVLP_NCCL_FN_COUNT] = {
 #undef AN_X_CLS
 };
 
-static int on_nccl(struct lctx *c)
+/* Call n of communicator comm (checked) appended to r->calls, its signature beside it.
+ * @return 0, or -1 not kept (an_ingest_bad said why) */
+static inline int keep_call(struct lctx *c, const struct nvlp_rec_nccl *n, int comm)
+{
+	struct an_rank *r = c->r;
+	/* the signature first: csig[ncalls] is written once the call is kept */
+	if (__builtin_expect(r->ncalls >= r->capcsig, 0)) {
+		uint16_t *g = an_grow(r->csig, &r->capcsig, r->ncalls + 1, sizeof *r->csig);
+		if (!g)
+			return an_ingest_bad(c, "not kept: out of memory");
+		r->csig = g;
+	}
+	uint16_t sig = csig_of(c, n);
+	struct an_call *cl = PUSH(r->calls, r->ncalls, r->capcalls);
+	if (!cl)
+		return an_ingest_bad(c, "not kept: out of memory");
+	r->csig[r->ncalls - 1] = sig;
+	cl->t_enter = n->t_enter;
+	cl->bytes = n->bytes;
+	cl->gpu_start = 0;
+	cl->gpu_dur = 0;
+	cl->host_dur = n->dur > UINT32_MAX ? UINT32_MAX : (uint32_t)n->dur;
+	r->host_sum += cl->host_dur;
+	r->host_sum_n++;
+	cl->seq = (uint32_t)n->seq;
+	cl->fn = (uint8_t)n->fn;
+	cl->device = (int8_t)n->device;
+	cl->comm = (int32_t)comm;
+	return 0;
+}
+
+static int an_ingest_nccl(struct lctx *c)
 {
 	const struct nvlp_rec_nccl *n = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
@@ -240,38 +178,17 @@ static int on_nccl(struct lctx *c)
 		return 0;
 	int64_t rank = (int64_t)n->rank, nranks = (int64_t)n->nranks;
 	if (!dev_ok(n->device))
-		return bad(c, "with device %lld", (long long)(int64_t)n->device);
+		return an_ingest_bad(c, "with device %lld", (long long)(int64_t)n->device);
 	if (nranks < -1 || nranks > AN_MAX_NRANKS || rank < -1 || (nranks > 0 && rank >= nranks))
-		return bad(c, "with rank %lld of %lld", (long long)rank, (long long)nranks);
+		return an_ingest_bad(c, "with rank %lld of %lld", (long long)rank, (long long)nranks);
 	if (r->ncalls >= UINT32_MAX - 1)
-		return bad(c, "beyond 4G calls");
+		return an_ingest_bad(c, "beyond 4G calls");
 	int comm = local_comm(c, n->comm, (int)rank, (int)nranks, (int)(int64_t)n->device);
 	if (comm < 0)
-		return bad(c, "of communicator %016llx: more than %d communicators",
+		return an_ingest_bad(c, "of communicator %016llx: more than %d communicators",
 		           (unsigned long long)n->comm, AN_MAX_COMMS);
-	/* the signature first: csig[ncalls] is written once the call is kept */
-	if (__builtin_expect(r->ncalls >= r->capcsig, 0)) {
-		uint16_t *g = an_grow(r->csig, &r->capcsig, r->ncalls + 1, sizeof *r->csig);
-		if (!g)
-			return bad(c, "not kept: out of memory");
-		r->csig = g;
-	}
-	uint16_t sig = csig_of(c, n);
-	struct an_call *cl = PUSH(r->calls, r->ncalls, r->capcalls);
-	if (!cl)
-		return bad(c, "not kept: out of memory");
-	r->csig[r->ncalls - 1] = sig;
-	cl->t_enter = n->t_enter;
-	cl->bytes = n->bytes;
-	cl->gpu_start = 0;
-	cl->gpu_dur = 0;
-	cl->host_dur = n->dur > UINT32_MAX ? UINT32_MAX : (uint32_t)n->dur;
-	r->host_sum += cl->host_dur;
-	r->host_sum_n++;
-	cl->seq = (uint32_t)n->seq;
-	cl->fn = (uint8_t)n->fn;
-	cl->device = (int8_t)n->device;
-	cl->comm = (int32_t)comm;
+	if (keep_call(c, n, comm) < 0)
+		return -1;
 	an_match_call(c->m, (uint32_t)(r->ncalls - 1), n->tid, n->group_depth, n->cupti_stream);
 	if (nranks == 1 && cls == 'C' && n->cupti_stream && !failed) {
 		struct srcall *x = PUSH(c->sr, c->nsr, c->capsr);
@@ -288,7 +205,7 @@ static int on_nccl(struct lctx *c)
 }
 
 /* NCCLPROF: count the choice; the distinct ones of a process are few (a linear scan). */
-static int on_ncclprof(struct lctx *c)
+static int an_ingest_ncclprof(struct lctx *c)
 {
 	const struct nvlp_rec_ncclprof *p = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
@@ -327,29 +244,6 @@ static int on_ncclprof(struct lctx *c)
 	return 0;
 }
 
-/* NCCLCOMM: NCCL's node count for a communicator it set up; one per communicator (a repeat of
- * a commHash, as after a fork, keeps the first). Values NCCL could not have passed are skipped. */
-static int on_ncclcomm(struct lctx *c)
-{
-	const struct nvlp_rec_ncclcomm *n = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	int64_t nnodes = (int64_t)n->nnodes, nranks = (int64_t)n->nranks, rank = (int64_t)n->rank;
-	if (nranks < 1 || nranks > AN_MAX_NRANKS || rank < 0 || rank >= nranks || nnodes < 1 ||
-	    nnodes > nranks)
-		return bad(c, "with %lld nodes, rank %lld of %lld", (long long)nnodes,
-		           (long long)rank, (long long)nranks);
-	for (unsigned i = 0; i < r->nncclcomms; i++)
-		if (r->ncclcomms[i].nccl_comm == n->nccl_comm && r->ncclcomms[i].rank == (int)rank)
-			return 0;
-	if (r->nncclcomms >= AN_MAX_NCCLCOMMS) {
-		r->nncclcomms_more++;
-		return 0;
-	}
-	r->ncclcomms[r->nncclcomms++] =
-	    (struct an_ncclcomm){n->nccl_comm, (int)nnodes, (int)nranks, (int)rank};
-	return 0;
-}
-
 /* ---- GPU activity ---- */
 static int kernel_class(struct lctx *c, uint64_t id, uint64_t flags)
 {
@@ -376,11 +270,11 @@ static int kernel_class(struct lctx *c, uint64_t id, uint64_t flags)
 	return k;
 }
 
-static int on_kernel(struct lctx *c)
+static int an_ingest_kernel(struct lctx *c)
 {
 	const struct nvlp_rec_kernel *k = (const void *)c->rec->f;
 	if (!dev_ok(k->device))
-		return bad(c, "with device %lld", (long long)(int64_t)k->device);
+		return an_ingest_bad(c, "with device %lld", (long long)(int64_t)k->device);
 	uint64_t s = k->start, e = k->start + k->dur;
 	struct an_dev *d = get_dev(c, (int)(int64_t)k->device);
 	if (!d)
@@ -400,13 +294,13 @@ static int on_kernel(struct lctx *c)
 	return 0;
 }
 
-static int on_linksample(struct lctx *c)
+static int an_ingest_linksample(struct lctx *c)
 {
 	const struct nvlp_rec_linksample *l = (const void *)c->rec->f;
 	if (an_bad_gpu_time(l->start, l->dur))
 		return 0;
 	if (!dev_ok(l->device))
-		return bad(c, "with device %lld", (long long)(int64_t)l->device);
+		return an_ingest_bad(c, "with device %lld", (long long)(int64_t)l->device);
 	seen_time(c->r, l->start, l->start + l->dur);
 	struct an_dev *d = get_dev(c, (int)(int64_t)l->device);
 	if (!d)
@@ -447,7 +341,7 @@ static struct an_pair *get_pair(struct lctx *c, int src, int dst)
 	return p;
 }
 
-static int on_copy(struct lctx *c)
+static int an_ingest_copy(struct lctx *c)
 {
 	const struct nvlp_rec_copy *cp = (const void *)c->rec->f;
 	seen_time(c->r, cp->t_enter, cp->t_enter + cp->dur);
@@ -456,7 +350,7 @@ static int on_copy(struct lctx *c)
 	if ((int64_t)cp->rc != 0 || sd < 0 || dd < 0 || sd == dd)
 		return 0;
 	if (!dev_ok(cp->src_device) || !dev_ok(cp->dst_device))
-		return bad(c, "with devices %lld -> %lld", (long long)sd, (long long)dd);
+		return an_ingest_bad(c, "with devices %lld -> %lld", (long long)sd, (long long)dd);
 	struct an_pair *p = get_pair(c, (int)sd, (int)dd);
 	if (!p)
 		return 0;
@@ -482,7 +376,7 @@ static int on_copy(struct lctx *c)
 	return 0;
 }
 
-static int on_gpucopy(struct lctx *c)
+static int an_ingest_gpucopy(struct lctx *c)
 {
 	const struct nvlp_rec_gpucopy *g = (const void *)c->rec->f;
 	if (an_bad_gpu_time(g->start, g->dur))
@@ -497,7 +391,7 @@ static int on_gpucopy(struct lctx *c)
 	if (g->copy_kind != NVLP_GPUCOPY_PTOP) /* PTOP: direct over NVLink */
 		return 0;
 	if (!dev_ok(g->src_device) || !dev_ok(g->dst_device))
-		return bad(c, "with devices %lld -> %lld", (long long)(int64_t)g->src_device,
+		return an_ingest_bad(c, "with devices %lld -> %lld", (long long)(int64_t)g->src_device,
 		           (long long)(int64_t)g->dst_device);
 	struct an_pair *p = get_pair(c, (int)(int64_t)g->src_device, (int)(int64_t)g->dst_device);
 	if (p) {
@@ -508,393 +402,8 @@ static int on_gpucopy(struct lctx *c)
 	return 0;
 }
 
-/* ---- managed memory ---- */
-static struct an_alloc *find_alloc(struct an_rank *r, uint64_t addr)
-{
-	/* allocs are kept sorted by ptr; the last one starting at or below addr may hold it */
-	size_t lo = 0, hi = r->nallocs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->allocs[mid].ptr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	struct an_alloc *a = &r->allocs[lo - 1];
-	return addr - a->ptr < a->bytes ? a : NULL;
-}
-
-static int on_managed(struct lctx *c)
-{
-	const struct nvlp_rec_managed *m = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	seen_time(r, m->t_enter, m->t_enter + m->dur);
-	if ((int64_t)m->rc != 0)
-		return 0;
-	unsigned fn = nvlp_cuda_fn_base(m->fn);
-	if (fn == NVLP_CUDA_MALLOC_MANAGED) {
-		if (!dev_ok(m->device))
-			return bad(c, "with device %lld", (long long)(int64_t)m->device);
-		if (r->nallocs >= AN_MAX_ALLOCS)
-			return bad(c, "beyond %d managed allocations", AN_MAX_ALLOCS);
-		if (!PUSH(r->allocs, r->nallocs, c->capallocs))
-			return 0;
-		size_t i = r->nallocs - 1;
-		while (i > 0 && r->allocs[i - 1].ptr > m->ptr) {
-			r->allocs[i] = r->allocs[i - 1];
-			i--;
-		}
-		struct an_alloc *a = &r->allocs[i];
-		memset(a, 0, sizeof *a);
-		a->ptr = m->ptr;
-		a->bytes = m->bytes;
-		a->stack = m->stack;
-		a->t = m->t_enter;
-		a->last_dst = -2;
-		a->device = (int)(int64_t)m->device;
-		return 0;
-	}
-	struct an_alloc *a = find_alloc(r, m->ptr);
-	if (!a)
-		return 0;
-	if (fn == NVLP_CUDA_MEM_PREFETCH_ASYNC)
-		a->prefetched++;
-	else if (fn == NVLP_CUDA_MEM_ADVISE)
-		a->advised++;
-	return 0;
-}
-
-static int on_um(struct lctx *c)
-{
-	const struct nvlp_rec_um *u = (const void *)c->rec->f;
-	if (an_bad_gpu_time(u->start, u->dur))
-		return 0;
-	seen_time(c->r, u->start, u->start + u->dur);
-	struct an_alloc *a = find_alloc(c->r, u->address);
-	int dst;
-	switch (u->counter) {
-	case NVLP_UM_BYTES_TRANSFER_HTOD:
-	case NVLP_UM_BYTES_TRANSFER_DTOD:
-		if (!dev_ok(u->dst))
-			return bad(c, "with device %lld", (long long)(int64_t)u->dst);
-		dst = (int)(int64_t)u->dst;
-		break;
-	case NVLP_UM_BYTES_TRANSFER_DTOH:
-		dst = -1;
-		break;
-	case NVLP_UM_CPU_PAGE_FAULT_COUNT:
-		if (a) /* one record per fault group; CUPTI's value is not a count here (seen: ~1e14) */
-			a->cpu_faults += 1;
-		return 0;
-	case NVLP_UM_GPU_PAGE_FAULT:
-		if (a) {
-			a->gpu_faults += u->value;
-			a->migrate_ns += u->dur;
-		}
-		return 0;
-	case NVLP_UM_THRASHING:
-		if (a)
-			a->thrash_events++;
-		return 0;
-	default:
-		return 0;
-	}
-	if (!a)
-		return 0;
-	if (u->counter == NVLP_UM_BYTES_TRANSFER_HTOD)
-		a->htod += u->value;
-	else if (u->counter == NVLP_UM_BYTES_TRANSFER_DTOH)
-		a->dtoh += u->value;
-	else
-		a->dtod += u->value;
-	a->migrations++;
-	a->migrate_ns += u->dur;
-	if (a->last_dst != -2 && a->last_dst != dst)
-		a->flips++;
-	a->last_dst = dst;
-	return 0;
-}
-
-static int on_peer(struct lctx *c)
-{
-	const struct nvlp_rec_peer *p = (const void *)c->rec->f;
-	/* still enabled after "already enabled" */
-	if (nvlp_cuda_fn_base(p->fn) == NVLP_CUDA_ENABLE_PEER_ACCESS && (int64_t)p->rc != 0 &&
-	    (int64_t)p->rc != NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-		c->r->peer_enable_fail++;
-	return 0;
-}
-
-static int on_nvlink(struct lctx *c)
-{
-	const struct nvlp_rec_nvlink *n = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	/* The peak is NVIDIA's per-direction figure of the NVLink version (an_nvlink_link_Bps),
-	 * not CUPTI's field: CUPTI documents kB/s per link, but H200 (NVLink 4, 18 links) reported
-	 * 849960000, i.e. 850 GB/s for the whole bundle. The field is used only for a version we
-	 * do not know, and only when it is plausible for one link. */
-	double per = an_nvlink_link_Bps(n->version);
-	uint64_t bw = n->bandwidth * 1000ull;
-	if (per > 0)
-		bw = (uint64_t)per;
-	else if (!n->bandwidth || n->bandwidth > UINT64_MAX / 1000 || (double)bw > 60e9)
-		bw = (uint64_t)25e9;
-	if (!dev_ok(n->dev0) || !dev_ok(n->dev1) || n->type0 > 16 || n->type1 > 16 ||
-	    n->links > 1024)
-		return bad(c, "with devices %lld, %lld of types %llu, %llu, %llu links",
-		           (long long)(int64_t)n->dev0, (long long)(int64_t)n->dev1,
-		           (unsigned long long)n->type0, (unsigned long long)n->type1,
-		           (unsigned long long)n->links);
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i].dev0 == (int)(int64_t)n->dev0 &&
-		    r->links[i].dev1 == (int)(int64_t)n->dev1 && r->links[i].type0 == (int)n->type0 &&
-		    r->links[i].type1 == (int)n->type1)
-			return 0;
-	if (r->nlinks >= AN_MAX_LINKS)
-		return bad(c, "beyond %d distinct links", AN_MAX_LINKS);
-	struct an_link *l = PUSH(r->links, r->nlinks, c->caplinks);
-	if (l) {
-		l->dev0 = (int)(int64_t)n->dev0;
-		l->dev1 = (int)(int64_t)n->dev1;
-		l->type0 = (int)n->type0;
-		l->type1 = (int)n->type1;
-		l->links = n->links;
-		l->bw_Bps = bw;
-	}
-	return 0;
-}
-
-/* ---- process metadata ---- */
-static int on_note(struct lctx *c)
-{
-	const struct nvlp_rec_note *n = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	if (r->nnotes >= 64) {
-		alive_at(r, n->t);
-		if (n->code == NVLP_NOTE_OOM_KILL && n->value <= INT64_MAX)
-			r->oom_last = (int64_t)n->value;
-		return 0;
-	}
-	struct an_note *x = PUSH(r->notes, r->nnotes, c->capnotes);
-	if (!x)
-		return 0;
-	alive_at(r, n->t);
-	if (n->code == NVLP_NOTE_OOM_KILL && n->value <= INT64_MAX)
-		r->oom_last = (int64_t)n->value; /* cumulative: the last one is the count then */
-	x->code = n->code < NVLP_NOTE_CODE_COUNT ? (unsigned)n->code : NVLP_NOTE_CODE_COUNT;
-	x->t = n->t;
-	x->device = dev_ok(n->device) ? (int)(int64_t)n->device : -1;
-	x->value = n->value;
-	const struct nvlp_record *rec = c->rec;
-	size_t len = rec->blob_len < sizeof x->msg - 1 ? rec->blob_len : sizeof x->msg - 1;
-	if (!rec->blob)
-		len = 0;
-	memcpy(x->msg, rec->blob ? (const char *)rec->blob : "", len);
-	x->msg[len] = 0;
-	for (char *p = x->msg; *p; p++)
-		if (*p == '\n' || *p == '"' || *p == '\\')
-			*p = ' ';
-	return 0;
-}
-
-static int on_stack(struct lctx *c)
-{
-	const struct nvlp_rec_stack *s = (const void *)c->rec->f;
-	const struct nvlp_record *rec = c->rec;
-	if (rec->blob_len % 8)
-		return bad(c, "of %u bytes, not a whole number of addresses", rec->blob_len);
-	struct an_stack *x = PUSH(c->r->stacks, c->r->nstacks, c->capstacks);
-	if (!x)
-		return 0;
-	x->id = s->id;
-	x->n = rec->blob_len / 8;
-	x->pc = malloc(x->n ? x->n * 8 : 1);
-	if (x->pc && rec->blob)
-		memcpy(x->pc, rec->blob, (size_t)x->n * 8);
-	else
-		x->n = 0;
-	return 0;
-}
-
-static int on_module(struct lctx *c)
-{
-	const struct nvlp_rec_module *m = (const void *)c->rec->f;
-	const struct nvlp_record *rec = c->rec;
-	if (m->end < m->start)
-		return bad(c, "ending before it starts");
-	struct an_module *x = PUSH(c->r->modules, c->r->nmodules, c->capmods);
-	if (!x)
-		return 0;
-	memset(x, 0, sizeof *x);
-	x->base = m->base;
-	x->start = m->start;
-	x->end = m->end;
-	x->path = strndup(rec->blob ? (const char *)rec->blob : "", rec->blob_len);
-	if (!x->path)
-		c->r->nmodules--;
-	return 0;
-}
-
-static int on_buildid(struct lctx *c)
-{
-	const struct nvlp_rec_buildid *b = (const void *)c->rec->f;
-	const struct nvlp_record *rec = c->rec;
-	if (!rec->blob_len || rec->blob_len > sizeof c->r->modules[0].build_id)
-		return bad(c, "of %u bytes", rec->blob_len);
-	an_sym_buildid(c->r, b->base, rec->blob, rec->blob_len);
-	return 0;
-}
-
-static int on_symbol(struct lctx *c)
-{
-	const struct nvlp_rec_symbol *s = (const void *)c->rec->f;
-	const struct nvlp_record *rec = c->rec;
-	if (!rec->blob_len || s->size > (1ull << 32))
-		return bad(c, "of size %llu named by %u bytes", (unsigned long long)s->size,
-		           rec->blob_len);
-	struct an_rank *r = c->r;
-	if (r->nsyms >= AN_MAX_SYMBOLS)
-		return bad(c, "beyond %u symbols", AN_MAX_SYMBOLS);
-	char *name = strndup((const char *)rec->blob, rec->blob_len);
-	struct an_sym *x = name ? PUSH(r->syms, r->nsyms, c->capsyms) : NULL;
-	if (!x) {
-		free(name);
-		return 0;
-	}
-	x->base = s->base;
-	x->off = s->offset;
-	x->size = s->size;
-	x->name = name;
-	return 0;
-}
-
-static int on_drops(struct lctx *c)
-{
-	const struct nvlp_rec_drops *d = (const void *)c->rec->f;
-	alive_at(c->r, d->t);
-	long i = an_index_get(&c->drop_ix, d->tid, 0);
-	if (i < 0) {
-		struct tdrop *x = PUSH(c->drops, c->ndrops, c->capdrops);
-		if (!x)
-			return 0;
-		if (an_index_put(&c->drop_ix, d->tid, 0, (uint32_t)(c->ndrops - 1))) {
-			c->ndrops--;
-			return 0;
-		}
-		x->tid = d->tid;
-		x->dropped = 0;
-		i = (long)(c->ndrops - 1);
-	}
-	if (d->dropped > c->drops[i].dropped) /* cumulative per thread */
-		c->drops[i].dropped = d->dropped;
-	return 0;
-}
-
-static int on_end(struct lctx *c)
-{
-	const struct nvlp_rec_end *e = (const void *)c->rec->f;
-	seen_time(c->r, e->t, e->t);
-	c->r->dropped = e->dropped;
-	c->r->end_reason = nvlp_end_reason_name(e->reason) ? (int)e->reason : NVLP_END_EXIT;
-	return 0;
-}
-
-/* COST: what recording cost so far (cumulative); the last one is kept. */
-static int on_cost(struct lctx *c)
-{
-	const struct nvlp_rec_cost *x = (const void *)c->rec->f;
-	alive_at(c->r, x->t);
-	c->r->cost = *x;
-	c->r->have_cost = 1;
-	return 0;
-}
-
-/* EXITINFO: the signal and exit status of a process's end, written just before END. */
-static int on_exitinfo(struct lctx *c)
-{
-	const struct nvlp_rec_exitinfo *x = (const void *)c->rec->f;
-	seen_time(c->r, x->t, x->t);
-	int64_t sig = (int64_t)x->signal, st = (int64_t)x->status;
-	c->r->end_signal = sig > 0 && sig < 128 ? (int)sig : 0;
-	c->r->end_status = st >= -255 && st <= 255 ? (int)st : 0;
-	c->r->have_exitinfo = 1;
-	return 0;
-}
-
-static int on_header(struct lctx *c)
-{
-	const struct nvlp_rec_header *hd = (const void *)c->rec->f;
-	if (!c->r->t_mono0)
-		c->r->t_mono0 = hd->t_mono;
-	if (!c->r->t_real0)
-		c->r->t_real0 = hd->t_real;
-	return 0;
-}
-
-/* COMMNAME: a communicator's name; the first one of a hash is kept (a process names it once). */
-static int on_commname(struct lctx *c)
-{
-	const struct nvlp_rec_commname *n = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	const char *s = n->name ? nvlp_reader_string(c->rd, n->name) : NULL;
-	if (!s || !*s)
-		return 0;
-	for (size_t i = 0; i < r->ncnames; i++)
-		if (r->cnames[i].hash == n->comm)
-			return 0;
-	if (r->ncnames >= AN_MAX_COMMS)
-		return 0;
-	struct an_cname *x = PUSH(r->cnames, r->ncnames, r->capcnames);
-	if (!x)
-		return bad(c, "not kept: out of memory");
-	x->hash = n->comm;
-	size_t i = 0; /* printable only: the name goes into text tables and JSON */
-	for (; s[i] && i < sizeof x->name - 1; i++)
-		x->name[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-	x->name[i] = 0;
-	return 0;
-}
-
-#ifdef NVLP_FIELDS_MARK
-/* MARK: torch.profiler's ProfilerStep#N ranges begin steps: as NVTX ranges (emit_nvtx), else as
- * the outermost user ranges the shim saw through CUPTI (USER_RANGE, no name; only those of the
- * thread that made the earliest, as prof.step() runs on one thread: steps.c). A capture range from
- * cudaProfilerStart/Stop is not a step. */
-static int on_mark(struct lctx *c)
-{
-	const struct nvlp_rec_mark *m = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	seen_time(r, m->t, m->t);
-	const char *name = NULL;
-	if (m->kind == NVLP_MARK_RANGE_PUSH || m->kind == NVLP_MARK_RANGE_START) {
-		const char *s = m->name ? nvlp_reader_string(c->rd, m->name) : NULL;
-		if (!s || strncmp(s, "ProfilerStep#", 13))
-			return 0;
-		r->mark_src = 1; /* the named marks replace the unnamed ones (umarks) */
-		name = "ProfilerStep";
-	} else if (m->kind == NVLP_MARK_USER_RANGE) {
-		if (r->mark_src == 1)
-			return 0;
-		r->mark_src = 2;
-		struct an_umark *u = PUSH(r->umarks, r->numarks, r->capumarks);
-		if (!u)
-			return bad(c, "not kept: out of memory");
-		u->t = m->t;
-		u->tid = m->tid;
-		return 0;
-	} else {
-		return 0;
-	}
-	if (an_steps_mark(r, m->t, name) < 0)
-		return bad(c, "not kept: out of memory");
-	return 0;
-}
-#endif
-
 /* ---- kernel channels and CUDA graphs: kept for kernelch.c and graphs.c ---- */
-static int on_kch(struct lctx *c)
+static int an_ingest_kch(struct lctx *c)
 {
 	const struct nvlp_rec_kch *k = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
@@ -908,135 +417,45 @@ static int on_kch(struct lctx *c)
 	an_graphs_on_kch(c->r, k); /* per-execution times of captured collectives */
 	return 0;
 }
-static int on_clock(struct lctx *c)
+static int an_ingest_clock(struct lctx *c)
 {
 	const struct nvlp_rec_clock *k = (const void *)c->rec->f;
 	alive_at(c->r, k->mono); /* heartbeats (NVLP_CLOCK_HEARTBEAT) are there for this */
 	an_kch_on_clock(c->r, k);
 	return 0;
 }
-static int on_kwindow(struct lctx *c)
+static int an_ingest_kwindow(struct lctx *c)
 {
 	an_kch_on_kwindow(c->r, (const void *)c->rec->f);
 	return 0;
 }
-static int on_graph(struct lctx *c)
+static int an_ingest_graph(struct lctx *c)
 {
 	an_graphs_on_graph(c->r, (const void *)c->rec->f);
 	return 0;
 }
-static int on_captured(struct lctx *c)
+static int an_ingest_captured(struct lctx *c)
 {
 	an_graphs_on_captured(c->r, (const void *)c->rec->f);
 	return 0;
 }
-static int on_gpugraph(struct lctx *c)
+static int an_ingest_gpugraph(struct lctx *c)
 {
 	an_graphs_on_gpugraph(c->r, (const void *)c->rec->f);
 	return 0;
 }
 
 /* Kinds the model does not use: the reader keeps STRING texts, the rest is for dump. */
-static int on_ignored(struct lctx *c)
+static int an_ingest_ignored(struct lctx *c)
 {
 	(void)c;
 	return 0;
 }
-#define on_string on_ignored
-#define on_device on_ignored
-
-/* INFLIGHT: a call not returned when written; per thread the latest call is kept (a later one
- * means the earlier returned), rewritten ones (the writer's, then the final flush's) update t. */
-static int on_inflight(struct lctx *c)
-{
-	const struct nvlp_rec_inflight *f = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	int nccl = f->kind == NVLP_K_NCCL;
-	if ((!nccl && f->kind != NVLP_K_COPY) || f->fn >= (nccl ? NVLP_NCCL_FN_COUNT : 65536) ||
-	    !dev_ok(f->device) || !f->t_enter || f->t_enter > f->t || f->seq > UINT32_MAX)
-		return bad(c, "of kind %llu, fn %llu, device %lld, entered at %llu",
-		           (unsigned long long)f->kind, (unsigned long long)f->fn,
-		           (long long)(int64_t)f->device, (unsigned long long)f->t_enter);
-	alive_at(r, f->t);
-	struct an_inflight *x = NULL;
-	for (size_t i = 0; i < r->ninflight && !x; i++) /* threads with a call >1 s: a few */
-		if (r->inflight[i].tid == f->tid)
-			x = &r->inflight[i];
-	if (x && x->t_enter > f->t_enter)
-		return 0;
-	if (!x && r->ninflight >= AN_MAX_INFLIGHT)
-		return bad(c, "beyond %d threads in flight", AN_MAX_INFLIGHT);
-	if (!x && !(x = PUSH(r->inflight, r->ninflight, r->capinflight)))
-		return bad(c, "not kept: out of memory");
-	int64_t rank = (int64_t)f->rank, nranks = (int64_t)f->nranks;
-	if (nranks < -1 || nranks > AN_MAX_NRANKS || rank < -1 || (nranks > 0 && rank >= nranks))
-		rank = nranks = -1; /* where it was still says something; its seat does not */
-	*x = (struct an_inflight){.tid = f->tid,
-	                          .t = f->t,
-	                          .t_enter = f->t_enter,
-	                          .comm = f->comm,
-	                          .bytes = f->bytes,
-	                          .seq = (uint32_t)f->seq,
-	                          .rank = (int)rank,
-	                          .nranks = (int)nranks,
-	                          .kind = (uint16_t)f->kind,
-	                          .fn = (uint16_t)f->fn,
-	                          .device = (int)(int64_t)f->device,
-	                          .call = -1};
-	return 0;
-}
-
-/* FATAL: the signal that ended the process and the thread it hit (the first one kept). */
-static int on_fatal(struct lctx *c)
-{
-	const struct nvlp_rec_fatal *f = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	int64_t sig = (int64_t)f->signal;
-	if (sig <= 0 || sig >= 128)
-		return bad(c, "with signal %lld", (long long)sig);
-	alive_at(r, f->t);
-	if (r->fatal.signal)
-		return 0;
-	r->fatal = (struct an_fatal){.signal = (int)sig, .main = f->main == 1, .tid = f->tid, .t = f->t};
-	size_t n = c->rec->blob ? c->rec->blob_len : 0, i = 0;
-	for (; i < n && i < sizeof r->fatal.thread - 1; i++) { /* printable: it goes into text */
-		char ch = ((const char *)c->rec->blob)[i];
-		r->fatal.thread[i] = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\' ? ch : '?';
-	}
-	r->fatal.thread[i] = 0;
-	return 0;
-}
-/* Python chains: kept as they are; findings.c joins them to the records PYREFs name. */
-static int on_pystack(struct lctx *c)
-{
-	const struct nvlp_rec_pystack *s = (const void *)c->rec->f;
-	struct an_rank *r = c->r;
-	if (!s->id || !c->rec->blob_len)
-		return bad(c, "with id 0 or no frames");
-	struct an_pystack *x = PUSH(r->pystacks, r->npystacks, r->cappystacks);
-	if (!x)
-		return bad(c, "not kept: out of memory");
-	x->id = s->id;
-	if (!(x->text = strndup((const char *)c->rec->blob, c->rec->blob_len)))
-		r->npystacks--;
-	return 0;
-}
-
-static int on_pyref(struct lctx *c)
-{
-	const struct nvlp_rec_pyref *p = (const void *)c->rec->f;
-	if (p->kind >= NVLP_K_COUNT)
-		return bad(c, "naming kind %llu", (unsigned long long)p->kind);
-	alive_at(c->r, p->t);
-	struct an_pyref *x = PUSH(c->r->pyrefs, c->r->npyrefs, c->r->cappyrefs);
-	if (!x)
-		return bad(c, "not kept: out of memory");
-	*x = (struct an_pyref){p->tid, p->t, p->call_id, p->pystack, (unsigned)p->kind};
-	return 0;
-}
+#define an_ingest_string an_ingest_ignored
+#define an_ingest_device an_ingest_ignored
 
 /* One handler per kind, generated from the kind list: a new kind without a handler does not
- * compile. A handler returns 0, or -1 the record was skipped (bad() said why). A switch, not a
+ * compile. A handler returns 0, or -1 the record was skipped (an_ingest_bad said why). A switch, not a
  * table of pointers: the compiler inlines the handlers of the kinds that come by the million
  * (an indirect call per record was 2% of an 8-rank report's instructions). */
 static inline void dispatch(struct lctx *c, unsigned kind)
@@ -1044,60 +463,13 @@ static inline void dispatch(struct lctx *c, unsigned kind)
 	switch (kind) {
 #define AN_HANDLER(NAME, name, blob, FIELDS)                                                       \
 	case NVLP_K_##NAME:                                                                        \
-		on_##name(c);                                                                      \
+		an_ingest_##name(c);                                                                      \
 		break;
 		NVLP_RECORD_KINDS(AN_HANDLER)
 #undef AN_HANDLER
 	default: /* the reader hands out valid kinds only */
 		break;
 	}
-}
-
-static int hdr_int(const char *s)
-{
-	char *end;
-	long v = s && *s ? strtol(s, &end, 10) : -1;
-	return s && *s && !*end && v >= 0 && v < AN_MAX_NRANKS ? (int)v : -1;
-}
-
-void an_rank_guess_init(struct an_rank_guess *g, const char *header_rank, const char *header_world)
-{
-	g->header_rank = hdr_int(header_rank);
-	g->header_world = hdr_int(header_world);
-	g->best_nranks = 0;
-	g->comm_rank = -1;
-}
-
-int an_rank_guess_overrides(const struct an_rank_guess *g)
-{
-	return g->header_rank >= 0 && g->comm_rank >= 0 && g->comm_rank != g->header_rank &&
-	       g->header_world > 1 && g->best_nranks == g->header_world;
-}
-
-void an_rank_guess_comm(struct an_rank_guess *g, int rank, int nranks)
-{
-	if (rank >= 0 && nranks > g->best_nranks && rank < nranks) {
-		g->best_nranks = nranks;
-		g->comm_rank = rank;
-	}
-}
-
-int an_rank_guess_get(const struct an_rank_guess *g)
-{
-	return g->header_rank >= 0 && !an_rank_guess_overrides(g) ? g->header_rank : g->comm_rank;
-}
-
-int an_rank_is_worker(const uint64_t kind_count[NVLP_K_COUNT], int truncated)
-{
-	if (truncated)
-		return 1;
-	static const unsigned work[] = {NVLP_K_NCCL,    NVLP_K_COPY, NVLP_K_MANAGED, NVLP_K_PEER,
-	                                NVLP_K_KERNEL,  NVLP_K_GPUCOPY, NVLP_K_UM, NVLP_K_NCCLPROF,
-	                                NVLP_K_LINKSAMPLE};
-	for (size_t i = 0; i < sizeof work / sizeof work[0]; i++)
-		if (kind_count[work[i]])
-			return 1;
-	return 0;
 }
 
 /* An in-flight collective as a call of its own, at its seq (its host time: until last seen) */
@@ -1218,6 +590,18 @@ static void single_rank_copies(struct lctx *c)
 	}
 }
 
+/* The rank of a process read whole: its header's, else its communicators' (an_rank_guess). */
+static int rank_of(const struct an_rank *r)
+{
+	struct an_rank_guess g;
+	char buf[64], wbuf[64];
+	an_rank_guess_init(&g, an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf),
+	                   an_header_get(r, NVLP_HDR_WORLD_SIZE, wbuf, sizeof wbuf));
+	for (size_t i = 0; i < r->ncomms; i++)
+		an_rank_guess_comm(&g, r->comms[i].rank, r->comms[i].nranks);
+	return an_rank_guess_get(&g);
+}
+
 /* Read one file completely into r. */
 static void load_file(struct an_rank *r)
 {
@@ -1253,13 +637,7 @@ static void load_file(struct an_rank *r)
 		r->t_alive = r->t_last;
 	if (r->t_mono0 > r->t_alive) /* it was alive when it wrote its header */
 		r->t_alive = r->t_mono0;
-	struct an_rank_guess g;
-	char buf[64], wbuf[64];
-	an_rank_guess_init(&g, an_header_get(r, NVLP_HDR_RANK, buf, sizeof buf),
-	                   an_header_get(r, NVLP_HDR_WORLD_SIZE, wbuf, sizeof wbuf));
-	for (size_t i = 0; i < r->ncomms; i++)
-		an_rank_guess_comm(&g, r->comms[i].rank, r->comms[i].nranks);
-	r->rank = an_rank_guess_get(&g);
+	r->rank = rank_of(r);
 	if (!r->dropped)
 		for (size_t i = 0; i < c.ndrops; i++)
 			r->dropped += c.drops[i].dropped;
@@ -1300,21 +678,6 @@ static void *load_worker(void *arg)
 	return NULL;
 }
 
-static int cmp_rank(const void *a, const void *b)
-{
-	const struct an_rank *x = a, *y = b;
-	if (x->ok != y->ok)
-		return y->ok - x->ok;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	int c = strcmp(x->host, y->host);
-	if (c)
-		return c;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
 static void tune_malloc(void)
 {
 	/* Fresh pages are dear (zeroing dominated loading on a VM): keep freed blocks in the heap
@@ -1332,82 +695,6 @@ static void tune_malloc(void)
 		 * GPU machine 8 threads took 3.8-4.2 s of CPU to load what one thread loads in 0.5 s
 		 * (tests/gpu/results/run5.txt; tests/gpu/report_scaling.sh compares the two). */
 	}
-}
-
-/* The traces' parents, sorted by (ppid, host): a launcher is found by its pid in O(log n). */
-struct parent {
-	long ppid;
-	const char *host;
-};
-static int cmp_parent(const void *a, const void *b)
-{
-	const struct parent *x = a, *y = b;
-	return x->ppid != y->ppid ? (x->ppid < y->ppid ? -1 : 1) : strcmp(x->host, y->host);
-}
-static struct parent *parents_of(const struct an_job *job, size_t nf)
-{
-	struct parent *p = malloc((nf ? nf : 1) * sizeof *p);
-	for (size_t i = 0; p && i < nf; i++) {
-		char b[32];
-		const char *x = job->ranks[i].ok ? an_header_get(&job->ranks[i], NVLP_HDR_PPID, b, sizeof b)
-		                                 : NULL;
-		p[i] = (struct parent){x ? strtol(x, NULL, 10) : -1, job->ranks[i].host};
-	}
-	if (p)
-		qsort(p, nf, sizeof *p, cmp_parent);
-	return p;
-}
-
-/* A trace cut short keeps its place among the ranks (it may have lost its work), unless it did
- * none and is the parent of a traced process of its host: a launcher killed with its job
- * (kill -9 of the tree, a time limit) is a launcher, not a rank. */
-static int is_worker(const struct an_rank *r, const struct parent *par, size_t nf)
-{
-	if (!an_rank_is_worker(r->kind_count, 0))
-		return r->truncated && !(par && bsearch(&(struct parent){r->pid, r->host}, par, nf,
-		                                        sizeof *par, cmp_parent));
-	return 1;
-}
-
-/* Processes that did no rank's work go last, out of every table; when none did any (a trace
- * without GPU or NCCL records at all) all stay, so the report still shows them. */
-static void workers_first(struct an_job *job, size_t nf)
-{
-	size_t nw = 0;
-	struct parent *par = parents_of(job, nf);
-	for (size_t i = 0; i < nf; i++)
-		nw += job->ranks[i].ok && is_worker(&job->ranks[i], par, nf);
-	if (nw) {
-		struct an_rank *tmp = malloc(nf * sizeof *tmp);
-		if (tmp) {
-			size_t a = 0, b = 0;
-			for (int pass = 0; pass < 3; pass++)
-				for (size_t i = 0; i < nf; i++) {
-					struct an_rank *r = &job->ranks[i];
-					int cls = !r->ok ? 1 : is_worker(r, par, nf) ? 0 : 2;
-					if (cls == pass)
-						tmp[a++] = *r;
-					b += pass == 2 && cls == 2;
-				}
-			memcpy(job->ranks, tmp, nf * sizeof *tmp);
-			free(tmp);
-			job->nothers = b;
-			job->nranks = nf - b;
-		}
-	}
-	free(par);
-}
-
-void an_job_order(struct an_job *job)
-{
-	size_t nf = job->nranks + job->nothers;
-	job->nranks = nf;
-	job->nothers = 0;
-	job->nok = 0;
-	qsort(job->ranks, nf, sizeof *job->ranks, cmp_rank);
-	workers_first(job, nf);
-	for (size_t i = 0; i < job->nranks; i++)
-		job->nok += job->ranks[i].ok;
 }
 
 int an_job_load(struct an_job *job, char **paths, int npaths, int nthreads, char *err,

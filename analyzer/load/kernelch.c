@@ -663,11 +663,11 @@ static void add_call_devices(struct an_rank *r)
 	}
 }
 
-void an_kch_apply(struct an_job *job)
+int an_kch_apply(struct an_job *job)
 {
 	struct an_kch *s = calloc(1, sizeof *s);
 	if (!s)
-		return;
+		return -1;
 	job->kch = s;
 	int64_t *diffs = NULL;
 	size_t ndiffs = 0, capdiffs = 0;
@@ -709,6 +709,7 @@ void an_kch_apply(struct an_job *job)
 		s->xcheck_max_ns = lo > hi ? lo : hi;
 	}
 	free(diffs);
+	return 0;
 }
 
 void an_kch_free(struct an_job *job)

@@ -72,7 +72,7 @@ void an_kch_file_io(struct an_pio *io, struct an_rank *r);
  * give collective calls without CUPTI GPU time their KernelCh time (local clock, as model.c keeps
  * calls before alignment), cross-check the others; results in job->kch. Call after the job's
  * communicator table is built and before clocks are aligned. */
-void an_kch_apply(struct an_job *job);
+int an_kch_apply(struct an_job *job); /* @return 0, -1 out of memory */
 void an_kch_free(struct an_job *job);
 struct jw;
 /*! The same as report --json's "kernel_channels" object (null without KCH/KWINDOW records). */

@@ -1,5 +1,6 @@
-/* nccl_meta.c: what the analyzer knows of NCCL itself: collective classes, kernel names, the
- * nccl-tests bandwidth formulas (PERFORMANCE.md), size classes. The one place they live. */
+/* nccl_meta.c: what the analyzer knows of NCCL and NVLink themselves: collective classes, kernel
+ * names, the nccl-tests bandwidth formulas (PERFORMANCE.md), size classes, the NVLink data rate per
+ * link. The one place they live. */
 #include <math.h>   /* NAN */
 #include <string.h> /* strstr */
 
@@ -100,4 +101,21 @@ double an_algbw_gbps(double bytes, double ns)
 double an_busbw_gbps(double bytes, double ns, unsigned fn, int n)
 {
 	return an_algbw_gbps(bytes, ns) * an_busbw_factor(fn, n);
+}
+
+/* The one NVLink peak: NVIDIA's data rate per link and direction, 25 GB/s for NVLink 2 to 4
+ * (H200: 18 links = 450 GB/s each way, the 900 GB/s "bidirectional" of its specification).
+ * nvidia-smi nvlink -s shows 26.562 GB/s per link on NVLink 4: the signalling rate, encoding
+ * included, which no payload reaches (x 18 = 478); NCCL's topology model assumes 20.6 GB/s per
+ * link on sm_90 (src/graph/topo.h), an achievable ring rate rather than the link's. */
+double an_nvlink_link_Bps(uint64_t version)
+{
+	static const double per_version[] = {0, 20e9, 25e9, 25e9, 25e9, 50e9};
+	return version < sizeof per_version / sizeof per_version[0] ? per_version[version] : 0;
+}
+
+const char *an_peak_basis(void)
+{
+	return "NVIDIA's spec, 25 GB/s per link each way (H200: 18 x 25 = 450); nvidia-smi's "
+	       "26.562 is the signalling rate, encoding included";
 }

@@ -11,7 +11,8 @@
 #include <unistd.h>   /* close */
 
 #include "model/model.h"
-#include "model/stages.h"
+#include "load/load.h" /* an_sym_* */
+#include "util/diag.h" /* an_diag */
 
 /* libstdc++'s demangler (GCC's cp-demangle, the one c++filt and nsys' names agree with): linked
  * into build/nvlprof only (CLI_LDLIBS), never into the shim. */
@@ -228,8 +229,7 @@ static void warn_mismatch(const char *path)
 			return;
 	if (nwarned < 16)
 		snprintf(warned[nwarned++], sizeof warned[0], "%s", path);
-	fprintf(stderr,
-	        "nvlprof: warning: %s: build-id differs from the one in the trace, not used for "
+	an_diag("nvlprof: warning: %s: build-id differs from the one in the trace, not used for "
 	        "symbols\n",
 	        path);
 }

@@ -1112,18 +1112,21 @@ static int ctab_build_all(struct an_job *job, struct ctab *tabs, struct centry *
 	return rc;
 }
 
-void an_align_cross_rank(struct an_job *job)
+int an_align_cross_rank(struct an_job *job)
 {
 	job->rx = calloc(job->nranks, sizeof *job->rx);
 	struct ctab *tabs = calloc(job->ncomms ? job->ncomms : 1, sizeof *tabs);
 	struct centry *all = NULL;
+	int rc = -1;
 	if (tabs && job->rx && ctab_build_all(job, tabs, &all) == 0) {
 		refine_clocks(job, tabs);
 		cross_rank(job, tabs);
+		rc = 0;
 	} else if (job->ncomms)
 		job->comms_unmatched = job->ncomms;
 	for (size_t ci = 0; tabs && ci < job->ncomms; ci++)
 		ctab_free(&tabs[ci]);
 	free(all);
 	free(tabs);
+	return rc;
 }

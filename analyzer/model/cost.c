@@ -1,12 +1,13 @@
 /* cost.c: what recording cost the job, from each process's last COST record, and the capture
  * settings two runs were recorded with (header key NVLP_HDR_CAPTURE). */
-#include <stdio.h>  /* fprintf */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 
 #include "model/cost.h"
 #include "util/json.h"
 #include "model/model.h"
 #include "nvlp_trace.h"
+#include "util/diag.h" /* an_diag */
 
 #define MIB (1024.0 * 1024.0)
 
@@ -136,8 +137,7 @@ void an_cost_warn_capture(const struct an_job *before, const struct an_job *afte
 		}
 		p += l;
 	}
-	fprintf(stderr,
-	        "nvlprof: diff: warning: the two sides were recorded with different capture "
+	an_diag("nvlprof: diff: warning: the two sides were recorded with different capture "
 	        "settings (%s): part of a difference may be nvlprof's own\n",
 	        what[0] ? what : "settings unknown to this version");
 }

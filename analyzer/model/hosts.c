@@ -1,6 +1,6 @@
-/* hosts.c: the job's hosts numbered once (sorted, not compared pairwise), their clock offsets
- * solved from the completion differences of collectives that cross hosts, and the several-jobs
- * check, all in time linear (or n log n) in the ranks. */
+/* hosts.c: the hosts' clock offsets solved from the completion differences of collectives that cross
+ * hosts (the hosts are numbered by load/order.c), the several-jobs check and the hang and rank
+ * look-ups, all in time linear (or n log n) in the ranks. */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* qsort, strtol */
 #include <string.h> /* strcmp, strcspn */
@@ -8,60 +8,6 @@
 #include "model/model.h"
 #include "nvlp_trace.h"
 #include "model/stages.h"
-
-/* ---- host numbers ---- */
-static int cmp_host(const void *a, const void *b, void *arg)
-{
-	const struct an_rank *r = arg;
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	int c = strcmp(r[x].host, r[y].host);
-	return c ? c : (x > y) - (x < y);
-}
-
-int an_hosts_number(struct an_job *job)
-{
-	size_t n = job->nranks + job->nothers;
-	size_t *ix = malloc((n ? n : 1) * sizeof *ix);
-	if (!ix)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		ix[i] = i;
-	qsort_r(ix, n, sizeof *ix, cmp_host, job->ranks);
-	uint32_t h = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i && strcmp(job->ranks[ix[i]].host, job->ranks[ix[i - 1]].host))
-			h++;
-		job->ranks[ix[i]].host_ix = h;
-	}
-	job->nhosts = n ? h + 1 : 0;
-	job->by_host = ix;
-	job->host_at = calloc(job->nhosts + 1, sizeof *job->host_at);
-	if (!job->host_at)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		job->host_at[job->ranks[ix[i]].host_ix + 1]++;
-	for (size_t k = 0; k < job->nhosts; k++)
-		job->host_at[k + 1] += job->host_at[k];
-	for (size_t f = 0; f < job->nranks; f++) { /* the rank numbers' first processes */
-		int id = job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
-		if (an_index_get(&job->rank_ix, (uint64_t)id, 0) < 0 &&
-		    an_index_put(&job->rank_ix, (uint64_t)id, 0, (uint32_t)f))
-			return -1;
-	}
-	return 0;
-}
-
-size_t an_hosts_of_ok(const struct an_job *job)
-{
-	size_t n = 0;
-	for (size_t h = 0; h < job->nhosts; h++) {
-		int any = 0;
-		for (size_t p = job->host_at[h]; p < job->host_at[h + 1] && !any; p++)
-			any = job->by_host[p] < job->nranks && job->ranks[job->by_host[p]].ok;
-		n += any != 0;
-	}
-	return n;
-}
 
 /* ---- clock offsets per host ---- */
 static int cmp_i64(const void *a, const void *b)

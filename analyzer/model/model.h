@@ -7,16 +7,7 @@
 #include <stdint.h> /* uint64_t */
 
 #include "nvlp_format.h"
-
-/* An open-addressing index from a two-word key to an entry number of the caller's array: lookups
- * stay O(1) however many streams, threads or communicators a trace names. */
-struct an_index {
-	struct an_slot {
-		uint64_t a, b;
-		uint32_t v; /* entry number + 1, 0 = empty */
-	} *slot;
-	size_t cap, n;
-};
+#include "util/containers.h" /* struct an_index, struct an_ivals */
 
 /*
  * Thresholds: T(name, default, description). One list gives the enum, the defaults, the
@@ -178,15 +169,6 @@ struct an_csig {
 };
 #define AN_MAX_CSIGS 65535        /* distinct tuples kept per process ... */
 #define AN_CSIG_NONE UINT16_MAX   /* ... the calls beyond them, and invalid values: not compared */
-
-/* Half-open time interval [s, e) on one GPU. */
-struct an_ival {
-	uint64_t s, e;
-};
-struct an_ivals {
-	struct an_ival *v;
-	size_t n, cap;
-};
 
 /* Link counters sample kept for the during/outside-collective split. */
 struct an_sample {
@@ -582,6 +564,7 @@ struct an_job {
 	char several_jobs[320]; /* why the traces look like several jobs ("" one job) */
 };
 
+/* ---- load/: what reading the traces gives (ingest.c, order.c) ---- */
 /*! Load the traces named by paths (files or directories of *.nvlp), in parallel (nthreads <= 0:
  * nproc). Unreadable files are kept with ok = 0 and err set. @return 0, or -1 with err filled
  * when there is nothing to read at all. */
@@ -613,23 +596,24 @@ int an_rank_guess_get(const struct an_rank_guess *g);
  * cut short (truncated) may have lost its work: it stays a rank. */
 int an_rank_is_worker(const uint64_t kind_count[NVLP_K_COUNT], int truncated);
 
-/*! Align clocks, match across ranks, compute all tables. */
-void an_job_analyze(struct an_job *job);
+/*! Everything the job holds (job_free.c). Its analysis, the stages in order: pipeline.h. */
 void an_job_free(struct an_job *job);
 
-/* Helpers used by findings and output. */
+/* ---- load/nccl_meta.c ---- */
 /*! NVLink data rate of one link in one direction (bytes/s) by NVLink version, NVIDIA's
  * specification figure; 0 for a version not known. The one source of every NVLink peak. */
 double an_nvlink_link_Bps(uint64_t version);
 /*! One line saying which peak that is and why (report and evidence peak_basis). */
 const char *an_peak_basis(void);
+/* ---- model.c: helpers findings and printers read the model with ---- */
 /*! NVLink peak (bytes/s per direction) of a device of a process, 0 if unknown. */
 double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device);
 /*! 1 if devices a and b of process r are NVLink-connected (topology records). */
 int an_nvlink_between(const struct an_rank *r, int a, int b);
-/*! Header value (NULL if absent) of a process: key as in nvlp_trace.h ("env.NCCL_P2P_DISABLE"). */
+/*! Header value (NULL if absent) of a process: key as in nvlp_trace.h ("env.NCCL_P2P_DISABLE")
+ * (load/order.c). */
 const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len);
-/* ---- symbols.c ---- */
+/* ---- load/symbols.c ---- */
 /*! Where files of the recorded modules may be found besides the trace's own SYMBOL records
  * (--symbols DIR, like perf --symfs): DIR + recorded path, DIR/basename and
  * DIR/.build-id/xx/rest.debug, each used only when its build-id equals the recorded one. NULL:
@@ -647,6 +631,7 @@ void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned 
  * mangled, as it is), *shortn the function's name alone, no scope, template arguments or
  * parameters ("f"). Both malloc'ed, the caller's. @return 0, -1 out of memory (both NULL) */
 int an_demangle(const char *name, char **full, char **shortn);
+/* ---- model/: the model's figures (model.c, hosts.c) ---- */
 /* The row of seq in a communicator's transfer table, -1 if absent. */
 static inline long an_xfer_row(const struct an_comm *m, uint32_t seq)
 {

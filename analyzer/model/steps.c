@@ -22,17 +22,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int an_steps_mark(struct an_rank *r, uint64_t t, const char *name)
-{
-	uint64_t *m = PUSH(r->marks, r->nmarks, r->capmarks);
-	if (!m)
-		return -1;
-	*m = t;
-	if (name && !r->mark_name[0])
-		snprintf(r->mark_name, sizeof r->mark_name, "%s", name);
-	return 0;
-}
-
 /* torch.profiler's steps seen through CUPTI (an_rank.umarks): the outermost user ranges of the
  * thread that made the earliest one become the step marks. That is the thread calling
  * prof.step(): the profiler starts pushing ids there, with ProfilerStep#N, and every other
@@ -331,7 +320,7 @@ static void end_steps(struct an_job *job)
 	}
 }
 
-void an_steps_find(struct an_job *job)
+int an_steps_find(struct an_job *job)
 {
 	const double *th = job->th ? job->th : an_threshold_defaults;
 	job->step_comm = -1;
@@ -368,4 +357,5 @@ void an_steps_find(struct an_job *job)
 			}
 		}
 	}
+	return 0;
 }

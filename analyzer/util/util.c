@@ -7,6 +7,7 @@
 #include <string.h>   /* strlen, strverscmp */
 #include <sys/stat.h> /* stat */
 
+#include "util/diag.h" /* an_diag */
 #include "util/util.h"
 
 static int paths_push(struct nvlp_paths *p, char *s)
@@ -254,9 +255,9 @@ int nvlp_out_finish(FILE *f, const char *name)
 		e = errno;
 	}
 	if (bad && e) /* errno is known only when this flush failed, not an earlier one */
-		fprintf(stderr, "nvlprof: %s: write error: %s\n", name, strerror(e));
+		an_diag("nvlprof: %s: write error: %s\n", name, strerror(e));
 	else if (bad)
-		fprintf(stderr, "nvlprof: %s: write error\n", name);
+		an_diag("nvlprof: %s: write error\n", name);
 	return bad ? -1 : 0;
 }
 

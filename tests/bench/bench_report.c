@@ -8,6 +8,7 @@
 
 #include "findings/findings.h"
 #include "model/model.h"
+#include "pipeline.h" /* an_job_analyze */
 
 static double now(void)
 {

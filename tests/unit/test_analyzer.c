@@ -10,6 +10,7 @@
 #include "check.h"
 #include "findings/findings.h"
 #include "model/model.h"
+#include "pipeline.h" /* an_job_analyze */
 #include "nvlp_trace.h"
 #include "util/util.h" /* an_fmt_value */
 

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "model/model.h"
+#include "pipeline.h" /* an_job_analyze */
 #include "model/places.h"
 
 static struct an_pystack stacks[] = {

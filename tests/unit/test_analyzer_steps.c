@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "model/model.h"
+#include "pipeline.h" /* an_job_analyze */
 #include "nvlp_trace.h"
 #include "model/stages.h"
 

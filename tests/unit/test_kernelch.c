@@ -19,6 +19,7 @@
 #include "util/json.h"
 #include "load/kernelch.h"
 #include "model/model.h"
+#include "pipeline.h" /* an_job_analyze */
 #include "nvlp_trace.h"
 #include "shim_child.h"
 
