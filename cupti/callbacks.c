@@ -22,7 +22,10 @@
 
 #include "cupti_int.h"
 #include "nvlp_cost.h"
+#include "nvlp_cupti.h"
+#include "nvlp_pystacks.h"
 #include "nvlp_rt.h"
+#include "nvlp_stacks.h"
 #include "resolve.h" /* nvlp_recording_tls */
 
 /* cu*_params (the callbacks' functionParams) come with cupti.h (generated_cuda_meta.h). */

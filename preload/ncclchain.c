@@ -29,6 +29,7 @@
 #include <strings.h> /* strcasecmp */
 
 #include "ncclprof.h"
+#include "nvlp_module.h"
 #include "nvlp_rt.h"
 
 #define CHAIN_ENV "NVLPROF_NCCL_CHAIN"
@@ -455,3 +456,11 @@ void nvlp_nccl_plugin_env(int on)
 	setenv(CHAIN_ENV, cur ? cur : "", 1);
 	setenv("NCCL_PROFILER_PLUGIN", self, 1);
 }
+
+/* The module: at init, NCCL_PROFILER_PLUGIN points at us (the user's plugin chained behind). */
+static void nccl_init(const struct nvlp_config *cfg)
+{
+	nvlp_nccl_plugin_env(cfg->nccl_plugin);
+}
+static const struct nvlp_module nccl_module = {.name = "nccl", .init = nccl_init};
+NVLP_MODULE(NCCL, nccl_module)
