@@ -514,7 +514,7 @@ static void start_collectors(const struct nvlp_config *cfg)
 {
 	nvlp_act_set_state(NVLP_CS_ACTIVE);
 	nvlp_share_on_start();
-	nvlp_drv_start(); /* driver-API callbacks: managed memory and copies from any runtime */
+	nvlp_drv_start(nvlp_cupti_managed_seen); /* driver-API callbacks: managed memory and copies from any runtime */
 	if (cfg->um == 1 && !S.injected)
 		um_enable_locked();
 	else if (cfg->um == 1)
