@@ -22,8 +22,13 @@
 
 #include "cupti_int.h"
 #include "nvlp_cost.h"
+#include "nvlp_cupti.h"
+#include "nvlp_pystacks.h"
 #include "nvlp_rt.h"
+#include "nvlp_stacks.h"
 #include "resolve.h" /* nvlp_recording_tls */
+
+static void (*managed_seen_fn)(void); /* cupti.c's, given at start */
 
 /* cu*_params (the callbacks' functionParams) come with cupti.h (generated_cuda_meta.h). */
 enum op {
@@ -359,7 +364,7 @@ static void drv_exit_block(const struct row *w, const CUpti_CallbackData *cb, co
 		if (ptr) {
 			mg_add(ptr, p->bytesize);
 			hd_enable();
-			nvlp_cupti_managed_seen(); /* UM counters on before the block is returned */
+			managed_seen_fn(); /* UM counters on before the block is returned */
 		}
 		if (tls)
 			emit_managed(tls, w, t0, ctx_device(cb->context), ptr, p->bytesize,
@@ -504,15 +509,16 @@ static void drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	}
 }
 
-void nvlp_drv_start(void)
+void nvlp_drv_start(void (*managed_seen)(void))
 {
+	managed_seen_fn = managed_seen;
 	if (!nvlp_cfg()->driver) {
 		nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
 		          "NVLPROF_DRIVER=0: no driver-level capture (managed memory and copies "
 		          "seen through the CUDA runtime hooks only)");
 		return;
 	}
-	if (nvlp_sub_start() != 0)
+	if (nvlp_sub_start(nvlp_drv_callback) != 0)
 		return;
 	int n = 0, failed = 0;
 	for (int c = 0; c < CUPTI_DRIVER_TRACE_CBID_SIZE; c++) {

@@ -31,6 +31,8 @@
 
 #include "cupti_int.h"
 #include "nvlp_cost.h"
+#include "nvlp_cupti.h"
+#include "nvlp_module.h"
 #include "nvlp_rt.h"
 
 static struct {
@@ -512,7 +514,7 @@ static void start_collectors(const struct nvlp_config *cfg)
 {
 	nvlp_act_set_state(NVLP_CS_ACTIVE);
 	nvlp_share_on_start();
-	nvlp_drv_start(); /* driver-API callbacks: managed memory and copies from any runtime */
+	nvlp_drv_start(nvlp_cupti_managed_seen); /* driver-API callbacks: managed memory and copies from any runtime */
 	if (cfg->um == 1 && !S.injected)
 		um_enable_locked();
 	else if (cfg->um == 1)
@@ -555,7 +557,8 @@ aside:
 	nvlp_act_set_state(NVLP_CS_ASIDE);
 }
 
-void nvlp_cupti_start(void)
+/* From InitializeInjection, or late from an intercepted call when CUDA is already up. */
+static void nvlp_cupti_start(void)
 {
 	nvlp_init();
 	pthread_mutex_lock(&start_mu);
@@ -745,7 +748,8 @@ static void diagnose_never_started(void)
 	          "found a CUDA context: no GPU activity collected");
 }
 
-void nvlp_cupti_stop(void)
+/* The module's flush: CUPTI buffers and samplers into the trace, while recording is on. */
+static void nvlp_cupti_stop(void)
 {
 	pthread_mutex_lock(&start_mu);
 	int st = nvlp_cupti_state();
@@ -785,7 +789,7 @@ void nvlp_cupti_stop(void)
 	pthread_mutex_unlock(&start_mu);
 }
 
-void nvlp_cupti_atfork_child(void)
+static void nvlp_cupti_atfork_child(void)
 {
 	/* CUDA does not survive fork; the child must not call into CUPTI or join our threads */
 	S.calls_seen = 0;
@@ -801,3 +805,12 @@ void nvlp_cupti_atfork_child(void)
 	nvlp_sub_atfork_child();
 	nvlp_drv_atfork_child();
 }
+/* The module: at init the driver is told to load us as its injection library. */
+static void cupti_init(const struct nvlp_config *cfg)
+{
+	if (cfg->cupti)
+		nvlp_env_point_at_self("CUDA_INJECTION64_PATH");
+}
+static const struct nvlp_module cupti_module = {
+    .name = "cupti", .init = cupti_init, .flush = nvlp_cupti_stop, .atfork_child = nvlp_cupti_atfork_child};
+NVLP_MODULE(CUPTI, cupti_module)

@@ -271,14 +271,16 @@ void *nvlp_share_caller_real(const char *name, void *caller, void *self);
 /* ---- subscribe.c: the one CUPTI callback subscription, shared with one client (Kineto) ---- */
 /*! Called once from start: take the process's one subscription (or share the one a client made
  * through us). @return 0, or the CUptiResult that refused it. */
-int nvlp_sub_start(void);
+typedef void (*nvlp_sub_drv_fn)(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+int nvlp_sub_start(nvlp_sub_drv_fn drv);
 /*! Enable or disable one callback for ourselves (the client's own state is kept). */
 int nvlp_sub_enable(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int on);
 void nvlp_sub_atfork_child(void);
 
 /* ---- callbacks.c: driver-API capture (managed memory, peer access, copies), any runtime ---- */
-/*! Called once from start, after activity is on: enables the driver callbacks we record. */
-void nvlp_drv_start(void);
+/*! Called once from start, after activity is on: enables the driver callbacks we record.
+ * managed_seen: cupti.c's, told of each managed allocation (UM counters). */
+void nvlp_drv_start(void (*managed_seen)(void));
 /*! A driver-API callback for a cbid we enabled (from subscribe.c's dispatcher). */
 void nvlp_drv_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
 void nvlp_drv_atfork_child(void);

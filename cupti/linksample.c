@@ -46,7 +46,7 @@
 #include "cupti_int.h"
 #include "nvlp_cost.h"
 #include "nvlp_rt.h"
-#include "rt_internal.h" /* nvlp_lc_refresh_atexit */
+#include "nvlp_module.h" /* nvlp_lc_refresh_atexit */
 
 #define MAX_GPUS 64
 #define NMETRICS 6

@@ -8,6 +8,7 @@
 #include <string.h> /* memset */
 
 #include "cupti_int.h"
+#include "nvlp_cupti.h"
 #include "nvlp_rt.h"
 
 /* ---- stream ids: a small lock-free open-addressing cache (key 0 = empty) ---- */

@@ -40,6 +40,9 @@ static pthread_mutex_t mmu = PTHREAD_MUTEX_INITIALIZER;
 static char client_token;
 #define CLIENT ((CUpti_SubscriberHandle)(void *)&client_token)
 
+/* callbacks.c's handler of our driver-API callbacks, given at start (no call back by name) */
+static nvlp_sub_drv_fn drv_cb;
+
 static void CUPTIAPI dispatch(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
                               const void *data)
 {
@@ -47,7 +50,7 @@ static void CUPTIAPI dispatch(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId
 	int in = (unsigned)d < NDOM && cbid < MAXCB;
 	if (in && d == CUPTI_CB_DOMAIN_DRIVER_API &&
 	    __atomic_load_n(&M.ours[d][cbid], __ATOMIC_RELAXED))
-		nvlp_drv_callback(cbid, data);
+		drv_cb(cbid, (const CUpti_CallbackData *)data);
 	CUpti_CallbackFunc f = __atomic_load_n(&M.ccb, __ATOMIC_ACQUIRE);
 	if (f && (!in || __atomic_load_n(&M.theirs[d][cbid], __ATOMIC_RELAXED)))
 		f(M.cdata, d, cbid, data);
@@ -99,8 +102,9 @@ static void reapply_ours_locked(int d)
 			apply_locked(d, c);
 }
 
-int nvlp_sub_start(void)
+int nvlp_sub_start(nvlp_sub_drv_fn drv)
 {
+	__atomic_store_n(&drv_cb, drv, __ATOMIC_RELEASE);
 	char who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
 	pthread_mutex_lock(&mmu);
 	int r = hold_locked(who, sizeof who);

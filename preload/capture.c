@@ -11,6 +11,7 @@
 #include <cupti_activity.h> /* cuptiActivityPush/PopExternalCorrelationId */
 #include <nvtx3/nvToolsExt.h>
 
+#include "nvlp_module.h" /* the module's table, the record filter */
 #include "nvlp_rt.h"
 #include "resolve.h"
 
@@ -27,7 +28,7 @@
  * library at load unless it is set already, e.g. by nsys): NVTX calls InitializeInjectionNvtx2,
  * we fill in its core function table.
  */
-int nvlp_capture_mode; /* 0 none, 1 cudaProfilerApi, 2 nvtx:NAME (set once at init) */
+static int capture_mode; /* 0 none, 1 cudaProfilerApi, 2 nvtx:NAME (set once at init) */
 static char capture_name[256];
 static volatile int gate = 1; /* records pass (atomic) */
 
@@ -39,9 +40,10 @@ static unsigned n_ranges;
 static pthread_mutex_t ranges_mu = PTHREAD_MUTEX_INITIALIZER;
 static int nvtx_open; /* matching NVTX ranges open, under ranges_mu */
 
-void nvlp_capture_config(int mode, const char *name)
+/* Set the capture mode once at init (before any record). */
+static void capture_config(int mode, const char *name)
 {
-	nvlp_capture_mode = mode;
+	capture_mode = mode;
 	if (name)
 		snprintf(capture_name, sizeof capture_name, "%s", name);
 	__atomic_store_n(&gate, mode == 0, __ATOMIC_RELEASE);
@@ -117,7 +119,9 @@ static int judged(unsigned kind, const void *f, uint64_t *t)
 	}
 }
 
-int nvlp_capture_keep(unsigned kind, const void *fields)
+/* With a capture range: 1 if the record is kept (inside the range, or a kind that explains the
+ * others), 0 if it is not written. */
+static int capture_keep(unsigned kind, const void *fields)
 {
 	uint64_t t;
 	if (!judged(kind, fields, &t))
@@ -127,7 +131,8 @@ int nvlp_capture_keep(unsigned kind, const void *fields)
 	return in_ranges(t);
 }
 
-int nvlp_capture_gate_open(void)
+/* 1 while the capture range is open (always without capture). */
+static int capture_gate_open(void)
 {
 	return __atomic_load_n(&gate, __ATOMIC_ACQUIRE);
 }
@@ -157,7 +162,7 @@ NVLP_EXPORT cudaError_t cudaProfilerStart(void)
 		return cudaErrorSharedObjectSymbolNotFound;
 	cudaError_t rc = real();
 	int err = errno;
-	if (nvlp_capture_mode == 1)
+	if (capture_mode == 1)
 		range_open(nvlp_now());
 	mark(NVLP_MARK_PROFILER_START, NULL);
 	errno = err;
@@ -171,7 +176,7 @@ NVLP_EXPORT cudaError_t cudaProfilerStop(void)
 		return cudaErrorSharedObjectSymbolNotFound;
 	int err = errno;
 	mark(NVLP_MARK_PROFILER_STOP, NULL);
-	if (nvlp_capture_mode == 1)
+	if (capture_mode == 1)
 		range_close(nvlp_now());
 	errno = err;
 	return real();
@@ -236,7 +241,7 @@ static uint64_t open_starts[OPEN_STARTS];
 
 static int is_capture(const char *msg)
 {
-	return nvlp_capture_mode == 2 && msg && !strcmp(msg, capture_name);
+	return capture_mode == 2 && msg && !strcmp(msg, capture_name);
 }
 
 static void capture_begin(void)
@@ -408,3 +413,23 @@ NVLP_EXPORT int InitializeInjectionNvtx2(get_export_table_t get)
 	}
 	return 1;
 }
+
+/* ---- the module: at init, NVTX's tool path (us, for the job's marks) and the capture range ---- */
+
+static const struct nvlp_record_filter capture_filter = {
+    .keep = capture_keep,
+    .gate_open = capture_gate_open,
+};
+
+static void capture_init(const struct nvlp_config *cfg)
+{
+	/* NVTX loads its tool from this path: us, for the job's marks */
+	if (cfg->nvtx)
+		nvlp_env_point_at_self("NVTX_INJECTION64_PATH");
+	capture_config(cfg->capture, cfg->capture_name);
+	if (cfg->capture)
+		nvlp_set_record_filter(&capture_filter);
+}
+
+static const struct nvlp_module capture_module = {.name = "capture", .init = capture_init};
+NVLP_MODULE(CAPTURE, capture_module)

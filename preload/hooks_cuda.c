@@ -8,7 +8,11 @@
 #include <cuda_runtime_api.h>
 
 #include "nvlp_cost.h"
+#include "hooks_cuda.h"
+#include "nvlp_cupti.h"
+#include "nvlp_pystacks.h"
 #include "nvlp_rt.h"
+#include "nvlp_stacks.h"
 #include "resolve.h"
 
 /* Per-thread-default-stream variants: the header declares them only under a macro, and the 13.0

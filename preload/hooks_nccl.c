@@ -9,6 +9,9 @@
 
 #include "comms.h"
 #include "nvlp_cost.h"
+#include "hooks_cuda.h" /* nvlp_capture_note */
+#include "nvlp_cupti.h"
+#include "nvlp_pystacks.h"
 #include "nvlp_rt.h"
 #include "resolve.h"
 #include "../trace/nvlp_trace.h" /* nvlp_hash64, nvlp_nccl_dtype_size */

@@ -10,9 +10,9 @@
 #include <time.h>        /* nanosleep */
 #include <unistd.h>      /* execve */
 
+#include "nvlp_module.h" /* nvlp_lc_refresh_atexit, nvlp_env_point_at_self */
 #include "nvlp_rt.h"
 #include "rt_internal.h"
-#include "ncclprof.h" /* nvlp_nccl_plugin_env */
 
 /* 0 none, 1 shutting down, 2 done (reset by rearm and in a fork child). */
 static volatile int nvlp_lc_shut_state;
@@ -73,11 +73,13 @@ void nvlp_shutdown(unsigned reason)
 		return;
 	}
 	shut_tid = (pid_t)syscall(SYS_gettid);
-	/* CUPTI flushes its buffers through the ring, so recording must still be on. */
+	/* Modules flush through the ring (CUPTI's buffers), so recording must still be on; their
+	 * threads stop after it is off (the Python sampler's last records are in before the final
+	 * drain). The order: nvlp_module.h. */
 	if (nvlp_is_active())
-		nvlp_cupti_stop();
+		nvlp_modules_flush();
 	nvlp_rt_set_active(0);
-	nvlp_py_sampler_stop(); /* its last records are in before the final drain */
+	nvlp_modules_stop();
 	nvlp_rt_finish(reason);
 	shut_set(2);
 	errno = err;
@@ -267,14 +269,14 @@ static void fork_child(void)
 	shut_set(0);
 	__atomic_store_n(&fatal_seen, 0, __ATOMIC_RELAXED);
 	atexit_busy = 0;
-	nvlp_cupti_atfork_child();
+	nvlp_modules_atfork_child(); /* CUPTI's state: CUDA does not survive fork */
 	if (may_record)
 		nvlp_rt_set_active(1);
 }
 
-/* Let the CUDA driver load us as its injection library (InitializeInjection, in cupti/), which
- * is the only way to see NVLink topology records. */
-static void set_path_env(const char *var)
+/* For the modules: the CUDA driver loads us as its injection library (InitializeInjection, in
+ * cupti/: the only way to see NVLink topology records), NVTX as its tool (capture.c). */
+void nvlp_env_point_at_self(const char *var)
 {
 	if (getenv(var))
 		return;
@@ -311,14 +313,8 @@ static void init_once(void)
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		atexit(at_exit);
 		nvlp_emit_init();
-		if (cfg->cupti)
-			set_path_env("CUDA_INJECTION64_PATH");
-		/* NVTX loads its tool from this path: us (preload/capture.c), for the job's marks */
-		if (cfg->nvtx)
-			set_path_env("NVTX_INJECTION64_PATH");
-		nvlp_capture_config(cfg->capture, cfg->capture_name);
-		/* NCCL loads its profiler plugin from this path: us, the user's chained (ncclchain.c) */
-		nvlp_nccl_plugin_env(cfg->nccl_plugin);
+		/* the environment the CUDA driver, NVTX and NCCL load us by (nvlp_module.h's order) */
+		nvlp_modules_init(cfg);
 		nvlp_rt_set_active(1);
 	}
 	errno = err;

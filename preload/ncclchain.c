@@ -29,6 +29,7 @@
 #include <strings.h> /* strcasecmp */
 
 #include "ncclprof.h"
+#include "nvlp_module.h"
 #include "nvlp_rt.h"
 
 #define CHAIN_ENV "NVLPROF_NCCL_CHAIN"
@@ -48,7 +49,63 @@ NVLP_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
     .recordEventState = nvlp_np_state,
     .finalize = nvlp_np_finalize,
 };
-int nvlp_np_iface = 5;
+
+/* ---- ncclProfiler_v4, for NCCL 2.27: its events made v5 ones ---- */
+
+static ncclResult_t v4_init(void **context, int *mask, const char *commName, uint64_t commHash,
+                            int nNodes, int nranks, int rank, ncclDebugLogger_t logfn)
+{
+	__atomic_store_n(&nvlp_np_iface, 4, __ATOMIC_RELAXED);
+	return ncclProfiler_v5.init(context, commHash, mask, commName, nNodes, nranks, rank, logfn);
+}
+
+static ncclResult_t v4_start(void *context, void **handle, ncclProfilerEventDescr_v4_t *e)
+{
+	if (!e) {
+		if (handle)
+			*handle = NULL;
+		return ncclSuccess;
+	}
+	ncclProfilerEventDescr_v5_t d;
+	memset(&d, 0, sizeof d);
+	memcpy((char *)&d + offsetof(ncclProfilerEventDescr_v5_t, parentObj), (const char *)e + offsetof(ncclProfilerEventDescr_v4_t, parentObj),
+	       sizeof *e - offsetof(ncclProfilerEventDescr_v4_t, parentObj));
+	d.type = e->type;
+	if (e->type == ncclProfileColl) { /* in v4 the group is a collective's parent */
+		d.coll.parentGroup = e->parentObj;
+		d.parentObj = NULL;
+	} else if (e->type == ncclProfileP2p) {
+		d.p2p.parentGroup = e->parentObj;
+		d.parentObj = NULL;
+	}
+	return ncclProfiler_v5.startEvent(context, handle, &d);
+}
+
+static ncclResult_t v4_stop(void *handle)
+{
+	return ncclProfiler_v5.stopEvent(handle);
+}
+
+static ncclResult_t v4_state(void *handle, ncclProfilerEventState_v4_t state,
+                             ncclProfilerEventStateArgs_v4_t *args)
+{
+	return ncclProfiler_v5.recordEventState(handle, state,
+	                                        (ncclProfilerEventStateArgs_v5_t *)(void *)args);
+}
+
+static ncclResult_t v4_finalize(void *context)
+{
+	return ncclProfiler_v5.finalize(context);
+}
+
+NVLP_EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {
+    .name = "nvlprof",
+    .init = v4_init,
+    .startEvent = v4_start,
+    .stopEvent = v4_stop,
+    .recordEventState = v4_state,
+    .finalize = v4_finalize,
+};
 
 /* ---- the chained plugin ---- */
 static struct {
@@ -105,7 +162,6 @@ static void *open_like_nccl(const char *prefix, const char *name, int flags, cha
  * (the program's scope, a symlink to this library). @return its version, 0 none */
 static int find_table(void *lib, int *older)
 {
-	extern const ncclProfiler_v4_t ncclProfiler_v4;
 	const void *self[] = {&ncclProfiler_v5, &ncclProfiler_v4};
 	*older = 0;
 	for (int v = __atomic_load_n(&nvlp_np_iface, __ATOMIC_RELAXED); v >= 1; v--) {
@@ -455,3 +511,11 @@ void nvlp_nccl_plugin_env(int on)
 	setenv(CHAIN_ENV, cur ? cur : "", 1);
 	setenv("NCCL_PROFILER_PLUGIN", self, 1);
 }
+
+/* The module: at init, NCCL_PROFILER_PLUGIN points at us (the user's plugin chained behind). */
+static void nccl_init(const struct nvlp_config *cfg)
+{
+	nvlp_nccl_plugin_env(cfg->nccl_plugin);
+}
+static const struct nvlp_module nccl_module = {.name = "nccl", .init = nccl_init};
+NVLP_MODULE(NCCL, nccl_module)

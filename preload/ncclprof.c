@@ -40,6 +40,9 @@
 #include "nvlp_cost.h"
 #include "nvlp_rt.h"
 
+/* The interface NCCL calls this plugin through (5, or 4 for NCCL 2.27: ncclchain.c's v4 table). */
+int nvlp_np_iface = 5;
+
 enum { PROFILE_COLL = ncclProfileColl, PROFILE_KERNEL_CH = ncclProfileKernelCh };
 typedef ncclProfilerEventDescr_v5_t nvlp_nccl_descr_v5;
 typedef ncclProfilerEventStateArgs_v5_t nvlp_nccl_state_args_v5;

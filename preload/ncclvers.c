@@ -1,4 +1,4 @@
-/* ncclvers.c: NCCL profiler interfaces older than v5: the v4 table NCCL 2.27 finds, and events handed down to a chained v4 or v3 plugin as NCCL 2.28.9 does. */
+/* ncclvers.c: NCCL profiler interfaces older than v5: events handed down to a chained v4 or v3 plugin as NCCL 2.28.9 does (the v4 table NCCL 2.27 finds is in ncclchain.c). */
 /*
  * NCCL looks for the newest table it knows first (2.28: ncclProfiler_v5, then _v4 .. _v1; 2.27:
  * _v4 first). ncclProfiler_v4 here turns NCCL 2.27's events into v5 ones and calls the v5 table,
@@ -143,60 +143,3 @@ int nvlp_np_state_v3(ncclProfilerEventStateArgs_v3_t *o, int state,
 	default: return 0;
 	}
 }
-
-/* ---- ncclProfiler_v4, for NCCL 2.27: its events made v5 ones ---- */
-
-static ncclResult_t v4_init(void **context, int *mask, const char *commName, uint64_t commHash,
-                            int nNodes, int nranks, int rank, ncclDebugLogger_t logfn)
-{
-	__atomic_store_n(&nvlp_np_iface, 4, __ATOMIC_RELAXED);
-	return ncclProfiler_v5.init(context, commHash, mask, commName, nNodes, nranks, rank, logfn);
-}
-
-static ncclResult_t v4_start(void *context, void **handle, d4 *e)
-{
-	if (!e) {
-		if (handle)
-			*handle = NULL;
-		return ncclSuccess;
-	}
-	d5 d;
-	memset(&d, 0, sizeof d);
-	memcpy((char *)&d + offsetof(d5, parentObj), (const char *)e + offsetof(d4, parentObj),
-	       sizeof *e - offsetof(d4, parentObj));
-	d.type = e->type;
-	if (e->type == ncclProfileColl) { /* in v4 the group is a collective's parent */
-		d.coll.parentGroup = e->parentObj;
-		d.parentObj = NULL;
-	} else if (e->type == ncclProfileP2p) {
-		d.p2p.parentGroup = e->parentObj;
-		d.parentObj = NULL;
-	}
-	return ncclProfiler_v5.startEvent(context, handle, &d);
-}
-
-static ncclResult_t v4_stop(void *handle)
-{
-	return ncclProfiler_v5.stopEvent(handle);
-}
-
-static ncclResult_t v4_state(void *handle, ncclProfilerEventState_v4_t state,
-                             ncclProfilerEventStateArgs_v4_t *args)
-{
-	return ncclProfiler_v5.recordEventState(handle, state,
-	                                        (ncclProfilerEventStateArgs_v5_t *)(void *)args);
-}
-
-static ncclResult_t v4_finalize(void *context)
-{
-	return ncclProfiler_v5.finalize(context);
-}
-
-NVLP_EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {
-    .name = "nvlprof",
-    .init = v4_init,
-    .startEvent = v4_start,
-    .stopEvent = v4_stop,
-    .recordEventState = v4_state,
-    .finalize = v4_finalize,
-};

@@ -1,5 +1,6 @@
-/* nvlp_rt.h: the shim's runtime, used by every hook: switch, config, clock, per-thread
- * recording. */
+/* nvlp_rt.h: the shim's core as every hook and module uses it: the switch, the configuration,
+ * per-thread state, recording (emit). A module's own functions are in its header (nvlp_cupti.h,
+ * nvlp_stacks.h, nvlp_pystacks.h, hooks_cuda.h); how modules plug in: nvlp_module.h. */
 #ifndef NVLP_RT_H
 #define NVLP_RT_H
 
@@ -184,82 +185,6 @@ static inline uint64_t nvlp_next_call_id(void)
 void nvlp_init(void);
 /*! Flush everything now and write END (reason: enum nvlp_end_reason); recording stops after. */
 void nvlp_shutdown(unsigned reason);
-
-/* Provided by cupti/. */
-/*! Called from InitializeInjection or from the constructor when CUDA is already up. */
-void nvlp_cupti_start(void);
-/*! Flush CUPTI buffers and samplers into the trace; called once before the final flush. */
-void nvlp_cupti_stop(void);
-/*! In a fork child: forget CUPTI state without calling into CUPTI. */
-void nvlp_cupti_atfork_child(void);
-/*! CUPTI's stream id for a cudaStream_t on the current device/context, 0 if unknown. */
-uint64_t nvlp_cupti_stream_id(void *stream);
-/*! Device of p (-1: host or unknown) and whether it is managed, from the driver (no runtime API
- * call, so torch.profiler sees none). @return 0, or -1 when the driver cannot be asked (use the
- * runtime). */
-int nvlp_cupti_pointer_info(const void *p, int *device, int *managed);
-/*! Notify that the process allocated managed memory (UM counters in auto mode). */
-void nvlp_cupti_managed_seen(void);
-
-/* Provided by preload/hooks_cuda.c. */
-/*! The record kind/call_id just emitted was issued on stream st: if st is capturing into a CUDA
- * graph, emit a CAPTURED record (costs one relaxed load while no capture is live). */
-void nvlp_capture_note(unsigned kind, uint64_t call_id, void *st);
-
-/* Provided by preload/stacks.c. */
-/*! Capture the caller's stack: @return stack id (STACK/MODULE records emitted when new), 0 if
- * off. */
-uint64_t nvlp_stack_capture(void);
-
-/* Provided by preload/capture.c. */
-/*! NVLPROF_CAPTURE's mode (0: none, every record is kept). */
-extern int nvlp_capture_mode __attribute__((visibility("hidden")));
-/*! Set the capture mode once at init (before any record). */
-void nvlp_capture_config(int mode, const char *name);
-/*! With a capture range: 1 if the record is kept (inside the range, or a kind that explains the
- * others), 0 if it is not written. */
-int nvlp_capture_keep(unsigned kind, const void *fields);
-/*! 1 while the capture range is open (always without capture). */
-int nvlp_capture_gate_open(void);
-
-/* Provided by preload/pystacks.c (nothing happens outside Python or without the GIL). */
-/*! Attach the calling thread's Python chain to the record (kind, tid, t, call_id): a PYREF, and the
- * PYSTACK when new. */
-void nvlp_py_attach(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id);
-/*! After a collective's record: a PYREF when the thread's Python chain changed since the last. */
-void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id);
-/* -1 once the process is known not to run Python: the hooks then skip the call (one load). */
-extern int nvlp_py_state __attribute__((visibility("hidden")));
-static inline void nvlp_py_nccl_maybe(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
-{
-	if (__atomic_load_n(&nvlp_py_state, __ATOMIC_RELAXED) >= 0)
-		nvlp_py_nccl(tls, t, call_id);
-}
-
-/*
- * The Python sampler (pystacks.c): its own thread reads the chains of the main thread and of every
- * thread inside an intercepted call. A thread entering a call publishes its PyThreadState in a slot
- * of its own (a pointer load from thread-local storage and a store: no syscall, no lock); leaving,
- * it clears it. Nothing happens while no sampler runs (one relaxed load).
- */
-struct nvlp_py_slot {
-	uint64_t ts;  /* atomic: the thread's PyThreadState while inside a call, else 0 */
-	uint64_t tid; /* atomic: the thread owning the slot, 0 free */
-} __attribute__((aligned(64)));
-extern int nvlp_py_sampling __attribute__((visibility("hidden"))); /* 1 while a sampler runs */
-void nvlp_py_enter_slow(struct nvlp_tls *tls);
-static inline void nvlp_py_enter(struct nvlp_tls *tls)
-{
-	if (NVLP_UNLIKELY(__atomic_load_n(&nvlp_py_sampling, __ATOMIC_RELAXED)))
-		nvlp_py_enter_slow(tls);
-}
-static inline void nvlp_py_leave(struct nvlp_tls *tls)
-{
-	if (NVLP_UNLIKELY(tls->py_slot != NULL))
-		__atomic_store_n(&tls->py_slot->ts, 0, __ATOMIC_RELEASE);
-}
-/*! Stop the sampler thread (bounded wait: it finishes at most the sample under way). */
-void nvlp_py_sampler_stop(void);
 
 #ifdef __cplusplus
 }

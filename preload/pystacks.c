@@ -13,8 +13,9 @@
 #include <unistd.h>    /* getpid, pipe2 */
 
 #include "nvlp_cost.h"
+#include "nvlp_module.h"        /* the module's table; nvlp_rt_pid: which thread is the main one */
+#include "nvlp_pystacks.h"
 #include "nvlp_rt.h"
-#include "rt_internal.h"         /* nvlp_rt_pid: which thread is the main one */
 #include "../trace/nvlp_trace.h" /* nvlp_hash64 */
 
 /*
@@ -1041,7 +1042,7 @@ void nvlp_py_nccl(struct nvlp_tls *tls, uint64_t t, uint64_t call_id)
 {
 	if (NVLP_UNLIKELY(!nvlp_cfg()->stacks) || resolve() < 0)
 		return;
-	if (NVLP_UNLIKELY(nvlp_capture_mode) && !nvlp_capture_gate_open()) {
+	if (NVLP_UNLIKELY(!nvlp_record_gate_open())) {
 		/* Outside the capture range nothing is written: the first collective inside gets
 		 * its PYREF whatever the chain was before. */
 		tls->py_sig = 0;
@@ -1361,7 +1362,8 @@ static void samp_kick(struct nvlp_tls *tls)
 	pthread_mutex_unlock(&samp.mu);
 }
 
-void nvlp_py_sampler_stop(void)
+/* Stop the sampler thread (bounded wait: it finishes at most the sample under way). */
+static void py_sampler_stop(void)
 {
 	pthread_mutex_lock(&samp.mu);
 	int running = samp.running;
@@ -1391,3 +1393,7 @@ void nvlp_py_sampler_stop(void)
 		          (unsigned long long)samp.written, (unsigned long long)samp.discarded,
 		          (double)samp.cpu_ns / (double)samp.rounds);
 }
+
+/* The module: at the end, the sampler stops (after recording is off, before the final drain). */
+static const struct nvlp_module pystacks_module = {.name = "pystacks", .stop = py_sampler_stop};
+NVLP_MODULE(PYSTACKS, pystacks_module)

@@ -14,6 +14,21 @@
 
 static pthread_key_t exit_key;
 
+/* NVLPROF_CAPTURE's range (capture.c), set once at init before any record; NULL: keep all. */
+const struct nvlp_record_filter *nvlp_rec_filter;
+
+void nvlp_set_record_filter(const struct nvlp_record_filter *f)
+{
+	__atomic_store_n(&nvlp_rec_filter, f, __ATOMIC_RELEASE);
+}
+
+/* 1 when the filter does not keep this record (not written, and not a drop either). */
+static inline int filtered_out(unsigned kind, const void *fields)
+{
+	const struct nvlp_record_filter *f = __atomic_load_n(&nvlp_rec_filter, __ATOMIC_RELAXED);
+	return NVLP_UNLIKELY(f != NULL) && !f->keep(kind, fields);
+}
+
 /* What a thread's ring holds resident: 1 MiB (~6,000 NCCL records, plenty between two wake-ups
  * of the writer). NVLPROF_BUFFER_KB up to that is the ring itself (small, for tests that force
  * drops); above, it is the spill ring's reservation behind a 1 MiB ring, touched only in bursts
@@ -113,7 +128,7 @@ static void thread_exit(void *v)
 
 struct nvlp_live *nvlp_live_slow(struct nvlp_tls *t)
 {
-	if (!nvlp_rt_active() || (nvlp_capture_mode && !nvlp_capture_gate_open()))
+	if (!nvlp_rt_active() || !nvlp_record_gate_open())
 		return NULL;
 	if (!t->ring && !register_thread(t))
 		return NULL;
@@ -130,7 +145,7 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 	if (NVLP_UNLIKELY(!nvlp_rt_active() || !valid(kind, blob_len)))
 		return -1;
 	/* Outside NVLPROF_CAPTURE's range: not written, and not a drop either. */
-	if (NVLP_UNLIKELY(nvlp_capture_mode) && !nvlp_capture_keep(kind, fields))
+	if (filtered_out(kind, fields))
 		return 0;
 	/* No writer yet (first record of the process, or again after a failed exec). */
 	if (NVLP_UNLIKELY(!nvlp_rt_trace_open()) && ensure_writer() < 0)
@@ -150,7 +165,7 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 void *nvlp_emit_reserve(unsigned kind, struct nvlp_emit_slot *slot)
 {
 	if (NVLP_UNLIKELY(!nvlp_rt_active() || !valid(kind, 0) || !nvlp_rt_trace_open() ||
-	                  (nvlp_capture_mode && !nvlp_capture_gate_open())))
+	                  !nvlp_record_gate_open()))
 		return NULL; /* nvlp_emit decides (and counts) */
 	struct nvlp_ring *r = nvlp_tls()->ring;
 	if (NVLP_UNLIKELY(!r))
@@ -167,7 +182,7 @@ int nvlp_emit_wait(unsigned kind, const void *fields, const void *blob, size_t b
 {
 	if (!nvlp_rt_active() || !valid(kind, blob_len) || ensure_writer() < 0)
 		return -1;
-	if (NVLP_UNLIKELY(nvlp_capture_mode) && !nvlp_capture_keep(kind, fields))
+	if (filtered_out(kind, fields))
 		return 0;
 	struct nvlp_tls *t = nvlp_tls();
 	struct nvlp_ring *r = t->ring;

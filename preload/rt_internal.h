@@ -6,10 +6,13 @@
 #include <stdint.h>    /* uint64_t */
 #include <sys/types.h> /* pid_t, clockid_t */
 
+#include "nvlp_module.h" /* nvlp_rt_pid; the modules' registration */
+
 /*
  * Who calls whom (one way; lifecycle.c decides when a trace starts and ends and calls the runtime,
  * which reaches lifecycle.c only through the hooks it registered):
- *   lifecycle.c  -> rt_fork.c, rt_writer.c, rt_emit.c, rt_config.c
+ *   lifecycle.c  -> rt_fork.c, rt_writer.c, rt_emit.c, rt_config.c, rt_module.c
+ *   rt_module.c  -> the modules, only through the hooks they registered (nvlp_module.h)
  *   rt_fork.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, symbols.c, nvlp_clock.c,
  *                   rt_cost.c
  *   rt_emit.c    -> rt_writer.c, rt_strings.c, rt_ring.c, rt_tls.c, rt_config.c, rt_warn.c
@@ -61,9 +64,7 @@ int nvlp_tf_create(char *path, size_t len);
 char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real);
 
 /* ---- rt_writer.c: the trace being written and its writer thread ----------------------------- */
-/* Pid of this process as of init or the last fork. A different answer from the kernel means we are
- * running in a vfork child (or clone(CLONE_VM)) that shares the parent's memory: touch nothing. */
-extern volatile pid_t nvlp_rt_pid;
+/* nvlp_rt_pid, nvlp_rt_in_vfork_child: nvlp_module.h (modules use them too) */
 int nvlp_rt_in_vfork_child(void);
 /*! 1 while a trace file is open and its writer thread runs. */
 int nvlp_rt_trace_open(void);
@@ -129,11 +130,13 @@ void nvlp_str_replay_locked(void);
 /*! At init: the thread-exit key that retires a thread's ring. */
 void nvlp_emit_init(void);
 
-/* ---- lifecycle.c (for cupti/, which loads libraries on its own threads) -------------------- */
-/*! Register the exit handler again if libraries were loaded since it was last registered:
- * exit() runs handlers last-registered-first, and libraries loaded later (CUPTI, libnvperf_host,
- * torch) register their own destructors; ending the trace needs them still alive. */
-void nvlp_lc_refresh_atexit(void);
+/* ---- rt_module.c: the registered modules' hooks, walked in NVLP_MODULES order (nvlp_module.h)
+ * by lifecycle.c; what each walk is for is said at the hook (struct nvlp_module). */
+struct nvlp_config;
+void nvlp_modules_init(const struct nvlp_config *cfg);
+void nvlp_modules_flush(void);
+void nvlp_modules_stop(void);
+void nvlp_modules_atfork_child(void);
 
 /* ---- rt_fork.c: pthread_atfork pieces for the recording state -------------------------------- */
 void nvlp_rt_fork_prepare(void);

@@ -9,6 +9,7 @@
 #include <unistd.h>   /* readlink */
 
 #include "nvlp_rt.h"
+#include "nvlp_stacks.h"
 #include "rt_symbols.h"          /* nvlp_build_id_mem */
 #include "../trace/nvlp_trace.h" /* nvlp_hash64 */
 

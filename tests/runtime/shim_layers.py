@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""shim_layers.py: the shim's calls between files make no loop (docs/ARCHITECTURE.md, "The shim").
+
+  python3 tests/runtime/shim_layers.py BUILD/lib [--graph]
+
+Reads the shim's objects (BUILD/lib/{preload,cupti,trace}/*.o) with nm: a file calls another when
+it uses a symbol the other defines (functions and data alike). Calls go one way: the hooks and the
+modules call the core, the core reaches a module only through the module table (preload/rt_module.c)
+or a hook it was given at run time. Prints each loop (its files, and one symbol for each call in
+it) and "shim layers: N files, N calls between files, N loops"; exits 1 on any loop.
+--graph prints every call between files (FILE -> FILE ...).
+"""
+import collections
+import glob
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analyzer"))
+from layers import loops  # noqa: E402  (the analyzer's loop finder: Tarjan's components)
+
+DIRS = ("preload", "cupti", "trace")
+
+
+def symbols(libdir):
+    """{source file: (defined, used)} for every shim object, named by its source path."""
+    out = {}
+    for d in DIRS:
+        for o in sorted(glob.glob(os.path.join(libdir, d, "*.o"))):
+            base = os.path.join(d, os.path.basename(o)[:-2])
+            src = next((base + e for e in (".c", ".cc") if os.path.exists(base + e)), None)
+            if src is None:
+                continue  # an object left from a file since moved or deleted
+            defined, used = set(), set()
+            nm = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
+            for line in nm.splitlines():
+                p = line.split()
+                if len(p) == 3 and p[1] in "TDBRGSVW":
+                    defined.add(p[2])
+                elif len(p) == 2 and p[0] in "Uw":
+                    used.add(p[1])
+            out[src] = (defined, used)
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        print("usage: shim_layers.py BUILD/lib [--graph]", file=sys.stderr)
+        return 2
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    libdir = os.path.abspath(sys.argv[1])
+    os.chdir(root)
+    syms = symbols(libdir)
+    if not syms:
+        print("shim layers: no objects under %s (build first)" % libdir)
+        return 1
+    owner = {}
+    for f, (d, _) in syms.items():
+        for s in d:
+            owner.setdefault(s, f)
+    edges, why = collections.defaultdict(set), {}
+    for f, (_, u) in syms.items():
+        for s in sorted(u):
+            g = owner.get(s)
+            if g and g != f:
+                edges[f].add(g)
+                why.setdefault((f, g), s)
+    comps = loops(edges, sorted(syms))
+    if "--graph" in sys.argv:
+        for f in sorted(edges):
+            print("%s -> %s" % (f, " ".join(sorted(edges[f]))))
+    for comp in comps:
+        print("loop between files: " + " ".join(comp))
+        inside = set(comp)
+        for f in comp:
+            for g in sorted(edges[f] & inside):
+                print("  %s -> %s (%s)" % (f, g, why[(f, g)]))
+    ncalls = sum(len(v) for v in edges.values())
+    print("shim layers: %d files, %d calls between files, %d loops" % (len(syms), ncalls, len(comps)))
+    return 1 if comps else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
