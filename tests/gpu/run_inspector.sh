@@ -32,6 +32,9 @@ one() {
 		NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=${INSPECTOR_US:-200}
 		NCCL_INSPECTOR_DUMP_DIR="$L/insp_$n")
 	log "$n (set-up $s)"
+	# made here: Inspector's own mkdir races between two ranks starting together, and the rank whose
+	# mkdir fails with EEXIST writes nothing (inspector.cc, NCCL 2.28.9)
+	mkdir -p "$L/insp_$n"
 	case $s in
 	a) base "$n" "${ins[@]}" "${JOB[@]}" --json "$L/$n.json" ;;
 	b) base "$n" "${ins[@]}" "$NV" run -o "$T/$n" -- "${JOB[@]}" --json "$L/$n.json" ;;
