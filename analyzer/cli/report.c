@@ -292,32 +292,6 @@ static double pair_gbps(const struct an_pair *p)
 	return NAN;
 }
 
-void an_fmt_gbps(char *b, size_t n, double v)
-{
-	if (isnan(v))
-		snprintf(b, n, "-");
-	else
-		snprintf(b, n, "%.1f", v);
-}
-
-/* The function of an NCCL choice as the job called it: NCCL's profiler says Broadcast for
- * ncclBcast too, so a communicator the job broadcast on only with ncclBcast shows ncclBcast, as
- * COLLECTIVES does. */
-const char *an_choice_fn_name(const struct an_job *job, const struct an_jchoice *x)
-{
-	if (x->fn == NVLP_NCCL_BROADCAST && x->comm >= 0) {
-		int bcast = 0, broadcast = 0;
-		for (size_t i = 0; i < job->naggs; i++)
-			if (job->aggs[i].comm == x->comm) {
-				bcast |= job->aggs[i].fn == NVLP_NCCL_BCAST;
-				broadcast |= job->aggs[i].fn == NVLP_NCCL_BROADCAST;
-			}
-		if (bcast && !broadcast)
-			return nvlp_nccl_fn_name(NVLP_NCCL_BCAST);
-	}
-	return nvlp_nccl_fn_name(x->fn);
-}
-
 /* The first lines: processes, steps, what data the traces hold. */
 static void text_header(FILE *o, const struct an_job *job, const struct an_tables *t)
 {
