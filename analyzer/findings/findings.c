@@ -17,88 +17,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-const char *an_sev_name(int sev)
-{
-	return sev == AN_SEV_CRITICAL ? "critical" : sev == AN_SEV_WARNING ? "warning" : "info";
-}
-
-static const char *const fid_names[AN_F_COUNT] = {
-#define AN_F_NAME(id, doc) #id,
-    AN_FINDINGS(AN_F_NAME)
-#undef AN_F_NAME
-};
-
-const char *an_fid_name(enum an_fid fid)
-{
-	return (unsigned)fid < AN_F_COUNT ? fid_names[fid] : "?";
-}
-
-static struct an_finding *add(struct an_findings *f, enum an_fid fid, int sev, const char *fmt,
-                              ...) __attribute__((format(printf, 4, 5)));
-static struct an_finding *add(struct an_findings *f, enum an_fid fid, int sev, const char *fmt,
-                              ...)
-{
-	struct an_finding *x = realloc(f->v, (f->n + 1) * sizeof *x);
-	if (!x)
-		return NULL;
-	f->v = x;
-	x = &f->v[f->n++];
-	memset(x, 0, sizeof *x);
-	x->fid = fid;
-	x->id = an_fid_name(fid);
-	x->sev = sev;
-	x->root_rank = -1;
-	x->comm = x->rank = x->device = -1;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(x->title, sizeof x->title, fmt, ap);
-	va_end(ap);
-	return x;
-}
-
-static void ev_num(struct an_finding *x, const char *key, double v, const char *unit)
-{
-	if (!x || x->nev >= AN_MAX_EV)
-		return;
-	struct an_ev *e = &x->ev[x->nev++];
-	snprintf(e->key, sizeof e->key, "%s", key);
-	e->num = v;
-	snprintf(e->unit, sizeof e->unit, "%s", unit ? unit : "");
-}
-
-static void ev_str(struct an_finding *x, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void ev_str(struct an_finding *x, const char *key, const char *fmt, ...)
-{
-	if (!x || x->nev >= AN_MAX_EV)
-		return;
-	struct an_ev *e = &x->ev[x->nev++];
-	snprintf(e->key, sizeof e->key, "%s", key);
-	e->is_str = 1;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(e->str, sizeof e->str, fmt, ap);
-	va_end(ap);
-}
-
-/* The NVLink peak a finding judged by, and which figure that is (an_nvlink_link_Bps) */
-static void ev_peak(struct an_finding *x, double gbps)
-{
-	ev_num(x, "nvlink_peak_gbps", gbps, "GB/s");
-	ev_str(x, "peak_basis", "%s", an_peak_basis());
-}
-
-static void advise(struct an_finding *x, const char *s)
-{
-	if (x)
-		snprintf(x->advice, sizeof x->advice, "%s", s);
-}
-
-static int rank_id(const struct an_job *job, size_t f)
-{
-	return job->ranks[f].rank >= 0 ? job->ranks[f].rank : (int)f;
-}
-
 /* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of transfer time (a
  * matched collective's shortest GPU time across ranks: see an_call_xfer_ns). */
 struct big {
@@ -183,22 +101,22 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
                               const char *cause)
 {
 	if (cause[0])
-		ev_str(x, "env", "%s", cause);
-	ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
-	ev_num(x, "nranks", c->nranks, NULL);
+		an_f_str(x, "env", "%s", cause);
+	an_f_str(x, "comm", "%016llx", (unsigned long long)c->hash);
+	an_f_num(x, "nranks", c->nranks, NULL);
 	if (job->have_links) {
-		ev_num(x, "nvlink_bytes_during_collectives", (double)nvl, "B");
-		ev_num(x, "pcie_bytes_during_collectives", (double)pcie, "B");
+		an_f_num(x, "nvlink_bytes_during_collectives", (double)nvl, "B");
+		an_f_num(x, "pcie_bytes_during_collectives", (double)pcie, "B");
 	}
 	if (busbw > 0)
-		ev_num(x, "busbw_gbps", busbw, "GB/s");
+		an_f_num(x, "busbw_gbps", busbw, "GB/s");
 	if (c->peak_Bps > 0) {
-		ev_peak(x, c->peak_Bps / 1e9);
+		an_f_peak(x, c->peak_Bps / 1e9);
 		if (busbw > 0)
-			ev_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
+			an_f_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
 	} else
-		ev_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
-	advise(
+		an_f_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
+	an_f_advise(
 	    x,
 	    cause[0]
 	        ? "Unset the variables above (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL=LOC, "
@@ -236,7 +154,7 @@ static int fallback(const struct an_job *job, const double *th, struct big *big,
 		return -1;
 	int sev = (counters || low) ? AN_SEV_CRITICAL : AN_SEV_WARNING;
 	struct an_finding *x =
-	    add(out, AN_F_pcie_fallback, sev,
+	    an_f_add(out, AN_F_pcie_fallback, sev,
 	        "NCCL traffic between NVLink-connected GPUs went over PCIe/host memory%s%s%s",
 	        cause[0] ? " (" : "", cause, cause[0] ? ")" : "");
 	x->comm = best;
@@ -528,13 +446,13 @@ static void sh_per_machine(const struct an_job *job, const struct sh_rank *s,
 static double sh_evidence(struct an_finding *x, const struct an_job *job, const struct sh_rank *s,
                           const struct sh_comm *m, struct sh_scratch *w, int ncomms)
 {
-	ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[m->ci].hash);
-	ev_num(x, "nranks", job->comms[m->ci].nranks, NULL);
+	an_f_str(x, "comm", "%016llx", (unsigned long long)job->comms[m->ci].hash);
+	an_f_num(x, "nranks", job->comms[m->ci].nranks, NULL);
 	if (m->nnodes)
-		ev_num(x, "nccl_nnodes", m->nnodes, NULL);
+		an_f_num(x, "nccl_nnodes", m->nnodes, NULL);
 	else
-		ev_num(x, "host_hashes", m->nidents, NULL);
-	ev_num(x, "machines", m->nmachines, NULL);
+		an_f_num(x, "host_hashes", m->nidents, NULL);
+	an_f_num(x, "machines", m->nmachines, NULL);
 	char per[240] = "", ids[240] = "", hosts[240] = "", tms[240] = "", item[160];
 	int any_id = 0, hosts_differ = 0;
 	double worst_share = 0;
@@ -558,20 +476,20 @@ static double sh_evidence(struct an_finding *x, const struct an_job *job, const 
 		if (wall > 0 && ns / wall > worst_share)
 			worst_share = ns / wall;
 	}
-	ev_str(x, "ranks_per_machine", "%s", per);
+	an_f_str(x, "ranks_per_machine", "%s", per);
 	if (any_id)
-		ev_str(x, "nccl_hostid", "%s", ids);
+		an_f_str(x, "nccl_hostid", "%s", ids);
 	if (hosts_differ)
-		ev_str(x, "hostnames", "%s", hosts);
-	ev_str(x, "collective_ms_per_rank", "%s", tms);
-	ev_str(x, "time_source", "%s",
+		an_f_str(x, "hostnames", "%s", hosts);
+	an_f_str(x, "collective_ms_per_rank", "%s", tms);
+	an_f_str(x, "time_source", "%s",
 	       !untimed ? "gpu"
 	       : !timed ? "host"
 	                : "gpu, host for calls without GPU time");
-	ev_num(x, "collective_share_of_wall", worst_share, NULL);
+	an_f_num(x, "collective_share_of_wall", worst_share, NULL);
 	if (ncomms > 1)
-		ev_num(x, "communicators", ncomms, NULL);
-	ev_str(x, "basis", "%s",
+		an_f_num(x, "communicators", ncomms, NULL);
+	an_f_str(x, "basis", "%s",
 	       m->split == 1
 	           ? "NCCL's node count (profiler plugin) above the machines"
 	           : "different NCCL host identities (NCCL_HOSTID / host name) on one machine");
@@ -608,7 +526,7 @@ static void sh_report(const struct an_job *job, const double *th, const struct s
 	else
 		snprintf(where, sizeof where, "%d machines", b->nmachines);
 	struct an_finding *x =
-	    add(out, AN_F_nccl_split_host, AN_SEV_WARNING,
+	    an_f_add(out, AN_F_nccl_split_host, AN_SEV_WARNING,
 	        "NCCL took the %d ranks of %s for %d nodes: their collectives go over the network, "
 	        "not NVLink or shared memory",
 	        b->nmembers, where, b->nnodes ? b->nnodes : b->nidents);
@@ -617,7 +535,7 @@ static void sh_report(const struct an_job *job, const double *th, const struct s
 	x->comm = b->ci;
 	if (sh_evidence(x, job, s, b, w, nsplit) >= th[AN_TH_split_host_critical])
 		x->sev = AN_SEV_CRITICAL;
-	advise(x, "Give the ranks of one machine the same NCCL_HOSTID (or unset it), or run them in "
+	an_f_advise(x, "Give the ranks of one machine the same NCCL_HOSTID (or unset it), or run them in "
 	          "one container or with the host's UTS and IPC namespaces (docker --ipc=host "
 	          "--uts=host, Kubernetes hostIPC); then check that NCCL_DEBUG=INFO shows P2P or SHM "
 	          "channels, not NET.");
@@ -661,95 +579,6 @@ done:
 	free(split);
 }
 
-/* Evidence key: the innermost native frames of a STACK, "main+0x11d <- ..." */
-static void native_at(struct an_finding *x, const char *key, const struct an_rank *r,
-                      uint64_t stack)
-{
-	const struct an_stack *s = stack ? an_find_stack(r, stack) : NULL;
-	if (!s || !s->n)
-		return;
-	char buf[240];
-	an_stack_chain(r, s, 3, buf, sizeof buf);
-	ev_str(x, key, "%s", buf);
-}
-
-/* ---- Python locations (PYSTACK/PYREF records) ---- */
-
-#define PY_SHOWN 3 /* frames in a location line: the innermost user frame and its callers */
-
-/* "train.py:41 in build_cache <- train.py:88 in main" from a PYSTACK's text ("file:line:function"
- * per line, innermost first): user frames only, or the innermost frames when there is none.
- * @return 1 when something was written */
-static int py_chain_text(const char *text, char *out, size_t len)
-{
-	out[0] = 0;
-	for (int pass = 0; pass < 2 && !out[0]; pass++) {
-		int shown = 0;
-		for (const char *l = text; *l && shown < PY_SHOWN;) {
-			const char *e = strchr(l, '\n');
-			size_t n = e ? (size_t)(e - l) : strlen(l);
-			const char *next = e ? e + 1 : l + n;
-			/* from the right: function, then line; the file may hold ':' */
-			const char *fc = memrchr(l, ':', n);
-			const char *lc = fc ? memrchr(l, ':', (size_t)(fc - l)) : NULL;
-			if (lc && (pass || an_user_frame(l, (size_t)(lc - l)))) {
-				const char *base = memrchr(l, '/', (size_t)(lc - l));
-				base = base ? base + 1 : l;
-				size_t o = strlen(out);
-				snprintf(out + o, len - o, "%s%.*s:%.*s in %.*s",
-				         shown ? " <- " : "", (int)(lc - base), base,
-				         (int)(fc - lc - 1), lc + 1, (int)(l + n - fc - 1), fc + 1);
-				shown++;
-			}
-			l = next;
-		}
-	}
-	return out[0] != 0;
-}
-
-static const char *py_text(const struct an_rank *r, uint64_t id)
-{
-	for (size_t i = 0; id && i < r->npystacks; i++)
-		if (r->pystacks[i].id == id)
-			return r->pystacks[i].text;
-	return NULL;
-}
-
-/* The PYSTACK of the one record a PYREF names (COPY by call_id, MANAGED by thread-less time). */
-static uint64_t py_of_record(const struct an_rank *r, unsigned kind, uint64_t t, uint64_t call_id)
-{
-	for (size_t i = 0; i < r->npyrefs; i++) {
-		const struct an_pyref *p = &r->pyrefs[i];
-		if (p->kind == kind && (call_id ? p->call_id == call_id : p->t == t))
-			return p->pystack;
-	}
-	return 0;
-}
-
-/* The chain of the process's last NCCL call: an NCCL PYREF holds for its thread's later calls
- * until the next one, so the latest in time is the one in force at the end (pystack 0: none).
- * With several threads calling NCCL it is the thread whose chain changed last. */
-static uint64_t py_of_last_nccl(const struct an_rank *r)
-{
-	const struct an_pyref *last = NULL;
-	for (size_t i = 0; i < r->npyrefs; i++) {
-		const struct an_pyref *p = &r->pyrefs[i];
-		if (p->kind == NVLP_K_NCCL && (!last || p->t >= last->t))
-			last = p;
-	}
-	return last ? last->pystack : 0;
-}
-
-/* Evidence key "python...": "allocated at train.py:41 in build_cache <- ..." */
-static void ev_python(struct an_finding *x, const char *key, const char *what,
-                      const struct an_rank *r, uint64_t pystack)
-{
-	const char *t = py_text(r, pystack);
-	char chain[200];
-	if (t && py_chain_text(t, chain, sizeof chain))
-		ev_str(x, key, "%s %s", what, chain);
-}
-
 /* NVLink between two GPUs of r's host: any process on that host may have recorded the topology. */
 static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a, int b, int *known)
 {
@@ -782,14 +611,14 @@ static void staged_cost(struct an_finding *x, const struct an_job *job, const st
 		rate_src = "nvlink_peak";
 	}
 	if (nvl)
-		ev_peak(x, peak);
+		an_f_peak(x, peak);
 	if (rate > 0 && p->staged_ns) {
 		double peer_ms = (double)p->staged_bytes / rate / 1e6;
 		double took_ms = (double)p->staged_ns / 1e6;
-		ev_num(x, "staged_ms", took_ms, "ms");
-		ev_num(x, "peer_copy_ms", peer_ms, "ms");
-		ev_str(x, "peer_copy_rate", "%s %.0f GB/s", rate_src, rate);
-		ev_num(x, "lost_ms", took_ms > peer_ms ? took_ms - peer_ms : 0, "ms");
+		an_f_num(x, "staged_ms", took_ms, "ms");
+		an_f_num(x, "peer_copy_ms", peer_ms, "ms");
+		an_f_str(x, "peer_copy_rate", "%s %.0f GB/s", rate_src, rate);
+		an_f_num(x, "lost_ms", took_ms > peer_ms ? took_ms - peer_ms : 0, "ms");
 	}
 }
 
@@ -798,34 +627,34 @@ static void staged_pair(const struct an_job *job, size_t f, const struct an_pair
                         double gbps, struct an_findings *out)
 {
 	const struct an_rank *r = &job->ranks[f];
-	struct an_finding *x = add(
+	struct an_finding *x = an_f_add(
 	    out, AN_F_peer_access_disabled, AN_SEV_WARNING,
 	    "Copies GPU%d->GPU%d staged through host memory although the GPUs %s",
 	    p->src, p->dst, nvl ? "share NVLink" : "can likely reach each other");
-	x->rank = rank_id(job, f);
+	x->rank = an_f_rank_id(job, f);
 	x->device = p->src;
-	ev_num(x, "rank", rank_id(job, f), NULL);
-	ev_num(x, "device", p->src, NULL);
-	ev_num(x, "dst_device", p->dst, NULL);
-	ev_num(x, "copies", (double)p->staged_copies, NULL);
-	ev_num(x, "bytes", (double)p->staged_bytes, "B");
+	an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+	an_f_num(x, "device", p->src, NULL);
+	an_f_num(x, "dst_device", p->dst, NULL);
+	an_f_num(x, "copies", (double)p->staged_copies, NULL);
+	an_f_num(x, "bytes", (double)p->staged_bytes, "B");
 	/* achieved: the staged bytes over the host time in those calls (their GPU records are
 	 * only the chunks' first pieces) */
 	double sg = p->staged_ns ? (double)p->staged_bytes / (double)p->staged_ns : 0;
 	if (sg > 0)
-		ev_num(x, "achieved_gbps", sg, "GB/s");
+		an_f_num(x, "achieved_gbps", sg, "GB/s");
 	else if (gbps > 0)
-		ev_num(x, "achieved_gbps", gbps, "GB/s");
+		an_f_num(x, "achieved_gbps", gbps, "GB/s");
 	staged_cost(x, job, r, p, nvl);
 	if (r->peer_enable_fail)
-		ev_num(x, "peer_enable_failures", (double)r->peer_enable_fail, NULL);
+		an_f_num(x, "peer_enable_failures", (double)r->peer_enable_fail, NULL);
 	/* the first of the pair's first staged copies that has one */
 	uint64_t py = 0;
 	for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
-		py = py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
-	ev_python(x, "python", "copied at", r, py);
-	native_at(x, "copied_at", r, p->staged_stack);
-	advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
+		py = an_f_py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
+	an_f_python(x, "python", "copied at", r, py);
+	an_f_native(x, "copied_at", r, p->staged_stack);
+	an_f_advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
 	          "(and the reverse) before cross-device copies: they then go GPU to "
 	          "GPU over NVLink instead of twice over PCIe through host memory "
 	          "(examples/p2p_copy: 393 vs 35 GB/s on 2 x H200).");
@@ -863,30 +692,30 @@ static void thrashing(const struct an_job *job, const double *th, struct an_find
 				continue;
 			char size[32];
 			struct an_finding *x =
-			    add(out, AN_F_uma_thrashing, AN_SEV_WARNING,
+			    an_f_add(out, AN_F_uma_thrashing, AN_SEV_WARNING,
 			        "Managed allocation of %s migrates back and forth (%llu "
 			        "direction changes)",
 			        an_fmt_value(size, sizeof size, (double)a->bytes, "B"),
 			        (unsigned long long)a->flips);
-			x->rank = rank_id(job, f);
+			x->rank = an_f_rank_id(job, f);
 			x->device = a->device;
-			ev_num(x, "rank", rank_id(job, f), NULL);
-			ev_num(x, "device", a->device, NULL);
-			ev_str(x, "address", "0x%llx", (unsigned long long)a->ptr);
-			ev_num(x, "size", (double)a->bytes, "B");
-			ev_num(x, "bytes_migrated", moved, "B");
-			ev_num(x, "htod_bytes", (double)a->htod, "B");
-			ev_num(x, "dtoh_bytes", (double)a->dtoh, "B");
-			ev_num(x, "dtod_bytes", (double)a->dtod, "B");
-			ev_num(x, "migrations", (double)a->migrations, NULL);
-			ev_num(x, "direction_changes", (double)a->flips, NULL);
-			ev_num(x, "gpu_page_faults", (double)a->gpu_faults, NULL);
-			ev_num(x, "cpu_page_faults", (double)a->cpu_faults, NULL);
-			ev_num(x, "time_lost_ms", (double)a->migrate_ns / 1e6, "ms");
-			ev_python(x, "python", "allocated at", r,
-			          py_of_record(r, NVLP_K_MANAGED, a->t, 0));
-			native_at(x, "allocated_at", r, a->stack);
-			advise(x, a->advised || a->prefetched
+			an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+			an_f_num(x, "device", a->device, NULL);
+			an_f_str(x, "address", "0x%llx", (unsigned long long)a->ptr);
+			an_f_num(x, "size", (double)a->bytes, "B");
+			an_f_num(x, "bytes_migrated", moved, "B");
+			an_f_num(x, "htod_bytes", (double)a->htod, "B");
+			an_f_num(x, "dtoh_bytes", (double)a->dtoh, "B");
+			an_f_num(x, "dtod_bytes", (double)a->dtod, "B");
+			an_f_num(x, "migrations", (double)a->migrations, NULL);
+			an_f_num(x, "direction_changes", (double)a->flips, NULL);
+			an_f_num(x, "gpu_page_faults", (double)a->gpu_faults, NULL);
+			an_f_num(x, "cpu_page_faults", (double)a->cpu_faults, NULL);
+			an_f_num(x, "time_lost_ms", (double)a->migrate_ns / 1e6, "ms");
+			an_f_python(x, "python", "allocated at", r,
+			          an_f_py_of_record(r, NVLP_K_MANAGED, a->t, 0));
+			an_f_native(x, "allocated_at", r, a->stack);
+			an_f_advise(x, a->advised || a->prefetched
 			              ? "Advice/prefetch is present but pages still bounce: give "
 			                "each phase its own buffer or "
 			                "use cudaMemAdviseSetReadMostly for shared read-only data."
@@ -940,7 +769,7 @@ static void straggler_places(struct an_finding *y, const struct an_job *job, siz
 		snprintf(key, sizeof key, "place_%zu", i + 1);
 		/* an_place_text starts with the time held since the sample: the share says it here */
 		const char *in = strstr(buf, " in ");
-		ev_str(y, key, "%.0f%% of its time in%s%s",
+		an_f_str(y, key, "%.0f%% of its time in%s%s",
 		       (double)top[i].ns / (double)total * 100, in ? in + 3 : buf, oth);
 	}
 }
@@ -962,17 +791,17 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		              lead * 1e6 >= th[AN_TH_straggler_long_share] * job->step_ns;
 		if (job->step_ns > 0 && !share_ok && !long_ok)
 			continue;
-		struct an_finding *y = add(out, AN_F_straggler, AN_SEV_WARNING,
+		struct an_finding *y = an_f_add(out, AN_F_straggler, AN_SEV_WARNING,
 		                           "Rank %d arrives last at %.0f%% of collectives, "
 		                           "typically %.2f ms after the others",
-		                           rank_id(job, f), share * 100, lead);
-		y->rank = rank_id(job, f);
-		ev_num(y, "rank", rank_id(job, f), NULL);
-		ev_str(y, "host", "%s", job->ranks[f].host);
-		ev_num(y, "collectives", (double)x->colls, NULL);
-		ev_num(y, "last_arrivals", (double)x->last_count, NULL);
-		ev_num(y, "median_lead_ms", lead, "ms");
-		ev_num(y, "mean_lead_ms", x->lead_ns_sum / (double)x->last_count / 1e6, "ms");
+		                           an_f_rank_id(job, f), share * 100, lead);
+		y->rank = an_f_rank_id(job, f);
+		an_f_num(y, "rank", an_f_rank_id(job, f), NULL);
+		an_f_str(y, "host", "%s", job->ranks[f].host);
+		an_f_num(y, "collectives", (double)x->colls, NULL);
+		an_f_num(y, "last_arrivals", (double)x->last_count, NULL);
+		an_f_num(y, "median_lead_ms", lead, "ms");
+		an_f_num(y, "mean_lead_ms", x->lead_ns_sum / (double)x->last_count / 1e6, "ms");
 		/* What the job lost, not a sum over collectives: once the others have waited for
 		 * the late rank in a step, its later collectives in that step find them in step
 		 * with it, so a step loses about one lead. Never more than the waiting the rank
@@ -986,7 +815,7 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 		if (job->step_ns > 0) {
 			double per = lead < job->step_ns / 1e6 ? lead : job->step_ns / 1e6;
 			lost = per * (double)job->steps;
-			ev_num(y, "lost_per_step_ms", per, "ms");
+			an_f_num(y, "lost_per_step_ms", per, "ms");
 		} else {
 			lost = caused_each;
 		}
@@ -994,11 +823,11 @@ static void stragglers(const struct an_job *job, const double *th, struct an_fin
 			lost = caused_each;
 		if (lost > wall)
 			lost = wall;
-		ev_num(y, "wait_caused_ms", lost, "ms");
+		an_f_num(y, "wait_caused_ms", lost, "ms");
 		if (job->step_ns > 0)
-			ev_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
+			an_f_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
 		straggler_places(y, job, f);
-		advise(y, "Others wait for this rank in every collective: look at what it does "
+		an_f_advise(y, "Others wait for this rank in every collective: look at what it does "
 		          "before them "
 		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
 		          "GPU or host).");
@@ -1013,45 +842,6 @@ static const char *nccl_result_name(int rc)
 	                                "ncclInvalidArgument", "ncclInvalidUsage",
 	                                "ncclRemoteError",    "ncclInProgress"};
 	return rc >= 0 && rc < (int)(sizeof n / sizeof n[0]) ? n[rc] : "an NCCL error";
-}
-
-/* How rank r ended, when not normally (a signal, no END record, or an exit status > 0: -1
- * means main returned; ending.c tells which), and the step it was in. @return 1 if abnormal */
-static int end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
-                  size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in)
-{
-	if (!an_end_how(job, r, rises, nrises, how, hl))
-		return 0;
-	/* a rank that completed every step the job completed, in a job that hung, was in the step
-	 * nobody completed */
-	*in = !r->end_step                  ? 0
-	      : r->steps_done < job->steps ? r->steps_done + 1
-	      : job->nhangs                ? job->steps + 1
-	                                   : 0;
-	*step = 0;
-	if (*in && *in <= job->steps)
-		snprintf(step, sl, " in step %llu of %llu (%llu completed)", (unsigned long long)*in,
-		         (unsigned long long)job->steps, (unsigned long long)r->steps_done);
-	else if (*in)
-		snprintf(step, sl, " in step %llu, which no rank completed (%llu completed)",
-		         (unsigned long long)*in, (unsigned long long)r->steps_done);
-	else if (r->end_step)
-		snprintf(step, sl, " after the last of the %llu steps", (unsigned long long)job->steps);
-	else if (r->ncalls) { /* no steps recognised: where it was in its collectives */
-		const struct an_call *c = &r->calls[0];
-		for (size_t k = 1; k < r->ncalls; k++)
-			if (r->calls[k].t_enter > c->t_enter)
-				c = &r->calls[k];
-		snprintf(step, sl, " after %zu NCCL calls (the last %s #%u)", r->ncalls,
-		         nvlp_nccl_fn_name(c->fn), c->seq);
-	}
-	return 1;
-}
-
-/* The job-file index of the rank printed as id, or -1. */
-static int file_of(const struct an_job *job, int id)
-{
-	return an_file_of_rank(job, id);
 }
 
 /* The ranks (ascending) as "0,2,3"; past AN_LIST_PLAIN of them, runs as ranges
@@ -1101,7 +891,7 @@ static struct an_finding *hang_add(const struct an_job *job, const struct an_han
 		rank_list(list, 72, h->missing, h->nmissing);
 		miss = list;
 	}
-	return add(out, AN_F_hang_suspect, AN_SEV_CRITICAL,
+	return an_f_add(out, AN_F_hang_suspect, AN_SEV_CRITICAL,
 	           "%s #%u on comm %016llx%s never entered by rank%s %s%s; others waited %s%s",
 	           nvlp_nccl_fn_name(h->fn), h->seq, (unsigned long long)job->comms[h->comm].hash,
 	           cname, h->nmissing > 1 ? "s" : "", miss, count, waited, failed);
@@ -1114,15 +904,15 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 	for (int pass = 0, waiting = 0; pass < 2; pass++)
 		for (size_t f = 0; f < job->nranks; f++) {
 			const struct an_rank *r = &job->ranks[f];
-			int id = rank_id(job, f);
+			int id = an_f_rank_id(job, f);
 			int in = an_hang_member(h, id) == (pass ? AN_HANG_PRESENT : AN_HANG_MISSING);
 			if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
 				continue;
 			char key[32];
 			snprintf(key, sizeof key, "python_rank%d", id);
 			int n = x ? x->nev : 0;
-			ev_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
-			          py_of_last_nccl(r));
+			an_f_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
+			          an_f_py_last_nccl(r));
 			waiting += pass && x && x->nev > n;
 		}
 }
@@ -1134,7 +924,7 @@ static void hang_samples(struct an_finding *x, const struct an_job *job, const s
 	for (int pass = 0; pass < 2; pass++)
 		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && k < (pass ? 2 : AN_LIST_PLAIN);
 		     k++) {
-			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
+			int id = pass ? h->present[k] : h->missing[k], fi = an_f_file_of(job, id);
 			struct an_place p;
 			if (fi < 0 || !job->ranks[fi].ok)
 				continue;
@@ -1144,7 +934,7 @@ static void hang_samples(struct an_finding *x, const struct an_job *job, const s
 			char key[32], buf[256];
 			snprintf(key, sizeof key, "place_rank%d", id);
 			an_place_text(&p, buf, sizeof buf);
-			ev_str(x, key, "%s", buf);
+			an_f_str(x, key, "%s", buf);
 		}
 }
 
@@ -1158,11 +948,11 @@ static void hang_place(struct an_finding *x, const struct an_job *job, const str
 	if (fl) {
 		an_inflight_text(job, r, fl, buf, sizeof buf);
 		snprintf(key, sizeof key, "rank_%d_in_flight", id);
-		ev_str(x, key, "%s", buf);
+		an_f_str(x, key, "%s", buf);
 	}
 	if (r->kch_nostop) {
 		snprintf(key, sizeof key, "rank_%d_gpu", id);
-		ev_str(x, key,
+		an_f_str(x, key,
 		       "%llu NCCL kernel channel(s) of %s (NCCL's #%u) started and never stopped: the "
 		       "collective was still running on the GPU",
 		       (unsigned long long)r->kch_nostop, nvlp_nccl_fn_name(r->kch_nostop_fn),
@@ -1176,17 +966,17 @@ static void hang_endings(struct an_finding *x, const struct an_job *job, const s
 {
 	for (int pass = 0; pass < 2; pass++) /* each list's first ranks (the evidence is bounded) */
 		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && k < AN_LIST_PLAIN; k++) {
-			int id = pass ? h->present[k] : h->missing[k], fi = file_of(job, id);
+			int id = pass ? h->present[k] : h->missing[k], fi = an_f_file_of(job, id);
 			char how[160], step[120], key[32];
 			uint64_t in;
 			if (fi < 0 || !job->ranks[fi].ok)
 				continue;
 			hang_place(x, job, &job->ranks[fi], id);
-			if (!end_of(job, &job->ranks[fi], rises, nrises, how, sizeof how, step,
+			if (!an_f_end_of(job, &job->ranks[fi], rises, nrises, how, sizeof how, step,
 			            sizeof step, &in))
 				continue;
 			snprintf(key, sizeof key, "rank_%d_ended", id);
-			ev_str(x, key, "%s%s", how, step);
+			an_f_str(x, key, "%s%s", how, step);
 		}
 }
 
@@ -1203,7 +993,7 @@ static int hang_shown(const struct an_job *job, const double *th, const struct a
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (int pass = 0; pass < 2; pass++)
 		for (int k = 0; k < (pass ? h->npresent : h->nmissing); k++) {
-			int fi = file_of(job, pass ? h->present[k] : h->missing[k]);
+			int fi = an_f_file_of(job, pass ? h->present[k] : h->missing[k]);
 			if (fi < 0 || !job->ranks[fi].ok)
 				continue;
 			const struct an_rank *r = &job->ranks[fi];
@@ -1236,28 +1026,28 @@ static void hangs(const struct an_job *job, const double *th, struct an_findings
 		rank_list(pres, sizeof pres, h->present, h->npresent);
 		struct an_finding *x = hang_add(job, h, miss, out);
 		if (h->failed_rank >= 0) {
-			ev_num(x, "failed_rank", h->failed_rank, NULL);
-			ev_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
+			an_f_num(x, "failed_rank", h->failed_rank, NULL);
+			an_f_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
 			if (h->failed_seq != h->seq)
-				ev_num(x, "failed_seq", h->failed_seq, NULL);
+				an_f_num(x, "failed_seq", h->failed_seq, NULL);
 		}
 		x->comm = h->comm;
 		if (h->nmissing == 1) {
 			x->rank = h->missing[0];
-			ev_num(x, "rank", h->missing[0], NULL);
+			an_f_num(x, "rank", h->missing[0], NULL);
 		}
-		ev_str(x, "missing_ranks", "%s", miss);
-		ev_str(x, "waiting_ranks", "%s", pres);
-		ev_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
+		an_f_str(x, "missing_ranks", "%s", miss);
+		an_f_str(x, "waiting_ranks", "%s", pres);
+		an_f_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
 		if (job->comms[h->comm].name[0])
-			ev_str(x, "comm_name", "%s", job->comms[h->comm].name);
-		ev_num(x, "seq", h->seq, NULL);
-		ev_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
-		ev_num(x, "wait_ms", h->wait_ms, "ms");
+			an_f_str(x, "comm_name", "%s", job->comms[h->comm].name);
+		an_f_num(x, "seq", h->seq, NULL);
+		an_f_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
+		an_f_num(x, "wait_ms", h->wait_ms, "ms");
 		hang_python(x, job, h);
 		hang_samples(x, job, h);
 		hang_endings(x, job, h, rises, nrises);
-		advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
+		an_f_advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
 		          "path) before this "
 		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "
 		          "process-group timeout "
@@ -1285,33 +1075,33 @@ static void exposed(const struct an_job *job, const double *th, struct an_findin
 		n++;
 		if (rw > 0 && re / rw > worst_share) {
 			worst_share = re / rw;
-			worst = rank_id(job, f);
+			worst = an_f_rank_id(job, f);
 		}
 	}
 	double share = w > 0 ? e / w : 0;
 	if (share < th[AN_TH_exposed_share] || !n)
 		return;
 	struct an_finding *x =
-	    add(out, AN_F_exposed_communication,
+	    an_f_add(out, AN_F_exposed_communication,
 	        share >= th[AN_TH_exposed_critical] ? AN_SEV_CRITICAL : AN_SEV_WARNING,
 	        "%.0f%% of %s is communication not hidden behind compute", share * 100,
 	        win ? "the training steps' time" : "wall time");
-	ev_num(x, "exposed_share", share, NULL);
-	ev_str(x, "measured_over", "%s", win ? "steps" : "whole trace");
-	ev_num(x, "exposed_ms_per_rank", e / 1e6 / n, "ms");
+	an_f_num(x, "exposed_share", share, NULL);
+	an_f_str(x, "measured_over", "%s", win ? "steps" : "whole trace");
+	an_f_num(x, "exposed_ms_per_rank", e / 1e6 / n, "ms");
 	/* the same communication time the summary line gives for the span measured over */
-	ev_num(x, win ? "comm_in_steps_ms_per_rank" : "communication_ms_per_rank",
+	an_f_num(x, win ? "comm_in_steps_ms_per_rank" : "communication_ms_per_rank",
 	       c / 1e6 / n, "ms");
-	ev_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
+	an_f_num(x, "hidden_share_of_communication", c > 0 ? 1 - e / c : 0, NULL);
 	/* its cost: the exposed time itself (time the GPUs waited on communication, part of the
 	 * wall time by construction), per step and over the run */
 	if (win && job->steps)
-		ev_num(x, "lost_per_step_ms", e / 1e6 / n / (double)job->steps, "ms");
-	ev_num(x, "lost_ms", e / 1e6 / n, "ms");
+		an_f_num(x, "lost_per_step_ms", e / 1e6 / n / (double)job->steps, "ms");
+	an_f_num(x, "lost_ms", e / 1e6 / n, "ms");
 	if (worst >= 0)
-		ev_num(x, "worst_rank", worst, NULL);
+		an_f_num(x, "worst_rank", worst, NULL);
 	/* explain() replaces this when a root cause explains the finding */
-	advise(x, "Overlap communication with compute: DDP bucket_cap_mb / "
+	an_f_advise(x, "Overlap communication with compute: DDP bucket_cap_mb / "
 	          "gradient_as_bucket_view, FSDP "
 	          "prefetch, fewer and larger collectives; or make it cheaper (check "
 	          "pcie_fallback and "
@@ -1352,24 +1142,24 @@ static void low_bw(const struct an_job *job, const double *th, struct big *big,
 			continue;
 		struct big *b = &big[ci * NVLP_NCCL_FN_COUNT + worst];
 		double busbw = b->sbus / b->ns;
-		struct an_finding *x = add(out, AN_F_low_bus_bandwidth, AN_SEV_WARNING,
+		struct an_finding *x = an_f_add(out, AN_F_low_bus_bandwidth, AN_SEV_WARNING,
 		                           "%s on %d ranks reaches %.1f GB/s bus bandwidth, %.0f%% "
 		                           "of the %.0f GB/s NVLink peak",
 		                           nvlp_nccl_fn_name((unsigned)worst), c->nranks, busbw,
 		                           busbw * 1e11 / c->peak_Bps, c->peak_Bps / 1e9);
 		x->comm = (int)ci;
-		ev_str(x, "comm", "%016llx", (unsigned long long)c->hash);
-		ev_str(x, "collective", "%s", nvlp_nccl_fn_name((unsigned)worst));
-		ev_num(x, "calls", (double)b->calls, NULL);
-		ev_num(x, "min_message_mib", th[AN_TH_low_busbw_min_mib], "MiB");
-		ev_num(x, "algbw_gbps", b->salg / b->ns, "GB/s");
-		ev_num(x, "busbw_gbps", busbw, "GB/s");
-		ev_peak(x, c->peak_Bps / 1e9);
+		an_f_str(x, "comm", "%016llx", (unsigned long long)c->hash);
+		an_f_str(x, "collective", "%s", nvlp_nccl_fn_name((unsigned)worst));
+		an_f_num(x, "calls", (double)b->calls, NULL);
+		an_f_num(x, "min_message_mib", th[AN_TH_low_busbw_min_mib], "MiB");
+		an_f_num(x, "algbw_gbps", b->salg / b->ns, "GB/s");
+		an_f_num(x, "busbw_gbps", busbw, "GB/s");
+		an_f_peak(x, c->peak_Bps / 1e9);
 		if (others[0])
-			ev_str(x, "also_low", "%s", others);
+			an_f_str(x, "also_low", "%s", others);
 		/* no straggler advice: bandwidths use transfer time, not waiting; explain() gives
 		 * the pcie_fallback advice when the fallback is on this communicator */
-		advise(x, "Large messages should reach 60-80% of the link: check "
+		an_f_advise(x, "Large messages should reach 60-80% of the link: check "
 		          "NCCL_ALGO/NCCL_PROTO "
 		          "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
 		          "NCCL_DEBUG=INFO transports.");
@@ -1393,16 +1183,16 @@ static int in_hang(const struct an_job *job, const uint8_t *shown, int id, int *
 static void ended_fatal(struct an_finding *x, const struct an_job *job, const struct an_rank *r)
 {
 	if (r->fatal.signal) {
-		ev_num(x, "thread", (double)r->fatal.tid, NULL);
+		an_f_num(x, "thread", (double)r->fatal.tid, NULL);
 		if (r->fatal.thread[0])
-			ev_str(x, "thread_name", "%s", r->fatal.thread);
-		ev_num(x, "main_thread", r->fatal.main, NULL);
+			an_f_str(x, "thread_name", "%s", r->fatal.thread);
+		an_f_num(x, "main_thread", r->fatal.main, NULL);
 	}
 	const struct an_inflight *fl = an_end_inflight(r);
 	if (fl) {
 		char buf[192];
 		an_inflight_text(job, r, fl, buf, sizeof buf);
-		ev_str(x, "in_flight", "%s", buf);
+		an_f_str(x, "in_flight", "%s", buf);
 	}
 }
 
@@ -1420,36 +1210,36 @@ static void ended(const struct an_job *job, const double *th, struct an_findings
 		char how[160], step[120];
 		uint64_t in;
 		int missing;
-		if (!r->ok || !end_of(job, r, rises, nrises, how, sizeof how, step, sizeof step, &in) ||
-		    in_hang(job, shown, rank_id(job, f), &missing))
+		if (!r->ok || !an_f_end_of(job, r, rises, nrises, how, sizeof how, step, sizeof step, &in) ||
+		    in_hang(job, shown, an_f_rank_id(job, f), &missing))
 			continue;
-		struct an_finding *x = add(out, AN_F_rank_ended, AN_SEV_WARNING, "Rank %d (pid %d on %s) %s%s",
-		                           rank_id(job, f), r->pid, r->host, how, step);
-		x->rank = rank_id(job, f);
-		ev_num(x, "rank", rank_id(job, f), NULL);
-		ev_num(x, "pid", r->pid, NULL);
-		ev_str(x, "ended", "%s", r->fatal.signal                    ? "signal"
+		struct an_finding *x = an_f_add(out, AN_F_rank_ended, AN_SEV_WARNING, "Rank %d (pid %d on %s) %s%s",
+		                           an_f_rank_id(job, f), r->pid, r->host, how, step);
+		x->rank = an_f_rank_id(job, f);
+		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, "pid", r->pid, NULL);
+		an_f_str(x, "ended", "%s", r->fatal.signal                    ? "signal"
 		                         : r->end_reason < 0                ? "no END record"
 		                         : r->end_reason == NVLP_END_SIGNAL ? "signal"
 		                                                            : "exit status");
 		if (r->fatal.signal || r->end_signal)
-			ev_num(x, "signal", r->fatal.signal ? r->fatal.signal : r->end_signal, NULL);
+			an_f_num(x, "signal", r->fatal.signal ? r->fatal.signal : r->end_signal, NULL);
 		ended_fatal(x, job, r);
 		if (r->have_exitinfo && r->end_reason != NVLP_END_SIGNAL && r->end_status >= 0)
-			ev_num(x, "exit_status", r->end_status, NULL);
+			an_f_num(x, "exit_status", r->end_status, NULL);
 		if (in)
-			ev_num(x, "step", (double)in, NULL);
+			an_f_num(x, "step", (double)in, NULL);
 		if (r->end_step)
-			ev_num(x, "steps_completed", (double)r->steps_done, NULL);
-		ev_num(x, "last_record_ms", an_end_ms(job, r), "ms");
+			an_f_num(x, "steps_completed", (double)r->steps_done, NULL);
+		an_f_num(x, "last_record_ms", an_end_ms(job, r), "ms");
 		if (r->npyrefs)
-			ev_python(x, "python", "last NCCL call at", r, py_of_last_nccl(r));
+			an_f_python(x, "python", "last NCCL call at", r, an_f_py_last_nccl(r));
 		if (r->end_reason == NVLP_END_SIGNAL)
-			advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
+			an_f_advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
 			          "the other ranks when one fails) or a scheduler's time limit: look for "
 			          "the rank that failed first.");
 		else
-			advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
+			an_f_advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
 			          "it stopped; the other ranks' waits follow from it.");
 	}
 	free(rises);
@@ -1464,16 +1254,16 @@ static void dropped(const struct an_job *job, struct an_findings *out)
 		if (!r->ok || !r->dropped)
 			continue;
 		struct an_finding *x =
-		    add(out, AN_F_dropped_records, AN_SEV_WARNING,
+		    an_f_add(out, AN_F_dropped_records, AN_SEV_WARNING,
 		        "Rank %d (pid %d on %s) lost %llu records: its trace buffers were full",
-		        rank_id(job, f), r->pid, r->host, (unsigned long long)r->dropped);
-		x->rank = rank_id(job, f);
-		ev_num(x, "rank", rank_id(job, f), NULL);
-		ev_num(x, "pid", r->pid, NULL);
-		ev_str(x, "host", "%s", r->host);
-		ev_num(x, "dropped_records", (double)r->dropped, NULL);
-		ev_num(x, "recorded", (double)r->records, NULL);
-		advise(x, "This process's figures are partial. Give each thread a larger buffer "
+		        an_f_rank_id(job, f), r->pid, r->host, (unsigned long long)r->dropped);
+		x->rank = an_f_rank_id(job, f);
+		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, "pid", r->pid, NULL);
+		an_f_str(x, "host", "%s", r->host);
+		an_f_num(x, "dropped_records", (double)r->dropped, NULL);
+		an_f_num(x, "recorded", (double)r->records, NULL);
+		an_f_advise(x, "This process's figures are partial. Give each thread a larger buffer "
 		          "(NVLPROF_BUFFER_KB) or record fewer kinds.");
 	}
 }
@@ -1482,11 +1272,11 @@ static void dropped(const struct an_job *job, struct an_findings *out)
 static struct an_finding *gap_finding(struct an_findings *out, struct an_finding **x)
 {
 	if (!*x)
-		*x = add(out, AN_F_collection_gaps, AN_SEV_INFO,
+		*x = an_f_add(out, AN_F_collection_gaps, AN_SEV_INFO,
 		         "Some data was not collected; related figures are partial");
 	return *x;
 }
-#define GAP(...) ev_str(gap_finding(out, x), __VA_ARGS__)
+#define GAP(...) an_f_str(gap_finding(out, x), __VA_ARGS__)
 
 /* Traces that mix jobs, cannot be read, were cut short, or are missing */
 static void gaps_traces(const struct an_job *job, struct an_findings *out, struct an_finding **x)
@@ -1670,7 +1460,7 @@ static void gaps(const struct an_job *job, struct an_findings *out)
 	gaps_gpu(job, out, &x);
 	gaps_kernels(job, out, &x);
 	gaps_notes(job, out, &x);
-	advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+	an_f_advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
 }
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
@@ -1680,10 +1470,10 @@ static void demote(struct an_finding *x, struct an_finding *y, double share, con
 {
 	y->explained_by = x->id;
 	y->sev_before = y->sev;
-	ev_str(y, "explained_by", "%s", x->id);
+	an_f_str(y, "explained_by", "%s", x->id);
 	if (share >= 0)
-		ev_num(y, "explained_share", share > 1 ? 1 : share, NULL);
-	ev_str(y, "severity_alone", "%s", an_sev_name(y->sev));
+		an_f_num(y, "explained_share", share > 1 ? 1 : share, NULL);
+	an_f_str(y, "severity_alone", "%s", an_sev_name(y->sev));
 	int k = 0;
 	while (k < x->nev && strcmp(x->ev[k].key, "explains"))
 		k++;
@@ -1691,11 +1481,11 @@ static void demote(struct an_finding *x, struct an_finding *y, double share, con
 		size_t l = strlen(x->ev[k].str);
 		snprintf(x->ev[k].str + l, sizeof x->ev[k].str - l, ",%s", y->id);
 	} else
-		ev_str(x, "explains", "%s", y->id);
+		an_f_str(x, "explains", "%s", y->id);
 	if (y->sev > x->sev)
 		x->sev = y->sev;
 	y->sev = AN_SEV_INFO;
-	advise(y, advice);
+	an_f_advise(y, advice);
 }
 
 /* Root causes and the findings they explain (see REPORT_JSON.md "explained findings"):
@@ -1748,7 +1538,7 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 		int rk = x->rank;
 		double es = -1, tot = 0, excess = 0;
 		for (size_t f = 0; f < job->nranks; f++)
-			if (rank_id(job, f) == rk && job->ranks[f].ok) {
+			if (an_f_rank_id(job, f) == rk && job->ranks[f].ok) {
 				double sp;
 				an_rank_exposure(job, &job->ranks[f], &es, &sp, NULL);
 			}
@@ -1761,7 +1551,7 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 			double e, sp;
 			an_rank_exposure(job, r, &e, &sp, NULL);
 			tot += e;
-			if (rank_id(job, f) != rk && e > es)
+			if (an_f_rank_id(job, f) != rk && e > es)
 				excess += e - es;
 		}
 		double share = tot > 0 ? excess / tot : 0;
@@ -1875,42 +1665,6 @@ static void group_explained(struct an_findings *out)
 	free(used);
 	free(out->v);
 	out->v = v;
-}
-
-/* ---- for the detectors and the story in their own files (findings_int.h) ---- */
-struct an_finding *an_f_add(struct an_findings *f, enum an_fid fid, int sev, const char *title)
-{
-	return add(f, fid, sev, "%s", title);
-}
-void an_f_num(struct an_finding *x, const char *key, double v, const char *unit)
-{
-	ev_num(x, key, v, unit);
-}
-void an_f_str(struct an_finding *x, const char *key, const char *s)
-{
-	ev_str(x, key, "%s", s);
-}
-void an_f_advise(struct an_finding *x, const char *s)
-{
-	advise(x, s);
-}
-int an_f_rank_id(const struct an_job *job, size_t f)
-{
-	return rank_id(job, f);
-}
-int an_f_file_of(const struct an_job *job, int id)
-{
-	return file_of(job, id);
-}
-void an_f_python(struct an_finding *x, const char *key, const char *what, const struct an_rank *r,
-                 uint64_t pystack)
-{
-	ev_python(x, key, what, r, pystack);
-}
-int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
-                size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in)
-{
-	return end_of(job, r, rises, nrises, how, hl, step, sl, in);
 }
 
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)

@@ -1,24 +1,34 @@
-/* findings_int.h: what findings.c shares with the detectors and the story in their own files
- * (mismatch.c, story.c): adding a finding and its evidence, rank numbers, Python locations and how
- * a rank ended. Internal to analyzer/. */
+/* findings_int.h: what the detectors and the story share (evidence.c): adding a finding and its
+ * evidence, rank numbers, Python locations and how a rank ended. Internal to analyzer/. */
 #ifndef NVLP_AN_FINDINGS_INT_H
 #define NVLP_AN_FINDINGS_INT_H
 
 #include "findings/findings.h"
 
-/*! Append a finding (comm, rank, device -1). @return it, or NULL out of memory */
-struct an_finding *an_f_add(struct an_findings *f, enum an_fid fid, int sev, const char *title);
+/*! Append a finding (comm, rank, device -1), its title from fmt.
+ * @return it, or NULL out of memory (the detector then returns -1) */
+struct an_finding *an_f_add(struct an_findings *f, enum an_fid fid, int sev, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /*! Evidence items (ignored past AN_MAX_EV, or with x NULL) */
 void an_f_num(struct an_finding *x, const char *key, double v, const char *unit);
-void an_f_str(struct an_finding *x, const char *key, const char *s);
+void an_f_str(struct an_finding *x, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/*! The NVLink peak a finding judged by, GB/s, and which figure that is (an_peak_basis) */
+void an_f_peak(struct an_finding *x, double gbps);
 void an_f_advise(struct an_finding *x, const char *s);
 /*! The rank number of file f as printed (its RANK, else the file index) */
 int an_f_rank_id(const struct an_job *job, size_t f);
 /*! The file of the rank printed as id, or -1 */
 int an_f_file_of(const struct an_job *job, int id);
+/*! Evidence key: the innermost native frames of STACK stack of r, "main+0x11d <- ..." */
+void an_f_native(struct an_finding *x, const char *key, const struct an_rank *r, uint64_t stack);
 /*! Evidence key: "<what> train.py:41 in build_cache <- ..." for a PYSTACK of r (none: nothing) */
 void an_f_python(struct an_finding *x, const char *key, const char *what, const struct an_rank *r,
                  uint64_t pystack);
+/*! The PYSTACK of the one record a PYREF names (COPY by call_id, MANAGED by time t), 0 none */
+uint64_t an_f_py_of_record(const struct an_rank *r, unsigned kind, uint64_t t, uint64_t call_id);
+/*! The PYSTACK in force at r's last NCCL call (the latest NCCL PYREF), 0 none */
+uint64_t an_f_py_last_nccl(const struct an_rank *r);
 struct an_oom_rise;
 /*! How rank r ended when not normally ("ended by signal 6 (Aborted)", into how) and the step it
  * was in (" in step 15 of 40 (14 completed)", into step; *in: that step, 0 none). rises: the job's

@@ -136,7 +136,7 @@ static void side_evidence(struct an_finding *x, const struct an_mismatch *m, uns
 		char key[32], v[96];
 		snprintf(key, sizeof key, "side%d_ranks", i + 1);
 		ranks_text(s, v, sizeof v);
-		an_f_str(x, key, v);
+		an_f_str(x, key, "%s", v);
 		for (int d = 0; d < D_COUNT_; d++) {
 			if ((d == D_FN && !(bits & (1u << D_FN))) || (d == D_OP && !has_op) ||
 			    (d == D_ROOT && !has_root))
@@ -147,7 +147,7 @@ static void side_evidence(struct an_finding *x, const struct an_mismatch *m, uns
 			if (d == D_COUNT && s->sig_known)
 				an_f_num(x, key, (double)s->sig.count, NULL);
 			else
-				an_f_str(x, key, v);
+				an_f_str(x, key, "%s", v);
 		}
 	}
 }
@@ -185,15 +185,15 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 	/* found before the hang it causes is added: the hang's index may move as findings grow */
 	uint32_t hseq = 0;
 	int hung = hang_after(job, m, out, &hseq) != NULL;
-	struct an_finding *x = an_f_add(out, AN_F_collective_mismatch, AN_SEV_CRITICAL, title);
+	struct an_finding *x = an_f_add(out, AN_F_collective_mismatch, AN_SEV_CRITICAL, "%s", title);
 	if (!x)
 		return;
 	x->comm = m->comm;
 	char v[96];
 	snprintf(v, sizeof v, "%016llx", (unsigned long long)cm->hash);
-	an_f_str(x, "comm", v);
+	an_f_str(x, "comm", "%s", v);
 	if (cm->name[0])
-		an_f_str(x, "comm_name", cm->name);
+		an_f_str(x, "comm_name", "%s", cm->name);
 	an_f_num(x, "seq", m->seq, NULL);
 	uint64_t step = step_of_call(job, (size_t)m->side[0].file, m->side[0].k);
 	if (step)
@@ -203,7 +203,7 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 		if (bits & (1u << d))
 			snprintf(v + strlen(v), sizeof v - strlen(v), "%s%s", v[0] ? "," : "",
 			         diff_names[d]);
-	an_f_str(x, "differs", v);
+	an_f_str(x, "differs", "%s", v);
 	side_evidence(x, m, bits);
 	if (m->more)
 		an_f_num(x, "ranks_not_shown", m->more, NULL);
@@ -226,7 +226,7 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 	if (h) {
 		char cause[240];
 		snprintf(cause, sizeof cause, "collective_mismatch at #%u: %s", m->seq, what);
-		an_f_str(h, "cause", cause);
+		an_f_str(h, "cause", "%s", cause);
 	}
 }
 
