@@ -42,4 +42,19 @@ int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct 
  * follows one on its communicator gains its cause */
 void an_mismatch_findings(const struct an_job *job, struct an_findings *out);
 
+/* the detectors in their own files: each @return 0, or -1 out of memory */
+/*! nccl_split_host (det_split_host.c) */
+int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct an_findings *out);
+/*! peer_access_disabled (det_staged.c) */
+int an_detect_peer_access_disabled(const struct an_job *job, const double *th,
+                                    struct an_findings *out);
+/*! hang_suspect (det_hang.c) */
+int an_detect_hang_suspect(const struct an_job *job, const double *th, struct an_findings *out);
+/*! 1 when hang h is told (det_hang.c): rank_ended leaves its ranks to it */
+int an_f_hang_shown(const struct an_job *job, const double *th, const struct an_hang *h);
+/*! rank_ended (det_ended.c) */
+int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_findings *out);
+/*! collection_gaps (det_gaps.c) */
+void an_detect_collection_gaps(const struct an_job *job, struct an_findings *out);
+
 #endif

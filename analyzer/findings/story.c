@@ -247,6 +247,23 @@ static long end_after(const struct an_story *s, size_t i, int id)
 	return -1;
 }
 
+/* "ranks 0,2,5 " for events i .. j-1, their ranks in order (the events are in time order) */
+static void tell_ranks(char *t, size_t len, const struct an_story *s, size_t i, size_t j)
+{
+	cat(t, len, "ranks");
+	for (int last = INT32_MIN, n = 0; n < (int)(j - i); n++) {
+		int next = INT32_MAX;
+		for (size_t k = i; k < j; k++)
+			if (s->v[k].rank > last && s->v[k].rank < next)
+				next = s->v[k].rank;
+		if (next == INT32_MAX)
+			break;
+		cat(t, len, "%s%d", n ? "," : " ", next);
+		last = next;
+	}
+	cat(t, len, " ");
+}
+
 /* The paragraph: a heading, then the events in time order, each with the time since the
  * previous; a waiting rank's end told with its wait; ranks in a row that ended alike told once */
 static void tell(const struct an_job *job, const struct ends *ends, const struct an_findings *f,
@@ -276,20 +293,9 @@ static void tell(const struct an_job *job, const struct ends *ends, const struct
 		       !told[j] && !strcmp(s->v[j].what, e->what) && !strcmp(s->v[j].detail, e->detail))
 			told[j++] = 1;
 		cat(t, len, "%s", prev ? "; " : "");
-		if (j - i > 1) { /* their ranks in order (the events are in time order) */
-			cat(t, len, "ranks");
-			for (int last = INT32_MIN, n = 0; n < (int)(j - i); n++) {
-				int next = INT32_MAX;
-				for (size_t k = i; k < j; k++)
-					if (s->v[k].rank > last && s->v[k].rank < next)
-						next = s->v[k].rank;
-				if (next == INT32_MAX)
-					break;
-				cat(t, len, "%s%d", n ? "," : " ", next);
-				last = next;
-			}
-			cat(t, len, " ");
-		} else if (strcmp(e->what, "mismatch"))
+		if (j - i > 1)
+			tell_ranks(t, len, s, i, j);
+		else if (strcmp(e->what, "mismatch"))
 			cat(t, len, "rank %d ", e->rank);
 		when(w, sizeof w, e, prev);
 		cat(t, len, "%.*s%s", (int)e->at, e->detail, w);
