@@ -7,7 +7,6 @@
 #include "nvlp_trace.h"
 #include "model/stages.h" /* an_dev_peak */
 
-#define MIB (1024.0 * 1024.0)
 
 /* NVLink between two GPUs of r's host: any process on that host may have recorded the topology. */
 static int nvlink_pair(const struct an_job *job, const struct an_rank *r, int a, int b, int *known)

@@ -5,6 +5,8 @@
 
 #include "findings/findings.h"
 
+#define MIB (1024.0 * 1024.0) /* thresholds in MiB, compared with bytes */
+
 /*! Append a finding (comm, rank, device -1), its title from fmt.
  * @return it, or NULL out of memory (the detector then returns -1) */
 struct an_finding *an_f_add(struct an_findings *f, enum an_fid fid, int sev, const char *fmt, ...)
@@ -42,7 +44,29 @@ int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct 
  * follows one on its communicator gains its cause */
 void an_mismatch_findings(const struct an_job *job, struct an_findings *out);
 
+/* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of transfer time (a
+ * matched collective's shortest GPU time across ranks: see an_call_xfer_ns). */
+struct an_big {
+	double sbus, salg, ns;
+	uint64_t calls;
+};
+
 /* the detectors in their own files: each @return 0, or -1 out of memory */
+/*! pcie_fallback (det_fallback.c); *comm: the communicator that fell back, -1 none */
+int an_detect_pcie_fallback(const struct an_job *job, const double *th, const struct an_big *big,
+                            struct an_findings *out, int *comm);
+/*! uma_thrashing (det_uma.c) */
+int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct an_findings *out);
+/*! straggler (det_straggler.c) */
+int an_detect_straggler(const struct an_job *job, const double *th, struct an_findings *out);
+/*! exposed_communication (det_exposed.c) */
+int an_detect_exposed_communication(const struct an_job *job, const double *th,
+                                    struct an_findings *out);
+/*! low_bus_bandwidth (det_lowbw.c) */
+int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
+                                const struct an_big *big, struct an_findings *out);
+/*! dropped_records (det_dropped.c) */
+int an_detect_dropped_records(const struct an_job *job, struct an_findings *out);
 /*! nccl_split_host (det_split_host.c) */
 int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct an_findings *out);
 /*! peer_access_disabled (det_staged.c) */

@@ -1,0 +1,32 @@
+/* det_dropped.c: the dropped_records finding: a process lost records because its buffers were
+ * full. */
+#include <stdlib.h> /* calloc */
+#include <string.h> /* strcmp */
+
+#include "findings/findings_int.h"
+#include "nvlp_trace.h"
+
+/* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
+int an_detect_dropped_records(const struct an_job *job, struct an_findings *out)
+{
+	for (size_t f = 0; f < job->nranks; f++) {
+		const struct an_rank *r = &job->ranks[f];
+		if (!r->ok || !r->dropped)
+			continue;
+		struct an_finding *x =
+		    an_f_add(out, AN_F_dropped_records, AN_SEV_WARNING,
+		        "Rank %d (pid %d on %s) lost %llu records: its trace buffers were full",
+		        an_f_rank_id(job, f), r->pid, r->host, (unsigned long long)r->dropped);
+		if (!x)
+			return -1;
+		x->rank = an_f_rank_id(job, f);
+		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, "pid", r->pid, NULL);
+		an_f_str(x, "host", "%s", r->host);
+		an_f_num(x, "dropped_records", (double)r->dropped, NULL);
+		an_f_num(x, "recorded", (double)r->records, NULL);
+		an_f_advise(x, "This process's figures are partial. Give each thread a larger buffer "
+		          "(NVLPROF_BUFFER_KB) or record fewer kinds.");
+	}
+	return 0;
+}
