@@ -17,7 +17,6 @@
  * allocation; device-to-device and unified-address copies cost two pointer queries each.
  * NVLPROF_DRIVER=0 turns driver capture off.
  */
-#include <stdlib.h> /* getenv */
 #include <string.h> /* memset */
 
 #include "cupti_int.h"

@@ -15,7 +15,6 @@
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdio.h>   /* snprintf */
-#include <stdlib.h>  /* getenv */
 #include <string.h>  /* memset */
 
 #include "cupti_int.h"

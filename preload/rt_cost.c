@@ -4,7 +4,6 @@
  * NVLPROF_VERBOSE, one line at exit. */
 #include <pthread.h> /* pthread_getcpuclockid */
 #include <stdio.h>   /* snprintf */
-#include <stdlib.h>  /* getenv */
 #include <string.h>  /* memset */
 #include <time.h>    /* clock_gettime */
 
