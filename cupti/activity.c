@@ -28,60 +28,60 @@ static struct {
 	struct nvlp_cupti_devmap devmap;
 	uint64_t dropped_total, lost, records;
 	const struct nvlp_act_share *share; /* Kineto's side, once share.c registered it */
-} S = {
+} activity_state = {
     .buf_mu = PTHREAD_MUTEX_INITIALIZER,
     .conv_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
 int nvlp_cupti_state(void)
 {
-	return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&activity_state.state, __ATOMIC_ACQUIRE);
 }
 
 void nvlp_act_set_state(int state)
 {
-	__atomic_store_n(&S.state, state, __ATOMIC_RELEASE);
+	__atomic_store_n(&activity_state.state, state, __ATOMIC_RELEASE);
 }
 
 int nvlp_cupti_we_enabled(int kind)
 {
 	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT &&
-	       __atomic_load_n(&S.enabled[kind], __ATOMIC_RELAXED);
+	       __atomic_load_n(&activity_state.enabled[kind], __ATOMIC_RELAXED);
 }
 
 void nvlp_act_set_share(const struct nvlp_act_share *share)
 {
-	__atomic_store_n(&S.share, share, __ATOMIC_RELEASE);
+	__atomic_store_n(&activity_state.share, share, __ATOMIC_RELEASE);
 }
 
 static const struct nvlp_act_share *share(void)
 {
-	return __atomic_load_n(&S.share, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&activity_state.share, __ATOMIC_ACQUIRE);
 }
 
 static void own_add(uint8_t *b)
 {
-	pthread_mutex_lock(&S.buf_mu);
+	pthread_mutex_lock(&activity_state.buf_mu);
 	for (int i = 0; i < MAX_OWN_BUFS; i++)
-		if (!S.own[i]) {
-			S.own[i] = b;
+		if (!activity_state.own[i]) {
+			activity_state.own[i] = b;
 			break;
 		}
-	pthread_mutex_unlock(&S.buf_mu);
+	pthread_mutex_unlock(&activity_state.buf_mu);
 }
 
 /* @return 1 if b was ours (and forgets it) */
 static int own_take(uint8_t *b)
 {
 	int found = 0;
-	pthread_mutex_lock(&S.buf_mu);
+	pthread_mutex_lock(&activity_state.buf_mu);
 	for (int i = 0; i < MAX_OWN_BUFS; i++)
-		if (S.own[i] == b) {
-			S.own[i] = NULL;
+		if (activity_state.own[i] == b) {
+			activity_state.own[i] = NULL;
 			found = 1;
 			break;
 		}
-	pthread_mutex_unlock(&S.buf_mu);
+	pthread_mutex_unlock(&activity_state.buf_mu);
 	return found;
 }
 
@@ -114,7 +114,7 @@ static uint64_t pci_attr(int dev, int attr)
 static void emit(unsigned kind, const void *rec, const void *blob, size_t len)
 {
 	if (nvlp_emit_wait(kind, rec, blob, len, 1000) != 0)
-		__atomic_fetch_add(&S.lost, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&activity_state.lost, 1, __ATOMIC_RELAXED);
 }
 
 /* Convert and emit every record of ours in a completed buffer. */
@@ -123,16 +123,17 @@ static void process_buffer(uint8_t *buf, size_t valid)
 	CUpti_Activity *a = NULL;
 	struct nvlp_cupti_clock clk;
 	nvlp_cupti_clock_get(&clk);
-	pthread_mutex_lock(&S.conv_mu); /* devmap; CUPTI may complete buffers on several threads */
+	/* devmap; CUPTI may complete buffers on several threads */
+	pthread_mutex_lock(&activity_state.conv_mu);
 	while (nvlp_cu.cuptiActivityGetNextRecord(buf, valid, &a) == CUPTI_SUCCESS) {
 		if (!nvlp_cupti_we_enabled((int)a->kind))
 			continue; /* only Kineto asked for this kind */
 		union nvlp_cupti_rec r;
 		const char *text;
-		unsigned kind = nvlp_cupti_convert(a, &clk, &S.devmap, &r, &text);
+		unsigned kind = nvlp_cupti_convert(a, &clk, &activity_state.devmap, &r, &text);
 		if (!kind)
 			continue;
-		S.records++;
+		activity_state.records++;
 		if (kind == NVLP_K_KERNEL) {
 			r.kernel.name = text ? nvlp_intern(text) : 0;
 			emit(kind, &r, NULL, 0);
@@ -150,7 +151,7 @@ static void process_buffer(uint8_t *buf, size_t valid)
 		if (nvlp_cupti_graph_node(a, &r, kind, &gn))
 			emit(NVLP_K_GPUGRAPH, &gn, NULL, 0);
 	}
-	pthread_mutex_unlock(&S.conv_mu);
+	pthread_mutex_unlock(&activity_state.conv_mu);
 }
 
 /* Completed buffers of ours wait here for the flush schedule (cupti.c). CUPTI calls the completion
@@ -171,7 +172,7 @@ static struct {
 	} b[PEND_MAX];
 	/* cost of our flushes, for NVLPROF_VERBOSE */
 	uint64_t flushes, flush_ns, flush_max, drain_ns, drain_max, buffers;
-} Q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} completed_queue = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void finish_buffer(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
                           int ours)
@@ -192,7 +193,7 @@ void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t
 	if (st == NVLP_CS_ACTIVE && nvlp_cu.cuptiActivityGetNumDroppedRecords &&
 	    nvlp_cu.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
 	    dropped) {
-		__atomic_fetch_add(&S.dropped_total, dropped, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&activity_state.dropped_total, dropped, __ATOMIC_RELAXED);
 		nvlp_note(NVLP_NOTE_ACTIVITY_DROPPED, -1, dropped,
 		          "CUPTI dropped %zu activity records (buffers full before they were "
 		          "completed)",
@@ -200,14 +201,16 @@ void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t
 	}
 	int ours = buf ? own_take(buf) : 0;
 	if (ours && st == NVLP_CS_ACTIVE && !(share() && share()->client())) {
-		pthread_mutex_lock(&Q.mu);
-		if (Q.n < PEND_MAX) {
-			Q.b[Q.n++] = (struct pend){ctx, stream_id, buf, size, valid};
-			Q.buffers++;
-			pthread_mutex_unlock(&Q.mu);
+		pthread_mutex_lock(&completed_queue.mu);
+		if (completed_queue.n < PEND_MAX) {
+			completed_queue.b[completed_queue.n++] =
+			    (struct pend){ctx, stream_id, buf, size, valid};
+			completed_queue.buffers++;
+			pthread_mutex_unlock(&completed_queue.mu);
 			return;
 		}
-		pthread_mutex_unlock(&Q.mu); /* queue full: convert here rather than lose them */
+		/* queue full: convert here rather than lose them */
+		pthread_mutex_unlock(&completed_queue.mu);
 	}
 	if (buf && valid && st == NVLP_CS_ACTIVE)
 		process_buffer(buf, valid);
@@ -218,11 +221,11 @@ void nvlp_cupti_drain(void)
 {
 	for (;;) {
 		struct pend b[PEND_MAX];
-		pthread_mutex_lock(&Q.mu);
-		int n = Q.n;
-		memcpy(b, Q.b, (size_t)n * sizeof b[0]);
-		Q.n = 0;
-		pthread_mutex_unlock(&Q.mu);
+		pthread_mutex_lock(&completed_queue.mu);
+		int n = completed_queue.n;
+		memcpy(b, completed_queue.b, (size_t)n * sizeof b[0]);
+		completed_queue.n = 0;
+		pthread_mutex_unlock(&completed_queue.mu);
 		if (!n)
 			return;
 		for (int i = 0; i < n; i++) {
@@ -241,15 +244,15 @@ static void flush_and_drain(uint32_t flag)
 	uint64_t t1 = nvlp_now();
 	nvlp_cupti_drain();
 	uint64_t t2 = nvlp_now();
-	pthread_mutex_lock(&Q.mu);
-	Q.flushes++;
-	Q.flush_ns += t1 - t0;
-	Q.drain_ns += t2 - t1;
-	if (t1 - t0 > Q.flush_max)
-		Q.flush_max = t1 - t0;
-	if (t2 - t1 > Q.drain_max)
-		Q.drain_max = t2 - t1;
-	pthread_mutex_unlock(&Q.mu);
+	pthread_mutex_lock(&completed_queue.mu);
+	completed_queue.flushes++;
+	completed_queue.flush_ns += t1 - t0;
+	completed_queue.drain_ns += t2 - t1;
+	if (t1 - t0 > completed_queue.flush_max)
+		completed_queue.flush_max = t1 - t0;
+	if (t2 - t1 > completed_queue.drain_max)
+		completed_queue.drain_max = t2 - t1;
+	pthread_mutex_unlock(&completed_queue.mu);
 }
 
 void nvlp_act_flush(uint32_t flag)
@@ -262,7 +265,7 @@ int nvlp_act_enable(CUpti_ActivityKind kind, const char *name, char *list, size_
 	CUptiResult r = nvlp_cu.cuptiActivityEnable(kind);
 	size_t l = list ? strlen(list) : 0;
 	if (r == CUPTI_SUCCESS) {
-		__atomic_store_n(&S.enabled[kind], 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&activity_state.enabled[kind], 1, __ATOMIC_RELAXED);
 		if (list)
 			snprintf(list + l, listlen - l, "%s%s", l ? " " : "", name);
 		return 0;
@@ -274,29 +277,31 @@ int nvlp_act_enable(CUpti_ActivityKind kind, const char *name, char *list, size_
 
 void nvlp_act_mark_enabled(CUpti_ActivityKind kind)
 {
-	__atomic_store_n(&S.enabled[kind], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&activity_state.enabled[kind], 1, __ATOMIC_RELAXED);
 }
 
 void nvlp_act_stats(uint64_t *records, uint64_t *dropped, uint64_t *lost)
 {
-	*records = S.records;
-	*dropped = __atomic_load_n(&S.dropped_total, __ATOMIC_RELAXED);
-	*lost = __atomic_load_n(&S.lost, __ATOMIC_RELAXED);
+	*records = activity_state.records;
+	*dropped = __atomic_load_n(&activity_state.dropped_total, __ATOMIC_RELAXED);
+	*lost = __atomic_load_n(&activity_state.lost, __ATOMIC_RELAXED);
 }
 
 void nvlp_act_report_verbose(void)
 {
 	nvlp_warn("CUPTI: %llu buffers; %llu forced flushes, in cuptiActivityFlushAll "
 	          "%.2f ms (max %.2f), converting after them %.2f ms (max %.2f)",
-	          (unsigned long long)Q.buffers, (unsigned long long)Q.flushes, Q.flush_ns / 1e6,
-	          Q.flush_max / 1e6, Q.drain_ns / 1e6, Q.drain_max / 1e6);
+	          (unsigned long long)completed_queue.buffers,
+	          (unsigned long long)completed_queue.flushes, completed_queue.flush_ns / 1e6,
+	          completed_queue.flush_max / 1e6, completed_queue.drain_ns / 1e6,
+	          completed_queue.drain_max / 1e6);
 }
 
 void nvlp_act_atfork_child(void)
 {
-	S.state = NVLP_CS_ASIDE;
-	pthread_mutex_init(&S.buf_mu, NULL);
-	pthread_mutex_init(&S.conv_mu, NULL);
-	pthread_mutex_init(&Q.mu, NULL);
-	Q.n = 0; /* the parent's queued buffers are its own to convert */
+	activity_state.state = NVLP_CS_ASIDE;
+	pthread_mutex_init(&activity_state.buf_mu, NULL);
+	pthread_mutex_init(&activity_state.conv_mu, NULL);
+	pthread_mutex_init(&completed_queue.mu, NULL);
+	completed_queue.n = 0; /* the parent's queued buffers are its own to convert */
 }

@@ -17,7 +17,6 @@
  * allocation; device-to-device and unified-address copies cost two pointer queries each.
  * NVLPROF_DRIVER=0 turns driver capture off.
  */
-#include <stdlib.h> /* getenv */
 #include <string.h> /* memset */
 
 #include "cupti_int.h"
@@ -93,7 +92,7 @@ static struct {
 	int on;      /* our callbacks are enabled */
 	int hd_on;   /* host<->device copy callbacks enabled (managed memory exists) */
 	int managed; /* live managed blocks we know of */
-} S;
+} callback_state;
 
 /* cudaMemcpyKind values, as the runtime hooks record them */
 enum { K_H2H = 0, K_H2D = 1, K_D2H = 2, K_D2D = 3 };
@@ -144,7 +143,7 @@ static int mg_add(uint64_t p, uint64_t size)
 		    __atomic_compare_exchange_n(&mg[x].key, &k, p, 0, __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE)) {
 			__atomic_store_n(&mg[x].size, size, __ATOMIC_RELEASE);
-			__atomic_fetch_add(&S.managed, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&callback_state.managed, 1, __ATOMIC_RELAXED);
 			return 1;
 		}
 	}
@@ -154,7 +153,7 @@ static int mg_add(uint64_t p, uint64_t size)
 /* Free entering: @return the block's size (0: not a managed block we know) and mark it. */
 static uint64_t mg_free_enter(uint64_t p)
 {
-	if (!__atomic_load_n(&S.managed, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&callback_state.managed, __ATOMIC_RELAXED))
 		return 0;
 	int s = mg_find(p);
 	if (s < 0)
@@ -178,7 +177,7 @@ static void mg_free_exit(uint64_t p, int ok)
 		return;
 	}
 	__atomic_store_n(&mg[s].key, MG_TOMB, __ATOMIC_RELEASE);
-	__atomic_fetch_sub(&S.managed, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&callback_state.managed, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- peer access seen through the driver (any runtime, NCCL's included) ---- */
@@ -224,7 +223,7 @@ static int64_t ptr_device(uint64_t p, unsigned *managed, unsigned bit)
 
 static void hd_enable(void)
 {
-	if (__atomic_exchange_n(&S.hd_on, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&callback_state.hd_on, 1, __ATOMIC_ACQ_REL))
 		return;
 	for (int c = 0; c < CUPTI_DRIVER_TRACE_CBID_SIZE; c++)
 		if (rows[c].op == OP_H2D || rows[c].op == OP_D2H)
@@ -301,7 +300,7 @@ static int plan_copy(const struct row *w, const void *fp, CUcontext ctx, struct 
 		return 0;
 	}
 	if (w->op == OP_H2D || w->op == OP_D2H) {
-		if (!__atomic_load_n(&S.managed, __ATOMIC_RELAXED))
+		if (!__atomic_load_n(&callback_state.managed, __ATOMIC_RELAXED))
 			return 0;
 		ptr_device(c->src, &c->managed, 1);
 		ptr_device(c->dst, &c->managed, 2);
@@ -529,8 +528,8 @@ void nvlp_drv_start(void (*managed_seen)(void))
 		else
 			failed++;
 	}
-	__atomic_store_n(&S.on, 1, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&S.managed, __ATOMIC_RELAXED))
+	__atomic_store_n(&callback_state.on, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&callback_state.managed, __ATOMIC_RELAXED))
 		hd_enable();
 	nvlp_note(NVLP_NOTE_INFO, -1, (uint64_t)n,
 	          "driver-level capture on: %d driver functions (managed memory, prefetch, advice, "
@@ -541,7 +540,7 @@ void nvlp_drv_start(void (*managed_seen)(void))
 
 void nvlp_drv_atfork_child(void)
 {
-	memset(&S, 0, sizeof S);
+	memset(&callback_state, 0, sizeof callback_state);
 	memset(mg, 0, sizeof mg);
 	memset(peer_on, 0, sizeof peer_on);
 }

@@ -23,7 +23,7 @@ static struct {
 	int64_t real_off; /* mono - realtime */
 	CUpti_TimestampCallbackFunc foreign_fn;
 	uint64_t first_ts, first_mono; /* the foreign clock's first pair */
-} S;
+} clock_state;
 /* Guards clk's foreign fields, which are read and written together. */
 static pthread_mutex_t clk_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -52,10 +52,12 @@ static void foreign_sample(CUpti_TimestampCallbackFunc f, uint64_t *mono, uint64
 /* Caller holds clk_mu: a new pair of the foreign clock refines the fit. */
 static void foreign_update_locked(uint64_t mono, uint64_t ts)
 {
-	if (ts > S.first_ts && mono > S.first_mono + 1000000) /* >= 1 ms apart: a usable rate */
-		S.clk.f_scale = (double)(mono - S.first_mono) / (double)(ts - S.first_ts);
-	S.clk.f_ts = ts;
-	S.clk.f_mono = mono;
+	/* >= 1 ms apart: a usable rate */
+	if (ts > clock_state.first_ts && mono > clock_state.first_mono + 1000000)
+		clock_state.clk.f_scale =
+		    (double)(mono - clock_state.first_mono) / (double)(ts - clock_state.first_ts);
+	clock_state.clk.f_ts = ts;
+	clock_state.clk.f_mono = mono;
 }
 
 CUpti_TimestampCallbackFunc nvlp_cupti_clock_ours(void)
@@ -67,9 +69,9 @@ void nvlp_cupti_clock_foreign(CUpti_TimestampCallbackFunc f, uint64_t m0, uint64
 {
 	pthread_mutex_lock(&clk_mu);
 	if (!f || f == mono_timestamp) {
-		S.foreign_fn = NULL;
-		S.clk.foreign = 0;
-		S.clk.identity = f == mono_timestamp;
+		clock_state.foreign_fn = NULL;
+		clock_state.clk.foreign = 0;
+		clock_state.clk.identity = f == mono_timestamp;
 		pthread_mutex_unlock(&clk_mu);
 		return;
 	}
@@ -80,17 +82,17 @@ void nvlp_cupti_clock_foreign(CUpti_TimestampCallbackFunc f, uint64_t m0, uint64
 	uint64_t m1, t1;
 	foreign_sample(f, &m1, &t1);
 	pthread_mutex_lock(&clk_mu);
-	S.foreign_fn = f;
-	S.first_ts = t0;
-	S.first_mono = m0;
-	S.clk.f_scale = t1 > t0 ? (double)(m1 - m0) / (double)(t1 - t0) : 1.0;
-	S.clk.f_ts = t1;
-	S.clk.f_mono = m1;
-	S.clk.switch_ts = t0;
-	S.clk.switch_mono = m0;
-	S.clk.foreign_epoch = t0 > NVLP_EPOCH_SIZED;
-	S.clk.foreign = 1;
-	S.clk.identity = 0;
+	clock_state.foreign_fn = f;
+	clock_state.first_ts = t0;
+	clock_state.first_mono = m0;
+	clock_state.clk.f_scale = t1 > t0 ? (double)(m1 - m0) / (double)(t1 - t0) : 1.0;
+	clock_state.clk.f_ts = t1;
+	clock_state.clk.f_mono = m1;
+	clock_state.clk.switch_ts = t0;
+	clock_state.clk.switch_mono = m0;
+	clock_state.clk.foreign_epoch = t0 > NVLP_EPOCH_SIZED;
+	clock_state.clk.foreign = 1;
+	clock_state.clk.identity = 0;
 	pthread_mutex_unlock(&clk_mu);
 	struct nvlp_rec_clock c0 = {.source = NVLP_CLOCK_FOREIGN, .mono = m0, .other = t0};
 	struct nvlp_rec_clock c1 = {.source = NVLP_CLOCK_FOREIGN, .mono = m1, .other = t1};
@@ -101,14 +103,14 @@ void nvlp_cupti_clock_foreign(CUpti_TimestampCallbackFunc f, uint64_t m0, uint64
 int nvlp_cupti_clock_register(void)
 {
 	pthread_mutex_lock(&clk_mu);
-	int foreign = S.clk.foreign;
+	int foreign = clock_state.clk.foreign;
 	pthread_mutex_unlock(&clk_mu);
 	if (foreign)
 		return 0; /* another client's clock is installed: keep it, convert from it */
 	if (nvlp_cu.cuptiActivityRegisterTimestampCallback &&
 	    nvlp_cu.cuptiActivityRegisterTimestampCallback(mono_timestamp) == CUPTI_SUCCESS) {
 		pthread_mutex_lock(&clk_mu);
-		S.clk.identity = 1;
+		clock_state.clk.identity = 1;
 		pthread_mutex_unlock(&clk_mu);
 	}
 	return nvlp_cupti_clock_identity();
@@ -117,7 +119,7 @@ int nvlp_cupti_clock_register(void)
 int nvlp_cupti_clock_identity(void)
 {
 	pthread_mutex_lock(&clk_mu);
-	int id = S.clk.identity;
+	int id = clock_state.clk.identity;
 	pthread_mutex_unlock(&clk_mu);
 	return id;
 }
@@ -125,10 +127,10 @@ int nvlp_cupti_clock_identity(void)
 void nvlp_cupti_clock_get(struct nvlp_cupti_clock *c)
 {
 	pthread_mutex_lock(&clk_mu);
-	*c = S.clk;
+	*c = clock_state.clk;
 	pthread_mutex_unlock(&clk_mu);
-	c->offset = __atomic_load_n(&S.clk.offset, __ATOMIC_RELAXED);
-	c->real_off = __atomic_load_n(&S.real_off, __ATOMIC_RELAXED);
+	c->offset = __atomic_load_n(&clock_state.clk.offset, __ATOMIC_RELAXED);
+	c->real_off = __atomic_load_n(&clock_state.real_off, __ATOMIC_RELAXED);
 }
 
 /* Emit CLOCK pairs and refresh the conversion offsets. */
@@ -142,7 +144,8 @@ void nvlp_cupti_clock_pair(void)
 	if (r == CUPTI_SUCCESS) {
 		struct nvlp_rec_clock c = {.source = NVLP_CLOCK_CUPTI, .mono = mid, .other = cupti_ts};
 		nvlp_emit_wait(NVLP_K_CLOCK, &c, NULL, 0, 1000);
-		__atomic_store_n(&S.clk.offset, (int64_t)(mid - cupti_ts), __ATOMIC_RELAXED);
+		__atomic_store_n(&clock_state.clk.offset, (int64_t)(mid - cupti_ts),
+		                 __ATOMIC_RELAXED);
 	}
 	m0 = nvlp_now();
 	uint64_t rt = realtime_ns();
@@ -150,9 +153,9 @@ void nvlp_cupti_clock_pair(void)
 	mid = m0 + (m1 - m0) / 2;
 	struct nvlp_rec_clock c = {.source = NVLP_CLOCK_REALTIME, .mono = mid, .other = rt};
 	nvlp_emit_wait(NVLP_K_CLOCK, &c, NULL, 0, 1000);
-	__atomic_store_n(&S.real_off, (int64_t)(mid - rt), __ATOMIC_RELAXED);
+	__atomic_store_n(&clock_state.real_off, (int64_t)(mid - rt), __ATOMIC_RELAXED);
 	pthread_mutex_lock(&clk_mu);
-	CUpti_TimestampCallbackFunc f = S.clk.foreign ? S.foreign_fn : NULL;
+	CUpti_TimestampCallbackFunc f = clock_state.clk.foreign ? clock_state.foreign_fn : NULL;
 	uint64_t fm = 0, ft = 0;
 	if (f) {
 		foreign_sample(f, &fm, &ft);

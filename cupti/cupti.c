@@ -41,7 +41,7 @@ static struct {
 	int um_on;      /* UM counters enabled (or attempted) */
 	int um_pending; /* NVLPROF_UM=1 and injected: enable at the first tick with devices */
 	uint64_t t_start;
-} S;
+} injection_state;
 
 /* ---- start / stop ---- */
 
@@ -76,7 +76,7 @@ static struct {
 	uint64_t on_ns, period_ns;
 	int anchored;
 	uint64_t first_ns;
-} KM = {KM_OFF, 20000000ull, 10000000000ull, 1, 500000000ull};
+} kernel_tracing = {KM_OFF, 20000000ull, 10000000000ull, 1, 500000000ull};
 /* The default is off (tests/gpu/results/cost1.txt, one H200): a kernel window costs at its opening
  * (cuptiActivityEnable of CONCURRENT_KERNEL instruments every loaded kernel: nvlprof's threads took
  * 2.00 s of CPU over 21 windows of a GPT-2 job, against 0.21 s with kernels off and 0.52 s with
@@ -94,20 +94,20 @@ static void kernels_config(void)
 	char tail = 0;
 	int n = 0;
 	if (!strcmp(v, "all"))
-		KM.mode = KM_ALL;
-	else if (!strcmp(v, "window"))
-		KM.mode = KM_WINDOW; /* the struct's own ON/PERIOD+FIRST: 20/10000+500 */
+		kernel_tracing.mode = KM_ALL;
+	else if (!strcmp(v, "window")) /* the struct's own ON/PERIOD+FIRST: 20/10000+500 */
+		kernel_tracing.mode = KM_WINDOW;
 	else if (!strcmp(v, "off"))
-		KM.mode = KM_OFF;
+		kernel_tracing.mode = KM_OFF;
 	else if (((n = sscanf(v, "window:%ld/%ld%c", &on, &per, &tail)) == 2 ||
 	          (n == 3 && tail == '+' && sscanf(v, "window:%ld/%ld+%ld%c", &on, &per, &first, &tail) == 3 &&
 	           first >= 0 && first <= 3600000)) &&
 	         on > 0 && per > on && per <= 3600000) {
-		KM.mode = KM_WINDOW;
-		KM.on_ns = (uint64_t)on * 1000000ull;
-		KM.period_ns = (uint64_t)per * 1000000ull;
-		KM.anchored = first >= 0;
-		KM.first_ns = first >= 0 ? (uint64_t)first * 1000000ull : 0;
+		kernel_tracing.mode = KM_WINDOW;
+		kernel_tracing.on_ns = (uint64_t)on * 1000000ull;
+		kernel_tracing.period_ns = (uint64_t)per * 1000000ull;
+		kernel_tracing.anchored = first >= 0;
+		kernel_tracing.first_ns = first >= 0 ? (uint64_t)first * 1000000ull : 0;
 	} else {
 		nvlp_warn("NVLPROF_KERNELS=%s: expected off, all, window or window:ON_MS/PERIOD_MS[+FIRST_MS] "
 		          "with 0 < ON_MS < PERIOD_MS <= 3600000, FIRST_MS <= 3600000; using " KM_DEFAULT,
@@ -137,15 +137,15 @@ static struct {
 	uint64_t t0; /* when the schedule started */
 	int first_done; /* anchored: the first window has opened */
 	int coll_done;  /* anchored: a window opened after the first collective */
-} T = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} flush_schedule = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* Anchored windows: when the first one opens (see KM). */
+/* Anchored windows: when the first one opens (see kernel_tracing). */
 static uint64_t first_window_at(void)
 {
 	uint64_t fc = __atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED);
-	uint64_t at = T.t0 + KM_FALLBACK_NS + KM.first_ns;
-	if (fc && fc + KM.first_ns < at)
-		at = fc + KM.first_ns;
+	uint64_t at = flush_schedule.t0 + KM_FALLBACK_NS + kernel_tracing.first_ns;
+	if (fc && fc + kernel_tracing.first_ns < at)
+		at = fc + kernel_tracing.first_ns;
 	return at;
 }
 
@@ -170,26 +170,27 @@ static void window_kinds(int on)
 /* A closed window's KWINDOW record. */
 static void window_record(uint64_t start, uint64_t dur)
 {
-	struct nvlp_rec_kwindow w = {.start = start, .dur = dur, .kinds = KW_N, .period = KM.period_ns};
+	struct nvlp_rec_kwindow w = {
+	    .start = start, .dur = dur, .kinds = KW_N, .period = kernel_tracing.period_ns};
 	nvlp_emit_wait(NVLP_K_KWINDOW, &w, NULL, 0, 1000);
-	T.windows++;
-	T.covered_ns += dur;
+	flush_schedule.windows++;
+	flush_schedule.covered_ns += dur;
 }
 
 /* Close (emit its KWINDOW) or open a kernel window. */
 static void window_edge(uint64_t now)
 {
-	int open = !T.win_open;
+	int open = !flush_schedule.win_open;
 	window_kinds(open);
 	if (!open)
-		window_record(T.win_start, now - T.win_start);
-	T.win_open = open;
-	T.win_start = now;
+		window_record(flush_schedule.win_start, now - flush_schedule.win_start);
+	flush_schedule.win_open = open;
+	flush_schedule.win_start = now;
 }
 
 static void um_tick(void)
 {
-	if (!__atomic_load_n(&S.um_pending, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&injection_state.um_pending, __ATOMIC_ACQUIRE))
 		return;
 	int n = 0;
 	if (nvlp_driver_load(NULL, 0) != 0 || nvlp_drv.cuDeviceGetCount(&n) != 0 || n <= 0)
@@ -199,7 +200,7 @@ static void um_tick(void)
 		return;
 	um_enable_locked();
 	pthread_mutex_unlock(&start_mu);
-	__atomic_store_n(&S.um_pending, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&injection_state.um_pending, 0, __ATOMIC_RELEASE);
 }
 
 static void *sched(void *arg)
@@ -214,11 +215,12 @@ static void *sched(void *arg)
 	uint64_t now = nvlp_now();
 	uint64_t next_flush = flush_ms ? now + ms_ns(flush_ms) : UINT64_MAX;
 	uint64_t next_drain = now + DRAIN_NS;
-	uint64_t next_win = KM.mode != KM_WINDOW ? UINT64_MAX
-	                    : T.first_done     ? T.win_start + KM.on_ns
-	                                       : first_window_at();
-	pthread_mutex_lock(&T.mu);
-	while (!T.stop) {
+	uint64_t next_win = kernel_tracing.mode != KM_WINDOW ? UINT64_MAX
+	                    : flush_schedule.first_done
+	                        ? flush_schedule.win_start + kernel_tracing.on_ns
+	                        : first_window_at();
+	pthread_mutex_lock(&flush_schedule.mu);
+	while (!flush_schedule.stop) {
 		uint64_t wake = next_flush < next_drain ? next_flush : next_drain;
 		if (next_win < wake)
 			wake = next_win;
@@ -228,32 +230,36 @@ static void *sched(void *arg)
 		if (wake > cur) {
 			ts.tv_sec = (time_t)(wake / 1000000000ull);
 			ts.tv_nsec = (long)(wake % 1000000000ull);
-			pthread_cond_timedwait(&T.cv, &T.mu, &ts);
+			pthread_cond_timedwait(&flush_schedule.cv, &flush_schedule.mu, &ts);
 		}
-		if (T.stop)
+		if (flush_schedule.stop)
 			break;
-		pthread_mutex_unlock(&T.mu);
+		pthread_mutex_unlock(&flush_schedule.mu);
 		now = nvlp_now();
 		um_tick();
-		if (KM.mode == KM_WINDOW && !T.first_done)
+		if (kernel_tracing.mode == KM_WINDOW && !flush_schedule.first_done)
 			next_win = first_window_at(); /* the first collective may have come since */
 		/* A job whose first collective came after the fallback window (torch: CUDA starts
 		 * early, model building and imports take seconds before DDP's first broadcast) gets
 		 * one window FIRST ms after that collective anyway, the period counted from it: on the
 		 * GPU machine the fallback's windows all fell in a HF job's setup, none in its steps. */
-		uint64_t fc = KM.mode == KM_WINDOW && KM.anchored && !T.coll_done
+		uint64_t fc = kernel_tracing.mode == KM_WINDOW && kernel_tracing.anchored &&
+		                      !flush_schedule.coll_done
 		                  ? __atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED)
 		                  : 0;
-		if (fc && T.first_done && !T.win_open && now >= fc + KM.first_ns && T.win_start < fc) {
+		if (fc && flush_schedule.first_done && !flush_schedule.win_open &&
+		    now >= fc + kernel_tracing.first_ns && flush_schedule.win_start < fc) {
 			window_edge(now); /* opens */
-			T.coll_done = 1;
-			next_win = now + KM.on_ns;
+			flush_schedule.coll_done = 1;
+			next_win = now + kernel_tracing.on_ns;
 		} else if (now >= next_win) {
 			window_edge(now);
-			if (fc && T.win_open && T.win_start >= fc)
-				T.coll_done = 1;
-			T.first_done = 1;
-			next_win = now + (T.win_open ? KM.on_ns : KM.period_ns - KM.on_ns);
+			if (fc && flush_schedule.win_open && flush_schedule.win_start >= fc)
+				flush_schedule.coll_done = 1;
+			flush_schedule.first_done = 1;
+			next_win = now + (flush_schedule.win_open
+			                      ? kernel_tracing.on_ns
+			                      : kernel_tracing.period_ns - kernel_tracing.on_ns);
 		}
 		if (now >= next_flush) {
 			nvlp_act_flush(0);
@@ -264,55 +270,57 @@ static void *sched(void *arg)
 			nvlp_cupti_drain(); /* full buffers CUPTI completed on its own */
 			next_drain = now + DRAIN_NS;
 		}
-		pthread_mutex_lock(&T.mu);
+		pthread_mutex_lock(&flush_schedule.mu);
 	}
-	pthread_mutex_unlock(&T.mu);
+	pthread_mutex_unlock(&flush_schedule.mu);
 	nvlp_cost_thread_end(NVLP_COST_FLUSH);
 	return NULL;
 }
 
 static void sched_start(void)
 {
-	if (T.running)
+	if (flush_schedule.running)
 		return;
-	T.win_open = KM.mode != KM_OFF; /* start_locked enabled the kinds unless off */
-	T.win_start = T.t0 = nvlp_now();
-	T.first_done = !(KM.mode == KM_WINDOW && KM.anchored);
-	T.coll_done = 0;
-	if (!T.first_done) {
+	/* start_locked enabled the kinds unless off */
+	flush_schedule.win_open = kernel_tracing.mode != KM_OFF;
+	flush_schedule.win_start = flush_schedule.t0 = nvlp_now();
+	flush_schedule.first_done = !(kernel_tracing.mode == KM_WINDOW && kernel_tracing.anchored);
+	flush_schedule.coll_done = 0;
+	if (!flush_schedule.first_done) {
 		/* enabled at start only to learn whether CUPTI traces kernels here: closed now, no
 		 * window recorded; the first opens at first_window_at() */
 		window_kinds(0);
-		T.win_open = 0;
+		flush_schedule.win_open = 0;
 	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* matches the CLOCK_MONOTONIC deadlines */
-	pthread_cond_init(&T.cv, &ca);
+	pthread_cond_init(&flush_schedule.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	T.stop = 0;
-	if (pthread_create(&T.thr, NULL, sched, NULL) != 0) {
-		nvlp_note(NVLP_NOTE_ACTIVITY_ON, -1, (uint64_t)errno,
-		          "cannot start the flush thread: activity flushed when buffers fill and at "
-		          "exit only; kernel tracing stays %s",
-		          KM.mode == KM_OFF ? "off" : "on");
+	flush_schedule.stop = 0;
+	if (pthread_create(&flush_schedule.thr, NULL, sched, NULL) != 0) {
+		nvlp_note(
+		    NVLP_NOTE_ACTIVITY_ON, -1, (uint64_t)errno,
+		    "cannot start the flush thread: activity flushed when buffers fill and at "
+		    "exit only; kernel tracing stays %s",
+		    kernel_tracing.mode == KM_OFF ? "off" : "on");
 		return;
 	}
-	pthread_setname_np(T.thr, "nvlprof-flush");
-	T.running = 1;
+	pthread_setname_np(flush_schedule.thr, "nvlprof-flush");
+	flush_schedule.running = 1;
 }
 
 /* Ask the thread to stop and wait for it, at most SCHED_EXIT_WAIT_MS (it may be in a flush). */
 static void sched_stop(void)
 {
-	if (!T.running)
+	if (!flush_schedule.running)
 		return;
-	T.running = 0;
-	pthread_mutex_lock(&T.mu);
-	T.stop = 1;
-	pthread_cond_broadcast(&T.cv);
-	pthread_mutex_unlock(&T.mu);
-	if (pthread_equal(pthread_self(), T.thr))
+	flush_schedule.running = 0;
+	pthread_mutex_lock(&flush_schedule.mu);
+	flush_schedule.stop = 1;
+	pthread_cond_broadcast(&flush_schedule.cv);
+	pthread_mutex_unlock(&flush_schedule.mu);
+	if (pthread_equal(pthread_self(), flush_schedule.thr))
 		return;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts); /* pthread_timedjoin_np's clock */
@@ -321,11 +329,11 @@ static void sched_stop(void)
 	if (ts.tv_nsec >= 1000000000L)
 		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 	int rc;
-	while ((rc = pthread_timedjoin_np(T.thr, NULL, &ts)) == EINTR)
+	while ((rc = pthread_timedjoin_np(flush_schedule.thr, NULL, &ts)) == EINTR)
 		;
-	if (rc == 0 && T.win_open && KM.mode == KM_WINDOW)
+	if (rc == 0 && flush_schedule.win_open && kernel_tracing.mode == KM_WINDOW)
 		window_edge(nvlp_now()); /* the last window, cut short by the end */
-	else if (rc == 0 && KM.mode == KM_WINDOW && !T.first_done)
+	else if (rc == 0 && kernel_tracing.mode == KM_WINDOW && !flush_schedule.first_done)
 		window_record(nvlp_now(), 0); /* ended before its first window: says so in the trace */
 }
 
@@ -464,7 +472,7 @@ static int start_kinds(uint32_t ver, char *list, size_t len)
 	r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_NVLINK, "NVLINK", list, len);
 	kernels_config();
 	/* off: kernels never instrumented; the kinds' refusal still tells whether CUPTI works */
-	if (KM.mode != KM_OFF)
+	if (kernel_tracing.mode != KM_OFF)
 		r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 		                                 "CONCURRENT_KERNEL", list, len);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -481,7 +489,7 @@ static int start_kinds(uint32_t ver, char *list, size_t len)
 		          nvlp_cupti_path(), nvlp_cupti_err(r));
 		return -1;
 	}
-	if (KM.mode != KM_OFF) {
+	if (kernel_tracing.mode != KM_OFF) {
 		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", list, len);
 		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", list, len);
 	}
@@ -492,21 +500,23 @@ static int start_kinds(uint32_t ver, char *list, size_t len)
 static void start_note(uint32_t ver, const char *list)
 {
 	char km[128];
-	if (KM.mode == KM_WINDOW)
+	if (kernel_tracing.mode == KM_WINDOW)
 		snprintf(km, sizeof km, "kernels and copies traced %llu ms of every %llu ms%s",
-		         (unsigned long long)(KM.on_ns / 1000000ull),
-		         (unsigned long long)(KM.period_ns / 1000000ull),
-		         KM.anchored ? ", from shortly after the first collective" : "");
+		         (unsigned long long)(kernel_tracing.on_ns / 1000000ull),
+		         (unsigned long long)(kernel_tracing.period_ns / 1000000ull),
+		         kernel_tracing.anchored ? ", from shortly after the first collective"
+		                                 : "");
 	else
 		snprintf(km, sizeof km, "kernels and copies %s",
-		         KM.mode == KM_ALL ? "traced all the time" : "not traced");
-	nvlp_note(NVLP_NOTE_ACTIVITY_ON, -1, ver, "CUPTI %u (%s): %s; %s (NVLPROF_KERNELS); clock %s%s",
-	          ver, nvlp_cupti_path(), list, km,
-	          nvlp_cupti_clock_identity() ? "CLOCK_MONOTONIC via timestamp callback"
-	                         : "converted from CUPTI timestamps (CLOCK pairs)",
-	          S.injected ? ""
-	                     : "; started late (CUDA was initialised before nvlprof's "
-	                       "injection ran): NVLINK/DEVICE topology records missing");
+		         kernel_tracing.mode == KM_ALL ? "traced all the time" : "not traced");
+	nvlp_note(
+	    NVLP_NOTE_ACTIVITY_ON, -1, ver, "CUPTI %u (%s): %s; %s (NVLPROF_KERNELS); clock %s%s",
+	    ver, nvlp_cupti_path(), list, km,
+	    nvlp_cupti_clock_identity() ? "CLOCK_MONOTONIC via timestamp callback"
+	                                : "converted from CUPTI timestamps (CLOCK pairs)",
+	    injection_state.injected ? ""
+	                             : "; started late (CUDA was initialised before nvlprof's "
+	                               "injection ran): NVLINK/DEVICE topology records missing");
 }
 
 /* Activity is on: starts what rides on it (sharing, driver callbacks, UM, links, windows). */
@@ -515,13 +525,14 @@ static void start_collectors(const struct nvlp_config *cfg)
 	nvlp_act_set_state(NVLP_CS_ACTIVE);
 	nvlp_share_on_start();
 	nvlp_drv_start(nvlp_cupti_managed_seen); /* driver-API callbacks: managed memory and copies from any runtime */
-	if (cfg->um == 1 && !S.injected)
+	if (cfg->um == 1 && !injection_state.injected)
 		um_enable_locked();
 	else if (cfg->um == 1)
-		__atomic_store_n(&S.um_pending, 1, __ATOMIC_RELEASE); /* no devices inside cuInit */
+		__atomic_store_n(&injection_state.um_pending, 1,
+		                 __ATOMIC_RELEASE); /* no devices inside cuInit */
 	nvlp_link_start();
 	sched_start();
-	if (!S.injected) {
+	if (!injection_state.injected) {
 		/* the current context's device is in use already */
 		int dev = -1;
 		if (nvlp_drv.cuCtxGetDevice && nvlp_drv.cuCtxGetDevice(&dev) == 0 && dev >= 0)
@@ -532,13 +543,13 @@ static void start_collectors(const struct nvlp_config *cfg)
 static void start_locked(void)
 {
 	const struct nvlp_config *cfg = nvlp_cfg();
-	S.t_start = nvlp_now();
+	injection_state.t_start = nvlp_now();
 	if (start_wanted(cfg) != 0)
 		goto aside;
 	uint32_t ver = 0;
 	if (start_version(&ver) != 0)
 		goto aside;
-	if (!S.injected && start_driver(ver) != 0)
+	if (!injection_state.injected && start_driver(ver) != 0)
 		goto aside;
 
 	/* One clock for everything: ours, when CUPTI lets us. */
@@ -571,7 +582,7 @@ static void nvlp_cupti_start(void)
 
 NVLP_EXPORT int InitializeInjection(void)
 {
-	S.injected = 1;
+	injection_state.injected = 1;
 	nvlp_cupti_start();
 	return 1; /* the driver only checks that the entry point ran */
 }
@@ -621,8 +632,8 @@ static int no_driver_check(void)
 static void maybe_late_start(void)
 {
 	static uint64_t next_check;
-	if (!__atomic_load_n(&S.calls_seen, __ATOMIC_RELAXED))
-		__atomic_store_n(&S.calls_seen, 1, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&injection_state.calls_seen, __ATOMIC_RELAXED))
+		__atomic_store_n(&injection_state.calls_seen, 1, __ATOMIC_RELAXED);
 	uint64_t now = nvlp_now(), next = __atomic_load_n(&next_check, __ATOMIC_RELAXED);
 	if (now < next || !__atomic_compare_exchange_n(&next_check, &next, now + 100000000ull, 0,
 	                                               __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -646,9 +657,9 @@ static void maybe_late_start(void)
 
 static void um_enable_locked(void)
 {
-	if (S.um_on)
+	if (injection_state.um_on)
 		return;
-	S.um_on = 1;
+	injection_state.um_on = 1;
 	int n = 0;
 	if (nvlp_driver_load(NULL, 0) != 0 || nvlp_drv.cuDeviceGetCount(&n) != 0 || n <= 0 ||
 	    !nvlp_cu.cuptiActivityConfigureUnifiedMemoryCounter) {
@@ -711,7 +722,7 @@ void nvlp_cupti_managed_seen(void)
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
 	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == 0 ||
-	    __atomic_load_n(&S.um_on, __ATOMIC_RELAXED))
+	    __atomic_load_n(&injection_state.um_on, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&start_mu);
 	um_enable_locked();
@@ -741,7 +752,7 @@ uint64_t nvlp_cupti_stream_id(void *stream)
  * driver call here: stop may run from a signal's shutdown path. */
 static void diagnose_never_started(void)
 {
-	if (!__atomic_load_n(&S.calls_seen, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&injection_state.calls_seen, __ATOMIC_RELAXED))
 		return;
 	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 	          "CUDA was never initialised through nvlprof's injection and no intercepted call "
@@ -779,9 +790,10 @@ static void nvlp_cupti_stop(void)
 			          (unsigned long long)records, (unsigned long long)dropped,
 			          (unsigned long long)lost);
 			nvlp_act_report_verbose();
-			if (KM.mode == KM_WINDOW)
+			if (kernel_tracing.mode == KM_WINDOW)
 				nvlp_warn("kernel windows: %llu, %.1f ms traced",
-				          (unsigned long long)T.windows, T.covered_ns / 1e6);
+				          (unsigned long long)flush_schedule.windows,
+				          flush_schedule.covered_ns / 1e6);
 		}
 		/* records arriving from now on (Kineto's flushes) are relayed, not recorded */
 		nvlp_act_set_state(NVLP_CS_ASIDE);
@@ -792,10 +804,10 @@ static void nvlp_cupti_stop(void)
 static void nvlp_cupti_atfork_child(void)
 {
 	/* CUDA does not survive fork; the child must not call into CUPTI or join our threads */
-	S.calls_seen = 0;
-	S.um_pending = 0;
-	T.running = 0; /* the thread does not exist in the child */
-	pthread_mutex_init(&T.mu, NULL);
+	injection_state.calls_seen = 0;
+	injection_state.um_pending = 0;
+	flush_schedule.running = 0; /* the thread does not exist in the child */
+	pthread_mutex_init(&flush_schedule.mu, NULL);
 	pthread_mutex_init(&start_mu, NULL);
 	nvlp_act_atfork_child();
 	nvlp_driver_atfork_child();

@@ -26,7 +26,7 @@ static struct {
 	int loaded; /* 1 ok, -1 failed */
 	char load_why[512];
 	int drv_loaded; /* 1 ok, -1 failed */
-} S = {.load_mu = PTHREAD_MUTEX_INITIALIZER};
+} cupti_library = {.load_mu = PTHREAD_MUTEX_INITIALIZER};
 
 const char *nvlp_cupti_err(CUptiResult r)
 {
@@ -76,9 +76,9 @@ static void *try_open(const char *path, int flags)
 {
 	void *h = dlopen(path, flags);
 	if (h) {
-		size_t n = strnlen(path, sizeof S.path - 1);
-		memcpy(S.path, path, n);
-		S.path[n] = 0;
+		size_t n = strnlen(path, sizeof cupti_library.path - 1);
+		memcpy(cupti_library.path, path, n);
+		cupti_library.path[n] = 0;
 	}
 	return h;
 }
@@ -122,9 +122,10 @@ static void *open_cupti(void)
 		void *f = dlsym(h, "cuptiGetVersion");
 		Dl_info di;
 		if (f && dladdr(f, &di) && di.dli_fname)
-			snprintf(S.path, sizeof S.path, "%s", di.dli_fname);
+			snprintf(cupti_library.path, sizeof cupti_library.path, "%s", di.dli_fname);
 		else
-			snprintf(S.path, sizeof S.path, "libcupti (already loaded)");
+			snprintf(cupti_library.path, sizeof cupti_library.path,
+			         "libcupti (already loaded)");
 		return h;
 	}
 	struct cudart_dir d = {"", 0};
@@ -140,21 +141,21 @@ static void *open_cupti(void)
 
 int nvlp_cupti_load(char *why, size_t whylen)
 {
-	pthread_mutex_lock(&S.load_mu);
-	if (!S.loaded) {
-		S.handle = open_cupti();
-		if (!S.handle) {
-			snprintf(S.load_why, sizeof S.load_why,
+	pthread_mutex_lock(&cupti_library.load_mu);
+	if (!cupti_library.loaded) {
+		cupti_library.handle = open_cupti();
+		if (!cupti_library.handle) {
+			snprintf(cupti_library.load_why, sizeof cupti_library.load_why,
 			         "libcupti.so.13/.12 not found (not loaded, not next to libcudart, "
 			         "not under $CUDA_HOME or /usr/local/cuda): %s",
 			         dlerror());
-			S.loaded = -1;
+			cupti_library.loaded = -1;
 		} else {
 			struct nvlp_cupti_table t;
 			int missing = 0;
 			char names[256] = "";
 #define NVLP_RESOLVE(name, req)                                                                    \
-	t.name = (__typeof__(t.name))dlsym(S.handle, #name);                                       \
+	t.name = (__typeof__(t.name))dlsym(cupti_library.handle, #name);                           \
 	if (!t.name && #req[0] == 'R') {                                                           \
 		missing++;                                                                         \
 		size_t l_ = strlen(names);                                                         \
@@ -164,34 +165,34 @@ int nvlp_cupti_load(char *why, size_t whylen)
 #undef NVLP_RESOLVE
 			nvlp_cu = t;
 			if (missing) {
-				snprintf(S.load_why, sizeof S.load_why, "%.300s lacks %.200s",
-				         S.path, names);
-				S.loaded = -1;
+				snprintf(cupti_library.load_why, sizeof cupti_library.load_why,
+				         "%.300s lacks %.200s", cupti_library.path, names);
+				cupti_library.loaded = -1;
 			} else {
-				S.loaded = 1;
+				cupti_library.loaded = 1;
 			}
 		}
 	}
-	int rc = S.loaded == 1 ? 0 : -1;
+	int rc = cupti_library.loaded == 1 ? 0 : -1;
 	if (rc && why)
-		snprintf(why, whylen, "%s", S.load_why);
-	pthread_mutex_unlock(&S.load_mu);
+		snprintf(why, whylen, "%s", cupti_library.load_why);
+	pthread_mutex_unlock(&cupti_library.load_mu);
 	return rc;
 }
 
 const char *nvlp_cupti_path(void)
 {
-	return S.path;
+	return cupti_library.path;
 }
 
 /* ---- the driver (libcuda.so.1): stream contexts, device attributes, no-driver diagnosis ---- */
 
 int nvlp_driver_load(char *why, size_t whylen)
 {
-	if (__atomic_load_n(&S.drv_loaded, __ATOMIC_ACQUIRE) == 1)
+	if (__atomic_load_n(&cupti_library.drv_loaded, __ATOMIC_ACQUIRE) == 1)
 		return 0; /* hot path (stream ids): no lock once loaded */
-	pthread_mutex_lock(&S.load_mu);
-	if (S.drv_loaded != 1) {
+	pthread_mutex_lock(&cupti_library.load_mu);
+	if (cupti_library.drv_loaded != 1) {
 		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 		if (!h)
 			h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
@@ -199,8 +200,8 @@ int nvlp_driver_load(char *why, size_t whylen)
 			if (why)
 				snprintf(why, whylen, "libcuda.so.1 cannot be loaded (%s)",
 				         dlerror());
-			S.drv_loaded = -1;
-			pthread_mutex_unlock(&S.load_mu);
+			cupti_library.drv_loaded = -1;
+			pthread_mutex_unlock(&cupti_library.load_mu);
 			return -1;
 		}
 		struct nvlp_driver_table t;
@@ -227,23 +228,23 @@ int nvlp_driver_load(char *why, size_t whylen)
 		if (!t.cuInit || !t.cuCtxGetCurrent || !t.cuDeviceGetCount) {
 			if (why)
 				snprintf(why, whylen, "libcuda.so.1 lacks cuInit/cuCtxGetCurrent");
-			S.drv_loaded = -1;
-			pthread_mutex_unlock(&S.load_mu);
+			cupti_library.drv_loaded = -1;
+			pthread_mutex_unlock(&cupti_library.load_mu);
 			return -1;
 		}
 		nvlp_drv = t;
-		__atomic_store_n(&S.drv_loaded, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&cupti_library.drv_loaded, 1, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&S.load_mu);
+	pthread_mutex_unlock(&cupti_library.load_mu);
 	return 0;
 }
 
 int nvlp_driver_loaded(void)
 {
-	return __atomic_load_n(&S.drv_loaded, __ATOMIC_ACQUIRE) == 1;
+	return __atomic_load_n(&cupti_library.drv_loaded, __ATOMIC_ACQUIRE) == 1;
 }
 
 void nvlp_driver_atfork_child(void)
 {
-	pthread_mutex_init(&S.load_mu, NULL);
+	pthread_mutex_init(&cupti_library.load_mu, NULL);
 }

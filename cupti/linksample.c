@@ -96,7 +96,7 @@ static struct {
 	const char *(*err)(int);
 	int state; /* 0 untried, 1 ok, -1 unavailable */
 	char why[256];
-} N;
+} nvml_api;
 
 /* gpu.phase: written by the sampler, read by the exiting thread (which may have stopped waiting) */
 enum { PH_NONE = 0, PH_SETUP = 1, PH_DONE = 2 };
@@ -136,7 +136,7 @@ static struct {
 	CUptiResult profiler_err;
 	struct gpu g[MAX_GPUS];
 	struct nvlp_pmh_fns host;
-} L = {
+} link_sampler = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .cv = PTHREAD_COND_INITIALIZER,
 };
@@ -146,17 +146,17 @@ void nvlp_link_device_seen(int dev)
 	if (dev < 0 || dev >= MAX_GPUS)
 		return;
 	uint64_t bit = 1ull << (dev % 64);
-	if (__atomic_load_n(&L.seen[dev / 64], __ATOMIC_RELAXED) & bit)
+	if (__atomic_load_n(&link_sampler.seen[dev / 64], __ATOMIC_RELAXED) & bit)
 		return;
-	__atomic_fetch_or(&L.seen[dev / 64], bit, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&L.mu);
-	pthread_cond_signal(&L.cv);
-	pthread_mutex_unlock(&L.mu);
+	__atomic_fetch_or(&link_sampler.seen[dev / 64], bit, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&link_sampler.mu);
+	pthread_cond_signal(&link_sampler.cv);
+	pthread_mutex_unlock(&link_sampler.mu);
 }
 
 static int stopping(void)
 {
-	return __atomic_load_n(&L.stop, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&link_sampler.stop, __ATOMIC_ACQUIRE);
 }
 
 /* After a step that may have loaded a library (CUPTI loads libnvperf_host during PM setup; NVML):
@@ -237,21 +237,21 @@ static int pm_exiting(char *why, size_t len)
 static int pm_init_profiler(char *why, size_t len)
 {
 	if (!nvlp_cu.cuptiPmSamplingEnable || !nvlp_cu.cuptiDeviceGetChipName ||
-	    !nvlp_cu.cuptiProfilerInitialize || !L.host.init) {
+	    !nvlp_cu.cuptiProfilerInitialize || !link_sampler.host.init) {
 		snprintf(why, len, "%s has no PM sampling API", nvlp_cupti_path());
 		return -1;
 	}
-	if (!L.profiler_init) {
+	if (!link_sampler.profiler_init) {
 		PARAMS(CUpti_Profiler_Initialize_Params, pi);
-		L.profiler_err = nvlp_cu.cuptiProfilerInitialize(&pi);
-		L.profiler_init = L.profiler_err == CUPTI_SUCCESS ? 1 : -1;
+		link_sampler.profiler_err = nvlp_cu.cuptiProfilerInitialize(&pi);
+		link_sampler.profiler_init = link_sampler.profiler_err == CUPTI_SUCCESS ? 1 : -1;
 		after_load();
 	}
 	/* Stopped at exit between steps: leave what exists as it is (see the top of the file). */
 	if (stopping())
 		return pm_exiting(why, len);
-	if (L.profiler_init < 0)
-		return pm_fail(why, len, "cuptiProfilerInitialize", L.profiler_err);
+	if (link_sampler.profiler_init < 0)
+		return pm_fail(why, len, "cuptiProfilerInitialize", link_sampler.profiler_err);
 	return 0;
 }
 
@@ -285,8 +285,8 @@ static CUptiResult pm_config(struct gpu *g, const char *chip, const uint8_t *ava
                              size_t *passes, char *dropped, size_t dlen)
 {
 	/* all metrics in one config; if refused, keep those the chip accepts one by one */
-	CUptiResult r = nvlp_pmh_config(&L.host, chip, avail, METRICS, NMETRICS, &g->host,
-	                                &g->cfg, &g->cfg_size, passes);
+	CUptiResult r = nvlp_pmh_config(&link_sampler.host, chip, avail, METRICS, NMETRICS,
+	                                &g->host, &g->cfg, &g->cfg_size, passes);
 	g->nm = 0;
 	dropped[0] = 0;
 	if (r == CUPTI_SUCCESS) {
@@ -298,18 +298,18 @@ static CUptiResult pm_config(struct gpu *g, const char *chip, const uint8_t *ava
 		void *h;
 		uint8_t *img;
 		size_t sz, p;
-		if (nvlp_pmh_config(&L.host, chip, avail, &METRICS[i], 1, &h, &img, &sz, &p) ==
-		    CUPTI_SUCCESS) {
+		if (nvlp_pmh_config(&link_sampler.host, chip, avail, &METRICS[i], 1, &h, &img, &sz,
+		                    &p) == CUPTI_SUCCESS) {
 			g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
 			free(img);
-			nvlp_pmh_destroy(&L.host, h);
+			nvlp_pmh_destroy(&link_sampler.host, h);
 		} else {
 			size_t l = strlen(dropped);
 			snprintf(dropped + l, dlen - l, "%s%s", l ? " " : "", METRICS[i]);
 		}
 	}
-	return g->nm ? nvlp_pmh_config(&L.host, chip, avail, g->metrics, (size_t)g->nm, &g->host,
-	                               &g->cfg, &g->cfg_size, passes)
+	return g->nm ? nvlp_pmh_config(&link_sampler.host, chip, avail, g->metrics, (size_t)g->nm,
+	                               &g->host, &g->cfg, &g->cfg_size, passes)
 	             : CUPTI_ERROR_INVALID_METRIC_NAME;
 }
 
@@ -451,7 +451,7 @@ static void pm_decode(int dev, struct gpu *g)
 			if (nvlp_cu.cuptiPmSamplingCounterDataGetSampleInfo(&si) != CUPTI_SUCCESS)
 				continue;
 			double v[NMETRICS] = {0};
-			if (nvlp_pmh_evaluate(&L.host, g->host, g->data, g->data_size, i,
+			if (nvlp_pmh_evaluate(&link_sampler.host, g->host, g->data, g->data_size, i,
 			                      g->metrics, (size_t)g->nm, v) != CUPTI_SUCCESS)
 				continue;
 			struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_PM_SAMPLING};
@@ -495,28 +495,30 @@ static void pm_final(int dev, struct gpu *g)
 
 static int nvml_load(void)
 {
-	if (N.state)
-		return N.state;
+	if (nvml_api.state)
+		return nvml_api.state;
 	void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
 	if (!h) {
-		snprintf(N.why, sizeof N.why, "libnvidia-ml.so.1 not loadable");
-		return N.state = -1;
+		snprintf(nvml_api.why, sizeof nvml_api.why, "libnvidia-ml.so.1 not loadable");
+		return nvml_api.state = -1;
 	}
-	N.init = (__typeof__(N.init))dlsym(h, "nvmlInit_v2");
-	N.by_pci = (__typeof__(N.by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
-	N.fields = (__typeof__(N.fields))dlsym(h, "nvmlDeviceGetFieldValues");
-	N.err = (__typeof__(N.err))dlsym(h, "nvmlErrorString");
+	nvml_api.init = (__typeof__(nvml_api.init))dlsym(h, "nvmlInit_v2");
+	nvml_api.by_pci = (__typeof__(nvml_api.by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	nvml_api.fields = (__typeof__(nvml_api.fields))dlsym(h, "nvmlDeviceGetFieldValues");
+	nvml_api.err = (__typeof__(nvml_api.err))dlsym(h, "nvmlErrorString");
 	after_load();
-	if (!N.init || !N.by_pci || !N.fields) {
-		snprintf(N.why, sizeof N.why, "libnvidia-ml.so.1 lacks nvmlDeviceGetFieldValues");
-		return N.state = -1;
+	if (!nvml_api.init || !nvml_api.by_pci || !nvml_api.fields) {
+		snprintf(nvml_api.why, sizeof nvml_api.why,
+		         "libnvidia-ml.so.1 lacks nvmlDeviceGetFieldValues");
+		return nvml_api.state = -1;
 	}
-	int r = N.init();
+	int r = nvml_api.init();
 	if (r != 0) {
-		snprintf(N.why, sizeof N.why, "nvmlInit_v2: %s", N.err ? N.err(r) : "error");
-		return N.state = -1;
+		snprintf(nvml_api.why, sizeof nvml_api.why, "nvmlInit_v2: %s",
+		         nvml_api.err ? nvml_api.err(r) : "error");
+		return nvml_api.state = -1;
 	}
-	return N.state = 1;
+	return nvml_api.state = 1;
 }
 
 /* Read the cumulative counters; emit a LINKSAMPLE of the deltas since the previous read. */
@@ -529,7 +531,7 @@ static void nvml_sample(int dev, struct gpu *g)
 		v[i].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0; /* the link; PCIe: 0 */
 	}
 	uint64_t t = nvlp_now();
-	if (N.fields(g->nvml, NVML_NV, v) != 0)
+	if (nvml_api.fields(g->nvml, NVML_NV, v) != 0)
 		return;
 	if (g->have_last) {
 		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_NVML};
@@ -559,7 +561,7 @@ static void nvml_sample(int dev, struct gpu *g)
 static int nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 {
 	if (nvml_load() < 0) {
-		snprintf(why, len, "%s", N.why);
+		snprintf(why, len, "%s", nvml_api.why);
 		return -1;
 	}
 	char bus[64] = "";
@@ -568,10 +570,10 @@ static int nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 		snprintf(why, len, "no PCI bus id for CUDA device %d", dev);
 		return -1;
 	}
-	int r = N.by_pci(bus, &g->nvml);
+	int r = nvml_api.by_pci(bus, &g->nvml);
 	if (r != 0) {
 		snprintf(why, len, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus,
-		         N.err ? N.err(r) : "error");
+		         nvml_api.err ? nvml_api.err(r) : "error");
 		return -1;
 	}
 	nvml_sample(dev, g); /* baseline */
@@ -589,7 +591,7 @@ static int nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 
 static void setup_gpu_body(int dev)
 {
-	struct gpu *g = &L.g[dev];
+	struct gpu *g = &link_sampler.g[dev];
 	char why[512] = "", why2[512] = "", dropped[256] = "", uuid[40];
 	long owner;
 	g->setup = 1;
@@ -608,7 +610,7 @@ static void setup_gpu_body(int dev)
 		pr = pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);
 	if (pr == -2 || (pr != 0 && stopping())) {
 		/* the exiting thread says so itself when it stopped waiting for us */
-		if (!__atomic_load_n(&L.abandoned, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&link_sampler.abandoned, __ATOMIC_ACQUIRE))
 			nvlp_note(
 			    NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, 0,
 			    "GPU %d: the process ended while its link counters were being set "
@@ -642,13 +644,13 @@ static void setup_gpu_body(int dev)
 
 static void setup_gpu(int dev)
 {
-	struct gpu *g = &L.g[dev];
-	__atomic_store_n(&L.in_setup, dev + 1, __ATOMIC_RELEASE);
+	struct gpu *g = &link_sampler.g[dev];
+	__atomic_store_n(&link_sampler.in_setup, dev + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&g->phase, PH_SETUP, __ATOMIC_RELEASE);
 	setup_gpu_body(dev);
 	/* PH_DONE publishes g->source and the PM objects to the exiting thread */
 	__atomic_store_n(&g->phase, PH_DONE, __ATOMIC_RELEASE);
-	__atomic_store_n(&L.in_setup, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&link_sampler.in_setup, 0, __ATOMIC_RELEASE);
 }
 
 /* A GPU the process has a context on is "used" as soon as the context exists: waiting for the
@@ -689,8 +691,8 @@ static void *sampler(void *arg)
 	uint64_t now = nvlp_now();
 	uint64_t next_decode = now + DECODE_NS, next_nvml = now + nvml_ns, next_tick = now + POLL_NS;
 	after_load(); /* libcuda and libcupti came in just before we were started */
-	pthread_mutex_lock(&L.mu);
-	while (!L.stop) {
+	pthread_mutex_lock(&link_sampler.mu);
+	while (!link_sampler.stop) {
 		uint64_t wake = next_decode;
 		if (next_tick < wake)
 			wake = next_tick;
@@ -701,11 +703,11 @@ static void *sampler(void *arg)
 			uint64_t abs_ns = wake;
 			ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
 			ts.tv_nsec = (long)(abs_ns % 1000000000ull);
-			pthread_cond_timedwait(&L.cv, &L.mu, &ts);
+			pthread_cond_timedwait(&link_sampler.cv, &link_sampler.mu, &ts);
 		}
 		if (stopping())
 			break;
-		pthread_mutex_unlock(&L.mu);
+		pthread_mutex_unlock(&link_sampler.mu);
 		after_load(); /* the program's own dlopens, between flushes of the writer */
 		if (cfg->sample_us > 0) {
 			seen_by_context();
@@ -713,48 +715,50 @@ static void *sampler(void *arg)
 		}
 		if (cfg->sample_us > 0)
 			for (int d = 0; d < MAX_GPUS && !stopping(); d++)
-				if ((__atomic_load_n(&L.seen[d / 64], __ATOMIC_ACQUIRE) >>
+				if ((__atomic_load_n(&link_sampler.seen[d / 64],
+				                     __ATOMIC_ACQUIRE) >>
 				         (d % 64) &
 				     1) &&
-				    !L.g[d].setup)
+				    !link_sampler.g[d].setup)
 					setup_gpu(d);
 		/* once stopping, the exiting thread owns the GPUs' state: touch nothing more */
 		if (stopping()) {
-			pthread_mutex_lock(&L.mu);
+			pthread_mutex_lock(&link_sampler.mu);
 			break;
 		}
 		now = nvlp_now();
 		if (now >= next_decode) {
 			for (int d = 0; d < MAX_GPUS; d++)
-				if (L.g[d].source == NVLP_LINK_PM_SAMPLING)
-					pm_decode(d, &L.g[d]);
+				if (link_sampler.g[d].source == NVLP_LINK_PM_SAMPLING)
+					pm_decode(d, &link_sampler.g[d]);
 			next_decode = now + DECODE_NS;
 		}
 		int nvml = 0, ready = cfg->sample_us <= 0; /* ready: no first context to look for */
 		for (int d = 0; d < MAX_GPUS; d++)
-			nvml |= L.g[d].source == NVLP_LINK_NVML, ready |= L.g[d].setup;
+			nvml |= link_sampler.g[d].source == NVLP_LINK_NVML,
+			    ready |= link_sampler.g[d].setup;
 		if (nvml && now >= next_nvml) {
 			for (int d = 0; d < MAX_GPUS; d++)
-				if (L.g[d].source == NVLP_LINK_NVML)
-					nvml_sample(d, &L.g[d]);
+				if (link_sampler.g[d].source == NVLP_LINK_NVML)
+					nvml_sample(d, &link_sampler.g[d]);
 			next_nvml = now + nvml_ns;
 		}
 		/* No reason to wake 100 times a second (the old 10 ms tick; its cost was within noise on
 		 * the DDP example): NVML's period when it is the source, else 10 ms only until a GPU is
 		 * in use (a short program's first context), then the decoding period. */
 		next_tick = nvml ? next_nvml : now + (ready ? DECODE_NS : POLL_NS);
-		pthread_mutex_lock(&L.mu);
+		pthread_mutex_lock(&link_sampler.mu);
 	}
-	pthread_mutex_unlock(&L.mu);
+	pthread_mutex_unlock(&link_sampler.mu);
 	nvlp_cost_thread_end(NVLP_COST_SAMPLER);
 	return NULL;
 }
 
 int nvlp_link_start(void)
 {
-	if (L.running)
+	if (link_sampler.running)
 		return 0;
-	L.host = (struct nvlp_pmh_fns){
+	link_sampler.host = (struct nvlp_pmh_fns){
 	    nvlp_cu.cuptiProfilerHostInitialize,
 	    nvlp_cu.cuptiProfilerHostDeinitialize,
 	    nvlp_cu.cuptiProfilerHostConfigAddMetrics,
@@ -770,17 +774,17 @@ int nvlp_link_start(void)
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&L.cv, &ca);
+	pthread_cond_init(&link_sampler.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	L.stop = 0;
-	if (pthread_create(&L.thr, NULL, sampler, NULL) != 0) {
+	link_sampler.stop = 0;
+	if (pthread_create(&link_sampler.thr, NULL, sampler, NULL) != 0) {
 		nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, -1, (uint64_t)errno,
 		          "cannot start the sampler thread: no link counters, activity flushed at "
 		          "exit only");
 		return -1;
 	}
-	pthread_setname_np(L.thr, "nvlprof-sample");
-	L.running = L.started = 1;
+	pthread_setname_np(link_sampler.thr, "nvlprof-sample");
+	link_sampler.running = link_sampler.started = 1;
 	return 0;
 }
 
@@ -788,11 +792,11 @@ int nvlp_link_start(void)
  * that takes most of a second). @return 1 if it is gone, 0 if we stopped waiting. */
 static int join_bounded(void)
 {
-	pthread_mutex_lock(&L.mu);
-	__atomic_store_n(&L.stop, 1, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&L.cv);
-	pthread_mutex_unlock(&L.mu);
-	if (pthread_equal(pthread_self(), L.thr))
+	pthread_mutex_lock(&link_sampler.mu);
+	__atomic_store_n(&link_sampler.stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&link_sampler.cv);
+	pthread_mutex_unlock(&link_sampler.mu);
+	if (pthread_equal(pthread_self(), link_sampler.thr))
 		return 0; /* exit() from the sampler itself (a signal handler on it): never join */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts); /* pthread_timedjoin_np's clock */
@@ -801,22 +805,22 @@ static int join_bounded(void)
 	if (ts.tv_nsec >= 1000000000L)
 		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 	int rc;
-	while ((rc = pthread_timedjoin_np(L.thr, NULL, &ts)) == EINTR)
+	while ((rc = pthread_timedjoin_np(link_sampler.thr, NULL, &ts)) == EINTR)
 		;
 	return rc == 0;
 }
 
 void nvlp_link_stop_thread(void)
 {
-	if (!L.running)
+	if (!link_sampler.running)
 		return;
-	L.running = 0;
+	link_sampler.running = 0;
 	if (join_bounded())
 		return;
 	/* The sampler is still in a CUPTI call. It checks stop before touching anything else, so
 	 * the GPUs whose setup is done are ours; the one it is setting up is left alone. */
-	__atomic_store_n(&L.abandoned, 1, __ATOMIC_RELEASE);
-	int dev = __atomic_load_n(&L.in_setup, __ATOMIC_ACQUIRE) - 1;
+	__atomic_store_n(&link_sampler.abandoned, 1, __ATOMIC_RELEASE);
+	int dev = __atomic_load_n(&link_sampler.in_setup, __ATOMIC_ACQUIRE) - 1;
 	if (dev >= 0)
 		nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, dev, EXIT_WAIT_MS,
 		          "GPU %d: PM sampling setup still running %d ms after exit began: gave up "
@@ -831,17 +835,18 @@ void nvlp_link_stop_thread(void)
 
 void nvlp_link_stop(void)
 {
-	if (!L.started)
+	if (!link_sampler.started)
 		return;
 	nvlp_link_stop_thread();
-	int abandoned = __atomic_load_n(&L.abandoned, __ATOMIC_ACQUIRE);
+	int abandoned = __atomic_load_n(&link_sampler.abandoned, __ATOMIC_ACQUIRE);
 	/* abandoned outside a setup: it may be decoding or sampling, so the GPUs are not ours */
-	if (abandoned && __atomic_load_n(&L.in_setup, __ATOMIC_ACQUIRE) == 0)
+	if (abandoned && __atomic_load_n(&link_sampler.in_setup, __ATOMIC_ACQUIRE) == 0)
 		return;
 	for (int d = 0; d < MAX_GPUS; d++) {
-		struct gpu *g = &L.g[d];
+		struct gpu *g = &link_sampler.g[d];
 		int ph = __atomic_load_n(&g->phase, __ATOMIC_ACQUIRE);
-		if (ph == PH_NONE && (L.seen[d / 64] >> (d % 64) & 1) && nvlp_cfg()->sample_us > 0)
+		if (ph == PH_NONE && (link_sampler.seen[d / 64] >> (d % 64) & 1) &&
+		    nvlp_cfg()->sample_us > 0)
 			nvlp_note(NVLP_NOTE_PM_SAMPLING_UNAVAILABLE, d, 0,
 			          "GPU %d: the process ended before its link counters were set up",
 			          d);
@@ -858,15 +863,15 @@ void nvlp_link_stop(void)
 void nvlp_link_atfork_child(void)
 {
 	/* the thread does not exist in the child; GPU state belongs to the parent */
-	L.running = L.started = 0;
-	L.stop = 0;
-	L.abandoned = 0;
-	L.in_setup = 0;
-	pthread_mutex_init(&L.mu, NULL);
+	link_sampler.running = link_sampler.started = 0;
+	link_sampler.stop = 0;
+	link_sampler.abandoned = 0;
+	link_sampler.in_setup = 0;
+	pthread_mutex_init(&link_sampler.mu, NULL);
 	for (int d = 0; d < MAX_GPUS; d++) {
-		if (L.g[d].lock_fd > 0)
-			close(L.g[d].lock_fd); /* the parent keeps its lock */
-		memset(&L.g[d], 0, sizeof L.g[d]);
+		if (link_sampler.g[d].lock_fd > 0)
+			close(link_sampler.g[d].lock_fd); /* the parent keeps its lock */
+		memset(&link_sampler.g[d], 0, sizeof link_sampler.g[d]);
 	}
-	memset(L.seen, 0, sizeof L.seen);
+	memset(link_sampler.seen, 0, sizeof link_sampler.seen);
 }

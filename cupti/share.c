@@ -41,7 +41,7 @@ static struct {
 	uint8_t *res; /* one of its buffers, held so that it always has one to flush */
 	size_t res_size;
 	int noted, noted_finalize, noted_ts;
-} K;
+} other_client;
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
 
 static int real_ok(void)
@@ -107,7 +107,7 @@ static int collecting(void)
 
 static void note_shared(void)
 {
-	if (__atomic_exchange_n(&K.noted, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&other_client.noted, 1, __ATOMIC_ACQ_REL))
 		return;
 	nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
 	          "another CUPTI client (torch.profiler/Kineto) registered activity callbacks: "
@@ -118,27 +118,28 @@ static void note_shared(void)
 /* Hand the reserve buffer back to the client (nothing in it) */
 static void reserve_return(void)
 {
-	uint8_t *b = __atomic_exchange_n(&K.res, NULL, __ATOMIC_ACQ_REL);
-	if (b && K.comp)
-		K.comp(NULL, 0, b, K.res_size, 0);
+	uint8_t *b = __atomic_exchange_n(&other_client.res, NULL, __ATOMIC_ACQ_REL);
+	if (b && other_client.comp)
+		other_client.comp(NULL, 0, b, other_client.res_size, 0);
 }
 
 /* While the client traces and we collect, make sure it holds one buffer of its own */
 static void reserve_take(void)
 {
-	if (!collecting() || !K.req || K.nkinds <= 0 || __atomic_load_n(&K.res, __ATOMIC_ACQUIRE))
+	if (!collecting() || !other_client.req || other_client.nkinds <= 0 ||
+	    __atomic_load_n(&other_client.res, __ATOMIC_ACQUIRE))
 		return;
 	uint8_t *b = NULL;
 	size_t size = 0, max = 0;
-	K.req(&b, &size, &max);
+	other_client.req(&b, &size, &max);
 	if (!b)
 		return;
-	K.res_size = size;
+	other_client.res_size = size;
 	uint8_t *expect = NULL;
-	if (!__atomic_compare_exchange_n(&K.res, &expect, b, 0, __ATOMIC_ACQ_REL,
+	if (!__atomic_compare_exchange_n(&other_client.res, &expect, b, 0, __ATOMIC_ACQ_REL,
 	                                 __ATOMIC_ACQUIRE) &&
-	    K.comp)
-		K.comp(NULL, 0, b, size, 0); /* another thread took one first */
+	    other_client.comp)
+		other_client.comp(NULL, 0, b, size, 0); /* another thread took one first */
 }
 
 static void set_kind(int kind, int on)
@@ -146,13 +147,13 @@ static void set_kind(int kind, int on)
 	if (kind < 0 || kind >= CUPTI_ACTIVITY_KIND_COUNT)
 		return;
 	pthread_mutex_lock(&kmu);
-	if (K.kinds[kind] != on) {
-		K.kinds[kind] = (unsigned char)on;
-		K.nkinds += on ? 1 : -1;
+	if (other_client.kinds[kind] != on) {
+		other_client.kinds[kind] = (unsigned char)on;
+		other_client.nkinds += on ? 1 : -1;
 	}
-	if (on && !K.relay[kind]) {
-		K.relay[kind] = 1;
-		K.nrelay++;
+	if (on && !other_client.relay[kind]) {
+		other_client.relay[kind] = 1;
+		other_client.nrelay++;
 	}
 	pthread_mutex_unlock(&kmu);
 	if (on)
@@ -164,9 +165,9 @@ static void relay_trim(void)
 {
 	pthread_mutex_lock(&kmu);
 	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
-		if (K.relay[k] && !K.kinds[k]) {
-			K.relay[k] = 0;
-			K.nrelay--;
+		if (other_client.relay[k] && !other_client.kinds[k]) {
+			other_client.relay[k] = 0;
+			other_client.nrelay--;
 		}
 	pthread_mutex_unlock(&kmu);
 }
@@ -174,7 +175,7 @@ static void relay_trim(void)
 static int keep_kineto(int kind, void *arg)
 {
 	(void)arg;
-	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && K.relay[kind];
+	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT && other_client.relay[kind];
 }
 
 size_t nvlp_share_filter(uint8_t *buf, size_t valid, int (*keep)(int kind, void *arg), void *arg)
@@ -213,15 +214,15 @@ static void copy_to_kineto(CUcontext ctx, uint32_t sid, const uint8_t *buf, size
 			size_t off = (size_t)((uint8_t *)prev - buf);
 			size_t len = (more ? (size_t)((uint8_t *)cur - buf) : valid) - off;
 			if (kb && out + len > ksize) {
-				K.comp(ctx, sid, kb, ksize, out);
+				other_client.comp(ctx, sid, kb, ksize, out);
 				kb = NULL;
 			}
 			if (!kb) {
-				kb = __atomic_exchange_n(&K.res, NULL, __ATOMIC_ACQ_REL);
+				kb = __atomic_exchange_n(&other_client.res, NULL, __ATOMIC_ACQ_REL);
 				if (kb)
-					ksize = K.res_size;
+					ksize = other_client.res_size;
 				else
-					K.req(&kb, &ksize, &kmax);
+					other_client.req(&kb, &ksize, &kmax);
 				out = 0;
 				if (!kb || ksize < len)
 					/* Kineto gave no room: its records are lost to it */
@@ -235,32 +236,32 @@ static void copy_to_kineto(CUcontext ctx, uint32_t sid, const uint8_t *buf, size
 		prev = cur;
 	}
 	if (kb)
-		K.comp(ctx, sid, kb, ksize, out);
+		other_client.comp(ctx, sid, kb, ksize, out);
 }
 
 static CUpti_BuffersCallbackRequestFunc share_request_cb(void)
 {
-	return (K.req && K.nkinds > 0) ? K.req : NULL;
+	return (other_client.req && other_client.nkinds > 0) ? other_client.req : NULL;
 }
 
 static int share_client(void)
 {
-	return __atomic_load_n(&K.comp, __ATOMIC_ACQUIRE) != NULL;
+	return __atomic_load_n(&other_client.comp, __ATOMIC_ACQUIRE) != NULL;
 }
 
 static int share_complete(CUcontext ctx, uint32_t sid, uint8_t *buf, size_t size, size_t valid,
                           int ours)
 {
-	if (!K.comp)
+	if (!other_client.comp)
 		return 0;
 	if (ours) {
-		if (K.nrelay > 0 && K.req && valid)
+		if (other_client.nrelay > 0 && other_client.req && valid)
 			copy_to_kineto(ctx, sid, buf, valid);
 		return 0;
 	}
 	/* Kineto's own buffer: it gets it back, with only its kinds in it */
 	valid = valid ? nvlp_share_filter(buf, valid, keep_kineto, NULL) : 0;
-	K.comp(ctx, sid, buf, size, valid);
+	other_client.comp(ctx, sid, buf, size, valid);
 	return 1;
 }
 
@@ -269,13 +270,13 @@ static const struct nvlp_act_share hooks = {share_client, share_request_cb, shar
 int nvlp_share_wants(int kind)
 {
 	return kind >= 0 && kind < CUPTI_ACTIVITY_KIND_COUNT &&
-	       __atomic_load_n(&K.kinds[kind], __ATOMIC_RELAXED);
+	       __atomic_load_n(&other_client.kinds[kind], __ATOMIC_RELAXED);
 }
 
 void nvlp_share_on_start(void)
 {
 	nvlp_act_set_share(&hooks);
-	if (K.comp) {
+	if (other_client.comp) {
 		note_shared();
 		reserve_take();
 	}
@@ -294,12 +295,12 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
 	if (!collecting()) {
 		/* remembered, so that a start after this adopts the client instead of evicting
 		 * it */
-		K.req = req;
-		K.comp = comp;
+		other_client.req = req;
+		other_client.comp = comp;
 		PASS_THROUGH(cuptiActivityRegisterCallbacks, req, comp);
 	}
-	K.req = req;
-	K.comp = comp;
+	other_client.req = req;
+	other_client.comp = comp;
 	note_shared();
 	return CUPTI_SUCCESS;
 }
@@ -367,12 +368,12 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 {
 	if (!collecting())
 		PASS_THROUGH(cuptiFinalize);
-	if (!__atomic_exchange_n(&K.noted_finalize, 1, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&other_client.noted_finalize, 1, __ATOMIC_ACQ_REL))
 		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
 		          "cuptiFinalize from another client ignored while nvlprof collects");
 	/* the client is done: disable the kinds only it had on */
 	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
-		if (K.kinds[k]) {
+		if (other_client.kinds[k]) {
 			set_kind(k, 0);
 			if (!nvlp_cupti_we_enabled(k))
 				nvlp_cu.cuptiActivityDisable((CUpti_ActivityKind)k);
@@ -390,7 +391,7 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 	 * on the GPU machine). So its callback wins; ours tells the clocks apart by magnitude
 	 * (nvlp_cupti_ts: epoch-sized values are CLOCK_REALTIME, converted by the latest pairing).
 	 */
-	if (collecting() && !__atomic_exchange_n(&K.noted_ts, 1, __ATOMIC_ACQ_REL))
+	if (collecting() && !__atomic_exchange_n(&other_client.noted_ts, 1, __ATOMIC_ACQ_REL))
 		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
 		          "another client's CUPTI timestamp callback installed: later activity "
 		          "timestamps are converted from its clock");

@@ -15,7 +15,6 @@
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdio.h>   /* snprintf */
-#include <stdlib.h>  /* getenv */
 #include <string.h>  /* memset */
 
 #include "cupti_int.h"
@@ -35,7 +34,7 @@ static struct {
 	int noted;
 	int holding;      /* a thread is inside our real cuptiSubscribe(_v2) */
 	pthread_t holder; /* that thread: a CUPTI calling its own exported names reaches us */
-} M;
+} subscribers;
 static pthread_mutex_t mmu = PTHREAD_MUTEX_INITIALIZER;
 static char client_token;
 #define CLIENT ((CUpti_SubscriberHandle)(void *)&client_token)
@@ -49,56 +48,57 @@ static void CUPTIAPI dispatch(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId
 	(void)ud;
 	int in = (unsigned)d < NDOM && cbid < MAXCB;
 	if (in && d == CUPTI_CB_DOMAIN_DRIVER_API &&
-	    __atomic_load_n(&M.ours[d][cbid], __ATOMIC_RELAXED))
+	    __atomic_load_n(&subscribers.ours[d][cbid], __ATOMIC_RELAXED))
 		drv_cb(cbid, (const CUpti_CallbackData *)data);
-	CUpti_CallbackFunc f = __atomic_load_n(&M.ccb, __ATOMIC_ACQUIRE);
-	if (f && (!in || __atomic_load_n(&M.theirs[d][cbid], __ATOMIC_RELAXED)))
-		f(M.cdata, d, cbid, data);
+	CUpti_CallbackFunc f = __atomic_load_n(&subscribers.ccb, __ATOMIC_ACQUIRE);
+	if (f && (!in || __atomic_load_n(&subscribers.theirs[d][cbid], __ATOMIC_RELAXED)))
+		f(subscribers.cdata, d, cbid, data);
 }
 
 /* Take the real subscription (caller holds mmu). @return 0 or the CUptiResult that refused. */
 static int hold_locked(char *who, size_t wholen)
 {
-	if (M.held)
+	if (subscribers.held)
 		return 0;
-	if (M.refused)
-		return M.refused;
+	if (subscribers.refused)
+		return subscribers.refused;
 	if (nvlp_cupti_load(NULL, 0) != 0 || !nvlp_cu.cuptiSubscribe || !nvlp_cu.cuptiEnableCallback)
-		return M.refused = CUPTI_ERROR_NOT_INITIALIZED;
+		return subscribers.refused = CUPTI_ERROR_NOT_INITIALIZED;
 	CUptiResult r;
-	M.holder = pthread_self();
-	__atomic_store_n(&M.holding, 1, __ATOMIC_RELEASE);
+	subscribers.holder = pthread_self();
+	__atomic_store_n(&subscribers.holding, 1, __ATOMIC_RELEASE);
 	if (nvlp_cu.cuptiSubscribe_v2) {
 		char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
 		CUpti_SubscriberParams p = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
 		                            .subscriberName = "nvlprof",
 		                            .oldSubscriberName = old,
 		                            .oldSubscriberSize = sizeof old - 1};
-		r = nvlp_cu.cuptiSubscribe_v2(&M.real, dispatch, NULL, &p);
+		r = nvlp_cu.cuptiSubscribe_v2(&subscribers.real, dispatch, NULL, &p);
 		if (who && wholen)
 			snprintf(who, wholen, "%s", old);
 	} else {
-		r = nvlp_cu.cuptiSubscribe(&M.real, dispatch, NULL);
+		r = nvlp_cu.cuptiSubscribe(&subscribers.real, dispatch, NULL);
 	}
-	__atomic_store_n(&M.holding, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&subscribers.holding, 0, __ATOMIC_RELEASE);
 	if (r != CUPTI_SUCCESS)
-		return M.refused = (int)r;
-	M.held = 1;
+		return subscribers.refused = (int)r;
+	subscribers.held = 1;
 	return 0;
 }
 
 static void apply_locked(int d, int cbid)
 {
-	if (M.held)
-		nvlp_cu.cuptiEnableCallback(M.ours[d][cbid] | M.theirs[d][cbid], M.real,
-		                            (CUpti_CallbackDomain)d, (CUpti_CallbackId)cbid);
+	if (subscribers.held)
+		nvlp_cu.cuptiEnableCallback(subscribers.ours[d][cbid] | subscribers.theirs[d][cbid],
+		                            subscribers.real, (CUpti_CallbackDomain)d,
+		                            (CUpti_CallbackId)cbid);
 }
 
 /* After the client turned a whole domain off: ours in it back on. */
 static void reapply_ours_locked(int d)
 {
 	for (int c = 0; c < MAXCB; c++)
-		if (M.ours[d][c])
+		if (subscribers.ours[d][c])
 			apply_locked(d, c);
 }
 
@@ -123,11 +123,13 @@ int nvlp_sub_enable(CUpti_CallbackDomain d, CUpti_CallbackId cbid, int on)
 	if ((unsigned)d >= NDOM || cbid >= MAXCB)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mmu);
-	int r = M.held ? 0 : CUPTI_ERROR_NOT_INITIALIZED;
-	if (M.held) {
-		__atomic_store_n(&M.ours[d][cbid], (unsigned char)(on != 0), __ATOMIC_RELAXED);
-		r = nvlp_cu.cuptiEnableCallback(M.ours[d][cbid] | M.theirs[d][cbid], M.real, d,
-		                                cbid);
+	int r = subscribers.held ? 0 : CUPTI_ERROR_NOT_INITIALIZED;
+	if (subscribers.held) {
+		__atomic_store_n(&subscribers.ours[d][cbid], (unsigned char)(on != 0),
+		                 __ATOMIC_RELAXED);
+		r = nvlp_cu.cuptiEnableCallback(subscribers.ours[d][cbid] |
+		                                    subscribers.theirs[d][cbid],
+		                                subscribers.real, d, cbid);
 	}
 	pthread_mutex_unlock(&mmu);
 	return r;
@@ -136,7 +138,7 @@ int nvlp_sub_enable(CUpti_CallbackDomain d, CUpti_CallbackId cbid, int on)
 void nvlp_sub_atfork_child(void)
 {
 	/* CUDA (and CUPTI's subscriptions) do not survive fork */
-	memset(&M, 0, sizeof M);
+	memset(&subscribers, 0, sizeof subscribers);
 	pthread_mutex_init(&mmu, NULL);
 }
 
@@ -155,9 +157,10 @@ void nvlp_sub_atfork_child(void)
  * given up, and the caller uses the process's CUPTI (a tool's private copy is its own business). */
 static int mux_wanted(void *caller, const char *name, void *self)
 {
-	if (__atomic_load_n(&M.holding, __ATOMIC_ACQUIRE) && pthread_equal(M.holder, pthread_self()))
+	if (__atomic_load_n(&subscribers.holding, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(subscribers.holder, pthread_self()))
 		return 0; /* our own subscription, re-entering through CUPTI's exported name */
-	if (__atomic_load_n(&M.held, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&subscribers.held, __ATOMIC_ACQUIRE))
 		return 1;
 	if (!nvlp_is_active() || !nvlp_cfg()->cupti || nvlp_cupti_state() == NVLP_CS_ASIDE)
 		return 0;
@@ -177,18 +180,18 @@ static CUptiResult client_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackF
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mmu);
 	CUptiResult r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; /* as CUPTI: one client */
-	if (!M.client) {
+	if (!subscribers.client) {
 		r = (CUptiResult)hold_locked(NULL, 0);
 		if (r == CUPTI_SUCCESS) {
-			memset(M.theirs, 0, sizeof M.theirs);
-			M.cdata = data;
-			__atomic_store_n(&M.ccb, cb, __ATOMIC_RELEASE);
-			M.client = 1;
+			memset(subscribers.theirs, 0, sizeof subscribers.theirs);
+			subscribers.cdata = data;
+			__atomic_store_n(&subscribers.ccb, cb, __ATOMIC_RELEASE);
+			subscribers.client = 1;
 			*sub = CLIENT;
 		}
 	}
 	pthread_mutex_unlock(&mmu);
-	if (r == CUPTI_SUCCESS && !__atomic_exchange_n(&M.noted, 1, __ATOMIC_ACQ_REL))
+	if (r == CUPTI_SUCCESS && !__atomic_exchange_n(&subscribers.noted, 1, __ATOMIC_ACQ_REL))
 		nvlp_note(NVLP_NOTE_SHARED_CUPTI, -1, 0,
 		          "another CUPTI client (torch.profiler/Kineto) subscribed to callbacks: "
 		          "nvlprof holds the one subscription and forwards that client the callbacks "
@@ -214,7 +217,7 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *sub,
 		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && params &&
 		    params->oldSubscriberName && params->oldSubscriberSize > 0)
 			snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
-			         M.held ? "nvlprof" : "");
+			         subscribers.held ? "nvlprof" : "");
 		return r;
 	}
 	PASS(cuptiSubscribe_v2, sub, cb, data, params);
@@ -222,19 +225,19 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *sub,
 
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle sub)
 {
-	if (sub != CLIENT || !M.held)
+	if (sub != CLIENT || !subscribers.held)
 		PASS(cuptiUnsubscribe, sub);
 	pthread_mutex_lock(&mmu);
-	if (!M.client) {
+	if (!subscribers.client) {
 		pthread_mutex_unlock(&mmu);
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	}
-	__atomic_store_n(&M.ccb, NULL, __ATOMIC_RELEASE);
-	M.client = 0;
+	__atomic_store_n(&subscribers.ccb, NULL, __ATOMIC_RELEASE);
+	subscribers.client = 0;
 	for (int d = 0; d < NDOM; d++)
 		for (int c = 0; c < MAXCB; c++)
-			if (M.theirs[d][c]) {
-				M.theirs[d][c] = 0;
+			if (subscribers.theirs[d][c]) {
+				subscribers.theirs[d][c] = 0;
 				apply_locked(d, c);
 			}
 	pthread_mutex_unlock(&mmu);
@@ -244,17 +247,19 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle sub)
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t en, CUpti_SubscriberHandle sub,
                                                      CUpti_CallbackDomain d, CUpti_CallbackId cbid)
 {
-	if (sub != CLIENT || !M.held)
+	if (sub != CLIENT || !subscribers.held)
 		PASS(cuptiEnableCallback, en, sub, d, cbid);
 	if ((unsigned)d >= NDOM)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mmu);
 	CUptiResult r;
 	if (cbid >= MAXCB) {
-		r = nvlp_cu.cuptiEnableCallback(en, M.real, d, cbid); /* never ours */
+		r = nvlp_cu.cuptiEnableCallback(en, subscribers.real, d, cbid); /* never ours */
 	} else {
-		__atomic_store_n(&M.theirs[d][cbid], (unsigned char)(en != 0), __ATOMIC_RELAXED);
-		r = nvlp_cu.cuptiEnableCallback(en || M.ours[d][cbid], M.real, d, cbid);
+		__atomic_store_n(&subscribers.theirs[d][cbid], (unsigned char)(en != 0),
+		                 __ATOMIC_RELAXED);
+		r = nvlp_cu.cuptiEnableCallback(en || subscribers.ours[d][cbid], subscribers.real,
+		                                d, cbid);
 	}
 	pthread_mutex_unlock(&mmu);
 	return r;
@@ -263,10 +268,11 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t en, CUpti_Subscrib
 /* The client turns a whole domain on or off; ours in it stay on. */
 static CUptiResult domain_locked(uint32_t en, int d)
 {
-	memset(M.theirs[d], en != 0, MAXCB);
-	CUptiResult r = nvlp_cu.cuptiEnableDomain ? nvlp_cu.cuptiEnableDomain(en, M.real,
-	                                                                      (CUpti_CallbackDomain)d)
-	                                          : CUPTI_ERROR_NOT_INITIALIZED;
+	memset(subscribers.theirs[d], en != 0, MAXCB);
+	CUptiResult r =
+	    nvlp_cu.cuptiEnableDomain
+	        ? nvlp_cu.cuptiEnableDomain(en, subscribers.real, (CUpti_CallbackDomain)d)
+	        : CUPTI_ERROR_NOT_INITIALIZED;
 	if (!en)
 		reapply_ours_locked(d);
 	return r;
@@ -275,7 +281,7 @@ static CUptiResult domain_locked(uint32_t en, int d)
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t en, CUpti_SubscriberHandle sub,
                                                    CUpti_CallbackDomain d)
 {
-	if (sub != CLIENT || !M.held)
+	if (sub != CLIENT || !subscribers.held)
 		PASS(cuptiEnableDomain, en, sub, d);
 	if ((unsigned)d >= NDOM || d == CUPTI_CB_DOMAIN_INVALID)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -287,7 +293,7 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t en, CUpti_Subscriber
 
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiEnableAllDomains(uint32_t en, CUpti_SubscriberHandle sub)
 {
-	if (sub != CLIENT || !M.held)
+	if (sub != CLIENT || !subscribers.held)
 		PASS(cuptiEnableAllDomains, en, sub);
 	pthread_mutex_lock(&mmu);
 	CUptiResult r = CUPTI_SUCCESS;
@@ -303,12 +309,12 @@ NVLP_EXPORT CUptiResult CUPTIAPI cuptiEnableAllDomains(uint32_t en, CUpti_Subscr
 NVLP_EXPORT CUptiResult CUPTIAPI cuptiGetCallbackState(uint32_t *en, CUpti_SubscriberHandle sub,
                                                        CUpti_CallbackDomain d, CUpti_CallbackId cbid)
 {
-	if (sub != CLIENT || !M.held)
+	if (sub != CLIENT || !subscribers.held)
 		PASS(cuptiGetCallbackState, en, sub, d, cbid);
 	if (!en || (unsigned)d >= NDOM)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (cbid >= MAXCB)
-		return nvlp_cu.cuptiGetCallbackState(en, M.real, d, cbid);
-	*en = __atomic_load_n(&M.theirs[d][cbid], __ATOMIC_RELAXED);
+		return nvlp_cu.cuptiGetCallbackState(en, subscribers.real, d, cbid);
+	*en = __atomic_load_n(&subscribers.theirs[d][cbid], __ATOMIC_RELAXED);
 	return CUPTI_SUCCESS;
 }

@@ -52,7 +52,23 @@ struct nvlp_config {
 	int driver;        /* NVLPROF_DRIVER (default 1): driver-API callbacks (cupti/callbacks.c) */
 	int kch;           /* NVLPROF_KCH (default 1): NCCL's kernel-channel events (ncclprof.c) */
 	char kernels[128]; /* NVLPROF_KERNELS as set ("" = NVLP_KERNELS_DEFAULT), parsed by cupti.c */
+	int pywalk;        /* NVLPROF_PYWALK (default 1; a value starting with 0 turns it off) */
+	int pywalk_log;    /* NVLPROF_PYWALK_LOG: a value starting with 1 logs the self-check */
+	int pywalk_test;   /* NVLPROF_PYWALK_TEST (tests): enum nvlp_pywalk_test */
+	/* NVLPROF_TEST_CGROUP_EVENTS (tests): a stand-in for memory.events ("" = none) */
+	char test_cgroup_events[4096];
 };
+enum nvlp_pywalk_test {
+	NVLP_PYWALK_TEST_NONE,
+	NVLP_PYWALK_SKEW,
+	NVLP_PYWALK_PIPE,
+	NVLP_PYWALK_REFUSE
+};
+/* Read live by design, not kept here: CUDA_INJECTION64_PATH and NCCL_PROFILER_PLUGIN (the shim
+ * itself sets them at init: their current value is the truth), NVLPROF_NCCL_CHAIN (written by the
+ * shim at init for NCCL's plugin load and exec'd children), NCCL_NET_PLUGIN (read when NCCL loads
+ * its plugins, as NCCL reads it), CUDA_HOME (where libcupti is, when CUPTI loads), the rank
+ * variables and the recorded environment (when the trace opens: a launcher may set them late). */
 const struct nvlp_config *nvlp_cfg(void);
 /* NVLPROF_KERNELS when unset (parsed in cupti/cupti.c; recorded in the header's capture key). */
 #define NVLP_KERNELS_DEFAULT "off"

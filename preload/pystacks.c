@@ -6,7 +6,7 @@
 #include <signal.h>    /* the sampler takes no signal */
 #include <stdatomic.h>
 #include <stdio.h>     /* snprintf */
-#include <stdlib.h>    /* malloc, getenv */
+#include <stdlib.h>    /* malloc */
 #include <string.h>    /* memcpy, strlen */
 #include <sys/uio.h>   /* process_vm_readv: the self-check's and the sampler's reads */
 #include <time.h>      /* clock_gettime: the sampler's period and CPU time */
@@ -375,13 +375,11 @@ static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
  * tests/runtime/test_pywalk.sh). */
 static void layout_choose(void)
 {
-	const char *e = getenv("NVLPROF_PYWALK");
-	const char *t = getenv("NVLPROF_PYWALK_TEST");
-	const char *l = getenv("NVLPROF_PYWALK_LOG");
-	lay_log = l && *l == '1';
+	const struct nvlp_config *cfg = nvlp_cfg();
+	lay_log = cfg->pywalk_log;
 	unsigned v = (unsigned)(py.version >> 8) & 0xffff00u;
 	lay_state = -1;
-	if ((e && *e == '0') || !py.this_tstate || !py.add_pending || !py.code_type ||
+	if (!cfg->pywalk || !py.this_tstate || !py.add_pending || !py.code_type ||
 	    !py.unicode_type || !py.bytes_type)
 		return;
 	for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
@@ -389,10 +387,10 @@ static void layout_choose(void)
 			lay = layouts[i];
 			lay_state = 0;
 		}
-	if (lay_state == 0 && t && !strcmp(t, "skew"))
+	if (lay_state == 0 && cfg->pywalk_test == NVLP_PYWALK_SKEW)
 		lay.fr_previous += 8;
-	lay_test_pipe = t && !strcmp(t, "pipe");
-	lay_test_refuse = t && !strcmp(t, "refuse");
+	lay_test_pipe = cfg->pywalk_test == NVLP_PYWALK_PIPE;
+	lay_test_refuse = cfg->pywalk_test == NVLP_PYWALK_REFUSE;
 	if (lay_state < 0 && lay_log)
 		nvlp_warn("Python %lu.%lu: no frame layout known, GIL-released calls get no Python "
 		          "location",

@@ -34,6 +34,7 @@ static struct nvlp_config cfg = {
     .pysample_hz = 10,
     .driver = 1,
     .kch = 1,
+    .pywalk = 1,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
@@ -135,6 +136,17 @@ void nvlp_cfg_parse(void)
 			cfg_bad("NVLPROF_CAPTURE", cap, "cudaProfilerApi or nvtx:NAME", "the whole run");
 		}
 	}
+
+	const char *pw = getenv("NVLPROF_PYWALK"), *pwt = getenv("NVLPROF_PYWALK_TEST");
+	const char *pwl = getenv("NVLPROF_PYWALK_LOG"), *cg = getenv("NVLPROF_TEST_CGROUP_EVENTS");
+	cfg.pywalk = !(pw && *pw == '0');
+	cfg.pywalk_log = pwl && *pwl == '1';
+	cfg.pywalk_test = !pwt                     ? NVLP_PYWALK_TEST_NONE
+	                  : !strcmp(pwt, "skew")   ? NVLP_PYWALK_SKEW
+	                  : !strcmp(pwt, "pipe")   ? NVLP_PYWALK_PIPE
+	                  : !strcmp(pwt, "refuse") ? NVLP_PYWALK_REFUSE
+	                                           : NVLP_PYWALK_TEST_NONE;
+	snprintf(cfg.test_cgroup_events, sizeof cfg.test_cgroup_events, "%s", cg ? cg : "");
 
 	/* Resolved against the start-up directory, so a later chdir() does not move the traces. */
 	const char *dir = getenv("NVLPROF_DIR");

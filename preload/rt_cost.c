@@ -4,7 +4,6 @@
  * NVLPROF_VERBOSE, one line at exit. */
 #include <pthread.h> /* pthread_getcpuclockid */
 #include <stdio.h>   /* snprintf */
-#include <stdlib.h>  /* getenv */
 #include <string.h>  /* memset */
 #include <time.h>    /* clock_gettime */
 
@@ -27,7 +26,7 @@ static struct {
 	uint64_t mem_peak;     /* writer only (sampled at each COST) */
 	uint64_t t_open;       /* when the trace opened (nvlp_now) */
 	uint64_t cpu_open;     /* the process's CPU time then */
-} C = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} cost_meter = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -38,13 +37,13 @@ static uint64_t clock_ns(clockid_t c)
 
 void nvlp_cost_add_hook(uint64_t ns)
 {
-	__atomic_fetch_add(&C.hook_ns, ns, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&C.hook_samples, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&cost_meter.hook_ns, ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&cost_meter.hook_samples, 1, __ATOMIC_RELAXED);
 }
 
 void nvlp_cost_mem(int64_t bytes)
 {
-	__atomic_fetch_add(&C.mem, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&cost_meter.mem, bytes, __ATOMIC_RELAXED);
 }
 
 void nvlp_cost_thread_start(enum nvlp_cost_who who)
@@ -52,10 +51,10 @@ void nvlp_cost_thread_start(enum nvlp_cost_who who)
 	clockid_t c;
 	if ((unsigned)who >= NVLP_COST_WHO_N || pthread_getcpuclockid(pthread_self(), &c) != 0)
 		return;
-	pthread_mutex_lock(&C.mu);
-	C.clk[who] = c;
-	C.live[who] = C.ran[who] = 1;
-	pthread_mutex_unlock(&C.mu);
+	pthread_mutex_lock(&cost_meter.mu);
+	cost_meter.clk[who] = c;
+	cost_meter.live[who] = cost_meter.ran[who] = 1;
+	pthread_mutex_unlock(&cost_meter.mu);
 }
 
 void nvlp_cost_thread_end(enum nvlp_cost_who who)
@@ -63,19 +62,20 @@ void nvlp_cost_thread_end(enum nvlp_cost_who who)
 	if ((unsigned)who >= NVLP_COST_WHO_N)
 		return;
 	uint64_t ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	pthread_mutex_lock(&C.mu);
-	C.ended_ns[who] += ns;
-	C.live[who] = 0;
-	pthread_mutex_unlock(&C.mu);
+	pthread_mutex_lock(&cost_meter.mu);
+	cost_meter.ended_ns[who] += ns;
+	cost_meter.live[who] = 0;
+	pthread_mutex_unlock(&cost_meter.mu);
 }
 
 /* CPU time of each role so far (live threads read through their clocks). */
 static void roles_cpu(uint64_t out[NVLP_COST_WHO_N])
 {
-	pthread_mutex_lock(&C.mu);
+	pthread_mutex_lock(&cost_meter.mu);
 	for (int i = 0; i < NVLP_COST_WHO_N; i++)
-		out[i] = C.ended_ns[i] + (C.live[i] ? clock_ns(C.clk[i]) : 0);
-	pthread_mutex_unlock(&C.mu);
+		out[i] =
+		    cost_meter.ended_ns[i] + (cost_meter.live[i] ? clock_ns(cost_meter.clk[i]) : 0);
+	pthread_mutex_unlock(&cost_meter.mu);
 }
 
 /* Ring memory: the pages written so far of each ring (a ring is touched up to its capacity once
@@ -98,9 +98,9 @@ static uint64_t rings_mem(void)
 
 void nvlp_cost_opened(void)
 {
-	C.t_open = nvlp_now();
-	C.cpu_open = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	C.mem_peak = 0;
+	cost_meter.t_open = nvlp_now();
+	cost_meter.cpu_open = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	cost_meter.mem_peak = 0;
 }
 
 void nvlp_cost_fill(struct nvlp_rec_cost *c, const nvlp_writer *w)
@@ -109,22 +109,22 @@ void nvlp_cost_fill(struct nvlp_rec_cost *c, const nvlp_writer *w)
 	roles_cpu(roles);
 	memset(c, 0, sizeof *c);
 	c->t = nvlp_now();
-	c->wall = c->t - C.t_open;
+	c->wall = c->t - cost_meter.t_open;
 	uint64_t cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	c->proc_cpu = cpu > C.cpu_open ? cpu - C.cpu_open : 0;
+	c->proc_cpu = cpu > cost_meter.cpu_open ? cpu - cost_meter.cpu_open : 0;
 	c->writer_cpu = roles[NVLP_COST_WRITER];
 	c->flush_cpu = roles[NVLP_COST_FLUSH];
 	c->sampler_cpu = roles[NVLP_COST_SAMPLER];
 	c->pysample_cpu = roles[NVLP_COST_PYSAMPLE];
 	c->own_cpu = c->writer_cpu + c->flush_cpu + c->sampler_cpu + c->pysample_cpu;
 	c->hook_every = NVLP_COST_EVERY;
-	c->hook_samples = __atomic_load_n(&C.hook_samples, __ATOMIC_RELAXED);
-	c->hook_ns = __atomic_load_n(&C.hook_ns, __ATOMIC_RELAXED) * NVLP_COST_EVERY;
-	int64_t other = __atomic_load_n(&C.mem, __ATOMIC_RELAXED);
+	c->hook_samples = __atomic_load_n(&cost_meter.hook_samples, __ATOMIC_RELAXED);
+	c->hook_ns = __atomic_load_n(&cost_meter.hook_ns, __ATOMIC_RELAXED) * NVLP_COST_EVERY;
+	int64_t other = __atomic_load_n(&cost_meter.mem, __ATOMIC_RELAXED);
 	c->mem = rings_mem() + (other > 0 ? (uint64_t)other : 0);
-	if (c->mem > C.mem_peak)
-		C.mem_peak = c->mem;
-	c->mem_peak = C.mem_peak;
+	if (c->mem > cost_meter.mem_peak)
+		cost_meter.mem_peak = c->mem;
+	c->mem_peak = cost_meter.mem_peak;
 	if (w)
 		nvlp_writer_stats(w, &c->records, &c->raw_bytes, &c->file_bytes);
 }
@@ -138,7 +138,7 @@ void nvlp_cost_verbose(void)
 	char text[160] = "";
 	size_t n = 0;
 	for (int i = 1; i < NVLP_COST_WHO_N && n < sizeof text; i++)
-		if (C.ran[i])
+		if (cost_meter.ran[i])
 			n += (size_t)snprintf(text + n, sizeof text - n, ", %s %.1f ms", who_name[i],
 			                      roles[i] / 1e6);
 	nvlp_warn("CPU time: process %.1f ms; nvlprof's threads: writer %.1f ms%s",
@@ -161,11 +161,11 @@ void nvlp_cost_capture(char *out, size_t len)
 
 void nvlp_cost_atfork_child(void)
 {
-	pthread_mutex_init(&C.mu, NULL);
-	memset(C.live, 0, sizeof C.live);
-	memset(C.ran, 0, sizeof C.ran);
-	memset(C.ended_ns, 0, sizeof C.ended_ns);
-	__atomic_store_n(&C.hook_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&C.hook_samples, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&C.mem, 0, __ATOMIC_RELAXED);
+	pthread_mutex_init(&cost_meter.mu, NULL);
+	memset(cost_meter.live, 0, sizeof cost_meter.live);
+	memset(cost_meter.ran, 0, sizeof cost_meter.ran);
+	memset(cost_meter.ended_ns, 0, sizeof cost_meter.ended_ns);
+	__atomic_store_n(&cost_meter.hook_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cost_meter.hook_samples, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cost_meter.mem, 0, __ATOMIC_RELAXED);
 }

@@ -3,7 +3,7 @@
 #include <fcntl.h>     /* open */
 #include <stdatomic.h> /* atomic_load_explicit */
 #include <stdio.h>     /* snprintf */
-#include <stdlib.h>    /* getenv, strtoull */
+#include <stdlib.h>    /* strtoull */
 #include <string.h>    /* strerror, strncmp */
 #include <unistd.h>    /* pread, close */
 
@@ -122,7 +122,7 @@ const char *nvlp_oom_open(void)
 	char cg[4096] = "", ev[4096 + 64];
 	const char *why = cgroup_path(cg, sizeof cg);
 	/* Tests only: a stand-in for memory.events (a cgroup's count cannot be raised on demand). */
-	const char *test = getenv("NVLPROF_TEST_CGROUP_EVENTS");
+	const char *test = nvlp_cfg()->test_cgroup_events;
 	if (test && *test)
 		snprintf(ev, sizeof ev, "%s", test);
 	else if (!why)
