@@ -7,6 +7,7 @@
 #include <stdlib.h> /* malloc */
 #include <string.h> /* strerror */
 
+#include "util/diag.h"
 #include "out/export.h"
 #include "out/export_chrome.h"
 #include "util/json.h" /* jw_quote */
@@ -471,7 +472,7 @@ static void dir_file(struct ch *s, const struct xm_job *x, size_t r, char *path,
 		return;
 	}
 	snprintf(path, n, "%s/%s%d.%zu.json", s->dir, what, id, r);
-	fprintf(stderr,
+	an_diag(
 	        "nvlprof: export: %s and %s are both %s %d: the second is written as %s\n",
 	        xm_rank(x, first)->path ? xm_rank(x, first)->path : "?", R->path ? R->path : "?", what,
 	        id, path);
@@ -487,7 +488,7 @@ static void ch_rank(void *ctx, const struct xm_job *x, size_t r)
 		char path[4096];
 		dir_file(s, x, r, path, sizeof path);
 		if (!(s->f = fopen(path, "w"))) {
-			fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", path,
+			an_diag("nvlprof: export: %s: cannot write: %s\n", path,
 			        strerror(errno));
 			s->err = 1;
 			s->f = fopen("/dev/null", "w");
@@ -1049,7 +1050,7 @@ static int ch_part(void *ctx, size_t r, struct xo *o, uint64_t *recs)
 		free(b);
 		free(devs);
 		xm_names_free(names);
-		fprintf(stderr, "nvlprof: export: out of memory\n");
+		an_diag("nvlprof: export: out of memory\n");
 		return 1;
 	}
 	*s = (struct ch){.b = b,
@@ -1115,8 +1116,8 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 	if (!out_dir)
 		close_file(&s, s.single_rank ? &j.devs : NULL);
 	if (s.err && !rc)
-		fprintf(stderr, "nvlprof: export: write error (chrome)%s%s\n", errno ? ": " : "",
+		an_diag("nvlprof: export: write error (chrome)%s%s\n", errno ? ": " : "",
 		        errno ? strerror(errno)
-		              : ""); /* errno: the failed write's (export.c clears it) */
+		              : ""); /* errno: the failed write's (cli/cmd_export.c clears it) */
 	return rc || s.err ? -1 : 0;
 }
