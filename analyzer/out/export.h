@@ -89,8 +89,14 @@ int xh_report(FILE *o, const struct xm_job *x, const char *title);
 int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char *tb,
             const char *ta);
 
-/*! The `nvlprof export` command, and the --html variants of report and diff (export.c, html.c) */
+/*! The `nvlprof export` command, and the --html variants of report and diff (cli/cmd_export.c, cli/cmd_html.c) */
 int nvlp_cmd_export(int argc, char **argv);
+/*! One of the shared options at argv[*i]? @return 1 consumed (advances *i), 0 not one, -1 bad
+ * (message printed) (cli/cmd_export.c) */
+int xm_opt(int argc, char **argv, int *i, struct xm_opts *o);
+/*! Load, analyze and diagnose (as `report` does; warnings on stderr). o: NULL for the defaults.
+ * @return the job, or NULL after printing the error (cli/cmd_export.c) */
+struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o);
 /*! @return 1 if argv has --html (report/diff then hand over to xh_cmd) */
 int xh_wanted(int argc, char **argv);
 int xh_cmd(int argc, char **argv, int diff);

@@ -7,6 +7,7 @@
 #include <string.h>  /* memcpy */
 #include <unistd.h>  /* sysconf, copy_file_range */
 
+#include "util/diag.h"
 #include "out/export.h"
 #include "util/util.h" /* nvlp_run_parallel */
 
@@ -179,7 +180,7 @@ int xo_run(const struct xm_job *x, FILE *out, xo_fn fn, void *ctx, uint64_t *rec
 	struct xo o = {.x = x, .out = out, .fn = fn, .ctx = ctx, .n = xm_nranks(x)};
 	*records = 0;
 	if (!(o.p = calloc(o.n + 1, sizeof *o.p))) {
-		fprintf(stderr, "nvlprof: export: out of memory\n");
+		an_diag("nvlprof: export: out of memory\n");
 		return -1;
 	}
 	pthread_mutex_init(&o.mu, NULL);
@@ -205,7 +206,7 @@ int xo_run(const struct xm_job *x, FILE *out, xo_fn fn, void *ctx, uint64_t *rec
 	}
 	free(o.p);
 	if (terr) {
-		fprintf(stderr, "nvlprof: export: cannot create a temporary file\n");
+		an_diag("nvlprof: export: cannot create a temporary file\n");
 		return -1;
 	}
 	return rc | (o.werr ? 2 : 0);

@@ -5,6 +5,7 @@
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
+#include "util/diag.h"
 #include "out/export_model.h"
 #include "findings/findings.h"
 #include "model/model.h"
@@ -31,11 +32,6 @@ void xm_opts_init(struct xm_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	memcpy(o->th, an_threshold_defaults, sizeof an_threshold_defaults);
-}
-
-int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
-{
-	return an_common_opt(argc, argv, i, o->th, &o->threads);
 }
 
 /* The main communicator: most calls over all processes (-1 none) */
@@ -70,35 +66,39 @@ static int view_init(struct xm_job *x)
 	return 0;
 }
 
-struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
+struct xm_job *xm_new(const struct xm_opts *o, double **th, struct an_job **job,
+                      struct an_findings **f)
 {
-	struct xm_opts def;
-	if (!o) {
-		xm_opts_init(&def);
-		o = &def;
-	}
-	int threads = o->threads;
 	struct xm_job *x = calloc(1, sizeof *x);
 	if (!x) {
-		fprintf(stderr, "nvlprof: out of memory\n");
+		an_diag("nvlprof: out of memory\n");
 		return NULL;
 	}
 	memcpy(x->th, o->th, sizeof x->th); /* the job keeps a pointer: they live as long as it */
-	if (an_open_job(paths, npaths, threads, x->th, &x->job, &x->f) != 0) {
-		free(x);
-		return NULL;
-	}
+	*th = x->th;
+	*job = &x->job;
+	*f = &x->f;
+	return x;
+}
+
+void xm_discard(struct xm_job *x)
+{
+	free(x);
+}
+
+struct xm_job *xm_ready(struct xm_job *x)
+{
 	const struct an_job *j = &x->job;
 	if (an_tables_build(j, &x->t) < 0) {
 		an_tables_free(&x->t);
-		fprintf(stderr, "nvlprof: out of memory\n");
+		an_diag("nvlprof: out of memory\n");
 		xm_close(x);
 		return NULL;
 	}
 	x->have_t = 1;
 	x->r = calloc(j->nranks ? j->nranks : 1, sizeof *x->r);
 	if (!x->r || view_init(x) < 0) {
-		fprintf(stderr, "nvlprof: out of memory\n");
+		an_diag("nvlprof: out of memory\n");
 		xm_close(x);
 		return NULL;
 	}
@@ -471,7 +471,10 @@ void xm_head_text(FILE *o, const struct xm_job *x)
 
 int xm_diff_view(const struct xm_job *b, const struct xm_job *a, struct an_diff_view *v)
 {
-	return an_diff_view(&b->job, &b->f, &a->job, &a->f, v);
+	struct an_summary sb, sa;
+	an_summarize(&b->job, &sb);
+	an_summarize(&a->job, &sa);
+	return an_diff_view(&b->job, &b->f, &sb, &a->job, &a->f, &sa, v);
 }
 
 const char *xm_coll_time_kind(const struct xm_job *x)

@@ -59,13 +59,17 @@ struct xm_opts {
 	int threads;   /* loader threads, 0 = one per CPU */
 };
 void xm_opts_init(struct xm_opts *o);
-/*! One of the shared options at argv[*i]? @return 1 consumed (advances *i), 0 not one, -1 bad
- * (message printed) */
-int xm_opt(int argc, char **argv, int *i, struct xm_opts *o);
 
-/*! Load, analyze and diagnose (as `report` does; warnings on stderr). o: NULL for the defaults.
- * @return the job, or NULL after printing the error */
-struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o);
+/* A job handle, filled by the command that opens the job (cli/cmd_export.c xm_open): xm_new gives
+ * the places an_open_job loads into (thresholds o's); then xm_ready, or xm_discard when the
+ * open failed. @return NULL out of memory (said) */
+struct an_job;
+struct an_findings;
+struct xm_job *xm_new(const struct xm_opts *o, double **th, struct an_job **job,
+                      struct an_findings **f);
+void xm_discard(struct xm_job *x);
+/*! The tables and views of the opened job. @return x, or NULL out of memory (said; x closed) */
+struct xm_job *xm_ready(struct xm_job *x);
 void xm_close(struct xm_job *x);
 
 size_t xm_nranks(const struct xm_job *x);

@@ -5,6 +5,7 @@
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
+#include "util/diag.h"
 #include "out/export.h"
 #include "nvlp_trace.h"
 #include "out/pb.h"
@@ -711,7 +712,7 @@ int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
 	if (pb_flush(&s.p, o) != 0)
 		s.err = 1;
 	if (s.err && !rc)
-		fprintf(stderr, "nvlprof: export: write error (perfetto)%s%s\n", errno ? ": " : "",
+		an_diag("nvlprof: export: write error (perfetto)%s%s\n", errno ? ": " : "",
 		        errno ? strerror(errno)
 		              : ""); /* errno: the failed write's (export.c clears it) */
 	pb_free(&s.p);

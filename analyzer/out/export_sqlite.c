@@ -10,6 +10,7 @@
 #include <string.h>   /* strerror */
 #include <unistd.h>   /* unlink */
 
+#include "util/diag.h"
 #include "out/export.h"
 #include "nvlp_trace.h"
 
@@ -593,13 +594,13 @@ int xe_sqlite(const struct xm_job *x, const char *path, int threads, uint64_t *r
 	 * replaced: run as root, replacing /dev/null or another device would remove it */
 	struct stat st;
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		fprintf(stderr,
+		an_diag(
 		        "nvlprof: export: %s: not a regular file (sqlite writes a database file)\n",
 		        path);
 		return -1;
 	}
 	if (make_tmp(&s) != 0) {
-		fprintf(stderr, "nvlprof: export: %s: cannot create database: %s\n", path,
+		an_diag("nvlprof: export: %s: cannot create database: %s\n", path,
 		        strerror(errno));
 		free(s.tmp);
 		return -1;
@@ -611,7 +612,7 @@ int xe_sqlite(const struct xm_job *x, const char *path, int threads, uint64_t *r
 	}
 	int err = sq_close(&s);
 	if (err)
-		fprintf(stderr, "nvlprof: export: %s: %s\n", path, s.msg);
+		an_diag("nvlprof: export: %s: %s\n", path, s.msg);
 	free(s.tmp);
 	free(s.str.v);
 	free(s.kcall);

@@ -5,6 +5,7 @@
 #include <stdlib.h> /* malloc */
 #include <string.h> /* memset */
 
+#include "util/diag.h"
 #include "out/export.h"
 #include "nvlp_trace.h"
 
@@ -248,14 +249,14 @@ int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_
 	char err[320];
 	t.rd = nvlp_reader_open(t.R->path, err, sizeof err);
 	if (!t.rd) {
-		fprintf(stderr, "nvlprof: export: %s\n", err);
+		an_diag("nvlprof: export: %s\n", err);
 		return -1;
 	}
 	t.nc = xm_ncalls(x, ri);
 	t.g = gpu_calls(x, ri, t.nc, &t.ng);
 	if (!t.g) {
 		nvlp_reader_close(t.rd);
-		fprintf(stderr, "nvlprof: export: out of memory\n");
+		an_diag("nvlprof: export: out of memory\n");
 		return -1;
 	}
 	if (s->rank)
@@ -270,7 +271,7 @@ int xe_stream_rank(const struct xm_job *x, struct xe_sink *s, size_t ri, uint64_
 			s->ev(s->ctx, x, &e);
 	}
 	if (rc < 0)
-		fprintf(stderr, "nvlprof: export: %s\n", nvlp_reader_error(t.rd));
+		an_diag("nvlprof: export: %s\n", nvlp_reader_error(t.rd));
 	if (s->rank_end)
 		s->rank_end(s->ctx, x, ri);
 	free(t.g);

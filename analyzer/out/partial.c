@@ -3,6 +3,7 @@
  * compact file, and the job's report made from several such files: the same report, byte for
  * byte, as `report` over all the traces in one process, since every later stage starts from that
  * state (an_job_order, then an_open_loaded). */
+#include "util/diag.h"
 #include "out/partial.h"
 
 #include <errno.h>    /* errno */
@@ -153,12 +154,12 @@ static int write_whole(const char *path, const uint8_t *p, size_t n)
 {
 	char tmp[4096];
 	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-		fprintf(stderr, "nvlprof: report: partial name too long: %s\n", path);
+		an_diag("nvlprof: report: partial name too long: %s\n", path);
 		return -1;
 	}
 	FILE *f = fopen(tmp, "wb");
 	if (!f) {
-		fprintf(stderr, "nvlprof: report: cannot write %s: %s\n", tmp, strerror(errno));
+		an_diag("nvlprof: report: cannot write %s: %s\n", tmp, strerror(errno));
 		return -1;
 	}
 	fwrite(p, 1, n, f);
@@ -167,7 +168,7 @@ static int write_whole(const char *path, const uint8_t *p, size_t n)
 		return -1;
 	}
 	if (rename(tmp, path) != 0) {
-		fprintf(stderr, "nvlprof: report: cannot write %s: %s\n", path, strerror(errno));
+		an_diag("nvlprof: report: cannot write %s: %s\n", path, strerror(errno));
 		remove(tmp);
 		return -1;
 	}
@@ -177,14 +178,14 @@ static int write_whole(const char *path, const uint8_t *p, size_t n)
 int an_partial_write(char **paths, int npaths, int threads, const char *out, int with_output)
 {
 	if (with_output) {
-		fprintf(stderr, "nvlprof: report: --partial writes a partial only: give --json and -o "
+		an_diag("nvlprof: report: --partial writes a partial only: give --json and -o "
 		                "to merge\n");
 		return 2;
 	}
 	struct an_job job;
 	char err[512];
 	if (an_job_load(&job, paths, npaths, threads, err, sizeof err) != 0) {
-		fprintf(stderr, "nvlprof: %s\n", err);
+		an_diag("nvlprof: %s\n", err);
 		an_job_free(&job);
 		return 2;
 	}
@@ -192,7 +193,7 @@ int an_partial_write(char **paths, int npaths, int threads, const char *out, int
 	size_t n = an_partial_encode(&job, &z);
 	int rc = 0;
 	if (!n) {
-		fprintf(stderr, "nvlprof: report: out of memory writing the partial %s\n", out);
+		an_diag("nvlprof: report: out of memory writing the partial %s\n", out);
 		rc = 2;
 	} else if (write_whole(out, z, n) < 0)
 		rc = 2;
@@ -319,7 +320,7 @@ int an_partial_read(const char *path, struct an_rank **out, size_t *nout)
 	uint8_t *z = NULL;
 	long n = read_all(path, &z);
 	if (n < 0) {
-		fprintf(stderr, "nvlprof: merge: cannot read %s: %s\n", path, strerror(errno));
+		an_diag("nvlprof: merge: cannot read %s: %s\n", path, strerror(errno));
 		return -1;
 	}
 	char why[256];
@@ -343,6 +344,6 @@ int an_partial_read(const char *path, struct an_rank **out, size_t *nout)
 	free(p);
 	free(z);
 	if (*why)
-		fprintf(stderr, "nvlprof: merge: %s %s\n", path, why);
+		an_diag("nvlprof: merge: %s %s\n", path, why);
 	return *why ? -1 : 0;
 }

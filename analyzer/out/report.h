@@ -7,6 +7,8 @@
 
 #include "findings/findings.h"
 #include "model/model.h"
+#include "findings/diff_view.h" /* struct an_diff_view, an_diff_view */
+#include "model/summary.h"   /* struct an_summary */
 
 /*! Load, analyze and diagnose the traces in paths. Warnings (truncated, skipped files) go to
  * stderr as "nvlprof: ..." lines. @return 0, or -1 after printing the error */
@@ -17,23 +19,6 @@ int an_open_job(char **paths, int npaths, int threads, const double *th, struct 
  * then analysis and diagnosis. @return 0, or -1 after printing the error (job freed) */
 int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f);
 
-/* Figures compared by diff; times in ms, bandwidth in GB/s, NaN where unknown. */
-struct an_summary {
-	double wall_ms, step_ms, comm_ms, exposed_ms, exposed_share;
-	double comm_win_ms; /* communication inside the step window (NaN without steps or GPU) */
-	int comm_host;      /* comm_ms is host call time on every rank (no NCCL GPU time) */
-	double comm_host_ms; /* the part of comm_ms that is host call time: all of it with
-	                      * comm_host, else the calls of collectives with no GPU execution */
-	int steps, gpu_data, processes, hosts;
-	/* bus bandwidth per collective class and size class (GPU time only) */
-	double busbw[AN_C_COUNT][AN_SIZE_CLASSES];
-	double bw_bytes[AN_C_COUNT][AN_SIZE_CLASSES];
-	/* host time per call, ms, per collective class and size class (every call): what diff
-	 * compares where a side has no GPU time */
-	double host_ms_per_call[AN_C_COUNT][AN_SIZE_CLASSES];
-	/* bytes per link type */
-	double nvlink_bytes, pcie_bytes, copy_p2p_bytes, copy_staged_bytes;
-};
 void an_summarize(const struct an_job *job, struct an_summary *s);
 
 /* ---- the report's tables: computed once (an_tables_build), rendered by text, JSON, HTML ---- */
@@ -84,26 +69,6 @@ struct an_tables {
 int an_tables_build(const struct an_job *job, struct an_tables *t);
 void an_tables_free(struct an_tables *t);
 
-/* What `diff --html` shows first, formatted as `nvlprof diff` prints it: the VERDICT line, the
- * metric and bus bandwidth tables, the findings new / resolved / still. */
-struct an_diff_row {
-	char name[40];
-	char b[32], a[32], change[32];
-};
-struct an_diff_view {
-	char verdict[512];
-	struct {
-		const char *name;
-		char b[32], a[32], change[32];
-	} m[16];
-	size_t nm;
-	struct an_diff_row bw[AN_C_COUNT * AN_SIZE_CLASSES];
-	size_t nbw;
-	char fnew[1024], fres[1024], fstill[1024];
-};
-/*! diff's view of BEFORE (jb, fb) and AFTER (ja, fa) (diff.c). @return 0, -1 out of memory */
-int an_diff_view(const struct an_job *jb, const struct an_findings *fb, const struct an_job *ja,
-                 const struct an_findings *fa, struct an_diff_view *v);
 /*! The report's first lines (processes, steps, data, the communication summary line), as the
  * text report prints them */
 void an_report_head(FILE *o, const struct an_job *job, const struct an_tables *t);

@@ -8,6 +8,13 @@
 #include "check.h"
 #include "model/model.h"
 #include "out/partial.h"
+#include "util/diag.h" /* an_diag_set_sink */
+
+/* The layers say their errors through util/diag.h: on stderr here, as cli/main.c prints them */
+static void diag_to_stderr(const char *msg)
+{
+	fputs(msg, stderr);
+}
 
 /* 0 if the partial of dir, changed by edit (NULL: as loaded), reads back; -1 if refused; stderr's
  * first line into msg */
@@ -69,6 +76,7 @@ static void bad_inflight(struct an_job *job)
 
 int main(void)
 {
+	an_diag_set_sink(diag_to_stderr);
 	const char *dir = "examples/traces/ddp_killed";
 	char msg[512];
 	CHECK(roundtrip(dir, NULL, msg, sizeof msg) == 0 && !*msg, "a partial as written reads back");

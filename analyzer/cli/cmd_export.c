@@ -1,4 +1,4 @@
-/* export.c: `nvlprof export`: the command's options and output, handing the opened job to one
+/* cmd_export.c: `nvlprof export`: the command's options and output, handing the opened job to one
  * format's writer (export_chrome.c, export_perfetto.c, export_sqlite.c); the record stream they
  * read is export_stream.c's. */
 #include <errno.h>    /* errno */
@@ -8,6 +8,33 @@
 #include <time.h>     /* clock_gettime */
 
 #include "out/export.h"
+#include "out/report.h" /* an_common_opt, an_open_job */
+
+int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
+{
+	return an_common_opt(argc, argv, i, o->th, &o->threads);
+}
+
+struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
+{
+	struct xm_opts def;
+	if (!o) {
+		xm_opts_init(&def);
+		o = &def;
+	}
+	double *th;
+	struct an_job *job;
+	struct an_findings *f;
+	struct xm_job *x = xm_new(o, &th, &job, &f);
+	if (!x)
+		return NULL;
+	if (an_open_job(paths, npaths, o->threads, th, job, f) != 0) {
+		xm_discard(x);
+		return NULL;
+	}
+	return xm_ready(x);
+}
+
 static void usage(FILE *o)
 {
 	fprintf(
