@@ -1,0 +1,219 @@
+/* cmd_report.c: `nvlprof report`: its options, then the report of the job (text or --json,
+ * out/report_text.c and out/report_json.c), the HTML page (--html) or the partial of the traces
+ * for merge (--partial). */
+#include <errno.h>  /* errno */
+#include <math.h>   /* INFINITY */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* calloc */
+#include <string.h> /* strcmp */
+
+#include "cli/commands.h"
+#include "out/export.h"  /* xh_wanted, xh_cmd */
+#include "out/partial.h" /* an_partial_write */
+#include "out/report.h"
+#include "pipeline.h" /* an_open_job */
+#include "util/util.h" /* nvlp_out_finish */
+
+static void usage(FILE *o)
+{
+	fprintf(
+	    o,
+	    "usage: nvlprof report [--json] [-o FILE] [-j THREADS] [--all-ranks] [--threshold NAME=VALUE]... "
+	    "TRACE_DIR|FILE...\n"
+	    "       nvlprof report --html FILE TRACE_DIR|FILE...  (one self-contained HTML page, "
+	    "plots included)\n"
+	    "Explains where the communication time of a multi-GPU job went: findings first, then "
+	    "tables.\n"
+	    "A finding explained by a root cause is listed right after it as \"[info] ID "
+	    "(explained "
+	    "by ROOT)\":\n"
+	    "pcie_fallback explains low_bus_bandwidth on its communicator, and "
+	    "exposed_communication "
+	    "when\n"
+	    "its communicator holds >= explained_share of the exposed time; straggler explains "
+	    "exposed_communication\n"
+	    "when the others' wait for it is >= explained_share of the exposed time (tried "
+	    "first).\n"
+	    "  --json               JSON output (documented in analyzer/REPORT_JSON.md)\n"
+	    "  -o FILE              write the report to FILE\n"
+	    "  --partial OUT        write the traces as loaded to OUT instead, for `nvlprof merge`\n"
+	    "                       (one partial per node; docs/DISTRIBUTED.md)\n"
+	    "  --symbols DIR        also look for the recorded modules' files under DIR (DIR/path,\n"
+	    "                       DIR/basename, DIR/.build-id/xx/rest.debug), like perf --symfs;\n"
+	    "                       a file is used only if its build-id is the one in the trace\n"
+	    "  --all-ranks          every rank a row in RANKS and the page's rank table (a job of "
+	    "more than\n"
+	    "                       ranks_shown ranks shows the ranks that matter and a "
+	    "distribution)\n"
+	    "  -j N                 reader threads (default: one per file, up to the number of "
+	    "CPUs)\n"
+	    "  --threshold N=V      change a threshold (repeatable); thresholds and defaults:\n");
+	for (int i = 0; i < AN_TH_COUNT; i++)
+		fprintf(o, "      %-22s %-8g %s\n", an_threshold_names[i], an_threshold_defaults[i],
+		        an_threshold_docs[i]);
+	fprintf(o, "Exit status: 0 report written, 2 usage error, no readable trace, or the report could "
+	           "not be written.\n");
+}
+
+/* Why --threshold v was refused: no '=', a name we do not have, or a value that is no number */
+static void threshold_error(const char *v)
+{
+	const char *eq = strchr(v, '=');
+	if (!eq) {
+		fprintf(stderr,
+		        "nvlprof: bad threshold '%s': NAME=VALUE is needed (the names: --help)\n",
+		        v);
+		return;
+	}
+	for (int k = 0; k < AN_TH_COUNT; k++)
+		if ((size_t)(eq - v) == strlen(an_threshold_names[k]) &&
+		    !strncmp(v, an_threshold_names[k], (size_t)(eq - v))) {
+			fprintf(stderr,
+			        "nvlprof: bad threshold '%s': the value of %s must be a number\n",
+			        v, an_threshold_names[k]);
+			return;
+		}
+	fprintf(stderr, "nvlprof: unknown threshold '%.*s' in '%s' (the names: --help)\n",
+	        (int)(eq - v), v, v);
+}
+
+int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
+{
+	const char *a = argv[*i], *v = NULL;
+	if (!strcmp(a, "--threshold") || !strcmp(a, "-t")) {
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: %s needs NAME=VALUE (the names: --help)\n", a);
+			return -1;
+		}
+		v = argv[++*i];
+	} else if (!strncmp(a, "--threshold=", 12))
+		v = a + 12;
+	if (v) {
+		if (an_threshold_set(th, v) != 0) {
+			threshold_error(v);
+			return -1;
+		}
+		return 1;
+	}
+	if (!strcmp(a, "--all-ranks")) { /* every rank a row, however many */
+		th[AN_TH_ranks_shown] = INFINITY;
+		return 1;
+	}
+	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
+		if (a[9] == '=')
+			an_symbols_dir(a + 10);
+		else if (*i + 1 >= argc) {
+			fprintf(stderr, "nvlprof: --symbols needs a directory\n");
+			return -1;
+		} else
+			an_symbols_dir(argv[++*i]);
+		return 1;
+	}
+	if (!strcmp(a, "-j")) {
+		char *end = NULL;
+		long n = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : -1;
+		if (*i + 1 >= argc || end == argv[*i + 1] || *end || n < 0 || n > 256) {
+			fprintf(
+			    stderr,
+			    "nvlprof: -j needs a thread count, 0 to 256 (0: the default)%s%s%s\n",
+			    *i + 1 < argc ? ", not '" : "", *i + 1 < argc ? argv[*i + 1] : "",
+			    *i + 1 < argc ? "'" : "");
+			return -1;
+		}
+		*threads = (int)n;
+		++*i;
+		return 1;
+	}
+	return 0;
+}
+
+int an_report_write(const char *cmd, const char *outpath, int json, struct an_job *job,
+                    struct an_findings *f)
+{
+	FILE *o = stdout;
+	int rc = 0;
+	if (outpath && !(o = fopen(outpath, "w"))) {
+		fprintf(stderr, "nvlprof: %s: cannot write %s: %s\n", cmd, outpath, strerror(errno));
+		rc = 2;
+	} else {
+		if (json)
+			an_report_json(o, job, f);
+		else
+			an_report_text(o, job, f);
+		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
+			rc = 2;
+	}
+	an_findings_free(f);
+	an_job_free(job);
+	return rc;
+}
+
+/* The report of the np traces in paths, or their partial for merge. @return the exit status */
+static int report_run(char **paths, int np, int threads, const double *th, int json,
+                      const char *outpath, const char *partial)
+{
+	if (partial) /* the loaded traces only, for merge (partial.c) */
+		return an_partial_write(paths, np, threads, partial, json || outpath);
+	struct an_job job;
+	struct an_findings f;
+	if (an_open_job(paths, np, threads, th, &job, &f) != 0)
+		return 2;
+	return an_report_write("report", outpath, json, &job, &f);
+}
+
+int nvlp_cmd_report(int argc, char **argv)
+{
+	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
+		return xh_cmd(argc, argv, 0);
+	double th[AN_TH_COUNT];
+	memcpy(th, an_threshold_defaults, sizeof th);
+	int json = 0, threads = 0;
+	const char *outpath = NULL, *partial = NULL;
+	char **paths = calloc((size_t)argc + 1, sizeof *paths);
+	int np = 0;
+	if (!paths)
+		return 2;
+	for (int i = 1; i < argc; i++) {
+		int c = an_common_opt(argc, argv, &i, th, &threads);
+		if (c < 0) {
+			free(paths);
+			return 2;
+		}
+		if (c)
+			continue;
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--partial") && i + 1 < argc)
+			partial = argv[++i];
+		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			outpath = argv[++i];
+		else if (!strcmp(argv[i], "-o")) {
+			fprintf(stderr, "nvlprof: report: -o needs a file name\n");
+			free(paths);
+			return 2;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			free(paths);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr,
+			        "nvlprof: report: unknown option %s (--json, -o FILE, --html FILE, "
+			        "--threshold NAME=VALUE, -j N, --symbols DIR; see --help)\n",
+			        argv[i]);
+			usage(stderr);
+			free(paths);
+			return 2;
+		} else
+			paths[np++] = argv[i];
+	}
+	if (!np) {
+		fprintf(stderr,
+		        "nvlprof: report: no input: give a trace directory or .nvlp files\n");
+		usage(stderr);
+		free(paths);
+		return 2;
+	}
+	int rc = report_run(paths, np, threads, th, json, outpath, partial);
+	free(paths);
+	return rc;
+}
