@@ -22,7 +22,7 @@ int an_open_loaded(const double *th, struct an_job *job, struct an_findings *f);
 void an_summarize(const struct an_job *job, struct an_summary *s);
 
 /* ---- the report's tables: computed once (an_tables_build), rendered by text, JSON, HTML ---- */
-/* A rank's communication time (report.c's rank_comm): ns, its host part, the host part inside
+/* A rank's communication time (model/summary.c's rank_comm): ns, its host part, the host part inside
  * the step window */
 struct an_rank_comm {
 	double ns, host, win_host;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # summary_cmp.py: the summary figures of one job as text, JSON, HTML and diff show them must be the
-# same numbers (they come from one computation, report.c's an_tables_build):
+# same numbers (they come from one computation, model/summary.c's an_tables_build):
 #   summary_cmp.py REPORT.txt REPORT.json REPORT.html DIFF.json NAME [DIFF.html]
 # (DIFF.json, DIFF.html: the job diffed with itself)
 # prints one "PASS: "/"FAIL: " line per figure compared; JSON's 6 significant digits are allowed

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_thresholds.sh: every AN_THRESHOLDS entry (analyzer/model/model.h) and every severity rule of
-# analyzer/findings/findings.c pinned on both sides: the value a generated job has (read from its report)
+# analyzer/findings/det_*.c pinned on both sides: the value a generated job has (read from its report)
 # with the threshold moved just above and just below it (--threshold NAME=VALUE), the finding and
 # its severity asserted each time; a few defaults pinned on inputs made just above and below them
 # (an_gen); costs (lost_ms, wait_caused_ms, time_lost_ms) asserted against what an_gen wrote; and
