@@ -17,6 +17,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from nm_symbols import symbols as nm_symbols  # noqa: E402
+
 ALLOWED = {
     "util": set(),
     "load": {"util"},
@@ -47,14 +50,7 @@ def symbols(objdir, root):
         rel = "analyzer/" + os.path.relpath(o, objdir)[:-2] + ".c"
         if not os.path.exists(os.path.join(root, rel)):
             continue  # an object left from a file since moved or deleted
-        d, u = set(), set()
-        nm = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
-        for line in nm.splitlines():
-            p = line.split()
-            if len(p) == 3 and p[1] in "TDBRGSV":
-                d.add(p[2])
-            elif len(p) == 2 and p[0] == "U":
-                u.add(p[1])
+        d, u = nm_symbols(o)
         out[rel] = (d, u)
     return out
 

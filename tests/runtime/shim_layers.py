@@ -16,6 +16,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from nm_symbols import symbols as nm_symbols  # noqa: E402
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analyzer"))
 from layers import loops  # noqa: E402  (the analyzer's loop finder: Tarjan's components)
 
@@ -31,14 +34,7 @@ def symbols(libdir):
             src = next((base + e for e in (".c", ".cc") if os.path.exists(base + e)), None)
             if src is None:
                 continue  # an object left from a file since moved or deleted
-            defined, used = set(), set()
-            nm = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
-            for line in nm.splitlines():
-                p = line.split()
-                if len(p) == 3 and p[1] in "TDBRGSVW":
-                    defined.add(p[2])
-                elif len(p) == 2 and p[0] in "Uw":
-                    used.add(p[1])
+            defined, used = nm_symbols(o)
             out[src] = (defined, used)
     return out
 

@@ -1,0 +1,16 @@
+"""nm_symbols.py: what one object file defines and uses, read with nm (for the layer checkers
+tests/analyzer/layers.py and tests/runtime/shim_layers.py)."""
+import subprocess
+
+
+def symbols(obj):
+    """(defined, used): the global symbols obj defines (weak ones too) and those it needs."""
+    defined, used = set(), set()
+    nm = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    for line in nm.splitlines():
+        p = line.split()
+        if len(p) == 3 and p[1] in "TDBRGSVW":
+            defined.add(p[2])
+        elif len(p) == 2 and p[0] in "Uw":
+            used.add(p[1])
+    return defined, used
