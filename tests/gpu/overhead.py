@@ -9,7 +9,7 @@ time of the same round (paired); the report gives the mean ratio, its 2-standard
 and how many rounds a 1% effect needs at the measured spread (2 SE <= 1%).
 
   python3 overhead.py --workload gpt2|ddp|gpt2ddp|tiny|ddp2 --rounds 30 --block 40 --configs none,default,all,torchprof
-  configs: none, torchprof (no nvlprof), api (NVLPROF_CUPTI=0), off (NVLPROF_KERNELS=off),
+  configs: none, none2 (a second worker without a profiler: the A/A control), torchprof (no nvlprof), api (NVLPROF_CUPTI=0), off (NVLPROF_KERNELS=off),
            default (nvlprof as installed), window (NVLPROF_KERNELS=window: 20 ms of every 10 s), closed (kernels traced 2 s, then never: what a closed
            window leaves behind), all (NVLPROF_KERNELS=all), or NAME=ENV1+ENV2 (nvlprof + env)
 Written for N GPUs: --gpus N gives worker i GPU i % N (one GPU: all share it, one at a time).
@@ -25,6 +25,7 @@ import time
 
 CONFIGS = {
     "none": None,
+    "none2": None,  # a second worker without any profiler: the method's own spread and bias (A/A)
     "torchprof": None,
     "api": ["NVLPROF_CUPTI=0"],
     "off": ["NVLPROF_KERNELS=off"],

@@ -5,7 +5,10 @@
 # (a) the HF GPT-2 loop, (c) a launch-bound loop of tiny kernels, (b) GPT-2 under DDP; with each
 # configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
 #   bash tests/gpu/run_cost.sh [probes] [gpt2] [tiny] [gpt2ddp] [ddp2]   (ddp2: two ranks, one GPU each or sharing one)
-# Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS.
+# Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS;
+# TINY_BLOCK steps per turn (250); DDP2_MPS=1: the two ranks of ddp2 share the GPU through an MPS
+# daemon of this run's own (kernels side by side, as on two GPUs; time-sliced contexts made one
+# round's step time vary by ~50%).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-cost}
@@ -35,8 +38,18 @@ ov() { # WORKLOAD BLOCK BUDGET CONFIGS
 		--rounds 400 --budget-s $3 --configs $4 2>&1
 }
 want gpt2 && ov gpt2 40 ${GPT2_BUDGET:-150} ${GPT2_CONFIGS:-none,default,window,all,torchprof}
-want tiny && ov tiny 250 ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}
+want tiny && ov tiny ${TINY_BLOCK:-250} ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}
 want gpt2ddp && ov gpt2ddp 40 ${DDP_BUDGET:-80} ${DDP_CONFIGS:-none,default,all}
+if want ddp2 && [ "${DDP2_MPS:-0}" = 1 ]; then
+	if command -v nvidia-cuda-mps-control >/dev/null; then
+		export CUDA_MPS_PIPE_DIRECTORY=$OUT/mps CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
+		mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+		nvidia-cuda-mps-control -d && log "MPS daemon started ($CUDA_MPS_PIPE_DIRECTORY)" &&
+			trap 'echo quit | nvidia-cuda-mps-control; log "MPS daemon stopped"' EXIT
+	else
+		log "DDP2_MPS=1: no nvidia-cuda-mps-control here; the ranks time-slice the GPU"
+	fi
+fi
 want ddp2 && ov ddp2 40 ${DDP2_BUDGET:-80} ${DDP2_CONFIGS:-none,default,all}
 for d in "$OUT"/*_*/; do
 	d=${d%/}
