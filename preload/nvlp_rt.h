@@ -109,7 +109,8 @@ struct nvlp_tls {
 	                         * thread has a ring: it lives in the ring's control block) */
 	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
 	/* pystacks.c: the signature of the Python chain of this thread's last collective (0 none),
-	 * the PYSTACK last written for its collectives, and the buffer chains are built in. */
+	 * the PYSTACK last written for its collectives, and the buffer chains are built in
+	 * (pyapi.c). */
 	uint64_t py_sig;
 	uint64_t py_stack;
 	void *py_scratch;
