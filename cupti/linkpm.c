@@ -59,7 +59,7 @@ static int pm_exiting(char *why, size_t len)
 	return -2;
 }
 
-/* The steps of pm_setup, in the order CUPTI needs them. Those returning int return 0 to go
+/* The steps of nvlp_lk_pm_setup, in the order CUPTI needs them. Those returning int return 0 to go
  * on, -1 (why says why) or -2 when the process began to exit during that step. */
 
 /* The profiler API, initialised once per process. */

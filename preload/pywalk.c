@@ -267,8 +267,8 @@ static int first_frame(struct rdr *r, uintptr_t ts, uintptr_t *f)
 	return cf ? rd_ptr(r, cf, lay.cf_frame, f) : 0;
 }
 
-/* The chain of the thread whose state is ts, in api_blob's format. @return its length (0: no
- * frames), -1 a read failed or an object was not what the layout says */
+/* The chain of the thread whose state is ts, in nvlp_py_api_blob's format. @return its length
+ * (0: no frames), -1 a read failed or an object was not what the layout says */
 long nvlp_py_layout_blob(struct rdr *r, uintptr_t ts, char *blob)
 {
 	uintptr_t f;
@@ -295,7 +295,7 @@ long nvlp_py_layout_blob(struct rdr *r, uintptr_t ts, char *blob)
 		int line = code_line(r, co, addr);
 		if (line == -2)
 			return -1;
-		/* "%s:%d:%s\n" as api_blob's snprintf writes it (and stops where it would) */
+		/* "%s:%d:%s\n" as nvlp_py_api_blob's snprintf writes it (and stops where it would) */
 		char num[12];
 		size_t nn = 0;
 		unsigned long v = line < 0 ? (unsigned long)-(long)line : (unsigned long)line;
