@@ -1,7 +1,9 @@
-/* cupti.c: when GPU activity collection starts and stops, what it collects (kinds, windows, UM counters), and the flush schedule. */
+/* cupti.c: when GPU activity collection starts and stops, what it collects (kinds, UM counters),
+ * and the flush schedule (kernel windows: windows.c). */
 /*
- * Layers (each calls only those below it): cupti.c -> share.c (Kineto) -> activity.c (buffers)
- * -> clock.c, streams.c, linksample.c -> driver.c (the function tables).
+ * Layers (each calls only those below it): cupti.c -> windows.c (kernel tracing) -> share.c
+ * (Kineto) -> activity.c (buffers) -> clock.c, streams.c, linksample.c -> driver.c (the function
+ * tables).
  *
  * Attaching. The runtime's constructor points CUDA_INJECTION64_PATH at this library, so the driver
  * calls InitializeInjection() inside cuInit, early enough for the NVLINK/DEVICE topology records.
@@ -18,7 +20,8 @@
  *
  * The flush schedule is this file's own thread (nvlprof-flush): it converts the buffers CUPTI
  * completed by itself every 100 ms, forces a flush every NVLPROF_GPU_FLUSH_MS, opens and closes
- * kernel-tracing windows (NVLPROF_KERNELS) and enables UM counters deferred from injection time.
+ * kernel-tracing windows (NVLPROF_KERNELS, windows.c) and enables UM counters deferred from
+ * injection time.
  */
 #include <dlfcn.h>   /* dlopen, dladdr */
 #include <errno.h>   /* errno, EINTR */
@@ -49,80 +52,6 @@ static int injection_is_ours(void);
 static void um_enable_locked(void);
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* ---- what kernel tracing does: NVLPROF_KERNELS ---- */
-
-/*
- * all: CUPTI kernel and copy activity the whole run (every kernel instrumented: +1000 ns per launch
- * on H200). off: never enabled; collectives still get their GPU time from NCCL's own KernelCh
- * timestamps (ncclprof.c). window:ON/PERIOD (default 20/10000): enabled ON ms out of every PERIOD
- * ms, each window recorded (KWINDOW) so that the analyzer can say what it covers. A window is
- * closed with cuptiActivityDisable, not cuptiFinalize: on H200 a disabled kind left part of its
- * per-launch cost behind (3654 ns never enabled, 4900 on, 4757 then 4112 after disabling) and only
- * cuptiFinalize removed it (3673), but finalize also drops our callbacks, clock and PM setup
- * (tests/gpu/cupti_phases.cu); on the training steps the residue was within noise (+0.30% after a
- * 2 s window vs +0.17% never enabled, GPT-2 step).
- */
-enum kmode { KM_ALL, KM_OFF, KM_WINDOW };
-/*
- * window:ON/PERIOD+FIRST: the first window opens FIRST ms after the process's first NCCL
- * collective, when training is under way (a window at start sees imports, model building and
- * NCCL setup: a GPT-2 job under torchrun traced 3 s got its only default window there and no
- * training kernel at all), or KM_FALLBACK_NS + FIRST after start in a job without collectives.
- * Without +FIRST the first window opens at start.
- */
-#define KM_FALLBACK_NS 2000000000ull
-static struct {
-	int mode;
-	uint64_t on_ns, period_ns;
-	int anchored;
-	uint64_t first_ns;
-} kernel_tracing = {KM_OFF, 20000000ull, 10000000000ull, 1, 500000000ull};
-/* The default is off (tests/gpu/results/cost1.txt, one H200): a kernel window costs at its opening
- * (cuptiActivityEnable of CONCURRENT_KERNEL instruments every loaded kernel: nvlprof's threads took
- * 2.00 s of CPU over 21 windows of a GPT-2 job, against 0.21 s with kernels off and 0.52 s with
- * kernels traced all the time) and after its closing (a disabled kind keeps ~0.5 us of a launch's
- * cost until cuptiFinalize: 3.53 us per launch never enabled, 4.02-4.10 after disabling, the whole
- * residue on a launch-bound loop). `window` alone is window:20/10000+500. */
-#define KM_DEFAULT NVLP_KERNELS_DEFAULT
-
-static void kernels_config(void)
-{
-	const char *v = nvlp_cfg()->kernels;
-	if (!*v)
-		return;
-	long on = 0, per = 0, first = -1;
-	char tail = 0;
-	int n = 0;
-	if (!strcmp(v, "all"))
-		kernel_tracing.mode = KM_ALL;
-	else if (!strcmp(v, "window")) /* the struct's own ON/PERIOD+FIRST: 20/10000+500 */
-		kernel_tracing.mode = KM_WINDOW;
-	else if (!strcmp(v, "off"))
-		kernel_tracing.mode = KM_OFF;
-	else if (((n = sscanf(v, "window:%ld/%ld%c", &on, &per, &tail)) == 2 ||
-	          (n == 3 && tail == '+' && sscanf(v, "window:%ld/%ld+%ld%c", &on, &per, &first, &tail) == 3 &&
-	           first >= 0 && first <= 3600000)) &&
-	         on > 0 && per > on && per <= 3600000) {
-		kernel_tracing.mode = KM_WINDOW;
-		kernel_tracing.on_ns = (uint64_t)on * 1000000ull;
-		kernel_tracing.period_ns = (uint64_t)per * 1000000ull;
-		kernel_tracing.anchored = first >= 0;
-		kernel_tracing.first_ns = first >= 0 ? (uint64_t)first * 1000000ull : 0;
-	} else {
-		nvlp_warn("NVLPROF_KERNELS=%s: expected off, all, window or window:ON_MS/PERIOD_MS[+FIRST_MS] "
-		          "with 0 < ON_MS < PERIOD_MS <= 3600000, FIRST_MS <= 3600000; using " KM_DEFAULT,
-		          v);
-		nvlp_note(NVLP_NOTE_CONFIG, -1, 0, "NVLPROF_KERNELS=%.100s not understood; using "
-		          KM_DEFAULT, v);
-	}
-}
-
-/* The kinds a window turns on and off. */
-static const CUpti_ActivityKind KW_KINDS[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                             CUPTI_ACTIVITY_KIND_MEMCPY,
-                                             CUPTI_ACTIVITY_KIND_MEMCPY2};
-#define KW_N (sizeof KW_KINDS / sizeof KW_KINDS[0])
-
 /* ---- the flush schedule: its own thread ---- */
 
 #define DRAIN_NS 100000000ull /* convert buffers CUPTI completed by itself every 100 ms */
@@ -132,60 +61,11 @@ static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int running, stop;
-	int win_open;
-	uint64_t win_start, windows, covered_ns;
-	uint64_t t0; /* when the schedule started */
-	int first_done; /* anchored: the first window has opened */
-	int coll_done;  /* anchored: a window opened after the first collective */
 } flush_schedule = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* Anchored windows: when the first one opens (see kernel_tracing). */
-static uint64_t first_window_at(void)
-{
-	uint64_t fc = __atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED);
-	uint64_t at = flush_schedule.t0 + KM_FALLBACK_NS + kernel_tracing.first_ns;
-	if (fc && fc + kernel_tracing.first_ns < at)
-		at = fc + kernel_tracing.first_ns;
-	return at;
-}
 
 static uint64_t ms_ns(long ms)
 {
 	return (uint64_t)ms * 1000000ull;
-}
-
-/* Turn the window's kinds on or off. Kinds Kineto enabled stay on. */
-static void window_kinds(int on)
-{
-	for (size_t i = 0; i < KW_N; i++) {
-		if (!nvlp_cupti_we_enabled((int)KW_KINDS[i]) || nvlp_share_wants((int)KW_KINDS[i]))
-			continue;
-		if (on)
-			nvlp_cu.cuptiActivityEnable(KW_KINDS[i]);
-		else
-			nvlp_cu.cuptiActivityDisable(KW_KINDS[i]);
-	}
-}
-
-/* A closed window's KWINDOW record. */
-static void window_record(uint64_t start, uint64_t dur)
-{
-	struct nvlp_rec_kwindow w = {
-	    .start = start, .dur = dur, .kinds = KW_N, .period = kernel_tracing.period_ns};
-	nvlp_emit_wait(NVLP_K_KWINDOW, &w, NULL, 0, 1000);
-	flush_schedule.windows++;
-	flush_schedule.covered_ns += dur;
-}
-
-/* Close (emit its KWINDOW) or open a kernel window. */
-static void window_edge(uint64_t now)
-{
-	int open = !flush_schedule.win_open;
-	window_kinds(open);
-	if (!open)
-		window_record(flush_schedule.win_start, now - flush_schedule.win_start);
-	flush_schedule.win_open = open;
-	flush_schedule.win_start = now;
 }
 
 static void um_tick(void)
@@ -203,6 +83,19 @@ static void um_tick(void)
 	__atomic_store_n(&injection_state.um_pending, 0, __ATOMIC_RELEASE);
 }
 
+/* Sleep until wake (CLOCK_MONOTONIC ns) or a signal; flush_schedule.mu held. */
+static void sched_wait(uint64_t wake)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t cur = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (wake > cur) {
+		ts.tv_sec = (time_t)(wake / 1000000000ull);
+		ts.tv_nsec = (long)(wake % 1000000000ull);
+		pthread_cond_timedwait(&flush_schedule.cv, &flush_schedule.mu, &ts);
+	}
+}
+
 static void *sched(void *arg)
 {
 	(void)arg;
@@ -215,52 +108,19 @@ static void *sched(void *arg)
 	uint64_t now = nvlp_now();
 	uint64_t next_flush = flush_ms ? now + ms_ns(flush_ms) : UINT64_MAX;
 	uint64_t next_drain = now + DRAIN_NS;
-	uint64_t next_win = kernel_tracing.mode != KM_WINDOW ? UINT64_MAX
-	                    : flush_schedule.first_done
-	                        ? flush_schedule.win_start + kernel_tracing.on_ns
-	                        : first_window_at();
+	uint64_t next_win = nvlp_kw_first_wake();
 	pthread_mutex_lock(&flush_schedule.mu);
 	while (!flush_schedule.stop) {
 		uint64_t wake = next_flush < next_drain ? next_flush : next_drain;
 		if (next_win < wake)
 			wake = next_win;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t cur = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		if (wake > cur) {
-			ts.tv_sec = (time_t)(wake / 1000000000ull);
-			ts.tv_nsec = (long)(wake % 1000000000ull);
-			pthread_cond_timedwait(&flush_schedule.cv, &flush_schedule.mu, &ts);
-		}
+		sched_wait(wake);
 		if (flush_schedule.stop)
 			break;
 		pthread_mutex_unlock(&flush_schedule.mu);
 		now = nvlp_now();
 		um_tick();
-		if (kernel_tracing.mode == KM_WINDOW && !flush_schedule.first_done)
-			next_win = first_window_at(); /* the first collective may have come since */
-		/* A job whose first collective came after the fallback window (torch: CUDA starts
-		 * early, model building and imports take seconds before DDP's first broadcast) gets
-		 * one window FIRST ms after that collective anyway, the period counted from it: on the
-		 * GPU machine the fallback's windows all fell in a HF job's setup, none in its steps. */
-		uint64_t fc = kernel_tracing.mode == KM_WINDOW && kernel_tracing.anchored &&
-		                      !flush_schedule.coll_done
-		                  ? __atomic_load_n(&nvlp_first_coll_ns, __ATOMIC_RELAXED)
-		                  : 0;
-		if (fc && flush_schedule.first_done && !flush_schedule.win_open &&
-		    now >= fc + kernel_tracing.first_ns && flush_schedule.win_start < fc) {
-			window_edge(now); /* opens */
-			flush_schedule.coll_done = 1;
-			next_win = now + kernel_tracing.on_ns;
-		} else if (now >= next_win) {
-			window_edge(now);
-			if (fc && flush_schedule.win_open && flush_schedule.win_start >= fc)
-				flush_schedule.coll_done = 1;
-			flush_schedule.first_done = 1;
-			next_win = now + (flush_schedule.win_open
-			                      ? kernel_tracing.on_ns
-			                      : kernel_tracing.period_ns - kernel_tracing.on_ns);
-		}
+		nvlp_kw_tick(now, &next_win); /* opens or closes a kernel window when due */
 		if (now >= next_flush) {
 			nvlp_act_flush(0);
 			nvlp_cupti_clock_pair();
@@ -281,17 +141,7 @@ static void sched_start(void)
 {
 	if (flush_schedule.running)
 		return;
-	/* start_locked enabled the kinds unless off */
-	flush_schedule.win_open = kernel_tracing.mode != KM_OFF;
-	flush_schedule.win_start = flush_schedule.t0 = nvlp_now();
-	flush_schedule.first_done = !(kernel_tracing.mode == KM_WINDOW && kernel_tracing.anchored);
-	flush_schedule.coll_done = 0;
-	if (!flush_schedule.first_done) {
-		/* enabled at start only to learn whether CUPTI traces kernels here: closed now, no
-		 * window recorded; the first opens at first_window_at() */
-		window_kinds(0);
-		flush_schedule.win_open = 0;
-	}
+	nvlp_kw_start();
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* matches the CLOCK_MONOTONIC deadlines */
@@ -303,7 +153,7 @@ static void sched_start(void)
 		    NVLP_NOTE_ACTIVITY_ON, -1, (uint64_t)errno,
 		    "cannot start the flush thread: activity flushed when buffers fill and at "
 		    "exit only; kernel tracing stays %s",
-		    kernel_tracing.mode == KM_OFF ? "off" : "on");
+		    nvlp_kw_mode() == NVLP_KM_OFF ? "off" : "on");
 		return;
 	}
 	pthread_setname_np(flush_schedule.thr, "nvlprof-flush");
@@ -331,10 +181,8 @@ static void sched_stop(void)
 	int rc;
 	while ((rc = pthread_timedjoin_np(flush_schedule.thr, NULL, &ts)) == EINTR)
 		;
-	if (rc == 0 && flush_schedule.win_open && kernel_tracing.mode == KM_WINDOW)
-		window_edge(nvlp_now()); /* the last window, cut short by the end */
-	else if (rc == 0 && kernel_tracing.mode == KM_WINDOW && !flush_schedule.first_done)
-		window_record(nvlp_now(), 0); /* ended before its first window: says so in the trace */
+	if (rc == 0)
+		nvlp_kw_stop(); /* the last window, or a zero-length one when none opened */
 }
 
 
@@ -470,9 +318,9 @@ static int start_kinds(uint32_t ver, char *list, size_t len)
 	 * ends */
 	nvlp_act_enable(CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", list, len);
 	r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_NVLINK, "NVLINK", list, len);
-	kernels_config();
+	nvlp_kw_config();
 	/* off: kernels never instrumented; the kinds' refusal still tells whether CUPTI works */
-	if (kernel_tracing.mode != KM_OFF)
+	if (nvlp_kw_mode() != NVLP_KM_OFF)
 		r = (CUptiResult)nvlp_act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 		                                 "CONCURRENT_KERNEL", list, len);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -489,7 +337,7 @@ static int start_kinds(uint32_t ver, char *list, size_t len)
 		          nvlp_cupti_path(), nvlp_cupti_err(r));
 		return -1;
 	}
-	if (kernel_tracing.mode != KM_OFF) {
+	if (nvlp_kw_mode() != NVLP_KM_OFF) {
 		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", list, len);
 		nvlp_act_enable(CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", list, len);
 	}
@@ -500,15 +348,7 @@ static int start_kinds(uint32_t ver, char *list, size_t len)
 static void start_note(uint32_t ver, const char *list)
 {
 	char km[128];
-	if (kernel_tracing.mode == KM_WINDOW)
-		snprintf(km, sizeof km, "kernels and copies traced %llu ms of every %llu ms%s",
-		         (unsigned long long)(kernel_tracing.on_ns / 1000000ull),
-		         (unsigned long long)(kernel_tracing.period_ns / 1000000ull),
-		         kernel_tracing.anchored ? ", from shortly after the first collective"
-		                                 : "");
-	else
-		snprintf(km, sizeof km, "kernels and copies %s",
-		         kernel_tracing.mode == KM_ALL ? "traced all the time" : "not traced");
+	nvlp_kw_describe(km, sizeof km);
 	nvlp_note(
 	    NVLP_NOTE_ACTIVITY_ON, -1, ver, "CUPTI %u (%s): %s; %s (NVLPROF_KERNELS); clock %s%s",
 	    ver, nvlp_cupti_path(), list, km,
@@ -790,10 +630,7 @@ static void nvlp_cupti_stop(void)
 			          (unsigned long long)records, (unsigned long long)dropped,
 			          (unsigned long long)lost);
 			nvlp_act_report_verbose();
-			if (kernel_tracing.mode == KM_WINDOW)
-				nvlp_warn("kernel windows: %llu, %.1f ms traced",
-				          (unsigned long long)flush_schedule.windows,
-				          flush_schedule.covered_ns / 1e6);
+			nvlp_kw_verbose();
 		}
 		/* records arriving from now on (Kineto's flushes) are relayed, not recorded */
 		nvlp_act_set_state(NVLP_CS_ASIDE);

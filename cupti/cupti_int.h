@@ -311,6 +311,26 @@ void nvlp_link_stop_thread(void);
 void nvlp_link_stop(void);
 void nvlp_link_atfork_child(void);
 
+/* ---- windows.c: kernel tracing (NVLPROF_KERNELS): all, off or windows ---- */
+/*! At CUPTI start, before the kinds are enabled: the mode from the configuration; a value not
+ * understood is warned about and noted (NOTE(CONFIG)) here, the default kept. */
+void nvlp_kw_config(void);
+/*! The mode in effect: enum nvlp_kmode (nvlp_rt.h). */
+int nvlp_kw_mode(void);
+/*! What is traced, for the ACTIVITY_ON note ("kernels and copies traced 20 ms of every ..."). */
+void nvlp_kw_describe(char *km, size_t len);
+/*! The flush schedule starts: the first window state (anchored windows close the kinds now). */
+void nvlp_kw_start(void);
+/*! When the schedule must first wake for a window edge (UINT64_MAX: never). */
+uint64_t nvlp_kw_first_wake(void);
+/*! On the flush thread at each wake: opens or closes a window when due, updating *next_win. */
+void nvlp_kw_tick(uint64_t now, uint64_t *next_win);
+/*! After the flush thread was joined: the last window, cut short, or a zero-length one when the
+ * process ended before its first. */
+void nvlp_kw_stop(void);
+/*! NVLPROF_VERBOSE: the windows' count and time traced. */
+void nvlp_kw_verbose(void);
+
 /* ---- pm_host.cc: profiler-host config image (C++ header, tiny TU) ---- */
 struct nvlp_pmh_fns {
 	nvlp_cupti_pfn init, deinit, add_metrics, image_size, image, passes, evaluate;

@@ -50,7 +50,8 @@ struct nvlp_module {
 	X(CUPTI)    /* cupti/cupti.c: GPU activity, driver callbacks, link counters */             \
 	X(CAPTURE)  /* preload/capture.c: NVLPROF_CAPTURE's range, NVTX marks */                   \
 	X(NCCL)     /* preload/ncclchain.c: NCCL's profiler plugin (ours, a chained one) */        \
-	X(PYSTACKS) /* preload/pystacks.c: Python chains of calls, the Python sampler */
+	X(PYSTACKS) /* preload/pystacks.c: Python chains of calls; pysampler.c: the Python sampler \
+	             */
 
 enum nvlp_module_id {
 #define NVLP_MOD_ENUM(id) NVLP_MOD_##id,

@@ -1,4 +1,5 @@
-/* nvlp_pystacks.h: the Python chains of the hooks' calls, and the Python sampler's per-thread slots (pystacks.c); its end hook is registered with the core (nvlp_module.h). */
+/* nvlp_pystacks.h: the Python chains of the hooks' calls (pystacks.c), and the Python sampler's
+ * per-thread slots (pysampler.c); its end hook is registered with the core (nvlp_module.h). */
 #ifndef NVLP_PYSTACKS_H
 #define NVLP_PYSTACKS_H
 
@@ -25,7 +26,7 @@ static inline void nvlp_py_nccl_maybe(struct nvlp_tls *tls, uint64_t t, uint64_t
 }
 
 /*
- * The Python sampler (pystacks.c): its own thread reads the chains of the main thread and of every
+ * The Python sampler (pysampler.c): its own thread reads the chains of the main thread and of every
  * thread inside an intercepted call. A thread entering a call publishes its PyThreadState in a slot
  * of its own (a pointer load from thread-local storage and a store: no syscall, no lock); leaving,
  * it clears it. Nothing happens while no sampler runs (one relaxed load).

@@ -28,6 +28,17 @@ static inline int nvlp_is_active(void)
 	return __atomic_load_n(&nvlp_active, __ATOMIC_RELAXED);
 }
 
+/* NVLPROF_KERNELS, parsed (preload/rt_config_kernels.c; what the modes do: cupti/windows.c). */
+enum nvlp_kmode { NVLP_KM_ALL, NVLP_KM_OFF, NVLP_KM_WINDOW };
+struct nvlp_kernels_cfg {
+	int mode;       /* enum nvlp_kmode */
+	long on_ms;     /* window: traced ON ms ... */
+	long period_ms; /* ... of every PERIOD ms */
+	int anchored;   /* window:ON/PERIOD+FIRST: the first window follows the first collective */
+	long first_ms;  /* FIRST (0 when not anchored) */
+	int bad;        /* the value was not understood: defaults kept, cupti/ warns at start */
+};
+
 /* Configuration from the environment, parsed once at load; bad values warned once, defaults
  * kept. */
 struct nvlp_config {
@@ -51,7 +62,8 @@ struct nvlp_config {
 	long pysample_hz;  /* NVLPROF_PYSAMPLE_HZ (default 10, 0 = off): Python chains sampled */
 	int driver;        /* NVLPROF_DRIVER (default 1): driver-API callbacks (cupti/callbacks.c) */
 	int kch;           /* NVLPROF_KCH (default 1): NCCL's kernel-channel events (ncclprof.c) */
-	char kernels[128]; /* NVLPROF_KERNELS as set ("" = NVLP_KERNELS_DEFAULT), parsed by cupti.c */
+	char kernels[128]; /* NVLPROF_KERNELS as set ("" = NVLP_KERNELS_DEFAULT) */
+	struct nvlp_kernels_cfg km; /* NVLPROF_KERNELS parsed (preload/rt_config_kernels.c) */
 	int pywalk;        /* NVLPROF_PYWALK (default 1; a value starting with 0 turns it off) */
 	int pywalk_log;    /* NVLPROF_PYWALK_LOG: a value starting with 1 logs the self-check */
 	int pywalk_test;   /* NVLPROF_PYWALK_TEST (tests): enum nvlp_pywalk_test */
@@ -70,7 +82,8 @@ enum nvlp_pywalk_test {
  * its plugins, as NCCL reads it), CUDA_HOME (where libcupti is, when CUPTI loads), the rank
  * variables and the recorded environment (when the trace opens: a launcher may set them late). */
 const struct nvlp_config *nvlp_cfg(void);
-/* NVLPROF_KERNELS when unset (parsed in cupti/cupti.c; recorded in the header's capture key). */
+/* NVLPROF_KERNELS when unset (parsed in preload/rt_config_kernels.c; recorded in the header's
+ * capture key). */
 #define NVLP_KERNELS_DEFAULT "off"
 
 /* Per-thread state: one struct, reached through nvlp_tls() (the only __thread of the shim). */
@@ -96,7 +109,8 @@ struct nvlp_tls {
 	                         * thread has a ring: it lives in the ring's control block) */
 	void *stack_scratch; /* stacks.c's module lookup buffer (4 KiB, off the job's stack) */
 	/* pystacks.c: the signature of the Python chain of this thread's last collective (0 none),
-	 * the PYSTACK last written for its collectives, and the buffer chains are built in. */
+	 * the PYSTACK last written for its collectives, and the buffer chains are built in
+	 * (pyapi.c). */
 	uint64_t py_sig;
 	uint64_t py_stack;
 	void *py_scratch;

@@ -88,13 +88,9 @@ static void cfg_long(const char *var, long *out, long lo, long hi)
 	*out = x;
 }
 
-void nvlp_cfg_parse(void)
+/* NVLPROF_UM and NVLPROF_LINKS: words, not numbers. */
+static void cfg_um_links(void)
 {
-	cfg_bool("NVLPROF_DISABLE", &cfg.disable);
-	cfg_bool("NVLPROF_STACKS", &cfg.stacks);
-	cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
-	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
-	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
 	const char *um = getenv("NVLPROF_UM");
 	if (um && *um) {
 		if (!strcmp(um, "auto"))
@@ -111,6 +107,60 @@ void nvlp_cfg_parse(void)
 		else
 			cfg_bad("NVLPROF_LINKS", links, "auto or nvml", "auto");
 	}
+}
+
+static void cfg_capture(void)
+{
+	const char *cap = getenv("NVLPROF_CAPTURE");
+	if (cap && *cap) {
+		if (!strcmp(cap, "cudaProfilerApi")) {
+			cfg.capture = 1;
+		} else if (!strncmp(cap, "nvtx:", 5) && cap[5] && strlen(cap + 5) < sizeof cfg.capture_name) {
+			cfg.capture = 2;
+			snprintf(cfg.capture_name, sizeof cfg.capture_name, "%s", cap + 5);
+		} else {
+			cfg_bad("NVLPROF_CAPTURE", cap, "cudaProfilerApi or nvtx:NAME", "the whole run");
+		}
+	}
+}
+
+/* NVLPROF_PYWALK and the tests' switches. */
+static void cfg_pywalk(void)
+{
+	const char *pw = getenv("NVLPROF_PYWALK"), *pwt = getenv("NVLPROF_PYWALK_TEST");
+	const char *pwl = getenv("NVLPROF_PYWALK_LOG"), *cg = getenv("NVLPROF_TEST_CGROUP_EVENTS");
+	cfg.pywalk = !(pw && *pw == '0');
+	cfg.pywalk_log = pwl && *pwl == '1';
+	cfg.pywalk_test = !pwt                     ? NVLP_PYWALK_TEST_NONE
+	                  : !strcmp(pwt, "skew")   ? NVLP_PYWALK_SKEW
+	                  : !strcmp(pwt, "pipe")   ? NVLP_PYWALK_PIPE
+	                  : !strcmp(pwt, "refuse") ? NVLP_PYWALK_REFUSE
+	                                           : NVLP_PYWALK_TEST_NONE;
+	snprintf(cfg.test_cgroup_events, sizeof cfg.test_cgroup_events, "%s", cg ? cg : "");
+}
+
+/* NVLPROF_DIR, resolved against the start-up directory, so a later chdir() does not move the
+ * traces. */
+static void cfg_dir(void)
+{
+	const char *dir = getenv("NVLPROF_DIR");
+	if (!dir || !*dir)
+		dir = "./nvlprof-traces";
+	char cwd[PATH_MAX];
+	const char *rel = dir[0] == '.' && dir[1] == '/' ? dir + 2 : dir;
+	if (dir[0] == '/' || !getcwd(cwd, sizeof cwd) ||
+	    snprintf(cfg.dir, sizeof cfg.dir, "%s/%s", cwd, rel) >= (int)sizeof cfg.dir)
+		snprintf(cfg.dir, sizeof cfg.dir, "%s", dir);
+}
+
+void nvlp_cfg_parse(void)
+{
+	cfg_bool("NVLPROF_DISABLE", &cfg.disable);
+	cfg_bool("NVLPROF_STACKS", &cfg.stacks);
+	cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
+	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
+	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
+	cfg_um_links();
 	const char *clk = getenv("NVLPROF_CLOCK");
 	if (nvlp_clock_init(clk) < 0)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
@@ -125,38 +175,10 @@ void nvlp_cfg_parse(void)
 	cfg_bool("NVLPROF_KCH", &cfg.kch);
 	const char *k = getenv("NVLPROF_KERNELS");
 	snprintf(cfg.kernels, sizeof cfg.kernels, "%s", k ? k : "");
-	const char *cap = getenv("NVLPROF_CAPTURE");
-	if (cap && *cap) {
-		if (!strcmp(cap, "cudaProfilerApi")) {
-			cfg.capture = 1;
-		} else if (!strncmp(cap, "nvtx:", 5) && cap[5] && strlen(cap + 5) < sizeof cfg.capture_name) {
-			cfg.capture = 2;
-			snprintf(cfg.capture_name, sizeof cfg.capture_name, "%s", cap + 5);
-		} else {
-			cfg_bad("NVLPROF_CAPTURE", cap, "cudaProfilerApi or nvtx:NAME", "the whole run");
-		}
-	}
-
-	const char *pw = getenv("NVLPROF_PYWALK"), *pwt = getenv("NVLPROF_PYWALK_TEST");
-	const char *pwl = getenv("NVLPROF_PYWALK_LOG"), *cg = getenv("NVLPROF_TEST_CGROUP_EVENTS");
-	cfg.pywalk = !(pw && *pw == '0');
-	cfg.pywalk_log = pwl && *pwl == '1';
-	cfg.pywalk_test = !pwt                     ? NVLP_PYWALK_TEST_NONE
-	                  : !strcmp(pwt, "skew")   ? NVLP_PYWALK_SKEW
-	                  : !strcmp(pwt, "pipe")   ? NVLP_PYWALK_PIPE
-	                  : !strcmp(pwt, "refuse") ? NVLP_PYWALK_REFUSE
-	                                           : NVLP_PYWALK_TEST_NONE;
-	snprintf(cfg.test_cgroup_events, sizeof cfg.test_cgroup_events, "%s", cg ? cg : "");
-
-	/* Resolved against the start-up directory, so a later chdir() does not move the traces. */
-	const char *dir = getenv("NVLPROF_DIR");
-	if (!dir || !*dir)
-		dir = "./nvlprof-traces";
-	char cwd[PATH_MAX];
-	const char *rel = dir[0] == '.' && dir[1] == '/' ? dir + 2 : dir;
-	if (dir[0] == '/' || !getcwd(cwd, sizeof cwd) ||
-	    snprintf(cfg.dir, sizeof cfg.dir, "%s/%s", cwd, rel) >= (int)sizeof cfg.dir)
-		snprintf(cfg.dir, sizeof cfg.dir, "%s", dir);
+	nvlp_cfg_kernels(cfg.kernels, &cfg.km);
+	cfg_capture();
+	cfg_pywalk();
+	cfg_dir();
 }
 
 unsigned nvlp_cfg_note_count(void)

@@ -43,6 +43,9 @@ void nvlp_cfg_parse(void);
 /*! Configuration problems found by nvlp_cfg_parse, to be written as NOTE(CONFIG). */
 unsigned nvlp_cfg_note_count(void);
 const char *nvlp_cfg_note(unsigned i);
+/*! NVLPROF_KERNELS's value v parsed into *km (defaults where v is ""; km->bad where not
+ * understood: defaults kept, warned when CUPTI starts). rt_config_kernels.c. */
+void nvlp_cfg_kernels(const char *v, struct nvlp_kernels_cfg *km);
 /*! The global switch with acquire/release ordering (nvlp_is_active() is the relaxed read). */
 int nvlp_rt_active(void);
 void nvlp_rt_set_active(int on);

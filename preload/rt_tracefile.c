@@ -162,7 +162,8 @@ static const char *boot_id(void)
 	return state > 0 ? id : NULL;
 }
 
-char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
+/* The host, the process and its place in the job (rank variables as the launchers set them). */
+static void hdr_process(struct sbuf *b)
 {
 	static const char *const rank[] = {"RANK",     "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
 	                                   "PMI_RANK", "PMIX_RANK",    "MV2_COMM_WORLD_RANK",
@@ -176,21 +177,24 @@ char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
 	static const char *const world[] = {"WORLD_SIZE",           "SLURM_NTASKS",
 	                                    "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
 	                                    "MV2_COMM_WORLD_SIZE",  NULL};
-	struct sbuf b = {0};
 	char host[256] = "unknown";
 	gethostname(host, sizeof host - 1);
-	sb_kvl(&b, NVLP_HDR_FORMAT, NVLP_FORMAT_VERSION);
-	sb_kv(&b, NVLP_HDR_VERSION, NVLP_VERSION);
-	sb_kv(&b, NVLP_HDR_HOST, host);
+	sb_kvl(b, NVLP_HDR_FORMAT, NVLP_FORMAT_VERSION);
+	sb_kv(b, NVLP_HDR_VERSION, NVLP_VERSION);
+	sb_kv(b, NVLP_HDR_HOST, host);
 	const char *boot = boot_id();
 	if (boot)
-		sb_kv(&b, NVLP_HDR_BOOT_ID, boot);
-	sb_kvl(&b, NVLP_HDR_PID, getpid());
-	sb_kvl(&b, NVLP_HDR_PPID, getppid());
-	sb_kvl(&b, NVLP_HDR_RANK, env_first(rank));
-	sb_kvl(&b, NVLP_HDR_LOCAL_RANK, env_first(local));
-	sb_kvl(&b, NVLP_HDR_WORLD_SIZE, env_first(world));
+		sb_kv(b, NVLP_HDR_BOOT_ID, boot);
+	sb_kvl(b, NVLP_HDR_PID, getpid());
+	sb_kvl(b, NVLP_HDR_PPID, getppid());
+	sb_kvl(b, NVLP_HDR_RANK, env_first(rank));
+	sb_kvl(b, NVLP_HDR_LOCAL_RANK, env_first(local));
+	sb_kvl(b, NVLP_HDR_WORLD_SIZE, env_first(world));
+}
 
+/* The command line, its arguments separated by spaces. */
+static void hdr_cmdline(struct sbuf *b)
+{
 	char cmd[4096] = "";
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -205,7 +209,30 @@ char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
 			cmd[n] = 0;
 		}
 	}
-	sb_kv(&b, NVLP_HDR_CMDLINE, cmd);
+	sb_kv(b, NVLP_HDR_CMDLINE, cmd);
+}
+
+/* The recorded environment variables, one line each. */
+static void hdr_env(struct sbuf *b)
+{
+	for (char **e = environ; e && *e; e++) {
+		if (!env_recorded(*e) || !strchr(*e, '='))
+			continue;
+		sb_add(b, NVLP_HDR_ENV_PREFIX, strlen(NVLP_HDR_ENV_PREFIX));
+		size_t start = b->n;
+		sb_add(b, *e, strlen(*e));
+		for (size_t i = start; b->p && i < b->n; i++)
+			if (b->p[i] == '\n' || b->p[i] == '\r')
+				b->p[i] = ' ';
+		sb_add(b, "\n", 1);
+	}
+}
+
+char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
+{
+	struct sbuf b = {0};
+	hdr_process(&b);
+	hdr_cmdline(&b);
 
 	/* Back to back, so the analyzer can map CLOCK_MONOTONIC to wall time. */
 	struct timespec rt;
@@ -219,17 +246,6 @@ char *nvlp_tf_header(uint64_t *t_mono, uint64_t *t_real)
 	sb_kv(&b, NVLP_HDR_CAPTURE, cap);
 	sb_kvl(&b, NVLP_HDR_T_REAL, (long long)*t_real);
 	sb_kvl(&b, NVLP_HDR_T_MONO, (long long)*t_mono);
-
-	for (char **e = environ; e && *e; e++) {
-		if (!env_recorded(*e) || !strchr(*e, '='))
-			continue;
-		sb_add(&b, NVLP_HDR_ENV_PREFIX, strlen(NVLP_HDR_ENV_PREFIX));
-		size_t start = b.n;
-		sb_add(&b, *e, strlen(*e));
-		for (size_t i = start; b.p && i < b.n; i++)
-			if (b.p[i] == '\n' || b.p[i] == '\r')
-				b.p[i] = ' ';
-		sb_add(&b, "\n", 1);
-	}
+	hdr_env(&b);
 	return b.p;
 }

@@ -347,6 +347,84 @@ static void watch_locked(void)
  * wake-up: a frame per wake-up of a busy writer (~3,000 records) cost ~10% more CPU per record than
  * 1 MiB frames and made the trace ~4% larger (measured on the bench's NCCL records).
  */
+/* Sleep up to wait ns or until kicked (the kick pipe emptied). @return 1 when kicked */
+static int writer_sleep(uint64_t wait)
+{
+	struct pollfd p = {.fd = kick_rd, .events = POLLIN};
+	int kicked = 0;
+	if (poll(&p, 1, (int)((wait + 999999) / 1000000)) > 0) {
+		char b[64];
+		while (read(kick_rd, b, sizeof b) > 0)
+			;
+		kicked = 1;
+	}
+	atomic_store(&kick_pending, 0);
+	return kicked;
+}
+
+/* A signal handler asked for the end of the trace. It is done on a helper thread (locks and
+ * allocation are fine there) while this one keeps draining: CUPTI's flush and samplers emit
+ * through rings and wait for room (seen on the GPU machine: ending on this thread alone missed the
+ * handler's deadline). The helper answers the handler when done. @return 1 when the end was done
+ * on this thread (no helper): the writer stops */
+static int writer_signal_end(void)
+{
+	fatal_early();
+	pthread_t t;
+	if (pthread_create(&t, NULL, stopper_main, NULL) == 0) {
+		pthread_detach(t);
+		return 0;
+	}
+	stopper_main(NULL);
+	return 1;
+}
+
+/* Drain the rings; a frame (with the watch's records when due) when due. @return the writer's
+ * state after, and in *fill how full the fullest ring got (64ths). */
+static int writer_drain(uint64_t now, uint64_t period, uint64_t *last_flush, uint64_t *last_watch,
+                        uint64_t *fill)
+{
+	pthread_mutex_lock(&w_mu);
+	if (atomic_load(&wstate) == W_RUNNING) {
+		drain_locked(1);
+		if (writer && atomic_load(&wstate) == W_RUNNING && now - *last_watch >= WATCH_NS) {
+			watch_locked(); /* flushes */
+			*last_watch = *last_flush = now;
+		} else if (writer && atomic_load(&wstate) == W_RUNNING &&
+		           now >= *last_flush + period) {
+			flush_locked();
+			*last_flush = now;
+		}
+	}
+	int st = atomic_load(&wstate);
+	*fill = fill_64ths;
+	pthread_mutex_unlock(&w_mu);
+	return st;
+}
+
+/* The next poll interval from how full the fullest ring got (see below). */
+static uint64_t writer_interval(uint64_t interval, uint64_t fill, uint64_t longest)
+{
+	if (fill >= 32) /* half full or spilled: a burst began */
+		interval = 1000000;
+	else if (fill >= 24 && interval > 1000000)
+		interval /= 2;
+	else if (fill < 4 && interval < longest)
+		interval = interval * 2 < longest ? interval * 2 : longest;
+	return interval;
+}
+
+/*
+ * The writer polls the rings at an interval that follows how full the fullest one got since the
+ * last drain: halved when it reached 3/8 (down to 1 ms; at once to 1 ms past half), doubled when it
+ * stayed under 1/16 (up to POLL_MAX_NS, or NVLPROF_FLUSH_MS when shorter). Producers never wake it
+ * (no syscall on the hot path): a burst that starts while it sleeps goes to the spill, which holds
+ * more than a sleep's worth at 1 M records/s; the ring alone (NVLPROF_BUFFER_KB <= 1024) may drop
+ * such a burst, counted. A frame is written every
+ * NVLPROF_FLUSH_MS (what a kill -9 may lose) or whenever 1 MiB of records is pending, not at every
+ * wake-up: a frame per wake-up of a busy writer (~3,000 records) cost ~10% more CPU per record than
+ * 1 MiB frames and made the trace ~4% larger (measured on the bench's NCCL records).
+ */
 static void *writer_main(void *arg)
 {
 	int stopper_started = 0;
@@ -363,15 +441,7 @@ static void *writer_main(void *arg)
 		uint64_t wait = due > now ? due - now : 0;
 		if (wait > interval)
 			wait = interval;
-		struct pollfd p = {.fd = kick_rd, .events = POLLIN};
-		int kicked = 0;
-		if (poll(&p, 1, (int)((wait + 999999) / 1000000)) > 0) {
-			char b[64];
-			while (read(kick_rd, b, sizeof b) > 0)
-				;
-			kicked = 1;
-		}
-		atomic_store(&kick_pending, 0);
+		int kicked = writer_sleep(wait);
 		now = mono_ns();
 		nvlp_clock_refresh();
 		/* The tick walks the loaded objects: at the flush period, not at every poll. */
@@ -380,44 +450,14 @@ static void *writer_main(void *arg)
 			last_tick = now;
 		}
 		if (__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE) && !stopper_started) {
-			/* A signal handler asked for the end of the trace. It is done on a helper
-			 * thread (locks and allocation are fine there) while this one keeps
-			 * draining: CUPTI's flush and samplers emit through rings and wait for room
-			 * (seen on the GPU machine: ending on this thread alone missed the
-			 * handler's deadline). The helper answers the handler when done. */
 			stopper_started = 1;
-			fatal_early();
-			pthread_t t;
-			if (pthread_create(&t, NULL, stopper_main, NULL) == 0) {
-				pthread_detach(t);
-			} else {
-				stopper_main(NULL);
+			if (writer_signal_end())
 				return NULL;
-			}
 		}
-		pthread_mutex_lock(&w_mu);
-		if (atomic_load(&wstate) == W_RUNNING) {
-			drain_locked(1);
-			if (writer && atomic_load(&wstate) == W_RUNNING && now - last_watch >= WATCH_NS) {
-				watch_locked(); /* flushes */
-				last_watch = last_flush = now;
-			} else if (writer && atomic_load(&wstate) == W_RUNNING &&
-			           now >= last_flush + period) {
-				flush_locked();
-				last_flush = now;
-			}
-		}
-		int st = atomic_load(&wstate);
-		uint64_t fill = fill_64ths;
-		pthread_mutex_unlock(&w_mu);
-		if (st != W_RUNNING)
+		uint64_t fill;
+		if (writer_drain(now, period, &last_flush, &last_watch, &fill) != W_RUNNING)
 			return NULL;
-		if (fill >= 32) /* half full or spilled: a burst began */
-			interval = 1000000;
-		else if (fill >= 24 && interval > 1000000)
-			interval /= 2;
-		else if (fill < 4 && interval < longest)
-			interval = interval * 2 < longest ? interval * 2 : longest;
+		interval = writer_interval(interval, fill, longest);
 	}
 }
 
@@ -569,6 +609,45 @@ static void fatal_locked(void)
 		flush_locked();
 }
 
+/* The end of the trace (w_mu held, the writer running): symbols, cost, EXITINFO, END, and the
+ * file closed. */
+static void close_locked(unsigned reason)
+{
+	/* Symbols for the frames of the trace's stacks (bounded: a signal handler waits
+	 * 3 s for all of the end). */
+	uint64_t t0 = nvlp_now();
+	uint64_t nsyms = nvlp_syms_write(writer, SYMBOLS_BUDGET_NS);
+	uint64_t syms_ns = nvlp_now() - t0;
+	nvlp_syms_reset();
+	cost_locked();
+	/* How the process ends, beside END (which cannot gain fields). */
+	struct nvlp_rec_exitinfo xi = {
+	    .t = nvlp_now(),
+	    .reason = reason,
+	    .signal = reason == NVLP_END_SIGNAL
+	                  ? (uint64_t)(int64_t)__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE)
+	                  : 0,
+	    .status = (uint64_t)(int64_t)__atomic_load_n(&exit_status, __ATOMIC_ACQUIRE)};
+	nvlp_writer_add(writer, NVLP_K_EXITINFO, &xi, NULL, 0);
+	uint64_t records = 0;
+	nvlp_writer_stats(writer, &records, NULL, NULL);
+	struct nvlp_rec_end end = {
+	    .t = nvlp_now(), .records = records, .dropped = total_drops, .reason = reason};
+	nvlp_writer_add(writer, NVLP_K_END, &end, NULL, 0);
+	if (nvlp_writer_close(writer) < 0)
+		nvlp_warn("cannot write trace %s: %s", trace_path, strerror(errno));
+	else if (nvlp_cfg()->verbose) {
+		nvlp_warn("wrote %s: %llu records, %llu dropped, %llu symbols (%.1f ms), %llu "
+		          "late-writer marks, %llu writer kicks, %u thread buffers",
+		          trace_path, (unsigned long long)records, (unsigned long long)total_drops,
+		          (unsigned long long)nsyms, syms_ns / 1e6, (unsigned long long)total_late,
+		          (unsigned long long)atomic_load(&kicks), nvlp_ring_count());
+		nvlp_cost_verbose();
+	}
+	writer = NULL;
+	atomic_store(&wstate, W_CLOSED);
+}
+
 void nvlp_rt_finish(unsigned reason)
 {
 	int join = 0;
@@ -585,43 +664,8 @@ void nvlp_rt_finish(unsigned reason)
 	if (atomic_load(&wstate) == W_RUNNING && writer && reason == NVLP_END_SIGNAL &&
 	    __atomic_load_n(&fatal_tid, __ATOMIC_ACQUIRE) && !fatal_written)
 		fatal_locked();
-	if (atomic_load(&wstate) == W_RUNNING && writer) {
-		/* Symbols for the frames of the trace's stacks (bounded: a signal handler waits
-		 * 3 s for all of the end). */
-		uint64_t t0 = nvlp_now();
-		uint64_t nsyms = nvlp_syms_write(writer, SYMBOLS_BUDGET_NS);
-		uint64_t syms_ns = nvlp_now() - t0;
-		nvlp_syms_reset();
-		cost_locked();
-		/* How the process ends, beside END (which cannot gain fields). */
-		struct nvlp_rec_exitinfo xi = {
-		    .t = nvlp_now(),
-		    .reason = reason,
-		    .signal = reason == NVLP_END_SIGNAL
-		                  ? (uint64_t)(int64_t)__atomic_load_n(&sig_req, __ATOMIC_ACQUIRE)
-		                  : 0,
-		    .status = (uint64_t)(int64_t)__atomic_load_n(&exit_status, __ATOMIC_ACQUIRE)};
-		nvlp_writer_add(writer, NVLP_K_EXITINFO, &xi, NULL, 0);
-		uint64_t records = 0;
-		nvlp_writer_stats(writer, &records, NULL, NULL);
-		struct nvlp_rec_end end = {
-		    .t = nvlp_now(), .records = records, .dropped = total_drops, .reason = reason};
-		nvlp_writer_add(writer, NVLP_K_END, &end, NULL, 0);
-		if (nvlp_writer_close(writer) < 0)
-			nvlp_warn("cannot write trace %s: %s", trace_path, strerror(errno));
-		else if (nvlp_cfg()->verbose) {
-			nvlp_warn("wrote %s: %llu records, %llu dropped, %llu symbols (%.1f ms), %llu "
-			          "late-writer marks, %llu writer kicks, %u thread buffers",
-			          trace_path, (unsigned long long)records,
-			          (unsigned long long)total_drops, (unsigned long long)nsyms,
-			          syms_ns / 1e6, (unsigned long long)total_late,
-			          (unsigned long long)atomic_load(&kicks),
-			          nvlp_ring_count());
-			nvlp_cost_verbose();
-		}
-		writer = NULL;
-		atomic_store(&wstate, W_CLOSED);
-	}
+	if (atomic_load(&wstate) == W_RUNNING && writer)
+		close_locked(reason);
 	join = wthread_live;
 	wthread_live = 0;
 	pthread_mutex_unlock(&w_mu);

@@ -1,0 +1,65 @@
+/* link_int.h: the link sampler's internals (cupti/linksample.c: the thread and the GPUs' claims;
+ * cupti/linkpm.c: PM sampling; cupti/linknvml.c: the NVML fallback). */
+#ifndef NVLP_LINK_INT_H
+#define NVLP_LINK_INT_H
+
+#include "cupti_int.h"
+#include "nvlp_module.h" /* nvlp_lc_refresh_atexit */
+
+#define MAX_GPUS 64
+#define NMETRICS 6
+#define NVML_LINKS 18                /* NVML_NVLINK_MAX_LINKS */
+#define NVML_NV (4 * NVML_LINKS + 2) /* values read per sample */
+
+/* gpu.phase: written by the sampler, read by the exiting thread (which may have stopped waiting) */
+enum { PH_NONE = 0, PH_SETUP = 1, PH_DONE = 2 };
+
+struct gpu {
+	int setup;  /* tried */
+	int phase;  /* PH_*, atomic */
+	int source; /* 0 none, 1 PM, 2 NVML */
+	int lock_fd;
+	/* PM sampling */
+	CUpti_PmSampling_Object *pm;
+	void *host;
+	const char *metrics[NMETRICS];
+	int field[NMETRICS]; /* LINKSAMPLE field index of metrics[i] */
+	int nm;
+	uint8_t *cfg, *data;
+	size_t cfg_size, data_size;
+	uint64_t last_end; /* GPU time of the previous sample's end */
+	int overflow;
+	/* NVML */
+	void *nvml;
+	uint64_t last[NVML_NV];
+	int valid[NVML_NV], have_last;
+	uint64_t last_t;
+};
+
+/* After a step that may have loaded a library (CUPTI loads libnvperf_host during PM setup; NVML):
+ * exit() runs handlers newest first, and that library's destructors are newer than our handler
+ * until it is registered again. Cheap when nothing was loaded. */
+static inline void after_load(void)
+{
+	nvlp_lc_refresh_atexit();
+}
+
+/* ---- linkpm.c: PM sampling ---- */
+/*! At the sampler's start: the profiler-host functions from the CUPTI table, and the flag (set
+ * once, at exit) that the setup steps check between them. */
+void nvlp_lk_pm_bind(const volatile int *stop);
+/*! PM sampling set up and started on dev. @return 0 on success; -1 (why says why); -2 when the
+ * process began to exit during setup. dropped names the metrics the chip refused. */
+int nvlp_lk_pm_setup(int dev, struct gpu *g, char *why, size_t len, char *dropped, size_t dlen);
+/*! Decode what the GPU has buffered into LINKSAMPLE records. */
+void nvlp_lk_pm_decode(int dev, struct gpu *g);
+/*! At exit: Stop and decode the last samples (nothing torn down). */
+void nvlp_lk_pm_final(int dev, struct gpu *g);
+
+/* ---- linknvml.c: NVML cumulative counters, the fallback ---- */
+/*! NVML for dev: loaded once, the device's handle, a baseline read. @return 0, or -1 (why). */
+int nvlp_lk_nvml_setup(int dev, struct gpu *g, char *why, size_t len);
+/*! Read the cumulative counters; emit a LINKSAMPLE of the deltas since the previous read. */
+void nvlp_lk_nvml_sample(int dev, struct gpu *g);
+
+#endif /* NVLP_LINK_INT_H */

@@ -1,0 +1,132 @@
+/* linknvml.c: the link sampler's fallback when PM sampling is unavailable: NVML's cumulative
+ * NVLink and PCIe counters, read per link and summed into LINKSAMPLE records of their deltas. */
+#include <dlfcn.h>  /* dlopen */
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* memset */
+
+#include "link_int.h"
+#include "nvlp_rt.h"
+
+/* NVML, declared here (no nvml.h on the build machine). */
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType, nvmlReturn;
+	union {
+		double d;
+		unsigned int ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+	} value;
+} nvml_field_value;
+/* NVLink data TX/RX KiB, raw (with protocol) TX/RX KiB, PCIe TX/RX bytes; cumulative. The NVLink
+ * fields are per link (scopeId = link; scopeId 0 alone saw 1/18 of the traffic on H200): every
+ * link is read and summed, links that do not exist answer an error and count nothing. */
+static const unsigned NVML_FIELDS[6] = {138, 139, 140, 141, 197, 198};
+/* Which of NVML_FIELDS value i of a sample is: [4 * link + field] for NVLink, then the 2 PCIe. */
+static int nvml_field(int i)
+{
+	return i < 4 * NVML_LINKS ? i % 4 : 4 + i - 4 * NVML_LINKS;
+}
+static struct {
+	int (*init)(void);
+	int (*by_pci)(const char *, void **);
+	int (*fields)(void *, int, nvml_field_value *);
+	const char *(*err)(int);
+	int state; /* 0 untried, 1 ok, -1 unavailable */
+	char why[256];
+} nvml_api;
+
+static int nvml_load(void)
+{
+	if (nvml_api.state)
+		return nvml_api.state;
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!h) {
+		snprintf(nvml_api.why, sizeof nvml_api.why, "libnvidia-ml.so.1 not loadable");
+		return nvml_api.state = -1;
+	}
+	nvml_api.init = (__typeof__(nvml_api.init))dlsym(h, "nvmlInit_v2");
+	nvml_api.by_pci = (__typeof__(nvml_api.by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	nvml_api.fields = (__typeof__(nvml_api.fields))dlsym(h, "nvmlDeviceGetFieldValues");
+	nvml_api.err = (__typeof__(nvml_api.err))dlsym(h, "nvmlErrorString");
+	after_load();
+	if (!nvml_api.init || !nvml_api.by_pci || !nvml_api.fields) {
+		snprintf(nvml_api.why, sizeof nvml_api.why,
+		         "libnvidia-ml.so.1 lacks nvmlDeviceGetFieldValues");
+		return nvml_api.state = -1;
+	}
+	int r = nvml_api.init();
+	if (r != 0) {
+		snprintf(nvml_api.why, sizeof nvml_api.why, "nvmlInit_v2: %s",
+		         nvml_api.err ? nvml_api.err(r) : "error");
+		return nvml_api.state = -1;
+	}
+	return nvml_api.state = 1;
+}
+
+void nvlp_lk_nvml_sample(int dev, struct gpu *g)
+{
+	nvml_field_value v[NVML_NV];
+	memset(v, 0, sizeof v);
+	for (int i = 0; i < NVML_NV; i++) {
+		v[i].fieldId = NVML_FIELDS[nvml_field(i)];
+		v[i].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0; /* the link; PCIe: 0 */
+	}
+	uint64_t t = nvlp_now();
+	if (nvml_api.fields(g->nvml, NVML_NV, v) != 0)
+		return;
+	if (g->have_last) {
+		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_NVML};
+		rec.start = g->last_t;
+		rec.dur = t - g->last_t;
+		uint64_t d[6] = {0};
+		for (int i = 0; i < NVML_NV; i++) {
+			int ok = v[i].nvmlReturn == 0;
+			if (ok && g->valid[i] && v[i].value.ull >= g->last[i])
+				d[nvml_field(i)] += v[i].value.ull - g->last[i];
+			else if (ok && g->valid[i])
+				rec.flags |= NVLP_LINKSAMPLE_F_OVERFLOW; /* counter wrapped or reset */
+		}
+		rec.nvl_tx_user = d[0] * 1024, rec.nvl_rx_user = d[1] * 1024; /* KiB */
+		rec.nvl_tx = d[2] * 1024, rec.nvl_rx = d[3] * 1024;
+		rec.pcie_wr = d[4], rec.pcie_rd = d[5]; /* GPU TX = writes out, RX = reads in */
+		nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
+	}
+	for (int i = 0; i < NVML_NV; i++) {
+		g->valid[i] = v[i].nvmlReturn == 0;
+		g->last[i] = v[i].value.ull;
+	}
+	g->last_t = t;
+	g->have_last = 1;
+}
+
+int nvlp_lk_nvml_setup(int dev, struct gpu *g, char *why, size_t len)
+{
+	if (nvml_load() < 0) {
+		snprintf(why, len, "%s", nvml_api.why);
+		return -1;
+	}
+	char bus[64] = "";
+	if (!nvlp_drv.cuDeviceGetPCIBusId ||
+	    nvlp_drv.cuDeviceGetPCIBusId(bus, sizeof bus, dev) != 0) {
+		snprintf(why, len, "no PCI bus id for CUDA device %d", dev);
+		return -1;
+	}
+	int r = nvml_api.by_pci(bus, &g->nvml);
+	if (r != 0) {
+		snprintf(why, len, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus,
+		         nvml_api.err ? nvml_api.err(r) : "error");
+		return -1;
+	}
+	nvlp_lk_nvml_sample(dev, g); /* baseline */
+	int any = 0;
+	for (int i = 0; i < NVML_NV; i++)
+		any |= g->valid[i];
+	if (!any) {
+		snprintf(why, len, "NVML fields 138-141/197/198 not supported on %s", bus);
+		return -1;
+	}
+	return 0;
+}
