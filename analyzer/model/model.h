@@ -505,7 +505,7 @@ struct an_job {
 	size_t ncomms;
 	struct an_agg *aggs;
 	size_t naggs;
-	/* aggs of a job whose calls have no GPU time, summed by align.c's pass over the calls
+	/* aggs of a job whose calls have no GPU time, summed by ctab.c's pass over the calls
 	 * (aggregate() then needs no pass of its own); agg_gpu: a call has some */
 	struct an_agg *agg_host;
 	size_t agg_gpu;

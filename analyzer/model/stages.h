@@ -63,7 +63,7 @@ int an_align_cross_rank(struct an_job *job);
 
 /* ---- mismatch.c: collectives the ranks of a communicator called differently ---- */
 /*! Row seq of communicator comm holds calls that differ (an_fn_collective or struct an_csig):
- * its n cells, each a file and its call index, become job->mismatches' entry for comm (align.c
+ * its n cells, each a file and its call index, become job->mismatches' entry for comm (hangs.c
  * notes the first row per communicator). @return 0, or -1 out of memory */
 int an_mismatch_note(struct an_job *job, uint32_t comm, uint32_t seq, const int *file,
                      const uint32_t *k, int n);

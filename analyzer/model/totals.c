@@ -93,7 +93,7 @@ int an_choices_build(struct an_job *job)
 int an_aggregate(struct an_job *job)
 {
 	size_t na = job->ncomms * NVLP_NCCL_FN_COUNT;
-	struct an_agg *all = job->agg_host; /* the sums, if align.c made them */
+	struct an_agg *all = job->agg_host; /* the sums, if ctab.c made them */
 	job->agg_host = NULL;
 	int pass = !all || job->agg_gpu; /* no sums yet, or GPU times to add: all in one pass */
 	if (all && pass)
@@ -119,7 +119,7 @@ int an_aggregate(struct an_job *job)
 	uint64_t gpu_calls = 0;
 	for (size_t i = 0; i < na; i++)
 		gpu_calls += all[i].calls_gpu;
-	job->calls_gpu_none = !gpu_calls; /* without a pass: align.c's sums were of such calls */
+	job->calls_gpu_none = !gpu_calls; /* without a pass: ctab.c's sums were of such calls */
 	for (size_t i = 0; i < na; i++)
 		if (all[i].calls) {
 			all[i].comm = (int32_t)(i / NVLP_NCCL_FN_COUNT);

@@ -106,7 +106,7 @@ static inline int64_t an_sub_i64(int64_t a, int64_t b)
 
 /* static T name(T *v, size_t n, size_t k): the k-th smallest of v[0..n), n > 0 (v is reordered):
  * what v[k] would be once sorted, in linear time (qsort of a million step lengths was a tenth of
- * report's CPU on a 2M-call trace). One body for the float leads (align.c) and the double step
+ * report's CPU on a 2M-call trace). One body for the float leads (waits.c) and the double step
  * lengths (steps.c). */
 #define AN_DEFINE_NTH(name, T)                                                                     \
 	static T name(T *v, size_t n, size_t k)                                                    \
