@@ -2,18 +2,13 @@
  * format's writer (export_chrome.c, export_perfetto.c, export_sqlite.c); the record stream they
  * read is export_stream.c's. */
 #include <errno.h>    /* errno */
-#include <stdlib.h>   /* malloc */
 #include <string.h>   /* strcmp */
 #include <sys/stat.h> /* stat */
 #include <time.h>     /* clock_gettime */
 
+#include "cli/argparse.h"
 #include "out/export.h"
-#include "out/report.h" /* an_common_opt, an_open_job */
-
-int xm_opt(int argc, char **argv, int *i, struct xm_opts *o)
-{
-	return an_common_opt(argc, argv, i, o->th, &o->threads);
-}
+#include "out/report.h" /* an_open_job */
 
 struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 {
@@ -71,46 +66,34 @@ struct export_args {
 	int np;
 };
 
-/* Parse the options and inputs into a (paths: argc + 1 entries); -1 to go on, else the exit
- * status. */
+/* Parse the options and inputs into a; -1 to go on, else the exit status. */
 static int export_args(int argc, char **argv, struct export_args *a)
 {
 	const char *fmt = NULL;
-	for (int i = 1; i < argc; i++) {
-		int c = xm_opt(argc, argv, &i, &a->opts);
-		if (c < 0)
-			return 2;
-		if (c)
-			continue;
-		const char *s = argv[i];
-		if ((!strcmp(s, "--format") || !strcmp(s, "-f") || !strcmp(s, "-o")) &&
-		    i + 1 >= argc) {
-			fprintf(stderr, "nvlprof: export: %s needs %s\n", s,
-			        s[1] == 'o' ? "a file name (or - for standard output)"
-			                    : "a format: perfetto, chrome or sqlite");
-			return 2;
-		}
-		if (!strcmp(s, "--format") || !strcmp(s, "-f"))
-			fmt = argv[++i];
-		else if (!strncmp(s, "--format=", 9))
-			fmt = s + 9;
-		else if (!strcmp(s, "-o"))
-			a->out = argv[++i];
-		else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
-			a->quiet = 1;
-		else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (s[0] == '-' && s[1]) {
-			fprintf(stderr,
-			        "nvlprof: export: unknown option %s (--format FMT, -o OUT, -q, "
-			        "--threshold NAME=VALUE, -j N, --symbols DIR; see --help)\n",
-			        s);
-			usage(stderr);
-			return 2;
-		} else
-			a->paths[a->np++] = argv[i];
-	}
+	const struct an_opt opts[] = {
+	    {"--format", "-f", AN_OPT_VALUE, &fmt, AN_OPT_EQ,
+	     "a format: perfetto, chrome or sqlite"},
+	    {"-o", NULL, AN_OPT_VALUE, &a->out, 0, "a file name (or - for standard output)"},
+	    {"--quiet", "-q", AN_OPT_FLAG, &a->quiet},
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = opts,
+	    .prefix = "nvlprof: export: ",
+	    .th = a->opts.th,
+	    .threads = &a->opts.threads,
+	    .help = usage,
+	    .usage = usage,
+	    .unknown = {"nvlprof: export: unknown option ",
+	                " (--format FMT, -o OUT, -q, --threshold NAME=VALUE, -j N, --symbols DIR; "
+	                "see --help)",
+	                1},
+	};
+	int rc = an_parse_args(&c, argc, argv);
+	if (rc >= 0)
+		return rc;
+	a->paths = c.args;
+	a->np = c.nargs;
 	a->fmt = !fmt                       ? -1
 	         : !strcmp(fmt, "perfetto") ? F_PERFETTO
 	         : !strcmp(fmt, "chrome")   ? F_CHROME
@@ -176,20 +159,15 @@ static int export_stream(const struct xm_job *x, int fmt, const char *out, uint6
 
 int nvlp_cmd_export(int argc, char **argv)
 {
-	struct export_args a = {.paths = calloc((size_t)argc + 1, sizeof *a.paths)};
+	struct export_args a = {0};
 	xm_opts_init(&a.opts);
-	if (!a.paths)
-		return 2;
 	int rc = export_args(argc, argv, &a);
 	if (rc < 0)
 		rc = export_check(&a);
-	if (rc >= 0) {
-		free(a.paths);
+	if (rc >= 0)
 		return rc;
-	}
 	double t = now_s();
 	struct xm_job *x = xm_open(a.paths, a.np, &a.opts);
-	free(a.paths);
 	if (!x)
 		return 2;
 	double tload = now_s() - t;

@@ -1,9 +1,9 @@
 /* cmd_html.c: the --html variants of `nvlprof report` and `nvlprof diff`: their options, opening
  * the job(s) and writing the page out/html.c draws (xh_report, xh_diff). */
 #include <errno.h>  /* errno */
-#include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
+#include "cli/argparse.h"
 #include "out/export.h"
 #include "util/util.h" /* nvlp_out_finish */
 
@@ -15,47 +15,50 @@ int xh_wanted(int argc, char **argv)
 	return 0;
 }
 
-/* Parse the HTML command's arguments into opts, *out and paths; -1 to go on, else the exit
- * status. */
-static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, const char **out,
-                     char **paths, int *np)
+static void help_tail(FILE *o)
 {
-	const char *cmd = diff ? "diff" : "report";
-	for (int i = 1; i < argc; i++) {
-		int c = xm_opt(argc, argv, &i, opts);
-		if (c < 0)
-			return 2;
-		if (c)
-			continue;
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf(diff ? "usage: nvlprof diff --html FILE [options] BEFORE AFTER\n"
-			            : "usage: nvlprof report --html FILE [options] FILE|DIR...\n");
-			printf(
-			    "One self-contained HTML file (no script, no network): findings first, "
-			    "each with its plot.\nOptions: --threshold NAME=VALUE, -j N (as "
-			    "without "
-			    "--html). See docs/EXPORTS.md.\n");
-			return 0;
-		}
-		if (!strcmp(argv[i], "--html") && i + 1 >= argc) {
-			fprintf(stderr,
-			        "nvlprof: %s: --html needs a file name (or - for standard "
-			        "output)\n",
-			        cmd);
-			return 2;
-		}
-		if (!strcmp(argv[i], "--html"))
-			*out = argv[++i];
-		else if (!strncmp(argv[i], "--html=", 7))
-			*out = argv[i] + 7;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr,
-			        "nvlprof: %s --html: option %s is not for the HTML report\n", cmd,
-			        argv[i]);
-			return 2;
-		} else
-			paths[(*np)++] = argv[i];
-	}
+	fprintf(o,
+	        "One self-contained HTML file (no script, no network): findings first, each with "
+	        "its plot.\nOptions: --threshold NAME=VALUE, -j N (as without --html). See "
+	        "docs/EXPORTS.md.\n");
+}
+
+static void help_report(FILE *o)
+{
+	fprintf(o, "usage: nvlprof report --html FILE [options] FILE|DIR...\n");
+	help_tail(o);
+}
+
+static void help_diff(FILE *o)
+{
+	fprintf(o, "usage: nvlprof diff --html FILE [options] BEFORE AFTER\n");
+	help_tail(o);
+}
+
+/* Parse the HTML command's arguments into opts, *out and *paths (*np of them); -1 to go on, else
+ * the exit status. */
+static int html_args(int argc, char **argv, int diff, struct xm_opts *opts, const char **out,
+                     char ***paths, int *np)
+{
+	const struct an_opt t[] = {
+	    {"--html", NULL, AN_OPT_VALUE, out, AN_OPT_EQ,
+	     "a file name (or - for standard output)"},
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = t,
+	    .prefix = diff ? "nvlprof: diff: " : "nvlprof: report: ",
+	    .th = opts->th,
+	    .threads = &opts->threads,
+	    .help = diff ? help_diff : help_report,
+	    .unknown = {diff ? "nvlprof: diff --html: option " : "nvlprof: report --html: option ",
+	                " is not for the HTML report"},
+	};
+	int rc = an_parse_args(&c, argc, argv);
+	if (rc >= 0)
+		return rc;
+	*paths = c.args;
+	*np = c.nargs;
 	if (!*out || !**out || !*np || (diff && *np != 2)) {
 		fprintf(stderr, diff ? "usage: nvlprof diff --html FILE BEFORE AFTER\n"
 		                     : "usage: nvlprof report --html FILE FILE|DIR...\n");
@@ -92,25 +95,19 @@ int xh_cmd(int argc, char **argv, int diff)
 	xm_opts_init(&opts);
 	int np = 0;
 	const char *out = NULL;
-	char **paths = calloc((size_t)argc + 1, sizeof *paths);
-	if (!paths)
-		return 2;
-	int rc = html_args(argc, argv, diff, &opts, &out, paths, &np);
-	if (rc >= 0) {
-		free(paths);
+	char **paths = NULL;
+	int rc = html_args(argc, argv, diff, &opts, &out, &paths, &np);
+	if (rc >= 0)
 		return rc;
-	}
 	struct xm_job *x = xm_open(paths, diff ? 1 : np, &opts), *y = NULL;
 	if (x && diff)
 		y = xm_open(paths + 1, 1, &opts);
 	if (!x || (diff && !y)) {
 		xm_close(x);
-		free(paths);
 		return 2;
 	}
 	rc = html_write(out, diff, x, y, paths, np);
 	xm_close(x);
 	xm_close(y);
-	free(paths);
 	return rc;
 }

@@ -2,11 +2,10 @@
  * out/report_text.c and out/report_json.c), the HTML page (--html) or the partial of the traces
  * for merge (--partial). */
 #include <errno.h>  /* errno */
-#include <math.h>   /* INFINITY */
 #include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
+#include "cli/argparse.h"
 #include "cli/commands.h"
 #include "out/export.h"  /* xh_wanted, xh_cmd */
 #include "out/partial.h" /* an_partial_write */
@@ -98,51 +97,27 @@ int nvlp_cmd_report(int argc, char **argv)
 	memcpy(th, an_threshold_defaults, sizeof th);
 	int json = 0, threads = 0;
 	const char *outpath = NULL, *partial = NULL;
-	char **paths = calloc((size_t)argc + 1, sizeof *paths);
-	int np = 0;
-	if (!paths)
-		return 2;
-	for (int i = 1; i < argc; i++) {
-		int c = an_common_opt(argc, argv, &i, th, &threads);
-		if (c < 0) {
-			free(paths);
-			return 2;
-		}
-		if (c)
-			continue;
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--partial") && i + 1 < argc)
-			partial = argv[++i];
-		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			outpath = argv[++i];
-		else if (!strcmp(argv[i], "-o")) {
-			fprintf(stderr, "nvlprof: report: -o needs a file name\n");
-			free(paths);
-			return 2;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			free(paths);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr,
-			        "nvlprof: report: unknown option %s (--json, -o FILE, --html FILE, "
-			        "--threshold NAME=VALUE, -j N, --symbols DIR; see --help)\n",
-			        argv[i]);
-			usage(stderr);
-			free(paths);
-			return 2;
-		} else
-			paths[np++] = argv[i];
-	}
-	if (!np) {
-		fprintf(stderr,
-		        "nvlprof: report: no input: give a trace directory or .nvlp files\n");
-		usage(stderr);
-		free(paths);
-		return 2;
-	}
-	int rc = report_run(paths, np, threads, th, json, outpath, partial);
-	free(paths);
-	return rc;
+	const struct an_opt opts[] = {
+	    {"--json", NULL, AN_OPT_FLAG, &json},
+	    {"--partial", NULL, AN_OPT_VALUE, &partial}, /* no value: an unknown option */
+	    {"-o", NULL, AN_OPT_VALUE, &outpath, 0, "a file name"},
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = opts,
+	    .prefix = "nvlprof: report: ",
+	    .th = th,
+	    .threads = &threads,
+	    .help = usage,
+	    .usage = usage,
+	    .unknown = {"nvlprof: report: unknown option ",
+	                " (--json, -o FILE, --html FILE, --threshold NAME=VALUE, -j N, --symbols "
+	                "DIR; see --help)",
+	                1},
+	    .none = {"nvlprof: report: no input: give a trace directory or .nvlp files", NULL, 1},
+	};
+	int rc = an_parse_args(&c, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return report_run(c.args, c.nargs, threads, th, json, outpath, partial);
 }

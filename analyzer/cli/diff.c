@@ -4,6 +4,7 @@
 #include <stdlib.h> /* strtod */
 #include <string.h> /* strcmp */
 
+#include "cli/argparse.h"
 #include "cli/commands.h"
 #include "model/cost.h"
 #include "util/json.h"
@@ -283,65 +284,66 @@ static void diff_print_text(const struct an_diff_rows *d, const struct an_dside 
 		       d->v.slower_pct, d->fail_pct);
 }
 
-/* Options and the two inputs. @return 0, 1 --help printed (exit 0), -1 usage error said */
-static int diff_args(int argc, char **argv, double *th, int *threads, int *json,
-                     double *fail_pct, char **paths)
+/* --fail-if-slower PCT into *pct (a double): "5" or "5%" */
+static int set_fail_pct(void *pct, const char *v)
 {
-	int np = 0;
-	for (int i = 1; i < argc; i++) {
-		int c = an_common_opt(argc, argv, &i, th, threads);
-		if (c < 0)
-			return -1;
-		if (c)
-			continue;
-		if (!strcmp(argv[i], "--json"))
-			*json = 1;
-		else if (!strcmp(argv[i], "--fail-if-slower") && i + 1 >= argc) {
-			fprintf(stderr,
-			        "nvlprof: diff: --fail-if-slower needs a percentage (as 5 or "
-			        "5%%)\n");
-			return -1;
-		} else if (!strcmp(argv[i], "--fail-if-slower")) {
-			char *end;
-			*fail_pct = strtod(argv[++i], &end);
-			if (*end == '%')
-				end++;
-			if (end == argv[i] || *end) {
-				fprintf(
-				    stderr,
-				    "nvlprof: diff: bad percentage '%s' for --fail-if-slower (a "
-				    "number, as 5 or 5%%)\n",
-				    argv[i]);
-				return -1;
-			}
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 1;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr,
-			        "nvlprof: diff: unknown option %s (--json, --html FILE, "
-			        "--fail-if-slower PCT, --threshold NAME=VALUE, -j N, --symbols "
-			        "DIR; see "
-			        "--help)\n",
-			        argv[i]);
-			usage(stderr);
-			return -1;
-		} else if (np < 2)
-			paths[np++] = argv[i];
-		else {
-			fprintf(
-			    stderr,
-			    "nvlprof: diff: expected two inputs (BEFORE AFTER), '%s' is a third\n",
-			    argv[i]);
-			return -1;
-		}
-	}
-	if (np != 2) {
-		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER), got %d\n", np);
-		usage(stderr);
+	char *end;
+	*(double *)pct = strtod(v, &end);
+	if (*end == '%')
+		end++;
+	if (end != v && !*end)
 		return -1;
+	fprintf(stderr,
+	        "nvlprof: diff: bad percentage '%s' for --fail-if-slower (a number, as 5 or 5%%)\n",
+	        v);
+	return 2;
+}
+
+/* diff's options and its two inputs */
+struct diff_args {
+	double th[AN_TH_COUNT];
+	int threads, json;
+	double fail_pct; /* NAN: none */
+	char *paths[2];
+};
+
+/* Parse the options and the two inputs into a. @return -1 to go on, else the exit status */
+static int diff_args(int argc, char **argv, struct diff_args *a)
+{
+	memcpy(a->th, an_threshold_defaults, sizeof a->th);
+	a->threads = a->json = 0;
+	a->fail_pct = NAN;
+	const struct an_opt opts[] = {
+	    {"--json", NULL, AN_OPT_FLAG, &a->json},
+	    {"--fail-if-slower", NULL, AN_OPT_VALUE, &a->fail_pct, 0, "a percentage (as 5 or 5%)",
+	     set_fail_pct},
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = opts,
+	    .prefix = "nvlprof: diff: ",
+	    .th = a->th,
+	    .threads = &a->threads,
+	    .maxargs = 2,
+	    .help = usage,
+	    .usage = usage,
+	    .unknown =
+	        {"nvlprof: diff: unknown option ",
+	         " (--json, --html FILE, --fail-if-slower PCT, --threshold NAME=VALUE, -j N, "
+	         "--symbols DIR; see --help)",
+	         1},
+	    .extra = {"nvlprof: diff: expected two inputs (BEFORE AFTER), '", "' is a third"},
+	};
+	int rc = an_parse_args(&c, argc, argv);
+	if (rc < 0 && c.nargs != 2) {
+		fprintf(stderr, "nvlprof: diff: expected two inputs (BEFORE AFTER), got %d\n",
+		        c.nargs);
+		usage(stderr);
+		rc = 2;
 	}
-	return 0;
+	if (rc < 0)
+		memcpy(a->paths, c.args, sizeof a->paths);
+	return rc;
 }
 
 /* Two runs of different programs are compared anyway, with a warning. */
@@ -362,19 +364,15 @@ int nvlp_cmd_diff(int argc, char **argv)
 {
 	if (xh_wanted(argc, argv)) /* the HTML report: html.c */
 		return xh_cmd(argc, argv, 1);
-	double th[AN_TH_COUNT];
-	memcpy(th, an_threshold_defaults, sizeof th);
-	int json = 0, threads = 0;
-	double fail_pct = NAN;
-	char *paths[2];
-	int rc = diff_args(argc, argv, th, &threads, &json, &fail_pct, paths);
-	if (rc)
-		return rc > 0 ? 0 : 2;
+	struct diff_args a;
+	int rc = diff_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
 	struct an_dside S[2];
 	memset(S, 0, sizeof S);
 	for (int k = 0; k < 2; k++) {
-		S[k].path = paths[k];
-		if (an_open_job(&paths[k], 1, threads, th, &S[k].job, &S[k].f) != 0) {
+		S[k].path = a.paths[k];
+		if (an_open_job(&a.paths[k], 1, a.threads, a.th, &S[k].job, &S[k].f) != 0) {
 			if (k)
 				an_findings_free(&S[0].f), an_job_free(&S[0].job);
 			return 2;
@@ -386,8 +384,8 @@ int nvlp_cmd_diff(int argc, char **argv)
 	an_cost_warn_capture(&B->job, &A->job);
 	struct an_diff_rows *d = malloc(sizeof *d);
 	if (d) {
-		an_diff_compute(B, A, fail_pct, d);
-		if (json)
+		an_diff_compute(B, A, a.fail_pct, d);
+		if (a.json)
 			diff_print_json(d, B, A);
 		else
 			diff_print_text(d, B, A);

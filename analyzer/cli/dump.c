@@ -5,6 +5,7 @@
 #include <string.h>   /* strcmp */
 #include <time.h>     /* gmtime_r, strftime */
 
+#include "cli/argparse.h"
 #include "cli/commands.h"
 #include "model/model.h"
 #include "nvlp_trace.h"
@@ -511,36 +512,38 @@ static void dump_usage(FILE *f)
 		   "  --schema: the format version, record kinds and fields each trace is read with\n");
 }
 
+/* dump and info: c's options before the traces (one at least), then fn over each trace; obuf: a
+ * buffer for stdout, or NULL. @return the exit status */
+static int each_trace_cmd(struct an_cmdline *c, int argc, char **argv, file_fn fn, void *arg,
+                          char *obuf, size_t nbuf)
+{
+	c->leading = 1;
+	int rc = an_parse_args(c, argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (obuf)
+		setvbuf(stdout, obuf, _IOFBF, nbuf);
+	rc = for_each_trace(c->nargs, c->args, fn, arg);
+	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
+}
+
 int nvlp_cmd_dump(int argc, char **argv)
 {
 	struct dump_opts o = {0};
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) {
-			o.json = 1;
-		} else if (!strcmp(argv[i], "--schema")) {
-			o.schema = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			dump_usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		} else {
-			fprintf(stderr, "nvlprof dump: unknown option '%s' (--json, --schema)\n", argv[i]);
-			dump_usage(stderr);
-			return 2;
-		}
-	}
-	if (i >= argc) {
-		fprintf(stderr, "nvlprof dump: no trace file given\n");
-		dump_usage(stderr);
-		return 2;
-	}
+	const struct an_opt opts[] = {
+	    {"--json", "-j", AN_OPT_FLAG, &o.json},
+	    {"--schema", NULL, AN_OPT_FLAG, &o.schema},
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = opts,
+	    .help = dump_usage,
+	    .usage = dump_usage,
+	    .unknown = {"nvlprof dump: unknown option '", "' (--json, --schema)", 1},
+	    .none = {"nvlprof dump: no trace file given", NULL, 1},
+	};
 	static char obuf[1 << 16];
-	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	int rc = for_each_trace(argc - i, argv + i, dump_one, &o);
-	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
+	return each_trace_cmd(&c, argc, argv, dump_one, &o, obuf, sizeof obuf);
 }
 
 /* ---- info ---- */
@@ -724,28 +727,25 @@ static int info_one(const char *path, nvlp_reader *r, void *arg)
 	return rc < 0;
 }
 
+static void info_usage(FILE *f)
+{
+	fprintf(f, "usage: nvlprof info FILE|DIR...\n");
+}
+
+static void info_help(FILE *f)
+{
+	info_usage(f);
+	fprintf(f, "  header, record counts, drops and completeness of each trace\n");
+}
+
 int nvlp_cmd_info(int argc, char **argv)
 {
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: nvlprof info FILE|DIR...\n"
-			       "  header, record counts, drops and completeness of each trace\n");
-			return 0;
-		}
-		if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		}
-		fprintf(stderr, "nvlprof info: unknown option '%s'\n", argv[i]);
-		fprintf(stderr, "usage: nvlprof info FILE|DIR...\n");
-		return 2;
-	}
-	if (i >= argc) {
-		fprintf(stderr, "nvlprof info: no trace file given\nusage: nvlprof info FILE|DIR...\n");
-		return 2;
-	}
+	struct an_cmdline c = {
+	    .help = info_help,
+	    .usage = info_usage,
+	    .unknown = {"nvlprof info: unknown option '", "'", 1},
+	    .none = {"nvlprof info: no trace file given", NULL, 1},
+	};
 	int nfiles = 0;
-	int rc = for_each_trace(argc - i, argv + i, info_one, &nfiles);
-	return nvlp_out_finish(stdout, "standard output") < 0 ? 2 : rc;
+	return each_trace_cmd(&c, argc, argv, info_one, &nfiles, NULL, 0);
 }

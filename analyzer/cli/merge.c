@@ -5,6 +5,7 @@
 #include <stdlib.h> /* qsort */
 #include <string.h> /* strcmp */
 
+#include "cli/argparse.h"
 #include "cli/commands.h"
 #include "out/partial.h"
 #include "out/report.h"
@@ -223,61 +224,33 @@ static void usage(FILE *o)
 	           "See docs/DISTRIBUTED.md.\n");
 }
 
-/* merge's arguments into json, out, th and the partials' names. @return -1 to go on, else the
- * exit status */
-static int merge_args(int argc, char **argv, int *json, const char **out, double *th, char **names,
-                      int *np)
-{
-	int threads = 0;
-	for (int i = 1; i < argc; i++) {
-		int c = an_common_opt(argc, argv, &i, th, &threads);
-		if (c < 0)
-			return 2;
-		if (c)
-			continue;
-		if (!strcmp(argv[i], "--json"))
-			*json = 1;
-		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			*out = argv[++i];
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr,
-			        "nvlprof: merge: unknown option %s (--json, -o FILE, --threshold "
-			        "NAME=VALUE, --symbols DIR; see --help)\n",
-			        argv[i]);
-			return 2;
-		} else
-			names[(*np)++] = argv[i];
-	}
-	if (!*np) {
-		fprintf(stderr, "nvlprof: merge: no input: give the partials report --partial wrote\n");
-		usage(stderr);
-		return 2;
-	}
-	return -1;
-}
-
 int nvlp_cmd_merge(int argc, char **argv)
 {
 	double th[AN_TH_COUNT];
 	memcpy(th, an_threshold_defaults, sizeof th);
-	int json = 0, np = 0;
+	int json = 0, threads = 0; /* -j: accepted, not used */
 	const char *outpath = NULL;
-	char **names = calloc((size_t)argc + 1, sizeof *names);
-	if (!names)
-		return 2;
-	int rc = merge_args(argc, argv, &json, &outpath, th, names, &np);
+	const struct an_opt opts[] = {
+	    {"--json", NULL, AN_OPT_FLAG, &json},
+	    {"-o", NULL, AN_OPT_VALUE, &outpath}, /* no value: an unknown option */
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = opts,
+	    .th = th,
+	    .threads = &threads,
+	    .help = usage,
+	    .usage = usage,
+	    .unknown = {"nvlprof: merge: unknown option ",
+	                " (--json, -o FILE, --threshold NAME=VALUE, --symbols DIR; see --help)"},
+	    .none = {"nvlprof: merge: no input: give the partials report --partial wrote", NULL, 1},
+	};
+	int rc = an_parse_args(&c, argc, argv);
+	if (rc >= 0)
+		return rc;
 	struct an_job job;
 	struct an_findings f;
-	if (rc < 0 && (merge_load(names, np, &job) != 0 || an_open_loaded(th, &job, &f) != 0))
-		rc = 2;
-	if (rc >= 0) {
-		free(names);
-		return rc;
-	}
-	rc = an_report_write("merge", outpath, json, &job, &f);
-	free(names);
-	return rc;
+	if (merge_load(c.args, c.nargs, &job) != 0 || an_open_loaded(th, &job, &f) != 0)
+		return 2;
+	return an_report_write("merge", outpath, json, &job, &f);
 }

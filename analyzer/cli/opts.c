@@ -1,10 +1,11 @@
 /* opts.c: the options report, diff, merge and export share: --threshold NAME=VALUE, --all-ranks,
- * --symbols DIR and -j N, with their error messages. */
+ * --symbols DIR and -j N, as a table for an_parse_args (argparse.c), with their error messages. */
 #include <math.h>   /* INFINITY */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* strtol */
 #include <string.h> /* strcmp */
 
+#include "cli/argparse.h"
 #include "model/model.h"
 #include "out/report.h"
 #include "util/util.h"
@@ -31,52 +32,55 @@ static void threshold_error(const char *v)
 	        (int)(eq - v), v, v);
 }
 
-int an_common_opt(int argc, char **argv, int *i, double *th, int *threads)
+/* --threshold NAME=VALUE into th */
+static int set_threshold(void *th, const char *v)
 {
-	const char *a = argv[*i], *v = NULL;
-	if (!strcmp(a, "--threshold") || !strcmp(a, "-t")) {
-		if (*i + 1 >= argc) {
-			fprintf(stderr, "nvlprof: %s needs NAME=VALUE (the names: --help)\n", a);
-			return -1;
-		}
-		v = argv[++*i];
-	} else if (!strncmp(a, "--threshold=", 12))
-		v = a + 12;
-	if (v) {
-		if (an_threshold_set(th, v) != 0) {
-			threshold_error(v);
-			return -1;
-		}
-		return 1;
+	if (an_threshold_set(th, v) == 0)
+		return -1;
+	threshold_error(v);
+	return 2;
+}
+
+/* --all-ranks: every rank a row, however many */
+static int set_all_ranks(void *th, const char *v)
+{
+	(void)v;
+	((double *)th)[AN_TH_ranks_shown] = INFINITY;
+	return -1;
+}
+
+static int set_symbols(void *unused, const char *v)
+{
+	(void)unused;
+	an_symbols_dir(v);
+	return -1;
+}
+
+/* -j N, 0 to 256, into *threads */
+static int set_threads(void *threads, const char *v)
+{
+	char *end = NULL;
+	long n = strtol(v, &end, 10);
+	if (end == v || *end || n < 0 || n > 256) {
+		fprintf(stderr,
+		        "nvlprof: -j needs a thread count, 0 to 256 (0: the default), not '%s'\n",
+		        v);
+		return 2;
 	}
-	if (!strcmp(a, "--all-ranks")) { /* every rank a row, however many */
-		th[AN_TH_ranks_shown] = INFINITY;
-		return 1;
-	}
-	if (!strcmp(a, "--symbols") || !strncmp(a, "--symbols=", 10)) {
-		if (a[9] == '=')
-			an_symbols_dir(a + 10);
-		else if (*i + 1 >= argc) {
-			fprintf(stderr, "nvlprof: --symbols needs a directory\n");
-			return -1;
-		} else
-			an_symbols_dir(argv[++*i]);
-		return 1;
-	}
-	if (!strcmp(a, "-j")) {
-		char *end = NULL;
-		long n = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : -1;
-		if (*i + 1 >= argc || end == argv[*i + 1] || *end || n < 0 || n > 256) {
-			fprintf(
-			    stderr,
-			    "nvlprof: -j needs a thread count, 0 to 256 (0: the default)%s%s%s\n",
-			    *i + 1 < argc ? ", not '" : "", *i + 1 < argc ? argv[*i + 1] : "",
-			    *i + 1 < argc ? "'" : "");
-			return -1;
-		}
-		*threads = (int)n;
-		++*i;
-		return 1;
-	}
-	return 0;
+	*(int *)threads = (int)n;
+	return -1;
+}
+
+void an_shared_opts(struct an_opt t[5], double *th, int *threads)
+{
+	const struct an_opt v[5] = {
+	    {"--threshold", "-t", AN_OPT_VALUE, th, AN_OPT_EQ, "NAME=VALUE (the names: --help)",
+	     set_threshold},
+	    {"--all-ranks", NULL, AN_OPT_FLAG, th, 0, NULL, set_all_ranks},
+	    {"--symbols", NULL, AN_OPT_VALUE, NULL, AN_OPT_EQ, "a directory", set_symbols},
+	    {"-j", NULL, AN_OPT_VALUE, threads, 0, "a thread count, 0 to 256 (0: the default)",
+	     set_threads},
+	    {NULL},
+	};
+	memcpy(t, v, sizeof v);
 }

@@ -11,6 +11,7 @@
 #include <time.h>     /* strftime */
 #include <unistd.h>   /* execvp, fork, readlink, access */
 
+#include "cli/argparse.h"
 #include "cli/commands.h"
 #include "nvlp_trace.h" /* the reader, for the closing summary */
 
@@ -216,58 +217,28 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 		kill(job_pid, sig);
 }
 
-/* The options before the command: -1 and *cmd its index in argv, else the exit status. */
-static int run_opts(int argc, char **argv, const char **outdir, int *append, int *cmd)
+/* The options before the command: -1 and *cmd the command, else the exit status. */
+static int run_opts(int argc, char **argv, const char **outdir, int *append, char ***cmd)
 {
-	int i = 1;
-	while (i < argc) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			run_usage(stdout);
-			return 0;
-		}
-		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc || !argv[i + 1][0]) {
-				fprintf(stderr, "nvlprof run: %s needs a directory\n", a);
-				run_usage(stderr);
-				return 2;
-			}
-			*outdir = argv[i + 1];
-			i += 2;
-			continue;
-		}
-		if (!strncmp(a, "--output=", 9)) {
-			*outdir = a + 9;
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--append")) {
-			*append = 1;
-			i++;
-			continue;
-		}
-		if (a[0] == '-') {
-			fprintf(
-			    stderr,
-			    "nvlprof run: unknown option '%s' (-o DIR, --append, or -- before a "
-			    "command that starts with -)\n",
-			    a);
-			run_usage(stderr);
-			return 2;
-		}
-		break; /* the command starts here */
-	}
-	if (i >= argc) {
-		fprintf(stderr, "nvlprof run: no command given\n");
-		run_usage(stderr);
-		return 2;
-	}
-	*cmd = i;
-	return -1;
+	const struct an_opt opts[] = {
+	    {"--output", "-o", AN_OPT_VALUE, outdir, AN_OPT_EQ | AN_OPT_NONEMPTY | AN_OPT_USAGE,
+	     "a directory"},
+	    {"--append", NULL, AN_OPT_FLAG, append},
+	    {NULL},
+	};
+	struct an_cmdline c = {
+	    .opts = opts,
+	    .prefix = "nvlprof run: ",
+	    .leading = 1,
+	    .help = run_usage,
+	    .usage = run_usage,
+	    .unknown = {"nvlprof run: unknown option '",
+	                "' (-o DIR, --append, or -- before a command that starts with -)", 1},
+	    .none = {"nvlprof run: no command given", NULL, 1},
+	};
+	int rc = an_parse_args(&c, argc, argv);
+	*cmd = c.args;
+	return rc;
 }
 
 /* Our library first in LD_PRELOAD (after a sanitizer runtime, which must come first): 0, or
@@ -417,7 +388,8 @@ static int job_ended(const char *abs, int st)
 int nvlp_cmd_run(int argc, char **argv)
 {
 	const char *outdir = NULL;
-	int append = 0, cmd = 0, rc, st;
+	int append = 0, rc, st;
+	char **cmd = NULL;
 	if ((rc = run_opts(argc, argv, &outdir, &append, &cmd)) >= 0)
 		return rc;
 	if (set_preload())
@@ -425,7 +397,7 @@ int nvlp_cmd_run(int argc, char **argv)
 	char abs[PATH_MAX];
 	if ((rc = run_dir(outdir, append, abs)) >= 0)
 		return rc;
-	if (run_job(argv + cmd, &st) < 0)
+	if (run_job(cmd, &st) < 0)
 		return 1;
 	return job_ended(abs, st);
 }
