@@ -7,6 +7,7 @@
 #include <time.h>     /* clock_gettime */
 
 #include "cli/argparse.h"
+#include "cli/commands.h"
 #include "out/export.h"
 #include "out/report.h" /* an_open_job */
 

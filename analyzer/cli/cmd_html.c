@@ -4,6 +4,7 @@
 #include <string.h> /* strcmp */
 
 #include "cli/argparse.h"
+#include "cli/commands.h"
 #include "out/export.h"
 #include "util/util.h" /* nvlp_out_finish */
 

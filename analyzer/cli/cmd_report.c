@@ -7,7 +7,6 @@
 
 #include "cli/argparse.h"
 #include "cli/commands.h"
-#include "out/export.h"  /* xh_wanted, xh_cmd */
 #include "out/partial.h" /* an_partial_write */
 #include "out/report.h"
 #include "pipeline.h" /* an_open_job */

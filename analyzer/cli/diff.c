@@ -9,7 +9,6 @@
 #include "model/cost.h"
 #include "util/json.h"
 #include "nvlp_trace.h"
-#include "out/export.h" /* xh_wanted, xh_cmd */
 #include "out/report.h"
 #include "util/util.h"
 

@@ -3,7 +3,6 @@
 #include <string.h> /* strcmp */
 
 #include "cli/commands.h"
-#include "out/export.h" /* nvlp_cmd_export */
 #include "nvlp_version.h"
 #include "util/diag.h" /* an_diag_set_sink */
 

@@ -59,19 +59,8 @@ int an_ingest_ncclcomm(struct lctx *c)
 /* ---- managed memory ---- */
 static struct an_alloc *find_alloc(struct an_rank *r, uint64_t addr)
 {
-	/* allocs are kept sorted by ptr; the last one starting at or below addr may hold it */
-	size_t lo = 0, hi = r->nallocs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->allocs[mid].ptr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	struct an_alloc *a = &r->allocs[lo - 1];
-	return addr - a->ptr < a->bytes ? a : NULL;
+	long k = an_alloc_index(r, addr);
+	return k < 0 ? NULL : &r->allocs[k];
 }
 
 int an_ingest_managed(struct lctx *c)

@@ -421,6 +421,23 @@ struct an_rank {
 	unsigned nncclcomms, nncclcomms_more;
 };
 
+/*! The managed allocation of r holding addr (r->allocs is kept sorted by ptr: the last one starting
+ * at or below addr may hold it). @return its index, or -1 none */
+static inline long an_alloc_index(const struct an_rank *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nallocs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->allocs[mid].ptr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr - r->allocs[lo - 1].ptr >= r->allocs[lo - 1].bytes)
+		return -1;
+	return (long)lo - 1;
+}
+
 /* Job-wide communicator. */
 struct an_comm {
 	uint64_t hash;

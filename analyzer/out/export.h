@@ -38,6 +38,16 @@ struct xe_ev {
 	long alloc; /* XE_UM: allocation index (xm_alloc), -1 none */
 };
 
+/*! splitmix64's finaliser: the exports' ids (flows, tracks) and the perfetto map's hash */
+static inline uint64_t xe_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
 /*! A UM record the timelines show: bytes migrated (HtoD, DtoH, DtoD), not fault or
  * thrashing counts. */
 static inline int xe_um_migration(uint64_t counter)
@@ -89,16 +99,5 @@ int xh_report(FILE *o, const struct xm_job *x, const char *title);
 int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char *tb,
             const char *ta);
 
-/*! The `nvlprof export` command, and the --html variants of report and diff (cli/cmd_export.c, cli/cmd_html.c) */
-int nvlp_cmd_export(int argc, char **argv);
-/*! One of the shared options at argv[*i]? @return 1 consumed (advances *i), 0 not one, -1 bad
- * (message printed) (cli/cmd_export.c) */
-int xm_opt(int argc, char **argv, int *i, struct xm_opts *o);
-/*! Load, analyze and diagnose (as `report` does; warnings on stderr). o: NULL for the defaults.
- * @return the job, or NULL after printing the error (cli/cmd_export.c) */
-struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o);
-/*! @return 1 if argv has --html (report/diff then hand over to xh_cmd) */
-int xh_wanted(int argc, char **argv);
-int xh_cmd(int argc, char **argv, int diff);
 
 #endif

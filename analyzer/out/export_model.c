@@ -320,18 +320,7 @@ void xm_alloc(const struct xm_job *x, size_t rank, size_t k, struct xm_alloc *o)
 }
 long xm_alloc_of(const struct xm_job *x, size_t rank, uint64_t addr)
 {
-	const struct an_rank *r = &x->job.ranks[rank];
-	size_t lo = 0, hi = r->nallocs; /* kept sorted by ptr */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->allocs[mid].ptr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= r->allocs[lo - 1].ptr + r->allocs[lo - 1].bytes)
-		return -1;
-	return (long)lo - 1;
+	return an_alloc_index(&x->job.ranks[rank], addr);
 }
 
 void xm_rank_last(const struct xm_job *x, size_t rank, uint64_t *last, uint64_t *colls)

@@ -72,15 +72,6 @@ struct map {
 	size_t n, cap;
 };
 
-static inline uint64_t mix(uint64_t x) /* splitmix64's finaliser */
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* @return the slot of k (v = 0 when new: the caller sets it), NULL out of memory */
 static struct slot *map_get(struct map *m, uint64_t k)
 {
@@ -91,7 +82,7 @@ static struct slot *map_get(struct map *m, uint64_t k)
 			return NULL;
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->s[i].k) {
-				size_t j = mix(m->s[i].k) & (cap - 1);
+				size_t j = xe_mix64(m->s[i].k) & (cap - 1);
 				while (t[j].k)
 					j = (j + 1) & (cap - 1);
 				t[j] = m->s[i];
@@ -100,7 +91,7 @@ static struct slot *map_get(struct map *m, uint64_t k)
 		m->s = t;
 		m->cap = cap;
 	}
-	size_t j = mix(k) & (m->cap - 1);
+	size_t j = xe_mix64(k) & (m->cap - 1);
 	while (m->s[j].k) {
 		if (m->s[j].k == k)
 			return &m->s[j];
@@ -135,7 +126,8 @@ struct pf {
 
 static uint64_t uuid_of(size_t r, uint64_t a, uint64_t b, uint64_t c)
 {
-	return mix(mix(mix(mix((uint64_t)r + 0x9e3779b97f4a7c15ULL) ^ a) ^ b) ^ c) | 1;
+	uint64_t h = xe_mix64(xe_mix64((uint64_t)r + 0x9e3779b97f4a7c15ULL) ^ a);
+	return xe_mix64(xe_mix64(h ^ b) ^ c) | 1;
 }
 
 static int seen_add(struct pf *s, uint64_t u) /* 1 if newly added */

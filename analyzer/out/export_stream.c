@@ -9,21 +9,13 @@
 #include "out/export.h"
 #include "nvlp_trace.h"
 
-static inline uint64_t mix(uint64_t x) /* splitmix64's finaliser */
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
 uint64_t xe_flow_call(size_t r, long k)
 {
-	return mix(mix((uint64_t)r ^ 0x63616c6cULL) ^ (uint64_t)k) | 1;
+	return xe_mix64(xe_mix64((uint64_t)r ^ 0x63616c6cULL) ^ (uint64_t)k) | 1;
 }
 uint64_t xe_flow_coll(uint64_t comm_hash, uint64_t seq)
 {
-	return mix(mix(comm_hash ^ 0x636f6c6cULL) ^ seq) | 1;
+	return xe_mix64(xe_mix64(comm_hash ^ 0x636f6c6cULL) ^ seq) | 1;
 }
 
 /* NCCL calls with GPU time, by (device, gpu start): a kernel finds the calls it ran */

@@ -85,7 +85,4 @@ int an_report_write(const char *cmd, const char *outpath, int json, struct an_jo
 void an_report_text(FILE *o, const struct an_job *job, const struct an_findings *f);
 /*! The JSON report (one object). */
 void an_report_json(FILE *o, const struct an_job *job, const struct an_findings *f);
-/*! Options shared by report and diff: --threshold/-t NAME=VALUE, -j N.
- * @return 1 consumed (advances *i), 0 not one of these, -1 error (printed) */
-int an_common_opt(int argc, char **argv, int *i, double *th, int *threads);
 #endif

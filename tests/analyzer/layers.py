@@ -10,15 +10,13 @@ or exits; no file is longer than 800 lines, no function longer than 60. Prints o
 violation and "layers: N files, N calls between files, N violations"; exits 1 on any.
 --graph prints the calls between files (FILE -> FILE ...), the drawing's source.
 """
-import collections
 import glob
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from nm_symbols import symbols as nm_symbols  # noqa: E402
+from nm_symbols import call_edges, symbols as nm_symbols  # noqa: E402
 
 ALLOWED = {
     "util": set(),
@@ -144,18 +142,7 @@ def main():
             if lay != "cli":
                 for line, text in prints(os.path.join(root, rel)):
                     bad.append("%s:%d: prints or exits outside cli/: %s" % (rel, line, text[:80]))
-    owner = {}
-    for f, (d, _) in syms.items():
-        for s in d:
-            owner[s] = f
-    edges = collections.defaultdict(set)
-    why = {}
-    for f, (_, u) in syms.items():
-        for s in sorted(u):
-            g = owner.get(s)
-            if g and g != f:
-                edges[f].add(g)
-                why.setdefault((f, g), s)
+    edges, why = call_edges(syms)
     ncalls = sum(len(v) for v in edges.values())
     for f in sorted(edges):
         for g in sorted(edges[f]):

@@ -14,14 +14,12 @@ limits and long_functions); and "shim layers: N files, N calls between files, N 
 exits 1 on any loop or anything too long.
 --graph prints every call between files (FILE -> FILE ...).
 """
-import collections
 import glob
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from nm_symbols import symbols as nm_symbols  # noqa: E402
+from nm_symbols import call_edges, symbols as nm_symbols  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analyzer"))
 from layers import MAX_FILE_LINES, MAX_FUNC_LINES, long_functions, loops  # noqa: E402
@@ -71,17 +69,7 @@ def main():
     if not syms:
         print("shim layers: no objects under %s (build first)" % libdir)
         return 1
-    owner = {}
-    for f, (d, _) in syms.items():
-        for s in d:
-            owner.setdefault(s, f)
-    edges, why = collections.defaultdict(set), {}
-    for f, (_, u) in syms.items():
-        for s in sorted(u):
-            g = owner.get(s)
-            if g and g != f:
-                edges[f].add(g)
-                why.setdefault((f, g), s)
+    edges, why = call_edges(syms)
     comps = loops(edges, sorted(syms))
     if "--graph" in sys.argv:
         for f in sorted(edges):
