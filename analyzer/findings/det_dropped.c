@@ -7,8 +7,9 @@
 #include "nvlp_trace.h"
 
 /* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
-int an_detect_dropped_records(const struct an_job *job, struct an_findings *out)
+int an_detect_dropped_records(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok || !r->dropped)

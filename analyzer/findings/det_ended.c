@@ -39,8 +39,10 @@ static void ended_fatal(struct an_finding *x, const struct an_job *job, const st
 
 /* Abnormal ends only (a signal, no END record, or an exit status > 0), and then the step it was
  * in: a finding of their own, unless a printed hang explains them. */
-int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	size_t nrises = 0;
 	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
 	uint8_t *shown = malloc(job->nhangs ? job->nhangs : 1); /* once, not per rank */

@@ -6,8 +6,10 @@
 #include "nvlp_trace.h"
 #include "model/stages.h" /* an_rank_exposure */
 
-int an_detect_exposed_communication(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_exposed_communication(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	if (!job->have_gpu)
 		return 0;
 	double e = 0, w = 0, c = 0;

@@ -110,11 +110,12 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
 	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
 }
 
-int an_detect_pcie_fallback(const struct an_job *job, const double *th, const struct an_big *big,
-                            struct an_findings *out, int *comm)
+int an_detect_pcie_fallback(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	char cause[256];
-	*comm = -1;
+	ctx->left->fb_comm = -1;
 	env_causes(job, cause, sizeof cause);
 	/* the busiest single-host multi-rank communicator with NVLink */
 	double best_bytes;
@@ -125,7 +126,7 @@ int an_detect_pcie_fallback(const struct an_job *job, const double *th, const st
 	double per_rank = best_bytes / (c->nmembers ? c->nmembers : 1);
 	uint64_t nvl, pcie;
 	coll_link_bytes(job, &nvl, &pcie);
-	double busbw = comm_busbw(big, best);
+	double busbw = comm_busbw(ctx->big, best);
 	int counters = job->have_links && pcie > 0 &&
 	               (double)pcie > th[AN_TH_fallback_pcie_ratio] * (double)nvl &&
 	               (double)pcie >= th[AN_TH_fallback_min_mib] * MIB;
@@ -145,6 +146,6 @@ int an_detect_pcie_fallback(const struct an_job *job, const double *th, const st
 		return -1;
 	x->comm = best;
 	fallback_evidence(x, job, c, nvl, pcie, busbw, cause);
-	*comm = best;
+	ctx->left->fb_comm = best;
 	return 0;
 }

@@ -193,12 +193,14 @@ static void gaps_notes(const struct an_job *job, struct an_findings *out, struct
 }
 #undef GAP
 
-void an_detect_collection_gaps(const struct an_job *job, struct an_findings *out)
+int an_detect_collection_gaps(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
 	struct an_finding *x = NULL;
 	gaps_traces(job, out, &x);
 	gaps_gpu(job, out, &x);
 	gaps_kernels(job, out, &x);
 	gaps_notes(job, out, &x);
 	an_f_advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+	return 0;
 }

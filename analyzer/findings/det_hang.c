@@ -189,8 +189,10 @@ int an_f_hang_shown(const struct an_job *job, const double *th, const struct an_
 	return abnormal && !(all && spread_ms < th[AN_TH_hang_min_ms]);
 }
 
-int an_detect_hang_suspect(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_hang_suspect(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	size_t nrises = 0;
 	struct an_oom_rise *rises = job->nhangs ? an_oom_rises(job, &nrises) : NULL;
 	for (size_t i = 0; i < job->nhangs; i++) {

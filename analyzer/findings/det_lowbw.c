@@ -5,9 +5,11 @@
 #include "findings/findings_int.h"
 #include "nvlp_trace.h"
 
-int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
-                                const struct an_big *big, struct an_findings *out)
+int an_detect_low_bus_bandwidth(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
+	const struct an_big *big = ctx->big;
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
 		const struct an_comm *c = &job->comms[ci];
 		if (c->peak_Bps <= 0 || c->nranks < 2)

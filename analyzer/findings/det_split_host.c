@@ -386,8 +386,10 @@ static int sh_report(const struct an_job *job, const double *th, const struct sh
 	return 0;
 }
 
-int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_nccl_split_host(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	if (job->nranks < 2 || !job->ncomms)
 		return 0;
 	size_t n = job->nranks;

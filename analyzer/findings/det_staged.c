@@ -92,8 +92,10 @@ static int staged_pair(const struct an_job *job, size_t f, const struct an_pair 
 	return 0;
 }
 
-int an_detect_peer_access_disabled(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_peer_access_disabled(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->npairs; i++) {

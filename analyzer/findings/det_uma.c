@@ -6,9 +6,10 @@
 #include "nvlp_trace.h"
 #include "util/util.h" /* an_fmt_value */
 
-
-int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_uma_thrashing(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->nallocs; i++) {

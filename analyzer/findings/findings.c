@@ -1,6 +1,6 @@
 /* findings.c: turns an analyzed job into findings: runs the detectors (det_*.c, mismatch.c), then
  * marks what a root cause explains (severity, explained_by), sorts by severity and puts each
- * explained finding after its root. */
+ * explained finding after its root. The detectors: a table by finding id, run in one order. */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
@@ -212,44 +212,63 @@ static void group_explained(struct an_findings *out)
 	out->v = v;
 }
 
+/* Every finding's detector, by id: a finding of AN_FINDINGS without its an_detect_<id> does not
+ * link */
+static an_detect_fn *const detectors[AN_F_COUNT] = {
+#define AN_DETECT_ENTRY(id, what) [AN_F_##id] = an_detect_##id,
+    AN_FINDINGS(AN_DETECT_ENTRY)
+#undef AN_DETECT_ENTRY
+};
+
+/* The order the detectors run in. It is not the list's order (the reading order): the findings
+ * are sorted afterwards by severity and the list's order, same-id findings keeping the order
+ * they were added in, so only one dependency sets it: collective_mismatch runs after
+ * hang_suspect, whose findings it reads (the hang that follows a mismatch on its communicator
+ * gains it as its cause). rank_ended asks det_hang.c which hangs are told (an_f_hang_shown), not
+ * their findings; pcie_fallback's communicator (left.fb_comm) is read by explain(), after all of
+ * them. The rest is the order they were written in. */
+#define AN_RUN_ORDER(X)                                                                            \
+	X(pcie_fallback)                                                                           \
+	X(nccl_split_host)                                                                         \
+	X(peer_access_disabled)                                                                    \
+	X(uma_thrashing)                                                                           \
+	X(straggler)                                                                               \
+	X(hang_suspect)                                                                            \
+	X(collective_mismatch)                                                                     \
+	X(rank_ended)                                                                              \
+	X(exposed_communication)                                                                   \
+	X(low_bus_bandwidth)                                                                       \
+	X(dropped_records)                                                                         \
+	X(collection_gaps)
+#define AN_RUN_ENTRY(id) AN_F_##id,
+static const enum an_fid run_order[] = {AN_RUN_ORDER(AN_RUN_ENTRY)};
+#undef AN_RUN_ENTRY
+/* every finding runs exactly once: AN_F_COUNT entries that together name every id */
+#define AN_RUN_BIT(id) | (1ull << AN_F_##id)
+_Static_assert(AN_F_COUNT < 64 && sizeof run_order / sizeof run_order[0] == AN_F_COUNT &&
+                   (0 AN_RUN_ORDER(AN_RUN_BIT)) == (1ull << AN_F_COUNT) - 1,
+               "AN_RUN_ORDER must name every finding of AN_FINDINGS exactly once");
+#undef AN_RUN_BIT
+
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	memset(out, 0, sizeof *out);
 	struct an_big *big = big_calls(job, th);
 	if (!big)
 		return -1;
-	int fb_comm = -1;
-	if (an_detect_pcie_fallback(job, th, big, out, &fb_comm))
-		goto oom;
-	if (an_detect_nccl_split_host(job, th, out))
-		goto oom;
-	if (an_detect_peer_access_disabled(job, th, out))
-		goto oom;
-	if (an_detect_uma_thrashing(job, th, out))
-		goto oom;
-	if (an_detect_straggler(job, th, out))
-		goto oom;
-	if (an_detect_hang_suspect(job, th, out))
-		goto oom;
-	an_mismatch_findings(job, out);
-	if (an_detect_rank_ended(job, th, out))
-		goto oom;
-	if (an_detect_exposed_communication(job, th, out))
-		goto oom;
-	if (an_detect_low_bus_bandwidth(job, th, big, out))
-		goto oom;
-	if (an_detect_dropped_records(job, out))
-		goto oom;
-	an_detect_collection_gaps(job, out);
+	struct an_detect_left left = {.fb_comm = -1};
+	const struct an_detect_ctx ctx = {.job = job, .th = th, .big = big, .left = &left};
+	for (size_t i = 0; i < AN_F_COUNT; i++)
+		if (detectors[run_order[i]](&ctx, out)) { /* out empty, as the callers expect */
+			free(big);
+			an_findings_free(out);
+			return -1;
+		}
 	free(big);
-	explain(job, th, fb_comm, out);
+	explain(job, th, left.fb_comm, out);
 	sort_findings(out);
 	group_explained(out);
 	return 0;
-oom: /* out empty, as the callers expect of -1 */
-	free(big);
-	an_findings_free(out);
-	return -1;
 }
 
 void an_findings_free(struct an_findings *f)

@@ -39,10 +39,7 @@ struct an_oom_rise;
 int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
                 size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in);
 
-/* ---- the detectors in their own files, called by an_findings_compute ---- */
-/*! collective_mismatch from job->mismatches (mismatch.c); after the hangs: a hang_suspect that
- * follows one on its communicator gains its cause */
-void an_mismatch_findings(const struct an_job *job, struct an_findings *out);
+/* ---- the detectors in their own files, run by an_findings_compute ---- */
 
 /* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of transfer time (a
  * matched collective's shortest GPU time across ranks: see an_call_xfer_ns). */
@@ -51,34 +48,35 @@ struct an_big {
 	uint64_t calls;
 };
 
-/* the detectors in their own files: each @return 0, or -1 out of memory */
-/*! pcie_fallback (det_fallback.c); *comm: the communicator that fell back, -1 none */
-int an_detect_pcie_fallback(const struct an_job *job, const double *th, const struct an_big *big,
-                            struct an_findings *out, int *comm);
-/*! uma_thrashing (det_uma.c) */
-int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct an_findings *out);
-/*! straggler (det_straggler.c) */
-int an_detect_straggler(const struct an_job *job, const double *th, struct an_findings *out);
-/*! exposed_communication (det_exposed.c) */
-int an_detect_exposed_communication(const struct an_job *job, const double *th,
-                                    struct an_findings *out);
-/*! low_bus_bandwidth (det_lowbw.c) */
-int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
-                                const struct an_big *big, struct an_findings *out);
-/*! dropped_records (det_dropped.c) */
-int an_detect_dropped_records(const struct an_job *job, struct an_findings *out);
-/*! nccl_split_host (det_split_host.c) */
-int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct an_findings *out);
-/*! peer_access_disabled (det_staged.c) */
-int an_detect_peer_access_disabled(const struct an_job *job, const double *th,
-                                    struct an_findings *out);
-/*! hang_suspect (det_hang.c) */
-int an_detect_hang_suspect(const struct an_job *job, const double *th, struct an_findings *out);
+/* What a detector leaves for what runs after it */
+struct an_detect_left {
+	int fb_comm; /* pcie_fallback: the communicator that fell back, -1 none (explain()) */
+};
+
+/* What every detector reads: the job, the thresholds (AN_TH_*), the large-message bandwidth per
+ * (comm, fn) (big[comm * NVLP_NCCL_FN_COUNT + fn]), and where it leaves results for others */
+struct an_detect_ctx {
+	const struct an_job *job;
+	const double *th;
+	const struct an_big *big;
+	struct an_detect_left *left;
+};
+
+/* A detector: appends the findings of its one id to out. @return 0, or -1 out of memory */
+typedef int an_detect_fn(const struct an_detect_ctx *ctx, struct an_findings *out);
+
+/*! an_detect_<id> for every finding of AN_FINDINGS, in its own file: collective_mismatch
+ * (mismatch.c: from job->mismatches, after the hangs: a hang_suspect that follows one on its
+ * communicator gains its cause), hang_suspect (det_hang.c), rank_ended (det_ended.c),
+ * nccl_split_host (det_split_host.c), pcie_fallback (det_fallback.c: sets left->fb_comm),
+ * peer_access_disabled (det_staged.c), uma_thrashing (det_uma.c), straggler (det_straggler.c),
+ * exposed_communication (det_exposed.c), low_bus_bandwidth (det_lowbw.c), dropped_records
+ * (det_dropped.c), collection_gaps (det_gaps.c). A finding without its detector does not link. */
+#define AN_DETECT_DECL(id, what) an_detect_fn an_detect_##id;
+AN_FINDINGS(AN_DETECT_DECL)
+#undef AN_DETECT_DECL
+
 /*! 1 when hang h is told (det_hang.c): rank_ended leaves its ranks to it */
 int an_f_hang_shown(const struct an_job *job, const double *th, const struct an_hang *h);
-/*! rank_ended (det_ended.c) */
-int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_findings *out);
-/*! collection_gaps (det_gaps.c) */
-void an_detect_collection_gaps(const struct an_job *job, struct an_findings *out);
 
 #endif

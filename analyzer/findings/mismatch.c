@@ -230,8 +230,9 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 	}
 }
 
-void an_mismatch_findings(const struct an_job *job, struct an_findings *out)
+int an_detect_collective_mismatch(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
-	for (size_t i = 0; i < job->nmismatches; i++)
-		mismatch_finding(job, &job->mismatches[i], out);
+	for (size_t i = 0; i < ctx->job->nmismatches; i++)
+		mismatch_finding(ctx->job, &ctx->job->mismatches[i], out);
+	return 0;
 }
