@@ -46,7 +46,11 @@ int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *ou
 	size_t nrises = 0;
 	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
 	uint8_t *shown = malloc(job->nhangs ? job->nhangs : 1); /* once, not per rank */
-	for (size_t h = 0; shown && h < job->nhangs; h++)
+	if (!shown) {
+		free(rises);
+		return -1;
+	}
+	for (size_t h = 0; h < job->nhangs; h++)
 		shown[h] = (uint8_t)an_f_hang_shown(job, th, &job->hangs[h]);
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];

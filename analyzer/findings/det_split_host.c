@@ -340,12 +340,13 @@ static double sh_evidence(struct an_finding *x, const struct an_job *job, const 
 	return worst_share;
 }
 
-/* The split communicator with the most collective time (one pass over every call); -1 none */
+/* The split communicator with the most collective time (one pass over every call); -1 none, -2
+ * out of memory */
 static int sh_busiest(const struct an_job *job, const char *split)
 {
 	double *ns = calloc(job->ncomms ? job->ncomms : 1, sizeof *ns);
 	if (!ns)
-		return -1;
+		return -2;
 	for (size_t f = 0; f < job->nranks; f++)
 		for (size_t k = 0; k < job->ranks[f].ncalls; k++) {
 			const struct an_call *c = &job->ranks[f].calls[k];
@@ -413,7 +414,9 @@ int an_detect_nccl_split_host(const struct an_detect_ctx *ctx, struct an_finding
 		nsplit += split[ci];
 	}
 	int best = nsplit ? sh_busiest(job, split) : -1;
-	if (best >= 0) {
+	if (best == -2)
+		rc = -1;
+	else if (best >= 0) {
 		sh_judge(job, s, &mb, &w, best,
 		         &m); /* again: its machines' first members (mfirst) */
 		rc = sh_report(job, th, s, &m, &w, nsplit, out);

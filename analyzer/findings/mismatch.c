@@ -171,8 +171,9 @@ static struct an_finding *hang_after(const struct an_job *job, const struct an_m
 	return NULL;
 }
 
-static void mismatch_finding(const struct an_job *job, const struct an_mismatch *m,
-                             struct an_findings *out)
+/* The collective_mismatch finding of m. @return 0, or -1 out of memory */
+static int mismatch_finding(const struct an_job *job, const struct an_mismatch *m,
+                            struct an_findings *out)
 {
 	const struct an_comm *cm = &job->comms[m->comm];
 	unsigned bits = differs(m);
@@ -187,7 +188,7 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 	int hung = hang_after(job, m, out, &hseq) != NULL;
 	struct an_finding *x = an_f_add(out, AN_F_collective_mismatch, AN_SEV_CRITICAL, "%s", title);
 	if (!x)
-		return;
+		return -1;
 	x->comm = m->comm;
 	char v[96];
 	snprintf(v, sizeof v, "%016llx", (unsigned long long)cm->hash);
@@ -228,11 +229,13 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 		snprintf(cause, sizeof cause, "collective_mismatch at #%u: %s", m->seq, what);
 		an_f_str(h, "cause", "%s", cause);
 	}
+	return 0;
 }
 
 int an_detect_collective_mismatch(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
 	for (size_t i = 0; i < ctx->job->nmismatches; i++)
-		mismatch_finding(ctx->job, &ctx->job->mismatches[i], out);
+		if (mismatch_finding(ctx->job, &ctx->job->mismatches[i], out))
+			return -1;
 	return 0;
 }
