@@ -21,7 +21,7 @@ int an_detect_dropped_records(const struct an_detect_ctx *ctx, struct an_finding
 		if (!x)
 			return -1;
 		x->rank = an_f_rank_id(job, f);
-		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 		an_f_num(x, "pid", r->pid, NULL);
 		an_f_str(x, "host", "%s", r->host);
 		an_f_num(x, "dropped_records", (double)r->dropped, NULL);

@@ -68,7 +68,7 @@ int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *ou
 			return -1;
 		}
 		x->rank = an_f_rank_id(job, f);
-		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 		an_f_num(x, "pid", r->pid, NULL);
 		an_f_str(x, "ended", "%s", r->fatal.signal                    ? "signal"
 		                         : r->end_reason < 0                ? "no END record"
@@ -80,12 +80,12 @@ int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *ou
 		if (r->have_exitinfo && r->end_reason != NVLP_END_SIGNAL && r->end_status >= 0)
 			an_f_num(x, "exit_status", r->end_status, NULL);
 		if (in)
-			an_f_num(x, "step", (double)in, NULL);
+			an_f_num(x, AN_EV_STEP, (double)in, NULL);
 		if (r->end_step)
 			an_f_num(x, "steps_completed", (double)r->steps_done, NULL);
 		an_f_num(x, "last_record_ms", an_end_ms(job, r), "ms");
 		if (r->npyrefs)
-			an_f_python(x, "python", "last NCCL call at", r, an_f_py_last_nccl(r));
+			an_f_python(x, AN_EV_PYTHON, "last NCCL call at", r, an_f_py_last_nccl(r));
 		if (r->end_reason == NVLP_END_SIGNAL)
 			an_f_advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
 			          "the other ranks when one fails) or a scheduler's time limit: look for "

@@ -84,7 +84,7 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
                               const char *cause)
 {
 	if (cause[0])
-		an_f_str(x, "env", "%s", cause);
+		an_f_str(x, AN_EV_ENV, "%s", cause);
 	an_f_str(x, "comm", "%016llx", (unsigned long long)c->hash);
 	an_f_num(x, "nranks", c->nranks, NULL);
 	if (job->have_links) {

@@ -85,7 +85,7 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 			if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
 				continue;
 			char key[32];
-			snprintf(key, sizeof key, "python_rank%d", id);
+			snprintf(key, sizeof key, AN_EV_PYTHON_RANK, id);
 			int n = x ? x->nev : 0;
 			an_f_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
 			          an_f_py_last_nccl(r));
@@ -108,7 +108,7 @@ static void hang_samples(struct an_finding *x, const struct an_job *job, const s
 			if (!an_place_at(r, AN_PLACE_MAIN, an_job_time(r, r->t_alive), &p) || !p.pystack)
 				continue;
 			char key[32], buf[256];
-			snprintf(key, sizeof key, "place_rank%d", id);
+			snprintf(key, sizeof key, AN_EV_PLACE_RANK, id);
 			an_place_text(&p, buf, sizeof buf);
 			an_f_str(x, key, "%s", buf);
 		}
@@ -208,23 +208,23 @@ int an_detect_hang_suspect(const struct an_detect_ctx *ctx, struct an_findings *
 			return -1;
 		}
 		if (h->failed_rank >= 0) {
-			an_f_num(x, "failed_rank", h->failed_rank, NULL);
-			an_f_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
+			an_f_num(x, AN_EV_FAILED_RANK, h->failed_rank, NULL);
+			an_f_str(x, AN_EV_FAILED_WITH, "%s", nccl_result_name(h->failed_rc));
 			if (h->failed_seq != h->seq)
-				an_f_num(x, "failed_seq", h->failed_seq, NULL);
+				an_f_num(x, AN_EV_FAILED_SEQ, h->failed_seq, NULL);
 		}
 		x->comm = h->comm;
 		if (h->nmissing == 1) {
 			x->rank = h->missing[0];
-			an_f_num(x, "rank", h->missing[0], NULL);
+			an_f_num(x, AN_EV_RANK, h->missing[0], NULL);
 		}
 		an_f_str(x, "missing_ranks", "%s", miss);
-		an_f_str(x, "waiting_ranks", "%s", pres);
+		an_f_str(x, AN_EV_WAITING_RANKS, "%s", pres);
 		an_f_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
 		if (job->comms[h->comm].name[0])
 			an_f_str(x, "comm_name", "%s", job->comms[h->comm].name);
-		an_f_num(x, "seq", h->seq, NULL);
-		an_f_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
+		an_f_num(x, AN_EV_SEQ, h->seq, NULL);
+		an_f_str(x, AN_EV_COLLECTIVE, "%s", nvlp_nccl_fn_name(h->fn));
 		an_f_num(x, "wait_ms", h->wait_ms, "ms");
 		hang_python(x, job, h);
 		hang_samples(x, job, h);

@@ -50,7 +50,7 @@ int an_detect_low_bus_bandwidth(const struct an_detect_ctx *ctx, struct an_findi
 			return -1;
 		x->comm = (int)ci;
 		an_f_str(x, "comm", "%016llx", (unsigned long long)c->hash);
-		an_f_str(x, "collective", "%s", nvlp_nccl_fn_name((unsigned)worst));
+		an_f_str(x, AN_EV_COLLECTIVE, "%s", nvlp_nccl_fn_name((unsigned)worst));
 		an_f_num(x, "calls", (double)b->calls, NULL);
 		an_f_num(x, "min_message_mib", th[AN_TH_low_busbw_min_mib], "MiB");
 		an_f_num(x, "algbw_gbps", b->salg / b->ns, "GB/s");

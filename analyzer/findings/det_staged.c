@@ -64,7 +64,7 @@ static int staged_pair(const struct an_job *job, size_t f, const struct an_pair 
 		return -1;
 	x->rank = an_f_rank_id(job, f);
 	x->device = p->src;
-	an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+	an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 	an_f_num(x, "device", p->src, NULL);
 	an_f_num(x, "dst_device", p->dst, NULL);
 	an_f_num(x, "copies", (double)p->staged_copies, NULL);
@@ -83,7 +83,7 @@ static int staged_pair(const struct an_job *job, size_t f, const struct an_pair 
 	uint64_t py = 0;
 	for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
 		py = an_f_py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
-	an_f_python(x, "python", "copied at", r, py);
+	an_f_python(x, AN_EV_PYTHON, "copied at", r, py);
 	an_f_native(x, "copied_at", r, p->staged_stack);
 	an_f_advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
 	          "(and the reverse) before cross-device copies: they then go GPU to "

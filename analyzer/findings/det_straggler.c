@@ -85,7 +85,7 @@ int an_detect_straggler(const struct an_detect_ctx *ctx, struct an_findings *out
 		if (!y)
 			return -1;
 		y->rank = an_f_rank_id(job, f);
-		an_f_num(y, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(y, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 		an_f_str(y, "host", "%s", job->ranks[f].host);
 		an_f_num(y, "collectives", (double)x->colls, NULL);
 		an_f_num(y, "last_arrivals", (double)x->last_count, NULL);

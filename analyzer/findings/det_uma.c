@@ -29,7 +29,7 @@ int an_detect_uma_thrashing(const struct an_detect_ctx *ctx, struct an_findings 
 				return -1;
 			x->rank = an_f_rank_id(job, f);
 			x->device = a->device;
-			an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+			an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 			an_f_num(x, "device", a->device, NULL);
 			an_f_str(x, "address", "0x%llx", (unsigned long long)a->ptr);
 			an_f_num(x, "size", (double)a->bytes, "B");
@@ -42,8 +42,8 @@ int an_detect_uma_thrashing(const struct an_detect_ctx *ctx, struct an_findings 
 			an_f_num(x, "gpu_page_faults", (double)a->gpu_faults, NULL);
 			an_f_num(x, "cpu_page_faults", (double)a->cpu_faults, NULL);
 			an_f_num(x, "time_lost_ms", (double)a->migrate_ns / 1e6, "ms");
-			an_f_python(x, "python", "allocated at", r,
-			          an_f_py_of_record(r, NVLP_K_MANAGED, a->t, 0));
+			an_f_python(x, AN_EV_PYTHON, "allocated at", r,
+			            an_f_py_of_record(r, NVLP_K_MANAGED, a->t, 0));
 			an_f_native(x, "allocated_at", r, a->stack);
 			an_f_advise(x, a->advised || a->prefetched
 			              ? "Advice/prefetch is present but pages still bounce: give "

@@ -15,18 +15,17 @@ static void demote(struct an_finding *x, struct an_finding *y, double share, con
 {
 	y->explained_by = x->id;
 	y->sev_before = y->sev;
-	an_f_str(y, "explained_by", "%s", x->id);
+	an_f_str(y, AN_EV_EXPLAINED_BY, "%s", x->id);
 	if (share >= 0)
 		an_f_num(y, "explained_share", share > 1 ? 1 : share, NULL);
-	an_f_str(y, "severity_alone", "%s", an_sev_name(y->sev));
-	int k = 0;
-	while (k < x->nev && strcmp(x->ev[k].key, "explains"))
-		k++;
-	if (k < x->nev) {
-		size_t l = strlen(x->ev[k].str);
-		snprintf(x->ev[k].str + l, sizeof x->ev[k].str - l, ",%s", y->id);
+	an_f_str(y, AN_EV_SEVERITY_ALONE, "%s", an_sev_name(y->sev));
+	const struct an_ev *e = an_ev_find(x, AN_EV_EXPLAINS, 1);
+	if (e) {
+		struct an_ev *w = &x->ev[e - x->ev];
+		size_t l = strlen(w->str);
+		snprintf(w->str + l, sizeof w->str - l, ",%s", y->id);
 	} else
-		an_f_str(x, "explains", "%s", y->id);
+		an_f_str(x, AN_EV_EXPLAINS, "%s", y->id);
 	if (y->sev > x->sev)
 		x->sev = y->sev;
 	y->sev = AN_SEV_INFO;
@@ -299,8 +298,6 @@ const char *an_findings_env_cause(const struct an_findings *f)
 	const struct an_finding *x = an_findings_find(f, AN_F_pcie_fallback);
 	if (!x)
 		return "";
-	for (int i = 0; i < x->nev; i++)
-		if (!strcmp(x->ev[i].key, "env"))
-			return x->ev[i].str;
-	return "link counters";
+	const char *env = an_ev_str(x, AN_EV_ENV);
+	return env ? env : "link counters";
 }

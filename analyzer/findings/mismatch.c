@@ -160,12 +160,11 @@ static struct an_finding *hang_after(const struct an_job *job, const struct an_m
 		struct an_finding *h = &out->v[i];
 		if (h->fid != AN_F_hang_suspect || h->comm != m->comm)
 			continue;
-		for (int k = 0; k < h->nev; k++)
-			if (!strcmp(h->ev[k].key, "seq") && !h->ev[k].is_str &&
-			    h->ev[k].num >= m->seq) {
-				*seq = (uint32_t)h->ev[k].num;
-				return h;
-			}
+		const struct an_ev *e = an_ev_find(h, AN_EV_SEQ, 0);
+		if (e && e->num >= m->seq) {
+			*seq = (uint32_t)e->num;
+			return h;
+		}
 	}
 	(void)job;
 	return NULL;
@@ -195,10 +194,10 @@ static int mismatch_finding(const struct an_job *job, const struct an_mismatch *
 	an_f_str(x, "comm", "%s", v);
 	if (cm->name[0])
 		an_f_str(x, "comm_name", "%s", cm->name);
-	an_f_num(x, "seq", m->seq, NULL);
+	an_f_num(x, AN_EV_SEQ, m->seq, NULL);
 	uint64_t step = step_of_call(job, (size_t)m->side[0].file, m->side[0].k);
 	if (step)
-		an_f_num(x, "step", (double)step, NULL);
+		an_f_num(x, AN_EV_STEP, (double)step, NULL);
 	v[0] = 0;
 	for (int d = 0; d < D_COUNT_; d++)
 		if (bits & (1u << d))
@@ -211,7 +210,7 @@ static int mismatch_finding(const struct an_job *job, const struct an_mismatch *
 	for (int i = 0; i < m->nsides; i++) {
 		const struct an_rank *r = &job->ranks[m->side[i].file];
 		char key[32];
-		snprintf(key, sizeof key, "python_rank%d", m->side[i].ranks[0]);
+		snprintf(key, sizeof key, AN_EV_PYTHON_RANK, m->side[i].ranks[0]);
 		if (r->npyrefs)
 			an_f_python(x, key, "calls it at", r, py_of_call(r, m->side[i].k));
 	}
