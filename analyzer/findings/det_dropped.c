@@ -26,8 +26,7 @@ int an_detect_dropped_records(const struct an_detect_ctx *ctx, struct an_finding
 		an_f_str(x, "host", "%s", r->host);
 		an_f_num(x, "dropped_records", (double)r->dropped, NULL);
 		an_f_num(x, "recorded", (double)r->records, NULL);
-		an_f_advise(x, "This process's figures are partial. Give each thread a larger buffer "
-		          "(NVLPROF_BUFFER_KB) or record fewer kinds.");
+		an_f_advice(x, AN_ADV_PLAIN);
 	}
 	return 0;
 }

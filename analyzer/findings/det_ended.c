@@ -86,13 +86,8 @@ int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *ou
 		an_f_num(x, "last_record_ms", an_end_ms(job, r), "ms");
 		if (r->npyrefs)
 			an_f_python(x, AN_EV_PYTHON, "last NCCL call at", r, an_f_py_last_nccl(r));
-		if (r->end_reason == NVLP_END_SIGNAL)
-			an_f_advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
-			          "the other ranks when one fails) or a scheduler's time limit: look for "
-			          "the rank that failed first.");
-		else
-			an_f_advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
-			          "it stopped; the other ranks' waits follow from it.");
+		an_f_advice(x,
+		            r->end_reason == NVLP_END_SIGNAL ? AN_ADV_ENDED_SIGNAL : AN_ADV_PLAIN);
 	}
 	free(rises);
 	free(shown);

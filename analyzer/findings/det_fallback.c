@@ -99,15 +99,7 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
 			an_f_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
 	} else
 		an_f_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
-	an_f_advise(
-	    x,
-	    cause[0]
-	        ? "Unset the variables above (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL=LOC, "
-	          "NCCL_SHM_DISABLE) so NCCL uses "
-	          "P2P over NVLink; check with NCCL_DEBUG=INFO that channels say P2P/CUMEM or NVLS."
-	        : "NCCL did not use P2P over NVLink: check NCCL_DEBUG=INFO transport lines, "
-	          "container IPC/"
-	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
+	an_f_advice(x, cause[0] ? AN_ADV_FALLBACK_ENV : AN_ADV_PLAIN);
 }
 
 int an_detect_pcie_fallback(const struct an_detect_ctx *ctx, struct an_findings *out)

@@ -214,7 +214,6 @@ int an_detect_collection_gaps(const struct an_detect_ctx *ctx, struct an_finding
 	gaps_gpu(ctx->job, &g);
 	gaps_kernels(ctx->job, &g);
 	gaps_notes(ctx->job, &g);
-	an_f_advise(g.x,
-	            "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+	an_f_advice(g.x, AN_ADV_PLAIN);
 	return g.oom ? -1 : 0;
 }

@@ -229,11 +229,7 @@ int an_detect_hang_suspect(const struct an_detect_ctx *ctx, struct an_findings *
 		hang_python(x, job, h);
 		hang_samples(x, job, h);
 		hang_endings(x, job, h, rises, nrises);
-		an_f_advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
-		          "path) before this "
-		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "
-		          "process-group timeout "
-		          "so a hang fails fast.");
+		an_f_advice(x, AN_ADV_PLAIN);
 	}
 	free(rises);
 	return 0;

@@ -60,10 +60,7 @@ int an_detect_low_bus_bandwidth(const struct an_detect_ctx *ctx, struct an_findi
 			an_f_str(x, "also_low", "%s", others);
 		/* no straggler advice: bandwidths use transfer time, not waiting; explain() gives
 		 * the pcie_fallback advice when the fallback is on this communicator */
-		an_f_advise(x, "Large messages should reach 60-80% of the link: check "
-		          "NCCL_ALGO/NCCL_PROTO "
-		          "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
-		          "NCCL_DEBUG=INFO transports.");
+		an_f_advice(x, AN_ADV_PLAIN);
 	}
 	return 0;
 }

@@ -380,10 +380,7 @@ static int sh_report(const struct an_job *job, const double *th, const struct sh
 	x->comm = b->ci;
 	if (sh_evidence(x, job, s, b, w, nsplit) >= th[AN_TH_split_host_critical])
 		x->sev = AN_SEV_CRITICAL;
-	an_f_advise(x, "Give the ranks of one machine the same NCCL_HOSTID (or unset it), or run them in "
-	          "one container or with the host's UTS and IPC namespaces (docker --ipc=host "
-	          "--uts=host, Kubernetes hostIPC); then check that NCCL_DEBUG=INFO shows P2P or SHM "
-	          "channels, not NET.");
+	an_f_advice(x, AN_ADV_PLAIN);
 	return 0;
 }
 

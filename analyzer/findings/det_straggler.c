@@ -116,10 +116,7 @@ int an_detect_straggler(const struct an_detect_ctx *ctx, struct an_findings *out
 		if (job->step_ns > 0)
 			an_f_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
 		straggler_places(y, job, f);
-		an_f_advise(y, "Others wait for this rank in every collective: look at what it does "
-		          "before them "
-		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
-		          "GPU or host).");
+		an_f_advice(y, AN_ADV_PLAIN);
 	}
 	return 0;
 }

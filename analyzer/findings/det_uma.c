@@ -45,15 +45,8 @@ int an_detect_uma_thrashing(const struct an_detect_ctx *ctx, struct an_findings 
 			an_f_python(x, AN_EV_PYTHON, "allocated at", r,
 			            an_f_py_of_record(r, NVLP_K_MANAGED, a->t, 0));
 			an_f_native(x, "allocated_at", r, a->stack);
-			an_f_advise(x, a->advised || a->prefetched
-			              ? "Advice/prefetch is present but pages still bounce: give "
-			                "each phase its own buffer or "
-			                "use cudaMemAdviseSetReadMostly for shared read-only data."
-			              : "Prefetch before each phase (cudaMemPrefetchAsync to the "
-			                "GPU that uses it next) or set "
-			                "cudaMemAdviseSetPreferredLocation + "
-			                "cudaMemAdviseSetAccessedBy; avoid touching it "
-			                "from the CPU between GPU kernels.");
+			an_f_advice(x, a->advised || a->prefetched ? AN_ADV_UMA_ADVISED
+			                                           : AN_ADV_PLAIN);
 		}
 	}
 	return 0;

@@ -10,8 +10,8 @@
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
  * to y's former severity (the root cause carries the cost of what it explains), and y's advice
- * points at x. share < 0: not a measured share. */
-static void demote(struct an_finding *x, struct an_finding *y, double share, const char *advice)
+ * points at x (wording.c's text for the pair). share < 0: not a measured share. */
+static void demote(struct an_finding *x, struct an_finding *y, double share)
 {
 	y->explained_by = x->id;
 	y->sev_before = y->sev;
@@ -29,7 +29,7 @@ static void demote(struct an_finding *x, struct an_finding *y, double share, con
 	if (y->sev > x->sev)
 		x->sev = y->sev;
 	y->sev = AN_SEV_INFO;
-	an_f_advise(y, advice);
+	an_f_advise(y, an_f_explained_advice(x->fid, y->fid));
 }
 
 /* Root causes and the findings they explain (see REPORT_JSON.md "explained findings"):
@@ -60,9 +60,7 @@ static void explain(const struct an_job *job, const double *th, int fb_comm,
 		for (size_t i = 0; i < out->n; i++) {
 			struct an_finding *y = &out->v[i];
 			if (y->fid == AN_F_low_bus_bandwidth && !y->explained_by && y->comm == fb_comm)
-				demote(fb, y, -1,
-				       "See pcie_fallback: the traffic is not on NVLink; fix that "
-				       "first.");
+				demote(fb, y, -1);
 		}
 	}
 }
@@ -106,20 +104,14 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 	}
 	if (best && best_share >= th[AN_TH_explained_share]) {
 		exp->root_rank = best->rank;
-		demote(
-		    best, exp, best_share,
-		    "See straggler: the other ranks' NCCL kernels wait for the late rank and that "
-		    "waiting counts as exposed communication; fix the straggler first.");
+		demote(best, exp, best_share);
 		return;
 	}
 	if (fb && fb_comm >= 0) {
 		double all = 0, mine = an_comm_exposed_ns(job, fb_comm, &all);
 		double share = all > 0 ? mine / all : 0;
 		if (share >= th[AN_TH_explained_share])
-			demote(
-			    fb, exp, share,
-			    "See pcie_fallback: collectives over PCIe/host memory are too slow to "
-			    "hide; fix that first.");
+			demote(fb, exp, share);
 	}
 }
 

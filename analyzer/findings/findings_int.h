@@ -1,5 +1,6 @@
 /* findings_int.h: what the detectors and the story share (evidence.c): adding a finding and its
- * evidence, rank numbers, Python locations and how a rank ended. Internal to analyzer/. */
+ * evidence, rank numbers, Python locations and how a rank ended; each finding's advice
+ * (wording.c); the detectors' one signature. Internal to analyzer/. */
 #ifndef NVLP_AN_FINDINGS_INT_H
 #define NVLP_AN_FINDINGS_INT_H
 
@@ -18,6 +19,21 @@ void an_f_str(struct an_finding *x, const char *key, const char *fmt, ...)
 /*! The NVLink peak a finding judged by, GB/s, and which figure that is (an_peak_basis) */
 void an_f_peak(struct an_finding *x, double gbps);
 void an_f_advise(struct an_finding *x, const char *s);
+
+/* The case that chooses a finding's advice (wording.c); AN_ADV_PLAIN: its usual text */
+enum an_adv {
+	AN_ADV_PLAIN = 0,
+	AN_ADV_ENDED_SIGNAL = 1, /* rank_ended: ended by a signal (mostly the launcher's SIGTERM) */
+	AN_ADV_FALLBACK_ENV = 1, /* pcie_fallback: settings in the environment caused it */
+	AN_ADV_UMA_ADVISED = 1,  /* uma_thrashing: advice or prefetch was present */
+	AN_ADV_COUNT = 2
+};
+/*! x's advice: its finding's text (wording.c) for case adv (AN_ADV_*) */
+void an_f_advice(struct an_finding *x, int adv);
+/*! The text of finding fid's advice for case adv, NULL none */
+const char *an_f_advice_text(enum an_fid fid, int adv);
+/*! The advice of finding y when root explains it ("See pcie_fallback: ..."), NULL none */
+const char *an_f_explained_advice(enum an_fid root, enum an_fid y);
 /*! The rank number of file f as printed (its RANK, else the file index) */
 int an_f_rank_id(const struct an_job *job, size_t f);
 /*! The file of the rank printed as id, or -1 */

@@ -216,11 +216,7 @@ static int mismatch_finding(const struct an_job *job, const struct an_mismatch *
 	}
 	if (hung)
 		an_f_num(x, "then_hung_at_seq", hseq, NULL);
-	an_f_advise(x, "Every rank must pass each collective the same function, count, datatype, "
-	               "reduction op and root, in the same order: a rank-dependent branch or tensor "
-	               "shape (a metric over a different number of elements, a conditional "
-	               "all_reduce) makes them disagree, and NCCL then hangs or returns wrong data. "
-	               "Compare the Python lines of the sides.");
+	an_f_advice(x, AN_ADV_PLAIN);
 	/* the hang that follows has this as its cause */
 	struct an_finding *h = hung ? hang_after(job, m, out, &hseq) : NULL;
 	if (h) {
