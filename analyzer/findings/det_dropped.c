@@ -7,8 +7,9 @@
 #include "nvlp_trace.h"
 
 /* Records lost in a burst (a full per-thread buffer): that process's figures are partial. */
-int an_detect_dropped_records(const struct an_job *job, struct an_findings *out)
+int an_detect_dropped_records(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		if (!r->ok || !r->dropped)
@@ -20,13 +21,12 @@ int an_detect_dropped_records(const struct an_job *job, struct an_findings *out)
 		if (!x)
 			return -1;
 		x->rank = an_f_rank_id(job, f);
-		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 		an_f_num(x, "pid", r->pid, NULL);
 		an_f_str(x, "host", "%s", r->host);
 		an_f_num(x, "dropped_records", (double)r->dropped, NULL);
 		an_f_num(x, "recorded", (double)r->records, NULL);
-		an_f_advise(x, "This process's figures are partial. Give each thread a larger buffer "
-		          "(NVLPROF_BUFFER_KB) or record fewer kinds.");
+		an_f_advice(x, AN_ADV_PLAIN);
 	}
 	return 0;
 }

@@ -39,12 +39,18 @@ static void ended_fatal(struct an_finding *x, const struct an_job *job, const st
 
 /* Abnormal ends only (a signal, no END record, or an exit status > 0), and then the step it was
  * in: a finding of their own, unless a printed hang explains them. */
-int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	size_t nrises = 0;
 	struct an_oom_rise *rises = an_oom_rises(job, &nrises);
 	uint8_t *shown = malloc(job->nhangs ? job->nhangs : 1); /* once, not per rank */
-	for (size_t h = 0; shown && h < job->nhangs; h++)
+	if (!shown) {
+		free(rises);
+		return -1;
+	}
+	for (size_t h = 0; h < job->nhangs; h++)
 		shown[h] = (uint8_t)an_f_hang_shown(job, th, &job->hangs[h]);
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
@@ -62,7 +68,7 @@ int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_f
 			return -1;
 		}
 		x->rank = an_f_rank_id(job, f);
-		an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 		an_f_num(x, "pid", r->pid, NULL);
 		an_f_str(x, "ended", "%s", r->fatal.signal                    ? "signal"
 		                         : r->end_reason < 0                ? "no END record"
@@ -74,19 +80,14 @@ int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_f
 		if (r->have_exitinfo && r->end_reason != NVLP_END_SIGNAL && r->end_status >= 0)
 			an_f_num(x, "exit_status", r->end_status, NULL);
 		if (in)
-			an_f_num(x, "step", (double)in, NULL);
+			an_f_num(x, AN_EV_STEP, (double)in, NULL);
 		if (r->end_step)
 			an_f_num(x, "steps_completed", (double)r->steps_done, NULL);
 		an_f_num(x, "last_record_ms", an_end_ms(job, r), "ms");
 		if (r->npyrefs)
-			an_f_python(x, "python", "last NCCL call at", r, an_f_py_last_nccl(r));
-		if (r->end_reason == NVLP_END_SIGNAL)
-			an_f_advise(x, "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
-			          "the other ranks when one fails) or a scheduler's time limit: look for "
-			          "the rank that failed first.");
-		else
-			an_f_advise(x, "Look at this rank's own log (stderr; dmesg for the OOM killer) for why "
-			          "it stopped; the other ranks' waits follow from it.");
+			an_f_python(x, AN_EV_PYTHON, "last NCCL call at", r, an_f_py_last_nccl(r));
+		an_f_advice(x,
+		            r->end_reason == NVLP_END_SIGNAL ? AN_ADV_ENDED_SIGNAL : AN_ADV_PLAIN);
 	}
 	free(rises);
 	free(shown);

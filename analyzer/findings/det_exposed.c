@@ -6,8 +6,10 @@
 #include "nvlp_trace.h"
 #include "model/stages.h" /* an_rank_exposure */
 
-int an_detect_exposed_communication(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_exposed_communication(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	if (!job->have_gpu)
 		return 0;
 	double e = 0, w = 0, c = 0;
@@ -53,10 +55,6 @@ int an_detect_exposed_communication(const struct an_job *job, const double *th, 
 	if (worst >= 0)
 		an_f_num(x, "worst_rank", worst, NULL);
 	/* explain() replaces this when a root cause explains the finding */
-	an_f_advise(x, "Overlap communication with compute: DDP bucket_cap_mb / "
-	          "gradient_as_bucket_view, FSDP "
-	          "prefetch, fewer and larger collectives; or make it cheaper (check "
-	          "pcie_fallback and "
-	          "low_bus_bandwidth first).");
+	an_f_advice(x, AN_ADV_PLAIN);
 	return 0;
 }

@@ -84,7 +84,7 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
                               const char *cause)
 {
 	if (cause[0])
-		an_f_str(x, "env", "%s", cause);
+		an_f_str(x, AN_EV_ENV, "%s", cause);
 	an_f_str(x, "comm", "%016llx", (unsigned long long)c->hash);
 	an_f_num(x, "nranks", c->nranks, NULL);
 	if (job->have_links) {
@@ -99,22 +99,15 @@ static void fallback_evidence(struct an_finding *x, const struct an_job *job,
 			an_f_num(x, "share_of_peak", busbw * 1e9 / c->peak_Bps, NULL);
 	} else
 		an_f_str(x, "topology", "no NVLink topology records: NVLink presence not confirmed");
-	an_f_advise(
-	    x,
-	    cause[0]
-	        ? "Unset the variables above (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL=LOC, "
-	          "NCCL_SHM_DISABLE) so NCCL uses "
-	          "P2P over NVLink; check with NCCL_DEBUG=INFO that channels say P2P/CUMEM or NVLS."
-	        : "NCCL did not use P2P over NVLink: check NCCL_DEBUG=INFO transport lines, "
-	          "container IPC/"
-	          "peer-access limits (--ipc=host), CUDA_VISIBLE_DEVICES and NCCL_P2P_LEVEL.");
+	an_f_advice(x, cause[0] ? AN_ADV_FALLBACK_ENV : AN_ADV_PLAIN);
 }
 
-int an_detect_pcie_fallback(const struct an_job *job, const double *th, const struct an_big *big,
-                            struct an_findings *out, int *comm)
+int an_detect_pcie_fallback(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	char cause[256];
-	*comm = -1;
+	ctx->left->fb_comm = -1;
 	env_causes(job, cause, sizeof cause);
 	/* the busiest single-host multi-rank communicator with NVLink */
 	double best_bytes;
@@ -125,7 +118,7 @@ int an_detect_pcie_fallback(const struct an_job *job, const double *th, const st
 	double per_rank = best_bytes / (c->nmembers ? c->nmembers : 1);
 	uint64_t nvl, pcie;
 	coll_link_bytes(job, &nvl, &pcie);
-	double busbw = comm_busbw(big, best);
+	double busbw = comm_busbw(ctx->big, best);
 	int counters = job->have_links && pcie > 0 &&
 	               (double)pcie > th[AN_TH_fallback_pcie_ratio] * (double)nvl &&
 	               (double)pcie >= th[AN_TH_fallback_min_mib] * MIB;
@@ -145,6 +138,6 @@ int an_detect_pcie_fallback(const struct an_job *job, const double *th, const st
 		return -1;
 	x->comm = best;
 	fallback_evidence(x, job, c, nvl, pcie, busbw, cause);
-	*comm = best;
+	ctx->left->fb_comm = best;
 	return 0;
 }

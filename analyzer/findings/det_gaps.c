@@ -8,18 +8,26 @@
 #include "load/kernelch.h" /* window coverage */
 #include "util/containers.h" /* an_index */
 
-/* The collection_gaps finding, added at its first piece of evidence (*x NULL until then) */
-static struct an_finding *gap_finding(struct an_findings *out, struct an_finding **x)
+/* The collection_gaps finding being told: added at its first piece of evidence (x NULL until
+ * then); oom: adding it failed (no later piece tries again) */
+struct gaps {
+	struct an_findings *out;
+	struct an_finding *x;
+	int oom;
+};
+static struct an_finding *gap_finding(struct gaps *g)
 {
-	if (!*x)
-		*x = an_f_add(out, AN_F_collection_gaps, AN_SEV_INFO,
-		         "Some data was not collected; related figures are partial");
-	return *x;
+	if (!g->x && !g->oom) {
+		g->x = an_f_add(g->out, AN_F_collection_gaps, AN_SEV_INFO,
+		                "Some data was not collected; related figures are partial");
+		g->oom = !g->x;
+	}
+	return g->x;
 }
-#define GAP(...) an_f_str(gap_finding(out, x), __VA_ARGS__)
+#define GAP(...) an_f_str(gap_finding(g), __VA_ARGS__)
 
 /* Traces that mix jobs, cannot be read, were cut short, or are missing */
-static void gaps_traces(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+static void gaps_traces(const struct an_job *job, struct gaps *g)
 {
 	if (job->several_jobs[0])
 		GAP("several_jobs", "%s: figures mix those jobs; give each run its own directory",
@@ -60,7 +68,7 @@ static int has_gpu_peer(const struct an_job *job)
 }
 
 /* GPU activity, link counters and topology that were not recorded */
-static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+static void gaps_gpu(const struct an_job *job, struct gaps *g)
 {
 	if (!job->have_gpu_any && job->kch && job->kch->windows)
 		GAP("gpu_activity",
@@ -91,7 +99,7 @@ static void gaps_gpu(const struct an_job *job, struct an_findings *out, struct a
 }
 
 /* NCCL kernels that never finished or could not be matched to their calls */
-static void gaps_kernels(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+static void gaps_kernels(const struct an_job *job, struct gaps *g)
 {
 	uint64_t unmatched = 0, resync = 0;
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -148,17 +156,21 @@ static int note_seen_before(const struct an_job *job, size_t f, size_t i)
 
 /* Notes of what could not be collected: each distinct (code, message) once */
 /* Each (code, message) the first time it comes, by a hash of both (at[]: where each came
- * first); a hash met again with another message falls back to the scan. @return 1 if note i of
- * trace f came before */
+ * first); a hash met again with another message falls back to the scan, and so does every note
+ * once out of memory (scan: the index misses the notes since). @return 1 if note i of trace f
+ * came before */
 struct notes_seen {
 	struct an_index ix;
 	struct note_at {
 		size_t f, i;
 	} *at;
 	size_t n, cap;
+	int scan;
 };
 static int note_seen(struct notes_seen *s, const struct an_job *job, size_t f, size_t i)
 {
+	if (s->scan)
+		return note_seen_before(job, f, i);
 	const struct an_note *n = &job->ranks[f].notes[i];
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */
 	for (const char *c = n->msg; *c; c++)
@@ -169,13 +181,15 @@ static int note_seen(struct notes_seen *s, const struct an_job *job, size_t f, s
 		return !strcmp(job->ranks[o->f].notes[o->i].msg, n->msg) || note_seen_before(job, f, i);
 	}
 	struct note_at *x = PUSH(s->at, s->n, s->cap);
-	if (!x || an_index_put(&s->ix, n->code, h, (uint32_t)(s->n - 1)))
-		return note_seen_before(job, f, i); /* out of memory: as it always was */
+	if (!x || an_index_put(&s->ix, n->code, h, (uint32_t)(s->n - 1))) {
+		s->scan = 1; /* out of memory: as it always was */
+		return note_seen_before(job, f, i);
+	}
 	*x = (struct note_at){f, i};
 	return 0;
 }
 
-static void gaps_notes(const struct an_job *job, struct an_findings *out, struct an_finding **x)
+static void gaps_notes(const struct an_job *job, struct gaps *g)
 {
 	struct notes_seen seen = {0};
 	for (size_t f = 0; f < job->nranks; f++) {
@@ -193,12 +207,13 @@ static void gaps_notes(const struct an_job *job, struct an_findings *out, struct
 }
 #undef GAP
 
-void an_detect_collection_gaps(const struct an_job *job, struct an_findings *out)
+int an_detect_collection_gaps(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
-	struct an_finding *x = NULL;
-	gaps_traces(job, out, &x);
-	gaps_gpu(job, out, &x);
-	gaps_kernels(job, out, &x);
-	gaps_notes(job, out, &x);
-	an_f_advise(x, "Collection notes say what was missing and why; see `nvlprof info` per trace.");
+	struct gaps g = {.out = out};
+	gaps_traces(ctx->job, &g);
+	gaps_gpu(ctx->job, &g);
+	gaps_kernels(ctx->job, &g);
+	gaps_notes(ctx->job, &g);
+	an_f_advice(g.x, AN_ADV_PLAIN);
+	return g.oom ? -1 : 0;
 }

@@ -85,7 +85,7 @@ static void hang_python(struct an_finding *x, const struct an_job *job, const st
 			if (!in || !r->ok || !r->npyrefs || (pass && waiting >= 2))
 				continue;
 			char key[32];
-			snprintf(key, sizeof key, "python_rank%d", id);
+			snprintf(key, sizeof key, AN_EV_PYTHON_RANK, id);
 			int n = x ? x->nev : 0;
 			an_f_python(x, key, pass ? "waits in NCCL at" : "last NCCL call at", r,
 			          an_f_py_last_nccl(r));
@@ -108,7 +108,7 @@ static void hang_samples(struct an_finding *x, const struct an_job *job, const s
 			if (!an_place_at(r, AN_PLACE_MAIN, an_job_time(r, r->t_alive), &p) || !p.pystack)
 				continue;
 			char key[32], buf[256];
-			snprintf(key, sizeof key, "place_rank%d", id);
+			snprintf(key, sizeof key, AN_EV_PLACE_RANK, id);
 			an_place_text(&p, buf, sizeof buf);
 			an_f_str(x, key, "%s", buf);
 		}
@@ -189,8 +189,10 @@ int an_f_hang_shown(const struct an_job *job, const double *th, const struct an_
 	return abnormal && !(all && spread_ms < th[AN_TH_hang_min_ms]);
 }
 
-int an_detect_hang_suspect(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_hang_suspect(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	size_t nrises = 0;
 	struct an_oom_rise *rises = job->nhangs ? an_oom_rises(job, &nrises) : NULL;
 	for (size_t i = 0; i < job->nhangs; i++) {
@@ -206,32 +208,28 @@ int an_detect_hang_suspect(const struct an_job *job, const double *th, struct an
 			return -1;
 		}
 		if (h->failed_rank >= 0) {
-			an_f_num(x, "failed_rank", h->failed_rank, NULL);
-			an_f_str(x, "failed_with", "%s", nccl_result_name(h->failed_rc));
+			an_f_num(x, AN_EV_FAILED_RANK, h->failed_rank, NULL);
+			an_f_str(x, AN_EV_FAILED_WITH, "%s", nccl_result_name(h->failed_rc));
 			if (h->failed_seq != h->seq)
-				an_f_num(x, "failed_seq", h->failed_seq, NULL);
+				an_f_num(x, AN_EV_FAILED_SEQ, h->failed_seq, NULL);
 		}
 		x->comm = h->comm;
 		if (h->nmissing == 1) {
 			x->rank = h->missing[0];
-			an_f_num(x, "rank", h->missing[0], NULL);
+			an_f_num(x, AN_EV_RANK, h->missing[0], NULL);
 		}
 		an_f_str(x, "missing_ranks", "%s", miss);
-		an_f_str(x, "waiting_ranks", "%s", pres);
+		an_f_str(x, AN_EV_WAITING_RANKS, "%s", pres);
 		an_f_str(x, "comm", "%016llx", (unsigned long long)job->comms[h->comm].hash);
 		if (job->comms[h->comm].name[0])
 			an_f_str(x, "comm_name", "%s", job->comms[h->comm].name);
-		an_f_num(x, "seq", h->seq, NULL);
-		an_f_str(x, "collective", "%s", nvlp_nccl_fn_name(h->fn));
+		an_f_num(x, AN_EV_SEQ, h->seq, NULL);
+		an_f_str(x, AN_EV_COLLECTIVE, "%s", nvlp_nccl_fn_name(h->fn));
 		an_f_num(x, "wait_ms", h->wait_ms, "ms");
 		hang_python(x, job, h);
 		hang_samples(x, job, h);
 		hang_endings(x, job, h, rises, nrises);
-		an_f_advise(x, "The missing ranks stopped (crash, kill, exception or a diverging code "
-		          "path) before this "
-		          "collective; check their logs. Set TORCH_NCCL_ASYNC_ERROR_HANDLING / a "
-		          "process-group timeout "
-		          "so a hang fails fast.");
+		an_f_advice(x, AN_ADV_PLAIN);
 	}
 	free(rises);
 	return 0;

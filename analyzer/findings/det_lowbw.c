@@ -5,9 +5,11 @@
 #include "findings/findings_int.h"
 #include "nvlp_trace.h"
 
-int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
-                                const struct an_big *big, struct an_findings *out)
+int an_detect_low_bus_bandwidth(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
+	const struct an_big *big = ctx->big;
 	for (size_t ci = 0; ci < job->ncomms; ci++) {
 		const struct an_comm *c = &job->comms[ci];
 		if (c->peak_Bps <= 0 || c->nranks < 2)
@@ -48,7 +50,7 @@ int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
 			return -1;
 		x->comm = (int)ci;
 		an_f_str(x, "comm", "%016llx", (unsigned long long)c->hash);
-		an_f_str(x, "collective", "%s", nvlp_nccl_fn_name((unsigned)worst));
+		an_f_str(x, AN_EV_COLLECTIVE, "%s", nvlp_nccl_fn_name((unsigned)worst));
 		an_f_num(x, "calls", (double)b->calls, NULL);
 		an_f_num(x, "min_message_mib", th[AN_TH_low_busbw_min_mib], "MiB");
 		an_f_num(x, "algbw_gbps", b->salg / b->ns, "GB/s");
@@ -58,10 +60,7 @@ int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
 			an_f_str(x, "also_low", "%s", others);
 		/* no straggler advice: bandwidths use transfer time, not waiting; explain() gives
 		 * the pcie_fallback advice when the fallback is on this communicator */
-		an_f_advise(x, "Large messages should reach 60-80% of the link: check "
-		          "NCCL_ALGO/NCCL_PROTO "
-		          "overrides, channel counts (NCCL_MIN_NCHANNELS) and "
-		          "NCCL_DEBUG=INFO transports.");
+		an_f_advice(x, AN_ADV_PLAIN);
 	}
 	return 0;
 }

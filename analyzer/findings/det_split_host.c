@@ -340,12 +340,13 @@ static double sh_evidence(struct an_finding *x, const struct an_job *job, const 
 	return worst_share;
 }
 
-/* The split communicator with the most collective time (one pass over every call); -1 none */
+/* The split communicator with the most collective time (one pass over every call); -1 none, -2
+ * out of memory */
 static int sh_busiest(const struct an_job *job, const char *split)
 {
 	double *ns = calloc(job->ncomms ? job->ncomms : 1, sizeof *ns);
 	if (!ns)
-		return -1;
+		return -2;
 	for (size_t f = 0; f < job->nranks; f++)
 		for (size_t k = 0; k < job->ranks[f].ncalls; k++) {
 			const struct an_call *c = &job->ranks[f].calls[k];
@@ -379,15 +380,14 @@ static int sh_report(const struct an_job *job, const double *th, const struct sh
 	x->comm = b->ci;
 	if (sh_evidence(x, job, s, b, w, nsplit) >= th[AN_TH_split_host_critical])
 		x->sev = AN_SEV_CRITICAL;
-	an_f_advise(x, "Give the ranks of one machine the same NCCL_HOSTID (or unset it), or run them in "
-	          "one container or with the host's UTS and IPC namespaces (docker --ipc=host "
-	          "--uts=host, Kubernetes hostIPC); then check that NCCL_DEBUG=INFO shows P2P or SHM "
-	          "channels, not NET.");
+	an_f_advice(x, AN_ADV_PLAIN);
 	return 0;
 }
 
-int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_nccl_split_host(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	if (job->nranks < 2 || !job->ncomms)
 		return 0;
 	size_t n = job->nranks;
@@ -411,7 +411,9 @@ int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct
 		nsplit += split[ci];
 	}
 	int best = nsplit ? sh_busiest(job, split) : -1;
-	if (best >= 0) {
+	if (best == -2)
+		rc = -1;
+	else if (best >= 0) {
 		sh_judge(job, s, &mb, &w, best,
 		         &m); /* again: its machines' first members (mfirst) */
 		rc = sh_report(job, th, s, &m, &w, nsplit, out);

@@ -64,7 +64,7 @@ static int staged_pair(const struct an_job *job, size_t f, const struct an_pair 
 		return -1;
 	x->rank = an_f_rank_id(job, f);
 	x->device = p->src;
-	an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+	an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 	an_f_num(x, "device", p->src, NULL);
 	an_f_num(x, "dst_device", p->dst, NULL);
 	an_f_num(x, "copies", (double)p->staged_copies, NULL);
@@ -83,17 +83,16 @@ static int staged_pair(const struct an_job *job, size_t f, const struct an_pair 
 	uint64_t py = 0;
 	for (int k = 0; k < 4 && !py && p->staged_call[k]; k++)
 		py = an_f_py_of_record(r, NVLP_K_COPY, 0, p->staged_call[k]);
-	an_f_python(x, "python", "copied at", r, py);
+	an_f_python(x, AN_EV_PYTHON, "copied at", r, py);
 	an_f_native(x, "copied_at", r, p->staged_stack);
-	an_f_advise(x, "Call cudaDeviceEnablePeerAccess(dst, 0) on the source device "
-	          "(and the reverse) before cross-device copies: they then go GPU to "
-	          "GPU over NVLink instead of twice over PCIe through host memory "
-	          "(examples/p2p_copy: 393 vs 35 GB/s on 2 x H200).");
+	an_f_advice(x, AN_ADV_PLAIN);
 	return 0;
 }
 
-int an_detect_peer_access_disabled(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_peer_access_disabled(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->npairs; i++) {

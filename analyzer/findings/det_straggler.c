@@ -53,8 +53,21 @@ static void straggler_places(struct an_finding *y, const struct an_job *job, siz
 	}
 }
 
-int an_detect_straggler(const struct an_job *job, const double *th, struct an_findings *out)
+/* 1 when a lead of lead ms is a straggler's against the step time: DDP's own asymmetry reaches
+ * ~12% of a fast step (shipped ddp_killed: 0.56 ms of 4.9 ms); milliseconds lost in every longer
+ * step are a straggler too */
+static int lead_counts(const struct an_job *job, const double *th, double lead)
 {
+	int share_ok = lead * 1e6 >= th[AN_TH_straggler_step_share] * job->step_ns;
+	int long_ok = lead >= th[AN_TH_straggler_long_ms] &&
+	              lead * 1e6 >= th[AN_TH_straggler_long_share] * job->step_ns;
+	return job->step_ns <= 0 || share_ok || long_ok;
+}
+
+int an_detect_straggler(const struct an_detect_ctx *ctx, struct an_findings *out)
+{
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank_x *x = &job->rx[f];
 		if (!x->colls || !x->last_count)
@@ -63,12 +76,7 @@ int an_detect_straggler(const struct an_job *job, const double *th, struct an_fi
 		double lead = x->median_lead_ns / 1e6;
 		if (share < th[AN_TH_straggler_share] || lead < th[AN_TH_straggler_min_ms])
 			continue;
-		/* DDP's own asymmetry reaches ~12% of a fast step (shipped ddp_killed: 0.56 ms of
-		 * 4.9 ms); milliseconds lost in every longer step are a straggler too */
-		int share_ok = lead * 1e6 >= th[AN_TH_straggler_step_share] * job->step_ns;
-		int long_ok = lead >= th[AN_TH_straggler_long_ms] &&
-		              lead * 1e6 >= th[AN_TH_straggler_long_share] * job->step_ns;
-		if (job->step_ns > 0 && !share_ok && !long_ok)
+		if (!lead_counts(job, th, lead))
 			continue;
 		struct an_finding *y = an_f_add(out, AN_F_straggler, AN_SEV_WARNING,
 		                           "Rank %d arrives last at %.0f%% of collectives, "
@@ -77,7 +85,7 @@ int an_detect_straggler(const struct an_job *job, const double *th, struct an_fi
 		if (!y)
 			return -1;
 		y->rank = an_f_rank_id(job, f);
-		an_f_num(y, "rank", an_f_rank_id(job, f), NULL);
+		an_f_num(y, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 		an_f_str(y, "host", "%s", job->ranks[f].host);
 		an_f_num(y, "collectives", (double)x->colls, NULL);
 		an_f_num(y, "last_arrivals", (double)x->last_count, NULL);
@@ -108,10 +116,7 @@ int an_detect_straggler(const struct an_job *job, const double *th, struct an_fi
 		if (job->step_ns > 0)
 			an_f_num(y, "lead_step_share", lead * 1e6 / job->step_ns, NULL);
 		straggler_places(y, job, f);
-		an_f_advise(y, "Others wait for this rank in every collective: look at what it does "
-		          "before them "
-		          "(data loading, uneven batch or shard sizes, CPU contention, a slower "
-		          "GPU or host).");
+		an_f_advice(y, AN_ADV_PLAIN);
 	}
 	return 0;
 }

@@ -6,9 +6,10 @@
 #include "nvlp_trace.h"
 #include "util/util.h" /* an_fmt_value */
 
-
-int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct an_findings *out)
+int an_detect_uma_thrashing(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
+	const struct an_job *job = ctx->job;
+	const double *th = ctx->th;
 	for (size_t f = 0; f < job->nranks; f++) {
 		const struct an_rank *r = &job->ranks[f];
 		for (size_t i = 0; i < r->nallocs; i++) {
@@ -28,7 +29,7 @@ int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct a
 				return -1;
 			x->rank = an_f_rank_id(job, f);
 			x->device = a->device;
-			an_f_num(x, "rank", an_f_rank_id(job, f), NULL);
+			an_f_num(x, AN_EV_RANK, an_f_rank_id(job, f), NULL);
 			an_f_num(x, "device", a->device, NULL);
 			an_f_str(x, "address", "0x%llx", (unsigned long long)a->ptr);
 			an_f_num(x, "size", (double)a->bytes, "B");
@@ -41,18 +42,11 @@ int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct a
 			an_f_num(x, "gpu_page_faults", (double)a->gpu_faults, NULL);
 			an_f_num(x, "cpu_page_faults", (double)a->cpu_faults, NULL);
 			an_f_num(x, "time_lost_ms", (double)a->migrate_ns / 1e6, "ms");
-			an_f_python(x, "python", "allocated at", r,
-			          an_f_py_of_record(r, NVLP_K_MANAGED, a->t, 0));
+			an_f_python(x, AN_EV_PYTHON, "allocated at", r,
+			            an_f_py_of_record(r, NVLP_K_MANAGED, a->t, 0));
 			an_f_native(x, "allocated_at", r, a->stack);
-			an_f_advise(x, a->advised || a->prefetched
-			              ? "Advice/prefetch is present but pages still bounce: give "
-			                "each phase its own buffer or "
-			                "use cudaMemAdviseSetReadMostly for shared read-only data."
-			              : "Prefetch before each phase (cudaMemPrefetchAsync to the "
-			                "GPU that uses it next) or set "
-			                "cudaMemAdviseSetPreferredLocation + "
-			                "cudaMemAdviseSetAccessedBy; avoid touching it "
-			                "from the CPU between GPU kernels.");
+			an_f_advice(x, a->advised || a->prefetched ? AN_ADV_UMA_ADVISED
+			                                           : AN_ADV_PLAIN);
 		}
 	}
 	return 0;

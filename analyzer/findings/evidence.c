@@ -1,9 +1,10 @@
 /* evidence.c: what every detector uses to tell a finding: adding it with its title, its evidence
  * (numbers with units, strings), its advice; rank numbers; where a call came from (native and
- * Python stacks); how a rank ended. Below the detectors: it calls none of them. */
+ * Python stacks); how a rank ended. Below the detectors: it calls none of them. And an evidence
+ * item found by its key (an_ev_find), for whatever reads findings. */
 #include <stdarg.h> /* va_list */
 #include <stdlib.h> /* realloc */
-#include <string.h> /* memset */
+#include <string.h> /* memset, strcmp */
 
 #include "findings/findings_int.h"
 #include "model/ending.h" /* an_end_how: how each rank ended */
@@ -45,6 +46,26 @@ struct an_finding *an_f_add(struct an_findings *f, enum an_fid fid, int sev, con
 	vsnprintf(x->title, sizeof x->title, fmt, ap);
 	va_end(ap);
 	return x;
+}
+
+const struct an_ev *an_ev_find(const struct an_finding *x, const char *key, int is_str)
+{
+	for (int k = 0; k < x->nev; k++)
+		if (x->ev[k].is_str == is_str && !strcmp(x->ev[k].key, key))
+			return &x->ev[k];
+	return NULL;
+}
+
+const char *an_ev_str(const struct an_finding *x, const char *key)
+{
+	const struct an_ev *e = an_ev_find(x, key, 1);
+	return e ? e->str : NULL;
+}
+
+double an_ev_num(const struct an_finding *x, const char *key, double dflt)
+{
+	const struct an_ev *e = an_ev_find(x, key, 0);
+	return e ? e->num : dflt;
 }
 
 void an_f_num(struct an_finding *x, const char *key, double v, const char *unit)

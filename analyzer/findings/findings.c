@@ -1,6 +1,6 @@
 /* findings.c: turns an analyzed job into findings: runs the detectors (det_*.c, mismatch.c), then
  * marks what a root cause explains (severity, explained_by), sorts by severity and puts each
- * explained finding after its root. */
+ * explained finding after its root. The detectors: a table by finding id, run in one order. */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
@@ -10,27 +10,26 @@
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
  * to y's former severity (the root cause carries the cost of what it explains), and y's advice
- * points at x. share < 0: not a measured share. */
-static void demote(struct an_finding *x, struct an_finding *y, double share, const char *advice)
+ * points at x (wording.c's text for the pair). share < 0: not a measured share. */
+static void demote(struct an_finding *x, struct an_finding *y, double share)
 {
 	y->explained_by = x->id;
 	y->sev_before = y->sev;
-	an_f_str(y, "explained_by", "%s", x->id);
+	an_f_str(y, AN_EV_EXPLAINED_BY, "%s", x->id);
 	if (share >= 0)
 		an_f_num(y, "explained_share", share > 1 ? 1 : share, NULL);
-	an_f_str(y, "severity_alone", "%s", an_sev_name(y->sev));
-	int k = 0;
-	while (k < x->nev && strcmp(x->ev[k].key, "explains"))
-		k++;
-	if (k < x->nev) {
-		size_t l = strlen(x->ev[k].str);
-		snprintf(x->ev[k].str + l, sizeof x->ev[k].str - l, ",%s", y->id);
+	an_f_str(y, AN_EV_SEVERITY_ALONE, "%s", an_sev_name(y->sev));
+	const struct an_ev *e = an_ev_find(x, AN_EV_EXPLAINS, 1);
+	if (e) {
+		struct an_ev *w = &x->ev[e - x->ev];
+		size_t l = strlen(w->str);
+		snprintf(w->str + l, sizeof w->str - l, ",%s", y->id);
 	} else
-		an_f_str(x, "explains", "%s", y->id);
+		an_f_str(x, AN_EV_EXPLAINS, "%s", y->id);
 	if (y->sev > x->sev)
 		x->sev = y->sev;
 	y->sev = AN_SEV_INFO;
-	an_f_advise(y, advice);
+	an_f_advise(y, an_f_explained_advice(x->fid, y->fid));
 }
 
 /* Root causes and the findings they explain (see REPORT_JSON.md "explained findings"):
@@ -61,9 +60,7 @@ static void explain(const struct an_job *job, const double *th, int fb_comm,
 		for (size_t i = 0; i < out->n; i++) {
 			struct an_finding *y = &out->v[i];
 			if (y->fid == AN_F_low_bus_bandwidth && !y->explained_by && y->comm == fb_comm)
-				demote(fb, y, -1,
-				       "See pcie_fallback: the traffic is not on NVLink; fix that "
-				       "first.");
+				demote(fb, y, -1);
 		}
 	}
 }
@@ -107,20 +104,14 @@ static void explain_exposed(const struct an_job *job, const double *th, int fb_c
 	}
 	if (best && best_share >= th[AN_TH_explained_share]) {
 		exp->root_rank = best->rank;
-		demote(
-		    best, exp, best_share,
-		    "See straggler: the other ranks' NCCL kernels wait for the late rank and that "
-		    "waiting counts as exposed communication; fix the straggler first.");
+		demote(best, exp, best_share);
 		return;
 	}
 	if (fb && fb_comm >= 0) {
 		double all = 0, mine = an_comm_exposed_ns(job, fb_comm, &all);
 		double share = all > 0 ? mine / all : 0;
 		if (share >= th[AN_TH_explained_share])
-			demote(
-			    fb, exp, share,
-			    "See pcie_fallback: collectives over PCIe/host memory are too slow to "
-			    "hide; fix that first.");
+			demote(fb, exp, share);
 	}
 }
 
@@ -212,44 +203,63 @@ static void group_explained(struct an_findings *out)
 	out->v = v;
 }
 
+/* Every finding's detector, by id: a finding of AN_FINDINGS without its an_detect_<id> does not
+ * link */
+static an_detect_fn *const detectors[AN_F_COUNT] = {
+#define AN_DETECT_ENTRY(id, what) [AN_F_##id] = an_detect_##id,
+    AN_FINDINGS(AN_DETECT_ENTRY)
+#undef AN_DETECT_ENTRY
+};
+
+/* The order the detectors run in. It is not the list's order (the reading order): the findings
+ * are sorted afterwards by severity and the list's order, same-id findings keeping the order
+ * they were added in, so only one dependency sets it: collective_mismatch runs after
+ * hang_suspect, whose findings it reads (the hang that follows a mismatch on its communicator
+ * gains it as its cause). rank_ended asks det_hang.c which hangs are told (an_f_hang_shown), not
+ * their findings; pcie_fallback's communicator (left.fb_comm) is read by explain(), after all of
+ * them. The rest is the order they were written in. */
+#define AN_RUN_ORDER(X)                                                                            \
+	X(pcie_fallback)                                                                           \
+	X(nccl_split_host)                                                                         \
+	X(peer_access_disabled)                                                                    \
+	X(uma_thrashing)                                                                           \
+	X(straggler)                                                                               \
+	X(hang_suspect)                                                                            \
+	X(collective_mismatch)                                                                     \
+	X(rank_ended)                                                                              \
+	X(exposed_communication)                                                                   \
+	X(low_bus_bandwidth)                                                                       \
+	X(dropped_records)                                                                         \
+	X(collection_gaps)
+#define AN_RUN_ENTRY(id) AN_F_##id,
+static const enum an_fid run_order[] = {AN_RUN_ORDER(AN_RUN_ENTRY)};
+#undef AN_RUN_ENTRY
+/* every finding runs exactly once: AN_F_COUNT entries that together name every id */
+#define AN_RUN_BIT(id) | (1ull << AN_F_##id)
+_Static_assert(AN_F_COUNT < 64 && sizeof run_order / sizeof run_order[0] == AN_F_COUNT &&
+                   (0 AN_RUN_ORDER(AN_RUN_BIT)) == (1ull << AN_F_COUNT) - 1,
+               "AN_RUN_ORDER must name every finding of AN_FINDINGS exactly once");
+#undef AN_RUN_BIT
+
 int an_findings_compute(const struct an_job *job, const double *th, struct an_findings *out)
 {
 	memset(out, 0, sizeof *out);
 	struct an_big *big = big_calls(job, th);
 	if (!big)
 		return -1;
-	int fb_comm = -1;
-	if (an_detect_pcie_fallback(job, th, big, out, &fb_comm))
-		goto oom;
-	if (an_detect_nccl_split_host(job, th, out))
-		goto oom;
-	if (an_detect_peer_access_disabled(job, th, out))
-		goto oom;
-	if (an_detect_uma_thrashing(job, th, out))
-		goto oom;
-	if (an_detect_straggler(job, th, out))
-		goto oom;
-	if (an_detect_hang_suspect(job, th, out))
-		goto oom;
-	an_mismatch_findings(job, out);
-	if (an_detect_rank_ended(job, th, out))
-		goto oom;
-	if (an_detect_exposed_communication(job, th, out))
-		goto oom;
-	if (an_detect_low_bus_bandwidth(job, th, big, out))
-		goto oom;
-	if (an_detect_dropped_records(job, out))
-		goto oom;
-	an_detect_collection_gaps(job, out);
+	struct an_detect_left left = {.fb_comm = -1};
+	const struct an_detect_ctx ctx = {.job = job, .th = th, .big = big, .left = &left};
+	for (size_t i = 0; i < AN_F_COUNT; i++)
+		if (detectors[run_order[i]](&ctx, out)) { /* out empty, as the callers expect */
+			free(big);
+			an_findings_free(out);
+			return -1;
+		}
 	free(big);
-	explain(job, th, fb_comm, out);
+	explain(job, th, left.fb_comm, out);
 	sort_findings(out);
 	group_explained(out);
 	return 0;
-oom: /* out empty, as the callers expect of -1 */
-	free(big);
-	an_findings_free(out);
-	return -1;
 }
 
 void an_findings_free(struct an_findings *f)
@@ -280,8 +290,6 @@ const char *an_findings_env_cause(const struct an_findings *f)
 	const struct an_finding *x = an_findings_find(f, AN_F_pcie_fallback);
 	if (!x)
 		return "";
-	for (int i = 0; i < x->nev; i++)
-		if (!strcmp(x->ev[i].key, "env"))
-			return x->ev[i].str;
-	return "link counters";
+	const char *env = an_ev_str(x, AN_EV_ENV);
+	return env ? env : "link counters";
 }

@@ -2,6 +2,8 @@
 #ifndef NVLP_AN_FINDINGS_H
 #define NVLP_AN_FINDINGS_H
 
+#include <string.h> /* strcmp: an_ev_ranks */
+
 #include "util/json.h"
 #include "model/model.h"
 
@@ -66,6 +68,42 @@ struct an_findings {
 	struct an_finding *v;
 	size_t n;
 };
+
+/*
+ * The evidence keys that code looks up (the detectors write them; findings.c, story.c, out/ and
+ * model/rankview.c read them through an_ev_find); every other key is only shown.
+ */
+#define AN_EV_RANK "rank"                     /* num: the rank the finding is about */
+#define AN_EV_SEQ "seq"                       /* num: the collective's number (hang, mismatch) */
+#define AN_EV_STEP "step"                     /* num: the step it came in (mismatch, rank_ended) */
+#define AN_EV_COLLECTIVE "collective"         /* str: the NCCL function (hang, low bandwidth) */
+#define AN_EV_FAILED_RANK "failed_rank"       /* num, hang: the rank whose call failed */
+#define AN_EV_FAILED_WITH "failed_with"       /* str, hang: what it failed with */
+#define AN_EV_FAILED_SEQ "failed_seq"         /* num, hang: its number, when not the hang's */
+#define AN_EV_WAITING_RANKS "waiting_ranks"   /* str, hang: the ranks that waited (the others) */
+#define AN_EV_PYTHON_RANK "python_rank%d"     /* str, a key format: where rank %d called from */
+#define AN_EV_PLACE_RANK "place_rank%d"       /* str, a key format: where its main thread was */
+#define AN_EV_PYTHON "python"                 /* a key and key prefix: a Python location */
+#define AN_EV_RANKS_SUFFIX "_ranks"           /* str keys ending so: rank lists ("0,2", "0-3") */
+#define AN_EV_ENV "env"                       /* str, pcie_fallback: the settings that caused it */
+#define AN_EV_EXPLAINS "explains"             /* str, a root cause: the ids it explains, "a,b" */
+#define AN_EV_EXPLAINED_BY "explained_by"     /* str: the root cause's id */
+#define AN_EV_SEVERITY_ALONE "severity_alone" /* str: the severity it had on its own */
+
+/*! The first evidence item of x with this key that is a string (is_str 1) or a number (0), or
+ * NULL */
+const struct an_ev *an_ev_find(const struct an_finding *x, const char *key, int is_str);
+/*! The string of evidence key of x, or NULL */
+const char *an_ev_str(const struct an_finding *x, const char *key);
+/*! The number of evidence key of x, or dflt */
+double an_ev_num(const struct an_finding *x, const char *key, double dflt);
+/*! 1 when e is a rank list: a string whose key ends in AN_EV_RANKS_SUFFIX. Inline:
+ * model/rankview.c reads findings too, from below this layer. */
+static inline int an_ev_ranks(const struct an_ev *e)
+{
+	size_t kl = strlen(e->key), sl = sizeof AN_EV_RANKS_SUFFIX - 1;
+	return e->is_str && kl >= sl && !strcmp(e->key + kl - sl, AN_EV_RANKS_SUFFIX);
+}
 
 /*! Draw all findings from an analyzed job, sorted by severity (critical first); a finding
  * explained by a root cause (explained_by set, severity info) follows its root directly.

@@ -1,5 +1,6 @@
 /* findings_int.h: what the detectors and the story share (evidence.c): adding a finding and its
- * evidence, rank numbers, Python locations and how a rank ended. Internal to analyzer/. */
+ * evidence, rank numbers, Python locations and how a rank ended; each finding's advice
+ * (wording.c); the detectors' one signature. Internal to analyzer/. */
 #ifndef NVLP_AN_FINDINGS_INT_H
 #define NVLP_AN_FINDINGS_INT_H
 
@@ -18,6 +19,21 @@ void an_f_str(struct an_finding *x, const char *key, const char *fmt, ...)
 /*! The NVLink peak a finding judged by, GB/s, and which figure that is (an_peak_basis) */
 void an_f_peak(struct an_finding *x, double gbps);
 void an_f_advise(struct an_finding *x, const char *s);
+
+/* The case that chooses a finding's advice (wording.c); AN_ADV_PLAIN: its usual text */
+enum an_adv {
+	AN_ADV_PLAIN = 0,
+	AN_ADV_ENDED_SIGNAL = 1, /* rank_ended: ended by a signal (mostly the launcher's SIGTERM) */
+	AN_ADV_FALLBACK_ENV = 1, /* pcie_fallback: settings in the environment caused it */
+	AN_ADV_UMA_ADVISED = 1,  /* uma_thrashing: advice or prefetch was present */
+	AN_ADV_COUNT = 2
+};
+/*! x's advice: its finding's text (wording.c) for case adv (AN_ADV_*) */
+void an_f_advice(struct an_finding *x, int adv);
+/*! The text of finding fid's advice for case adv, NULL none */
+const char *an_f_advice_text(enum an_fid fid, int adv);
+/*! The advice of finding y when root explains it ("See pcie_fallback: ..."), NULL none */
+const char *an_f_explained_advice(enum an_fid root, enum an_fid y);
 /*! The rank number of file f as printed (its RANK, else the file index) */
 int an_f_rank_id(const struct an_job *job, size_t f);
 /*! The file of the rank printed as id, or -1 */
@@ -39,10 +55,7 @@ struct an_oom_rise;
 int an_f_end_of(const struct an_job *job, const struct an_rank *r, const struct an_oom_rise *rises,
                 size_t nrises, char *how, size_t hl, char *step, size_t sl, uint64_t *in);
 
-/* ---- the detectors in their own files, called by an_findings_compute ---- */
-/*! collective_mismatch from job->mismatches (mismatch.c); after the hangs: a hang_suspect that
- * follows one on its communicator gains its cause */
-void an_mismatch_findings(const struct an_job *job, struct an_findings *out);
+/* ---- the detectors in their own files, run by an_findings_compute ---- */
 
 /* Large-message GPU bandwidth per (comm, fn): sum of S x busbw factor and of transfer time (a
  * matched collective's shortest GPU time across ranks: see an_call_xfer_ns). */
@@ -51,34 +64,35 @@ struct an_big {
 	uint64_t calls;
 };
 
-/* the detectors in their own files: each @return 0, or -1 out of memory */
-/*! pcie_fallback (det_fallback.c); *comm: the communicator that fell back, -1 none */
-int an_detect_pcie_fallback(const struct an_job *job, const double *th, const struct an_big *big,
-                            struct an_findings *out, int *comm);
-/*! uma_thrashing (det_uma.c) */
-int an_detect_uma_thrashing(const struct an_job *job, const double *th, struct an_findings *out);
-/*! straggler (det_straggler.c) */
-int an_detect_straggler(const struct an_job *job, const double *th, struct an_findings *out);
-/*! exposed_communication (det_exposed.c) */
-int an_detect_exposed_communication(const struct an_job *job, const double *th,
-                                    struct an_findings *out);
-/*! low_bus_bandwidth (det_lowbw.c) */
-int an_detect_low_bus_bandwidth(const struct an_job *job, const double *th,
-                                const struct an_big *big, struct an_findings *out);
-/*! dropped_records (det_dropped.c) */
-int an_detect_dropped_records(const struct an_job *job, struct an_findings *out);
-/*! nccl_split_host (det_split_host.c) */
-int an_detect_nccl_split_host(const struct an_job *job, const double *th, struct an_findings *out);
-/*! peer_access_disabled (det_staged.c) */
-int an_detect_peer_access_disabled(const struct an_job *job, const double *th,
-                                    struct an_findings *out);
-/*! hang_suspect (det_hang.c) */
-int an_detect_hang_suspect(const struct an_job *job, const double *th, struct an_findings *out);
+/* What a detector leaves for what runs after it */
+struct an_detect_left {
+	int fb_comm; /* pcie_fallback: the communicator that fell back, -1 none (explain()) */
+};
+
+/* What every detector reads: the job, the thresholds (AN_TH_*), the large-message bandwidth per
+ * (comm, fn) (big[comm * NVLP_NCCL_FN_COUNT + fn]), and where it leaves results for others */
+struct an_detect_ctx {
+	const struct an_job *job;
+	const double *th;
+	const struct an_big *big;
+	struct an_detect_left *left;
+};
+
+/* A detector: appends the findings of its one id to out. @return 0, or -1 out of memory */
+typedef int an_detect_fn(const struct an_detect_ctx *ctx, struct an_findings *out);
+
+/*! an_detect_<id> for every finding of AN_FINDINGS, in its own file: collective_mismatch
+ * (mismatch.c: from job->mismatches, after the hangs: a hang_suspect that follows one on its
+ * communicator gains its cause), hang_suspect (det_hang.c), rank_ended (det_ended.c),
+ * nccl_split_host (det_split_host.c), pcie_fallback (det_fallback.c: sets left->fb_comm),
+ * peer_access_disabled (det_staged.c), uma_thrashing (det_uma.c), straggler (det_straggler.c),
+ * exposed_communication (det_exposed.c), low_bus_bandwidth (det_lowbw.c), dropped_records
+ * (det_dropped.c), collection_gaps (det_gaps.c). A finding without its detector does not link. */
+#define AN_DETECT_DECL(id, what) an_detect_fn an_detect_##id;
+AN_FINDINGS(AN_DETECT_DECL)
+#undef AN_DETECT_DECL
+
 /*! 1 when hang h is told (det_hang.c): rank_ended leaves its ranks to it */
 int an_f_hang_shown(const struct an_job *job, const double *th, const struct an_hang *h);
-/*! rank_ended (det_ended.c) */
-int an_detect_rank_ended(const struct an_job *job, const double *th, struct an_findings *out);
-/*! collection_gaps (det_gaps.c) */
-void an_detect_collection_gaps(const struct an_job *job, struct an_findings *out);
 
 #endif

@@ -160,19 +160,19 @@ static struct an_finding *hang_after(const struct an_job *job, const struct an_m
 		struct an_finding *h = &out->v[i];
 		if (h->fid != AN_F_hang_suspect || h->comm != m->comm)
 			continue;
-		for (int k = 0; k < h->nev; k++)
-			if (!strcmp(h->ev[k].key, "seq") && !h->ev[k].is_str &&
-			    h->ev[k].num >= m->seq) {
-				*seq = (uint32_t)h->ev[k].num;
-				return h;
-			}
+		const struct an_ev *e = an_ev_find(h, AN_EV_SEQ, 0);
+		if (e && e->num >= m->seq) {
+			*seq = (uint32_t)e->num;
+			return h;
+		}
 	}
 	(void)job;
 	return NULL;
 }
 
-static void mismatch_finding(const struct an_job *job, const struct an_mismatch *m,
-                             struct an_findings *out)
+/* The collective_mismatch finding of m. @return 0, or -1 out of memory */
+static int mismatch_finding(const struct an_job *job, const struct an_mismatch *m,
+                            struct an_findings *out)
 {
 	const struct an_comm *cm = &job->comms[m->comm];
 	unsigned bits = differs(m);
@@ -187,17 +187,17 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 	int hung = hang_after(job, m, out, &hseq) != NULL;
 	struct an_finding *x = an_f_add(out, AN_F_collective_mismatch, AN_SEV_CRITICAL, "%s", title);
 	if (!x)
-		return;
+		return -1;
 	x->comm = m->comm;
 	char v[96];
 	snprintf(v, sizeof v, "%016llx", (unsigned long long)cm->hash);
 	an_f_str(x, "comm", "%s", v);
 	if (cm->name[0])
 		an_f_str(x, "comm_name", "%s", cm->name);
-	an_f_num(x, "seq", m->seq, NULL);
+	an_f_num(x, AN_EV_SEQ, m->seq, NULL);
 	uint64_t step = step_of_call(job, (size_t)m->side[0].file, m->side[0].k);
 	if (step)
-		an_f_num(x, "step", (double)step, NULL);
+		an_f_num(x, AN_EV_STEP, (double)step, NULL);
 	v[0] = 0;
 	for (int d = 0; d < D_COUNT_; d++)
 		if (bits & (1u << d))
@@ -210,17 +210,13 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 	for (int i = 0; i < m->nsides; i++) {
 		const struct an_rank *r = &job->ranks[m->side[i].file];
 		char key[32];
-		snprintf(key, sizeof key, "python_rank%d", m->side[i].ranks[0]);
+		snprintf(key, sizeof key, AN_EV_PYTHON_RANK, m->side[i].ranks[0]);
 		if (r->npyrefs)
 			an_f_python(x, key, "calls it at", r, py_of_call(r, m->side[i].k));
 	}
 	if (hung)
 		an_f_num(x, "then_hung_at_seq", hseq, NULL);
-	an_f_advise(x, "Every rank must pass each collective the same function, count, datatype, "
-	               "reduction op and root, in the same order: a rank-dependent branch or tensor "
-	               "shape (a metric over a different number of elements, a conditional "
-	               "all_reduce) makes them disagree, and NCCL then hangs or returns wrong data. "
-	               "Compare the Python lines of the sides.");
+	an_f_advice(x, AN_ADV_PLAIN);
 	/* the hang that follows has this as its cause */
 	struct an_finding *h = hung ? hang_after(job, m, out, &hseq) : NULL;
 	if (h) {
@@ -228,10 +224,13 @@ static void mismatch_finding(const struct an_job *job, const struct an_mismatch 
 		snprintf(cause, sizeof cause, "collective_mismatch at #%u: %s", m->seq, what);
 		an_f_str(h, "cause", "%s", cause);
 	}
+	return 0;
 }
 
-void an_mismatch_findings(const struct an_job *job, struct an_findings *out)
+int an_detect_collective_mismatch(const struct an_detect_ctx *ctx, struct an_findings *out)
 {
-	for (size_t i = 0; i < job->nmismatches; i++)
-		mismatch_finding(job, &job->mismatches[i], out);
+	for (size_t i = 0; i < ctx->job->nmismatches; i++)
+		if (mismatch_finding(ctx->job, &ctx->job->mismatches[i], out))
+			return -1;
+	return 0;
 }

@@ -12,21 +12,6 @@
 #include "model/stages.h" /* an_job_time */
 #include "findings/story.h"
 
-static const char *ev_s(const struct an_finding *x, const char *key)
-{
-	for (int k = 0; k < x->nev; k++)
-		if (x->ev[k].is_str && !strcmp(x->ev[k].key, key))
-			return x->ev[k].str;
-	return NULL;
-}
-static double ev_n(const struct an_finding *x, const char *key, double dflt)
-{
-	for (int k = 0; k < x->nev; k++)
-		if (!x->ev[k].is_str && !strcmp(x->ev[k].key, key))
-			return x->ev[k].num;
-	return dflt;
-}
-
 /* The job's oom_kill rises, read once for every end the story tells (an_f_end_of) */
 struct ends {
 	struct an_oom_rise *rises;
@@ -67,7 +52,7 @@ static struct an_story_ev *ev_add(struct an_story *s, size_t *cap, double t, int
 static int ev_mismatch(const struct an_job *job, const struct an_finding *x, struct an_story *s,
                        size_t *cap)
 {
-	uint32_t seq = (uint32_t)ev_n(x, "seq", 0);
+	uint32_t seq = (uint32_t)an_ev_num(x, AN_EV_SEQ, 0);
 	for (size_t i = 0; i < job->nmismatches; i++) {
 		const struct an_mismatch *m = &job->mismatches[i];
 		if (m->comm != x->comm || m->seq != seq)
@@ -112,8 +97,8 @@ static const struct an_call *call_on(const struct an_rank *r, int comm, uint32_t
 static int ev_hang(const struct an_job *job, const struct an_finding *x, struct an_story *s,
                    size_t *cap)
 {
-	uint32_t seq = (uint32_t)ev_n(x, "seq", 0);
-	const char *fn = ev_s(x, "collective");
+	uint32_t seq = (uint32_t)an_ev_num(x, AN_EV_SEQ, 0);
+	const char *fn = an_ev_str(x, AN_EV_COLLECTIVE);
 	for (size_t i = 0; i < job->nhangs; i++) {
 		const struct an_hang *h = &job->hangs[i];
 		if (h->comm != x->comm || h->seq != seq)
@@ -133,19 +118,20 @@ static int ev_hang(const struct an_job *job, const struct an_finding *x, struct 
 				if (!e)
 					return -1;
 				char key[32];
-				snprintf(key, sizeof key, "python_rank%d", id);
-				const char *py = ev_s(x, key);
-				snprintf(key, sizeof key, "place_rank%d", id);
-				const char *place = ev_s(x, key);
+				snprintf(key, sizeof key, AN_EV_PYTHON_RANK, id);
+				const char *py = an_ev_str(x, key);
+				snprintf(key, sizeof key, AN_EV_PLACE_RANK, id);
+				const char *place = an_ev_str(x, key);
 				if (pass) {
 					snprintf(e->detail, sizeof e->detail, "entered %s #%u",
 					         fn ? fn : "?", seq);
 					e->at = strlen(e->detail);
-					const char *fw = ev_s(x, "failed_with");
-					if (fw && (int)ev_n(x, "failed_rank", -1) == id)
-						snprintf(e->detail + e->at, sizeof e->detail - e->at,
-						         " (its call #%u failed: %s)",
-						         (unsigned)ev_n(x, "failed_seq", seq), fw);
+					const char *fw = an_ev_str(x, AN_EV_FAILED_WITH);
+					unsigned fs = (unsigned)an_ev_num(x, AN_EV_FAILED_SEQ, seq);
+					if (fw && (int)an_ev_num(x, AN_EV_FAILED_RANK, -1) == id)
+						snprintf(e->detail + e->at,
+						         sizeof e->detail - e->at,
+						         " (its call #%u failed: %s)", fs, fw);
 				} else {
 					e->at = strlen("made its last call");
 					snprintf(e->detail, sizeof e->detail,
@@ -208,7 +194,7 @@ static uint64_t failed_step(const struct an_job *job, const struct ends *ends,
 	const struct an_finding *m = an_findings_find(f, AN_F_collective_mismatch);
 	for (size_t i = 0; h && i < job->nhangs; i++)
 		if (job->hangs[i].comm == h->comm && job->hangs[i].nmissing &&
-		    job->hangs[i].seq == (uint32_t)ev_n(h, "seq", 0)) {
+		    job->hangs[i].seq == (uint32_t)an_ev_num(h, AN_EV_SEQ, 0)) {
 			int fi = an_f_file_of(job, job->hangs[i].missing[0]);
 			char how[160], step[120];
 			uint64_t in = 0;
@@ -218,7 +204,7 @@ static uint64_t failed_step(const struct an_job *job, const struct ends *ends,
 			return fi >= 0 ? job->ranks[fi].end_step : 0;
 		}
 	if (m)
-		return (uint64_t)ev_n(m, "step", 0);
+		return (uint64_t)an_ev_num(m, AN_EV_STEP, 0);
 	for (size_t fi = 0; fi < job->nranks; fi++) {
 		char how[160], step[120];
 		uint64_t in = 0;

@@ -171,12 +171,11 @@ static void pick_findings(struct pick *p, const struct an_findings *f)
 		keep_named(p, x->root_rank, x->id, 1);
 		for (int k = 0; k < x->nev; k++) {
 			const struct an_ev *e = &x->ev[k];
-			size_t kl = strlen(e->key);
-			if (!e->is_str && !strcmp(e->key, "rank") && e->num >= 0 && e->num <= INT_MAX)
+			if (!e->is_str && !strcmp(e->key, AN_EV_RANK) && e->num >= 0 &&
+			    e->num <= INT_MAX)
 				keep_named(p, (long)e->num, x->id, 1);
 			/* the waiting ranks of a hang are all the others: not the ones that matter */
-			else if (e->is_str && kl >= 6 && !strcmp(e->key + kl - 6, "_ranks") &&
-			         strcmp(e->key, "waiting_ranks"))
+			else if (an_ev_ranks(e) && strcmp(e->key, AN_EV_WAITING_RANKS))
 				keep_list(p, e->str, x->id);
 		}
 	}

@@ -207,14 +207,6 @@ void xm_call(const struct xm_job *x, size_t rank, size_t k, struct xm_call *c)
 	c->device = a->device;
 }
 
-static double ev_rank(const struct an_finding *f)
-{
-	for (int k = 0; k < f->nev; k++)
-		if (!f->ev[k].is_str && !strcmp(f->ev[k].key, "rank"))
-			return f->ev[k].num;
-	return -1;
-}
-
 size_t xm_nfindings(const struct xm_job *x)
 {
 	return x->f.n;
@@ -229,7 +221,7 @@ void xm_finding(const struct xm_job *x, size_t i, struct xm_finding *o)
 	o->advice = f->advice;
 	o->explained_by = f->explained_by;
 	o->nev = f->nev;
-	o->root_rank = (int)ev_rank(f);
+	o->root_rank = (int)an_ev_num(f, AN_EV_RANK, -1);
 	if (o->root_rank < 0)
 		o->root_rank = f->root_rank;
 }

@@ -19,8 +19,7 @@ static int rank_list_text(const char *s)
 
 const char *an_ev_value(const struct an_ev *e, char *buf, size_t len)
 {
-	size_t kl = strlen(e->key);
-	if (e->is_str && kl >= 6 && !strcmp(e->key + kl - 6, "_ranks") && rank_list_text(e->str))
+	if (an_ev_ranks(e) && rank_list_text(e->str))
 		snprintf(buf, len, "%s %s", strpbrk(e->str, ",-") ? "ranks" : "rank", e->str);
 	else if (e->is_str)
 		snprintf(buf, len, "%s", e->str);
@@ -31,7 +30,7 @@ const char *an_ev_value(const struct an_ev *e, char *buf, size_t len)
 
 int an_ev_hidden(const char *key)
 {
-	return !strcmp(key, "explained_by") || !strcmp(key, "severity_alone");
+	return !strcmp(key, AN_EV_EXPLAINED_BY) || !strcmp(key, AN_EV_SEVERITY_ALONE);
 }
 
 int an_ev_card(const struct an_ev *e, char *buf, size_t len)
@@ -43,15 +42,6 @@ int an_ev_card(const struct an_ev *e, char *buf, size_t len)
 	return 1;
 }
 
-/* The severity a finding had on its own (evidence severity_alone), or NULL */
-static const char *sev_alone(const struct an_finding *x)
-{
-	for (int k = 0; k < x->nev; k++)
-		if (x->ev[k].is_str && !strcmp(x->ev[k].key, "severity_alone"))
-			return x->ev[k].str;
-	return NULL;
-}
-
 void an_findings_print(FILE *o, const struct an_findings *f)
 {
 	if (!f->n) {
@@ -60,7 +50,7 @@ void an_findings_print(FILE *o, const struct an_findings *f)
 	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct an_finding *x = &f->v[i];
-		const char *alone = sev_alone(x);
+		const char *alone = an_ev_str(x, AN_EV_SEVERITY_ALONE);
 		if (x->explained_by && alone)
 			fprintf(o, "[%s] %s (explained by %s; %s on its own): %s\n",
 			        an_sev_name(x->sev), x->id, x->explained_by, alone, x->title);
@@ -78,7 +68,8 @@ void an_findings_print(FILE *o, const struct an_findings *f)
 			int w = (int)(strlen(x->ev[k].key) + strlen(v) + 3);
 			/* long strings and code locations get their own line */
 			if (x->ev[k].is_str &&
-			    (strlen(v) > 40 || !strncmp(x->ev[k].key, "python", 6))) {
+			    (strlen(v) > 40 ||
+			     !strncmp(x->ev[k].key, AN_EV_PYTHON, strlen(AN_EV_PYTHON)))) {
 				fprintf(o, "%s    %s: %s\n", col ? "\n" : "", x->ev[k].key, v);
 				col = 0;
 				continue;
