@@ -1,8 +1,8 @@
 /* mismatch.c: the collective_mismatch finding: ranks of one communicator whose calls at one
  * sequence number differ in function, count, datatype, reduction op or root (NCCL then hangs or
- * returns wrong data). align.c's walk over each communicator's rows notes the first such row
- * (model/mismatch.c); the finding names each side's values, ranks and Python line, and a hang
- * that follows on that communicator gets it as its cause.
+ * returns wrong data). The cross-rank walk over each communicator's rows (model/waits.c,
+ * hangs.c) notes the first such row (model/mismatch.c); the finding names each side's values,
+ * ranks and Python line, and a hang that follows on that communicator gets it as its cause.
  * Not compared: Send/Recv (the shim numbers them per peer, not with the collectives) and the
  * collectives NCCL runs as SendRecv kernels (AlltoAll, Gather, Scatter), which the collective
  * table leaves out; calls whose arguments were not kept (AN_CSIG_NONE) are compared by function

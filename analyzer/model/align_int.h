@@ -175,6 +175,7 @@ int an_row_hang(struct an_job *job, const struct ctab *t, const struct crow *w, 
 /*! The row's calls alike (function, count, dtype, op, root) wherever both sides are known: the
  * usual row, checked with a compare per column. */
 int an_row_alike(const struct ctab *t, const struct crow *w);
-/*! A row whose calls differ: to mismatch.c with its cells. @return 1 noted (the comm's first) */
+/*! A row whose calls differ: to mismatch.c with its cells. @return 1 noted (the comm's first), -1 out
+ * of memory (the comm's walk stops: its figures are missing, said in the report) */
 int an_row_mismatch(struct an_job *job, const struct ctab *t, const struct crow *w, uint32_t ci);
 #endif

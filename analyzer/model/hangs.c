@@ -121,7 +121,7 @@ int an_row_mismatch(struct an_job *job, const struct ctab *t, const struct crow 
 			file[n] = t->col[col].file;
 			k[n++] = w->k[col];
 		}
-	int done = file && k && an_mismatch_note(job, ci, w->seq, file, k, n) == 0;
+	int done = file && k && an_mismatch_note(job, ci, w->seq, file, k, n) == 0 ? 1 : -1;
 	free(file);
 	free(k);
 	return done;

@@ -1,7 +1,7 @@
 /* mismatch.c: the first collective of each communicator whose ranks called it differently
- * (function, count, datatype, op or root), noted from align.c's walk over the communicator's rows
- * into job->mismatches: each distinct call is a side, with its ranks. The finding's wording is
- * findings/mismatch.c's. */
+ * (function, count, datatype, op or root), noted from the cross-rank walk over the communicator's
+ * rows (waits.c, hangs.c) into job->mismatches: each distinct call is a side, with its ranks. The
+ * finding's wording is findings/mismatch.c's. */
 #include <stdlib.h> /* realloc */
 
 #include "model/model.h"

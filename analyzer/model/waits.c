@@ -169,7 +169,7 @@ static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, 
 		return -1;
 	}
 	size_t cap = xfer_begin(t, m), nrow = 0;
-	while (crow_next(t, &w)) {
+	while (mismatch_done >= 0 && crow_next(t, &w)) {
 		if (m->xfer_seq && w.index >= cap) { /* cannot be (rows <= entries): no table */
 			free(m->xfer);
 			free(m->xfer_seq);
@@ -188,7 +188,7 @@ static int cross_rank_comm(struct an_job *job, size_t ci, const struct ctab *t, 
 	xfer_end(m, nrow, seen_full);
 	crow_free(&w);
 	free(a.te);
-	return 0;
+	return mismatch_done < 0 ? -1 : 0;
 }
 
 void an_cross_rank(struct an_job *job, struct ctab *tabs)
