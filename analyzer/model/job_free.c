@@ -3,8 +3,9 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* memset */
 
-#include "load/graphs.h"
+#include "load/graphs.h" /* an_graphs_file_free */
 #include "load/kernelch.h"
+#include "model/graphs.h" /* an_graphs_free */
 #include "model/model.h"
 #include "model/stages.h" /* an_index_free, an_sym_free */
 
