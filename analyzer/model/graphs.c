@@ -4,8 +4,9 @@
 #include <stdlib.h> /* calloc, qsort, bsearch */
 
 #include "load/graphs.h"   /* struct an_graph_file, an_graphs_file_free */
-#include "load/kernelch.h" /* an_nccl_func, an_nccl_numbers */
+#include "load/kernelch.h" /* an_nccl_func */
 #include "model/graphs.h"
+#include "model/kernelch.h" /* an_nccl_numbers */
 #include "model/model.h"
 #include "util/containers.h" /* PUSH */
 #include "nvlp_trace.h"
@@ -17,7 +18,7 @@
  * its graph. Its executions are timed by NCCL's KernelCh stamps when there are some: every replay
  * stamps the same (comm, function, seq) again, so the channels of one are cut into executions
  * where a channel starts after all earlier ones stopped. NCCL numbers a communicator's
- * collectives per function (kernelch.c's an_nccl_numbers gives each call its number).
+ * collectives per function (model/kernelch.c's an_nccl_numbers gives each call its number).
  */
 
 static int cmp_call(const void *a, const void *b)

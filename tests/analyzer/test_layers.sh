@@ -4,9 +4,7 @@
 # still to split (KNOWN below: remove a line when its file is fixed; a new violation fails).
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/../.."
-KNOWN='analyzer/load/kernelch.c: 827 lines
-analyzer/load/kernelch.c:722: function an_kch_report_text
-analyzer/model/align.c: 1132 lines'
+KNOWN='analyzer/model/align.c: 1132 lines'
 if [ ! -d "$BUILD/cli/analyzer" ]; then
 	echo "FAIL: analyzer layers: no $BUILD/cli/analyzer (build first)"
 	exit 1
