@@ -11,8 +11,8 @@
 #include <stdio.h> /* snprintf */
 
 #include "findings/findings.h"
-#include "load/graphs.h"
-#include "load/kernelch.h"
+#include "model/graphs.h"   /* an_graphs_apply */
+#include "model/kernelch.h" /* an_kch_apply */
 #include "model/model.h"
 #include "model/stages.h"
 #include "util/diag.h"

@@ -5,7 +5,7 @@
 
 #include "findings/findings_int.h"
 #include "nvlp_trace.h"
-#include "load/kernelch.h" /* window coverage */
+#include "model/kernelch.h" /* window coverage */
 #include "util/containers.h" /* an_index */
 
 /* The collection_gaps finding being told: added at its first piece of evidence (x NULL until

@@ -3,8 +3,10 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* memset */
 
-#include "load/graphs.h"
-#include "load/kernelch.h"
+#include "load/graphs.h"    /* an_graphs_file_free */
+#include "load/kernelch.h"  /* an_kch_file_free */
+#include "model/graphs.h"   /* an_graphs_free */
+#include "model/kernelch.h" /* an_kch_free */
 #include "model/model.h"
 #include "model/stages.h" /* an_index_free, an_sym_free */
 

@@ -4,12 +4,13 @@
 #include <stdint.h> /* int64_t */
 
 #include "findings/story.h"
-#include "load/graphs.h"   /* an_graphs_json */
-#include "load/kernelch.h" /* an_kch_json */
-#include "model/cost.h"    /* an_cost_json */
+#include "model/cost.h"     /* an_cost_json */
+#include "model/kernelch.h" /* struct an_kch: the kernel windows */
 #include "model/rankview.h" /* an_skew_json */
 #include "model/summary.h"
 #include "nvlp_trace.h"
+#include "out/graphs_print.h"   /* an_graphs_json */
+#include "out/kernelch_print.h" /* an_kch_json */
 #include "out/report.h"
 #include "util/diag.h"
 #include "util/json.h"

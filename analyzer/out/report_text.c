@@ -7,12 +7,13 @@
 #include <string.h> /* strcmp */
 
 #include "findings/story.h"
-#include "load/graphs.h"   /* an_graphs_report_text */
-#include "load/kernelch.h" /* an_kch_report_text */
-#include "model/cost.h"    /* an_cost_text */
+#include "model/cost.h"     /* an_cost_text */
+#include "model/kernelch.h" /* struct an_kch: the kernel windows */
 #include "model/rankview.h"
 #include "model/summary.h"
 #include "nvlp_trace.h"
+#include "out/graphs_print.h"   /* an_graphs_report_text */
+#include "out/kernelch_print.h" /* an_kch_report_text */
 #include "out/report.h"
 #include "util/diag.h"
 

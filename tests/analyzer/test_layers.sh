@@ -4,8 +4,7 @@
 # still to split (KNOWN below: remove a line when its file is fixed; a new violation fails).
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/../.."
-KNOWN='analyzer/load/kernelch.c: 827 lines
-analyzer/load/kernelch.c:722: function an_kch_report_text'
+KNOWN='' # none left: every file <= 800 lines, every function <= 60
 if [ ! -d "$BUILD/cli/analyzer" ]; then
 	echo "FAIL: analyzer layers: no $BUILD/cli/analyzer (build first)"
 	exit 1
@@ -18,7 +17,7 @@ pr=$(echo "$out" | grep -c 'prints or exits outside cli/')
 [ "$pr" = 0 ] && echo "PASS: layers: only cli/ prints to stderr or exits" || { echo "FAIL: layers: printing outside cli/:"; echo "$out" | grep 'prints or exits outside cli/'; }
 new=$(echo "$out" | sed '$d' | while IFS= read -r l; do
 	k=0
-	while IFS= read -r p; do case "$l" in "$p"*) k=1 ;; esac; done <<<"$KNOWN"
+	while IFS= read -r p; do [ -n "$p" ] && case "$l" in "$p"*) k=1 ;; esac; done <<<"$KNOWN"
 	[ "$k" = 1 ] || echo "$l"
 done)
 [ -z "$new" ] && echo "PASS: layers: no violation beyond the known ones" || { echo "FAIL: layers: new violations:"; echo "$new"; }

@@ -17,7 +17,7 @@
 #include <time.h>   /* clock_gettime */
 #include <unistd.h> /* readlink */
 
-#include "load/kernelch.h"
+#include "model/kernelch.h" /* an_kch_apply */
 #include "model/model.h"
 #include "nvlp_trace.h"
 #include "fakes/fake.h" /* fake_descr_v5, fake_profiler_v5 */

@@ -17,7 +17,8 @@
 
 #include "check.h"
 #include "util/json.h"
-#include "load/kernelch.h"
+#include "model/kernelch.h"     /* an_kch_apply, an_nccl_numbers */
+#include "out/kernelch_print.h" /* an_kch_report_text, an_kch_json */
 #include "model/model.h"
 #include "pipeline.h" /* an_job_analyze */
 #include "nvlp_trace.h"
