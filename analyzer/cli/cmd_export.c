@@ -1,14 +1,14 @@
-/* cmd_export.c: `nvlprof export`: the command's options and output, handing the opened job to one
- * format's writer (export_chrome.c, export_perfetto.c, export_sqlite.c); the record stream they
- * read is export_stream.c's. */
-#include <errno.h>    /* errno */
-#include <string.h>   /* strcmp */
-#include <sys/stat.h> /* stat */
-#include <time.h>     /* clock_gettime */
+/* cmd_export.c: `nvlprof export`: the command's options and output, handing the opened job to the
+ * writer of the format chosen in out/formats.c's table (export_chrome.c, export_perfetto.c,
+ * export_sqlite.c); the record stream they read is export_stream.c's. */
+#include <stdio.h>  /* fprintf, snprintf */
+#include <string.h> /* strcmp */
+#include <time.h>   /* clock_gettime */
 
 #include "cli/argparse.h"
 #include "cli/commands.h"
 #include "out/export.h"
+#include "out/formats.h"
 #include "out/report.h" /* an_open_job */
 
 struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
@@ -31,23 +31,26 @@ struct xm_job *xm_open(char **paths, int npaths, const struct xm_opts *o)
 	return xm_ready(x);
 }
 
+/* The formats' names for the usage and messages: "perfetto, chrome or sqlite" */
+static const char *names(char *b, size_t n)
+{
+	return xe_format_names(b, n, 0, ", ", " or ");
+}
+
 static void usage(FILE *o)
 {
-	fprintf(
-	    o,
-	    "usage: nvlprof export --format perfetto|chrome|sqlite [-o FILE] [options] "
-	    "FILE|DIR...\n"
-	    "  Writes the job's timeline, hosts aligned as in `report`:\n"
-	    "    perfetto  Perfetto protobuf (open in https://ui.perfetto.dev); default "
-	    "nvlprof.pftrace\n"
-	    "    chrome    Chrome/Kineto JSON (Perfetto, chrome://tracing, HTA); -o DIR/ writes\n"
-	    "              one file per rank (rank<N>.json), the layout HTA's TraceAnalysis "
-	    "reads;\n"
-	    "              default nvlprof.json\n"
-	    "    sqlite    SQLite database (schema: docs/EXPORTS.md); default nvlprof.sqlite\n"
-	    "  -o -  writes perfetto/chrome to stdout.\n"
-	    "  --threshold NAME=VALUE, -j N: as for report (the findings become events).\n"
-	    "Exit status: 0 written, 2 usage error, no readable trace or write error.\n");
+	char all[256], out[256];
+	fprintf(o,
+	        "usage: nvlprof export --format %s [-o FILE] [options] FILE|DIR...\n"
+	        "  Writes the job's timeline, hosts aligned as in `report`:\n",
+	        xe_format_names(all, sizeof all, 0, "|", "|"));
+	for (const struct xe_format *f = xe_formats; f->name; f++)
+		fprintf(o, "    %-8s  %sdefault %s\n", f->name, f->what, f->default_out);
+	fprintf(o,
+	        "  -o -  writes %s to stdout.\n"
+	        "  --threshold NAME=VALUE, -j N: as for report (the findings become events).\n"
+	        "Exit status: 0 written, 2 usage error, no readable trace or write error.\n",
+	        xe_format_names(out, sizeof out, XE_FMT_STDOUT, "/", "/"));
 }
 
 static double now_s(void)
@@ -57,11 +60,10 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-enum { F_PERFETTO, F_CHROME, F_SQLITE };
-
 struct export_args {
 	struct xm_opts opts;
-	int quiet, fmt; /* F_*, -1 unknown */
+	int quiet;
+	const struct xe_format *fmt; /* NULL: none or unknown */
 	const char *out;
 	char **paths;
 	int np;
@@ -71,9 +73,10 @@ struct export_args {
 static int export_args(int argc, char **argv, struct export_args *a)
 {
 	const char *fmt = NULL;
+	char list[256], needs[300];
+	snprintf(needs, sizeof needs, "a format: %s", names(list, sizeof list));
 	const struct an_opt opts[] = {
-	    {"--format", "-f", AN_OPT_VALUE, &fmt, AN_OPT_EQ,
-	     "a format: perfetto, chrome or sqlite"},
+	    {"--format", "-f", AN_OPT_VALUE, &fmt, AN_OPT_EQ, needs},
 	    {"-o", NULL, AN_OPT_VALUE, &a->out, 0, "a file name (or - for standard output)"},
 	    {"--quiet", "-q", AN_OPT_FLAG, &a->quiet},
 	    {NULL},
@@ -95,14 +98,9 @@ static int export_args(int argc, char **argv, struct export_args *a)
 		return rc;
 	a->paths = c.args;
 	a->np = c.nargs;
-	a->fmt = !fmt                       ? -1
-	         : !strcmp(fmt, "perfetto") ? F_PERFETTO
-	         : !strcmp(fmt, "chrome")   ? F_CHROME
-	         : !strcmp(fmt, "sqlite")   ? F_SQLITE
-	                                    : -1;
-	if (fmt && a->fmt < 0) {
-		fprintf(stderr,
-		        "nvlprof: export: unknown format '%s' (perfetto, chrome or sqlite)\n", fmt);
+	a->fmt = fmt ? xe_format_find(fmt) : NULL;
+	if (fmt && !a->fmt) {
+		fprintf(stderr, "nvlprof: export: unknown format '%s' (%s)\n", fmt, list);
 		return 2;
 	}
 	return -1;
@@ -111,51 +109,24 @@ static int export_args(int argc, char **argv, struct export_args *a)
 /* The format and output are usable (the default output filled in); else the exit status */
 static int export_check(struct export_args *a)
 {
-	if (a->fmt < 0 || !a->np) {
-		fprintf(stderr, a->fmt < 0
-		                    ? "nvlprof: export: no format: --format perfetto, chrome or "
-		                      "sqlite is needed\n"
-		                    : "nvlprof: export: no input: give a trace directory or .nvlp "
-		                      "files\n");
+	char list[256];
+	if (!a->fmt)
+		fprintf(stderr, "nvlprof: export: no format: --format %s is needed\n",
+		        names(list, sizeof list));
+	else if (!a->np)
+		fputs("nvlprof: export: no input: give a trace directory or .nvlp files\n", stderr);
+	if (!a->fmt || !a->np) {
 		usage(stderr);
 		return 2;
 	}
-	static const char *const defaults[] = {"nvlprof.pftrace", "nvlprof.json", "nvlprof.sqlite"};
 	if (!a->out)
-		a->out = defaults[a->fmt];
-	if (a->fmt == F_SQLITE && !strcmp(a->out, "-")) {
-		fprintf(stderr, "nvlprof: export: sqlite needs a file (-o FILE), not stdout\n");
+		a->out = a->fmt->default_out;
+	if (!(a->fmt->flags & XE_FMT_STDOUT) && !strcmp(a->out, "-")) {
+		fprintf(stderr, "nvlprof: export: %s needs a file (-o FILE), not stdout\n",
+		        a->fmt->name);
 		return 2;
 	}
 	return -1;
-}
-
-/* Perfetto or Chrome JSON to out (a file, "-" for stdout, or for chrome a directory of one
- * file per rank); 0 written */
-static int export_stream(const struct xm_job *x, int fmt, const char *out, uint64_t *recs)
-{
-	size_t ol = strlen(out);
-	struct stat st;
-	int dir =
-	    fmt == F_CHROME && (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
-	if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
-		fprintf(stderr, "nvlprof: export: %s: cannot create directory: %s\n", out,
-		        strerror(errno));
-		return -1;
-	}
-	FILE *o = stdout;
-	if (!dir && strcmp(out, "-") && !(o = fopen(out, "wb"))) {
-		fprintf(stderr, "nvlprof: export: %s: cannot write: %s\n", out, strerror(errno));
-		return -1;
-	}
-	errno = 0; /* the writers say errno's reason for a failed write: none stale from above */
-	int rc = fmt == F_PERFETTO ? xe_perfetto(x, o, recs)
-	                           : xe_chrome(x, dir ? NULL : o, dir ? out : NULL, recs);
-	if (o != stdout && fclose(o) != 0 && !rc) {
-		fprintf(stderr, "nvlprof: export: %s: write error: %s\n", out, strerror(errno));
-		rc = -1;
-	}
-	return rc;
 }
 
 int nvlp_cmd_export(int argc, char **argv)
@@ -173,7 +144,8 @@ int nvlp_cmd_export(int argc, char **argv)
 		return 2;
 	double tload = now_s() - t;
 	uint64_t recs = 0;
-	rc = a.fmt == F_SQLITE ? xe_sqlite(x, a.out, a.opts.threads, &recs) : export_stream(x, a.fmt, a.out, &recs);
+	struct xe_write_opts wo = {.threads = a.opts.threads};
+	rc = a.fmt->write(x, a.out, &wo, &recs);
 	double tall = now_s() - t;
 	if (!rc && !a.quiet && strcmp(a.out, "-"))
 		fprintf(stderr,

@@ -1,6 +1,6 @@
-/* cmd_report.c: `nvlprof report`: its options, then the report of the job (text or --json,
- * out/report_text.c and out/report_json.c), the HTML page (--html) or the partial of the traces
- * for merge (--partial). */
+/* cmd_report.c: `nvlprof report`: its options, then the report of the job (text or --json, from
+ * out/report_formats.c's table), the HTML page (--html) or the partial of the traces for merge
+ * (--partial). */
 #include <errno.h>  /* errno */
 #include <stdio.h>  /* fprintf */
 #include <string.h> /* strcmp */
@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "out/partial.h" /* an_partial_write */
 #include "out/report.h"
+#include "out/report_formats.h"
 #include "pipeline.h" /* an_open_job */
 #include "util/util.h" /* nvlp_out_finish */
 
@@ -63,10 +64,7 @@ int an_report_write(const char *cmd, const char *outpath, int json, struct an_jo
 		fprintf(stderr, "nvlprof: %s: cannot write %s: %s\n", cmd, outpath, strerror(errno));
 		rc = 2;
 	} else {
-		if (json)
-			an_report_json(o, job, f);
-		else
-			an_report_text(o, job, f);
+		an_report_formats[json ? AN_REPORT_JSON : AN_REPORT_TEXT].write(o, job, f);
 		if (nvlp_out_finish(o, outpath ? outpath : "standard output") < 0)
 			rc = 2;
 	}

@@ -87,7 +87,8 @@ int xo_run(const struct xm_job *x, FILE *out, xo_fn fn, void *ctx, uint64_t *rec
 /*! @return 0, or -1 (a write failed: xo_run reports it) */
 int xo_write(struct xo *o, size_t r, const void *buf, size_t len);
 
-/* The formats. Each returns 0, or -1 after printing an error naming the output. */
+/* The formats' encoders (their table, which opens the output for them: out/formats.h). Each
+ * returns 0, or -1 after saying an error naming the output. */
 int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records);
 /* out_dir != NULL: one file per process in out_dir (rank<N>.json, HTA's layout), else one file */
 int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *records);
@@ -98,6 +99,5 @@ int xe_sqlite(const struct xm_job *x, const char *path, int threads, uint64_t *r
 int xh_report(FILE *o, const struct xm_job *x, const char *title);
 int xh_diff(FILE *o, const struct xm_job *b, const struct xm_job *a, const char *tb,
             const char *ta);
-
 
 #endif
