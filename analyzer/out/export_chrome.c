@@ -348,6 +348,6 @@ int xe_chrome(const struct xm_job *x, FILE *o, const char *out_dir, uint64_t *re
 	if (s.err && !rc)
 		an_diag("nvlprof: export: write error (chrome)%s%s\n", errno ? ": " : "",
 		        errno ? strerror(errno)
-		              : ""); /* errno: the failed write's (cli/cmd_export.c clears it) */
+		              : ""); /* errno: the failed write's (out/formats.c clears it) */
 	return rc || s.err ? -1 : 0;
 }

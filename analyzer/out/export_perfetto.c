@@ -706,7 +706,7 @@ int xe_perfetto(const struct xm_job *x, FILE *o, uint64_t *records)
 	if (s.err && !rc)
 		an_diag("nvlprof: export: write error (perfetto)%s%s\n", errno ? ": " : "",
 		        errno ? strerror(errno)
-		              : ""); /* errno: the failed write's (export.c clears it) */
+		              : ""); /* errno: the failed write's (out/formats.c clears it) */
 	pb_free(&s.p);
 	free(s.tracks.s);
 	free(s.names.s);
