@@ -448,9 +448,10 @@ $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 	$(call nvcc_link,$(NVCC_RPATH))
 
 # the host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
-GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases
+GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases $(BUILD)/gpu/cupti_parts
 NVCC_LIBS_coll_cost := -lnccl
 NVCC_LIBS_cupti_phases := -lcupti
+NVCC_LIBS_cupti_parts := -lcupti
 .PHONY: gpu-probes
 gpu-probes: $(GPU_PROBES)
 $(BUILD)/gpu/%: tests/gpu/%.cu

@@ -4,7 +4,7 @@
 # modes in rotated paired rounds (long-lived workers, rotated order and core sets: overhead.py) on
 # (a) the HF GPT-2 loop, (c) a launch-bound loop of tiny kernels, (b) GPT-2 under DDP; with each
 # configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
-#   bash tests/gpu/run_cost.sh [probes] [gpt2] [tiny] [gpt2ddp] [ddp2]   (ddp2: two ranks, one GPU each or sharing one)
+#   bash tests/gpu/run_cost.sh [probes] [parts] [gpt2] [tiny] [gpt2ddp] [ddp2]   (ddp2: two ranks, one GPU each or sharing one)
 # Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS;
 # TINY_BLOCK steps per turn (250); DDP2_MPS=1: the two ranks of ddp2 share the GPU through an MPS
 # daemon of this run's own (kernels side by side, as on two GPUs; time-sliced contexts made one
@@ -17,7 +17,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 NV=$PWD/build/nvlprof
 export NVLPROF=$NV
 G=$PWD/build/gpu
-scen=${*:-probes gpt2 tiny gpt2ddp ddp2}
+scen=${*:-probes parts gpt2 tiny gpt2ddp ddp2}
 want() { case " $scen " in *" $1 "*) return 0 ;; esac; return 1; }
 log() { echo "== $(date +%T) $*"; }
 NGPU=${NGPU:-$(nvidia-smi -L 2>/dev/null | wc -l)}
@@ -31,6 +31,10 @@ PROBE="probeonly=NVLPROF_KERNELS=window:1/3600000+3600000"
 if want probes; then
 	log "cupti_phases (no nvlprof): per-launch cost before/during/after CUPTI kernel activity"
 	LD_LIBRARY_PATH=${PL}${LD_LIBRARY_PATH:-} taskset -c 2 $G/cupti_phases 100000 5 2>&1
+fi
+if want parts; then
+	log "cupti_parts (no nvlprof): per-launch cost of CUPTI's driver callbacks and DEVICE/NVLINK kinds, switched in turn"
+	LD_LIBRARY_PATH=${PL}${LD_LIBRARY_PATH:-} taskset -c 2 $G/cupti_parts 20000 ${PARTS_ROUNDS:-20} 2>&1
 fi
 ov() { # WORKLOAD BLOCK BUDGET CONFIGS
 	log "overhead: $1"
