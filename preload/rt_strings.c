@@ -7,9 +7,6 @@
 #include "nvlp_rt.h"
 #include "rt_internal.h"
 
-/* Lock order: this one before the writer's. */
-static pthread_mutex_t str_mu = PTHREAD_MUTEX_INITIALIZER;
-
 struct str_ent {
 	struct str_ent *next;
 	uint64_t hash, id;
@@ -17,8 +14,12 @@ struct str_ent {
 	char s[];
 };
 #define STR_BUCKETS 4096
-static struct str_ent *str_tab[STR_BUCKETS];
-static uint64_t str_next_id = 1;
+static struct {
+	/* Lock order: this one before the writer's. */
+	pthread_mutex_t mu;
+	struct str_ent *tab[STR_BUCKETS];
+	uint64_t next_id;
+} string_table = {.mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
 
 static uint64_t fnv1a(const char *s, size_t *len)
 {
@@ -43,9 +44,9 @@ uint64_t nvlp_intern(const char *s)
 	int err = errno;
 	size_t len;
 	uint64_t h = fnv1a(s, &len), id = 0;
-	pthread_mutex_lock(&str_mu);
+	pthread_mutex_lock(&string_table.mu);
 	struct str_ent *e;
-	for (e = str_tab[h % STR_BUCKETS]; e; e = e->next)
+	for (e = string_table.tab[h % STR_BUCKETS]; e; e = e->next)
 		if (e->hash == h && e->len == len && !memcmp(e->s, s, len))
 			break;
 	if (e) {
@@ -54,9 +55,9 @@ uint64_t nvlp_intern(const char *s)
 		e->hash = h;
 		e->len = len;
 		memcpy(e->s, s, len + 1);
-		e->id = id = str_next_id++;
-		e->next = str_tab[h % STR_BUCKETS];
-		str_tab[h % STR_BUCKETS] = e;
+		e->id = id = string_table.next_id++;
+		e->next = string_table.tab[h % STR_BUCKETS];
+		string_table.tab[h % STR_BUCKETS] = e;
 		/* Written straight into the file, so the STRING precedes every record that uses the
 		 * id (those are still in some ring). Ids are process-wide: a new file (fork child,
 		 * failed exec) gets every known string replayed when it opens. */
@@ -65,24 +66,24 @@ uint64_t nvlp_intern(const char *s)
 			add_string_locked(e);
 		nvlp_wr_unlock();
 	}
-	pthread_mutex_unlock(&str_mu);
+	pthread_mutex_unlock(&string_table.mu);
 	errno = err;
 	return id;
 }
 
 void nvlp_str_lock(void)
 {
-	pthread_mutex_lock(&str_mu);
+	pthread_mutex_lock(&string_table.mu);
 }
 
 void nvlp_str_unlock(void)
 {
-	pthread_mutex_unlock(&str_mu);
+	pthread_mutex_unlock(&string_table.mu);
 }
 
 void nvlp_str_replay_locked(void)
 {
 	for (int i = 0; i < STR_BUCKETS; i++)
-		for (struct str_ent *e = str_tab[i]; e; e = e->next)
+		for (struct str_ent *e = string_table.tab[i]; e; e = e->next)
 			add_string_locked(e);
 }

@@ -64,9 +64,11 @@ unsigned nvlp_live_scan(uint64_t now, uint64_t min_age_ns, int all, struct nvlp_
  * without the memory controller in v2) is said once in the header. The file is kept open and read
  * with one pread (measured: README's cost table).
  */
-static int oom_fd = -1;
-static uint64_t oom_count;
-static char oom_hdr[4096 + 256];
+static struct {
+	int fd;
+	uint64_t count;
+	char hdr[4096 + 256];
+} oom_watch = {.fd = -1};
 
 /* oom_kill's value in memory.events text, or -1. */
 static long long parse_oom_kill(const char *b)
@@ -115,10 +117,10 @@ static const char *cgroup_path(char *cg, size_t len)
 
 const char *nvlp_oom_open(void)
 {
-	if (oom_fd >= 0)
-		close(oom_fd); /* a fork child's or a failed exec's copy: read again */
-	oom_fd = -1;
-	oom_count = 0;
+	if (oom_watch.fd >= 0)
+		close(oom_watch.fd); /* a fork child's or a failed exec's copy: read again */
+	oom_watch.fd = -1;
+	oom_watch.count = 0;
 	char cg[4096] = "", ev[4096 + 64];
 	const char *why = cgroup_path(cg, sizeof cg);
 	/* Tests only: a stand-in for memory.events (a cgroup's count cannot be raised on demand). */
@@ -130,11 +132,11 @@ const char *nvlp_oom_open(void)
 		         cg[strlen(cg) - 1] == '/' ? "" : "/");
 	int n = 0;
 	if (!why)
-		n = snprintf(oom_hdr, sizeof oom_hdr, "%s=%s\n", NVLP_HDR_CGROUP, cg);
+		n = snprintf(oom_watch.hdr, sizeof oom_watch.hdr, "%s=%s\n", NVLP_HDR_CGROUP, cg);
 	if (why && !(test && *test)) {
-		snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=none (%s)\n", NVLP_HDR_OOM_WATCH,
-		         why);
-		return oom_hdr;
+		snprintf(oom_watch.hdr + n, sizeof oom_watch.hdr - (size_t)n, "%s=none (%s)\n",
+		         NVLP_HDR_OOM_WATCH, why);
+		return oom_watch.hdr;
 	}
 	int fd = open(ev, O_RDONLY | O_CLOEXEC);
 	long long c = fd >= 0 ? oom_read(fd) : -1;
@@ -143,25 +145,25 @@ const char *nvlp_oom_open(void)
 		if (fd >= 0)
 			close(fd);
 		/* a hybrid mount: "0::/" exists but memory is a v1 controller */
-		snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=none (%s: %s)\n",
+		snprintf(oom_watch.hdr + n, sizeof oom_watch.hdr - (size_t)n, "%s=none (%s: %s)\n",
 		         NVLP_HDR_OOM_WATCH, ev, what);
-		return oom_hdr;
+		return oom_watch.hdr;
 	}
-	oom_fd = fd;
-	oom_count = (uint64_t)c;
-	snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=%s\n%s=%lld\n", NVLP_HDR_OOM_WATCH, ev,
-	         NVLP_HDR_OOM_KILL, c);
-	return oom_hdr;
+	oom_watch.fd = fd;
+	oom_watch.count = (uint64_t)c;
+	snprintf(oom_watch.hdr + n, sizeof oom_watch.hdr - (size_t)n, "%s=%s\n%s=%lld\n",
+	         NVLP_HDR_OOM_WATCH, ev, NVLP_HDR_OOM_KILL, c);
+	return oom_watch.hdr;
 }
 
 int nvlp_oom_changed(uint64_t *count)
 {
-	if (oom_fd < 0)
+	if (oom_watch.fd < 0)
 		return 0;
-	long long c = oom_read(oom_fd);
-	if (c < 0 || (uint64_t)c == oom_count)
+	long long c = oom_read(oom_watch.fd);
+	if (c < 0 || (uint64_t)c == oom_watch.count)
 		return 0;
-	oom_count = (uint64_t)c;
-	*count = oom_count;
+	oom_watch.count = (uint64_t)c;
+	*count = oom_watch.count;
 	return 1;
 }
