@@ -15,11 +15,12 @@ struct str_ent {
 };
 #define STR_BUCKETS 4096
 static struct {
-	/* Lock order: this one before the writer's. */
+	/* Lock order: this one before the writer's. It guards str_tab too. */
 	pthread_mutex_t mu;
-	struct str_ent *tab[STR_BUCKETS];
 	uint64_t next_id;
 } string_table = {.mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
+/* Apart from string_table: zero-initialised, the buckets stay in .bss (32 KiB not in the file). */
+static struct str_ent *str_tab[STR_BUCKETS];
 
 static uint64_t fnv1a(const char *s, size_t *len)
 {
@@ -46,7 +47,7 @@ uint64_t nvlp_intern(const char *s)
 	uint64_t h = fnv1a(s, &len), id = 0;
 	pthread_mutex_lock(&string_table.mu);
 	struct str_ent *e;
-	for (e = string_table.tab[h % STR_BUCKETS]; e; e = e->next)
+	for (e = str_tab[h % STR_BUCKETS]; e; e = e->next)
 		if (e->hash == h && e->len == len && !memcmp(e->s, s, len))
 			break;
 	if (e) {
@@ -56,8 +57,8 @@ uint64_t nvlp_intern(const char *s)
 		e->len = len;
 		memcpy(e->s, s, len + 1);
 		e->id = id = string_table.next_id++;
-		e->next = string_table.tab[h % STR_BUCKETS];
-		string_table.tab[h % STR_BUCKETS] = e;
+		e->next = str_tab[h % STR_BUCKETS];
+		str_tab[h % STR_BUCKETS] = e;
 		/* Written straight into the file, so the STRING precedes every record that uses the
 		 * id (those are still in some ring). Ids are process-wide: a new file (fork child,
 		 * failed exec) gets every known string replayed when it opens. */
@@ -84,6 +85,6 @@ void nvlp_str_unlock(void)
 void nvlp_str_replay_locked(void)
 {
 	for (int i = 0; i < STR_BUCKETS; i++)
-		for (struct str_ent *e = string_table.tab[i]; e; e = e->next)
+		for (struct str_ent *e = str_tab[i]; e; e = e->next)
 			add_string_locked(e);
 }

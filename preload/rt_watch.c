@@ -67,8 +67,9 @@ unsigned nvlp_live_scan(uint64_t now, uint64_t min_age_ns, int all, struct nvlp_
 static struct {
 	int fd;
 	uint64_t count;
-	char hdr[4096 + 256];
 } oom_watch = {.fd = -1};
+/* Apart from oom_watch: zero-initialised, it stays in .bss. */
+static char oom_hdr[4096 + 256];
 
 /* oom_kill's value in memory.events text, or -1. */
 static long long parse_oom_kill(const char *b)
@@ -132,11 +133,11 @@ const char *nvlp_oom_open(void)
 		         cg[strlen(cg) - 1] == '/' ? "" : "/");
 	int n = 0;
 	if (!why)
-		n = snprintf(oom_watch.hdr, sizeof oom_watch.hdr, "%s=%s\n", NVLP_HDR_CGROUP, cg);
+		n = snprintf(oom_hdr, sizeof oom_hdr, "%s=%s\n", NVLP_HDR_CGROUP, cg);
 	if (why && !(test && *test)) {
-		snprintf(oom_watch.hdr + n, sizeof oom_watch.hdr - (size_t)n, "%s=none (%s)\n",
-		         NVLP_HDR_OOM_WATCH, why);
-		return oom_watch.hdr;
+		snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=none (%s)\n", NVLP_HDR_OOM_WATCH,
+		         why);
+		return oom_hdr;
 	}
 	int fd = open(ev, O_RDONLY | O_CLOEXEC);
 	long long c = fd >= 0 ? oom_read(fd) : -1;
@@ -145,15 +146,15 @@ const char *nvlp_oom_open(void)
 		if (fd >= 0)
 			close(fd);
 		/* a hybrid mount: "0::/" exists but memory is a v1 controller */
-		snprintf(oom_watch.hdr + n, sizeof oom_watch.hdr - (size_t)n, "%s=none (%s: %s)\n",
+		snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=none (%s: %s)\n",
 		         NVLP_HDR_OOM_WATCH, ev, what);
-		return oom_watch.hdr;
+		return oom_hdr;
 	}
 	oom_watch.fd = fd;
 	oom_watch.count = (uint64_t)c;
-	snprintf(oom_watch.hdr + n, sizeof oom_watch.hdr - (size_t)n, "%s=%s\n%s=%lld\n",
-	         NVLP_HDR_OOM_WATCH, ev, NVLP_HDR_OOM_KILL, c);
-	return oom_watch.hdr;
+	snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=%s\n%s=%lld\n", NVLP_HDR_OOM_WATCH, ev,
+	         NVLP_HDR_OOM_KILL, c);
+	return oom_hdr;
 }
 
 int nvlp_oom_changed(uint64_t *count)
