@@ -28,61 +28,68 @@
  * library at load unless it is set already, e.g. by nsys): NVTX calls InitializeInjectionNvtx2,
  * we fill in its core function table.
  */
-static int capture_mode; /* 0 none, 1 cudaProfilerApi, 2 nvtx:NAME (set once at init) */
-static char capture_name[256];
-static volatile int gate = 1; /* records pass (atomic) */
+static struct {
+	int mode; /* 0 none, 1 cudaProfilerApi, 2 nvtx:NAME (set once at init) */
+	char name[256];
+	volatile int gate; /* records pass (atomic) */
+} capture = {.gate = 1};
 
 #define MAX_RANGES 1024
+/* The capture ranges seen so far (a GPU record is judged against them). */
 static struct {
-	uint64_t start, stop; /* stop 0: still open */
-} ranges[MAX_RANGES];
-static unsigned n_ranges;
-static pthread_mutex_t ranges_mu = PTHREAD_MUTEX_INITIALIZER;
-static int nvtx_open; /* matching NVTX ranges open, under ranges_mu */
+	struct {
+		uint64_t start, stop; /* stop 0: still open */
+	} at[MAX_RANGES];
+	unsigned n;
+	pthread_mutex_t mu;
+	int nvtx_open; /* matching NVTX ranges open, under mu */
+} range_log = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Set the capture mode once at init (before any record). */
 static void capture_config(int mode, const char *name)
 {
-	capture_mode = mode;
+	capture.mode = mode;
 	if (name)
-		snprintf(capture_name, sizeof capture_name, "%s", name);
-	__atomic_store_n(&gate, mode == 0, __ATOMIC_RELEASE);
+		snprintf(capture.name, sizeof capture.name, "%s", name);
+	__atomic_store_n(&capture.gate, mode == 0, __ATOMIC_RELEASE);
 }
 
 static void range_open(uint64_t t)
 {
-	pthread_mutex_lock(&ranges_mu);
-	if (!__atomic_load_n(&gate, __ATOMIC_RELAXED)) {
-		if (n_ranges == MAX_RANGES) { /* merge the oldest two: coarser, never lost */
-			ranges[0].stop = ranges[1].stop;
-			memmove(&ranges[1], &ranges[2], (MAX_RANGES - 2) * sizeof ranges[0]);
-			n_ranges--;
+	pthread_mutex_lock(&range_log.mu);
+	if (!__atomic_load_n(&capture.gate, __ATOMIC_RELAXED)) {
+		if (range_log.n == MAX_RANGES) { /* merge the oldest two: coarser, never lost */
+			range_log.at[0].stop = range_log.at[1].stop;
+			memmove(&range_log.at[1], &range_log.at[2],
+			        (MAX_RANGES - 2) * sizeof range_log.at[0]);
+			range_log.n--;
 		}
-		ranges[n_ranges].start = t;
-		ranges[n_ranges].stop = 0;
-		n_ranges++;
-		__atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+		range_log.at[range_log.n].start = t;
+		range_log.at[range_log.n].stop = 0;
+		range_log.n++;
+		__atomic_store_n(&capture.gate, 1, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&ranges_mu);
+	pthread_mutex_unlock(&range_log.mu);
 }
 
 static void range_close(uint64_t t)
 {
-	pthread_mutex_lock(&ranges_mu);
-	if (__atomic_load_n(&gate, __ATOMIC_RELAXED) && n_ranges) {
-		ranges[n_ranges - 1].stop = t;
-		__atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&range_log.mu);
+	if (__atomic_load_n(&capture.gate, __ATOMIC_RELAXED) && range_log.n) {
+		range_log.at[range_log.n - 1].stop = t;
+		__atomic_store_n(&capture.gate, 0, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&ranges_mu);
+	pthread_mutex_unlock(&range_log.mu);
 }
 
 static int in_ranges(uint64_t t)
 {
 	int in = 0;
-	pthread_mutex_lock(&ranges_mu);
-	for (unsigned i = n_ranges; i-- > 0 && !in;)
-		in = t >= ranges[i].start && (!ranges[i].stop || t <= ranges[i].stop);
-	pthread_mutex_unlock(&ranges_mu);
+	pthread_mutex_lock(&range_log.mu);
+	for (unsigned i = range_log.n; i-- > 0 && !in;)
+		in = t >= range_log.at[i].start &&
+		     (!range_log.at[i].stop || t <= range_log.at[i].stop);
+	pthread_mutex_unlock(&range_log.mu);
 	return in;
 }
 
@@ -127,14 +134,14 @@ static int capture_keep(unsigned kind, const void *fields)
 	if (!judged(kind, fields, &t))
 		return 1;
 	if (!t)
-		return __atomic_load_n(&gate, __ATOMIC_ACQUIRE);
+		return __atomic_load_n(&capture.gate, __ATOMIC_ACQUIRE);
 	return in_ranges(t);
 }
 
 /* 1 while the capture range is open (always without capture). */
 static int capture_gate_open(void)
 {
-	return __atomic_load_n(&gate, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&capture.gate, __ATOMIC_ACQUIRE);
 }
 
 static void mark(unsigned kind, const char *name)
@@ -162,7 +169,7 @@ NVLP_EXPORT cudaError_t cudaProfilerStart(void)
 		return cudaErrorSharedObjectSymbolNotFound;
 	cudaError_t rc = real();
 	int err = errno;
-	if (capture_mode == 1)
+	if (capture.mode == 1)
 		range_open(nvlp_now());
 	mark(NVLP_MARK_PROFILER_START, NULL);
 	errno = err;
@@ -176,7 +183,7 @@ NVLP_EXPORT cudaError_t cudaProfilerStop(void)
 		return cudaErrorSharedObjectSymbolNotFound;
 	int err = errno;
 	mark(NVLP_MARK_PROFILER_STOP, NULL);
-	if (capture_mode == 1)
+	if (capture.mode == 1)
 		range_close(nvlp_now());
 	errno = err;
 	return real();
@@ -235,29 +242,31 @@ cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64
 static __thread uint64_t push_bits;
 static __thread int push_depth;
 /* Ids we hand out for nvtxRangeStart*, and those of open capture ranges (few at once). */
-static uint64_t next_range_id = 1;
 #define OPEN_STARTS 64
-static uint64_t open_starts[OPEN_STARTS];
+static struct {
+	uint64_t next_id;
+	uint64_t open[OPEN_STARTS];
+} range_starts = {.next_id = 1};
 
 static int is_capture(const char *msg)
 {
-	return capture_mode == 2 && msg && !strcmp(msg, capture_name);
+	return capture.mode == 2 && msg && !strcmp(msg, capture.name);
 }
 
 static void capture_begin(void)
 {
-	pthread_mutex_lock(&ranges_mu);
-	int first = nvtx_open++ == 0;
-	pthread_mutex_unlock(&ranges_mu);
+	pthread_mutex_lock(&range_log.mu);
+	int first = range_log.nvtx_open++ == 0;
+	pthread_mutex_unlock(&range_log.mu);
 	if (first)
 		range_open(nvlp_now());
 }
 
 static void capture_end(void)
 {
-	pthread_mutex_lock(&ranges_mu);
-	int last = nvtx_open > 0 && --nvtx_open == 0;
-	pthread_mutex_unlock(&ranges_mu);
+	pthread_mutex_lock(&range_log.mu);
+	int last = range_log.nvtx_open > 0 && --range_log.nvtx_open == 0;
+	pthread_mutex_unlock(&range_log.mu);
 	if (last)
 		range_close(nvlp_now());
 }
@@ -302,12 +311,12 @@ static int pop(void)
 
 static nvtxRangeId_t start(const char *msg)
 {
-	uint64_t id = __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
+	uint64_t id = __atomic_fetch_add(&range_starts.next_id, 1, __ATOMIC_RELAXED);
 	if (is_capture(msg)) {
 		for (int i = 0; i < OPEN_STARTS; i++) {
 			uint64_t z = 0;
-			if (__atomic_compare_exchange_n(&open_starts[i], &z, id, 0, __ATOMIC_ACQ_REL,
-			                                __ATOMIC_RELAXED))
+			if (__atomic_compare_exchange_n(&range_starts.open[i], &z, id, 0,
+			                                __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 				break;
 		}
 		capture_begin();
@@ -321,8 +330,8 @@ static void end(nvtxRangeId_t id)
 	mark(NVLP_MARK_RANGE_END, NULL);
 	for (int i = 0; i < OPEN_STARTS; i++) {
 		uint64_t v = id;
-		if (id && __atomic_compare_exchange_n(&open_starts[i], &v, 0, 0, __ATOMIC_ACQ_REL,
-		                                      __ATOMIC_RELAXED)) {
+		if (id && __atomic_compare_exchange_n(&range_starts.open[i], &v, 0, 0,
+		                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
 			capture_end();
 			break;
 		}

@@ -19,13 +19,17 @@
 #define NSLOTS 4096
 #define TOMB ((const void *)1)
 
-static struct nvlp_comm slots[NSLOTS];
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct nvlp_comm slots[NSLOTS];
+	pthread_mutex_t mu;
+} comm_table = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Helpers the shim does not wrap: it only needs their answers. */
-static struct nvlp_sym q_rank = {"ncclCommUserRank", "pncclCommUserRank", NULL, NULL};
-static struct nvlp_sym q_count = {"ncclCommCount", "pncclCommCount", NULL, NULL};
-static struct nvlp_sym q_device = {"ncclCommCuDevice", "pncclCommCuDevice", NULL, NULL};
+static struct {
+	struct nvlp_sym rank, count, device;
+} queries = {.rank = {"ncclCommUserRank", "pncclCommUserRank", NULL, NULL},
+             .count = {"ncclCommCount", "pncclCommCount", NULL, NULL},
+             .device = {"ncclCommCuDevice", "pncclCommCuDevice", NULL, NULL}};
 
 static unsigned home(const void *comm)
 {
@@ -42,9 +46,10 @@ struct nvlp_comm *nvlp_comm_find(const void *comm)
 	if (!comm)
 		return NULL;
 	for (unsigned i = home(comm), n = 0; n < NSLOTS; i = (i + 1) & (NSLOTS - 1), n++) {
-		const void *k = atomic_load_explicit(&slots[i].key, memory_order_acquire);
+		const void *k =
+		    atomic_load_explicit(&comm_table.slots[i].key, memory_order_acquire);
 		if (k == comm)
-			return &slots[i];
+			return &comm_table.slots[i];
 		if (!k)
 			return NULL;
 	}
@@ -64,15 +69,15 @@ void nvlp_comm_refresh(struct nvlp_comm *c)
 		return;
 	const void *comm = atomic_load_explicit(&c->key, memory_order_relaxed);
 	int v;
-	if (!(known & NVLP_COMM_RANK) && query(&q_rank, comm, &v)) {
+	if (!(known & NVLP_COMM_RANK) && query(&queries.rank, comm, &v)) {
 		atomic_store(&c->rank, v);
 		atomic_fetch_or(&c->known, NVLP_COMM_RANK);
 	}
-	if (!(known & NVLP_COMM_NRANKS) && query(&q_count, comm, &v) && v > 0) {
+	if (!(known & NVLP_COMM_NRANKS) && query(&queries.count, comm, &v) && v > 0) {
 		atomic_store(&c->nranks, v);
 		atomic_fetch_or(&c->known, NVLP_COMM_NRANKS);
 	}
-	if (!(known & NVLP_COMM_DEVICE) && query(&q_device, comm, &v)) {
+	if (!(known & NVLP_COMM_DEVICE) && query(&queries.device, comm, &v)) {
 		atomic_store(&c->device, v);
 		atomic_fetch_or(&c->known, NVLP_COMM_DEVICE);
 	}
@@ -90,17 +95,18 @@ static struct nvlp_comm *insert_locked(const void *comm, uint64_t hash, int rank
 {
 	struct nvlp_comm *free_slot = NULL;
 	for (unsigned i = home(comm), n = 0; n < NSLOTS; i = (i + 1) & (NSLOTS - 1), n++) {
-		const void *k = atomic_load_explicit(&slots[i].key, memory_order_relaxed);
+		const void *k =
+		    atomic_load_explicit(&comm_table.slots[i].key, memory_order_relaxed);
 		if (k == comm) {
 			/* A stale entry: the pointer was freed without Destroy/Abort passing through us. */
-			atomic_store_explicit(&slots[i].key, TOMB, memory_order_release);
-			free_slot = free_slot ? free_slot : &slots[i];
+			atomic_store_explicit(&comm_table.slots[i].key, TOMB, memory_order_release);
+			free_slot = free_slot ? free_slot : &comm_table.slots[i];
 			continue;
 		}
 		if (k == TOMB && !free_slot)
-			free_slot = &slots[i];
+			free_slot = &comm_table.slots[i];
 		if (!k) {
-			free_slot = free_slot ? free_slot : &slots[i];
+			free_slot = free_slot ? free_slot : &comm_table.slots[i];
 			break;
 		}
 	}
@@ -125,9 +131,9 @@ struct nvlp_comm *nvlp_comm_add(const void *comm, uint64_t hash, int rank, int n
 {
 	if (!comm)
 		return NULL;
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&comm_table.mu);
 	struct nvlp_comm *c = insert_locked(comm, hash, rank, nranks);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&comm_table.mu);
 	if (c)
 		nvlp_comm_refresh(c);
 	return c;
@@ -140,11 +146,11 @@ struct nvlp_comm *nvlp_comm_get(const void *comm)
 		if (!comm)
 			return NULL;
 		/* Created before we were loaded (or by a path we do not wrap): only this rank knows it. */
-		pthread_mutex_lock(&mu);
+		pthread_mutex_lock(&comm_table.mu);
 		c = nvlp_comm_find(comm);
 		if (!c)
 			c = insert_locked(comm, nvlp_comm_ptr_hash(comm), -1, -1);
-		pthread_mutex_unlock(&mu);
+		pthread_mutex_unlock(&comm_table.mu);
 		if (!c)
 			return NULL;
 	}
@@ -155,11 +161,11 @@ struct nvlp_comm *nvlp_comm_get(const void *comm)
 
 void nvlp_comm_remove(const void *comm)
 {
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&comm_table.mu);
 	struct nvlp_comm *c = nvlp_comm_find(comm);
 	if (c)
 		atomic_store_explicit(&c->key, TOMB, memory_order_release);
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&comm_table.mu);
 }
 
 uint64_t nvlp_comm_p2p_seq(struct nvlp_comm *c, int peer, int recv)

@@ -170,18 +170,20 @@ static int64_t current_device(void)
 struct range {
 	uintptr_t lo, hi;
 };
-static pthread_mutex_t managed_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct range *managed;
-static size_t managed_n, managed_cap;
-static atomic_size_t managed_live; /* == managed_n, readable without the mutex */
+static struct {
+	pthread_mutex_t mu;
+	struct range *at;
+	size_t n, cap;
+	atomic_size_t live; /* == n, readable without the mutex */
+} managed_table = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Index of the first range with hi > p (caller holds the mutex). */
 static size_t range_pos(uintptr_t p)
 {
-	size_t lo = 0, hi = managed_n;
+	size_t lo = 0, hi = managed_table.n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (managed[mid].hi <= p)
+		if (managed_table.at[mid].hi <= p)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -192,24 +194,24 @@ static size_t range_pos(uintptr_t p)
 static void managed_add(const void *p, size_t n)
 {
 	uintptr_t a = (uintptr_t)p;
-	pthread_mutex_lock(&managed_mu);
-	if (managed_n == managed_cap) {
-		size_t cap = managed_cap ? 2 * managed_cap : 256;
-		struct range *r = realloc(managed, cap * sizeof *r);
+	pthread_mutex_lock(&managed_table.mu);
+	if (managed_table.n == managed_table.cap) {
+		size_t cap = managed_table.cap ? 2 * managed_table.cap : 256;
+		struct range *r = realloc(managed_table.at, cap * sizeof *r);
 		if (!r) {
-			pthread_mutex_unlock(&managed_mu);
+			pthread_mutex_unlock(&managed_table.mu);
 			return; /* copies touching this block will not be seen as managed */
 		}
-		managed = r;
-		managed_cap = cap;
+		managed_table.at = r;
+		managed_table.cap = cap;
 	}
 	size_t i = range_pos(a);
-	for (size_t j = managed_n; j > i; j--)
-		managed[j] = managed[j - 1];
-	managed[i] = (struct range){a, a + (n ? n : 1)};
-	managed_n++;
-	atomic_store(&managed_live, managed_n);
-	pthread_mutex_unlock(&managed_mu);
+	for (size_t j = managed_table.n; j > i; j--)
+		managed_table.at[j] = managed_table.at[j - 1];
+	managed_table.at[i] = (struct range){a, a + (n ? n : 1)};
+	managed_table.n++;
+	atomic_store(&managed_table.live, managed_table.n);
+	pthread_mutex_unlock(&managed_table.mu);
 }
 
 /* Forget the block starting exactly at p. @return its size, 0 if p starts no managed block. */
@@ -217,28 +219,28 @@ static size_t managed_remove(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	size_t n = 0;
-	pthread_mutex_lock(&managed_mu);
+	pthread_mutex_lock(&managed_table.mu);
 	size_t i = range_pos(a);
-	if (i < managed_n && managed[i].lo == a) {
-		n = managed[i].hi - managed[i].lo;
-		for (; i + 1 < managed_n; i++)
-			managed[i] = managed[i + 1];
-		managed_n--;
-		atomic_store(&managed_live, managed_n);
+	if (i < managed_table.n && managed_table.at[i].lo == a) {
+		n = managed_table.at[i].hi - managed_table.at[i].lo;
+		for (; i + 1 < managed_table.n; i++)
+			managed_table.at[i] = managed_table.at[i + 1];
+		managed_table.n--;
+		atomic_store(&managed_table.live, managed_table.n);
 	}
-	pthread_mutex_unlock(&managed_mu);
+	pthread_mutex_unlock(&managed_table.mu);
 	return n;
 }
 
 static int is_managed(const void *p)
 {
-	if (!atomic_load_explicit(&managed_live, memory_order_relaxed))
+	if (!atomic_load_explicit(&managed_table.live, memory_order_relaxed))
 		return 0;
 	uintptr_t a = (uintptr_t)p;
-	pthread_mutex_lock(&managed_mu);
+	pthread_mutex_lock(&managed_table.mu);
 	size_t i = range_pos(a);
-	int in = i < managed_n && managed[i].lo <= a;
-	pthread_mutex_unlock(&managed_mu);
+	int in = i < managed_table.n && managed_table.at[i].lo <= a;
+	pthread_mutex_unlock(&managed_table.mu);
 	return in;
 }
 
@@ -298,7 +300,7 @@ static int plan_copy(struct plan *pl, const void *dst, const void *src, enum cud
 		return 0;
 	case cudaMemcpyHostToDevice:
 	case cudaMemcpyDeviceToHost:
-		if (!atomic_load_explicit(&managed_live, memory_order_relaxed))
+		if (!atomic_load_explicit(&managed_table.live, memory_order_relaxed))
 			return 0;
 		pl->managed = (unsigned)is_managed(src) | (unsigned)is_managed(dst) << 1;
 		if (!pl->managed)
@@ -473,8 +475,9 @@ NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 NVLP_EXPORT cudaError_t cudaFree(void *p)
 {
 	ENTER(FREE, cudaFree, (p))
-	size_t n = p && atomic_load_explicit(&managed_live, memory_order_relaxed) ? managed_remove(p)
-										  : 0;
+	size_t n = p && atomic_load_explicit(&managed_table.live, memory_order_relaxed)
+	               ? managed_remove(p)
+	               : 0;
 	if (!n)
 		return real(p);
 	CALL((p))

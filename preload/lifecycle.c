@@ -14,18 +14,21 @@
 #include "nvlp_rt.h"
 #include "rt_internal.h"
 
-/* 0 none, 1 shutting down, 2 done (reset by rearm and in a fork child). */
-static volatile int nvlp_lc_shut_state;
-/* The thread running nvlp_shutdown (a signal handler must not wait for itself). */
-static volatile pid_t shut_tid;
+/* How far the end of the trace (nvlp_shutdown) has got, and who is running it. */
+static struct {
+	/* 0 none, 1 shutting down, 2 done (reset by rearm and in a fork child). */
+	volatile int state;
+	/* The thread running nvlp_shutdown (a signal handler must not wait for itself). */
+	volatile pid_t tid;
+} shutdown_run;
 
 static inline int shut_get(void)
 {
-	return __atomic_load_n(&nvlp_lc_shut_state, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&shutdown_run.state, __ATOMIC_ACQUIRE);
 }
 static inline void shut_set(int v)
 {
-	__atomic_store_n(&nvlp_lc_shut_state, v, __ATOMIC_RELEASE);
+	__atomic_store_n(&shutdown_run.state, v, __ATOMIC_RELEASE);
 }
 
 /* ---- the real functions (resolved at init: a vfork child must not run dlsym) ----------------- */
@@ -35,21 +38,24 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
-static exit_fn real__exit, real__Exit, real_exit;
-static execve_fn real_execve, real_execvpe;
-static execv_fn real_execv, real_execvp;
-static fexecve_fn real_fexecve;
+/* u_exit, u_Exit: _exit, _Exit */
+static struct {
+	exit_fn u_exit, u_Exit, exit;
+	execve_fn execve, execvpe;
+	execv_fn execv, execvp;
+	fexecve_fn fexecve;
+} real;
 
 static void resolve(void)
 {
-	real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
-	real__Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
-	real_exit = (exit_fn)dlsym(RTLD_NEXT, "exit");
-	real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
-	real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
-	real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
-	real_execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
-	real_fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
+	real.u_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+	real.u_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+	real.exit = (exit_fn)dlsym(RTLD_NEXT, "exit");
+	real.execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
+	real.execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
+	real.execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
+	real.execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
+	real.fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------- */
@@ -61,7 +67,7 @@ void nvlp_shutdown(unsigned reason)
 		return;
 	int err = errno;
 	int expect = 0;
-	if (!__atomic_compare_exchange_n(&nvlp_lc_shut_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+	if (!__atomic_compare_exchange_n(&shutdown_run.state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 	                                 __ATOMIC_ACQUIRE)) {
 		/* Someone else is ending the trace (exit() racing a signal, two exiting threads):
 		 * wait a bounded time so whoever proceeds to _exit finds the file complete. */
@@ -72,7 +78,7 @@ void nvlp_shutdown(unsigned reason)
 		errno = err;
 		return;
 	}
-	shut_tid = (pid_t)syscall(SYS_gettid);
+	shutdown_run.tid = (pid_t)syscall(SYS_gettid);
 	/* Modules flush through the ring (CUPTI's buffers), so recording must still be on; their
 	 * threads stop after it is off (the Python sampler's last records are in before the final
 	 * drain). The order: nvlp_module.h. */
@@ -104,7 +110,14 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *data)
  * libnvperf_host's destroyed state (seen on the GPU machine: "double free or corruption").
  * So the handler is registered again whenever the set of loaded objects grew; it is idempotent.
  */
-static int atexit_busy; /* a flag, not a mutex: a fork child resets it (see fork_child) */
+/* Flags a handler takes so that it does not run twice (a fork child resets them, see fork_child).
+ */
+static struct {
+	int atexit_busy; /* a flag, not a mutex */
+	/* Set by the first fatal signal of the process: any later one (another thread, or a fault
+	 * in this handler's waiting) goes straight to the default action (on_fatal_signal). */
+	int fatal_seen;
+} guards;
 
 void nvlp_lc_refresh_atexit(void)
 {
@@ -112,13 +125,13 @@ void nvlp_lc_refresh_atexit(void)
 	unsigned long long adds = 0;
 	dl_iterate_phdr(count_adds, &adds);
 	if (adds == __atomic_load_n(&seen, __ATOMIC_RELAXED) ||
-	    __atomic_exchange_n(&atexit_busy, 1, __ATOMIC_ACQUIRE))
+	    __atomic_exchange_n(&guards.atexit_busy, 1, __ATOMIC_ACQUIRE))
 		return;
 	if (adds != __atomic_load_n(&seen, __ATOMIC_RELAXED) && shut_get() == 0) {
 		__atomic_store_n(&seen, adds, __ATOMIC_RELAXED);
 		atexit(at_exit);
 	}
-	__atomic_store_n(&atexit_busy, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&guards.atexit_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Also when the library is unloaded without exit() (it is built nodelete, but be safe). */
@@ -139,7 +152,7 @@ static void on_term_signal(int sig)
 	if (!nvlp_rt_in_vfork_child()) {
 		if (shut_get() == 0) {
 			nvlp_rt_signal_request(sig, 3000);
-		} else if (shut_tid != (pid_t)syscall(SYS_gettid)) {
+		} else if (shutdown_run.tid != (pid_t)syscall(SYS_gettid)) {
 			/* Another thread is already ending the trace (exit()): let it finish. */
 			for (int i = 0; i < 300 && shut_get() == 1; i++) {
 				struct timespec ts = {0, 10000000};
@@ -169,9 +182,6 @@ static void on_term_signal(int sig)
  * (Python's faulthandler.enable()) replaces ours, so that job's crash leaves no FATAL.
  */
 static const int fatal_sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-/* Set by the first fatal signal of the process: any later one (another thread, or a fault in
- * this handler's waiting) goes straight to the default action. */
-static int fatal_seen;
 #define FATAL_WAIT_MS 2000
 
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
@@ -181,8 +191,8 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	/* The writer thread cannot end a trace for its own fault, nor the thread that is ending it;
 	 * either way there is nobody to wait for. */
-	if (!__atomic_exchange_n(&fatal_seen, 1, __ATOMIC_ACQ_REL) && !nvlp_rt_in_vfork_child() &&
-	    !nvlp_tls_state.is_writer && tid != shut_tid) {
+	if (!__atomic_exchange_n(&guards.fatal_seen, 1, __ATOMIC_ACQ_REL) &&
+	    !nvlp_rt_in_vfork_child() && !nvlp_tls_state.is_writer && tid != shutdown_run.tid) {
 		if (shut_get() == 0) {
 			/* si_addr means the faulting address only for a fault (a sent signal's
 			 * siginfo holds the sender's pid there) */
@@ -267,8 +277,8 @@ static void fork_child(void)
 {
 	int may_record = nvlp_rt_fork_child();
 	shut_set(0);
-	__atomic_store_n(&fatal_seen, 0, __ATOMIC_RELAXED);
-	atexit_busy = 0;
+	__atomic_store_n(&guards.fatal_seen, 0, __ATOMIC_RELAXED);
+	guards.atexit_busy = 0;
 	nvlp_modules_atfork_child(); /* CUPTI's state: CUDA does not survive fork */
 	if (may_record)
 		nvlp_rt_set_active(1);
@@ -341,7 +351,7 @@ NVLP_EXPORT void exit(int status)
 {
 	if (!nvlp_rt_in_vfork_child()) /* a vfork child's status is not the parent's */
 		nvlp_rt_set_exit_status(status);
-	exit_fn f = real_exit ? real_exit : (exit_fn)dlsym(RTLD_NEXT, "exit");
+	exit_fn f = real.exit ? real.exit : (exit_fn)dlsym(RTLD_NEXT, "exit");
 	if (f)
 		f(status);
 	for (;;)
@@ -353,8 +363,8 @@ NVLP_EXPORT void _exit(int status)
 	if (!nvlp_rt_in_vfork_child())
 		nvlp_rt_set_exit_status(status);
 	nvlp_shutdown(NVLP_END_UEXIT);
-	if (real__exit)
-		real__exit(status);
+	if (real.u_exit)
+		real.u_exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
@@ -364,8 +374,8 @@ NVLP_EXPORT void _Exit(int status)
 	if (!nvlp_rt_in_vfork_child())
 		nvlp_rt_set_exit_status(status);
 	nvlp_shutdown(NVLP_END_UEXIT);
-	if (real__Exit)
-		real__Exit(status);
+	if (real.u_Exit)
+		real.u_Exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
@@ -406,25 +416,25 @@ static void after_failed_exec(int ended)
 
 NVLP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	EXEC_WRAPPER(real_execve, real_execve(path, argv, envp));
+	EXEC_WRAPPER(real.execve, real.execve(path, argv, envp));
 }
 
 NVLP_EXPORT int execv(const char *path, char *const argv[])
 {
-	EXEC_WRAPPER(real_execv, real_execv(path, argv));
+	EXEC_WRAPPER(real.execv, real.execv(path, argv));
 }
 
 NVLP_EXPORT int execvp(const char *file, char *const argv[])
 {
-	EXEC_WRAPPER(real_execvp, real_execvp(file, argv));
+	EXEC_WRAPPER(real.execvp, real.execvp(file, argv));
 }
 
 NVLP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	EXEC_WRAPPER(real_execvpe, real_execvpe(file, argv, envp));
+	EXEC_WRAPPER(real.execvpe, real.execvpe(file, argv, envp));
 }
 
 NVLP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	EXEC_WRAPPER(real_fexecve, real_fexecve(fd, argv, envp));
+	EXEC_WRAPPER(real.fexecve, real.fexecve(fd, argv, envp));
 }

@@ -119,9 +119,12 @@ static struct {
 	const char *name; /* the table's name */
 	char path[PATH_MAX];
 } chain;
-static int their_mask, their_seen; /* the chained plugin's mask, as NCCL's global would hold it */
-static int own_mask;
-static int *nccl_mask; /* NCCL's global mask, as init was given it */
+/* The event masks: ours, the chained plugin's, and NCCL's global. */
+static struct {
+	int their, their_seen; /* the chained plugin's mask, as NCCL's global would hold it */
+	int own;
+	int *nccl; /* NCCL's global mask, as init was given it */
+} masks;
 
 struct pair {
 	uint64_t type; /* the event's type word, first as in every handle */
@@ -253,12 +256,12 @@ static int triggers(uint64_t type)
  * call): seen at nvlprof's next event, NCCL's copy then follows. */
 static void mask_sync(void)
 {
-	int t = __atomic_load_n(&their_mask, __ATOMIC_RELAXED);
-	if (t != __atomic_load_n(&their_seen, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&their_seen, t, __ATOMIC_RELAXED);
-		int *m = __atomic_load_n(&nccl_mask, __ATOMIC_RELAXED);
+	int t = __atomic_load_n(&masks.their, __ATOMIC_RELAXED);
+	if (t != __atomic_load_n(&masks.their_seen, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&masks.their_seen, t, __ATOMIC_RELAXED);
+		int *m = __atomic_load_n(&masks.nccl, __ATOMIC_RELAXED);
 		if (m)
-			__atomic_store_n(m, __atomic_load_n(&own_mask, __ATOMIC_RELAXED) | t,
+			__atomic_store_n(m, __atomic_load_n(&masks.own, __ATOMIC_RELAXED) | t,
 			                 __ATOMIC_RELAXED);
 	}
 }
@@ -326,7 +329,7 @@ static ncclResult_t ch_start(void *context, void **handle, ncclProfilerEventDesc
 	void *o = NULL, *t = NULL;
 	if (c->own)
 		nvlp_np_start(c->own, &o, &mine);
-	if (c->their && (__atomic_load_n(&their_mask, __ATOMIC_RELAXED) & triggers(d->type)))
+	if (c->their && (__atomic_load_n(&masks.their, __ATOMIC_RELAXED) & triggers(d->type)))
 		t = their_start(c->their, &theirs);
 	if (!o && !t)
 		return ncclSuccess;
@@ -405,22 +408,24 @@ static ncclResult_t their_init(struct cctx *c, uint64_t commId, const char *comm
                                int nranks, int rank, ncclDebugLogger_t logfn)
 {
 	if (chain.ver == 5)
-		return chain.t.v5->init(&c->their, commId, &their_mask, commName, nNodes, nranks, rank,
-		                        logfn);
+		return chain.t.v5->init(&c->their, commId, &masks.their, commName, nNodes, nranks,
+		                        rank, logfn);
 	if (chain.ver == 4)
-		return chain.t.v4->init(&c->their, &their_mask, commName, commId, nNodes, nranks, rank,
-		                        logfn);
-	return chain.t.v3->init(&c->their, &their_mask);
+		return chain.t.v4->init(&c->their, &masks.their, commName, commId, nNodes, nranks,
+		                        rank, logfn);
+	return chain.t.v3->init(&c->their, &masks.their);
 }
 
 static void noted_chain(void)
 {
 	static int noted;
 	if (!__atomic_exchange_n(&noted, 1, __ATOMIC_ACQ_REL))
-		nvlp_note(NVLP_NOTE_NCCL_PLUGIN, -1, (uint64_t)chain.ver,
-		          "NCCL profiler plugin %s (v%d, %s) chained behind nvlprof's: it is given the "
-		          "events its own mask 0x%x asks for",
-		          chain.name, chain.ver, chain.path, __atomic_load_n(&their_mask, __ATOMIC_RELAXED));
+		nvlp_note(
+		    NVLP_NOTE_NCCL_PLUGIN, -1, (uint64_t)chain.ver,
+		    "NCCL profiler plugin %s (v%d, %s) chained behind nvlprof's: it is given the "
+		    "events its own mask 0x%x asks for",
+		    chain.name, chain.ver, chain.path,
+		    __atomic_load_n(&masks.their, __ATOMIC_RELAXED));
 }
 
 static ncclResult_t ch_init(void **context, uint64_t commId, int *mask, const char *commName,
@@ -454,10 +459,10 @@ static ncclResult_t ch_init(void **context, uint64_t commId, int *mask, const ch
 	} else if (c->their) {
 		noted_chain();
 	}
-	__atomic_store_n(&own_mask, om, __ATOMIC_RELAXED);
-	__atomic_store_n(&nccl_mask, mask, __ATOMIC_RELAXED);
-	int t = __atomic_load_n(&their_mask, __ATOMIC_RELAXED);
-	__atomic_store_n(&their_seen, t, __ATOMIC_RELAXED);
+	__atomic_store_n(&masks.own, om, __ATOMIC_RELAXED);
+	__atomic_store_n(&masks.nccl, mask, __ATOMIC_RELAXED);
+	int t = __atomic_load_n(&masks.their, __ATOMIC_RELAXED);
+	__atomic_store_n(&masks.their_seen, t, __ATOMIC_RELAXED);
 	if (mask)
 		*mask = om | t;
 	*context = c;

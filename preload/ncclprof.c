@@ -84,11 +84,13 @@ static uint64_t kch_next_clock;
  * ids belong to one trace file, so the cache is emptied in a fork child (new epoch). */
 #define PCACHE 32
 static struct {
-	const char *p;
-	uint64_t v;
-} pcache[PCACHE];
-static unsigned pcache_epoch;
-static pthread_mutex_t pcache_mu = PTHREAD_MUTEX_INITIALIZER;
+	struct {
+		const char *p;
+		uint64_t v;
+	} at[PCACHE];
+	unsigned epoch;
+	pthread_mutex_t mu;
+} nccl_strings = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t lookup(const char *s, int is_fn)
 {
@@ -107,31 +109,31 @@ static uint64_t cached(const char *s, int is_fn)
 	if (!s)
 		return 0;
 	unsigned ep = nvlp_tls_epoch;
-	if (__atomic_load_n(&pcache_epoch, __ATOMIC_ACQUIRE) == ep)
+	if (__atomic_load_n(&nccl_strings.epoch, __ATOMIC_ACQUIRE) == ep)
 		for (int i = 0; i < PCACHE; i++) {
-			const char *p = __atomic_load_n(&pcache[i].p, __ATOMIC_ACQUIRE);
+			const char *p = __atomic_load_n(&nccl_strings.at[i].p, __ATOMIC_ACQUIRE);
 			if (!p)
 				break;
 			if (p == s)
-				return pcache[i].v;
+				return nccl_strings.at[i].v;
 		}
 	uint64_t v = lookup(s, is_fn);
-	pthread_mutex_lock(&pcache_mu);
-	if (pcache_epoch != ep) {
+	pthread_mutex_lock(&nccl_strings.mu);
+	if (nccl_strings.epoch != ep) {
 		for (int i = 0; i < PCACHE; i++)
-			__atomic_store_n(&pcache[i].p, NULL, __ATOMIC_RELEASE);
-		__atomic_store_n(&pcache_epoch, ep, __ATOMIC_RELEASE);
+			__atomic_store_n(&nccl_strings.at[i].p, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&nccl_strings.epoch, ep, __ATOMIC_RELEASE);
 	}
 	for (int i = 0; i < PCACHE; i++) {
-		if (pcache[i].p == s)
+		if (nccl_strings.at[i].p == s)
 			break;
-		if (!pcache[i].p) {
-			pcache[i].v = v;
-			__atomic_store_n(&pcache[i].p, s, __ATOMIC_RELEASE);
+		if (!nccl_strings.at[i].p) {
+			nccl_strings.at[i].v = v;
+			__atomic_store_n(&nccl_strings.at[i].p, s, __ATOMIC_RELEASE);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&pcache_mu);
+	pthread_mutex_unlock(&nccl_strings.mu);
 	return v;
 }
 

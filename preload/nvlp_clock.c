@@ -18,14 +18,20 @@ enum { MODE_GETTIME, MODE_TSC };
 #define NSLOTS 4
 
 struct nvlp_clock_anchor *nvlp_clock_cur;
-static struct nvlp_clock_anchor slots[NSLOTS];
-static _Atomic int mode;
-static _Atomic int busy; /* a refresh is in progress; everything below belongs to it */
-/* First calibration point (read without busy by callers waiting for calibration). */
-static _Atomic uint64_t calib_tsc, calib_mono;
-static uint64_t base_tsc, base_mono; /* the rate is measured from here */
-static uint64_t prev_tsc, prev_mono; /* last refresh */
-static unsigned next_slot;
+static struct {
+	_Atomic int mode;
+	/* A refresh is in progress: anchors belong to it (readers use the published slot only). */
+	_Atomic int busy;
+	/* First calibration point (read without busy by callers waiting for calibration). */
+	_Atomic uint64_t calib_tsc, calib_mono;
+} tsc_clock;
+/* The anchors nvlp_clock_cur points into, and what a refresh makes the next one from. */
+static struct {
+	struct nvlp_clock_anchor slots[NSLOTS];
+	uint64_t base_tsc, base_mono; /* the rate is measured from here */
+	uint64_t prev_tsc, prev_mono; /* last refresh */
+	unsigned next_slot;
+} anchors;
 
 #if defined(__x86_64__)
 static int tsc_invariant(void)
@@ -64,7 +70,7 @@ static uint64_t convert(const struct nvlp_clock_anchor *a, uint64_t tsc)
 
 static void publish(uint64_t tsc0, uint64_t mono0, double ns_per_tick, double limit_ns)
 {
-	struct nvlp_clock_anchor *a = &slots[next_slot++ % NSLOTS];
+	struct nvlp_clock_anchor *a = &anchors.slots[anchors.next_slot++ % NSLOTS];
 	uint64_t g = __atomic_load_n(&a->gen, __ATOMIC_RELAXED);
 	/* Release stores (plain moves on x86): none becomes visible before gen turns odd. */
 	__atomic_store_n(&a->gen, g + 1, __ATOMIC_RELAXED);
@@ -78,7 +84,7 @@ static void publish(uint64_t tsc0, uint64_t mono0, double ns_per_tick, double li
 
 static void give_up(void)
 {
-	atomic_store(&mode, MODE_GETTIME);
+	atomic_store(&tsc_clock.mode, MODE_GETTIME);
 	__atomic_store_n(&nvlp_clock_cur, NULL, __ATOMIC_RELEASE);
 }
 
@@ -90,12 +96,13 @@ static void refresh_locked(void)
 		return;
 	struct nvlp_clock_anchor *a = __atomic_load_n(&nvlp_clock_cur, __ATOMIC_RELAXED);
 	if (!a) {
-		base_tsc = atomic_load(&calib_tsc);
-		base_mono = atomic_load(&calib_mono);
-		if (m - base_mono < CALIB_NS)
+		anchors.base_tsc = atomic_load(&tsc_clock.calib_tsc);
+		anchors.base_mono = atomic_load(&tsc_clock.calib_mono);
+		if (m - anchors.base_mono < CALIB_NS)
 			return;
 	}
-	double span = (double)(int64_t)(m - base_mono), rate = span / (double)(int64_t)(t - base_tsc);
+	double span = (double)(int64_t)(m - anchors.base_mono),
+	       rate = span / (double)(int64_t)(t - anchors.base_tsc);
 	if (!(rate > 0.01 && rate < 100)) { /* not a TSC we can use (or it went back) */
 		give_up();
 		return;
@@ -122,22 +129,23 @@ static void refresh_locked(void)
 		slope = rate * (1 - corr);
 	}
 	publish(t, mono0, slope, limit);
-	if ((int64_t)(m - base_mono) > REBASE_NS && prev_mono && m - prev_mono > 1000000000) {
-		base_tsc = prev_tsc;
-		base_mono = prev_mono;
+	if ((int64_t)(m - anchors.base_mono) > REBASE_NS && anchors.prev_mono &&
+	    m - anchors.prev_mono > 1000000000) {
+		anchors.base_tsc = anchors.prev_tsc;
+		anchors.base_mono = anchors.prev_mono;
 	}
-	prev_tsc = t;
-	prev_mono = m;
+	anchors.prev_tsc = t;
+	anchors.prev_mono = m;
 }
 
 static void try_refresh(void)
 {
 	int expect = 0;
-	if (atomic_load_explicit(&mode, memory_order_relaxed) != MODE_TSC ||
-	    !atomic_compare_exchange_strong(&busy, &expect, 1))
+	if (atomic_load_explicit(&tsc_clock.mode, memory_order_relaxed) != MODE_TSC ||
+	    !atomic_compare_exchange_strong(&tsc_clock.busy, &expect, 1))
 		return;
 	refresh_locked();
-	atomic_store_explicit(&busy, 0, memory_order_release);
+	atomic_store_explicit(&tsc_clock.busy, 0, memory_order_release);
 }
 #endif
 
@@ -149,14 +157,14 @@ int nvlp_clock_init(const char *m)
 	else if (m && *m && strcmp(m, "auto") && strcmp(m, "tsc"))
 		rc = -1;
 	__atomic_store_n(&nvlp_clock_cur, NULL, __ATOMIC_RELEASE);
-	atomic_store(&mode, MODE_GETTIME);
+	atomic_store(&tsc_clock.mode, MODE_GETTIME);
 #if defined(__x86_64__)
 	uint64_t t, mono;
 	if (want == MODE_TSC && tsc_invariant() && read_pair(&t, &mono) == 0) {
-		atomic_store(&calib_tsc, t);
-		atomic_store(&calib_mono, mono);
-		prev_tsc = prev_mono = 0;
-		atomic_store(&mode, MODE_TSC);
+		atomic_store(&tsc_clock.calib_tsc, t);
+		atomic_store(&tsc_clock.calib_mono, mono);
+		anchors.prev_tsc = anchors.prev_mono = 0;
+		atomic_store(&tsc_clock.mode, MODE_TSC);
 	}
 #else
 	(void)want;
@@ -173,21 +181,22 @@ void nvlp_clock_refresh(void)
 
 void nvlp_clock_atfork_child(void)
 {
-	atomic_store(&busy, 0);
+	atomic_store(&tsc_clock.busy, 0);
 }
 
 const char *nvlp_clock_source(void)
 {
-	return atomic_load(&mode) == MODE_TSC ? "tsc" : "gettime";
+	return atomic_load(&tsc_clock.mode) == MODE_TSC ? "tsc" : "gettime";
 }
 
 uint64_t nvlp_clock_slow(void)
 {
 #if defined(__x86_64__)
-	if (atomic_load_explicit(&mode, memory_order_relaxed) == MODE_TSC) {
+	if (atomic_load_explicit(&tsc_clock.mode, memory_order_relaxed) == MODE_TSC) {
 		if (!__atomic_load_n(&nvlp_clock_cur, __ATOMIC_ACQUIRE)) {
 			uint64_t m = nvlp_clock_gettime();
-			if (m - atomic_load_explicit(&calib_mono, memory_order_relaxed) >= CALIB_NS)
+			if (m - atomic_load_explicit(&tsc_clock.calib_mono, memory_order_relaxed) >=
+			    CALIB_NS)
 				try_refresh();
 			return m;
 		}

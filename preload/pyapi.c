@@ -75,8 +75,10 @@ struct code_name {
 	PyObject *code; /* a reference we hold */
 	char *text;     /* "file\0name\0", malloc'ed */
 };
-static struct code_name codes[CODE_SLOTS];
-static pthread_mutex_t codes_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct code_name at[CODE_SLOTS];
+	pthread_mutex_t mu;
+} code_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* A new reference's attribute as UTF-8 into buf (an attribute error is cleared by the caller's
  * restore of the saved exception state). */
@@ -102,19 +104,19 @@ static size_t attr_text(PyObject *o, const char *attr, char *buf, size_t cap)
 static void code_names(PyObject *code, char *file, size_t fcap, char *name, size_t ncap)
 {
 	unsigned h = (unsigned)(((uintptr_t)code >> 4) * 0x9e3779b1u) & (CODE_SLOTS - 1);
-	pthread_mutex_lock(&codes_mu);
+	pthread_mutex_lock(&code_cache.mu);
 	for (unsigned n = 0; n < 16; n++) {
-		struct code_name *c = &codes[(h + n) & (CODE_SLOTS - 1)];
+		struct code_name *c = &code_cache.at[(h + n) & (CODE_SLOTS - 1)];
 		if (c->code == code) {
 			snprintf(file, fcap, "%s", c->text);
 			snprintf(name, ncap, "%s", c->text + strlen(c->text) + 1);
-			pthread_mutex_unlock(&codes_mu);
+			pthread_mutex_unlock(&code_cache.mu);
 			return;
 		}
 		if (!c->code)
 			break;
 	}
-	pthread_mutex_unlock(&codes_mu);
+	pthread_mutex_unlock(&code_cache.mu);
 	size_t fl = attr_text(code, "co_filename", file, fcap);
 	size_t nl = attr_text(code, "co_name", name, ncap);
 	char *text = malloc(fl + nl + 2);
@@ -122,9 +124,9 @@ static void code_names(PyObject *code, char *file, size_t fcap, char *name, size
 		return;
 	memcpy(text, file, fl + 1);
 	memcpy(text + fl + 1, name, nl + 1);
-	pthread_mutex_lock(&codes_mu);
+	pthread_mutex_lock(&code_cache.mu);
 	for (unsigned n = 0; n < 16; n++) {
-		struct code_name *c = &codes[(h + n) & (CODE_SLOTS - 1)];
+		struct code_name *c = &code_cache.at[(h + n) & (CODE_SLOTS - 1)];
 		if (c->code == code)
 			break; /* another thread (another interpreter's GIL) added it */
 		if (!c->code) {
@@ -135,7 +137,7 @@ static void code_names(PyObject *code, char *file, size_t fcap, char *name, size
 			break;
 		}
 	}
-	pthread_mutex_unlock(&codes_mu);
+	pthread_mutex_unlock(&code_cache.mu);
 	free(text); /* not cached (neighbourhood full): recomputed next time */
 }
 
@@ -144,25 +146,27 @@ static void code_names(PyObject *code, char *file, size_t fcap, char *name, size
 
 #define PYSTACK_SLOTS 16384
 #define PROBES 64
-static _Atomic uint64_t pystack_ids[PYSTACK_SLOTS];
-static unsigned pystack_epoch; /* the fork epoch the set belongs to */
+static struct {
+	_Atomic uint64_t ids[PYSTACK_SLOTS];
+	unsigned epoch; /* the fork epoch the set belongs to */
+} pystacks_seen;
 
 static int seen_before(uint64_t id)
 {
 	/* A fork child writes its own file: everything is new to it. */
 	unsigned ep = __atomic_load_n(&nvlp_tls_epoch, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&pystack_epoch, __ATOMIC_ACQUIRE) != ep) {
+	if (__atomic_load_n(&pystacks_seen.epoch, __ATOMIC_ACQUIRE) != ep) {
 		for (unsigned i = 0; i < PYSTACK_SLOTS; i++)
-			atomic_store_explicit(&pystack_ids[i], 0, memory_order_relaxed);
-		__atomic_store_n(&pystack_epoch, ep, __ATOMIC_RELEASE);
+			atomic_store_explicit(&pystacks_seen.ids[i], 0, memory_order_relaxed);
+		__atomic_store_n(&pystacks_seen.epoch, ep, __ATOMIC_RELEASE);
 	}
 	unsigned i = (unsigned)(id * 0x9e3779b97f4a7c15ull >> 40) & (PYSTACK_SLOTS - 1);
 	for (int n = 0; n < PROBES; n++, i = (i + 1) & (PYSTACK_SLOTS - 1)) {
-		uint64_t cur = atomic_load_explicit(&pystack_ids[i], memory_order_acquire);
+		uint64_t cur = atomic_load_explicit(&pystacks_seen.ids[i], memory_order_acquire);
 		if (cur == id)
 			return 1;
 		if (!cur) {
-			if (atomic_compare_exchange_strong(&pystack_ids[i], &cur, id))
+			if (atomic_compare_exchange_strong(&pystacks_seen.ids[i], &cur, id))
 				return 0;
 			if (cur == id)
 				return 1;

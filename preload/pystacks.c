@@ -7,7 +7,7 @@
  */
 #include <errno.h>   /* errno */
 #include <fcntl.h>   /* O_CLOEXEC */
-#include <pthread.h> /* resolve_mu, check_mu */
+#include <pthread.h> /* resolve_mu, layout_check.mu */
 #include <stdlib.h>  /* malloc */
 #include <string.h>  /* memcpy, memcmp */
 #include <unistd.h>  /* getpid, pipe2 */
@@ -45,9 +45,12 @@ static uint64_t walk(PyObject *frame)
 	return blob ? nvlp_py_chain_id(blob, nvlp_py_api_blob(frame, blob)) : 0;
 }
 
-static int lay_pending;      /* the self-check was scheduled through Py_AddPendingCall */
-static int lay_tries;        /* inconclusive self-checks so far */
-static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The layout's self-check. */
+static struct {
+	int pending; /* the self-check was scheduled through Py_AddPendingCall */
+	int tries;   /* inconclusive self-checks so far */
+	pthread_mutex_t mu;
+} layout_check = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- tentative chains: calls made before the self-check concluded -------------------------------
  *
@@ -64,14 +67,17 @@ static pthread_mutex_t check_mu = PTHREAD_MUTEX_INITIALIZER;
  * check sees the other's store (both sequentially consistent).
  */
 #define TENT_SLOTS 32
-static struct tent {
+struct tent {
 	int state; /* 0 free or being filled, 2 kept, 3 settled */
 	unsigned epoch, kind;
 	uint64_t tid, t, call_id;
 	char *text;
 	size_t len;
-} tents[TENT_SLOTS];
-static unsigned tent_next; /* slots claimed (never reused): the tentative walks so far */
+};
+static struct {
+	struct tent at[TENT_SLOTS];
+	unsigned next; /* slots claimed (never reused): the tentative walks so far */
+} tent_chains;
 
 /* @return 1 when it settled a kept chain */
 static int tent_settle(struct tent *e)
@@ -95,7 +101,8 @@ static int tent_settle(struct tent *e)
 static uint64_t tentative(unsigned kind, uint64_t tid, uint64_t t, uint64_t call_id, uint64_t skip)
 {
 	if (__atomic_load_n(&lay_state, __ATOMIC_ACQUIRE) != 0 ||
-	    __atomic_load_n(&tent_next, __ATOMIC_RELAXED) >= TENT_SLOTS || !py.is_initialized())
+	    __atomic_load_n(&tent_chains.next, __ATOMIC_RELAXED) >= TENT_SLOTS ||
+	    !py.is_initialized())
 		return 0;
 	uintptr_t ts = (uintptr_t)py.this_tstate(); /* NULL: a thread without Python */
 	char *blob = ts ? nvlp_py_scratch() : NULL;
@@ -103,10 +110,10 @@ static uint64_t tentative(unsigned kind, uint64_t tid, uint64_t t, uint64_t call
 		return 0;
 	/* sequentially consistent, as the check's load of it: a slot it does not see is one whose
 	 * writer sees the verdict */
-	unsigned i = __atomic_fetch_add(&tent_next, 1, __ATOMIC_SEQ_CST);
+	unsigned i = __atomic_fetch_add(&tent_chains.next, 1, __ATOMIC_SEQ_CST);
 	if (i >= TENT_SLOTS)
 		return 0;
-	struct tent *e = &tents[i];
+	struct tent *e = &tent_chains.at[i];
 	struct rdr r = {
 	    .checked = 1, .pid = getpid(), .pipe = {-1, -1}, .tab = malloc(MAX_LINETABLE)};
 	if (lay_test_pipe && pipe2(r.pipe, O_CLOEXEC))
@@ -143,7 +150,8 @@ static uint64_t walk_tentative(unsigned kind, uint64_t tid, uint64_t t, uint64_t
 /* Self-check (GIL held, on the thread being checked): its chain both ways. */
 static void self_check(void)
 {
-	if (__atomic_load_n(&lay_state, __ATOMIC_ACQUIRE) != 0 || pthread_mutex_trylock(&check_mu))
+	if (__atomic_load_n(&lay_state, __ATOMIC_ACQUIRE) != 0 ||
+	    pthread_mutex_trylock(&layout_check.mu))
 		return;
 	char *a = NULL, *b = NULL;
 	PyObject *frame = py.get_frame();
@@ -161,15 +169,15 @@ static void self_check(void)
 	if (r.pipe[0] >= 0)
 		close(r.pipe[0]), close(r.pipe[1]);
 	int ok = na && nb == (long)na && !memcmp(a, b, na) && !lay_test_refuse;
-	if (!na || (r.failed && __atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED) < 3))
+	if (!na || (r.failed && __atomic_add_fetch(&layout_check.tries, 1, __ATOMIC_RELAXED) < 3))
 		goto out; /* inconclusive: try again at a later capture */
 	__atomic_store_n(&lay_state, ok ? 1 : -1, __ATOMIC_SEQ_CST);
 	nvlp_py_samp_kick(nvlp_tls()); /* proven: the sampler may start */
-	unsigned tried = __atomic_load_n(&tent_next, __ATOMIC_SEQ_CST);
+	unsigned tried = __atomic_load_n(&tent_chains.next, __ATOMIC_SEQ_CST);
 	tried = tried < TENT_SLOTS ? tried : TENT_SLOTS;
 	unsigned kept = 0;
 	for (unsigned i = 0; i < tried; i++)
-		kept += (unsigned)tent_settle(&tents[i]);
+		kept += (unsigned)tent_settle(&tent_chains.at[i]);
 	if (lay_log && tried)
 		nvlp_warn("Python frame layout: %u calls walked before the self-check, %u chains kept: %s",
 		          tried, kept, ok ? "written" : "dropped");
@@ -193,14 +201,15 @@ static void self_check(void)
 out:
 	free(a);
 	free(b);
-	pthread_mutex_unlock(&check_mu);
+	pthread_mutex_unlock(&layout_check.mu);
 }
 
 static int pending_check(void *arg)
 {
 	(void)arg;
 	self_check();
-	__atomic_store_n(&lay_pending, 0, __ATOMIC_RELEASE); /* inconclusive: may be asked again */
+	__atomic_store_n(&layout_check.pending, 0,
+	                 __ATOMIC_RELEASE); /* inconclusive: may be asked again */
 	return 0;
 }
 
@@ -209,11 +218,12 @@ static int pending_check(void *arg)
 static void ask_check(void)
 {
 	if (__atomic_load_n(&lay_state, __ATOMIC_RELAXED) == 0 &&
-	    __atomic_load_n(&lay_tries, __ATOMIC_RELAXED) < 3 &&
-	    !__atomic_exchange_n(&lay_pending, 1, __ATOMIC_ACQ_REL) && py.is_initialized()) {
-		__atomic_add_fetch(&lay_tries, 1, __ATOMIC_RELAXED);
+	    __atomic_load_n(&layout_check.tries, __ATOMIC_RELAXED) < 3 &&
+	    !__atomic_exchange_n(&layout_check.pending, 1, __ATOMIC_ACQ_REL) &&
+	    py.is_initialized()) {
+		__atomic_add_fetch(&layout_check.tries, 1, __ATOMIC_RELAXED);
 		if (py.add_pending(pending_check, NULL) != 0)
-			__atomic_store_n(&lay_pending, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&layout_check.pending, 0, __ATOMIC_RELEASE);
 	}
 }
 

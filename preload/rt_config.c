@@ -38,8 +38,10 @@ static struct nvlp_config cfg = {
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
 #define MAX_CFG_NOTES 16
-static char cfg_notes[MAX_CFG_NOTES][320];
-static int n_cfg_notes;
+static struct {
+	char text[MAX_CFG_NOTES][320];
+	int n;
+} cfg_note_log;
 
 const struct nvlp_config *nvlp_cfg(void)
 {
@@ -52,8 +54,9 @@ static void cfg_bad(const char *var, const char *val, const char *expected, cons
 	snprintf(msg, sizeof msg, "%s='%.64s': expected %s; using default %s", var, val, expected,
 	         def);
 	nvlp_warn("%s", msg);
-	if (n_cfg_notes < MAX_CFG_NOTES)
-		snprintf(cfg_notes[n_cfg_notes++], sizeof cfg_notes[0], "%s", msg);
+	if (cfg_note_log.n < MAX_CFG_NOTES)
+		snprintf(cfg_note_log.text[cfg_note_log.n++], sizeof cfg_note_log.text[0], "%s",
+		         msg);
 }
 
 static void cfg_bool(const char *var, int *out)
@@ -183,10 +186,10 @@ void nvlp_cfg_parse(void)
 
 unsigned nvlp_cfg_note_count(void)
 {
-	return (unsigned)n_cfg_notes;
+	return (unsigned)cfg_note_log.n;
 }
 
 const char *nvlp_cfg_note(unsigned i)
 {
-	return i < (unsigned)n_cfg_notes ? cfg_notes[i] : "";
+	return i < (unsigned)cfg_note_log.n ? cfg_note_log.text[i] : "";
 }

@@ -13,8 +13,11 @@ static const unsigned char kind_nfields[NVLP_K_COUNT] = {
 #undef NVLP_R_NF
 };
 
-static struct nvlp_ring *_Atomic registry;
-static _Atomic unsigned ring_count;
+/* The registry of rings (a list, newest first) and how many it holds. */
+static struct {
+	struct nvlp_ring *_Atomic head;
+	_Atomic unsigned count;
+} ring_registry;
 _Atomic unsigned nvlp_ring_retired;
 
 unsigned nvlp_ring_nfields(unsigned kind)
@@ -24,12 +27,12 @@ unsigned nvlp_ring_nfields(unsigned kind)
 
 struct nvlp_ring *nvlp_ring_first(void)
 {
-	return atomic_load_explicit(&registry, memory_order_acquire);
+	return atomic_load_explicit(&ring_registry.head, memory_order_acquire);
 }
 
 unsigned nvlp_ring_count(void)
 {
-	return atomic_load(&ring_count);
+	return atomic_load(&ring_registry.count);
 }
 
 /* One mapping holds the control block and the data; pages are only touched as used, so an idle
@@ -82,12 +85,12 @@ struct nvlp_ring *nvlp_ring_acquire(uint64_t cap, uint64_t spill_cap, uint64_t t
 	}
 	r->tid = tid;
 	atomic_store_explicit(&r->state, NVLP_RING_ACTIVE, memory_order_relaxed);
-	struct nvlp_ring *old = atomic_load_explicit(&registry, memory_order_relaxed);
+	struct nvlp_ring *old = atomic_load_explicit(&ring_registry.head, memory_order_relaxed);
 	do
 		r->next = old;
-	while (!atomic_compare_exchange_weak_explicit(&registry, &old, r, memory_order_release,
-	                                              memory_order_relaxed));
-	atomic_fetch_add(&ring_count, 1);
+	while (!atomic_compare_exchange_weak_explicit(&ring_registry.head, &old, r,
+	                                              memory_order_release, memory_order_relaxed));
+	atomic_fetch_add(&ring_registry.count, 1);
 	return r;
 }
 

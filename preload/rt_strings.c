@@ -7,9 +7,6 @@
 #include "nvlp_rt.h"
 #include "rt_internal.h"
 
-/* Lock order: this one before the writer's. */
-static pthread_mutex_t str_mu = PTHREAD_MUTEX_INITIALIZER;
-
 struct str_ent {
 	struct str_ent *next;
 	uint64_t hash, id;
@@ -17,8 +14,13 @@ struct str_ent {
 	char s[];
 };
 #define STR_BUCKETS 4096
+static struct {
+	/* Lock order: this one before the writer's. It guards str_tab too. */
+	pthread_mutex_t mu;
+	uint64_t next_id;
+} string_table = {.mu = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
+/* Apart from string_table: zero-initialised, the buckets stay in .bss (32 KiB not in the file). */
 static struct str_ent *str_tab[STR_BUCKETS];
-static uint64_t str_next_id = 1;
 
 static uint64_t fnv1a(const char *s, size_t *len)
 {
@@ -43,7 +45,7 @@ uint64_t nvlp_intern(const char *s)
 	int err = errno;
 	size_t len;
 	uint64_t h = fnv1a(s, &len), id = 0;
-	pthread_mutex_lock(&str_mu);
+	pthread_mutex_lock(&string_table.mu);
 	struct str_ent *e;
 	for (e = str_tab[h % STR_BUCKETS]; e; e = e->next)
 		if (e->hash == h && e->len == len && !memcmp(e->s, s, len))
@@ -54,7 +56,7 @@ uint64_t nvlp_intern(const char *s)
 		e->hash = h;
 		e->len = len;
 		memcpy(e->s, s, len + 1);
-		e->id = id = str_next_id++;
+		e->id = id = string_table.next_id++;
 		e->next = str_tab[h % STR_BUCKETS];
 		str_tab[h % STR_BUCKETS] = e;
 		/* Written straight into the file, so the STRING precedes every record that uses the
@@ -65,19 +67,19 @@ uint64_t nvlp_intern(const char *s)
 			add_string_locked(e);
 		nvlp_wr_unlock();
 	}
-	pthread_mutex_unlock(&str_mu);
+	pthread_mutex_unlock(&string_table.mu);
 	errno = err;
 	return id;
 }
 
 void nvlp_str_lock(void)
 {
-	pthread_mutex_lock(&str_mu);
+	pthread_mutex_lock(&string_table.mu);
 }
 
 void nvlp_str_unlock(void)
 {
-	pthread_mutex_unlock(&str_mu);
+	pthread_mutex_unlock(&string_table.mu);
 }
 
 void nvlp_str_replay_locked(void)

@@ -64,8 +64,11 @@ unsigned nvlp_live_scan(uint64_t now, uint64_t min_age_ns, int all, struct nvlp_
  * without the memory controller in v2) is said once in the header. The file is kept open and read
  * with one pread (measured: README's cost table).
  */
-static int oom_fd = -1;
-static uint64_t oom_count;
+static struct {
+	int fd;
+	uint64_t count;
+} oom_watch = {.fd = -1};
+/* Apart from oom_watch: zero-initialised, it stays in .bss. */
 static char oom_hdr[4096 + 256];
 
 /* oom_kill's value in memory.events text, or -1. */
@@ -115,10 +118,10 @@ static const char *cgroup_path(char *cg, size_t len)
 
 const char *nvlp_oom_open(void)
 {
-	if (oom_fd >= 0)
-		close(oom_fd); /* a fork child's or a failed exec's copy: read again */
-	oom_fd = -1;
-	oom_count = 0;
+	if (oom_watch.fd >= 0)
+		close(oom_watch.fd); /* a fork child's or a failed exec's copy: read again */
+	oom_watch.fd = -1;
+	oom_watch.count = 0;
 	char cg[4096] = "", ev[4096 + 64];
 	const char *why = cgroup_path(cg, sizeof cg);
 	/* Tests only: a stand-in for memory.events (a cgroup's count cannot be raised on demand). */
@@ -147,8 +150,8 @@ const char *nvlp_oom_open(void)
 		         NVLP_HDR_OOM_WATCH, ev, what);
 		return oom_hdr;
 	}
-	oom_fd = fd;
-	oom_count = (uint64_t)c;
+	oom_watch.fd = fd;
+	oom_watch.count = (uint64_t)c;
 	snprintf(oom_hdr + n, sizeof oom_hdr - (size_t)n, "%s=%s\n%s=%lld\n", NVLP_HDR_OOM_WATCH, ev,
 	         NVLP_HDR_OOM_KILL, c);
 	return oom_hdr;
@@ -156,12 +159,12 @@ const char *nvlp_oom_open(void)
 
 int nvlp_oom_changed(uint64_t *count)
 {
-	if (oom_fd < 0)
+	if (oom_watch.fd < 0)
 		return 0;
-	long long c = oom_read(oom_fd);
-	if (c < 0 || (uint64_t)c == oom_count)
+	long long c = oom_read(oom_watch.fd);
+	if (c < 0 || (uint64_t)c == oom_watch.count)
 		return 0;
-	oom_count = (uint64_t)c;
-	*count = oom_count;
+	oom_watch.count = (uint64_t)c;
+	*count = oom_watch.count;
 	return 1;
 }

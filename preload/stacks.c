@@ -30,11 +30,18 @@
 #define PROBES 64
 
 typedef int (*unw_backtrace_fn)(void **, int);
-static unw_backtrace_fn unw_bt;
-static pthread_once_t pick_once = PTHREAD_ONCE_INIT;
-static uintptr_t self_lo, self_hi; /* the shim's own mapped range */
-static _Atomic uint64_t stack_ids[STACK_SLOTS];
-static _Atomic uintptr_t module_bases[MODULE_SLOTS];
+/* How stacks are taken: libunwind's unw_backtrace if found (picked once), and which frames are
+ * ours. */
+static struct {
+	unw_backtrace_fn bt;
+	pthread_once_t once;
+	uintptr_t self_lo, self_hi; /* the shim's own mapped range */
+} unwinder = {.once = PTHREAD_ONCE_INIT};
+/* The stacks and modules already emitted (sets of ids and bases). */
+static struct {
+	_Atomic uint64_t stack_ids[STACK_SLOTS];
+	_Atomic uintptr_t module_bases[MODULE_SLOTS];
+} emitted;
 
 struct module {
 	uintptr_t addr; /* in: an address; out: the module holding it */
@@ -94,12 +101,12 @@ static void pick_unwinder(void)
 {
 	static struct module self;
 	if (find_module(&self, (uintptr_t)&pick_unwinder)) {
-		self_lo = self.lo;
-		self_hi = self.hi;
+		unwinder.self_lo = self.lo;
+		unwinder.self_hi = self.hi;
 	}
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h)
-		unw_bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
+		unwinder.bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
 }
 
 /* glibc's backtrace() dlopens libgcc_s on its first call: do that at load, not inside a hook
@@ -141,7 +148,8 @@ static void report_modules(const uint64_t *pc, int n)
 	for (int i = 0; i < n; i++) {
 		if (!find_module(m, (uintptr_t)pc[i]))
 			continue;
-		if (set_add((_Atomic uint64_t *)module_bases, MODULE_SLOTS, m->base ? m->base : 1) == 0)
+		if (set_add((_Atomic uint64_t *)emitted.module_bases, MODULE_SLOTS,
+		            m->base ? m->base : 1) == 0)
 			continue;
 		struct nvlp_rec_module r = {.base = m->base, .start = m->lo, .end = m->hi};
 		nvlp_emit(NVLP_K_MODULE, &r, m->path, strlen(m->path));
@@ -156,12 +164,13 @@ uint64_t nvlp_stack_capture(void)
 {
 	if (!nvlp_cfg()->stacks)
 		return 0;
-	pthread_once(&pick_once, pick_unwinder);
+	pthread_once(&unwinder.once, pick_unwinder);
 	void *raw[MAX_FRAMES + SKIP_FRAMES];
-	int n = unw_bt ? unw_bt(raw, MAX_FRAMES + SKIP_FRAMES)
-		       : backtrace(raw, MAX_FRAMES + SKIP_FRAMES);
+	int n = unwinder.bt ? unwinder.bt(raw, MAX_FRAMES + SKIP_FRAMES)
+	                    : backtrace(raw, MAX_FRAMES + SKIP_FRAMES);
 	int skip = 0;
-	while (skip < n && (uintptr_t)raw[skip] >= self_lo && (uintptr_t)raw[skip] < self_hi)
+	while (skip < n && (uintptr_t)raw[skip] >= unwinder.self_lo &&
+	       (uintptr_t)raw[skip] < unwinder.self_hi)
 		skip++;
 	uint64_t pc[MAX_FRAMES];
 	int k = 0;
@@ -171,7 +180,7 @@ uint64_t nvlp_stack_capture(void)
 		return 0;
 	uint64_t id = nvlp_hash64(pc, (size_t)k * sizeof pc[0], 0x737461636bull);
 	id = id ? id : 1;
-	if (set_add(stack_ids, STACK_SLOTS, id) == 0)
+	if (set_add(emitted.stack_ids, STACK_SLOTS, id) == 0)
 		return id;
 	/* New (or the set is full: writing it again is harmless, the analyzer keys by id). */
 	report_modules(pc, k);

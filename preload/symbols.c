@@ -78,46 +78,50 @@ struct mod {
 	uint8_t id[NVLP_BUILD_ID_MAX];
 	size_t id_len;
 };
-static struct mod mods[MAX_MODULES];
-static unsigned nmods;
-static uint64_t *pcs; /* open addressing, 0 = empty */
-static size_t pcs_cap, npcs;
+static struct {
+	struct mod mods[MAX_MODULES];
+	unsigned nmods;
+	uint64_t *pcs; /* open addressing, 0 = empty */
+	size_t pcs_cap, npcs;
+} touched;
 
 static struct mod *mod_by_base(uint64_t base)
 {
-	for (unsigned i = 0; i < nmods; i++)
-		if (mods[i].base == base)
-			return &mods[i];
+	for (unsigned i = 0; i < touched.nmods; i++)
+		if (touched.mods[i].base == base)
+			return &touched.mods[i];
 	return NULL;
 }
 
 static void pc_add(uint64_t pc)
 {
-	if (!pc || npcs >= MAX_PCS)
+	if (!pc || touched.npcs >= MAX_PCS)
 		return;
-	if (npcs * 2 >= pcs_cap) {
-		size_t cap = pcs_cap ? pcs_cap * 2 : 4096;
+	if (touched.npcs * 2 >= touched.pcs_cap) {
+		size_t cap = touched.pcs_cap ? touched.pcs_cap * 2 : 4096;
 		uint64_t *n = calloc(cap, sizeof *n);
 		if (!n)
 			return;
-		for (size_t i = 0; i < pcs_cap; i++)
-			if (pcs[i])
-				for (size_t k = (pcs[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);;
-				     k = (k + 1) & (cap - 1))
+		for (size_t i = 0; i < touched.pcs_cap; i++)
+			if (touched.pcs[i])
+				for (size_t k =
+				         (touched.pcs[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);
+				     ; k = (k + 1) & (cap - 1))
 					if (!n[k]) {
-						n[k] = pcs[i];
+						n[k] = touched.pcs[i];
 						break;
 					}
-		free(pcs);
-		pcs = n;
-		pcs_cap = cap;
+		free(touched.pcs);
+		touched.pcs = n;
+		touched.pcs_cap = cap;
 	}
-	for (size_t k = (pc * 0x9e3779b97f4a7c15ull) & (pcs_cap - 1);; k = (k + 1) & (pcs_cap - 1)) {
-		if (pcs[k] == pc)
+	for (size_t k = (pc * 0x9e3779b97f4a7c15ull) & (touched.pcs_cap - 1);;
+	     k = (k + 1) & (touched.pcs_cap - 1)) {
+		if (touched.pcs[k] == pc)
 			return;
-		if (!pcs[k]) {
-			pcs[k] = pc;
-			npcs++;
+		if (!touched.pcs[k]) {
+			touched.pcs[k] = pc;
+			touched.npcs++;
 			return;
 		}
 	}
@@ -134,15 +138,15 @@ void nvlp_syms_seen(unsigned kind, const void *fields, const void *blob, size_t 
 		}
 	} else if (kind == NVLP_K_MODULE) {
 		const struct nvlp_rec_module *m = fields;
-		if (nmods >= MAX_MODULES || mod_by_base(m->base))
+		if (touched.nmods >= MAX_MODULES || mod_by_base(m->base))
 			return;
 		char *path = malloc(blob_len + 1);
 		if (!path)
 			return;
 		memcpy(path, blob, blob_len);
 		path[blob_len] = 0;
-		mods[nmods++] = (struct mod){.base = m->base, .start = m->start, .end = m->end,
-		                             .path = path};
+		touched.mods[touched.nmods++] =
+		    (struct mod){.base = m->base, .start = m->start, .end = m->end, .path = path};
 	} else if (kind == NVLP_K_BUILDID) {
 		struct mod *m = mod_by_base(((const struct nvlp_rec_buildid *)fields)->base);
 		if (m && blob_len <= sizeof m->id) {
@@ -154,12 +158,12 @@ void nvlp_syms_seen(unsigned kind, const void *fields, const void *blob, size_t 
 
 void nvlp_syms_reset(void)
 {
-	for (unsigned i = 0; i < nmods; i++)
-		free(mods[i].path);
-	nmods = 0;
-	free(pcs);
-	pcs = NULL;
-	pcs_cap = npcs = 0;
+	for (unsigned i = 0; i < touched.nmods; i++)
+		free(touched.mods[i].path);
+	touched.nmods = 0;
+	free(touched.pcs);
+	touched.pcs = NULL;
+	touched.pcs_cap = touched.npcs = 0;
 }
 
 /* ---- reading a module's file ---------------------------------------------------------------- */
@@ -349,16 +353,16 @@ uint64_t nvlp_syms_write(nvlp_writer *w, uint64_t budget_ns)
 	struct scan s = {.w = w, .deadline = nvlp_now() + budget_ns};
 	uint64_t *off = NULL;
 	uint8_t *covered = NULL;
-	if (npcs) {
-		off = malloc(2 * npcs * sizeof *off);
-		covered = malloc(2 * npcs);
+	if (touched.npcs) {
+		off = malloc(2 * touched.npcs * sizeof *off);
+		covered = malloc(2 * touched.npcs);
 	}
-	for (unsigned i = 0; off && covered && i < nmods; i++) {
-		const struct mod *m = &mods[i];
+	for (unsigned i = 0; off && covered && i < touched.nmods; i++) {
+		const struct mod *m = &touched.mods[i];
 		/* Both the return address and the call before it: the analyzer may look up either. */
 		size_t n = 0;
-		for (size_t k = 0; k < pcs_cap; k++) {
-			uint64_t pc = pcs[k];
+		for (size_t k = 0; k < touched.pcs_cap; k++) {
+			uint64_t pc = touched.pcs[k];
 			if (!pc || pc < m->start || pc >= m->end || pc < m->base)
 				continue;
 			off[n++] = pc - m->base;
