@@ -11,6 +11,7 @@
 #include "out/report.h"
 #include "model/stages.h" /* an_hosts_number */
 #include "util/util.h" /* nvlp_out_finish */
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* A process of the merged job, for the checks across partials: its partial, its key. */
 struct owner {
@@ -23,8 +24,7 @@ struct owner {
 /* by key, then host and pid: 0 for one process */
 static int owner_cmp_key(const struct owner *x, const struct owner *y)
 {
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
+	AN_CMP_KEY(x, y, key);
 	int c = x->host && y->host ? strcmp(x->host, y->host) : 0;
 	if (c)
 		return c;

@@ -11,6 +11,7 @@
 #include "nvlp_trace.h"
 #include "model/stages.h" /* an_job_time */
 #include "findings/story.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* The job's oom_kill rises, read once for every end the story tells (an_f_end_of) */
 struct ends {
@@ -168,8 +169,7 @@ static int ev_ends(const struct an_job *job, const struct ends *ends, struct an_
 static int cmp_ev(const void *a, const void *b)
 {
 	const struct an_story_ev *x = a, *y = b;
-	if (x->t_ms != y->t_ms)
-		return x->t_ms < y->t_ms ? -1 : 1;
+	AN_CMP_KEY(x, y, t_ms);
 	return x->rank - y->rank;
 }
 

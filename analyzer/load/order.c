@@ -8,6 +8,7 @@
 #include "load/load.h"
 #include "model/model.h"
 #include "nvlp_trace.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* ---- a process's header and rank ---- */
 const char *an_header_get(const struct an_rank *r, const char *key, char *buf, size_t len)
@@ -84,13 +85,11 @@ static int cmp_rank(const void *a, const void *b)
 	const struct an_rank *x = a, *y = b;
 	if (x->ok != y->ok)
 		return y->ok - x->ok;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
+	AN_CMP_KEY(x, y, rank);
 	int c = strcmp(x->host, y->host);
 	if (c)
 		return c;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
+	AN_CMP_KEY(x, y, pid);
 	return strcmp(x->path, y->path);
 }
 

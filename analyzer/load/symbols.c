@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "load/load.h" /* an_sym_* */
 #include "util/diag.h" /* an_diag */
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* libstdc++'s demangler (GCC's cp-demangle, the one c++filt and nsys' names agree with): linked
  * into build/nvlprof only (CLI_LDLIBS), never into the shim. */
@@ -42,18 +43,15 @@ void an_sym_buildid(struct an_rank *r, uint64_t base, const uint8_t *id, size_t 
 static int cmp_sym(const void *a, const void *b)
 {
 	const struct an_sym *x = a, *y = b;
-	if (x->base != y->base)
-		return x->base < y->base ? -1 : 1;
-	if (x->off != y->off)
-		return x->off < y->off ? -1 : 1;
+	AN_CMP_KEY(x, y, base);
+	AN_CMP_KEY(x, y, off);
 	return strcmp(x->name, y->name);
 }
 
 static int cmp_stack(const void *a, const void *b)
 {
 	const struct an_stack *x = a, *y = b;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
+	AN_CMP_KEY(x, y, id);
 	return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 

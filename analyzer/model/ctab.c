@@ -8,6 +8,7 @@
 #include "model/align_int.h"
 #include "model/model.h"
 #include "model/stages.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* Streamed only while a row's merge over the columns stays short, and a column's walk over its
  * process's calls (passing those of other comms and devices) stays in proportion to its own. */
@@ -17,10 +18,8 @@
 static int cmp_centry(const void *a, const void *b)
 {
 	const struct centry *x = a, *y = b;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	if (x->col != y->col)
-		return x->col < y->col ? -1 : 1;
+	AN_CMP_KEY(x, y, seq);
+	AN_CMP_KEY(x, y, col);
 	return x->k < y->k ? -1 : x->k > y->k;
 }
 

@@ -29,12 +29,9 @@ static int cmp_call(const void *a, const void *b)
 static int cmp_stamp(const void *a, const void *b)
 {
 	const struct an_gstamp *x = a, *y = b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->fn != y->fn)
-		return x->fn < y->fn ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
+	AN_CMP_KEY(x, y, fn);
+	AN_CMP_KEY(x, y, seq);
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
@@ -147,10 +144,8 @@ static void time_executions(const struct an_graph_file *d, struct an_gcoll *c, u
 static int cmp_gnode(const void *a, const void *b)
 {
 	const struct an_gnode *x = a, *y = b;
-	if (x->graph_id != y->graph_id)
-		return x->graph_id < y->graph_id ? -1 : 1;
-	if (x->corr != y->corr)
-		return x->corr < y->corr ? -1 : 1;
+	AN_CMP_KEY(x, y, graph_id);
+	AN_CMP_KEY(x, y, corr);
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 

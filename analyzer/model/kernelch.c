@@ -39,28 +39,20 @@
 static int by_comm_seq(const void *a, const void *b)
 {
 	const struct an_kch_chan *x = a, *y = b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->fn != y->fn)
-		return x->fn < y->fn ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	if (x->gs != y->gs)
-		return x->gs < y->gs ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
+	AN_CMP_KEY(x, y, fn);
+	AN_CMP_KEY(x, y, seq);
+	AN_CMP_KEY(x, y, gs);
 	return x->ch < y->ch ? -1 : x->ch > y->ch;
 }
 static int by_stamp(const void *a, const void *b)
 {
 	const struct an_kch_chan *x = *(struct an_kch_chan *const *)a;
 	const struct an_kch_chan *y = *(struct an_kch_chan *const *)b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->ch != y->ch)
-		return x->ch < y->ch ? -1 : 1;
-	if (x->gs != y->gs)
-		return x->gs < y->gs ? -1 : 1;
-	if (x->ge != y->ge)
-		return x->ge < y->ge ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
+	AN_CMP_KEY(x, y, ch);
+	AN_CMP_KEY(x, y, gs);
+	AN_CMP_KEY(x, y, ge);
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 static int by_other(const void *a, const void *b)
@@ -127,10 +119,8 @@ struct cidx {
 static int by_key(const void *a, const void *b)
 {
 	const struct cidx *x = a, *y = b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->fn != y->fn)
-		return x->fn < y->fn ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
+	AN_CMP_KEY(x, y, fn);
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 static const struct cidx *find_key(const struct cidx *v, size_t n, uint64_t comm, uint8_t fn,
@@ -180,8 +170,7 @@ size_t an_nccl_numbers(const struct an_job *job, const struct an_rank *r, struct
 int an_ncclnum_cmp(const void *a, const void *b)
 {
 	const struct an_ncclnum *x = a, *y = b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -196,12 +185,9 @@ struct inst {
 static int by_fused(const void *a, const void *b)
 {
 	const struct inst *x = a, *y = b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->gs != y->gs)
-		return x->gs < y->gs ? -1 : 1;
-	if (x->ge != y->ge)
-		return x->ge < y->ge ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
+	AN_CMP_KEY(x, y, gs);
+	AN_CMP_KEY(x, y, ge);
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 

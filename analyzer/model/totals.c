@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "model/stages.h" /* an_job_time, PUSH */
 #include "nvlp_trace.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* The job's time span (t0, t1) and the latest instant a rank was alive (t_alive1). */
 int an_job_span(struct an_job *job)
@@ -36,10 +37,8 @@ int an_job_span(struct an_job *job)
 static int choice_cmp(const void *a, const void *b)
 {
 	const struct an_jchoice *x = a, *y = b;
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	if (x->fn != y->fn)
-		return x->fn < y->fn ? -1 : 1;
+	AN_CMP_KEY(x, y, comm);
+	AN_CMP_KEY(x, y, fn);
 	return x->calls > y->calls ? -1 : x->calls < y->calls;
 }
 

@@ -8,6 +8,7 @@
 #include "util/diag.h"
 #include "out/export.h"
 #include "nvlp_trace.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 uint64_t xe_flow_call(size_t r, long k)
 {
@@ -27,8 +28,7 @@ struct gcall {
 static int cmp_gcall(const void *a, const void *b)
 {
 	const struct gcall *x = a, *y = b;
-	if (x->device != y->device)
-		return x->device < y->device ? -1 : 1;
+	AN_CMP_KEY(x, y, device);
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 

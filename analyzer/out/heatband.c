@@ -4,6 +4,7 @@
 #include <string.h> /* strcmp */
 
 #include "out/heatband.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 struct member {
 	size_t row;
@@ -12,8 +13,7 @@ struct member {
 static int cmp_member(const void *a, const void *b)
 {
 	const struct member *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
+	AN_CMP_KEY(x, y, key);
 	return (x->row > y->row) - (x->row < y->row);
 }
 

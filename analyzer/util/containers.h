@@ -12,6 +12,14 @@
  * @return the (maybe moved) array, or NULL when the size overflows or memory is short: then p is
  * left as it was, still owned by the caller */
 void *an_grow(void *p, size_t *cap, size_t need, size_t elem);
+/* One key of a sort comparator: returns from it (-1 or 1) when x's and y's field differ, so a
+ * comparator of several keys reads as their list and a last `return a < b ? -1 : a > b;` */
+#define AN_CMP_KEY(x, y, field)                                                                    \
+	do {                                                                                       \
+		if ((x)->field != (y)->field)                                                      \
+			return (x)->field < (y)->field ? -1 : 1;                                   \
+	} while (0)
+
 /* Append one element: a pointer to it (count advanced), or NULL with array and count unchanged.
  * The room check is inline: ingest pushes once per record or more. */
 #define PUSH(arr, n, cap)                                                                          \
