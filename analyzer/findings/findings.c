@@ -7,6 +7,7 @@
 #include "findings/findings_int.h"
 #include "model/stages.h" /* an_rank_exposure, an_comm_exposed_ns */
 #include "nvlp_trace.h"
+#include "util/containers.h" /* AN_CMP_KEY */
 
 /* Mark y as a consequence of root x: y drops to info (its own severity kept in evidence), x rises
  * to y's former severity (the root cause carries the cost of what it explains), and y's advice
@@ -122,8 +123,7 @@ static int cmp_find(const void *a, const void *b)
 	const struct an_finding *x = a, *y = b;
 	if (x->sev != y->sev)
 		return y->sev - x->sev;
-	if (x->fid != y->fid) /* the list's order: causes first */
-		return x->fid < y->fid ? -1 : 1;
+	AN_CMP_KEY(x, y, fid); /* the list's order: causes first */
 	return strcmp(x->id, y->id);
 }
 

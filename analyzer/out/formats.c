@@ -21,7 +21,7 @@ static int stream_write(const struct xm_job *x, const char *out, unsigned flags,
 	size_t ol = strlen(out);
 	struct stat st;
 	int dir = (flags & XE_FMT_DIR) &&
-	          (out[ol - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode)));
+	          ((ol && out[ol - 1] == '/') || (!stat(out, &st) && S_ISDIR(st.st_mode)));
 	if (dir && mkdir(out, 0777) != 0 && errno != EEXIST) {
 		an_diag("nvlprof: export: %s: cannot create directory: %s\n", out, strerror(errno));
 		return -1;

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # test_mutations_list.sh: every mutation of tests/mutate/mutations.txt still names a file that
-# exists, a text found there exactly once, a different replacement, and suites that exist (a file
-# moved or reformatted would otherwise leave `make mutate` applying nothing there). Cheap: no
-# rebuild; `make mutate` (tests/mutate/run.sh) is the costly part.
-BUILD=${BUILD:-build}
+# exists, a text found there exactly once, a different replacement, and suites that exist (a
+# script, or a unit binary whose tests/unit source exists): a file moved or reformatted would
+# otherwise leave `make mutate` applying nothing there. Cheap: no rebuild; `make mutate`
+# (tests/mutate/run.sh) is the costly part.
 cd "$(dirname "$0")/../.."
-python3 - "$BUILD" <<'PY'
-import os, sys
-build = sys.argv[1]
+python3 - <<'PY'
+import os
 bad, n = [], 0
 for no, line in enumerate(open("tests/mutate/mutations.txt"), 1):
     if line.startswith("#") or not line.strip():
@@ -28,11 +27,13 @@ for no, line in enumerate(open("tests/mutate/mutations.txt"), 1):
     if a == b:
         bad.append("%s: the replacement equals the text" % mid)
     for s in suites.split():
-        s2 = s.replace("build/", build + "/", 1) if s.startswith("build/") else s
-        if s.endswith(".sh") and not os.path.isfile(s):
-            bad.append("%s: no suite %s" % (mid, s))
-        elif not s.endswith(".sh") and not s.startswith("build/"):
-            bad.append("%s: suite %s is neither a script nor a build/ binary" % (mid, s))
+        if s.endswith(".sh"):
+            if not os.path.isfile(s):
+                bad.append("%s: no suite %s" % (mid, s))
+        elif not s.startswith("build/tests/"):
+            bad.append("%s: suite %s is neither a script nor a build/tests/ binary" % (mid, s))
+        elif not os.path.isfile("tests/unit/%s.c" % os.path.basename(s)):
+            bad.append("%s: no source tests/unit/%s.c for suite %s" % (mid, os.path.basename(s), s))
 for b in bad:
     print("FAIL: mutations: " + b)
 if bad or not n:
