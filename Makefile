@@ -448,7 +448,8 @@ $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 	$(call nvcc_link,$(NVCC_RPATH))
 
 # the host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
-GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases $(BUILD)/gpu/cupti_parts
+GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases $(BUILD)/gpu/cupti_parts \
+	$(BUILD)/gpu/mtprof.so
 NVCC_LIBS_coll_cost := -lnccl
 NVCC_LIBS_cupti_phases := -lcupti
 NVCC_LIBS_cupti_parts := -lcupti
@@ -456,6 +457,10 @@ NVCC_LIBS_cupti_parts := -lcupti
 gpu-probes: $(GPU_PROBES)
 $(BUILD)/gpu/%: tests/gpu/%.cu
 	$(call nvcc_link,$(NVCC_LIBS_$*))
+# the main thread's CPU by shared object, for run_cost.sh's MTPROF=1 (the GPU machine has no perf)
+$(BUILD)/gpu/mtprof.so: tests/gpu/mtprof.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -lrt
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo

@@ -4,11 +4,15 @@
 //   callbacks  subscribed, driver-API callbacks on for the calls nvlprof's default traces
 //              (managed memory, prefetch, advice, peer access, device/peer copies; not launches)
 //   kinds      the DEVICE and NVLINK activity kinds on (topology), buffers registered
-// Each phase measures the host enqueue time of LAUNCHES empty kernels through the runtime (as
-// torch launches) and the same with a cudaGetLastError after each (torch's launch check).
-// Prints, per part, the mean difference from its neighbouring "off" phases with its 2-SE interval,
-// and the launch before any CUPTI call against after all (what switching off leaves behind).
-//   cupti_parts [LAUNCHES=20000] [ROUNDS=20]   (~1 min at 4 us a launch)
+//   subscribed a subscriber with no callback enabled
+//   domain     positive control: every driver-API callback on (the launch's own among them), to
+//              show the probe sees a cost of the launching thread when there is one
+// Each phase is one batch of LAUNCHES empty kernels through the runtime (as torch launches),
+// short (~8 ms) so that the machine's slow states (seen: turns of a launch loop 30% apart) mostly
+// span an "on" phase and its two "off" neighbours. Prints, per part, the mean and median of
+// on - mean(off before, off after) with the mean's 2-SE interval, in ns and in % of a launch, and
+// the launch before any CUPTI call against after all (what switching off leaves behind).
+//   cupti_parts [LAUNCHES=2000] [ROUNDS=400]   (~1 min at 4 us a launch)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,37 +48,58 @@ __global__ void empty_kernel(int *p)
 		}                                                                                  \
 	} while (0)
 
-static void CUPTIAPI on_call(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
+static void CUPTIAPI on_call(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *)
+{
+}
 static void CUPTIAPI buf_req(uint8_t **b, size_t *sz, size_t *max)
 {
 	*sz = 1 << 20;
 	*b = (uint8_t *)aligned_alloc(8, *sz);
 	*max = 0;
 }
-static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t) { free(b); }
+static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t)
+{
+	free(b);
+}
 
 // the driver calls nvlprof's default traces (cupti/callbacks.c's DRV_CALLS, host<->device copies
 // only after a managed allocation: not here)
 static const CUpti_CallbackId traced[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,      CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync,     CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemAdvise,            CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess,
-    CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess, CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,          CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,   CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAdvise,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxEnablePeerAccess,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxDisablePeerAccess,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer,
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
 };
 static CUpti_SubscriberHandle sub;
 
+static void subscribed(bool on)
+{
+	if (on)
+		CU(cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_call, nullptr));
+	else
+		CU(cuptiUnsubscribe(sub));
+}
 static void callbacks(bool on)
 {
-	if (on) {
-		CU(cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_call, nullptr));
+	subscribed(on);
+	if (on)
 		for (CUpti_CallbackId c : traced)
 			CU(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, c));
-	} else {
-		CU(cuptiUnsubscribe(sub));
-	}
+}
+static void domain(bool on)
+{
+	subscribed(on);
+	if (on)
+		CU(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
 }
 static void kinds(bool on)
 {
@@ -87,51 +112,47 @@ static void kinds(bool on)
 	}
 }
 
-// ns per launch: median of 3 batches of n launches (check: a cudaGetLastError after each)
-static double per_launch(cudaStream_t st, long n, bool check)
+// ns per launch of one batch of n launches (the batch's kernels finish before the next batch)
+static double per_launch(cudaStream_t st, long n)
 {
-	double v[3];
-	for (double &x : v) {
-		auto t0 = std::chrono::steady_clock::now();
-		for (long i = 0; i < n; i++) {
-			empty_kernel<<<1, 32, 0, st>>>(nullptr);
-			if (check)
-				(void)cudaGetLastError();
-		}
-		auto t1 = std::chrono::steady_clock::now();
-		CK(cudaStreamSynchronize(st));
-		x = std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)n;
-	}
-	std::sort(v, v + 3);
-	return v[1];
+	auto t0 = std::chrono::steady_clock::now();
+	for (long i = 0; i < n; i++)
+		empty_kernel<<<1, 32, 0, st>>>(nullptr);
+	auto t1 = std::chrono::steady_clock::now();
+	CK(cudaStreamSynchronize(st));
+	return std::chrono::duration<double, std::nano>(t1 - t0).count() / (double)n;
 }
 
 struct part {
 	const char *name;
 	void (*sw)(bool);
-	std::vector<double> d, dc; // on - mean(off before, off after): plain, with the check
+	std::vector<double> d; // on - mean(off before, off after)
+	double off;            // sum of the off phases' means
 };
 
-static void report(const part &p, double base)
+static void report(part &p)
 {
-	for (int k = 0; k < 2; k++) {
-		const std::vector<double> &d = k ? p.dc : p.d;
-		double m = 0, s = 0;
-		for (double x : d)
-			m += x;
-		m /= (double)d.size();
-		for (double x : d)
-			s += (x - m) * (x - m);
-		double se2 = d.size() > 1 ? 2 * std::sqrt(s / (double)(d.size() - 1) / (double)d.size()) : NAN;
-		printf("cupti_parts: %-9s %s %+7.1f ns/launch +- %5.1f (2 SE, %zu rounds; off %.0f ns)\n",
-		       p.name, k ? "launch+check" : "launch      ", m, se2, d.size(), base);
-	}
+	std::vector<double> &d = p.d;
+	double m = 0, s = 0, base = p.off / (double)d.size();
+	for (double x : d)
+		m += x;
+	m /= (double)d.size();
+	for (double x : d)
+		s += (x - m) * (x - m);
+	double se2 =
+	    d.size() > 1 ? 2 * std::sqrt(s / (double)(d.size() - 1) / (double)d.size()) : NAN;
+	std::sort(d.begin(), d.end());
+	double med = d[d.size() / 2];
+	printf(
+	    "cupti_parts: %-10s %+7.1f ns/launch +- %5.1f (2 SE) = %+5.2f%% +- %4.2f of a launch; "
+	    "median %+7.1f ns; %zu rounds; off %.0f ns\n",
+	    p.name, m, se2, 100 * m / base, 100 * se2 / base, med, d.size(), base);
 }
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 20000;
-	int rounds = argc > 2 ? atoi(argv[2]) : 20;
+	long n = argc > 1 ? atol(argv[1]) : 2000;
+	int rounds = argc > 2 ? atoi(argv[2]) : 400;
 	if (n <= 0 || rounds <= 1) {
 		fprintf(stderr, "usage: cupti_parts [LAUNCHES] [ROUNDS>1]\n");
 		return 2;
@@ -139,28 +160,35 @@ int main(int argc, char **argv)
 	CK(cudaSetDevice(0));
 	cudaStream_t st;
 	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-	per_launch(st, n, false); // warm-up
-	// before any CUPTI call: what the "off" phases are compared with at the end (a part switched
-	// off may leave some of its cost behind)
-	double never = per_launch(st, n, false);
+	for (int i = 0; i < 20; i++)
+		per_launch(st, n); // warm-up
+	// before any CUPTI call: what the "off" phases are compared with at the end (a part
+	// switched off may leave some of its cost behind)
+	double never = 0;
+	for (int i = 0; i < 20; i++)
+		never += per_launch(st, n) / 20;
 	CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
-	part parts[] = {{"callbacks", callbacks, {}, {}}, {"kinds", kinds, {}, {}}};
-	double base = 0;
+	part parts[] = {{"subscribed", subscribed, {}, 0},
+	                {"callbacks", callbacks, {}, 0},
+	                {"kinds", kinds, {}, 0},
+	                {"domain", domain, {}, 0}};
 	for (int r = 0; r < rounds; r++)
 		for (part &p : parts) {
-			double a = per_launch(st, n, false), ac = per_launch(st, n, true);
+			double a = per_launch(st, n);
 			p.sw(true);
-			double b = per_launch(st, n, false), bc = per_launch(st, n, true);
+			double b = per_launch(st, n);
 			p.sw(false);
-			double c = per_launch(st, n, false), cc = per_launch(st, n, true);
+			double c = per_launch(st, n);
 			p.d.push_back(b - (a + c) / 2);
-			p.dc.push_back(bc - (ac + cc) / 2);
-			base += (a + c) / 2 / (2.0 * rounds);
+			p.off += (a + c) / 2;
 		}
-	for (const part &p : parts)
-		report(p, base);
-	printf("cupti_parts: before any CUPTI call %.0f ns/launch; after (all parts off) %.0f\n", never,
-	       per_launch(st, n, false));
+	for (part &p : parts)
+		report(p);
+	double after = 0;
+	for (int i = 0; i < 20; i++)
+		after += per_launch(st, n) / 20;
+	printf("cupti_parts: before any CUPTI call %.0f ns/launch; after (all parts off) %.0f\n",
+	       never, after);
 	CU(cuptiActivityFlushAll(0));
 	return 0;
 }

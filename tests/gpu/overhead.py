@@ -5,8 +5,14 @@ One long-lived worker process per configuration (so start-up is paid once), each
 CPUs, the CPU sets rotating with the rounds (run 2 showed a +-0.3% bias between fixed placements); the driver hands a turn to one worker at a time (the others idle, the GPU is theirs alone),
 in an order rotated every round. A turn is BLOCK steps after a synchronize; the worker answers with
 the mean step time of the turn. Per round, each configuration's time is divided by the no-profiler
-time of the same round (paired); the report gives the mean ratio, its 2-standard-error interval,
-and how many rounds a 1% effect needs at the measured spread (2 SE <= 1%).
+time of the same round (paired); the report gives the mean ratio on the log scale (the plain mean
+of ratios is biased upwards by about a turn's variance: +2% on the tiny loop), its 2-standard-error
+interval, how many rounds a 1% effect needs at the measured spread (2 SE <= 1%), and the same with
+the core sets' and rounds' effects fitted out. Every turn is saved to overhead_WORKLOAD.raw.json as
+the run goes (every 10 s, and on SIGTERM); --analyze FILE reports a saved run, cut short or not.
+A worker's own speed is a fixed effect of its process (identical Python workers differed by up to
+4%): --sets N starts fresh workers N times and gives each configuration's figure across the sets,
+whose interval holds it. --workload cpu (no torch, no GPU) is the harness's own test workload.
 
   python3 overhead.py --workload gpt2|ddp|gpt2ddp|tiny|ddp2 --rounds 30 --block 40 --configs none,default,all,torchprof
   configs: none, none2 (a second worker without a profiler: the A/A control), torchprof (no nvlprof), api (NVLPROF_CUPTI=0), off (NVLPROF_KERNELS=off),
@@ -19,6 +25,7 @@ import json
 import math
 import os
 import statistics
+import signal
 import subprocess
 import sys
 import time
@@ -74,6 +81,19 @@ def build_tiny(dev):
         for _ in range(200):
             x = x * 1.0001 + 0.0001
         st["x"] = x if i % 50 else x0.clone()
+    return step
+
+
+def build_cpu():
+    """The harness's self-test workload: ~0.06 ms of Python arithmetic a step, no GPU;
+    OV_CPU_EXTRA_PCT=P does P% more of it (a known cost, for the harness's positive control)."""
+    iters = 2000 * (100 + int(os.environ.get("OV_CPU_EXTRA_PCT", "0"))) // 100
+
+    def step(i):
+        x = 0
+        for j in range(iters):
+            x += j * i
+        return x
     return step
 
 
@@ -171,15 +191,39 @@ def pin_all(cpus):
             pass
 
 
+def mtprof_lib():
+    """tests/gpu/mtprof.c, when the driver preloaded it (MTPROF=path/mtprof.so): the main thread's CPU
+    by shared object, in place of perf (none on the GPU machine)."""
+    if not os.environ.get("MTPROF_WORKER_OUT"):
+        return None
+    import ctypes
+    try:
+        lib = ctypes.CDLL(None)
+        lib.mtprof_start, lib.mtprof_write
+    except (OSError, AttributeError):
+        print("overhead.py: MTPROF set but mtprof.so is not loaded in this worker", file=sys.stderr)
+        return None
+    lib.mtprof_write.argtypes = [ctypes.c_char_p]
+    return lib
+
+
 def worker(a):
     cpus = [int(c) for c in a.cpus.split(",")]
     pin_all(cpus)
-    import torch
-    torch.set_num_threads(max(1, len(cpus)))
-    torch.cuda.set_device(a.gpu)
-    dev = torch.device("cuda", a.gpu)
     ctl = None
-    if a.workload == "ddp2":  # rank 1 follows rank 0's orders, in a process of its own
+    if a.workload == "cpu":  # the harness's own test (test_overhead_stats.sh): no torch, no GPU
+        def sync():
+            pass
+        step = build_cpu()
+    else:
+        import torch
+        torch.set_num_threads(max(1, len(cpus)))
+        torch.cuda.set_device(a.gpu)
+        dev = torch.device("cuda", a.gpu)
+        sync = torch.cuda.synchronize
+    if a.workload == "cpu":
+        pass
+    elif a.workload == "ddp2":  # rank 1 follows rank 0's orders, in a process of its own
         import torch.distributed as dist
         follower = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--follower",
                                      "--workload", "ddp2", "--gpu", str(a.gpu), "--port", str(a.port)])
@@ -202,7 +246,7 @@ def worker(a):
     wfd = os.fdopen(a.wfd, "w")
     for i in range(a.warmup):
         step(i)
-    torch.cuda.synchronize()
+    sync()
     prof = None
     if a.torchprof:
         # around all measured steps, as a user would: CPU + CUDA activities
@@ -210,6 +254,9 @@ def worker(a):
                                                   torch.profiler.ProfilerActivity.CUDA])
         prof.__enter__()
     n = 0
+    mt = mtprof_lib()
+    if mt is not None:
+        mt.mtprof_start()  # from here on, this (the main) thread's CPU time is sampled
     wfd.write("ready\n")
     wfd.flush()
     for line in rfd:
@@ -220,7 +267,7 @@ def worker(a):
         if len(cmd) > 2:  # this turn's CPUs: placement rotates with the rounds
             cpus = [int(c) for c in cmd[2].split(",")]
             pin_all(cpus)
-        torch.cuda.synchronize()
+        sync()
         if ctl is not None:
             order(k, cpus)
         t0 = time.perf_counter()
@@ -228,12 +275,14 @@ def worker(a):
         for _ in range(k):
             step(n)
             n += 1
-        torch.cuda.synchronize()
+        sync()
         # wall ms per step, and the main thread's CPU ms per step (less noisy: it shows what the
         # hooks and CUPTI add to the launching thread)
         wfd.write("%.6f %.6f\n" % ((time.perf_counter() - t0) * 1e3 / k,
                                    (time.thread_time() - c0) * 1e3 / k))
         wfd.flush()
+    if mt is not None:
+        mt.mtprof_write(os.environ["MTPROF_WORKER_OUT"].encode())
     if prof is not None:
         prof.__exit__(None, None, None)  # after the last measured turn: its post-processing is not timed
     wfd.write("bye\n")
@@ -252,6 +301,16 @@ def mean_2se(v):
     m = statistics.mean(v)
     se = statistics.stdev(v) / math.sqrt(len(v)) if len(v) > 1 else float("nan")
     return m, 2 * se, (statistics.stdev(v) if len(v) > 1 else float("nan"))
+
+
+def paired_ratio(t, base):
+    """Each turn's time over the no-profiler turn of its round, averaged on the log scale: (ratio - 1,
+    2 SE, sd of one round's log ratio). The plain mean of t/base - 1 is biased upwards by about the
+    variance of one turn's time (Jensen: E[1/b] > 1/E[b]): +2% at the 20% spread of the tiny loop's
+    turns (tests/gpu/results/cost6.txt), where the log-scale mean and the core-set fit agree."""
+    lr = [math.log(x / b) for x, b in zip(t, base) if x > 0 and b > 0]
+    m, se2, sd = mean_2se(lr)
+    return math.exp(m) - 1, se2 * math.exp(m), sd
 
 
 def _solve(A, B):
@@ -314,90 +373,40 @@ def slot_adjusted(times, slots, names):
     return out
 
 
-def driver(a):
-    names = a.configs.split(",")
-    ncpu = len(os.sched_getaffinity(0))
-    per = max(1, min(2, ncpu // max(1, len(names))))
-    allc = sorted(os.sched_getaffinity(0))
-    here = os.path.dirname(os.path.abspath(__file__))
-    nv = os.environ.get("NVLPROF", os.path.join(here, "..", "..", "build", "nvlprof"))
-    os.makedirs(a.out, exist_ok=True)
-    procs = {}
+def by_sets(t, base, sets):
+    """Across process sets: each set's own log-scale paired ratio, then their mean and 2 SE over the
+    sets (ratio - 1, 2 SE, the per-set figures). Each set has its own processes, so the interval
+    holds the per-process effects that rounds within one set share."""
+    per = {}
+    for x, b, k in zip(t, base, sets):
+        if x > 0 and b > 0:
+            per.setdefault(k, []).append(math.log(x / b))
+    means = [statistics.mean(v) for k, v in sorted(per.items())]
+    if len(means) < 2:
+        return None
+    m, se2, _ = mean_2se(means)
+    return math.exp(m) - 1, se2 * math.exp(m), [math.exp(v) - 1 for v in means]
 
-    def slot_cpus(i):
-        lo = (i * per) % len(allc)
-        return ",".join(str(c) for c in allc[lo:lo + per])
-    for i, name in enumerate(names):
-        spec = name.split("=", 1)
-        env = dict(os.environ)
-        key = spec[0]
-        extra = spec[1].split("+") if len(spec) > 1 else CONFIGS.get(key)
-        if key not in CONFIGS and len(spec) == 1:
-            sys.exit("overhead.py: unknown configuration %s" % key)
-        r1, w1 = os.pipe()  # driver -> worker
-        r2, w2 = os.pipe()  # worker -> driver
-        cpus = slot_cpus(i)
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--workload", a.workload,
-               "--cpus", cpus, "--gpu", str(i % a.gpus), "--rfd", str(r1), "--wfd", str(w2),
-               "--warmup", str(a.warmup), "--port", str(29600 + i)]
-        if key == "torchprof":
-            cmd.append("--torchprof")
-        if extra is not None:
-            for e in extra:
-                k, _, v = e.partition("=")
-                env[k] = v
-            cmd = [nv, "run", "-o", os.path.join(a.out, "%s_%s" % (a.workload, key))] + cmd
-        log = open(os.path.join(a.out, "%s_%s.log" % (a.workload, key)), "w")
-        p = subprocess.Popen(cmd, env=env, pass_fds=(r1, w2), stdout=log, stderr=subprocess.STDOUT)
-        os.close(r1)
-        os.close(w2)
-        procs[name] = (p, os.fdopen(w1, "w"), os.fdopen(r2, "r"))
-    for name, (p, w, r) in procs.items():
-        line = r.readline()
-        if line.strip() != "ready":
-            sys.exit("overhead.py: worker %s did not start (see its log)" % name)
-    times = {n: [] for n in names}
-    cpu = {n: [] for n in names}
-    slots = {n: [] for n in names}
-    t_start = time.time()
-    for rnd in range(a.rounds):
-        order = names[rnd % len(names):] + names[:rnd % len(names)]
-        if rnd % 2:
-            order.reverse()
-        for name in order:
-            p, w, r = procs[name]
-            slot = (names.index(name) + rnd) % len(names)  # CPUs rotate too: no config keeps good ones
-            slots[name].append(slot)
-            w.write("run %d %s\n" % (a.block, slot_cpus(slot)))
-            w.flush()
-            wall, c = r.readline().split()
-            times[name].append(float(wall))
-            cpu[name].append(float(c))
-        if a.budget_s and time.time() - t_start > a.budget_s:
-            break
-    for name, (p, w, r) in procs.items():
-        w.write("quit\n")
-        w.flush()
-    for name, (p, w, r) in procs.items():
-        r.readline()
-        p.wait(timeout=120)
+
+def analyze(workload, block, names, times, cpu, slots, sets=None):
+    """The report of a run's turns (printed), as the JSON result; "_adj" holds the core-set fit."""
     n = len(times[names[0]])
     base = times.get("none")
-    res = {"workload": a.workload, "rounds": n, "block_steps": a.block, "configs": {}}
+    res = {"workload": workload, "rounds": n, "block_steps": block, "configs": {}}
     print("workload %s: %d rounds of %d steps per configuration (rotated, paired with 'none')"
-          % (a.workload, n, a.block))
+          % (workload, n, block))
     for name in names:
         t = times[name]
         row = {"step_ms_mean": statistics.mean(t), "step_ms_median": statistics.median(t), "times": t,
                "cpu_ms": cpu[name]}
         if base and name != "none":
-            cr = [x / b - 1 for x, b in zip(cpu[name], cpu["none"]) if b > 0]
-            cm, cse2, _ = mean_2se(cr)
+            cm, cse2, _ = paired_ratio(cpu[name], cpu["none"])
             row.update({"cpu_ratio_mean": cm, "cpu_ratio_2se": cse2})
-            ratios = [x / b - 1 for x, b in zip(t, base)]
-            m, se2, sd = mean_2se(ratios)
+            m, se2, sd = paired_ratio(t, base)
+            am = statistics.mean([x / b - 1 for x, b in zip(t, base)])
             need = math.ceil((2 * sd / 0.01) ** 2) if sd == sd else None
-            row.update({"ratio_mean": m, "ratio_2se": se2, "ratio_sd": sd, "rounds_for_1pct": need})
+            row.update({"ratio_mean": m, "ratio_2se": se2, "ratio_sd": sd, "rounds_for_1pct": need,
+                        "ratio_arith_mean": am})
             print("  %-10s %8.3f ms/step  %+6.2f%% +- %5.2f%% (2 SE)  sd %.2f%%  rounds for 1%%: %s"
                   "  | main-thread CPU %.3f ms/step %+6.2f%% +- %5.2f%%"
                   % (name, row["step_ms_mean"], 100 * m, 100 * se2, 100 * sd, need,
@@ -406,7 +415,80 @@ def driver(a):
             print("  %-10s %8.3f ms/step  | main-thread CPU %.3f ms/step"
                   % (name, row["step_ms_mean"], statistics.mean(cpu[name])))
         res["configs"][name] = row
-    adj = slot_adjusted(times, slots, names)
+    nsets = len(set(sets)) if sets else 1
+    res["sets"] = nsets
+    if base and nsets > 1:
+        print("  across %d process sets (fresh workers each; the interval holds each process's own speed):"
+              % nsets)
+        for name in names:
+            if name == "none":
+                continue
+            bs = by_sets(times[name], base, sets)
+            if bs:
+                m, se2, each = bs
+                res["configs"][name].update({"sets_mean": m, "sets_2se": se2, "sets_each": each})
+                print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
+                      % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
+    elif base:
+        print("  one process per configuration: the intervals leave out each process's own speed "
+              "(up to +-4% between identical Python workers); --sets N measures it")
+    res["_adj"] = slot_adjusted(times, slots, names)
+    return res
+
+
+def read_mtprof(out, workload, key):
+    """mtprof.c's tables of one configuration's workers (one per process set), summed:
+    (samples, {object: count}, {symbol: count}), or None."""
+    import glob
+    paths = glob.glob(os.path.join(out, "mtprof_%s_%s.*.txt" % (workload, key)))
+    if not paths:
+        return None
+    n, dso, sym = 0, {}, {}
+    for path in paths:
+        for ln in open(path).read().splitlines():
+            f = ln.split(" ", 2)
+            if f[0] == "samples":
+                n += int(f[1])
+            elif f[0] in ("dso", "sym") and len(f) == 3:
+                t = dso if f[0] == "dso" else sym
+                t[f[2]] = t.get(f[2], 0) + int(f[1])
+    return n, dso, sym
+
+
+def mtprof_report(out, workload, names, res):
+    """Per configuration, the main thread's CPU per step in each shared object (share of its samples
+    x its CPU ms per step), and against 'none' the difference with its 2-SE (binomial) interval:
+    where a configuration's extra main-thread time goes."""
+    tabs = {n: read_mtprof(out, workload, n.split("=", 1)[0]) for n in names}
+    print("  main thread's CPU by shared object (mtprof: us per step; against none, 2 SE):")
+    base = tabs.get("none")
+    objs = set()
+    for t in tabs.values():
+        if t and t[0]:
+            objs |= {o for o, c in sorted(t[1].items(), key=lambda x: -x[1])[:8]}
+    for name in names:
+        t = tabs[name]
+        if not t or not t[0]:
+            print("  %-10s (no mtprof samples)" % name)
+            continue
+        ms = statistics.mean(res["configs"][name]["cpu_ms"])
+        cells = []
+        for o in sorted(objs, key=lambda o: -(t[1].get(o, 0))):
+            p = t[1].get(o, 0) / t[0]
+            cell = "%s %.1f" % (o, 1000 * ms * p)
+            if base and base[0] and name != "none":
+                p0 = base[1].get(o, 0) / base[0]
+                ms0 = statistics.mean(res["configs"]["none"]["cpu_ms"])
+                se = math.sqrt(p * (1 - p) / t[0] * ms ** 2 + p0 * (1 - p0) / base[0] * ms0 ** 2)
+                cell += " (%+.1f +- %.1f)" % (1000 * (ms * p - ms0 * p0), 2000 * se)
+            cells.append(cell)
+        res["configs"][name]["mtprof"] = {"samples": t[0], "dso": t[1], "sym": t[2]}
+        print("  %-10s %d samples: %s" % (name, t[0], "; ".join(cells)))
+
+
+def report_adj(res, names):
+    """Prints the core-set fit kept in res["_adj"] and moves it into each configuration's row."""
+    adj = res.pop("_adj")
     if adj:
         print("  core-set and round effects taken out (least squares on log step time):")
     for name in names:
@@ -414,6 +496,142 @@ def driver(a):
             m, se2 = adj[name]
             print("  %-10s %+6.2f%% +- %5.2f%% (2 SE)" % (name, 100 * m, 100 * se2))
             res["configs"][name].update({"adjusted_mean": m, "adjusted_2se": se2})
+
+
+def analyze_file(path):
+    """--analyze: the report of the turns a run saved (overhead_WORKLOAD.raw.json), cut short or not."""
+    with open(path) as f:
+        raw = json.load(f)
+    names = raw["names"]
+    n = min(len(raw["times"][k]) for k in names)
+    if n < 2 or "none" not in names:
+        sys.exit("overhead.py: %s: %d whole rounds%s; nothing to compare" %
+                 (path, n, "" if "none" in names else ", no 'none' configuration"))
+    cut = {key: {k: v[:n] for k, v in raw[key].items()} for key in ("times", "cpu", "slots")}
+    res = analyze(raw["workload"], raw["block_steps"], names, cut["times"], cut["cpu"], cut["slots"],
+                  raw.get("sets", [])[:n] or None)
+    report_adj(res, names)
+    return res
+
+
+def driver(a):
+    names = a.configs.split(",")
+    ncpu = len(os.sched_getaffinity(0))
+    per = max(1, min(a.per_cpus, ncpu // max(1, len(names))))
+    allc = sorted(os.sched_getaffinity(0))
+    here = os.path.dirname(os.path.abspath(__file__))
+    nv = os.environ.get("NVLPROF", os.path.join(here, "..", "..", "build", "nvlprof"))
+    os.makedirs(a.out, exist_ok=True)
+    for name in names:
+        spec = name.split("=", 1)
+        if spec[0] not in CONFIGS and len(spec) == 1:
+            sys.exit("overhead.py: unknown configuration %s" % spec[0])
+
+    def slot_cpus(i):
+        lo = (i * per) % len(allc)
+        return ",".join(str(c) for c in allc[lo:lo + per])
+
+    def spawn(pset):
+        """One worker per configuration: a process set (a fresh one per --sets)."""
+        procs = {}
+        for i, name in enumerate(names):
+            spec = name.split("=", 1)
+            env = dict(os.environ)
+            if a.hashseed != "random":
+                env["PYTHONHASHSEED"] = a.hashseed
+            key = spec[0]
+            extra = spec[1].split("+") if len(spec) > 1 else CONFIGS.get(key)
+            if os.environ.get("MTPROF"):  # the main thread's CPU by shared object (mtprof.c)
+                env["LD_PRELOAD"] = ":".join(x for x in (os.environ["MTPROF"], env.get("LD_PRELOAD")) if x)
+                env["MTPROF_WORKER_OUT"] = os.path.join(a.out, "mtprof_%s_%s.%d.txt" % (a.workload, key, pset))
+            r1, w1 = os.pipe()  # driver -> worker
+            r2, w2 = os.pipe()  # worker -> driver
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--workload", a.workload,
+                   "--cpus", slot_cpus(i), "--gpu", str(i % a.gpus), "--rfd", str(r1), "--wfd", str(w2),
+                   "--warmup", str(a.warmup), "--port", str(29600 + i + 20 * (pset % 50))]
+            if key == "torchprof":
+                cmd.append("--torchprof")
+            if extra is not None:
+                for e in extra:
+                    k, _, v = e.partition("=")
+                    env[k] = v
+                cmd = [nv, "run", "-o", os.path.join(a.out, "%s_%s" % (a.workload, key))] + cmd
+            log = open(os.path.join(a.out, "%s_%s.log" % (a.workload, key)), "a")
+            p = subprocess.Popen(cmd, env=env, pass_fds=(r1, w2), stdout=log, stderr=subprocess.STDOUT)
+            os.close(r1)
+            os.close(w2)
+            procs[name] = (p, os.fdopen(w1, "w"), os.fdopen(r2, "r"))
+        for name, (p, w, r) in procs.items():
+            line = r.readline()
+            if line.strip() != "ready":
+                sys.exit("overhead.py: worker %s did not start (see its log)" % name)
+        return procs
+
+    def quit_all(procs):
+        for name, (p, w, r) in procs.items():
+            w.write("quit\n")
+            w.flush()
+        for name, (p, w, r) in procs.items():
+            r.readline()
+            p.wait(timeout=120)
+    times = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    slots = {n: [] for n in names}
+    sets = []  # each round's process set
+    raw_path = os.path.join(a.out, "overhead_%s.raw.json" % a.workload)
+
+    def save_raw():
+        # every turn so far, rewritten often: a run cut short (a device call's time limit) keeps
+        # its rounds, and `overhead.py --analyze FILE` reports them
+        tmp = raw_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"workload": a.workload, "block_steps": a.block, "names": names,
+                       "times": times, "cpu": cpu, "slots": slots, "sets": sets}, f)
+        os.replace(tmp, raw_path)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    t_start = t_saved = time.time()
+    rnd = 0
+    for pset in range(a.sets):
+        if stop:
+            break
+        procs = spawn(pset)
+        set_end = t_start + a.budget_s * (pset + 1) / a.sets if a.budget_s else None
+        set_rounds = a.rounds * (pset + 1) // a.sets
+        while rnd < set_rounds:
+            if stop:
+                print("overhead.py: SIGTERM: stopping after %d rounds" % rnd)
+                break
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            if rnd % 2:
+                order.reverse()
+            for name in order:
+                p, w, r = procs[name]
+                slot = (names.index(name) + rnd) % len(names)  # CPUs rotate too: no config keeps good ones
+                w.write("run %d %s\n" % (a.block, slot_cpus(slot)))
+                w.flush()
+                wall, c = r.readline().split()
+                slots[name].append(slot)
+                times[name].append(float(wall))
+                cpu[name].append(float(c))
+            sets.append(pset)
+            rnd += 1
+            if time.time() - t_saved > 10:
+                save_raw()
+                t_saved = time.time()
+            if set_end and time.time() > set_end:
+                break
+        quit_all(procs)
+    n = min(len(v) for v in times.values())  # a SIGTERM inside a round: whole rounds only
+    for d in (times, cpu, slots):
+        for k in d:
+            del d[k][n:]
+    del sets[n:]
+    save_raw()
+    res = analyze(a.workload, a.block, names, times, cpu, slots, sets)
+    report_adj(res, names)
+    if os.environ.get("MTPROF"):
+        mtprof_report(a.out, a.workload, names, res)
     for name in names:
         d = os.path.join(a.out, "%s_%s" % (a.workload, name.split("=", 1)[0]))
         if os.path.isdir(d):
@@ -428,7 +646,7 @@ def driver(a):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--worker", action="store_true")
-    p.add_argument("--workload", choices=["gpt2", "ddp", "tiny", "gpt2ddp", "ddp2"], default="gpt2")
+    p.add_argument("--workload", choices=["gpt2", "ddp", "tiny", "gpt2ddp", "ddp2", "cpu"], default="gpt2")
     p.add_argument("--follower", action="store_true")
     p.add_argument("--configs", default="none,default,all,torchprof")
     p.add_argument("--rounds", type=int, default=30)
@@ -438,13 +656,22 @@ def main():
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/nvlp-overhead"))
     p.add_argument("--cpus", default="0")
+    p.add_argument("--per-cpus", type=int, default=2, help="CPUs in each worker's core set (1: the main thread cannot move between cores within a turn)")
     p.add_argument("--gpu", type=int, default=0)
     p.add_argument("--rfd", type=int, default=-1)
     p.add_argument("--wfd", type=int, default=-1)
     p.add_argument("--port", type=int, default=29600)
     p.add_argument("--torchprof", action="store_true")
+    p.add_argument("--hashseed", default="random", help="PYTHONHASHSEED of every worker (random: each its own)")
+    p.add_argument("--sets", type=int, default=1,
+                   help="process sets: fresh workers this many times, the budget and rounds split between them; "
+                        "the interval across sets includes each process's own speed (A/A: +-4%% between identical "
+                        "Python workers), which the rounds of one set cannot")
+    p.add_argument("--analyze", metavar="RAW_JSON", help="report the turns a run saved, and stop")
     a = p.parse_args()
-    if a.follower:
+    if a.analyze:
+        analyze_file(a.analyze)
+    elif a.follower:
         ddp2_follower(a)
     else:
         worker(a) if a.worker else driver(a)

@@ -6,9 +6,13 @@
 # configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
 #   bash tests/gpu/run_cost.sh [probes] [parts] [gpt2] [tiny] [gpt2ddp] [ddp2]   (ddp2: two ranks, one GPU each or sharing one)
 # Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS;
-# TINY_BLOCK steps per turn (250); DDP2_MPS=1: the two ranks of ddp2 share the GPU through an MPS
-# daemon of this run's own (kernels side by side, as on two GPUs; time-sliced contexts made one
-# round's step time vary by ~50%).
+# TINY_BLOCK steps per turn (5: turns of ~20 ms, the tiny loop's turn-to-turn spread of ~20% then
+# averages over thousands of rounds, run 6); ROUNDS (100000: the budgets end the runs); SETS fresh
+# sets of workers (1; the interval across them holds each process's own speed); PER_CPUS
+# CPUs in a worker's core set (2); MTPROF=1: each worker's main thread sampled by shared object
+# (tests/gpu/mtprof.c, built by `make gpu-probes`; there is no perf on the GPU machine); DDP2_MPS=1:
+# the two ranks of ddp2 share the GPU through an MPS daemon of this run's own (kernels side by
+# side, as on two GPUs; time-sliced contexts made one round's step time vary by ~50%).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-cost}
@@ -28,21 +32,27 @@ PL=$(find "$SP/nvidia" \( -name 'libnccl.so.2' -o -name 'libcupti.so.13' -o -nam
 # what a window that opened once leaves behind, and what the start-up probe alone leaves
 CLOSED=closed
 PROBE="probeonly=NVLPROF_KERNELS=window:1/3600000+3600000"
+if [ "${MTPROF:-0}" = 1 ]; then
+	export MTPROF=$G/mtprof.so
+	[ -f "$MTPROF" ] || { echo "run_cost.sh: MTPROF=1 but no $MTPROF (make gpu-probes)"; exit 2; }
+else
+	unset MTPROF
+fi
 if want probes; then
 	log "cupti_phases (no nvlprof): per-launch cost before/during/after CUPTI kernel activity"
 	LD_LIBRARY_PATH=${PL}${LD_LIBRARY_PATH:-} taskset -c 2 $G/cupti_phases 100000 5 2>&1
 fi
 if want parts; then
 	log "cupti_parts (no nvlprof): per-launch cost of CUPTI's driver callbacks and DEVICE/NVLINK kinds, switched in turn"
-	LD_LIBRARY_PATH=${PL}${LD_LIBRARY_PATH:-} taskset -c 2 $G/cupti_parts 20000 ${PARTS_ROUNDS:-20} 2>&1
+	LD_LIBRARY_PATH=${PL}${LD_LIBRARY_PATH:-} taskset -c 2 $G/cupti_parts ${PARTS_LAUNCHES:-2000} ${PARTS_ROUNDS:-400} 2>&1
 fi
 ov() { # WORKLOAD BLOCK BUDGET CONFIGS
 	log "overhead: $1"
 	python3 tests/gpu/overhead.py --workload $1 --gpus $NGPU --out $OUT --block $2 --warmup 30 \
-		--rounds 400 --budget-s $3 --configs $4 2>&1
+		--rounds ${ROUNDS:-100000} --budget-s $3 --configs $4 --per-cpus ${PER_CPUS:-2} --sets ${SETS:-1} 2>&1
 }
 want gpt2 && ov gpt2 40 ${GPT2_BUDGET:-150} ${GPT2_CONFIGS:-none,default,window,all,torchprof}
-want tiny && ov tiny ${TINY_BLOCK:-250} ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}
+want tiny && ov tiny ${TINY_BLOCK:-5} ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}
 want gpt2ddp && ov gpt2ddp 40 ${DDP_BUDGET:-80} ${DDP_CONFIGS:-none,default,all}
 if want ddp2 && [ "${DDP2_MPS:-0}" = 1 ]; then
 	if command -v nvidia-cuda-mps-control >/dev/null; then
@@ -64,4 +74,6 @@ for d in "$OUT"/*_*/; do
 done
 # one file back: the logs and JSON (the device returns few files)
 tar -C "$OUT" -czf "$OUT/cost_all.tgz" $(cd "$OUT" && ls *.log *.json 2>/dev/null)
+# a run cut short by the device call's limit still left overhead_WORKLOAD.raw.json (every turn, saved
+# every 10 s): python3 tests/gpu/overhead.py --analyze FILE reports it
 log done

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""test_overhead_stats.py: overhead.py's estimators on synthetic turns whose true effects are known
+(no GPU, no torch): the log-scale paired ratio and the core-set fit recover a 1% cost at the tiny
+loop's spread where the plain mean of ratios is biased by ~2%; --analyze reports a saved raw file
+(whole rounds only when cut inside a round) and names the problem in a file it cannot use."""
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.dont_write_bytecode = True  # the tree stays as checked out
+import overhead  # noqa: E402
+
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    print("%s: %s" % ("PASS" if ok else "FAIL", what))
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+
+
+def synth(rounds, effects, slot_eff, sd, seed):
+    """Turns as overhead.py's driver records them: slots rotating with the rounds, a round effect,
+    each turn lognormal around config x slot x round."""
+    rng = random.Random(seed)
+    names = list(effects)
+    times = {n: [] for n in names}
+    slots = {n: [] for n in names}
+    for r in range(rounds):
+        rnd = rng.gauss(0, 0.05)
+        for i, n in enumerate(names):
+            s = (i + r) % len(names)
+            slots[n].append(s)
+            times[n].append(3.4 * (1 + effects[n]) * (1 + slot_eff[s]) * math.exp(rnd + rng.gauss(0, sd)))
+    return names, times, slots
+
+
+# 1. the tiny loop's spread: one turn's log time sd 0.14 (one round's log ratio ~0.2)
+eff = {"none": 0.0, "cost1": 0.01, "zero": 0.0}
+names, times, slots = synth(9000, eff, [0.0, 0.0, 0.0], 0.14, 1)
+m, se2, sd = overhead.paired_ratio(times["cost1"], times["none"])
+arith = sum(x / b - 1 for x, b in zip(times["cost1"], times["none"])) / len(times["none"])
+check(abs(m - 0.01) < se2 and 0.3e-2 < se2 < 0.6e-2,
+      "log-scale paired ratio recovers +1%% at sd 0.2 a round: %+.2f%% +- %.2f" % (100 * m, 100 * se2))
+check(arith - 0.01 > 1.5e-2,
+      "the plain mean of ratios is biased upwards by ~sd^2 there: %+.2f%% for a true +1%%" % (100 * arith))
+z, zse, _ = overhead.paired_ratio(times["zero"], times["none"])
+check(abs(z) < zse, "a zero cost reads as zero: %+.2f%% +- %.2f" % (100 * z, 100 * zse))
+check(abs(sd - 0.14 * math.sqrt(2)) < 0.01, "sd of one round's log ratio: %.3f (0.198 expected)" % sd)
+
+# 2. core sets of different speed: the fit takes them out and recovers the configs' effects
+names, times, slots = synth(600, {"none": 0.0, "a": 0.02, "b": -0.01, "c": 0.0},
+                            [0.0, 0.08, -0.05, 0.15], 0.02, 2)
+adj = overhead.slot_adjusted(times, slots, names)
+ok = all(abs(adj[n][0] - e) < max(adj[n][1], 1e-3) * 1.5 for n, e in (("a", 0.02), ("b", -0.01), ("c", 0.0)))
+check(ok, "core-set fit: a %+.2f%% b %+.2f%% c %+.2f%% (true +2, -1, 0)" %
+      tuple(100 * adj[n][0] for n in "abc"))
+
+# 3. --analyze on a saved raw file cut inside a round: whole rounds only, the same figures
+d = tempfile.mkdtemp()
+raw = {"workload": "tiny", "block_steps": 5, "names": names,
+       "times": {n: list(v) for n, v in times.items()},
+       "cpu": {n: list(v) for n, v in times.items()}, "slots": {n: list(v) for n, v in slots.items()}}
+raw["times"]["c"].pop()
+raw["cpu"]["c"].pop()
+raw["slots"]["c"].pop()
+path = os.path.join(d, "overhead_tiny.raw.json")
+with open(path, "w") as f:
+    json.dump(raw, f)
+p = subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze", path],
+                   capture_output=True, text=True)
+check(p.returncode == 0 and "599 rounds of 5 steps" in p.stdout and "core-set and round effects" in p.stdout,
+      "--analyze of a run cut inside its 600th round reports 599 whole rounds (rc %d)" % p.returncode)
+raw["names"] = ["a", "b"]
+with open(path, "w") as f:
+    json.dump(raw, f)
+p = subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze", path],
+                   capture_output=True, text=True)
+err = p.stderr.strip().splitlines()
+check(p.returncode != 0 and len(err) == 1 and "no 'none' configuration" in err[0],
+      "--analyze without a 'none' configuration: one line naming it (%s)" % (err[-1] if err else ""))
+# 4. mtprof's tables: the main thread's extra time is placed in the object it went to
+with open(os.path.join(d, "mtprof_tiny_none.0.txt"), "w") as f:
+    f.write("samples 10000\ndso 6000 libpython3.12.so\ndso 4000 libcuda.so.1\n")
+with open(os.path.join(d, "mtprof_tiny_x.0.txt"), "w") as f:
+    f.write("samples 10000\ndso 5800 libpython3.12.so\ndso 3900 libcuda.so.1\ndso 300 libcupti.so.13\nsym 250 cuptiFoo\n")
+res = {"configs": {"none": {"cpu_ms": [1.0, 1.0]}, "x=NVLPROF_A=1": {"cpu_ms": [1.03, 1.03]}}}
+import contextlib
+import io
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    overhead.mtprof_report(d, "tiny", ["none", "x=NVLPROF_A=1"], res)
+out = buf.getvalue()
+check("libcupti.so.13 30.9 (+30.9 +- 3.5)" in out and "libpython3.12.so 597.4 (-2.6 +- 14.1)" in out
+      and res["configs"]["x=NVLPROF_A=1"]["mtprof"]["sym"] == {"cuptiFoo": 250},
+      "mtprof report: +30.9 us a step in libcupti for 3%% of a 1.03 ms step's samples (%s)" %
+      " | ".join(out.splitlines()[1:]))
+# 5. the driver and its workers end to end, on the harness's CPU workload (no torch, no GPU)
+ov = [sys.executable, os.path.join(here, "overhead.py"), "--workload", "cpu", "--block", "20", "--warmup", "2"]
+o5 = os.path.join(d, "aa")
+env5 = dict(os.environ, NVLPROF=os.path.join(here, "..", "..", os.environ.get("BUILD", "build"), "nvlprof"))
+p = subprocess.run(ov + ["--configs", "none,none2,slow=OV_CPU_EXTRA_PCT=10", "--sets", "10", "--rounds", "400",
+                         "--out", o5], capture_output=True, text=True, timeout=600, env=env5)
+try:
+    j = json.load(open(os.path.join(o5, "overhead_cpu.json")))
+    raw = json.load(open(os.path.join(o5, "overhead_cpu.raw.json")))
+    aa, aase = j["configs"]["none2"]["sets_mean"], j["configs"]["none2"]["sets_2se"]
+    sl, slse = j["configs"]["slow=OV_CPU_EXTRA_PCT=10"]["sets_mean"], j["configs"]["slow=OV_CPU_EXTRA_PCT=10"]["sets_2se"]
+    ok = p.returncode == 0 and j["rounds"] == 400 and j["sets"] == 10 and sorted(set(raw["sets"])) == list(range(10))
+except (OSError, ValueError, KeyError):
+    aa = aase = sl = slse = float("nan")
+    ok = False
+# 3.5 SE (1.75 x the 2-SE half-width): a false failure about once in 2,000 runs
+check(ok and abs(aa) < 1.75 * aase, "A/A across 10 process sets: none2 %+.2f%% +- %.2f (0 expected; rc %d%s)"
+      % (100 * aa, 100 * aase, p.returncode, "" if ok else ", " + (p.stderr.strip().splitlines() or ["?"])[-1]))
+check(ok and abs(sl - 0.095) < 1.75 * slse + 0.02, "positive control: 10%% more work reads %+.2f%% +- %.2f" % (100 * sl, 100 * slse))
+o6 = os.path.join(d, "term")
+q = subprocess.Popen(ov + ["--configs", "none,none2", "--rounds", "100000000", "--out", o6],
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+raw6 = os.path.join(o6, "overhead_cpu.raw.json")
+t0 = time.time()
+while not os.path.exists(os.path.join(o6, "cpu_none2.log")) and time.time() - t0 < 60:
+    time.sleep(0.1)
+time.sleep(1.5)
+q.send_signal(signal.SIGTERM)
+out6 = q.communicate(timeout=120)[0]
+try:
+    r6 = json.load(open(raw6))
+    n6 = len(r6["times"]["none"])
+    ok = q.returncode == 0 and "SIGTERM: stopping after" in out6 and n6 > 10 and \
+        len(r6["times"]["none2"]) == n6 and os.path.exists(os.path.join(o6, "overhead_cpu.json"))
+except (OSError, ValueError, KeyError):
+    n6, ok = 0, False
+check(ok, "SIGTERM: the driver stops after a whole round, keeps its %d rounds and reports them (rc %s)"
+      % (n6, q.returncode))
+mt = os.path.join(d, "mtprof.so")
+o7 = os.path.join(d, "mt")
+cc = subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", mt,
+                     os.path.join(here, "mtprof.c"), "-lrt"], capture_output=True, text=True)
+p = subprocess.run(ov + ["--configs", "none,none2", "--rounds", "300", "--out", o7], capture_output=True,
+                   text=True, timeout=300, env=dict(os.environ, MTPROF=mt))
+tab = overhead.read_mtprof(o7, "cpu", "none2")
+check(cc.returncode == 0 and p.returncode == 0 and tab is not None and tab[0] > 0 and
+      max(tab[1], key=tab[1].get).startswith(("libpython", "[main]")) and "main thread's CPU by shared object" in p.stdout,
+      "MTPROF: each worker's main thread sampled, most of it in the interpreter (%s)" %
+      (sorted(tab[1].items(), key=lambda x: -x[1])[:2] if tab else (cc.stderr or p.stderr).strip()[-200:]))
+shutil.rmtree(d, ignore_errors=True)
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
