@@ -8,7 +8,7 @@
 #include "model/graphs.h"
 #include "model/kernelch.h" /* an_nccl_numbers */
 #include "model/model.h"
-#include "util/containers.h" /* PUSH */
+#include "util/containers.h" /* PUSH, an_lower_bound */
 #include "nvlp_trace.h"
 
 /*
@@ -56,14 +56,7 @@ static uint64_t lookup(const struct an_gpair *v, size_t n, uint64_t a)
 static size_t first_stamp(const struct an_graph_file *d, uint64_t comm, uint64_t fn, uint64_t seq)
 {
 	struct an_gstamp key = {comm, seq, 0, 0, fn};
-	size_t lo = 0, hi = d->nk;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (cmp_stamp(&d->k[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = an_lower_bound(d->k, d->nk, sizeof *d->k, &key, cmp_stamp);
 	return lo < d->nk && d->k[lo].comm == comm && d->k[lo].fn == fn && d->k[lo].seq == seq ? lo
 	                                                                                    : d->nk;
 }

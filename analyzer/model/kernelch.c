@@ -33,7 +33,7 @@
 #include "load/kernelch.h" /* struct an_kch_file, an_nccl_func */
 #include "model/kernelch.h"
 #include "model/model.h"
-#include "util/containers.h" /* PUSH */
+#include "util/containers.h" /* PUSH, an_lower_bound */
 #include "nvlp_trace.h"
 
 static int by_comm_seq(const void *a, const void *b)
@@ -129,14 +129,7 @@ static const struct cidx *find_key(const struct cidx *v, size_t n, uint64_t comm
 	struct cidx key = {comm, (uint32_t)seq, 0, fn};
 	if (seq > UINT32_MAX)
 		return NULL;
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (by_key(&v[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = an_lower_bound(v, n, sizeof *v, &key, by_key);
 	return lo < n && !by_key(&v[lo], &key) ? &v[lo] : NULL;
 }
 

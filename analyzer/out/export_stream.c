@@ -8,7 +8,7 @@
 #include "util/diag.h"
 #include "out/export.h"
 #include "nvlp_trace.h"
-#include "util/containers.h" /* AN_CMP_KEY */
+#include "util/containers.h" /* AN_CMP_KEY, an_lower_bound */
 
 uint64_t xe_flow_call(size_t r, long k)
 {
@@ -132,14 +132,7 @@ static void ev_kernel(struct xstream *t, const struct nvlp_rec_kernel *k, struct
 	const struct gcall *g = t->g;
 	size_t ng = t->ng;
 	struct gcall key = {(int)(int64_t)k->device, e->ts, 0, 0};
-	size_t lo = 0, hi = ng;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (cmp_gcall(&g[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = an_lower_bound(g, ng, sizeof *g, &key, cmp_gcall);
 	size_t n = 0;
 	uint64_t next = e->ts;
 	if (!is_nccl(&t->kn, k->name, e->name))

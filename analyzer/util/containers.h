@@ -20,6 +20,23 @@ void *an_grow(void *p, size_t *cap, size_t need, size_t elem);
 			return (x)->field < (y)->field ? -1 : 1;                                   \
 	} while (0)
 
+/* Index of the first element of the sorted array v (n elements of size bytes, in the order of cmp,
+ * a qsort comparator) that is not below *key: n if none. Inline, so that the comparator inlines at
+ * each call. */
+static inline size_t an_lower_bound(const void *v, size_t n, size_t size, const void *key,
+                                    int (*cmp)(const void *, const void *))
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp((const char *)v + mid * size, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Append one element: a pointer to it (count advanced), or NULL with array and count unchanged.
  * The room check is inline: ingest pushes once per record or more. */
 #define PUSH(arr, n, cap)                                                                          \
@@ -37,7 +54,7 @@ struct an_index {
 	struct an_slot {
 		uint64_t a, b;
 		uint32_t v; /* entry number + 1, 0 = empty */
-	} *slot;
+	} * slot;
 	size_t cap, n;
 };
 /*! @return the entry number stored for (a, b), or -1 */
