@@ -122,7 +122,6 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 
 struct count {
 	const char *name;
-	uintptr_t off;
 	long n;
 };
 
@@ -132,16 +131,16 @@ static int by_count(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-/* adds one to name (+off) in a small table; @return the table's new length */
-static int bump(struct count *t, int len, int cap, const char *name, uintptr_t off)
+/* adds one to name in a small table; @return the table's new length */
+static int bump(struct count *t, int len, int cap, const char *name)
 {
 	for (int i = 0; i < len; i++)
-		if (t[i].off == off && (t[i].name == name || !strcmp(t[i].name, name))) {
+		if (t[i].name == name || !strcmp(t[i].name, name)) {
 			t[i].n++;
 			return len;
 		}
 	if (len < cap)
-		t[len++] = (struct count){name, off, 1};
+		t[len++] = (struct count){name, 1};
 	return len;
 }
 
@@ -167,10 +166,10 @@ int mtprof_write(const char *path)
 				name = segs.s[k].name;
 				break;
 			}
-		nd = bump(dso, nd, 512, name, 0);
+		nd = bump(dso, nd, 512, name);
 		Dl_info di;
 		if (dladdr((void *)pc, &di) && di.dli_sname)
-			ns = bump(sym, ns, 8192, di.dli_sname, 0);
+			ns = bump(sym, ns, 8192, di.dli_sname);
 	}
 	qsort(dso, (size_t)nd, sizeof *dso, by_count);
 	qsort(sym, (size_t)ns, sizeof *sym, by_count);

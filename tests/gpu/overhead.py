@@ -21,6 +21,7 @@ whose interval holds it. --workload cpu (no torch, no GPU) is the harness's own 
 Written for N GPUs: --gpus N gives worker i GPU i % N (one GPU: all share it, one at a time).
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -212,18 +213,17 @@ def worker(a):
     pin_all(cpus)
     ctl = None
     if a.workload == "cpu":  # the harness's own test (test_overhead_stats.sh): no torch, no GPU
+        dev = None
+
         def sync():
             pass
-        step = build_cpu()
     else:
         import torch
         torch.set_num_threads(max(1, len(cpus)))
         torch.cuda.set_device(a.gpu)
         dev = torch.device("cuda", a.gpu)
         sync = torch.cuda.synchronize
-    if a.workload == "cpu":
-        pass
-    elif a.workload == "ddp2":  # rank 1 follows rank 0's orders, in a process of its own
+    if a.workload == "ddp2":  # rank 1 follows rank 0's orders, in a process of its own
         import torch.distributed as dist
         follower = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--follower",
                                      "--workload", "ddp2", "--gpu", str(a.gpu), "--port", str(a.port)])
@@ -237,7 +237,7 @@ def worker(a):
                 o[2 + j] = c
             dist.broadcast(o, 0, group=ctl)
     else:
-        step = {"gpt2": lambda: build_gpt2(dev), "tiny": lambda: build_tiny(dev),
+        step = {"cpu": build_cpu, "gpt2": lambda: build_gpt2(dev), "tiny": lambda: build_tiny(dev),
                 "gpt2ddp": lambda: build_gpt2ddp(dev, a.port),
                 "ddp": lambda: build_ddp(dev, a.port)}[a.workload]()
     if ctl is not None:
@@ -303,13 +303,17 @@ def mean_2se(v):
     return m, 2 * se, (statistics.stdev(v) if len(v) > 1 else float("nan"))
 
 
+def log_ratios(t, base):
+    """log(t / base) of each round, None where a time is not positive."""
+    return [math.log(x / b) if x > 0 and b > 0 else None for x, b in zip(t, base)]
+
+
 def paired_ratio(t, base):
     """Each turn's time over the no-profiler turn of its round, averaged on the log scale: (ratio - 1,
     2 SE, sd of one round's log ratio). The plain mean of t/base - 1 is biased upwards by about the
     variance of one turn's time (Jensen: E[1/b] > 1/E[b]): +2% at the 20% spread of the tiny loop's
     turns (tests/gpu/results/cost6.txt), where the log-scale mean and the core-set fit agree."""
-    lr = [math.log(x / b) for x, b in zip(t, base) if x > 0 and b > 0]
-    m, se2, sd = mean_2se(lr)
+    m, se2, sd = mean_2se([v for v in log_ratios(t, base) if v is not None])
     return math.exp(m) - 1, se2 * math.exp(m), sd
 
 
@@ -378,9 +382,9 @@ def by_sets(t, base, sets):
     sets (ratio - 1, 2 SE, the per-set figures). Each set has its own processes, so the interval
     holds the per-process effects that rounds within one set share."""
     per = {}
-    for x, b, k in zip(t, base, sets):
-        if x > 0 and b > 0:
-            per.setdefault(k, []).append(math.log(x / b))
+    for v, k in zip(log_ratios(t, base), sets):
+        if v is not None:
+            per.setdefault(k, []).append(v)
     means = [statistics.mean(v) for k, v in sorted(per.items())]
     if len(means) < 2:
         return None
@@ -439,7 +443,6 @@ def analyze(workload, block, names, times, cpu, slots, sets=None):
 def read_mtprof(out, workload, key):
     """mtprof.c's tables of one configuration's workers (one per process set), summed:
     (samples, {object: count}, {symbol: count}), or None."""
-    import glob
     paths = glob.glob(os.path.join(out, "mtprof_%s_%s.*.txt" % (workload, key)))
     if not paths:
         return None
@@ -462,6 +465,7 @@ def mtprof_report(out, workload, names, res):
     tabs = {n: read_mtprof(out, workload, n.split("=", 1)[0]) for n in names}
     print("  main thread's CPU by shared object (mtprof: us per step; against none, 2 SE):")
     base = tabs.get("none")
+    ms0 = statistics.mean(res["configs"]["none"]["cpu_ms"]) if base and base[0] else None
     objs = set()
     for t in tabs.values():
         if t and t[0]:
@@ -473,12 +477,12 @@ def mtprof_report(out, workload, names, res):
             continue
         ms = statistics.mean(res["configs"][name]["cpu_ms"])
         cells = []
+        against = base and base[0] and name != "none"
         for o in sorted(objs, key=lambda o: -(t[1].get(o, 0))):
             p = t[1].get(o, 0) / t[0]
             cell = "%s %.1f" % (o, 1000 * ms * p)
-            if base and base[0] and name != "none":
+            if against:
                 p0 = base[1].get(o, 0) / base[0]
-                ms0 = statistics.mean(res["configs"]["none"]["cpu_ms"])
                 se = math.sqrt(p * (1 - p) / t[0] * ms ** 2 + p0 * (1 - p0) / base[0] * ms0 ** 2)
                 cell += " (%+.1f +- %.1f)" % (1000 * (ms * p - ms0 * p0), 2000 * se)
             cells.append(cell)
@@ -522,10 +526,12 @@ def driver(a):
     here = os.path.dirname(os.path.abspath(__file__))
     nv = os.environ.get("NVLPROF", os.path.join(here, "..", "..", "build", "nvlprof"))
     os.makedirs(a.out, exist_ok=True)
+    specs = {}  # name: (key, the env it adds: None for no nvlprof)
     for name in names:
         spec = name.split("=", 1)
         if spec[0] not in CONFIGS and len(spec) == 1:
             sys.exit("overhead.py: unknown configuration %s" % spec[0])
+        specs[name] = (spec[0], spec[1].split("+") if len(spec) > 1 else CONFIGS.get(spec[0]))
 
     def slot_cpus(i):
         lo = (i * per) % len(allc)
@@ -535,12 +541,10 @@ def driver(a):
         """One worker per configuration: a process set (a fresh one per --sets)."""
         procs = {}
         for i, name in enumerate(names):
-            spec = name.split("=", 1)
+            key, extra = specs[name]
             env = dict(os.environ)
             if a.hashseed != "random":
                 env["PYTHONHASHSEED"] = a.hashseed
-            key = spec[0]
-            extra = spec[1].split("+") if len(spec) > 1 else CONFIGS.get(key)
             if os.environ.get("MTPROF"):  # the main thread's CPU by shared object (mtprof.c)
                 env["LD_PRELOAD"] = ":".join(x for x in (os.environ["MTPROF"], env.get("LD_PRELOAD")) if x)
                 env["MTPROF_WORKER_OUT"] = os.path.join(a.out, "mtprof_%s_%s.%d.txt" % (a.workload, key, pset))
@@ -556,8 +560,8 @@ def driver(a):
                     k, _, v = e.partition("=")
                     env[k] = v
                 cmd = [nv, "run", "-o", os.path.join(a.out, "%s_%s" % (a.workload, key))] + cmd
-            log = open(os.path.join(a.out, "%s_%s.log" % (a.workload, key)), "a")
-            p = subprocess.Popen(cmd, env=env, pass_fds=(r1, w2), stdout=log, stderr=subprocess.STDOUT)
+            with open(os.path.join(a.out, "%s_%s.log" % (a.workload, key)), "a") as log:
+                p = subprocess.Popen(cmd, env=env, pass_fds=(r1, w2), stdout=log, stderr=subprocess.STDOUT)
             os.close(r1)
             os.close(w2)
             procs[name] = (p, os.fdopen(w1, "w"), os.fdopen(r2, "r"))
