@@ -121,6 +121,9 @@ static int judged(unsigned kind, const void *f, uint64_t *t)
 	case NVLP_K_KCH:
 		*t = ((const struct nvlp_rec_kch *)f)->host;
 		return 1;
+	case NVLP_K_KCOLL:
+		*t = ((const struct nvlp_rec_kcoll *)f)->host;
+		return 1;
 	default:
 		return 0;
 	}

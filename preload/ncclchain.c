@@ -522,5 +522,8 @@ static void nccl_init(const struct nvlp_config *cfg)
 {
 	nvlp_nccl_plugin_env(cfg->nccl_plugin);
 }
-static const struct nvlp_module nccl_module = {.name = "nccl", .init = nccl_init};
+static const struct nvlp_module nccl_module = {.name = "nccl",
+                                              .init = nccl_init,
+                                              .flush = nvlp_np_flush,
+                                              .atfork_child = nvlp_np_atfork_child};
 NVLP_MODULE(NCCL, nccl_module)

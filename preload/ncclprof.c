@@ -10,13 +10,23 @@
  * Kernel channels (KernelCh, on unless NVLPROF_KCH=0): NCCL's kernels write a GPU globaltimer
  * stamp when each channel's work starts and stops into host-mapped memory, and NCCL's proxy thread
  * reports them here: startEvent(KernelCh, parent = our collective handle, pTimer = start), then
- * recordEventState(KernelChStop, pTimer = stop), then stopEvent. Each channel becomes one KCH
- * record, so every collective has a GPU time without CUPTI kernel tracing (the analyzer takes the
- * longest channel, and converts globaltimer to the trace clock: kernelch.c). Handles come from
+ * recordEventState(KernelChStop, pTimer = stop), then stopEvent. A collective's channels are folded
+ * into one KCOLL record (their earliest start, latest stop, and how many had no usable stamps), so
+ * every collective has a GPU time without CUPTI kernel tracing (the analyzer converts globaltimer
+ * to the trace clock: kernelch.c); NVLPROF_KCH=channels writes one KCH record per channel instead
+ * (24 channels of an NVLink AllReduce were ~240 trace bytes a collective, a KCOLL ~20). Handles come from
  * fixed rings per communicator (no allocation on NCCL's threads); a collective handle is reused
  * KCH_COLLS collectives later, so a channel of a graph replayed after that many collectives on one
  * communicator is attributed to a later one (its seq is then wrong; noted in README). A channel
  * NCCL never stops is recorded NOSTOP when its slot is reused or at finalize.
+ *
+ * Folding (under the communicator's mutex: NCCL's proxy thread reports the channels, the job's
+ * thread reuses a collective's handle): a collective's record is written when its nChannels
+ * channels are in; when the communicator's next collective reports its first channel (a channel
+ * of it that comes later is written as a record of its own, part 1, 2 ...); when a channel comes
+ * again (a CUDA graph's next replay: a new execution, part 0); when its handle is reused; at
+ * finalize; and at the end of the trace (the module's flush). The analyzer folds the parts of one
+ * execution as it folds channels, so the figures are those of per-channel records.
  *
  * NCCL passes its own communicator hash, not the ncclComm_t. The shim's hash is found from the
  * ncclComm_t of the calling thread's latest collective (set by the collective wrappers before the
@@ -52,6 +62,16 @@ struct coll_h {
 	uint64_t type; /* PROFILE_COLL */
 	uint64_t seq, fn;
 	struct pctx *ctx;
+	/* KCOLL: its channels folded so far (under ctx->mu) */
+	uint64_t gen;     /* 1 + its place in the communicator's collectives (0: slot unused) */
+	uint64_t seen[4]; /* channel ids (0..255) of its current execution */
+	uint64_t xgs;     /* the earliest start of its current execution (0: none yet) */
+	uint64_t gs, ge, host;
+	uint32_t want; /* nChannels NCCL gave it (0: unknown) */
+	uint32_t got;  /* channels folded into the record not yet written */
+	uint32_t done; /* channels of the current execution already written */
+	uint32_t part; /* records of the current execution written */
+	uint32_t zero, reversed, nostop;
 };
 struct kch_h {
 	uint64_t type;  /* PROFILE_KERNEL_CH */
@@ -59,6 +79,8 @@ struct kch_h {
 	uint32_t channel;
 	uint64_t seq, fn, gpu_start, gpu_stop, flags;
 	struct pctx *ctx;
+	struct coll_h *parent; /* KCOLL: folded into it while parent->gen is still gen */
+	uint64_t gen;
 };
 enum { KS_FREE = 0, KS_STARTED = 1, KS_EMITTING = 2 };
 #define KCH_COLLS 4096  /* collective handles per communicator (power of two) */
@@ -69,6 +91,9 @@ struct pctx {
 	uint64_t comm;      /* the shim's hash, once known (atomic) */
 	int rank, nranks;
 	int kch;            /* KernelCh activated */
+	int fold;           /* ... and folded into KCOLL records (NVLPROF_KCH=1) */
+	pthread_mutex_t mu; /* the collectives' folding state (fold) */
+	struct pctx *next;  /* in kch_proc's list (fold) */
 	uint64_t next_coll, next_kch;
 	struct coll_h *colls; /* KCH_COLLS, or NULL without KernelCh */
 	struct kch_h *kchs;   /* KCH_SLOTS */
@@ -77,7 +102,15 @@ struct pctx {
 
 /* CLOCK pairs for the globaltimer fit: at most one per KCH_CLOCK_NS per process. */
 #define KCH_CLOCK_NS 100000000ull
-static uint64_t kch_next_clock;
+
+/* The process's kernel-channel state: when the next CLOCK pair is due; the contexts that fold
+ * channels, for the flush at the end of the trace (forgotten in a fork child: they are the parent
+ * NCCL's), under mu. */
+static struct {
+	uint64_t next_clock;
+	pthread_mutex_t mu;
+	struct pctx *head;
+} kch_proc = {0, PTHREAD_MUTEX_INITIALIZER, NULL};
 
 /* Strings NCCL passes are its own constants: their ids (or fn) are cached by pointer. Readers are
  * lock-free (a slot's value is written before its key is published); inserts take a mutex. The
@@ -183,6 +216,14 @@ ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char
 			c->colls = NULL, c->kchs = NULL;
 		}
 	}
+	c->fold = c->kch && nvlp_cfg()->kch == NVLP_KCH_COLL;
+	if (c->fold) {
+		pthread_mutex_init(&c->mu, NULL);
+		pthread_mutex_lock(&kch_proc.mu);
+		c->next = kch_proc.head;
+		kch_proc.head = c;
+		pthread_mutex_unlock(&kch_proc.mu);
+	}
 	*context = c;
 	if (mask)
 		*mask = PROFILE_COLL | (c->kch ? PROFILE_KERNEL_CH : 0);
@@ -215,6 +256,8 @@ static uint64_t ctx_comm(struct pctx *c)
 	return comm;
 }
 
+static void kch_clock_pair(uint64_t now, uint64_t gpu_stop);
+
 static void kch_emit(struct kch_h *h, uint64_t flags)
 {
 	struct pctx *c = h->ctx;
@@ -242,13 +285,19 @@ static void kch_emit(struct kch_h *h, uint64_t flags)
 	} else {
 		nvlp_emit(NVLP_K_KCH, &r, NULL, 0);
 	}
-	/* the fit's pairs: (when the host learnt of a stop, that stop) bound the GPU clock's offset
-	 * from above; a CLOCK_REALTIME pair beside it gives the usual time base (kernelch.c) */
-	uint64_t next = __atomic_load_n(&kch_next_clock, __ATOMIC_RELAXED);
-	if (!(flags & (NVLP_KCH_ZERO | NVLP_KCH_REVERSED | NVLP_KCH_NOSTOP)) && now >= next &&
-	    __atomic_compare_exchange_n(&kch_next_clock, &next, now + KCH_CLOCK_NS, 0,
+	if (!(flags & (NVLP_KCH_ZERO | NVLP_KCH_REVERSED | NVLP_KCH_NOSTOP)))
+		kch_clock_pair(now, h->gpu_stop);
+}
+
+/* The fit's pairs: (when the host learnt of a stop, that stop) bound the GPU clock's offset from
+ * above; a CLOCK_REALTIME pair beside it gives the usual time base (kernelch.c). */
+static void kch_clock_pair(uint64_t now, uint64_t gpu_stop)
+{
+	uint64_t next = __atomic_load_n(&kch_proc.next_clock, __ATOMIC_RELAXED);
+	if (now >= next &&
+	    __atomic_compare_exchange_n(&kch_proc.next_clock, &next, now + KCH_CLOCK_NS, 0,
 	                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		struct nvlp_rec_clock k = {.source = NVLP_CLOCK_KCH, .mono = now, .other = h->gpu_stop};
+		struct nvlp_rec_clock k = {.source = NVLP_CLOCK_KCH, .mono = now, .other = gpu_stop};
 		nvlp_emit(NVLP_K_CLOCK, &k, NULL, 0);
 		struct timespec ts;
 		uint64_t m0 = nvlp_now();
@@ -262,6 +311,168 @@ static void kch_emit(struct kch_h *h, uint64_t flags)
 	}
 }
 
+/* ---- KCOLL: a collective's channels folded into one record (NVLPROF_KCH=1) ---- */
+
+/* Write what p holds of its current execution (ctx->mu held); p is then empty but still knows
+ * which channels that execution had. */
+static void kcoll_emit(struct pctx *c, struct coll_h *p)
+{
+	uint64_t now = nvlp_now();
+	struct nvlp_rec_kcoll r = {
+	    .comm = ctx_comm(c),
+	    .seq = p->seq,
+	    .fn = p->fn,
+	    .chans = p->got,
+	    .gpu_start = p->gs,
+	    .gpu_stop = p->ge,
+	    .host = p->host ? p->host : now,
+	    .zero = p->zero,
+	    .reversed = p->reversed,
+	    .nostop = p->nostop,
+	    .part = p->part,
+	    .nccl_comm = c->nccl_comm,
+	};
+	nvlp_emit(NVLP_K_KCOLL, &r, NULL, 0); /* one a collective: no need for emit_reserve */
+	if (p->ge)
+		kch_clock_pair(p->host, p->ge); /* the last good channel's report bounds every stop */
+	p->done += p->got;
+	if (p->part < NVLP_KCOLL_PART_ALONE - 1)
+		p->part++;
+	p->got = p->zero = p->reversed = p->nostop = 0;
+	p->gs = p->ge = p->host = 0;
+}
+
+/* The channel's stamps are usable (as the analyzer reads a KCH) */
+static int kch_stamped(const struct kch_h *h, uint64_t flags)
+{
+	return !(flags & NVLP_KCH_NOSTOP) && h->gpu_start && h->gpu_stop &&
+	       h->gpu_stop >= h->gpu_start && h->gpu_stop - h->gpu_start <= NVLP_KCH_MAX_NS;
+}
+
+/* One channel into p's record: its stamps, or why it has none. */
+static void kcoll_add(struct coll_h *p, const struct kch_h *h, uint64_t flags, uint64_t now)
+{
+	p->got++;
+	if (flags & NVLP_KCH_NOSTOP) {
+		p->nostop++;
+	} else if (!h->gpu_start || !h->gpu_stop) {
+		p->zero++;
+	} else if (!kch_stamped(h, flags)) {
+		p->reversed++;
+	} else {
+		if (!p->gs || h->gpu_start < p->gs)
+			p->gs = h->gpu_start;
+		if (h->gpu_stop > p->ge)
+			p->ge = h->gpu_stop;
+		if (now > p->host)
+			p->host = now;
+		if (!p->xgs || h->gpu_start < p->xgs)
+			p->xgs = h->gpu_start;
+	}
+}
+
+/* A record of h alone (part NVLP_KCOLL_PART_ALONE + its channel: it never repeats a part of its
+ * execution, so the analyzer folds it into the execution its stamps lie in). ctx->mu held. */
+static void kcoll_alone(struct pctx *c, const struct kch_h *h, uint64_t flags, uint64_t now)
+{
+	struct coll_h one = {.seq = h->seq, .fn = h->fn,
+	                     .part = NVLP_KCOLL_PART_ALONE + (h->channel & 127)};
+	kcoll_add(&one, h, flags, now);
+	kcoll_emit(c, &one);
+}
+
+static int kcoll_seen(const struct coll_h *p, unsigned ch)
+{
+	return (int)(p->seen[ch >> 6] >> (ch & 63) & 1);
+}
+
+/* A channel ended (or never will: NOSTOP): folded into its collective's record, which is written
+ * once complete. The caller owns h (KS_EMITTING). */
+static void kch_fold(struct kch_h *h, uint64_t flags)
+{
+	struct pctx *c = h->ctx;
+	if (h->flags & NVLP_KCH_NOPARENT) {
+		kch_emit(h, flags); /* no collective to fold into: a KCH record, as before */
+		return;
+	}
+	uint64_t now = nvlp_now();
+	unsigned ch = h->channel & 255;
+	pthread_mutex_lock(&c->mu);
+	struct coll_h *p = h->parent;
+	if (!p || p->gen != h->gen || /* its collective's handle was reused meanwhile */
+	    /* or it ended before the collective's current execution began: a channel of the
+	     * execution before, reported after the next one's (a CUDA graph's replays) */
+	    (p->xgs && kch_stamped(h, flags) && h->gpu_stop < p->xgs)) {
+		kcoll_alone(c, h, flags, now);
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	int first = !(p->seen[0] | p->seen[1] | p->seen[2] | p->seen[3]);
+	if (kcoll_seen(p, ch)) { /* this channel again: the collective's next execution (a replay) */
+		if (p->got)
+			kcoll_emit(c, p);
+		memset(p->seen, 0, sizeof p->seen);
+		p->done = p->part = 0;
+		p->xgs = 0;
+		first = 1;
+	}
+	if (first && p->gen > 1) { /* the collective before it is over: its record goes now */
+		struct coll_h *q = &c->colls[(p->gen - 2) & (KCH_COLLS - 1)];
+		if (q->gen == p->gen - 1 && q->got)
+			kcoll_emit(c, q);
+	}
+	p->seen[ch >> 6] |= 1ull << (ch & 63);
+	kcoll_add(p, h, flags, now);
+	if (p->want && p->done + p->got >= p->want)
+		kcoll_emit(c, p);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Every record c still holds (c->mu held) */
+static void kcoll_emit_all(struct pctx *c)
+{
+	for (unsigned i = 0; i < KCH_COLLS; i++)
+		if (c->colls[i].got)
+			kcoll_emit(c, &c->colls[i]);
+}
+
+/* Take mu within about 10 ms, or give up (the end of a trace never waits on a thread that a
+ * signal stopped while it held the lock). */
+static int lock_bounded(pthread_mutex_t *mu)
+{
+	for (int i = 0; i < 200; i++) {
+		if (!pthread_mutex_trylock(mu))
+			return 1;
+		struct timespec ts = {0, 50000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+void nvlp_np_flush(void)
+{
+	if (!lock_bounded(&kch_proc.mu))
+		return;
+	for (struct pctx *c = kch_proc.head; c; c = c->next)
+		if (lock_bounded(&c->mu)) {
+			kcoll_emit_all(c);
+			pthread_mutex_unlock(&c->mu);
+		}
+	pthread_mutex_unlock(&kch_proc.mu);
+}
+
+/* A fork child (only this thread runs): a context's mutex may have been held by a thread that is
+ * gone here, so the child's copies of the parent's contexts never fold (a child that calls NCCL
+ * through them gets KCH records, as with NVLPROF_KCH=channels), and what they hold is the
+ * parent's to write. */
+void nvlp_np_atfork_child(void)
+{
+	for (struct pctx *c = kch_proc.head; c; c = c->next)
+		c->fold = 0;
+	kch_proc.head = NULL;
+	pthread_mutex_init(&kch_proc.mu, NULL);
+}
+
 /* A channel started: take the next slot of the ring (recording a channel that never stopped,
  * if that slot still holds one). */
 static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
@@ -270,9 +481,12 @@ static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
 	struct kch_h *h = &c->kchs[i & (KCH_SLOTS - 1)];
 	uint32_t st = KS_STARTED;
 	if (__atomic_compare_exchange_n(&h->state, &st, KS_EMITTING, 0, __ATOMIC_ACQUIRE,
-	                                __ATOMIC_RELAXED))
-		kch_emit(h, NVLP_KCH_NOSTOP);
-	else if (st == KS_EMITTING)
+	                                __ATOMIC_RELAXED)) {
+		if (c->fold)
+			kch_fold(h, NVLP_KCH_NOSTOP);
+		else
+			kch_emit(h, NVLP_KCH_NOSTOP);
+	} else if (st == KS_EMITTING)
 		return; /* another thread is recording the old one: drop this channel */
 	struct coll_h *p = d->parentObj;
 	h->type = PROFILE_KERNEL_CH;
@@ -281,11 +495,21 @@ static void kch_start(struct pctx *c, void **handle, nvlp_nccl_descr_v5 *d)
 	h->gpu_start = d->kernelCh.pTimer;
 	h->gpu_stop = 0;
 	h->flags = 0;
-	/* the slot may be refilled by the next KCH_COLLS-th collective meanwhile: atomic reads */
+	h->parent = NULL;
+	h->gen = 0;
+	/* the slot may be refilled by the next KCH_COLLS-th collective meanwhile: atomic reads, or
+	 * under the lock that refilling takes when folding */
 	if (p >= c->colls && p < c->colls + KCH_COLLS &&
 	    __atomic_load_n(&p->type, __ATOMIC_ACQUIRE) == PROFILE_COLL) {
+		if (c->fold)
+			pthread_mutex_lock(&c->mu);
 		h->seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
 		h->fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
+		if (c->fold) {
+			h->parent = p;
+			h->gen = p->gen;
+			pthread_mutex_unlock(&c->mu);
+		}
 	} else {
 		h->seq = 0, h->fn = 0;
 		h->flags = NVLP_KCH_NOPARENT;
@@ -337,8 +561,20 @@ static ncclResult_t np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d
 		/* the parent of this collective's channels */
 		uint64_t i = __atomic_fetch_add(&c->next_coll, 1, __ATOMIC_RELAXED);
 		struct coll_h *h = &c->colls[i & (KCH_COLLS - 1)];
+		if (c->fold) {
+			pthread_mutex_lock(&c->mu);
+			if (h->got) /* the collective KCH_COLLS before it: what it has, now */
+				kcoll_emit(c, h);
+			memset(h->seen, 0, sizeof h->seen);
+			h->done = h->part = 0;
+			h->xgs = 0;
+			h->gen = i + 1;
+			h->want = d->coll.nChannels;
+		}
 		__atomic_store_n(&h->seq, r.seq, __ATOMIC_RELAXED);
 		__atomic_store_n(&h->fn, r.fn, __ATOMIC_RELAXED);
+		if (c->fold)
+			pthread_mutex_unlock(&c->mu);
 		h->ctx = c;
 		__atomic_store_n(&h->type, (uint64_t)PROFILE_COLL, __ATOMIC_RELEASE);
 		*handle = h;
@@ -365,8 +601,12 @@ static ncclResult_t np_stop(void *handle)
 	if (!__atomic_compare_exchange_n(&h->state, &st, KS_EMITTING, 0, __ATOMIC_ACQUIRE,
 	                                 __ATOMIC_RELAXED))
 		return ncclSuccess; /* already recorded (reused as NOSTOP) */
-	if (nvlp_is_active())
-		kch_emit(h, 0);
+	if (nvlp_is_active()) {
+		if (h->ctx->fold)
+			kch_fold(h, 0);
+		else
+			kch_emit(h, 0);
+	}
 	__atomic_store_n(&h->state, KS_FREE, __ATOMIC_RELEASE);
 	return ncclSuccess;
 }
@@ -396,10 +636,28 @@ ncclResult_t nvlp_np_finalize(void *context)
 	if (c && c->kch && nvlp_is_active())
 		for (unsigned i = 0; i < KCH_SLOTS; i++) {
 			uint32_t st = KS_STARTED;
-			if (__atomic_compare_exchange_n(&c->kchs[i].state, &st, KS_EMITTING, 0,
-			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			if (!__atomic_compare_exchange_n(&c->kchs[i].state, &st, KS_EMITTING, 0,
+			                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				continue;
+			if (c->fold)
+				kch_fold(&c->kchs[i], NVLP_KCH_NOSTOP);
+			else
 				kch_emit(&c->kchs[i], NVLP_KCH_NOSTOP);
 		}
+	if (c && c->fold) {
+		pthread_mutex_lock(&kch_proc.mu);
+		for (struct pctx **pp = &kch_proc.head; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+		pthread_mutex_unlock(&kch_proc.mu);
+		pthread_mutex_lock(&c->mu);
+		if (nvlp_is_active())
+			kcoll_emit_all(c);
+		pthread_mutex_unlock(&c->mu);
+		pthread_mutex_destroy(&c->mu);
+	}
 	if (c) {
 		free(c->colls);
 		free(c->kchs);

@@ -13,6 +13,10 @@ ncclResult_t nvlp_np_stop(void *handle);
 ncclResult_t nvlp_np_state(void *handle, ncclProfilerEventState_v5_t state,
                            ncclProfilerEventStateArgs_v5_t *args);
 ncclResult_t nvlp_np_finalize(void *context);
+/* The end of the trace (the NCCL module's flush): every collective's record not yet written. */
+void nvlp_np_flush(void);
+/* A fork child: the parent's contexts are not this process's to flush. */
+void nvlp_np_atfork_child(void);
 
 /* The table NCCL 2.28+ finds (exported by ncclchain.c); the v4 table (ncclvers.c) calls it. */
 extern ncclProfiler_v5_t ncclProfiler_v5;

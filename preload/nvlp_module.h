@@ -38,12 +38,14 @@ struct nvlp_module {
  * The modules, in the order every hook walks them (top first). The order is part of the design:
  * - init: cupti first (CUDA_INJECTION64_PATH set before anything may bring CUDA up), then capture
  *   (NVTX_INJECTION64_PATH and the capture range), then the NCCL plugin (NCCL_PROFILER_PLUGIN).
- * - the end: cupti's flush is the only flush, and it runs first, while recording is on: its
- *   records go through the rings (a CUPTI flush hung at abort was once seen: it must not run after
- *   the drain started); then recording stops; then pystacks' stop ends the Python sampler, whose
- *   last chains are in before the final drain (rt_writer.c).
- * - fork child: cupti forgets CUDA (the only module with an atfork hook of the core's; pystacks
- *   registers its own pthread_atfork when its sampler starts).
+ * - the end: cupti's flush runs first, while recording is on: its records go through the rings
+ *   (a CUPTI flush hung at abort was once seen: it must not run after the drain started); then
+ *   the NCCL plugin's, which writes the collectives' channel records not yet written (never
+ *   waiting more than ~10 ms for a lock); then recording stops; then pystacks' stop ends the
+ *   Python sampler, whose last chains are in before the final drain (rt_writer.c).
+ * - fork child: cupti forgets CUDA, the NCCL plugin its parent's communicators (the modules with
+ *   an atfork hook of the core's; pystacks registers its own pthread_atfork when its sampler
+ *   starts).
  * Adding a module: one line here (its place in the order), a table in its file, NVLP_MODULE.
  */
 #define NVLP_MODULES(X)                                                                            \

@@ -61,7 +61,7 @@ struct nvlp_config {
 	char capture_name[256]; /* the NVTX range's message for capture 2 */
 	long pysample_hz;  /* NVLPROF_PYSAMPLE_HZ (default 10, 0 = off): Python chains sampled */
 	int driver;        /* NVLPROF_DRIVER (default 1): driver-API callbacks (cupti/callbacks.c) */
-	int kch;           /* NVLPROF_KCH (default 1): NCCL's kernel-channel events (ncclprof.c) */
+	int kch;           /* NVLPROF_KCH: NCCL's kernel-channel events (ncclprof.c), enum nvlp_kch_mode */
 	char kernels[128]; /* NVLPROF_KERNELS as set ("" = NVLP_KERNELS_DEFAULT) */
 	struct nvlp_kernels_cfg km; /* NVLPROF_KERNELS parsed (preload/rt_config_kernels.c) */
 	int pywalk;        /* NVLPROF_PYWALK (default 1; a value starting with 0 turns it off) */
@@ -70,6 +70,9 @@ struct nvlp_config {
 	/* NVLPROF_TEST_CGROUP_EVENTS (tests): a stand-in for memory.events ("" = none) */
 	char test_cgroup_events[4096];
 };
+/* NVLPROF_KCH: off (0), one KCOLL record per collective (1, the default), one KCH record per
+ * channel (channels; the header's capture key says kch=2) */
+enum nvlp_kch_mode { NVLP_KCH_OFF = 0, NVLP_KCH_COLL = 1, NVLP_KCH_CHANNELS = 2 };
 enum nvlp_pywalk_test {
 	NVLP_PYWALK_TEST_NONE,
 	NVLP_PYWALK_SKEW,

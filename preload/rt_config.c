@@ -33,7 +33,7 @@ static struct nvlp_config cfg = {
     .nvtx = 1,
     .pysample_hz = 10,
     .driver = 1,
-    .kch = 1,
+    .kch = NVLP_KCH_COLL,
     .pywalk = 1,
 };
 /* Config problems, kept to be written as NOTE(CONFIG) once a trace exists. */
@@ -71,6 +71,23 @@ static void cfg_bool(const char *var, int *out)
 	char def[8];
 	snprintf(def, sizeof def, "%d", *out);
 	cfg_bad(var, v, "0 or 1", def);
+}
+
+/* NVLPROF_KCH: 1 one KCOLL record per collective (default), channels one KCH per channel, 0 off */
+static void cfg_kch(void)
+{
+	const char *v = getenv("NVLPROF_KCH");
+	if (!v || !*v)
+		return;
+	if (!strcmp(v, "0") || !strcmp(v, "1")) {
+		cfg.kch = v[0] == '1' ? NVLP_KCH_COLL : NVLP_KCH_OFF;
+		return;
+	}
+	if (!strcmp(v, "channels")) {
+		cfg.kch = NVLP_KCH_CHANNELS;
+		return;
+	}
+	cfg_bad("NVLPROF_KCH", v, "0, 1 or channels", "1");
 }
 
 static void cfg_long(const char *var, long *out, long lo, long hi)
@@ -175,7 +192,7 @@ void nvlp_cfg_parse(void)
 	cfg_bool("NVLPROF_NVTX", &cfg.nvtx);
 	cfg_long("NVLPROF_PYSAMPLE_HZ", &cfg.pysample_hz, 0, 1000);
 	cfg_bool("NVLPROF_DRIVER", &cfg.driver);
-	cfg_bool("NVLPROF_KCH", &cfg.kch);
+	cfg_kch();
 	const char *k = getenv("NVLPROF_KERNELS");
 	snprintf(cfg.kernels, sizeof cfg.kernels, "%s", k ? k : "");
 	nvlp_cfg_kernels(cfg.kernels, &cfg.km);

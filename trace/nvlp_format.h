@@ -36,7 +36,7 @@
  * readers of the same major skip it); the major only when an encoding changes. */
 #define NVLP_FORMAT_OLDEST 1u
 #define NVLP_FORMAT_VERSION 2u
-#define NVLP_FORMAT_MINOR 0u
+#define NVLP_FORMAT_MINOR 1u
 #define NVLP_SCHEMA_CODE 0u    /* kind code of the schema record (first record of a version 2 file) */
 #define NVLP_MAX_FILE_KINDS 256 /* kind codes a schema may declare: 1..255 */
 #define NVLP_MAX_FILE_FIELDS 64 /* fields a schema may declare for one kind */
@@ -175,6 +175,26 @@ enum nvlp_ftype {
 	F(X, comm) F(U, seq) F(U, channel) F(U, gpu_start) F(U, gpu_stop) F(T, host) F(U, flags)    \
 	F(X, nccl_comm) F(U, fn)
 
+/* One NCCL collective's kernel channels, folded by the shim as NCCL's proxy thread reports them
+ * (written since format 2.1 by default; NVLPROF_KCH=channels writes one KCH per channel instead):
+ * one record stands for chans channels, of which zero, reversed and nostop had no usable stamps
+ * (what KCH's flags of those names say of one channel); gpu_start / gpu_stop = the earliest start
+ * and the latest stop of the others (GPU globaltimer, ns; 0 when none); host = the shim's clock
+ * when the last of them was reported (when the record was written if none). part: 0 for the first
+ * record of one execution of the collective (a CUDA graph replays it: one more execution), k for
+ * its k-th record written later (channels reported after the first was written), 128 + the
+ * channel for a channel whose collective's handle NCCL had already reused. comm, nccl_comm, seq
+ * and fn as in KCH. A collective is usually one record, written when its nChannels channels are
+ * in, when the communicator's next collective reports its first channel, or at the end. */
+#define NVLP_FIELDS_KCOLL(F)                                                                       \
+	F(X, comm) F(U, seq) F(U, fn) F(U, chans) F(U, gpu_start) F(U, gpu_stop) F(T, host)         \
+	F(U, zero) F(U, reversed) F(U, nostop) F(U, part) F(X, nccl_comm)
+/* KCOLL.part of a channel whose collective handle was reused: this + its channel id (< 128) */
+#define NVLP_KCOLL_PART_ALONE 128u
+/* A channel longer than this is not a real stamp pair (counted reversed, by the shim folding
+ * KCOLL and by the analyzer reading KCH alike). */
+#define NVLP_KCH_MAX_NS 60000000000ull
+
 /* A window of CUPTI kernel and copy tracing (NVLPROF_KERNELS=window:ON/PERIOD): [start, start+dur]
  * had kernels traced; period = the configured period (ns); kinds = how many activity kinds. */
 #define NVLP_FIELDS_KWINDOW(F) F(T, start) F(U, dur) F(U, period) F(U, kinds)
@@ -301,7 +321,8 @@ enum nvlp_ftype {
 	R(NCCLCOMM, ncclcomm, 0, NVLP_FIELDS_NCCLCOMM)                                             \
 	R(INFLIGHT, inflight, 0, NVLP_FIELDS_INFLIGHT)                                             \
 	R(FATAL, fatal, 1, NVLP_FIELDS_FATAL)                                                      \
-	R(COST, cost, 0, NVLP_FIELDS_COST)
+	R(COST, cost, 0, NVLP_FIELDS_COST)                                                         \
+	R(KCOLL, kcoll, 0, NVLP_FIELDS_KCOLL)
 
 /* enum nvlp_kind: NVLP_K_HEADER = 1, ... (0 is never a valid kind). */
 enum nvlp_kind {
@@ -675,7 +696,8 @@ enum nvlp_clock_source {
 	C(EXITINFO, reason, "NVLP_END_REASONS")                                                    \
 	C(INFLIGHT, kind, "a record kind: NCCL or COPY")                                           \
 	C(INFLIGHT, fn, "NVLP_NCCL_FUNCS or NVLP_CUDA_FUNCS, by kind")                             \
-	C(FATAL, code, "siginfo si_code")
+	C(FATAL, code, "siginfo si_code")                                                          \
+	C(KCOLL, fn, "NVLP_NCCL_FUNCS")
 
 /* cudaError_t values the analyzer reads in rc fields. */
 #define NVLP_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED 704

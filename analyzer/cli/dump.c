@@ -56,6 +56,9 @@ static const char *record_name(const nvlp_reader *r, const struct nvlp_record *r
 		return nvlp_nccl_fn_name((unsigned)f[0]);
 	case NVLP_K_NCCLPROF:
 		return nvlp_nccl_fn_name((unsigned)((const struct nvlp_rec_ncclprof *)f)->fn);
+	case NVLP_K_KCOLL:
+		s = nvlp_nccl_fn_name((unsigned)((const struct nvlp_rec_kcoll *)f)->fn);
+		return s ? s : "kcoll";
 	case NVLP_K_COPY:
 	case NVLP_K_MANAGED:
 	case NVLP_K_PEER:

@@ -119,6 +119,18 @@ void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 		                        an_nccl_func((uint8_t)k->fn)};
 }
 
+void an_graphs_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k)
+{
+	if (k->zero + k->reversed + k->nostop >= k->chans || !k->gpu_start ||
+	    k->gpu_stop < k->gpu_start || k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS)
+		return; /* dropped as kernelch.c drops them */
+	struct an_graph_file *d = gfile(r);
+	struct an_gstamp *s = d ? PUSH(d->k, d->nk, d->capk) : NULL;
+	if (s)
+		*s = (struct an_gstamp){k->comm, k->seq, k->gpu_start, k->gpu_stop,
+		                        an_nccl_func((uint8_t)k->fn)};
+}
+
 void an_graphs_file_io(struct an_pio *io, struct an_rank *r)
 {
 	uint8_t have = r->graph_file != NULL;

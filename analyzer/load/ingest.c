@@ -417,6 +417,21 @@ static int an_ingest_kch(struct lctx *c)
 	an_graphs_on_kch(c->r, k); /* per-execution times of captured collectives */
 	return 0;
 }
+/* One collective's channels folded by the shim (KCOLL): as its channels' KCH records would be */
+static int an_ingest_kcoll(struct lctx *c)
+{
+	const struct nvlp_rec_kcoll *k = (const void *)c->rec->f;
+	struct an_rank *r = c->r;
+	alive_at(r, k->host);
+	if (k->nostop) { /* the hang's evidence: still running on the GPU */
+		r->kch_nostop += k->nostop;
+		r->kch_nostop_seq = k->seq > UINT32_MAX ? UINT32_MAX : (uint32_t)k->seq;
+		r->kch_nostop_fn = k->fn < NVLP_NCCL_FN_COUNT ? (uint8_t)k->fn : 0;
+	}
+	an_kch_on_kcoll(r, k);
+	an_graphs_on_kcoll(r, k);
+	return 0;
+}
 static int an_ingest_clock(struct lctx *c)
 {
 	const struct nvlp_rec_clock *k = (const void *)c->rec->f;
@@ -646,7 +661,8 @@ static void load_file(struct an_rank *r)
 	free(c.longs);
 	an_kch_file_end(r);
 	/* what kernelch.c and graphs.c will not read (they take traces with their kinds only) */
-	if (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KWINDOW])
+	if (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KCOLL] &&
+	    !r->kind_count[NVLP_K_KWINDOW])
 		an_kch_file_free(r);
 	if (!r->kind_count[NVLP_K_GRAPH] && !r->kind_count[NVLP_K_GPUGRAPH])
 		an_graphs_file_free(r);

@@ -38,6 +38,28 @@ static struct an_kch_file *kfile(struct an_rank *r)
 	return r->kch_file && !r->kch_file->full ? r->kch_file : NULL;
 }
 
+/* One entry kept: ch a channel (KCH) or a part (KCOLL), standing for n channels */
+static void keep(struct an_kch_file *d, uint64_t comm, uint64_t nccl_comm, uint64_t seq,
+                 uint64_t fn, uint64_t gs, uint64_t ge, uint64_t host, uint32_t ch, uint32_t n)
+{
+	struct an_kch_chan *x = PUSH(d->k, d->nk, d->capk);
+	if (!x) {
+		d->full = 1;
+		return;
+	}
+	*x = (struct an_kch_chan){comm ? comm : map_comm(d, nccl_comm),
+	                          seq,
+	                          gs,
+	                          ge,
+	                          host,
+	                          ch,
+	                          1,
+	                          an_nccl_func((uint8_t)fn),
+	                          n};
+	if (!x->comm)
+		x->comm = nccl_comm | 1ull << 63; /* resolved at the end of the file */
+}
+
 void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 {
 	struct an_kch_file *d = kfile(r);
@@ -61,21 +83,39 @@ void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 		d->reversed++;
 		return;
 	}
-	struct an_kch_chan *x = PUSH(d->k, d->nk, d->capk);
-	if (!x) {
-		d->full = 1;
+	keep(d, k->comm, k->nccl_comm, k->seq, k->fn, k->gpu_start, k->gpu_stop, k->host,
+	     (uint32_t)k->channel, 1);
+}
+
+void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k)
+{
+	struct an_kch_file *d = kfile(r);
+	if (!d)
+		return;
+	/* counted as the channels' own KCH records are (a corrupt count is bounded: NCCL has at
+	 * most 64 channels, a collective's record never stands for more than 256) */
+	uint64_t zero = k->zero, rev = k->reversed, nostop = k->nostop;
+	uint64_t chans = k->chans > 256 ? 256 : k->chans;
+	zero = zero > chans ? chans : zero;
+	rev = rev > chans - zero ? chans - zero : rev;
+	nostop = nostop > chans - zero - rev ? chans - zero - rev : nostop;
+	uint64_t good = chans - zero - rev - nostop;
+	d->channels += chans;
+	d->zero += zero;
+	d->reversed += rev;
+	d->nostop += nostop;
+	if (!good)
+		return;
+	if (!k->gpu_start || !k->gpu_stop) {
+		d->zero += good;
 		return;
 	}
-	*x = (struct an_kch_chan){k->comm ? k->comm : map_comm(d, k->nccl_comm),
-	                          k->seq,
-	                          k->gpu_start,
-	                          k->gpu_stop,
-	                          k->host,
-	                          (uint32_t)k->channel,
-	                          1,
-	                          an_nccl_func((uint8_t)k->fn)};
-	if (!x->comm)
-		x->comm = k->nccl_comm | 1ull << 63; /* resolved at the end of the file */
+	if (k->gpu_stop < k->gpu_start || k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS) {
+		d->reversed += good;
+		return;
+	}
+	keep(d, k->comm, k->nccl_comm, k->seq, k->fn, k->gpu_start, k->gpu_stop, k->host,
+	     (uint32_t)(k->part & 255), (uint32_t)good);
 }
 
 void an_kch_on_clock(struct an_rank *r, const struct nvlp_rec_clock *c)

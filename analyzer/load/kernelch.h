@@ -7,21 +7,27 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
 
+#include "nvlp_format.h" /* NVLP_KCH_MAX_NS */
+
 struct an_rank;
 struct an_pio;
 struct nvlp_rec_kch;
+struct nvlp_rec_kcoll;
 struct nvlp_rec_clock;
 struct nvlp_rec_ncclprof;
 struct nvlp_rec_kwindow;
 
 /* A channel longer than this is not a real stamp pair. */
-#define AN_KCH_MAX_NS 60000000000ull
+#define AN_KCH_MAX_NS NVLP_KCH_MAX_NS
 
-/* One KCH record kept: a channel of a collective (the shim's communicator, NCCL's seq). */
+/* One KCH record kept: a channel of a collective (the shim's communicator, NCCL's seq); or one
+ * KCOLL record: n channels folded (ch = its part: a repeated part starts the next execution, as a
+ * repeated channel does). */
 struct an_kch_chan {
 	uint64_t comm, seq, gs, ge, host;
 	uint32_t ch, share;
 	uint8_t fn;
+	uint32_t n; /* channels it stands for: 1 for KCH */
 };
 /* A CLOCK pair of source REALTIME: mono vs CLOCK_REALTIME. */
 struct an_kch_rtpair {
@@ -53,6 +59,8 @@ uint8_t an_nccl_func(uint8_t fn);
  * kernelch, kept in r->kch_file (the file is decoded once, by ingest) ---- */
 /*! A KCH record: kept, or counted as dropped (zero, reversed, never stopped, no parent). */
 void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k);
+/*! A KCOLL record: its channels counted as their KCH records would be, its span kept. */
+void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k);
 /*! A CLOCK record: its REALTIME pairs kept for the clock fit. */
 void an_kch_on_clock(struct an_rank *r, const struct nvlp_rec_clock *c);
 /*! An NCCLPROF record: NCCL's communicator hash -> the shim's. */

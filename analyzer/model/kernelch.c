@@ -66,6 +66,22 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Channels that several collectives of one fused kernel share, of the entries v[i..j) with one
+ * kernel's stamps: KCH entries are one channel each; a KCOLL entry stands for n channels, counted
+ * from channel 0 as NCCL assigns them (channel c is shared when two of the entries reach it). */
+static uint64_t shared_channels(struct an_kch_chan **v, size_t i, size_t j)
+{
+	uint64_t n = 0;
+	for (uint32_t c = 0;; c++) {
+		uint64_t k = 0;
+		for (size_t x = i; x < j; x++)
+			k += v[x]->n > c;
+		if (k < 2)
+			return n;
+		n += k;
+	}
+}
+
 /* Fused collectives: the same stamps on one channel for several seqs; each gets share = how
  * many. */
 static void mark_shared(struct an_kch_file *d, struct an_kch *s)
@@ -82,9 +98,9 @@ static void mark_shared(struct an_kch_file *d, struct an_kch *s)
 		       v[j]->gs == v[i]->gs && v[j]->ge == v[i]->ge)
 			j++;
 		if (j - i > 1) {
-			s->shared_channels += j - i;
 			for (size_t k = i; k < j; k++)
 				v[k]->share = (uint32_t)(j - i);
+			s->shared_channels += shared_channels(v, i, j);
 		}
 		i = j;
 	}
@@ -501,7 +517,8 @@ int an_kch_apply(struct an_job *job)
 	size_t ndiffs = 0, capdiffs = 0;
 	for (size_t f = 0; f < job->nranks; f++) {
 		struct an_rank *r = &job->ranks[f];
-		if (!r->ok || (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KWINDOW]))
+		if (!r->ok || (!r->kind_count[NVLP_K_KCH] && !r->kind_count[NVLP_K_KCOLL] &&
+		               !r->kind_count[NVLP_K_KWINDOW]))
 			continue;
 		struct an_kch_file *d = r->kch_file;
 		if (d) {

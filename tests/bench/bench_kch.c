@@ -1,11 +1,16 @@
-/* bench_kch.c: CPU cost of NCCL's kernel-channel (KernelCh) events in the shim's profiler plugin, ns per event, and their trace bytes. */
+/* bench_kch.c: CPU cost of NCCL's kernel-channel (KernelCh) events in the shim's profiler plugin, ns per event, and their trace bytes per collective, folded (KCOLL, the default) and per channel (NVLPROF_KCH=channels). */
 /*
  * A child runs under LD_PRELOAD of the shim (CUPTI off: no driver here) and drives the plugin
  * exactly as NCCL's proxy thread does: a Coll start per collective, then per channel a KernelCh
- * start, recordEventState(KernelChStop) and stopEvent. It times the channel events alone (one
- * "event" = the three calls of one channel) and the collective starts, and the parent takes the
- * median of ROUNDS children (8 MiB rings, writer every 20 ms: nothing dropped, which it checks). The trace's KCH bytes per record come from the last child's trace.
- * The analyzer side (kernelch.c turning the records into GPU times) is timed on that trace.
+ * start, recordEventState(KernelChStop) and stopEvent, on CHANNELS channels (an NVLink AllReduce
+ * on H200s) whose stamps scatter by up to 1.6 us inside the kernel's span, as real channels do,
+ * and collectives 10-16.4 us apart (regular stamps would flatter both ways of recording: they
+ * compress to nothing). It times the
+ * channel events alone (one "event" = the three calls of one channel) and the collective starts,
+ * and the parent takes the median of ROUNDS children (8 MiB rings, writer every 20 ms: nothing
+ * dropped, which it checks), for each way of recording, the two ways' children interleaved. The
+ * trace bytes per collective come from each way's last child's trace. The analyzer side
+ * (kernelch.c turning the records into GPU times) is timed on that trace.
  */
 #include <dirent.h> /* opendir */
 #include <dlfcn.h>  /* dlsym */
@@ -24,7 +29,7 @@
 
 #define ROUNDS 5
 #define COLLS 50000
-#define CHANNELS 8
+#define CHANNELS 24
 #define WARM 10000
 #define BATCH 1000
 
@@ -36,6 +41,18 @@ static double now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* How far inside the span channel c of the kernel starting at g starts (which 0) or stops (1) */
+static uint64_t inset(uint64_t g, int c, int which)
+{
+	if (!c)
+		return 0; /* channel 0 spans the kernel */
+	uint64_t x = g * 0x9e3779b97f4a7c15ull + (uint64_t)(c * 2 + which + 1) * 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 29;
+	return x % 1600;
 }
 
 static int child(void)
@@ -79,10 +96,10 @@ static int child(void)
 			k.type = 1 << 6;
 			k.parentObj = h;
 			k.kernelCh.channelId = (uint8_t)c;
-			k.kernelCh.pTimer = g + 10ull * c;
+			k.kernelCh.pTimer = g + inset(g, c, 0);
 			void *kh = NULL;
 			p->startEvent(ctx, &kh, &k);
-			uint64_t st[2] = {g + 5000 - 3ull * c, 0};
+			uint64_t st[2] = {g + 5000 - inset(g, c, 1), 0};
 			p->recordEventState(kh, 22, st);
 			p->stopEvent(kh);
 		}
@@ -90,7 +107,7 @@ static int child(void)
 		p->stopEvent(h);
 		t_coll += t1 - t0;
 		t_ch += t2 - t1;
-		g += 10000;
+		g += 10000 + inset(g, 1, 0) * 4; /* collectives 10-16.4 us apart, not on a grid */
 	}
 	p->finalize(ctx);
 	printf("%.3f %.3f\n", t_ch / ((double)COLLS * CHANNELS), t_coll / COLLS);
@@ -116,59 +133,74 @@ int main(int argc, char **argv)
 	*strrchr(lib, '/') = 0;
 	char *slash = strrchr(lib, '/');
 	snprintf(slash + 1, sizeof lib - (size_t)(slash + 1 - lib), "libnvlprof.so");
-	double ch[ROUNDS], co[ROUNDS];
-	char dir[PATH_MAX + 32];
-	for (int i = 0; i < ROUNDS; i++) {
-		snprintf(dir, sizeof dir, "%s/r%d", tmpl, i);
-		mkdir(dir, 0755);
+	static const char *const modes[2] = {"1", "channels"};
+	double ch[2][ROUNDS], co[2][ROUNDS];
+	char dir[2][PATH_MAX + 32];
+	for (int i = 0; i < 2 * ROUNDS; i++) {
+		int m = i % 2; /* the two ways interleaved: a slow spell of the machine hits both */
+		snprintf(dir[m], sizeof dir[m], "%s/r%d", tmpl, i);
+		mkdir(dir[m], 0755);
 		char cmd[4 * PATH_MAX];
 		snprintf(cmd, sizeof cmd,
 		         "env -u NCCL_PROFILER_PLUGIN LD_PRELOAD=%s NVLPROF_DIR='%s' NVLPROF_CUPTI=0 NVLPROF_BUFFER_KB=8192 NVLPROF_FLUSH_MS=20 "
-		         "'%s' --child",
-		         lib, dir, self);
+		         "NVLPROF_KCH=%s '%s' --child",
+		         lib, dir[m], modes[m], self);
 		FILE *p = popen(cmd, "r");
-		if (!p || fscanf(p, "%lf %lf", &ch[i], &co[i]) != 2 || pclose(p) != 0) {
+		if (!p || fscanf(p, "%lf %lf", &ch[m][i / 2], &co[m][i / 2]) != 2 || pclose(p) != 0) {
 			printf("bench_kch: child run failed (shim %s)\n", lib);
 			return 1;
 		}
 	}
-	qsort(ch, ROUNDS, sizeof ch[0], cmp_double);
-	qsort(co, ROUNDS, sizeof co[0], cmp_double);
-	printf("bench_kch: %d collectives x %d channels x %d rounds: %.1f ns per KernelCh channel "
-	       "event (start + stop state + stop, one KCH record), %.1f ns per collective start\n",
-	       COLLS, CHANNELS, ROUNDS, ch[ROUNDS / 2], co[ROUNDS / 2]);
-	/* the trace: KCH bytes, and the analyzer's pass over it */
-	char *paths[1] = {dir};
-	struct an_job job;
-	memset(&job, 0, sizeof job);
-	char err[512];
-	if (an_job_load(&job, paths, 1, 1, err, sizeof err) != 0 || job.nok != 1) {
-		printf("bench_kch: trace unreadable: %s\n", err);
-		return 1;
-	}
-	uint64_t nk = job.ranks[0].kind_count[NVLP_K_KCH], want = (uint64_t)(COLLS + WARM) * CHANNELS;
-	struct stat st;
-	DIR *dd = opendir(dir);
-	struct dirent *e;
-	double bytes = 0;
-	char path[PATH_MAX + 320];
-	while (dd && (e = readdir(dd)))
-		if (strstr(e->d_name, ".nvlp")) {
-			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-			if (stat(path, &st) == 0)
-				bytes += (double)st.st_size;
+	int bad = 0;
+	for (int m = 0; m < 2; m++) {
+		qsort(ch[m], ROUNDS, sizeof ch[m][0], cmp_double);
+		qsort(co[m], ROUNDS, sizeof co[m][0], cmp_double);
+		printf("bench_kch: NVLPROF_KCH=%s, %d collectives x %d channels x %d rounds: %.1f ns per "
+		       "KernelCh channel event (start + stop state + stop) [%.1f-%.1f], %.1f ns per "
+		       "collective start\n",
+		       modes[m], COLLS, CHANNELS, ROUNDS, ch[m][ROUNDS / 2], ch[m][0],
+		       ch[m][ROUNDS - 1], co[m][ROUNDS / 2]);
+		/* the trace: bytes per collective, and the analyzer's pass over it */
+		char *paths[1] = {dir[m]};
+		struct an_job job;
+		memset(&job, 0, sizeof job);
+		char err[512];
+		if (an_job_load(&job, paths, 1, 1, err, sizeof err) != 0 || job.nok != 1) {
+			printf("bench_kch: trace unreadable: %s\n", err);
+			return 1;
 		}
-	if (dd)
-		closedir(dd);
-	double t0 = now_ns();
-	an_kch_apply(&job);
-	double t1 = now_ns();
-	printf("bench_kch: %llu KCH records (%s), whole trace %.2f bytes per KCH record; "
-	       "analyzer: %.1f ns per KCH record (fit + match; ingest decodes the records)\n",
-	       (unsigned long long)nk, nk == want ? "none dropped" : "SOME DROPPED",
-	       bytes / (nk ? (double)nk : 1), (t1 - t0) / (nk ? (double)nk : 1));
-	an_job_free(&job);
+		uint64_t colls = (uint64_t)(COLLS + WARM);
+		uint64_t nk = job.ranks[0].kind_count[m ? NVLP_K_KCH : NVLP_K_KCOLL];
+		uint64_t want = m ? colls * CHANNELS : colls;
+		struct stat st;
+		DIR *dd = opendir(dir[m]);
+		struct dirent *e;
+		double bytes = 0;
+		char path[PATH_MAX + 320];
+		while (dd && (e = readdir(dd)))
+			if (strstr(e->d_name, ".nvlp")) {
+				snprintf(path, sizeof path, "%s/%s", dir[m], e->d_name);
+				if (stat(path, &st) == 0)
+					bytes += (double)st.st_size;
+			}
+		if (dd)
+			closedir(dd);
+		double t0 = now_ns();
+		an_kch_apply(&job);
+		double t1 = now_ns();
+		uint64_t timed = job.kch ? job.kch->collectives : 0;
+		printf("bench_kch: NVLPROF_KCH=%s, %llu %s records (%s), whole trace %.1f bytes per "
+		       "collective (%.0f MB an hour at 1,000 collectives a second); %llu collectives "
+		       "timed; analyzer: %.1f ns per collective (fit + match; ingest decodes the "
+		       "records)\n",
+		       modes[m], (unsigned long long)nk, m ? "KCH" : "KCOLL",
+		       nk == want ? "none dropped" : "SOME DROPPED", bytes / (double)colls,
+		       bytes / (double)colls * 1000 * 3600 / 1e6, (unsigned long long)timed,
+		       (t1 - t0) / (double)colls);
+		bad |= nk != want || timed != colls;
+		an_job_free(&job);
+	}
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-	return system(cmd) != 0 || nk != want;
+	return system(cmd) != 0 || bad;
 }

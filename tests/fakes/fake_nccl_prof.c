@@ -20,8 +20,14 @@
  * [launch, launch + 2 us + bytes / 64 ns] (launch: the call, or its group's end); channel c
  * starts 7c ns later and stops 3c ns earlier, so the span is exactly that. FAKE_NCCL_KCH_BAD=1
  * adds, by seq % 10: 3 a channel with a zero stamp, 5 a reversed one, 7 one that never stops;
- * seq % 50 == 11 is replayed once (a CUDA graph). FAKE_NCCL_KCH_LOG=PATH appends
- * "seq fn span share" per collective: what the analyzer must find.
+ * seq % 50 == 11 is replayed once (a CUDA graph), its last channel's stop reported after the
+ * replay's first channel's (outside a group). FAKE_NCCL_KCH_LOG=PATH appends
+ * "seq fn span share" per collective: what the analyzer must find. Collectives of 1 MiB or more
+ * run on FAKE_NCCL_KCH_CHANNELS channels (default 16), smaller ones on 2. FAKE_NCCL_KCH_JITTER=1:
+ * each channel but 0 starts and stops up to 2 us inside the span, by a hash of the kernel's start
+ * and the channel (so fused collectives still share stamps), as real channels scatter (the span
+ * stays exact). FAKE_NCCL_KCH_WANT=N: the Coll event says nChannels + N (N < 0: NCCL reports
+ * more channels than it declared; N > 0: fewer), the shim's folding must not depend on it.
  * FAKE_NCCL_PROFILER_LOG=1 prints what was loaded; FAKE_NCCL_NNODES=N: init says N nodes.
  */
 #include <dlfcn.h>   /* dlopen */
@@ -182,6 +188,47 @@ static __thread struct {
 static __thread void *gapi; /* the API group event of the calling thread's group */
 static __thread int gapi_on;
 
+/* FAKE_NCCL_KCH*, read once (a getenv per collective would be in bench_shim) */
+static int kch_on, kch_big = 16, kch_jitter, kch_want;
+__attribute__((constructor)) static void kch_init(void)
+{
+	kch_on = getenv("FAKE_NCCL_KCH") != NULL;
+	const char *v = getenv("FAKE_NCCL_KCH_CHANNELS");
+	if (v && atoi(v) > 0 && atoi(v) <= 64)
+		kch_big = atoi(v);
+	kch_jitter = getenv("FAKE_NCCL_KCH_JITTER") != NULL;
+	v = getenv("FAKE_NCCL_KCH_WANT");
+	kch_want = v ? atoi(v) : 0;
+}
+
+/* FAKE_NCCL_KCH_JITTER: how far inside the span channel ch of the kernel started at g0 starts
+ * (which = 0) or stops (1): at most 2 us and a third of the span */
+static uint64_t kch_inset(uint64_t g0, int ch, int which, uint64_t dur)
+{
+	uint64_t x = g0 * 0x9e3779b97f4a7c15ull + (uint64_t)(ch * 2 + which + 1) * 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 29;
+	uint64_t lim = dur / 3 < 2000 ? dur / 3 : 2000;
+	return lim ? x % lim : 0;
+}
+
+/* FAKE_NCCL_KCH_BAD's graph replays: the original's last channel reports its stop only after
+ * the replay's first channel did (NCCL's proxy polls channels in its own order) */
+static __thread struct {
+	void *h;
+	uint64_t stop;
+} kch_late;
+
+static void kch_stop(void *h, uint64_t stop)
+{
+	ncclProfilerEventStateArgs_v5_t st;
+	memset(&st, 0, sizeof st);
+	st.kernelCh.pTimer = stop;
+	p_state(h, ncclProfilerKernelChStop, &st);
+	p_stop(h);
+}
+
 static void kch_channels(struct ncclComm *c, void *parent, int nch, uint64_t seq, uint64_t g0,
                          uint64_t dur, int bad)
 {
@@ -194,6 +241,10 @@ static void kch_channels(struct ncclComm *c, void *parent, int nch, uint64_t seq
 		d.kernelCh.channelId = (uint8_t)ch;
 		d.kernelCh.pTimer = g0 + 7ull * ch;
 		uint64_t stop = g0 + dur - 3ull * ch;
+		if (kch_jitter && ch) {
+			d.kernelCh.pTimer = g0 + kch_inset(g0, ch, 0, dur);
+			stop = g0 + dur - kch_inset(g0, ch, 1, dur);
+		}
 		int last = ch == nch - 1 && nch > 1;
 		if (bad && last && seq % 10 == 3)
 			d.kernelCh.pTimer = 0;
@@ -203,18 +254,17 @@ static void kch_channels(struct ncclComm *c, void *parent, int nch, uint64_t seq
 		p_start(c->prof, &h, &d);
 		if (!h || (bad && last && seq % 10 == 7))
 			continue; /* never stopped */
-		ncclProfilerEventStateArgs_v5_t st;
-		memset(&st, 0, sizeof st);
-		st.kernelCh.pTimer = stop;
-		p_state(h, ncclProfilerKernelChStop, &st);
-		p_stop(h);
+		if (bad && last && seq % 50 == 11 && kg.n == 1) { /* replayed next: its stop comes late
+		                                                    * (a collective alone in its kernel) */
+			kch_late.h = h, kch_late.stop = stop;
+			continue;
+		}
+		kch_stop(h, stop);
+		if (!ch && kch_late.h) {
+			kch_stop(kch_late.h, kch_late.stop);
+			kch_late.h = NULL;
+		}
 	}
-}
-
-static int kch_on; /* FAKE_NCCL_KCH, read once (a getenv per collective would be in bench_shim) */
-__attribute__((constructor)) static void kch_init(void)
-{
-	kch_on = getenv("FAKE_NCCL_KCH") != NULL;
 }
 
 /* Which mask bits make NCCL start an event of this type */
@@ -257,10 +307,11 @@ static void *coll_event(int i, void *grp)
 	d.coll.func = kg.fn[i];
 	d.coll.count = kg.count[i];
 	d.coll.datatype = "ncclFloat32";
-	d.coll.nChannels = (uint8_t)kg.nch[i];
+	int declared = kg.nch[i] + kch_want;
+	d.coll.nChannels = (uint8_t)(declared < 0 ? 0 : declared > 255 ? 255 : declared);
 	d.coll.nWarps = 16;
 	d.coll.algo = "RING";
-	d.coll.proto = kg.nch[i] == 16 ? "SIMPLE" : "LL";
+	d.coll.proto = kg.nch[i] > 2 ? "SIMPLE" : "LL";
 	return ev(kg.c[i], &d);
 }
 
@@ -354,7 +405,7 @@ void fake_prof_coll(struct ncclComm *c, const char *func, size_t n, ncclDataType
 		if (dur > kg.dur)
 			kg.dur = dur; /* a fused kernel lasts as long as its longest part */
 		kg.capi[kg.n] = capi, kg.seq[kg.n] = seq, kg.fn[kg.n] = func, kg.count[kg.n] = n;
-		kg.nch[kg.n] = bytes >= (1u << 20) ? 16 : 2, kg.c[kg.n] = c;
+		kg.nch[kg.n] = bytes >= (1u << 20) ? kch_big : 2, kg.c[kg.n] = c;
 		kg.n++;
 	}
 	if (!depth)

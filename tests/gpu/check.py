@@ -5,6 +5,7 @@
   links DIR N nvlink|pcie  that link carries the collectives on every GPU (pcie: pcie_fallback spans N ranks)
   losses BASE.json PROF.json   identical losses;  busbw DIR [NCCL_TESTS.json]   busbw notes vs nccl-tests
   speed DIR [MIN_MRECS] [MAX_S]   report speed;  overhead LOGDIR [PREFIX];  findings DIR IDS [id@rank=N]...
+  kcoll DIR_DEFAULT DIR_CHANNELS   kernel channels folded per collective vs one record per channel
 
 Reads traces only through the stable interfaces: `nvlprof dump --json` and `nvlprof report --json`.
 """
@@ -161,6 +162,42 @@ def cmd_ncclprof(d):
     rep = report(d)
     ch = rep.get("nccl_choices", [])
     check(any(c.get("collective") == "ncclAllReduce" and c.get("comm") for c in ch), "ncclprof: report lists NCCL's choices", json.dumps(ch)[:300])
+
+
+def cmd_kcoll(d_fold, d_chan):
+    """NCCL's kernel channels folded per collective (KCOLL, the default) against one KCH record
+    per channel (NVLPROF_KCH=channels), the same job run twice: one folded record per collective
+    execution standing for all its channels, every collective GPU-timed either way, GPU times per
+    collective alike (the runs differ only by timing), and what each way costs in trace bytes."""
+    out = {}
+    for name, d in (("kcoll", d_fold), ("kch", d_chan)):
+        recs = dump(d)
+        colls = sum(1 for r in recs if r.get("kind") == "nccl" and r.get("name", "").startswith("ncclAll"))
+        kcoll = [r for r in recs if r.get("kind") == "kcoll"]
+        kch = [r for r in recs if r.get("kind") == "kch"]
+        kc = report(d).get("kernel_channels") or {}
+        size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".nvlp"))
+        out[name] = dict(colls=colls, kcoll=len(kcoll), chans=sum(int(r.get("chans", 0)) for r in kcoll),
+                         kch=len(kch), kc=kc, size=size)
+        print(f"kcoll {name}: {colls} AllReduce/AllGather calls, {len(kcoll)} KCOLL records for "
+              f"{out[name]['chans']} channels, {len(kch)} KCH records, {size} trace bytes "
+              f"({size / max(colls, 1):.1f} a call); report: {json.dumps(kc)[:400]}")
+    f, c = out["kcoll"], out["kch"]
+    check(f["kch"] == 0 and f["colls"] > 0 and f["colls"] <= f["kcoll"] <= 2 * f["colls"],
+          "kcoll: one KCOLL record per collective (two at most), no KCH", f"{f['kcoll']} for {f['colls']} calls")
+    check(c["kcoll"] == 0 and c["kch"] >= c["colls"], "kcoll: NVLPROF_KCH=channels writes KCH records only", f"{c['kch']}")
+    for name, x in out.items():
+        kc = x["kc"]
+        check(kc.get("collective_calls", 0) > 0 and kc.get("calls_without_gpu_time", 1) == 0,
+              f"kcoll {name}: every collective call GPU-timed from its channels",
+              f"{kc.get('calls_without_gpu_time')} of {kc.get('collective_calls')} without")
+    per = {n: x["kc"].get("calls_timed_ms", 0) / max(x["kc"].get("calls_timed", 0), 1) for n, x in out.items()}
+    check(per["kch"] > 0 and abs(per["kcoll"] / per["kch"] - 1) < 0.25,
+          "kcoll: mean GPU time per collective alike in the two runs (within 25%)",
+          f"{per['kcoll'] * 1e3:.1f} us folded, {per['kch'] * 1e3:.1f} us per channel")
+    ch = f["chans"] / max(f["kcoll"], 1)
+    print(f"kcoll: {ch:.1f} channels a record; trace bytes a call {f['size'] / max(f['colls'], 1):.1f} folded, "
+          f"{c['size'] / max(c['colls'], 1):.1f} per channel")
 
 
 def cmd_nvml(d, logf):
@@ -550,7 +587,7 @@ def main():
             fs = [f for f in rep.get("findings", []) if f["id"] == fid]
             ranks = {str(f.get("evidence", {}).get("rank")) for f in fs}
             check(ranks == {rank}, f"report {os.path.basename(d)}: {fid} names exactly rank {rank}", f"got {sorted(ranks)}")
-    elif cmd in ("p2p", "nvml", "ncclprof", "launch", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
+    elif cmd in ("p2p", "nvml", "ncclprof", "kcoll", "launch", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
         globals()["cmd_" + cmd](*sys.argv[2:])
     else:
         sys.exit(f"unknown check {cmd}")

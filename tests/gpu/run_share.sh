@@ -4,7 +4,7 @@
 # hosts. Not NVLink: what this proves is the two-rank logic on real NCCL and real launchers (torchrun,
 # mp.spawn, Lightning's re-exec), a dead peer, a straggler, torch's group names, and the report on ranks
 # that share a host but not NCCL's idea of one. Logs, reports and traces in $OUT.
-#   bash tests/gpu/run_share.sh [names] [commname] [ddp] [straggler] [killed] [hf] [lightning] [uma]
+#   bash tests/gpu/run_share.sh [names] [commname] [ddp] [straggler] [killed] [hf] [lightning] [uma] [kcoll]
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-share}
@@ -56,6 +56,13 @@ if want lightning; then
 	log "Lightning strategy=ddp, $N processes on one GPU (re-exec)"
 	base lt_base $PY $R/lightning_ddp.py $N $L/lt_base.json --share-gpu
 	run lt $PY $R/lightning_ddp.py $N $L/lt.json --share-gpu
+fi
+if want kcoll; then
+	log "DDP, $N ranks on one GPU: kernel channels folded per collective (default) and one record per channel"
+	run kcoll $PY examples/ddp_train.py --nprocs $N --hostid-per-rank --steps 200
+	NVLPROF_KCH=channels run kch $PY examples/ddp_train.py --nprocs $N --hostid-per-rank --steps 200
+	$PY tests/gpu/check.py kcoll "$T/kcoll" "$T/kch" >"$L/kcoll_check.txt" 2>&1
+	cat "$L/kcoll_check.txt"
 fi
 if want uma; then
 	log "uma_thrash with the current shim (shipped trace)"

@@ -22,6 +22,9 @@ job() {
 alone() { local d=$1; shift; job "$d" alone.log "$@"; }
 chained() { local d=$1; shift; job "$d" chained.log LD_PRELOAD="$PRELOAD" "$@"; }
 count() { "$CLI" dump "$1/tr" 2>/dev/null | grep -c "^$2 "; }
+# kchs DIR: nvlprof's collectives' channel records (KCOLL, one per collective) and the channels
+# they stand for, "RECORDS CHANNELS"
+kchs() { "$CLI" dump "$1/tr" 2>/dev/null | sed -n 's/^kcoll .* chans=\([0-9]*\) .*/\1/p' | awk '{n++; c+=$1} END {print n+0, c+0}'; }
 same_log() { # same_log NAME DIR: the chained plugin was given exactly what it is given alone
 	if [ -s "$2/alone.log" ] && cmp -s "$2/alone.log" "$2/chained.log"; then pass "$1"
 	else fail "$1"; diff "$2/alone.log" "$2/chained.log" | head -10 | sed 's/^/    /'; fi
@@ -38,7 +41,7 @@ check_eq "name: both communicators initialised" 2 "$(grep -c '^init ' "$d/chaine
 check_eq "name: its own contexts only" 0 "$(grep -c FOREIGN "$d/chained.log")"
 check "name: collectives with their channels" grep -q "start C1 KernelCh parent=H[0-9]* ch=15 ptimer=set" "$d/chained.log"
 check_eq "name: nvlprof's NCCLPROF records (4 per step)" 12 "$(count "$d" ncclprof)"
-check_eq "name: nvlprof's KCH records (2+16+2+2 per step)" 66 "$(count "$d" kch)"
+check_eq "name: nvlprof's KCOLL records, one per collective, for 2+16+2+2 channels per step" "12 66" "$(kchs "$d")"
 check "name: NOTE names the chained plugin" sh -c "'$CLI' dump '$d/tr' | grep -q 'note nccl_plugin .*fakelog (v5, .*libnccl-profiler-fakelog.so) chained'"
 check_eq "name: no warning" 0 "$(grep -c '^nvlprof: ' "$d/.err")"
 
@@ -52,8 +55,15 @@ check_eq "NVLPROF_KCH=0: NCCLPROF records kept" 12 "$(count "$d" ncclprof)"
 check "NVLPROF_KCH=0: the header's capture says kch=0" grep -q 'capture="[^"]* kch=0 ' <("$CLI" dump "$d/tr" | grep -m1 '^header ')
 d=$T/kchbad
 chained "$d" NCCL_PROFILER_PLUGIN=fakelog NVLPROF_KCH=x
-check "NVLPROF_KCH=x: one warning, kernel channels stay on" grep -q "^nvlprof: NVLPROF_KCH='x': expected 0 or 1; using default 1$" "$d/.err"
-check_eq "NVLPROF_KCH=x: nvlprof's KCH records" 66 "$(count "$d" kch)"
+check "NVLPROF_KCH=x: one warning, kernel channels stay on" grep -q "^nvlprof: NVLPROF_KCH='x': expected 0, 1 or channels; using default 1$" "$d/.err"
+check_eq "NVLPROF_KCH=x: nvlprof's KCOLL records" "12 66" "$(kchs "$d")"
+d=$T/kchchan
+alone "$d" NCCL_PROFILER_PLUGIN=fakelog
+chained "$d" NCCL_PROFILER_PLUGIN=fakelog NVLPROF_KCH=channels
+same_log "NVLPROF_KCH=channels: chained plugin given what it is given alone" "$d"
+check_eq "NVLPROF_KCH=channels: one KCH record per channel (2+16+2+2 per step)" 66 "$(count "$d" kch)"
+check_eq "NVLPROF_KCH=channels: no KCOLL record" 0 "$(count "$d" kcoll)"
+check "NVLPROF_KCH=channels: the header's capture says kch=2" grep -q 'capture="[^"]* kch=2 ' <("$CLI" dump "$d/tr" | grep -m1 '^header ')
 
 # --- masks: each chained log equals its alone log, and the mask is honoured ---
 for m in 0x100 0x200 0x840 0x1 0x2 0x40 0xfff 0; do
@@ -99,7 +109,7 @@ chained "$d" NCCL_PROFILER_PLUGIN=fakelog4 FAKE_NCCL_PROFILER_V4=1
 same_log "NCCL 2.27: a v4 plugin given what it is given alone" "$d"
 check "NCCL 2.27: NCCL took nvlprof's v4 table" grep -q "profiler plugin .*libnvlprof.so: nvlprof (v4)$" "$d/.err"
 check_eq "NCCL 2.27: nvlprof's NCCLPROF records" 12 "$(count "$d" ncclprof)"
-check_eq "NCCL 2.27: nvlprof's KCH records" 66 "$(count "$d" kch)"
+check_eq "NCCL 2.27: nvlprof's KCOLL records" "12 66" "$(kchs "$d")"
 check "NCCL 2.27: NOTE says v4" sh -c "'$CLI' dump '$d/tr' | grep -q 'note nccl_plugin .*value=4 msg=\"NCCL profiler plugin (v4) active'"
 d=$T/nccl227v5
 chained "$d" NCCL_PROFILER_PLUGIN=fakelog FAKE_NCCL_PROFILER_V4=1
@@ -139,7 +149,7 @@ check_eq "NVLPROF_NCCL_PLUGIN=0: no NCCLPROF records" 0 "$(count "$d" ncclprof)"
 fails() { # fails NAME DIR WHAT: job ran, nvlprof's records there, a NOTE and one stderr line say WHAT
 	check_eq "$1: job ran" 0 "$(cat "$2/.rc")"
 	check_eq "$1: nvlprof's records still there" 12 "$(count "$2" ncclprof)"
-	check_eq "$1: nvlprof's kernel channels still there" 66 "$(count "$2" kch)"
+	check_eq "$1: nvlprof's kernel channels still there" "12 66" "$(kchs "$2")"
 	check "$1: NOTE" sh -c "'$CLI' dump '$2/tr' | grep -q 'note nccl_plugin .*$3'"
 	check_eq "$1: one stderr line" 1 "$(grep -c "^nvlprof: NCCL profiler plugin .*$3" "$2/.err")"
 }

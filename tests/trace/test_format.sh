@@ -48,7 +48,7 @@ if [ -x "$REHDR" ]; then
 	f=$(git ls-files 'examples/traces/ddp_healthy/*.nvlp' | head -1)
 	"$REHDR" "$f" "$T/v2.nvlp"
 	check "the copy is version 2 with its own schema" sh -c \
-		"'$CLI' dump --schema '$T/v2.nvlp' | head -2 | tr '\n' '|' | grep -q '^== .*: format 2.0, its own schema|nvlp-schema 2.0|'"
+		"'$CLI' dump --schema '$T/v2.nvlp' | head -2 | tr '\n' '|' | grep -q '^== .*: format 2.1, its own schema|nvlp-schema 2.1|'"
 	mkdir -p "$T/j1" "$T/j2"
 	for f in $(git ls-files 'examples/traces/ddp_straggler/*.nvlp'); do
 		cp "$f" "$T/j1/" && "$REHDR" "$f" "$T/j2/$(basename "$f")"
@@ -90,8 +90,8 @@ if [ -x "$PROGS/hk_nccl" ] && [ -f "$LIB" ]; then
 	f=$(ls "$T"/shim/*.nvlp 2>/dev/null | head -1)
 	"$CLI" dump --schema "$f" >"$T/s3" 2>&1
 	"$CLI" info "$f" >"$T/i3" 2>&1
-	check "a trace the shim wrote: version 2.0 with the schema of this build, read whole" sh -c \
-		"test -n '$f' && grep -q ': format 2.0, its own schema$' '$T/s3' && grep -q '^  recorder  nvlprof .*, trace format 2$' '$T/i3' && grep -q 'status    complete' '$T/i3' && ! grep -q '^  unknown' '$T/i3'"
+	check "a trace the shim wrote: version 2.1 with the schema of this build, read whole" sh -c \
+		"test -n '$f' && grep -q ': format 2.1, its own schema$' '$T/s3' && grep -q '^  recorder  nvlprof .*, trace format 2$' '$T/i3' && grep -q 'status    complete' '$T/i3' && ! grep -q '^  unknown' '$T/i3'"
 else
 	fail "hk_nccl or the library not built"
 fi

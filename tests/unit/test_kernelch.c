@@ -7,6 +7,13 @@
  * (kernelch.c via an_job_analyze) must give every collective call exactly that GPU time (a fused
  * kernel split by bytes, as CUPTI group kernels are), drop and count the bad channels, count the
  * replays, and keep the shim's seq / NCCL's seqNumber match.
+ *
+ * The same checks run on every way the shim records the channels: folded into one KCOLL record
+ * per collective (the default), one KCH record per channel (NVLPROF_KCH=channels), KCOLL when
+ * NCCL reports more channels than its Coll event declared (each collective then has a record of
+ * its late channel too), and KCOLL when it reports fewer, in a process that exits without
+ * ncclCommDestroy (records are written when the next collective's channels come, the last one
+ * by the end of the trace). 24 channels with scattered stamps, as NVLink collectives have.
  */
 #include <limits.h> /* PATH_MAX */
 #include <nccl.h>   /* ncclAllReduce */
@@ -48,6 +55,8 @@ static int child(int rank)
 			ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, NULL);
 		}
 	}
+	if (getenv("TEST_KCH_NO_DESTROY"))
+		return 0; /* no finalize: what the shim holds is written at the end of the trace */
 	ncclCommDestroy(comm); /* the plugin's finalize: channels never stopped are recorded */
 	return 0;
 }
@@ -58,13 +67,38 @@ struct truth {
 	int seen;
 };
 
-int main(int argc, char **argv)
+/* In one trace, file order: KCOLL records after the last collective call's NCCL record */
+struct late {
+	unsigned long long kcoll_since_nccl, late;
+};
+static void count_late(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
 {
-	if (argc > 2 && !strcmp(argv[1], "child"))
-		return child(atoi(argv[2]));
-	char self[PATH_MAX], lib[PATH_MAX + 32];
-	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
-		return 1;
+	(void)r;
+	struct late *l = arg;
+	if (rec->kind == NVLP_K_NCCL && nvlp_nccl_fn_class((unsigned)rec->f[0]) == 'C')
+		l->kcoll_since_nccl = 0;
+	else if (rec->kind == NVLP_K_KCOLL)
+		l->kcoll_since_nccl++;
+}
+static void file_late(nvlp_reader *r, void *arg)
+{
+	(void)r;
+	struct late *l = arg;
+	if (l->kcoll_since_nccl > l->late)
+		l->late = l->kcoll_since_nccl;
+	l->kcoll_since_nccl = 0;
+}
+
+/* One way of recording: env for both ranks; destroyed: the child calls ncclCommDestroy */
+struct mode {
+	const char *name;
+	const char *env[4];
+	int destroyed, kcoll;
+};
+
+static int run_mode(const char *self, const char *lib, const struct mode *m, uint64_t *shared)
+{
+	printf("== %s\n", m->name);
 	char dir[] = "/tmp/nvlp-kch.XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
@@ -76,8 +110,18 @@ int main(int argc, char **argv)
 		snprintf(e1, sizeof e1, "FAKE_NCCL_KCH_LOG=%s", logf[r]);
 		snprintf(e2, sizeof e2, "RANK=%d", r);
 		snprintf(e3, sizeof e3, "LOCAL_RANK=%d", r);
-		const char *env[] = {"FAKE_NCCL_KCH=1", e1,  e2, e3, "WORLD_SIZE=2",
-		                     r ? "FAKE_NCCL_KCH_BAD=1" : "FAKE_NCCL_KCH_BAD", NULL};
+		const char *env[] = {"FAKE_NCCL_KCH=1",
+		                     e1,
+		                     e2,
+		                     e3,
+		                     "WORLD_SIZE=2",
+		                     r ? "FAKE_NCCL_KCH_BAD=1" : "FAKE_NCCL_KCH_BAD",
+		                     "FAKE_NCCL_KCH_CHANNELS=24",
+		                     "FAKE_NCCL_KCH_JITTER=1",
+		                     m->env[0] ? m->env[0] : "NVLPROF_KCH",
+		                     m->env[1] ? m->env[1] : "FAKE_NCCL_KCH_WANT",
+		                     m->destroyed ? "TEST_KCH_NO_DESTROY" : "TEST_KCH_NO_DESTROY=1",
+		                     NULL};
 		char arg[8];
 		snprintf(arg, sizeof arg, "%d", r);
 		int rc = shim_run_child(self, lib, d[r], "0", env, arg);
@@ -87,11 +131,12 @@ int main(int argc, char **argv)
 	/* per rank and function (0 AllReduce, 1 AllGather): NCCL numbers each function apart */
 	static struct truth t[2][2][2 * NCOLL];
 	int bad_zero = 0, bad_rev = 0, bad_nostop = 0, replays = 0, groups = 0;
+	uint64_t replay_ns = 0;
 	for (int r = 0; r < 2; r++) {
 		FILE *f = fopen(logf[r], "r");
 		CHECK(f != NULL, "rank %d: truth log written", r);
 		if (!f)
-			return CHECK_DONE();
+			return 1;
 		unsigned long long seq, span;
 		char fn[32];
 		int share;
@@ -102,8 +147,9 @@ int main(int argc, char **argv)
 				if (r == 1) {
 					bad_zero += seq % 10 == 3;
 					bad_rev += seq % 10 == 5;
-					bad_nostop += seq % 10 == 7;
+					bad_nostop += seq % 10 == 7 && m->destroyed;
 					replays += seq % 50 == 11;
+					replay_ns += seq % 50 == 11 ? span : 0; /* a replay lasts as long */
 				}
 			}
 		fclose(f);
@@ -115,6 +161,31 @@ int main(int argc, char **argv)
 	CHECK(an_job_load(&job, paths, 2, 1, err, sizeof err) == 0, "job loads (%s)", err);
 	an_job_analyze(&job);
 	CHECK(job.nok == 2, "two traces (%zu)", job.nok);
+	uint64_t nkch = 0, nkcoll = 0;
+	for (size_t f = 0; f < job.nranks; f++)
+		nkch += job.ranks[f].kind_count[NVLP_K_KCH], nkcoll += job.ranks[f].kind_count[NVLP_K_KCOLL];
+	if (m->kcoll)
+		/* one per collective and execution (with more channels than declared, two), and one for
+		 * each channel that never stopped (recorded at finalize, after its collective) */
+		CHECK(nkch == 0 && nkcoll >= (uint64_t)(2 * (NCOLL + NCOLL / 10)) &&
+		          nkcoll <= (uint64_t)m->kcoll * (2 * (NCOLL + NCOLL / 10) + 20) + NCOLL / 5,
+		      "KCOLL records: %llu (%d per collective at most), no KCH",
+		      (unsigned long long)nkcoll, m->kcoll);
+	if (m->kcoll && !m->destroyed) {
+		/* never complete here, each is written when the next collective's channels come: a
+		 * SIGKILL loses the last one, not all of them */
+		struct late l = {0, 0};
+		for (int r = 0; r < 2; r++) {
+			char rd[256];
+			snprintf(rd, sizeof rd, "%s/r%d", dir, r);
+			trace_dir_each(rd, count_late, file_late, &l);
+		}
+		CHECK(l.late <= 4, "records written as the job goes: %llu after the last call (its group)",
+		      l.late);
+	}
+	if (!m->kcoll)
+		CHECK(nkcoll == 0 && nkch > (uint64_t)(4 * (NCOLL + NCOLL / 10)),
+		      "KCH records, one per channel: %llu, no KCOLL", (unsigned long long)nkch);
 	size_t colls = 0, timed = 0, exact = 0;
 	for (size_t f = 0; f < job.nranks; f++) {
 		struct an_rank *r = &job.ranks[f];
@@ -179,8 +250,11 @@ int main(int argc, char **argv)
 		      "stopped %llu (%d)",
 		      (unsigned long long)s->zero, bad_zero, (unsigned long long)s->reversed, bad_rev,
 		      (unsigned long long)s->nostop, bad_nostop);
-		CHECK(s->replays == (uint64_t)replays, "graph replays counted: %llu (%d)",
-		      (unsigned long long)s->replays, replays);
+		CHECK(s->replays == (uint64_t)replays && s->replay_ns == replay_ns,
+		      "graph replays counted: %llu (%d), %llu ns (%llu; an original's last channel "
+		      "reported after its replay's first)",
+		      (unsigned long long)s->replays, replays, (unsigned long long)s->replay_ns,
+		      (unsigned long long)replay_ns);
 		CHECK(s->shared_channels > 0 && s->unmatched == 0 && s->before_call == 0,
 		      "fused channels seen (%llu), every instance matched (%llu unmatched), none "
 		      "before its call (%llu)",
@@ -188,6 +262,7 @@ int main(int argc, char **argv)
 		      (unsigned long long)s->before_call);
 		CHECK(s->xcheck == 0 && s->timed == colls, "no CUPTI kernels: all %zu timed by KCH",
 		      colls);
+		*shared = s->shared_channels;
 	}
 	/* where CUPTI timed a call too, kernelch keeps CUPTI's time and reports the difference: apply
 	 * again over calls that now all have a GPU time, one of them 500 ns longer than its stamps */
@@ -235,7 +310,33 @@ int main(int argc, char **argv)
 	an_job_free(&job);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	return system(cmd) != 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "child"))
+		return child(atoi(argv[2]));
+	char self[PATH_MAX], lib[PATH_MAX + 32];
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
+	static const struct mode modes[] = {
+	    {"KCOLL, one record per collective (the default)", {NULL, NULL}, 1, 1},
+	    {"KCH, one record per channel (NVLPROF_KCH=channels)", {"NVLPROF_KCH=channels", NULL}, 1, 0},
+	    {"KCOLL, NCCL reports one channel more than it declared",
+	     {"NVLPROF_KCH=1", "FAKE_NCCL_KCH_WANT=-1"}, 1, 2},
+	    {"KCOLL, one channel fewer than declared, no ncclCommDestroy",
+	     {NULL, "FAKE_NCCL_KCH_WANT=1"}, 0, 1},
+	};
+	uint64_t shared[sizeof modes / sizeof *modes] = {0};
+	for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+		if (run_mode(self, lib, &modes[i], &shared[i]) != 0)
+			return 1;
+	/* the fake's fused groups are the same in every run: per channel and folded alike */
+	CHECK(shared[0] == shared[1] && shared[0] == shared[3],
+	      "channels shared by fused collectives: %llu folded, %llu per channel, %llu without "
+	      "ncclCommDestroy",
+	      (unsigned long long)shared[0], (unsigned long long)shared[1],
+	      (unsigned long long)shared[3]);
 	return CHECK_DONE();
 }
