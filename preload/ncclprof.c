@@ -85,6 +85,8 @@ struct kch_h {
 enum { KS_FREE = 0, KS_STARTED = 1, KS_EMITTING = 2 };
 #define KCH_COLLS 4096  /* collective handles per communicator (power of two) */
 #define KCH_SLOTS 16384 /* channel handles per communicator (power of two) */
+/* what a communicator's handle rings hold (1.8 MiB), counted in COST's memory */
+#define KCH_RINGS_BYTES ((int64_t)(KCH_COLLS * sizeof(struct coll_h) + KCH_SLOTS * sizeof(struct kch_h)))
 
 struct pctx {
 	uint64_t nccl_comm; /* NCCL's commHash */
@@ -215,6 +217,7 @@ ncclResult_t nvlp_np_init(void **context, uint64_t commId, int *mask, const char
 			free(c->colls), free(c->kchs);
 			c->colls = NULL, c->kchs = NULL;
 		}
+		nvlp_cost_mem(c->kch ? KCH_RINGS_BYTES : 0); /* the COST record's memory held */
 	}
 	c->fold = c->kch && nvlp_cfg()->kch == NVLP_KCH_COLL;
 	if (c->fold) {
@@ -659,6 +662,8 @@ ncclResult_t nvlp_np_finalize(void *context)
 		pthread_mutex_destroy(&c->mu);
 	}
 	if (c) {
+		if (c->kch)
+			nvlp_cost_mem(-KCH_RINGS_BYTES);
 		free(c->colls);
 		free(c->kchs);
 	}

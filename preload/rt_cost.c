@@ -22,7 +22,7 @@ static struct {
 	int ran[NVLP_COST_WHO_N]; /* a thread of the role started (NVLPROF_VERBOSE names it) */
 	uint64_t ended_ns[NVLP_COST_WHO_N]; /* CPU of ended threads of each role */
 	_Atomic uint64_t hook_ns, hook_samples;
-	_Atomic int64_t mem;   /* outside the rings (CUPTI buffers) */
+	_Atomic int64_t mem;   /* outside the rings (CUPTI buffers, NCCL plugin handles) */
 	uint64_t mem_peak;     /* writer only (sampled at each COST) */
 	uint64_t t_open;       /* when the trace opened (nvlp_now) */
 	uint64_t cpu_open;     /* the process's CPU time then */

@@ -279,8 +279,8 @@ enum nvlp_ftype {
  * job's threads spent in nvlprof's code around the calls it intercepts (wrappers, CUPTI and NCCL
  * plugin callbacks), estimated from one call in hook_every timed (hook_samples timed so far);
  * mem / mem_peak = bytes of memory nvlprof holds now / at most (ring pages written, CUPTI
- * buffers); file_bytes / raw_bytes = trace bytes written compressed / before compression;
- * records = records written. */
+ * buffers, the NCCL plugin's handle rings); file_bytes / raw_bytes = trace bytes written
+ * compressed / before compression; records = records written. */
 #define NVLP_FIELDS_COST(F)                                                                        \
 	F(T, t) F(U, wall) F(U, proc_cpu) F(U, own_cpu) F(U, writer_cpu) F(U, flush_cpu)           \
 	F(U, sampler_cpu) F(U, pysample_cpu) F(U, hook_ns) F(U, hook_samples) F(U, hook_every)     \

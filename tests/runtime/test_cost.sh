@@ -67,6 +67,11 @@ check "kill -9: the report still prints the cost" grep -q '^nvlprof cost: ' <("$
 # diff: recorded alike, no warning; recorded differently, a warning naming what differs
 run calls2 -- calls 2000
 run all NVLPROF_KERNELS=all NVLPROF_PYSAMPLE_HZ=0 -- calls 2000
+# the NCCL plugin's handle rings (4096 collectives, 16384 channels: 1.8 MiB a communicator) are
+# memory held
+run kch0 NVLPROF_KCH=0 -- calls 2000
+check "memory held: the plugin's kernel-channel handles counted ($(last calls2 mem_peak) - $(last kch0 mem_peak) bytes)" \
+	test $(($(last calls2 mem_peak) - $(last kch0 mem_peak))) -ge 1800000
 "$CLI" diff "$T/calls" "$T/calls2" >/dev/null 2>"$T/same.err"
 check "diff, same capture settings: no capture warning" sh -c '! grep -q "capture settings" "$1"' _ "$T/same.err"
 "$CLI" diff "$T/calls" "$T/all" >/dev/null 2>"$T/differ.err"
