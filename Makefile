@@ -399,11 +399,18 @@ $(BUILD)/cli/tests/fuzz/%.o: CPPFLAGS += -Itests/fuzz
 $(FUZZ_DIR)/mkseed: $(BUILD)/cli/tests/fuzz/mkseed.o $(BUILD)/cli/tests/fuzz/codec.o $(TRACE_OBJS)
 	$(call link)
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-pack
-fuzz-seeds: $(FUZZ_DIR)/mkseed
-	@mkdir -p $(FUZZ_DIR)/seeds
+# and a real two-rank job with its kernel channels folded per collective (KCOLL, format 2.1)
+KCOLL_SEED_JOB := tests/analyzer/traces/fail2_healthy
+fuzz-seeds: $(FUZZ_DIR)/mkseed $(BUILD)/tests/progs/kcoll_fold
+	@mkdir -p $(FUZZ_DIR)/seeds $(FUZZ_DIR)/kcoll
 	@for d in examples/traces/*/; do n=$$(basename $$d); set -- $$d*.nvlp; \
 	  for k in 3 12; do $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-$$k $$k $$1 || exit 1; \
 	    [ $$# -lt 2 ] || $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/$$n-pair-$$k $$k $$1 $$2 || exit 1; done; done
+	@set -- ; for f in $(KCOLL_SEED_JOB)/*.nvlp; do \
+	  $(BUILD)/tests/progs/kcoll_fold $$f $(FUZZ_DIR)/kcoll/$$(basename $$f) || exit 1; \
+	  set -- "$$@" $(FUZZ_DIR)/kcoll/$$(basename $$f); done; \
+	  for k in 3 12; do $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/kcoll-$$k $$k $$1 || exit 1; \
+	    $(FUZZ_DIR)/mkseed $(FUZZ_DIR)/seeds/kcoll-pair-$$k $$k $$1 $$2 || exit 1; done
 fuzz-build: $(FUZZ_BIN) fuzz-seeds
 # One process (FUZZ_JOBS=1) stops at the first crash, hang (-timeout), sanitizer report or malloc
 # over 64 MiB (memory must stay in proportion to an input of at most 64 KiB), with an error;

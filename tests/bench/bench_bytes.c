@@ -13,21 +13,7 @@
 #include <unistd.h> /* unlink */
 
 #include "nvlp_trace.h"
-
-#define MAX_COLLS (1u << 18)
-
-/* One collective's channels (comm, fn, seq), folded */
-struct coll {
-	uint64_t comm, seq, fn, nccl_comm, gs, ge, host;
-	uint64_t chans, zero, reversed, nostop, last; /* last: index of its last KCH record */
-};
-
-struct folded {
-	struct coll *c;
-	size_t n;
-	uint32_t *of; /* per record: 1 + its collective, 0 for other kinds */
-	size_t nrec, caprec;
-};
+#include "kcoll_fold.h" /* kf_add, kf_record */
 
 static const char *out_path(void)
 {
@@ -35,125 +21,6 @@ static const char *out_path(void)
 	if (!p[0])
 		snprintf(p, sizeof p, "/tmp/nvlp-bench-bytes.%d.nvlp", (int)getpid());
 	return p;
-}
-
-/* The collective of k among the last 64 (a collective's channels come together), or a new one */
-static size_t coll_of(struct folded *f, const struct nvlp_rec_kch *k)
-{
-	for (size_t i = f->n; i-- > 0 && f->n - i <= 64;)
-		if (f->c[i].comm == k->comm && f->c[i].seq == k->seq && f->c[i].fn == k->fn)
-			return i;
-	if (f->n == MAX_COLLS)
-		return SIZE_MAX;
-	f->c[f->n] = (struct coll){.comm = k->comm, .seq = k->seq, .fn = k->fn,
-	                           .nccl_comm = k->nccl_comm};
-	return f->n++;
-}
-
-/* As the shim folds a channel (preload/ncclprof.c: kcoll_add) */
-static void fold(struct coll *c, const struct nvlp_rec_kch *k)
-{
-	c->chans++;
-	if (k->flags & NVLP_KCH_NOSTOP)
-		c->nostop++;
-	else if ((k->flags & NVLP_KCH_ZERO) || !k->gpu_start || !k->gpu_stop)
-		c->zero++;
-	else if ((k->flags & NVLP_KCH_REVERSED) || k->gpu_stop < k->gpu_start ||
-	         k->gpu_stop - k->gpu_start > NVLP_KCH_MAX_NS)
-		c->reversed++;
-	else {
-		if (!c->gs || k->gpu_start < c->gs)
-			c->gs = k->gpu_start;
-		if (k->gpu_stop > c->ge)
-			c->ge = k->gpu_stop;
-		if (k->host > c->host)
-			c->host = k->host;
-	}
-}
-
-/* Encode path's records again: drop = a kind left out (0: none); f: KCH folded into KCOLL.
- * Returns the bytes written, counts records by kind into count (may be NULL). */
-static uint64_t encode(const char *path, unsigned drop, const struct folded *f, uint64_t *count)
-{
-	char err[512];
-	nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
-	if (!r) {
-		printf("bench_bytes: %s\n", err);
-		return 0;
-	}
-	nvlp_writer *w = nvlp_writer_open(out_path(), NULL, 0, 0);
-	if (!w) {
-		nvlp_reader_close(r);
-		return 0;
-	}
-	struct nvlp_record rec;
-	for (size_t i = 0; nvlp_reader_next(r, &rec) == 1; i++) {
-		if (count && rec.kind < NVLP_K_COUNT)
-			count[rec.kind]++;
-		if (rec.kind == drop)
-			continue;
-		if (f && rec.kind == NVLP_K_KCH && i < f->nrec && f->of[i]) {
-			const struct coll *c = &f->c[f->of[i] - 1];
-			if (c->last != i)
-				continue;
-			struct nvlp_rec_kcoll k = {.comm = c->comm,
-			                           .seq = c->seq,
-			                           .fn = c->fn,
-			                           .chans = c->chans,
-			                           .gpu_start = c->gs,
-			                           .gpu_stop = c->ge,
-			                           .host = c->host,
-			                           .zero = c->zero,
-			                           .reversed = c->reversed,
-			                           .nostop = c->nostop,
-			                           .nccl_comm = c->nccl_comm};
-			nvlp_writer_add(w, NVLP_K_KCOLL, &k, NULL, 0);
-		} else {
-			nvlp_writer_add(w, rec.kind, rec.f, rec.blob, rec.blob_len);
-		}
-		if (nvlp_writer_pending(w) >= (1u << 20)) /* the shim's frames: 1 MiB at most */
-			nvlp_writer_flush(w);
-	}
-	nvlp_reader_close(r);
-	nvlp_writer_flush(w);
-	uint64_t recs, raw, bytes;
-	nvlp_writer_stats(w, &recs, &raw, &bytes);
-	nvlp_writer_close(w);
-	return bytes;
-}
-
-/* The KCH records of path, folded per collective */
-static int fold_file(const char *path, struct folded *f)
-{
-	char err[512];
-	nvlp_reader *r = nvlp_reader_open(path, err, sizeof err);
-	if (!r)
-		return -1;
-	struct nvlp_record rec;
-	for (size_t i = 0; nvlp_reader_next(r, &rec) == 1; i++) {
-		if (i >= f->caprec) {
-			size_t cap = f->caprec ? 2 * f->caprec : 4096;
-			uint32_t *v = realloc(f->of, cap * sizeof *v);
-			if (!v)
-				break;
-			f->of = v, f->caprec = cap;
-		}
-		f->of[i] = 0;
-		f->nrec = i + 1;
-		if (rec.kind != NVLP_K_KCH)
-			continue;
-		const struct nvlp_rec_kch *k = (const void *)rec.f;
-		if (k->flags & NVLP_KCH_NOPARENT)
-			continue; /* the shim writes these as KCH still */
-		size_t c = coll_of(f, k);
-		if (c == SIZE_MAX)
-			continue;
-		fold(&f->c[c], k);
-		f->c[c].last = i;
-		f->of[i] = (uint32_t)(c + 1);
-	}
-	nvlp_reader_close(r);
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -170,31 +37,37 @@ int main(int argc, char **argv)
 	int nfiles = argc > 1 ? argc - 1 : (int)(sizeof def / sizeof *def);
 	uint64_t count[NVLP_K_COUNT] = {0}, cost[NVLP_K_COUNT] = {0}, all = 0, folded = 0;
 	uint64_t colls = 0, chans = 0;
-	struct folded f = {calloc(MAX_COLLS, sizeof(struct coll)), 0, NULL, 0, 0};
-	if (!f.c)
-		return 1;
+	struct kf_state st = {NULL, 0, 0};
+	size_t *of = NULL, nof = 0;
+	char err[512];
 	for (int i = 0; i < nfiles; i++) {
 		uint64_t c[NVLP_K_COUNT] = {0};
-		uint64_t b = encode(files[i], 0, NULL, c);
-		if (!b)
+		uint64_t b = kf_copy(files[i], out_path(), 0, NULL, NULL, 0, c, err, sizeof err);
+		if (!b) {
+			printf("bench_bytes: %s\n", err);
 			return 1;
+		}
 		all += b;
-		for (unsigned k = 1; k < NVLP_K_COUNT; k++) {
+		/* every kind but the header, which a trace always has */
+		for (unsigned k = NVLP_K_HEADER + 1; k < NVLP_K_COUNT; k++) {
 			count[k] += c[k];
 			if (c[k])
-				cost[k] += b - encode(files[i], k, NULL, NULL);
+				cost[k] += b - kf_copy(files[i], out_path(), k, NULL, NULL, 0, NULL, err,
+				                       sizeof err);
 		}
-		f.n = 0;
-		if (fold_file(files[i], &f) != 0)
+		st.n = 0;
+		if (kf_fold_file(files[i], &st, &of, &nof, err, sizeof err) != 0) {
+			printf("bench_bytes: %s\n", err);
 			return 1;
-		folded += encode(files[i], 0, &f, NULL);
-		colls += f.n;
-		for (size_t k = 0; k < f.n; k++)
-			chans += f.c[k].chans;
+		}
+		folded += kf_copy(files[i], out_path(), 0, &st, of, nof, NULL, err, sizeof err);
+		colls += st.n;
+		for (size_t k = 0; k < st.n; k++)
+			chans += st.c[k].chans;
 	}
 	unlink(out_path());
-	printf("bench_bytes: %d traces, %llu bytes as the shim wrote them again; each kind's cost "
-	       "(the bytes the traces lose without it):\n",
+	printf("bench_bytes: %d traces, %llu bytes written again (their frames as they were); each "
+	       "kind's cost (the bytes the traces lose without it):\n",
 	       nfiles, (unsigned long long)all);
 	for (unsigned k = 1; k < NVLP_K_COUNT; k++)
 		if (count[k])
@@ -212,7 +85,7 @@ int main(int argc, char **argv)
 		       100.0 * (double)(all - folded) / (double)all, per_ch * 24,
 		       per_ch * (double)chans / (double)colls - saved);
 	}
-	free(f.c);
-	free(f.of);
+	free(st.c);
+	free(of);
 	return 0;
 }

@@ -1,0 +1,167 @@
+/* kcoll_fold.h: per-channel KCH records folded into per-collective KCOLL records as the shim folds them (preload/ncclprof.c), for tests and benchmarks that turn real per-channel traces into what the shim writes now. */
+#ifndef NVLP_KCOLL_FOLD_H
+#define NVLP_KCOLL_FOLD_H
+
+#include <stdint.h> /* uint64_t */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* realloc */
+
+#include "nvlp_trace.h"
+
+/* One collective's channels (comm, fn, seq), folded */
+struct kf_coll {
+	uint64_t comm, seq, fn, nccl_comm, gs, ge, host;
+	uint64_t chans, zero, reversed, nostop;
+	uint64_t host_any; /* the latest report of any of its channels */
+	size_t last; /* the caller's index of its last KCH record */
+};
+struct kf_state {
+	struct kf_coll *c;
+	size_t n, cap;
+};
+
+/* Fold k (the caller's record number at) into its collective, found among the last 64 (a
+ * collective's channels come together). Channels without a parent stay KCH records, as the shim
+ * writes them. @return 1 + the collective's index, or 0: not folded */
+static inline size_t kf_add(struct kf_state *s, const struct nvlp_rec_kch *k, size_t at)
+{
+	if (k->flags & NVLP_KCH_NOPARENT)
+		return 0;
+	size_t i = s->n;
+	while (i-- > 0 && s->n - i <= 64)
+		if (s->c[i].comm == k->comm && s->c[i].seq == k->seq && s->c[i].fn == k->fn)
+			break;
+	if (i == (size_t)-1 || s->n - i > 64) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 1024;
+			struct kf_coll *v = realloc(s->c, cap * sizeof *v);
+			if (!v)
+				return 0;
+			s->c = v, s->cap = cap;
+		}
+		i = s->n++;
+		s->c[i] = (struct kf_coll){.comm = k->comm, .seq = k->seq, .fn = k->fn,
+		                           .nccl_comm = k->nccl_comm};
+	}
+	struct kf_coll *c = &s->c[i];
+	c->chans++;
+	c->last = at;
+	if (k->host > c->host_any)
+		c->host_any = k->host;
+	if (k->flags & NVLP_KCH_NOSTOP)
+		c->nostop++;
+	else if ((k->flags & NVLP_KCH_ZERO) || !k->gpu_start || !k->gpu_stop)
+		c->zero++;
+	else if ((k->flags & NVLP_KCH_REVERSED) || k->gpu_stop < k->gpu_start ||
+	         k->gpu_stop - k->gpu_start > NVLP_KCH_MAX_NS)
+		c->reversed++;
+	else {
+		if (!c->gs || k->gpu_start < c->gs)
+			c->gs = k->gpu_start;
+		if (k->gpu_stop > c->ge)
+			c->ge = k->gpu_stop;
+		if (k->host > c->host)
+			c->host = k->host;
+	}
+	return i + 1;
+}
+
+/* The KCOLL record of c (written where its last channel was) */
+static inline struct nvlp_rec_kcoll kf_record(const struct kf_coll *c)
+{
+	return (struct nvlp_rec_kcoll){.comm = c->comm,
+	                               .seq = c->seq,
+	                               .fn = c->fn,
+	                               .chans = c->chans,
+	                               .gpu_start = c->gs,
+	                               .gpu_stop = c->ge,
+	                               .host = c->host ? c->host : c->host_any,
+	                               .zero = c->zero,
+	                               .reversed = c->reversed,
+	                               .nostop = c->nostop,
+	                               .nccl_comm = c->nccl_comm};
+}
+
+/* The KCH records of path folded into st; of[i] = 1 + the collective of record i (0 for other
+ * kinds), *nof records. @return 0, or -1 (err says why) */
+static inline int kf_fold_file(const char *path, struct kf_state *st, size_t **of, size_t *nof,
+                               char *err, size_t errlen)
+{
+	nvlp_reader *r = nvlp_reader_open(path, err, errlen);
+	if (!r)
+		return -1;
+	size_t cap = 0;
+	*nof = 0;
+	struct nvlp_record rec;
+	for (size_t i = 0; nvlp_reader_next(r, &rec) == 1; i++) {
+		if (i >= cap) {
+			size_t *v = realloc(*of, (cap ? 2 * cap : 4096) * sizeof *v);
+			if (!v) {
+				nvlp_reader_close(r);
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
+			*of = v, cap = cap ? 2 * cap : 4096;
+		}
+		(*of)[i] = rec.kind == NVLP_K_KCH ? kf_add(st, (const void *)rec.f, i) : 0;
+		*nof = i + 1;
+	}
+	nvlp_reader_close(r);
+	return 0;
+}
+
+/* Copy the trace in to out as the shim would have written it: its header, its frames as they
+ * were, without the records of kind drop (0: none), and with st given the KCH records of each
+ * collective as one KCOLL where its last channel was (of, nof: kf_fold_file's). count (may be
+ * NULL) gets the records of each kind read. @return the bytes written, 0 on error (err says) */
+static inline uint64_t kf_copy(const char *in, const char *out, unsigned drop,
+                               const struct kf_state *st, const size_t *of, size_t nof,
+                               uint64_t *count, char *err, size_t errlen)
+{
+	nvlp_reader *r = nvlp_reader_open(in, err, errlen);
+	if (!r)
+		return 0;
+	struct nvlp_record rec;
+	if (nvlp_reader_next(r, &rec) != 1 || rec.kind != NVLP_K_HEADER) {
+		nvlp_reader_close(r);
+		snprintf(err, errlen, "%s: no header record", in);
+		return 0;
+	}
+	if (count)
+		count[NVLP_K_HEADER]++;
+	const struct nvlp_rec_header *h = (const void *)rec.f;
+	const char *text = nvlp_reader_header_text(r);
+	nvlp_writer *w = nvlp_writer_open(out, text, h->t_mono, h->t_real);
+	if (!w) {
+		nvlp_reader_close(r);
+		snprintf(err, errlen, "%s: cannot write", out);
+		return 0;
+	}
+	unsigned frame = 1, fr;
+	uint64_t at;
+	for (size_t i = 1; nvlp_reader_next(r, &rec) == 1; i++) {
+		nvlp_reader_position(r, &fr, &at);
+		if (fr != frame) /* the original's frames: the same delta and compression windows */
+			nvlp_writer_flush(w), frame = fr;
+		if (count && rec.kind < NVLP_K_COUNT)
+			count[rec.kind]++;
+		if (rec.kind == drop)
+			continue;
+		if (st && rec.kind == NVLP_K_KCH && i < nof && of[i]) {
+			const struct kf_coll *c = &st->c[of[i] - 1];
+			if (c->last != i)
+				continue;
+			struct nvlp_rec_kcoll k = kf_record(c);
+			nvlp_writer_add(w, NVLP_K_KCOLL, &k, NULL, 0);
+		} else {
+			nvlp_writer_add(w, rec.kind, rec.f, rec.blob, rec.blob_len);
+		}
+	}
+	nvlp_reader_close(r);
+	nvlp_writer_flush(w);
+	uint64_t recs, raw, bytes;
+	nvlp_writer_stats(w, &recs, &raw, &bytes);
+	return nvlp_writer_close(w) < 0 ? 0 : bytes;
+}
+
+#endif
