@@ -14,11 +14,11 @@
  * into one KCOLL record (their earliest start, latest stop, and how many had no usable stamps), so
  * every collective has a GPU time without CUPTI kernel tracing (the analyzer converts globaltimer
  * to the trace clock: kernelch.c); NVLPROF_KCH=channels writes one KCH record per channel instead
- * (24 channels of an NVLink AllReduce were ~240 trace bytes a collective, a KCOLL ~20). Handles come from
- * fixed rings per communicator (no allocation on NCCL's threads); a collective handle is reused
- * KCH_COLLS collectives later, so a channel of a graph replayed after that many collectives on one
- * communicator is attributed to a later one (its seq is then wrong; noted in README). A channel
- * NCCL never stops is recorded NOSTOP when its slot is reused or at finalize.
+ * (24 channels of an NVLink AllReduce: ~250 trace bytes a collective, a KCOLL 14; bench_bytes).
+ * Handles come from fixed rings per communicator (no allocation on NCCL's threads); a collective
+ * handle is reused KCH_COLLS collectives later, so a channel of a graph replayed after that many
+ * collectives on one communicator is attributed to a later one (its seq is then wrong; noted in
+ * README). A channel NCCL never stops is recorded NOSTOP when its slot is reused or at finalize.
  *
  * Folding (under the communicator's mutex: NCCL's proxy thread reports the channels, the job's
  * thread reuses a collective's handle): a collective's record is written when its nChannels
@@ -86,7 +86,8 @@ enum { KS_FREE = 0, KS_STARTED = 1, KS_EMITTING = 2 };
 #define KCH_COLLS 4096  /* collective handles per communicator (power of two) */
 #define KCH_SLOTS 16384 /* channel handles per communicator (power of two) */
 /* what a communicator's handle rings hold (1.8 MiB), counted in COST's memory */
-#define KCH_RINGS_BYTES ((int64_t)(KCH_COLLS * sizeof(struct coll_h) + KCH_SLOTS * sizeof(struct kch_h)))
+#define KCH_RINGS_BYTES                                                                            \
+	((int64_t)(KCH_COLLS * sizeof(struct coll_h) + KCH_SLOTS * sizeof(struct kch_h)))
 
 struct pctx {
 	uint64_t nccl_comm; /* NCCL's commHash */
@@ -259,7 +260,27 @@ static uint64_t ctx_comm(struct pctx *c)
 	return comm;
 }
 
-static void kch_clock_pair(uint64_t now, uint64_t gpu_stop);
+/* The fit's pairs: (when the host learnt of a stop, that stop) bound the GPU clock's offset from
+ * above; a CLOCK_REALTIME pair beside it gives the usual time base (kernelch.c). */
+static void kch_clock_pair(uint64_t now, uint64_t gpu_stop)
+{
+	uint64_t next = __atomic_load_n(&kch_proc.next_clock, __ATOMIC_RELAXED);
+	if (now >= next &&
+	    __atomic_compare_exchange_n(&kch_proc.next_clock, &next, now + KCH_CLOCK_NS, 0,
+	                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		struct nvlp_rec_clock k = {.source = NVLP_CLOCK_KCH, .mono = now, .other = gpu_stop};
+		nvlp_emit(NVLP_K_CLOCK, &k, NULL, 0);
+		struct timespec ts;
+		uint64_t m0 = nvlp_now();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t m1 = nvlp_now();
+		struct nvlp_rec_clock rt = {
+		    .source = NVLP_CLOCK_REALTIME,
+		    .mono = m0 + (m1 - m0) / 2,
+		    .other = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec};
+		nvlp_emit(NVLP_K_CLOCK, &rt, NULL, 0);
+	}
+}
 
 static void kch_emit(struct kch_h *h, uint64_t flags)
 {
@@ -292,28 +313,6 @@ static void kch_emit(struct kch_h *h, uint64_t flags)
 		kch_clock_pair(now, h->gpu_stop);
 }
 
-/* The fit's pairs: (when the host learnt of a stop, that stop) bound the GPU clock's offset from
- * above; a CLOCK_REALTIME pair beside it gives the usual time base (kernelch.c). */
-static void kch_clock_pair(uint64_t now, uint64_t gpu_stop)
-{
-	uint64_t next = __atomic_load_n(&kch_proc.next_clock, __ATOMIC_RELAXED);
-	if (now >= next &&
-	    __atomic_compare_exchange_n(&kch_proc.next_clock, &next, now + KCH_CLOCK_NS, 0,
-	                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		struct nvlp_rec_clock k = {.source = NVLP_CLOCK_KCH, .mono = now, .other = gpu_stop};
-		nvlp_emit(NVLP_K_CLOCK, &k, NULL, 0);
-		struct timespec ts;
-		uint64_t m0 = nvlp_now();
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t m1 = nvlp_now();
-		struct nvlp_rec_clock rt = {
-		    .source = NVLP_CLOCK_REALTIME,
-		    .mono = m0 + (m1 - m0) / 2,
-		    .other = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec};
-		nvlp_emit(NVLP_K_CLOCK, &rt, NULL, 0);
-	}
-}
-
 /* ---- KCOLL: a collective's channels folded into one record (NVLPROF_KCH=1) ---- */
 
 /* Write what p holds of its current execution (ctx->mu held); p is then empty but still knows
@@ -337,7 +336,7 @@ static void kcoll_emit(struct pctx *c, struct coll_h *p)
 	};
 	nvlp_emit(NVLP_K_KCOLL, &r, NULL, 0); /* one a collective: no need for emit_reserve */
 	if (p->ge)
-		kch_clock_pair(p->host, p->ge); /* the last good channel's report bounds every stop */
+		kch_clock_pair(p->host, p->ge); /* the last good channel's report: every stop before */
 	p->done += p->got;
 	if (p->part < NVLP_KCOLL_PART_ALONE - 1)
 		p->part++;
@@ -411,7 +410,7 @@ static void kch_fold(struct kch_h *h, uint64_t flags)
 		return;
 	}
 	int first = !(p->seen[0] | p->seen[1] | p->seen[2] | p->seen[3]);
-	if (kcoll_seen(p, ch)) { /* this channel again: the collective's next execution (a replay) */
+	if (kcoll_seen(p, ch)) { /* this channel again: the next execution (a graph's replay) */
 		if (p->got)
 			kcoll_emit(c, p);
 		memset(p->seen, 0, sizeof p->seen);

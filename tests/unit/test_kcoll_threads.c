@@ -201,7 +201,8 @@ int main(int argc, char **argv)
 	      NCH, (unsigned long long)exact, (unsigned long long)with);
 	CHECK(one == with - 2, "one record per collective but the two held (%llu of %llu)",
 	      (unsigned long long)one, (unsigned long long)with);
-	CHECK(held_ok == 2, "a reused handle's channels: a record each, under their collective (%llu of 2)",
+	CHECK(held_ok == 2,
+	      "a reused handle's channels: a record each, under their collective (%llu of 2)",
 	      (unsigned long long)held_ok);
 	CHECK(skipped_none == 2 * REUSE, "no record for the collectives without channels (%llu of %d)",
 	      (unsigned long long)skipped_none, 2 * REUSE);
