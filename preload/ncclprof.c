@@ -97,6 +97,7 @@ struct pctx {
 	int fold;           /* ... and folded into KCOLL records (NVLPROF_KCH=1) */
 	pthread_mutex_t mu; /* the collectives' folding state (fold) */
 	struct pctx *next;  /* in kch_proc's list (fold) */
+	uint64_t noparent;  /* channels without a parent collective not yet written (fold, mu) */
 	uint64_t next_coll, next_kch;
 	struct coll_h *colls; /* KCH_COLLS, or NULL without KernelCh */
 	struct kch_h *kchs;   /* KCH_SLOTS */
@@ -388,18 +389,36 @@ static int kcoll_seen(const struct coll_h *p, unsigned ch)
 	return (int)(p->seen[ch >> 6] >> (ch & 63) & 1);
 }
 
+/* The channels without a parent collective counted so far, on one record (ctx->mu held) */
+static void kcoll_noparent_emit(struct pctx *c)
+{
+	struct nvlp_rec_kcoll r = {.comm = ctx_comm(c),
+	                           .chans = c->noparent,
+	                           .host = nvlp_now(),
+	                           .nccl_comm = c->nccl_comm,
+	                           .noparent = c->noparent};
+	nvlp_emit(NVLP_K_KCOLL, &r, NULL, 0);
+	c->noparent = 0;
+}
+
 /* A channel ended (or never will: NOSTOP): folded into its collective's record, which is written
  * once complete. The caller owns h (KS_EMITTING). */
 static void kch_fold(struct kch_h *h, uint64_t flags)
 {
 	struct pctx *c = h->ctx;
-	if (h->flags & NVLP_KCH_NOPARENT) {
-		kch_emit(h, flags); /* no collective to fold into: a KCH record, as before */
+	if ((h->flags & NVLP_KCH_NOPARENT) && (flags & NVLP_KCH_NOSTOP)) {
+		kch_emit(h, flags); /* as before: a KCH record, read as a channel never stopped */
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (h->flags & NVLP_KCH_NOPARENT) { /* no collective to fold into: counted */
+		if (++c->noparent >= 4096)
+			kcoll_noparent_emit(c);
+		pthread_mutex_unlock(&c->mu);
 		return;
 	}
 	uint64_t now = nvlp_now();
 	unsigned ch = h->channel & 255;
-	pthread_mutex_lock(&c->mu);
 	struct coll_h *p = h->parent;
 	if (!p || p->gen != h->gen || /* its collective's handle was reused meanwhile */
 	    /* or it ended before the collective's current execution began: a channel of the
@@ -436,6 +455,8 @@ static void kcoll_emit_all(struct pctx *c)
 	for (unsigned i = 0; i < KCH_COLLS; i++)
 		if (c->colls[i].got)
 			kcoll_emit(c, &c->colls[i]);
+	if (c->noparent)
+		kcoll_noparent_emit(c);
 }
 
 /* Take mu within about 10 ms, or give up (the end of a trace never waits on a thread that a

@@ -19,14 +19,17 @@ struct kf_state {
 	struct kf_coll *c;
 	size_t n, cap;
 };
+/* kf_add's answer for a channel without a parent collective: counted, 4096 to a record */
+#define KF_ORPHAN ((size_t)-1)
 
 /* Fold k (the caller's record number at) into its collective, found among the last 64 (a
- * collective's channels come together). Channels without a parent stay KCH records, as the shim
- * writes them. @return 1 + the collective's index, or 0: not folded */
+ * collective's channels come together). @return 1 + the collective's index; KF_ORPHAN for a
+ * channel without a parent (counted); 0: not folded (one without a parent that never stopped stays
+ * a KCH record, as the shim writes it) */
 static inline size_t kf_add(struct kf_state *s, const struct nvlp_rec_kch *k, size_t at)
 {
 	if (k->flags & NVLP_KCH_NOPARENT)
-		return 0;
+		return k->flags & NVLP_KCH_NOSTOP ? 0 : KF_ORPHAN;
 	size_t i = s->n;
 	while (i-- > 0 && s->n - i <= 64)
 		if (s->c[i].comm == k->comm && s->c[i].seq == k->seq && s->c[i].fn == k->fn)
@@ -138,7 +141,9 @@ static inline uint64_t kf_copy(const char *in, const char *out, unsigned drop,
 		return 0;
 	}
 	unsigned frame = 1, fr;
-	uint64_t at;
+	uint64_t at, orphans = 0, last_orphan = 0;
+	for (size_t i = 0; i < nof; i++)
+		last_orphan = of[i] == KF_ORPHAN ? i : last_orphan;
 	for (size_t i = 1; nvlp_reader_next(r, &rec) == 1; i++) {
 		nvlp_reader_position(r, &fr, &at);
 		if (fr != frame) /* the original's frames: the same delta and compression windows */
@@ -147,7 +152,18 @@ static inline uint64_t kf_copy(const char *in, const char *out, unsigned drop,
 			count[rec.kind]++;
 		if (rec.kind == drop)
 			continue;
-		if (st && rec.kind == NVLP_K_KCH && i < nof && of[i]) {
+		if (st && rec.kind == NVLP_K_KCH && i < nof && of[i] == KF_ORPHAN) {
+			if (++orphans < 4096 && i != last_orphan)
+				continue;
+			const struct nvlp_rec_kch *k = (const void *)rec.f;
+			struct nvlp_rec_kcoll x = {.comm = k->comm,
+			                           .chans = orphans,
+			                           .host = k->host,
+			                           .nccl_comm = k->nccl_comm,
+			                           .noparent = orphans};
+			nvlp_writer_add(w, NVLP_K_KCOLL, &x, NULL, 0);
+			orphans = 0;
+		} else if (st && rec.kind == NVLP_K_KCH && i < nof && of[i]) {
 			const struct kf_coll *c = &st->c[of[i] - 1];
 			if (c->last != i)
 				continue;

@@ -185,10 +185,13 @@ enum nvlp_ftype {
  * its k-th record written later (channels reported after the first was written), 128 + the
  * channel for a channel whose collective's handle NCCL had already reused. comm, nccl_comm, seq
  * and fn as in KCH. A collective is usually one record, written when its nChannels channels are
- * in, when the communicator's next collective reports its first channel, or at the end. */
+ * in, when the communicator's next collective reports its first channel, or at the end.
+ * noparent: channels without a parent collective (NCCL gives point-to-point channels none when
+ * only collective events are asked for), counted on a record of their own (seq 0, fn 0, chans =
+ * noparent) every 4096 and at the end, instead of one KCH record each. */
 #define NVLP_FIELDS_KCOLL(F)                                                                       \
 	F(X, comm) F(U, seq) F(U, fn) F(U, chans) F(U, gpu_start) F(U, gpu_stop) F(T, host)         \
-	F(U, zero) F(U, reversed) F(U, nostop) F(U, part) F(X, nccl_comm)
+	F(U, zero) F(U, reversed) F(U, nostop) F(U, part) F(X, nccl_comm) F(U, noparent)
 /* KCOLL.part of a channel whose collective handle was reused: this + its channel id (< 128) */
 #define NVLP_KCOLL_PART_ALONE 128u
 /* A channel longer than this is not a real stamp pair (counted reversed, by the shim folding

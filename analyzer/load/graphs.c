@@ -121,7 +121,7 @@ void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 
 void an_graphs_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k)
 {
-	if (k->zero + k->reversed + k->nostop >= k->chans || !k->gpu_start ||
+	if (k->zero + k->reversed + k->nostop + k->noparent >= k->chans || !k->gpu_start ||
 	    k->gpu_stop < k->gpu_start || k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS)
 		return; /* dropped as kernelch.c drops them */
 	struct an_graph_file *d = gfile(r);

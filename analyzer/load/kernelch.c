@@ -92,18 +92,19 @@ void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k)
 	struct an_kch_file *d = kfile(r);
 	if (!d)
 		return;
-	/* counted as the channels' own KCH records are (a corrupt count is bounded: NCCL has at
-	 * most 64 channels, a collective's record never stands for more than 256) */
-	uint64_t zero = k->zero, rev = k->reversed, nostop = k->nostop;
-	uint64_t chans = k->chans > 256 ? 256 : k->chans;
+	/* counted as the channels' own KCH records are (a corrupt count is bounded) */
+	uint64_t zero = k->zero, rev = k->reversed, nostop = k->nostop, orphans = k->noparent;
+	uint64_t chans = k->chans > 4096 ? 4096 : k->chans; /* the shim's most: 4096 orphans */
 	zero = zero > chans ? chans : zero;
 	rev = rev > chans - zero ? chans - zero : rev;
 	nostop = nostop > chans - zero - rev ? chans - zero - rev : nostop;
-	uint64_t good = chans - zero - rev - nostop;
+	orphans = orphans > chans - zero - rev - nostop ? chans - zero - rev - nostop : orphans;
+	uint64_t good = chans - zero - rev - nostop - orphans;
 	d->channels += chans;
 	d->zero += zero;
 	d->reversed += rev;
 	d->nostop += nostop;
+	d->noparent += orphans;
 	if (!good)
 		return;
 	if (!k->gpu_start || !k->gpu_stop) {

@@ -9,7 +9,10 @@
  * no channel. The trace must hold every channel once, each collective's span exact (channel 0
  * spans the kernel, the others lie inside it), one record per collective where nothing odd
  * happened, the reused handle's channels on records of their own under their own collective,
- * and no KCH record. Run under ThreadSanitizer too (make SAN=thread).
+ * and no KCH record. Every tenth collective the proxy thread also reports 3 channels without a
+ * parent (as NCCL reports point-to-point channels when only collective events are asked for):
+ * counted on a few KCOLL records, not one record each. Run under ThreadSanitizer too (make
+ * SAN=thread).
  */
 #include <limits.h>  /* PATH_MAX */
 #include <pthread.h> /* pthread_create */
@@ -21,6 +24,9 @@
 #include <dlfcn.h>   /* dlsym */
 
 #include "check.h"
+#include "model/kernelch.h" /* struct an_kch */
+#include "model/model.h"
+#include "pipeline.h" /* an_job_analyze */
 #include "nvlp_trace.h"
 #include "shim_child.h"
 #include "fakes/fake.h" /* fake_descr_v5, fake_profiler_v5 */
@@ -33,6 +39,7 @@
 #define SKIPPED(i) (((i) > 5000 && (i) <= 5000 + REUSE) || ((i) > 17000 && (i) <= 17000 + REUSE))
 #define G(i) (1790000000000000000ull + (uint64_t)(i) * 20000ull) /* collective i's kernel start */
 #define DUR 5000ull
+#define ORPHANS(i) ((i) % 10 == 0 && !SKIPPED(i) ? 3 : 0) /* channels without a parent */
 
 static const fake_profiler_v5 *plugin;
 static void *ctx;
@@ -109,6 +116,8 @@ static void *proxy_thread(void *arg)
 		}
 		for (int c = 0; c < NCH; c++)
 			channel_stop(kh[c], c, G(i));
+		for (int c = 0; c < ORPHANS(i); c++)
+			channel_stop(channel_start(NULL, 60 + c, G(i)), 60 + c, G(i));
 		__atomic_store_n(&holding, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&reported, i + 1, __ATOMIC_RELAXED);
 	}
@@ -139,7 +148,7 @@ struct seen {
 };
 struct totals {
 	struct seen *s;
-	uint64_t kcoll, kch, bad_seq, bad_counts;
+	uint64_t kcoll, kch, bad_seq, bad_counts, orphans, orphan_records;
 };
 
 static void on_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
@@ -152,6 +161,12 @@ static void on_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
 		return;
 	const struct nvlp_rec_kcoll *k = (const void *)rec->f;
 	t->kcoll++;
+	if (k->noparent) {
+		t->orphans += k->noparent;
+		t->orphan_records++;
+		t->bad_counts += k->chans != k->noparent || k->gpu_start || k->gpu_stop;
+		return;
+	}
 	if (k->seq >= NCOLL) {
 		t->bad_seq++;
 		return;
@@ -180,13 +195,14 @@ int main(int argc, char **argv)
 	const char *env[] = {"NVLPROF_CUPTI=0", "NCCL_PROFILER_PLUGIN", "NVLPROF_KCH", NULL};
 	int rc = shim_run_child(self, lib, dir, "0", env, NULL);
 	CHECK(rc == 0, "the two threads drove the plugin (status %d)", rc);
-	struct totals t = {calloc(NCOLL, sizeof(struct seen)), 0, 0, 0, 0};
+	struct totals t = {calloc(NCOLL, sizeof(struct seen)), 0, 0, 0, 0, 0, 0};
 	if (!t.s)
 		return 1;
 	CHECK(trace_dir_each(dir, on_record, NULL, &t) == 1, "one trace");
-	uint64_t with = 0, exact = 0, one = 0, held_ok = 0, skipped_none = 0;
+	uint64_t with = 0, exact = 0, one = 0, held_ok = 0, skipped_none = 0, orphans = 0;
 	for (int i = 0; i < NCOLL; i++) {
 		const struct seen *s = &t.s[i];
+		orphans += (uint64_t)ORPHANS(i);
 		if (SKIPPED(i)) {
 			skipped_none += s->records == 0;
 			continue;
@@ -206,11 +222,31 @@ int main(int argc, char **argv)
 	      (unsigned long long)held_ok);
 	CHECK(skipped_none == 2 * REUSE, "no record for the collectives without channels (%llu of %d)",
 	      (unsigned long long)skipped_none, 2 * REUSE);
+	CHECK(t.orphans == orphans && t.orphan_records == (orphans + 4095) / 4096,
+	      "channels without a parent: %llu counted (%llu) on %llu records",
+	      (unsigned long long)t.orphans, (unsigned long long)orphans,
+	      (unsigned long long)t.orphan_records);
 	CHECK(t.kch == 0 && t.bad_seq == 0 && t.bad_counts == 0,
 	      "no KCH record, no record of a collective never started, no bad channel counted "
 	      "(%llu, %llu, %llu)",
 	      (unsigned long long)t.kch, (unsigned long long)t.bad_seq,
 	      (unsigned long long)t.bad_counts);
+	/* the analyzer counts them as it counts KCH records: every channel, the orphans apart */
+	char *paths[1] = {dir};
+	struct an_job job;
+	memset(&job, 0, sizeof job);
+	char err[512] = "";
+	CHECK(an_job_load(&job, paths, 1, 1, err, sizeof err) == 0, "the job loads (%s)", err);
+	an_job_analyze(&job);
+	const struct an_kch *k = job.kch;
+	CHECK(k && k->channels == with * NCH + orphans && k->noparent == orphans &&
+	          k->collectives == with && k->replays == 0,
+	      "analyzer: %llu channels (%llu), %llu without parent, %llu collectives (%llu), %llu "
+	      "replays",
+	      k ? (unsigned long long)k->channels : 0, (unsigned long long)(with * NCH + orphans),
+	      k ? (unsigned long long)k->noparent : 0, k ? (unsigned long long)k->collectives : 0,
+	      (unsigned long long)with, k ? (unsigned long long)k->replays : 0);
+	an_job_free(&job);
 	free(t.s);
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
