@@ -345,22 +345,29 @@ static void kcoll_emit(struct pctx *c, struct coll_h *p)
 	p->gs = p->ge = p->host = 0;
 }
 
-/* The channel's stamps are usable (as the analyzer reads a KCH) */
-static int kch_stamped(const struct kch_h *h, uint64_t flags)
+/* Why the channel's stamps are not usable (NVLP_KCH_NOSTOP, _ZERO or _REVERSED, as the analyzer
+ * reads a KCH), 0 when they are */
+static uint64_t kch_unusable(const struct kch_h *h, uint64_t flags)
 {
-	return !(flags & NVLP_KCH_NOSTOP) && h->gpu_start && h->gpu_stop &&
-	       h->gpu_stop >= h->gpu_start && h->gpu_stop - h->gpu_start <= NVLP_KCH_MAX_NS;
+	if (flags & NVLP_KCH_NOSTOP)
+		return NVLP_KCH_NOSTOP;
+	if (!h->gpu_start || !h->gpu_stop)
+		return NVLP_KCH_ZERO;
+	if (h->gpu_stop < h->gpu_start || h->gpu_stop - h->gpu_start > NVLP_KCH_MAX_NS)
+		return NVLP_KCH_REVERSED;
+	return 0;
 }
 
 /* One channel into p's record: its stamps, or why it has none. */
 static void kcoll_add(struct coll_h *p, const struct kch_h *h, uint64_t flags, uint64_t now)
 {
 	p->got++;
-	if (flags & NVLP_KCH_NOSTOP) {
+	uint64_t why = kch_unusable(h, flags);
+	if (why == NVLP_KCH_NOSTOP) {
 		p->nostop++;
-	} else if (!h->gpu_start || !h->gpu_stop) {
+	} else if (why == NVLP_KCH_ZERO) {
 		p->zero++;
-	} else if (!kch_stamped(h, flags)) {
+	} else if (why == NVLP_KCH_REVERSED) {
 		p->reversed++;
 	} else {
 		if (!p->gs || h->gpu_start < p->gs)
@@ -423,7 +430,7 @@ static void kch_fold(struct kch_h *h, uint64_t flags)
 	if (!p || p->gen != h->gen || /* its collective's handle was reused meanwhile */
 	    /* or it ended before the collective's current execution began: a channel of the
 	     * execution before, reported after the next one's (a CUDA graph's replays) */
-	    (p->xgs && kch_stamped(h, flags) && h->gpu_stop < p->xgs)) {
+	    (p->xgs && !kch_unusable(h, flags) && h->gpu_stop < p->xgs)) {
 		kcoll_alone(c, h, flags, now);
 		pthread_mutex_unlock(&c->mu);
 		return;

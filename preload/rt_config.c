@@ -73,21 +73,20 @@ static void cfg_bool(const char *var, int *out)
 	cfg_bad(var, v, "0 or 1", def);
 }
 
-/* NVLPROF_KCH: 1 one KCOLL record per collective (default), channels one KCH per channel, 0 off */
-static void cfg_kch(void)
+/* A variable that takes words: *out = the value of the word set (words[i] -> values[i], a
+ * NULL-terminated list), or a warning naming expected and the default kept. */
+static void cfg_word(const char *var, const char *const *words, const int *values, int *out,
+                     const char *expected, const char *def)
 {
-	const char *v = getenv("NVLPROF_KCH");
+	const char *v = getenv(var);
 	if (!v || !*v)
 		return;
-	if (!strcmp(v, "0") || !strcmp(v, "1")) {
-		cfg.kch = v[0] == '1' ? NVLP_KCH_COLL : NVLP_KCH_OFF;
-		return;
-	}
-	if (!strcmp(v, "channels")) {
-		cfg.kch = NVLP_KCH_CHANNELS;
-		return;
-	}
-	cfg_bad("NVLPROF_KCH", v, "0, 1 or channels", "1");
+	for (int i = 0; words[i]; i++)
+		if (!strcmp(v, words[i])) {
+			*out = values[i];
+			return;
+		}
+	cfg_bad(var, v, expected, def);
 }
 
 static void cfg_long(const char *var, long *out, long lo, long hi)
@@ -108,25 +107,19 @@ static void cfg_long(const char *var, long *out, long lo, long hi)
 	*out = x;
 }
 
-/* NVLPROF_UM and NVLPROF_LINKS: words, not numbers. */
-static void cfg_um_links(void)
+/* NVLPROF_UM, NVLPROF_LINKS and NVLPROF_KCH: words, not numbers. */
+static void cfg_words(void)
 {
-	const char *um = getenv("NVLPROF_UM");
-	if (um && *um) {
-		if (!strcmp(um, "auto"))
-			cfg.um = -1;
-		else if (!strcmp(um, "0") || !strcmp(um, "1"))
-			cfg.um = um[0] == '1';
-		else
-			cfg_bad("NVLPROF_UM", um, "auto, 0 or 1", "auto");
-	}
-	const char *links = getenv("NVLPROF_LINKS");
-	if (links && *links) {
-		if (!strcmp(links, "auto") || !strcmp(links, "nvml"))
-			cfg.links_nvml = links[0] == 'n';
-		else
-			cfg_bad("NVLPROF_LINKS", links, "auto or nvml", "auto");
-	}
+	static const char *const um[] = {"auto", "0", "1", NULL};
+	static const int um_v[] = {-1, 0, 1};
+	cfg_word("NVLPROF_UM", um, um_v, &cfg.um, "auto, 0 or 1", "auto");
+	static const char *const links[] = {"auto", "nvml", NULL};
+	static const int links_v[] = {0, 1};
+	cfg_word("NVLPROF_LINKS", links, links_v, &cfg.links_nvml, "auto or nvml", "auto");
+	/* 1: one KCOLL record per collective (the default), channels: one KCH per channel */
+	static const char *const kch[] = {"0", "1", "channels", NULL};
+	static const int kch_v[] = {NVLP_KCH_OFF, NVLP_KCH_COLL, NVLP_KCH_CHANNELS};
+	cfg_word("NVLPROF_KCH", kch, kch_v, &cfg.kch, "0, 1 or channels", "1");
 }
 
 static void cfg_capture(void)
@@ -180,7 +173,7 @@ void nvlp_cfg_parse(void)
 	cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
 	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
 	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
-	cfg_um_links();
+	cfg_words();
 	const char *clk = getenv("NVLPROF_CLOCK");
 	if (nvlp_clock_init(clk) < 0)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
@@ -192,7 +185,6 @@ void nvlp_cfg_parse(void)
 	cfg_bool("NVLPROF_NVTX", &cfg.nvtx);
 	cfg_long("NVLPROF_PYSAMPLE_HZ", &cfg.pysample_hz, 0, 1000);
 	cfg_bool("NVLPROF_DRIVER", &cfg.driver);
-	cfg_kch();
 	const char *k = getenv("NVLPROF_KERNELS");
 	snprintf(cfg.kernels, sizeof cfg.kernels, "%s", k ? k : "");
 	nvlp_cfg_kernels(cfg.kernels, &cfg.km);

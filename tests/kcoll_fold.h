@@ -6,6 +6,7 @@
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* realloc */
 
+#include "load/kernelch.h" /* an_kch_stamps: the analyzer's reading of a channel's stamps */
 #include "nvlp_trace.h"
 
 /* One collective's channels (comm, fn, seq), folded */
@@ -51,12 +52,12 @@ static inline size_t kf_add(struct kf_state *s, const struct nvlp_rec_kch *k, si
 	c->last = at;
 	if (k->host > c->host_any)
 		c->host_any = k->host;
+	enum an_kch_stamps st = an_kch_stamps(k->gpu_start, k->gpu_stop);
 	if (k->flags & NVLP_KCH_NOSTOP)
 		c->nostop++;
-	else if ((k->flags & NVLP_KCH_ZERO) || !k->gpu_start || !k->gpu_stop)
+	else if ((k->flags & NVLP_KCH_ZERO) || st == AN_KCH_ZERO)
 		c->zero++;
-	else if ((k->flags & NVLP_KCH_REVERSED) || k->gpu_stop < k->gpu_start ||
-	         k->gpu_stop - k->gpu_start > NVLP_KCH_MAX_NS)
+	else if ((k->flags & NVLP_KCH_REVERSED) || st == AN_KCH_REVERSED)
 		c->reversed++;
 	else {
 		if (!c->gs || k->gpu_start < c->gs)

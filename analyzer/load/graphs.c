@@ -109,8 +109,7 @@ void an_graphs_on_gpugraph(struct an_rank *r, const struct nvlp_rec_gpugraph *g)
 
 void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 {
-	if (k->flags || !k->gpu_start || k->gpu_stop < k->gpu_start ||
-	    k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS)
+	if (k->flags || an_kch_stamps(k->gpu_start, k->gpu_stop) != AN_KCH_OK)
 		return; /* dropped as kernelch.c drops them */
 	struct an_graph_file *d = gfile(r);
 	struct an_gstamp *s = d ? PUSH(d->k, d->nk, d->capk) : NULL;
@@ -119,10 +118,10 @@ void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 		                        an_nccl_func((uint8_t)k->fn)};
 }
 
-void an_graphs_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k)
+void an_graphs_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k,
+                        const struct an_kcoll_split *x)
 {
-	if (k->zero + k->reversed + k->nostop + k->noparent >= k->chans || !k->gpu_start ||
-	    k->gpu_stop < k->gpu_start || k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS)
+	if (!x->good || an_kch_stamps(k->gpu_start, k->gpu_stop) != AN_KCH_OK)
 		return; /* dropped as kernelch.c drops them */
 	struct an_graph_file *d = gfile(r);
 	struct an_gstamp *s = d ? PUSH(d->k, d->nk, d->capk) : NULL;

@@ -15,6 +15,7 @@ struct nvlp_rec_graph;
 struct nvlp_rec_gpugraph;
 struct nvlp_rec_kch;
 struct nvlp_rec_kcoll;
+struct an_kcoll_split;
 
 /* One NCCL call (collective or p2p) as its record gave it. */
 struct an_gcall {
@@ -67,8 +68,10 @@ void an_graphs_on_graph(struct an_rank *r, const struct nvlp_rec_graph *g);
 void an_graphs_on_gpugraph(struct an_rank *r, const struct nvlp_rec_gpugraph *g);
 /*! A KCH record: its stamps, for per-execution times (dropped as kernelch.c drops them). */
 void an_graphs_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k);
-/*! A KCOLL record: one execution's span of the channels it folds (their stamps overlap). */
-void an_graphs_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k);
+/*! A KCOLL record (x: its split, load/kernelch.h): one execution's span of the channels it
+ * folds (their stamps overlap). */
+void an_graphs_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k,
+                        const struct an_kcoll_split *x);
 /*! r->graph_file freed (NULL after). */
 void an_graphs_file_free(struct an_rank *r);
 /*! r's graph records' state written to or read from a partial (partial.h) */

@@ -403,16 +403,20 @@ static int an_ingest_gpucopy(struct lctx *c)
 }
 
 /* ---- kernel channels and CUDA graphs: kept for kernelch.c and graphs.c ---- */
+/* The hang's evidence: n channels still running on the GPU, the last of collective seq of fn */
+static void kch_nostop(struct an_rank *r, uint64_t n, uint64_t seq, uint64_t fn)
+{
+	r->kch_nostop += n;
+	r->kch_nostop_seq = seq > UINT32_MAX ? UINT32_MAX : (uint32_t)seq;
+	r->kch_nostop_fn = fn < NVLP_NCCL_FN_COUNT ? (uint8_t)fn : 0;
+}
 static int an_ingest_kch(struct lctx *c)
 {
 	const struct nvlp_rec_kch *k = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
 	alive_at(r, k->host);
-	if (k->flags & NVLP_KCH_NOSTOP) { /* the hang's evidence: still running on the GPU */
-		r->kch_nostop++;
-		r->kch_nostop_seq = k->seq > UINT32_MAX ? UINT32_MAX : (uint32_t)k->seq;
-		r->kch_nostop_fn = k->fn < NVLP_NCCL_FN_COUNT ? (uint8_t)k->fn : 0;
-	}
+	if (k->flags & NVLP_KCH_NOSTOP)
+		kch_nostop(r, 1, k->seq, k->fn);
 	an_kch_on_kch(r, k);
 	an_graphs_on_kch(c->r, k); /* per-execution times of captured collectives */
 	return 0;
@@ -422,14 +426,12 @@ static int an_ingest_kcoll(struct lctx *c)
 {
 	const struct nvlp_rec_kcoll *k = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
+	struct an_kcoll_split x = an_kcoll_split(k);
 	alive_at(r, k->host);
-	if (k->nostop) { /* the hang's evidence: still running on the GPU */
-		r->kch_nostop += k->nostop;
-		r->kch_nostop_seq = k->seq > UINT32_MAX ? UINT32_MAX : (uint32_t)k->seq;
-		r->kch_nostop_fn = k->fn < NVLP_NCCL_FN_COUNT ? (uint8_t)k->fn : 0;
-	}
-	an_kch_on_kcoll(r, k);
-	an_graphs_on_kcoll(r, k);
+	if (x.nostop)
+		kch_nostop(r, x.nostop, k->seq, k->fn);
+	an_kch_on_kcoll(r, k, &x);
+	an_graphs_on_kcoll(r, k, &x);
 	return 0;
 }
 static int an_ingest_clock(struct lctx *c)

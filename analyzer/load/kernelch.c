@@ -74,12 +74,12 @@ void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 		d->noparent++;
 		return;
 	}
-	if ((k->flags & NVLP_KCH_ZERO) || !k->gpu_start || !k->gpu_stop) {
+	enum an_kch_stamps st = an_kch_stamps(k->gpu_start, k->gpu_stop);
+	if ((k->flags & NVLP_KCH_ZERO) || st == AN_KCH_ZERO) {
 		d->zero++;
 		return;
 	}
-	if ((k->flags & NVLP_KCH_REVERSED) || k->gpu_stop < k->gpu_start ||
-	    k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS) {
+	if ((k->flags & NVLP_KCH_REVERSED) || st == AN_KCH_REVERSED) {
 		d->reversed++;
 		return;
 	}
@@ -87,36 +87,52 @@ void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k)
 	     (uint32_t)k->channel, 1);
 }
 
-void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k)
+/* v, at most what is left of *left (which loses it) */
+static uint64_t take(uint64_t *left, uint64_t v)
+{
+	uint64_t t = v < *left ? v : *left;
+	*left -= t;
+	return t;
+}
+
+struct an_kcoll_split an_kcoll_split(const struct nvlp_rec_kcoll *k)
+{
+	struct an_kcoll_split x = {.chans = k->chans > 4096 ? 4096 : k->chans};
+	uint64_t left = x.chans;
+	x.zero = take(&left, k->zero);
+	x.reversed = take(&left, k->reversed);
+	x.nostop = take(&left, k->nostop);
+	x.noparent = take(&left, k->noparent);
+	x.good = left;
+	return x;
+}
+
+void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k,
+                     const struct an_kcoll_split *x)
 {
 	struct an_kch_file *d = kfile(r);
 	if (!d)
 		return;
-	/* counted as the channels' own KCH records are (a corrupt count is bounded) */
-	uint64_t zero = k->zero, rev = k->reversed, nostop = k->nostop, orphans = k->noparent;
-	uint64_t chans = k->chans > 4096 ? 4096 : k->chans; /* the shim's most: 4096 orphans */
-	zero = zero > chans ? chans : zero;
-	rev = rev > chans - zero ? chans - zero : rev;
-	nostop = nostop > chans - zero - rev ? chans - zero - rev : nostop;
-	orphans = orphans > chans - zero - rev - nostop ? chans - zero - rev - nostop : orphans;
-	uint64_t good = chans - zero - rev - nostop - orphans;
-	d->channels += chans;
-	d->zero += zero;
-	d->reversed += rev;
-	d->nostop += nostop;
-	d->noparent += orphans;
-	if (!good)
+	/* counted as the channels' own KCH records are */
+	d->channels += x->chans;
+	d->zero += x->zero;
+	d->reversed += x->reversed;
+	d->nostop += x->nostop;
+	d->noparent += x->noparent;
+	if (!x->good)
 		return;
-	if (!k->gpu_start || !k->gpu_stop) {
-		d->zero += good;
+	switch (an_kch_stamps(k->gpu_start, k->gpu_stop)) {
+	case AN_KCH_ZERO:
+		d->zero += x->good;
 		return;
-	}
-	if (k->gpu_stop < k->gpu_start || k->gpu_stop - k->gpu_start > AN_KCH_MAX_NS) {
-		d->reversed += good;
+	case AN_KCH_REVERSED:
+		d->reversed += x->good;
 		return;
+	case AN_KCH_OK:
+		break;
 	}
 	keep(d, k->comm, k->nccl_comm, k->seq, k->fn, k->gpu_start, k->gpu_stop, k->host,
-	     (uint32_t)(k->part & 255), (uint32_t)good);
+	     (uint32_t)(k->part & 255), (uint32_t)x->good);
 }
 
 void an_kch_on_clock(struct an_rank *r, const struct nvlp_rec_clock *c)

@@ -20,6 +20,21 @@ struct nvlp_rec_kwindow;
 /* A channel longer than this is not a real stamp pair. */
 #define AN_KCH_MAX_NS NVLP_KCH_MAX_NS
 
+/* What a channel's GPU stamps (or a KCOLL record's span) are worth: usable, or why not. */
+enum an_kch_stamps { AN_KCH_OK, AN_KCH_ZERO, AN_KCH_REVERSED };
+static inline enum an_kch_stamps an_kch_stamps(uint64_t gs, uint64_t ge)
+{
+	if (!gs || !ge)
+		return AN_KCH_ZERO;
+	return ge < gs || ge - gs > AN_KCH_MAX_NS ? AN_KCH_REVERSED : AN_KCH_OK;
+}
+
+/* A KCOLL record's channels by what became of them (a corrupt count bounded: the shim writes at
+ * most 4096 on one record); good = those whose stamps the span holds. */
+struct an_kcoll_split {
+	uint64_t chans, zero, reversed, nostop, noparent, good;
+};
+
 /* One KCH record kept: a channel of a collective (the shim's communicator, NCCL's seq); or one
  * KCOLL record: n channels folded (ch = its part: a repeated part starts the next execution, as a
  * repeated channel does). */
@@ -59,8 +74,12 @@ uint8_t an_nccl_func(uint8_t fn);
  * kernelch, kept in r->kch_file (the file is decoded once, by ingest) ---- */
 /*! A KCH record: kept, or counted as dropped (zero, reversed, never stopped, no parent). */
 void an_kch_on_kch(struct an_rank *r, const struct nvlp_rec_kch *k);
-/*! A KCOLL record: its channels counted as their KCH records would be, its span kept. */
-void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k);
+/*! A KCOLL record's channels split by what became of them. */
+struct an_kcoll_split an_kcoll_split(const struct nvlp_rec_kcoll *k);
+/*! A KCOLL record (x: its split): its channels counted as their KCH records would be, its span
+ * kept. */
+void an_kch_on_kcoll(struct an_rank *r, const struct nvlp_rec_kcoll *k,
+                     const struct an_kcoll_split *x);
 /*! A CLOCK record: its REALTIME pairs kept for the clock fit. */
 void an_kch_on_clock(struct an_rank *r, const struct nvlp_rec_clock *c);
 /*! An NCCLPROF record: NCCL's communicator hash -> the shim's. */

@@ -22,6 +22,18 @@ void fake_nccl_sync(void);
 /* Fake device memory: each device owns one arena of this size, mapped at its first cudaMalloc. */
 #define FAKE_DEV_SIZE (1ull << 30)
 
+/* Scattered kernel-channel stamps (FAKE_NCCL_KCH_JITTER, bench_kch): how far inside its kernel's
+ * span channel ch of the kernel started at g0 starts (which = 0) or stops (1), below lim ns, by a
+ * hash of the two (so collectives fused in one kernel share their channels' stamps). */
+static inline uint64_t fake_kch_inset(uint64_t g0, int ch, int which, uint64_t lim)
+{
+	uint64_t x = g0 * 0x9e3779b97f4a7c15ull + (uint64_t)(ch * 2 + which + 1) * 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 29;
+	return lim ? x % lim : 0;
+}
+
 /* NCCL's profiler plugin interface v5, as far as the fakes and the KernelCh bench use it (this
  * project's own copy of the layout: event descriptor and plugin table). */
 typedef struct {

@@ -41,6 +41,7 @@
 #include <nccl.h>
 #include "nccl/profiler.h" /* the project's vendored copy of NCCL's plugin headers */
 
+#include "fake.h" /* fake_kch_inset */
 #include "fake_nccl_int.h"
 
 typedef ncclProfilerEventDescr_v5_t descr;
@@ -205,12 +206,7 @@ __attribute__((constructor)) static void kch_init(void)
  * (which = 0) or stops (1): at most 2 us and a third of the span */
 static uint64_t kch_inset(uint64_t g0, int ch, int which, uint64_t dur)
 {
-	uint64_t x = g0 * 0x9e3779b97f4a7c15ull + (uint64_t)(ch * 2 + which + 1) * 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 31;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 29;
-	uint64_t lim = dur / 3 < 2000 ? dur / 3 : 2000;
-	return lim ? x % lim : 0;
+	return fake_kch_inset(g0, ch, which, dur / 3 < 2000 ? dur / 3 : 2000);
 }
 
 /* FAKE_NCCL_KCH_BAD's graph replays: the original's last channel reports its stop only after
