@@ -559,7 +559,9 @@ def driver(a):
                 for e in extra:
                     k, _, v = e.partition("=")
                     env[k] = v
-                cmd = [nv, "run", "-o", os.path.join(a.out, "%s_%s" % (a.workload, key))] + cmd
+                # one folder per configuration; later process sets add their traces to it
+                cmd = [nv, "run", "-o", os.path.join(a.out, "%s_%s" % (a.workload, key))] + \
+                    (["--append"] if pset else []) + cmd
             with open(os.path.join(a.out, "%s_%s.log" % (a.workload, key)), "a") as log:
                 p = subprocess.Popen(cmd, env=env, pass_fds=(r1, w2), stdout=log, stderr=subprocess.STDOUT)
             os.close(r1)
