@@ -49,6 +49,8 @@ struct nvlp_config {
 	int verbose;       /* NVLPROF_VERBOSE=1: print what was collected at exit */
 	long sample_us;    /* NVLPROF_SAMPLE_US (default 10000, 0 = no link counters) */
 	int links_nvml;    /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
+	long nvml_us;      /* the NVML fallback's period: 100 ms, or max(10 ms, NVLPROF_SAMPLE_US)
+	                    * when that is set (an NVML read costs ~0.4 ms of CPU: MEASUREMENTS.md) */
 	int nccl_plugin;   /* NVLPROF_NCCL_PLUGIN (default 1): serve NCCL's profiler plugin */
 	long buffer_kb;    /* NVLPROF_BUFFER_KB per thread (default 65536: a 1 MiB ring and a 64 MiB
 	                    * spill reservation touched only in bursts; rt_emit.c) */
@@ -72,6 +74,8 @@ struct nvlp_config {
 };
 /* NVLPROF_KCH: off (0), one KCOLL record per collective (1, the default), one KCH record per
  * channel (channels; the header's capture key says kch=2) */
+/* the NVML link fallback's period unless NVLPROF_SAMPLE_US is set (us) */
+#define NVLP_NVML_DEFAULT_US 100000L
 enum nvlp_kch_mode { NVLP_KCH_OFF = 0, NVLP_KCH_COLL = 1, NVLP_KCH_CHANNELS = 2 };
 enum nvlp_pywalk_test {
 	NVLP_PYWALK_TEST_NONE,

@@ -26,6 +26,7 @@ static struct nvlp_config cfg = {
     .cupti = 1,
     .um = -1,
     .sample_us = 10000,
+    .nvml_us = NVLP_NVML_DEFAULT_US,
     .nccl_plugin = 1,
     .buffer_kb = 65536,
     .flush_ms = 500,
@@ -89,11 +90,12 @@ static void cfg_word(const char *var, const char *const *words, const int *value
 	cfg_bad(var, v, expected, def);
 }
 
-static void cfg_long(const char *var, long *out, long lo, long hi)
+/* @return 1 when var was set to a valid value (now in *out) */
+static int cfg_long(const char *var, long *out, long lo, long hi)
 {
 	const char *v = getenv(var);
 	if (!v || !*v)
-		return;
+		return 0;
 	char *end;
 	errno = 0;
 	long x = strtol(v, &end, 10);
@@ -102,9 +104,10 @@ static void cfg_long(const char *var, long *out, long lo, long hi)
 		snprintf(exp, sizeof exp, "an integer %ld..%ld", lo, hi);
 		snprintf(def, sizeof def, "%ld", *out);
 		cfg_bad(var, v, exp, def);
-		return;
+		return 0;
 	}
 	*out = x;
+	return 1;
 }
 
 /* NVLPROF_UM, NVLPROF_LINKS and NVLPROF_KCH: words, not numbers. */
@@ -177,7 +180,8 @@ void nvlp_cfg_parse(void)
 	const char *clk = getenv("NVLPROF_CLOCK");
 	if (nvlp_clock_init(clk) < 0)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
-	cfg_long("NVLPROF_SAMPLE_US", &cfg.sample_us, 0, 10000000);
+	if (cfg_long("NVLPROF_SAMPLE_US", &cfg.sample_us, 0, 10000000)) /* NVML: 10 ms at least */
+		cfg.nvml_us = cfg.sample_us < 10000 ? 10000 : cfg.sample_us;
 	/* 64 KiB floor: a ring must hold the largest ordinary record several times over. */
 	cfg_long("NVLPROF_BUFFER_KB", &cfg.buffer_kb, 64, 4L << 20);
 	cfg_long("NVLPROF_FLUSH_MS", &cfg.flush_ms, 1, 1000);

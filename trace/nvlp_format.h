@@ -153,7 +153,9 @@ enum nvlp_ftype {
 /* What NCCL chose for one collective, from its profiler plugin interface (ncclProfiler_v5, served
  * by the shim): comm = the shim's communicator hash (0 if not known yet), nccl_comm = NCCL's own
  * commHash (the same for every record of one communicator in a process), seq = NCCL's sequence
- * number, start = when NCCL started the event (host), dur = 0 (not measured). */
+ * number, start = when NCCL started the event (host; 0 from shims of 2026-12 on when the thread
+ * was inside an NCCL call the shim recorded: its NCCL record has the time), dur = 0 (not
+ * measured). */
 #define NVLP_FIELDS_NCCLPROF(F)                                                                    \
 	F(X, comm) F(U, seq) F(U, fn) F(S, algo) F(S, proto) F(U, channels) F(T, start) F(U, dur)    \
 	F(U, warps) F(U, count) F(X, nccl_comm) F(I, rank) F(I, nranks)

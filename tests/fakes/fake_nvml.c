@@ -2,9 +2,10 @@
 /*
  * Each read of a GPU adds, per existing link (FAKE_NVML_LINKS, default 18), 64 KiB of NVLink
  * data (fields 138/139; raw 140/141: 66 KiB), and 1 MiB of PCIe (197/198) per GPU; links past
- * the count answer NVML_ERROR_NOT_SUPPORTED (3), as on a real GPU.
+ * the count answer NVML_ERROR_NOT_SUPPORTED (3), as on a real GPU. FAKE_NVML_LOG=PATH: each read
+ * appends a line to PATH: the number of fields asked for.
  */
-#include <stdio.h>  /* sscanf */
+#include <stdio.h>  /* sscanf, fopen */
 #include <stdlib.h> /* getenv, atoi */
 
 typedef struct {
@@ -43,6 +44,12 @@ EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
 	const char *ls = getenv("FAKE_NVML_LINKS");
 	unsigned links = ls && *ls ? (unsigned)atoi(ls) : 18;
 	g->reads++;
+	const char *logp = getenv("FAKE_NVML_LOG");
+	FILE *lf = logp && *logp ? fopen(logp, "a") : NULL;
+	if (lf) {
+		fprintf(lf, "%d\n", n);
+		fclose(lf);
+	}
 	for (int i = 0; i < n; i++) {
 		unsigned f = v[i].fieldId;
 		v[i].nvmlReturn = 0;

@@ -89,6 +89,21 @@ static void file_late(nvlp_reader *r, void *arg)
 	l->kcoll_since_nccl = 0;
 }
 
+/* NCCLPROF records, and those with a start (none when every collective came through the shim's
+ * NCCL hooks, whose NCCL records have the time) */
+struct profs {
+	unsigned long long n, with_start;
+};
+static void count_profs(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct profs *p = arg;
+	if (rec->kind == NVLP_K_NCCLPROF) {
+		p->n++;
+		p->with_start += ((const struct nvlp_rec_ncclprof *)rec->f)->start != 0;
+	}
+}
+
 /* One way of recording: env for both ranks; destroyed: the child calls ncclCommDestroy */
 struct mode {
 	const char *name;
@@ -183,6 +198,15 @@ static int run_mode(const char *self, const char *lib, const struct mode *m, uin
 		CHECK(l.late <= 4, "records written as the job goes: %llu after the last call (its group)",
 		      l.late);
 	}
+	struct profs pr = {0, 0};
+	for (int r = 0; r < 2; r++) {
+		char rd[256];
+		snprintf(rd, sizeof rd, "%s/r%d", dir, r);
+		trace_dir_each(rd, count_profs, NULL, &pr);
+	}
+	CHECK(pr.n >= (uint64_t)(2 * NCOLL) && pr.with_start == 0,
+	      "NCCLPROF records (%llu) without a start of their own: %llu have one", pr.n,
+	      pr.with_start);
 	if (!m->kcoll)
 		CHECK(nkcoll == 0 && nkch > (uint64_t)(4 * (NCOLL + NCOLL / 10)),
 		      "KCH records, one per channel: %llu, no KCOLL", (unsigned long long)nkch);

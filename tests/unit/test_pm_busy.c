@@ -5,7 +5,9 @@
  * libnvidia-ml.so.1 (build/fakes/nvml) has cumulative counters that grow 18 x 64 KiB of NVLink
  * data per read. The child starts CUDA, uses GPU 0 and idles 400 ms; the parent checks the
  * LINKSAMPLE records' source, the NOTE naming the refusal, and the report's source line. The same
- * run without the refusal is PM sampling throughout (the control).
+ * run without the refusal is PM sampling throughout (the control). A third run leaves
+ * NVLPROF_SAMPLE_US unset, with 2 links of 18 (FAKE_NVML_LINKS): NVML is read every 100 ms (not
+ * 10), and after the first read only the 10 fields that answered it (the fake logs each read).
  */
 #include <cuda_runtime_api.h> /* cudaMallocManaged */
 #include <cupti.h>            /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
@@ -20,20 +22,22 @@
 
 void fake_cupti_generate(int kind, int n); /* links the fake libcupti in (the shim reuses it) */
 
-static int child(void)
+static int child(const char *arg)
 {
 	cuInit(0); /* fake driver: InitializeInjection -> nvlprof attaches, the sampler starts */
 	void *m = NULL;
 	if (cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal) != cudaSuccess)
 		return 3;
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 10);
-	struct timespec ts = {0, 400 * 1000000L};
+	struct timespec ts = {strcmp(arg, "long") ? 0 : 1, 400 * 1000000L};
 	nanosleep(&ts, NULL);
 	return 0;
 }
 
 struct links {
-	unsigned long long pm, nvml, nvl_tx, nvl_rx;
+	unsigned long long pm, nvml, nvl_tx, nvl_rx, dur_min, dur_max;
+	unsigned long long last; /* the latest NVML sample's length: the one taken at exit is cut
+	                          * short, so it counts in dur_max only */
 };
 static void on_rec(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
 {
@@ -44,6 +48,13 @@ static void on_rec(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
 	const struct nvlp_rec_linksample *s = (const void *)rec->f;
 	l->pm += s->source == NVLP_LINK_PM_SAMPLING;
 	l->nvml += s->source == NVLP_LINK_NVML;
+	if (s->source == NVLP_LINK_NVML) {
+		if (l->last && (!l->dur_min || l->last < l->dur_min))
+			l->dur_min = l->last;
+		l->last = s->dur;
+		if (s->dur > l->dur_max)
+			l->dur_max = s->dur;
+	}
 	l->nvl_tx += s->nvl_tx_user, l->nvl_rx += s->nvl_rx_user;
 }
 
@@ -62,27 +73,75 @@ static int report_has(const char *lib, const char *dir, const char *line)
 	return found;
 }
 
+/* The NVML reads the fake logged: the first's field count, the fewest and most of the others. */
+static int nvml_reads(const char *path, int *first, int *lo, int *hi)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, x;
+	*first = *lo = *hi = 0;
+	while (f && fscanf(f, "%d", &x) == 1) {
+		if (!n++)
+			*first = x;
+		else if (n == 2)
+			*lo = *hi = x;
+		else
+			*lo = x < *lo ? x : *lo, *hi = x > *hi ? x : *hi;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* busy: 0 the control (PM sampling), 1 PM refused, NVLPROF_SAMPLE_US=1000 (NVML at 10 ms),
+ * 2 PM refused, NVLPROF_SAMPLE_US unset, 2 links */
 static void run(const char *self, const char *lib, unsigned base, int busy)
 {
-	const char *name = busy ? "busy" : "control";
-	char dir[] = "/tmp/nvlp-pm-busy.XXXXXX", b[64], ldp[PATH_MAX + 64];
+	const char *name = busy == 2 ? "busy, default period" : busy ? "busy" : "control";
+	char dir[] = "/tmp/nvlp-pm-busy.XXXXXX", b[64], ldp[PATH_MAX + 64], log[PATH_MAX];
 	if (!mkdtemp(dir))
 		return;
 	snprintf(b, sizeof b, "FAKE_CUDA_UUID_BASE=%u", base);
 	snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%.*s/../fakes/nvml", (int)(strrchr(self, '/') - self),
 	         self);
-	const char *env[] = {"FAKE_CUPTI_PM=1", b, ldp, busy ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
+	snprintf(log, sizeof log, "FAKE_NVML_LOG=%s/nvml.log", dir);
+	const char *env[] = {"FAKE_CUPTI_PM=1",
+	                     b,
+	                     ldp,
+	                     busy ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
+	                     log,
+	                     busy == 2 ? "FAKE_NVML_LINKS=2" : "FAKE_NVML_LINKS",
+	                     busy == 2 ? "NVLPROF_SAMPLE_US" : "NVLPROF_SAMPLE_US=1000",
 	                     NULL};
-	int rc = shim_run_child(self, lib, dir, "1000", env, "x");
+	int rc = shim_run_child(self, lib, dir, "1000", env, busy == 2 ? "long" : "x");
 	CHECK(rc == 0, "[%s] the job ran (status %d)", name, rc);
 	struct trace_summary s;
 	trace_summarize(dir, &s);
 	struct links l = {0};
 	trace_dir_each(dir, on_rec, NULL, &l);
 	CHECK(s.complete == 1, "[%s] trace complete", name);
-	if (busy) {
+	int first, lo, hi, reads = nvml_reads(log + strlen("FAKE_NVML_LOG="), &first, &lo, &hi);
+	if (busy == 2) {
+		/* 1.4 s idle at 100 ms: ~13 samples; at 10 ms it would be ~140 */
+		CHECK(l.nvml >= 4 && l.nvml <= 20 && l.pm == 0 && l.dur_min >= 80000000ull &&
+		          l.dur_max < 400000000ull,
+		      "[%s] NVML sampled every ~100 ms (%llu samples of %.1f-%.1f ms)", name, l.nvml,
+		      (double)l.dur_min / 1e6, (double)l.dur_max / 1e6);
+		CHECK(reads >= 5 && first == 74 && lo == 10 && hi == 10,
+		      "[%s] NVML: all 74 fields read once, then only the 10 that answered (%d reads: "
+		      "first %d fields, then %d-%d)",
+		      name, reads, first, lo, hi);
+		CHECK(l.nvl_tx > 0 && l.nvl_tx % (2 * 64 * 1024) == 0 && l.nvl_tx == l.nvl_rx,
+		      "[%s] NVLink bytes: the 2 links' counters, KiB made bytes (%llu)", name, l.nvl_tx);
+		CHECK(strstr(s.text, "NVML link counters on GPU 0 every 100000 us, 10 of 74 fields"),
+		      "[%s] NOTE: NVML every 100 ms, 10 of 74 fields", name);
+	} else if (busy) {
 		CHECK(l.nvml >= 5 && l.pm == 0, "[%s] link samples from NVML only (%llu NVML, %llu PM)",
 		      name, l.nvml, l.pm);
+		CHECK(l.dur_max < 60000000ull, "[%s] NVLPROF_SAMPLE_US=1000: NVML every 10 ms (the floor; "
+		      "longest sample %.1f ms)", name, (double)l.dur_max / 1e6);
+		CHECK(reads >= 5 && first == 74 && lo == 74 && hi == 74,
+		      "[%s] NVML: 18 links, every read asks for all 74 fields (%d reads: %d, %d-%d)", name,
+		      reads, first, lo, hi);
 		CHECK(l.nvl_tx > 0 && l.nvl_tx % (18 * 64 * 1024) == 0 && l.nvl_tx == l.nvl_rx,
 		      "[%s] NVLink bytes: every link's counter, KiB made bytes (%llu)", name, l.nvl_tx);
 		CHECK(s.notes[NVLP_NOTE_NVML_ON] == 1 &&
@@ -110,13 +169,14 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "child"))
-		return child();
+		return child(argv[2]);
 	char self[PATH_MAX], lib[PATH_MAX + 32];
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
 	/* our own fake GPU UUIDs: the per-GPU sampling lock is not shared with parallel tests */
 	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
 	run(self, lib, base, 1);
+	run(self, lib, base, 2);
 	run(self, lib, base, 0);
 	shim_unlink_gpu_locks(base);
 	return CHECK_DONE();
