@@ -14,7 +14,10 @@
  * its late channel too), and KCOLL when it reports fewer, in a process that exits without
  * ncclCommDestroy (records are written when the next collective's channels come, the last one
  * by the end of the trace). 24 channels with scattered stamps, as NVLink collectives have.
+ * NCCLPROF records: no start of their own inside a call the shim recorded, one where a call
+ * reached NCCL around the hook (run_direct).
  */
+#include <dlfcn.h>  /* dlsym */
 #include <limits.h> /* PATH_MAX */
 #include <nccl.h>   /* ncclAllReduce */
 #include <stdio.h>  /* fopen */
@@ -54,6 +57,16 @@ static int child(int rank)
 		} else {
 			ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, NULL);
 		}
+	}
+	if (getenv("TEST_KCH_DIRECT")) {
+		/* NCCL reached without the shim's hook (as by a library that looks it up in
+		 * libnccl itself): its NCCLPROF record keeps a start of its own */
+		void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+		__typeof__(&ncclAllReduce) f = h ? (__typeof__(&ncclAllReduce))dlsym(h, "ncclAllReduce")
+		                                 : NULL;
+		if (!f || f == ncclAllReduce)
+			return 4;
+		f(buf, buf, 1024, ncclFloat32, ncclSum, comm, NULL);
 	}
 	if (getenv("TEST_KCH_NO_DESTROY"))
 		return 0; /* no finalize: what the shim holds is written at the end of the trace */
@@ -337,6 +350,38 @@ static int run_mode(const char *self, const char *lib, const struct mode *m, uin
 	return system(cmd) != 0;
 }
 
+/* One collective of each rank reaches NCCL without the shim's hook: that one NCCLPROF record has
+ * a start, the others none (their NCCL records have the time). */
+static void run_direct(const char *self, const char *lib)
+{
+	printf("== NCCL called once without the shim's hook\n");
+	char dir[] = "/tmp/nvlp-kch.XXXXXX";
+	if (!mkdtemp(dir))
+		return;
+	const char *env[] = {"FAKE_NCCL_KCH=1", "WORLD_SIZE=2", "TEST_KCH_DIRECT=1", NULL};
+	for (int r = 0; r < 2; r++) {
+		char d[256], arg[8];
+		snprintf(d, sizeof d, "%s/r%d", dir, r);
+		snprintf(arg, sizeof arg, "%d", r);
+		int rc = shim_run_child(self, lib, d, "0", env, arg);
+		CHECK(rc == 0, "direct: rank %d ran (status %d; 4: no libnccl symbol of its own)", r, rc);
+	}
+	struct profs pr = {0, 0};
+	for (int r = 0; r < 2; r++) {
+		char rd[256];
+		snprintf(rd, sizeof rd, "%s/r%d", dir, r);
+		trace_dir_each(rd, count_profs, NULL, &pr);
+	}
+	CHECK(pr.n >= (uint64_t)(2 * NCOLL + 2) && pr.with_start == 2,
+	      "direct: the 2 NCCLPROF records of calls the shim did not see have a start (%llu of "
+	      "%llu)",
+	      pr.with_start, pr.n);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("    could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "child"))
@@ -352,6 +397,7 @@ int main(int argc, char **argv)
 	    {"KCOLL, one channel fewer than declared, no ncclCommDestroy",
 	     {NULL, "FAKE_NCCL_KCH_WANT=1"}, 0, 1},
 	};
+	run_direct(self, lib);
 	uint64_t shared[sizeof modes / sizeof *modes] = {0};
 	for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
 		if (run_mode(self, lib, &modes[i], &shared[i]) != 0)
