@@ -226,6 +226,7 @@ PROG_LIBS_hk_cuda := -l:libcudart.so.13
 PROG_LIBS_hk_nvtx := -l:libnccl.so.2 -l:libcudart.so.13 -ldl
 $(BUILD)/tests/progs/hk_dlopen: $(FAKES_DIR)/libhk_workload.so
 BENCH_LIBS_bench_shim := -l:libnccl.so.2
+BENCH_LIBS_bench_rate := -l:libnccl.so.2
 # bench_drv: the fake libcuda/libcupti (driver callbacks) under the shim
 BENCH_LIBS_bench_drv := -L$(BUILD)/fakes/cupti -Wl,-rpath,$(abspath $(BUILD)/fakes/cupti) -Wl,--no-as-needed -l:libcupti.so.13 -Wl,--as-needed -l:libcuda.so.1
 $(BUILD)/bench/bench_drv: $(BUILD)/fakes/cupti/libcupti.so.13 $(BUILD)/fakes/cupti/libcuda.so.1
