@@ -33,7 +33,7 @@ struct gpu {
 	void *nvml;
 	uint64_t last[NVML_NV];
 	int valid[NVML_NV], have_last;
-	int nvml_n;                 /* fields read (those that answered the baseline; 0: all) */
+	int nvml_n;                 /* fields read: all for the baseline, then those that answered */
 	uint8_t nvml_at[NVML_NV];   /* their indices in the full list */
 	uint64_t last_t;
 };

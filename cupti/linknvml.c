@@ -66,40 +66,32 @@ static int nvml_load(void)
 	return nvml_api.state = 1;
 }
 
-/* Reads the fields g->nvml_at names (all of them before the baseline) into a sample. A field
- * that does not answer the baseline (a link the GPU lacks: 18 asked, 0-18 exist) is never read
- * again: each field read costs the sampler thread ~5 us of CPU (0.36 ms for all 74 on an H200). */
+/* Reads the fields g->nvml_at names (every one for the baseline) into a sample. A field that
+ * does not answer the baseline (a link the GPU lacks: 18 asked, 0-18 exist) is never read again
+ * (its valid[] stays 0): each field read costs the sampler thread ~5 us of CPU (0.36 ms for all
+ * 74 on an H200). */
 void nvlp_lk_nvml_sample(int dev, struct gpu *g)
 {
 	nvml_field_value v[NVML_NV];
 	memset(v, 0, sizeof v);
-	int n = g->nvml_n ? g->nvml_n : NVML_NV;
+	int n = g->nvml_n;
 	for (int j = 0; j < n; j++) {
-		int i = g->nvml_n ? g->nvml_at[j] : j;
+		int i = g->nvml_at[j];
 		v[j].fieldId = NVML_FIELDS[nvml_field(i)];
 		v[j].scopeId = i < 4 * NVML_LINKS ? (unsigned)(i / 4) : 0; /* the link; PCIe: 0 */
 	}
 	uint64_t t = nvlp_now();
 	if (nvml_api.fields(g->nvml, n, v) != 0)
 		return;
-	if (g->nvml_n) { /* back to the full list's places */
-		nvml_field_value w[NVML_NV];
-		memset(w, 0, sizeof w);
-		for (int i = 0; i < NVML_NV; i++)
-			w[i].nvmlReturn = -1; /* not read */
-		for (int j = 0; j < n; j++)
-			w[g->nvml_at[j]] = v[j];
-		memcpy(v, w, sizeof v);
-	}
 	if (g->have_last) {
 		struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_NVML};
 		rec.start = g->last_t;
 		rec.dur = t - g->last_t;
 		uint64_t d[6] = {0};
-		for (int i = 0; i < NVML_NV; i++) {
-			int ok = v[i].nvmlReturn == 0;
-			if (ok && g->valid[i] && v[i].value.ull >= g->last[i])
-				d[nvml_field(i)] += v[i].value.ull - g->last[i];
+		for (int j = 0; j < n; j++) {
+			int i = g->nvml_at[j], ok = v[j].nvmlReturn == 0;
+			if (ok && g->valid[i] && v[j].value.ull >= g->last[i])
+				d[nvml_field(i)] += v[j].value.ull - g->last[i];
 			else if (ok && g->valid[i])
 				rec.flags |= NVLP_LINKSAMPLE_F_OVERFLOW; /* counter wrapped or reset */
 		}
@@ -108,9 +100,10 @@ void nvlp_lk_nvml_sample(int dev, struct gpu *g)
 		rec.pcie_wr = d[4], rec.pcie_rd = d[5]; /* GPU TX = writes out, RX = reads in */
 		nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
 	}
-	for (int i = 0; i < NVML_NV; i++) {
-		g->valid[i] = v[i].nvmlReturn == 0;
-		g->last[i] = v[i].value.ull;
+	for (int j = 0; j < n; j++) {
+		int i = g->nvml_at[j];
+		g->valid[i] = v[j].nvmlReturn == 0;
+		g->last[i] = v[j].value.ull;
 	}
 	g->last_t = t;
 	g->have_last = 1;
@@ -134,7 +127,10 @@ int nvlp_lk_nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 		         nvml_api.err ? nvml_api.err(r) : "error");
 		return -1;
 	}
-	nvlp_lk_nvml_sample(dev, g); /* baseline: every field */
+	g->nvml_n = NVML_NV; /* the baseline reads every field */
+	for (int i = 0; i < NVML_NV; i++)
+		g->nvml_at[i] = (uint8_t)i;
+	nvlp_lk_nvml_sample(dev, g);
 	int any = 0;
 	for (int i = 0; i < NVML_NV; i++)
 		if (g->valid[i])

@@ -283,6 +283,20 @@ static void kch_clock_pair(uint64_t now, uint64_t gpu_stop)
 	}
 }
 
+/* A record without blob, copied into the thread's buffer when it has room in one piece (as the
+ * NCCL wrappers build theirs there), else through nvlp_emit. */
+static inline void emit_fixed(unsigned kind, const void *r, size_t size)
+{
+	struct nvlp_emit_slot slot;
+	void *w = nvlp_emit_reserve(kind, &slot);
+	if (NVLP_LIKELY(w != NULL)) {
+		memcpy(w, r, size);
+		nvlp_emit_commit(&slot);
+	} else {
+		nvlp_emit(kind, r, NULL, 0);
+	}
+}
+
 static void kch_emit(struct kch_h *h, uint64_t flags)
 {
 	struct pctx *c = h->ctx;
@@ -302,14 +316,7 @@ static void kch_emit(struct kch_h *h, uint64_t flags)
 	    .nccl_comm = c->nccl_comm,
 	    .fn = h->fn,
 	};
-	struct nvlp_emit_slot slot;
-	struct nvlp_rec_kch *w = nvlp_emit_reserve(NVLP_K_KCH, &slot);
-	if (NVLP_LIKELY(w != NULL)) {
-		*w = r;
-		nvlp_emit_commit(&slot);
-	} else {
-		nvlp_emit(NVLP_K_KCH, &r, NULL, 0);
-	}
+	emit_fixed(NVLP_K_KCH, &r, sizeof r);
 	if (!(flags & (NVLP_KCH_ZERO | NVLP_KCH_REVERSED | NVLP_KCH_NOSTOP)))
 		kch_clock_pair(now, h->gpu_stop);
 }
@@ -587,15 +594,7 @@ static ncclResult_t np_start(void *context, void **handle, nvlp_nccl_descr_v5 *d
 	    .rank = (uint64_t)(int64_t)c->rank,
 	    .nranks = (uint64_t)(int64_t)c->nranks,
 	};
-	/* built in the thread's buffer when it has room in one piece, as the NCCL wrappers do */
-	struct nvlp_emit_slot slot;
-	struct nvlp_rec_ncclprof *w = nvlp_emit_reserve(NVLP_K_NCCLPROF, &slot);
-	if (NVLP_LIKELY(w != NULL)) {
-		*w = r;
-		nvlp_emit_commit(&slot);
-	} else {
-		nvlp_emit(NVLP_K_NCCLPROF, &r, NULL, 0);
-	}
+	emit_fixed(NVLP_K_NCCLPROF, &r, sizeof r);
 	if (c->kch) {
 		/* the parent of this collective's channels */
 		uint64_t i = __atomic_fetch_add(&c->next_coll, 1, __ATOMIC_RELAXED);

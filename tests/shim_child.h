@@ -8,6 +8,7 @@
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* setenv, unsetenv */
 #include <string.h>   /* strstr */
+#include <sys/stat.h> /* stat */
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* readlink */
 
@@ -170,6 +171,24 @@ static inline void trace_summarize(const char *dir, struct trace_summary *s)
 	memset(s, 0, sizeof *s);
 	s->files = trace_dir_each(dir, trace_summary_record, trace_summary_file, s);
 }
+/* The bytes of the *.nvlp traces in dir (0 if it cannot be read). */
+static inline long long trace_dir_bytes(const char *dir)
+{
+	long long n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[PATH_MAX + 300];
+		struct stat st;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		if (strstr(e->d_name, ".nvlp") && stat(p, &st) == 0)
+			n += st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /* Remove the link-sampling lock files of the fake GPUs 0 and 1 whose UUIDs start at base
  * (FAKE_CUDA_UUID_BASE): a test's own, so parallel suites never share a lock. */
 static inline void shim_unlink_gpu_locks(unsigned base)

@@ -12,13 +12,12 @@
  * trace bytes per collective come from each way's last child's trace. The analyzer side
  * (kernelch.c turning the records into GPU times) is timed on that trace.
  */
-#include <dirent.h> /* opendir */
 #include <dlfcn.h>  /* dlsym */
 #include <limits.h> /* PATH_MAX */
 #include <stdio.h>  /* printf, popen */
 #include <stdlib.h> /* qsort */
 #include <string.h> /* strrchr */
-#include <sys/stat.h>
+#include <sys/stat.h> /* mkdir */
 #include <time.h>   /* clock_gettime */
 #include <unistd.h> /* readlink */
 
@@ -26,6 +25,7 @@
 #include "model/model.h"
 #include "nvlp_trace.h"
 #include "fakes/fake.h" /* fake_descr_v5, fake_profiler_v5 */
+#include "shim_child.h"   /* trace_dir_bytes */
 
 #define ROUNDS 5
 #define COLLS 50000
@@ -166,19 +166,7 @@ int main(int argc, char **argv)
 		uint64_t colls = (uint64_t)(COLLS + WARM);
 		uint64_t nk = job.ranks[0].kind_count[m ? NVLP_K_KCH : NVLP_K_KCOLL];
 		uint64_t want = m ? colls * CHANNELS : colls;
-		struct stat st;
-		DIR *dd = opendir(dir[m]);
-		struct dirent *e;
-		double bytes = 0;
-		char path[PATH_MAX + 320];
-		while (dd && (e = readdir(dd)))
-			if (strstr(e->d_name, ".nvlp")) {
-				snprintf(path, sizeof path, "%s/%s", dir[m], e->d_name);
-				if (stat(path, &st) == 0)
-					bytes += (double)st.st_size;
-			}
-		if (dd)
-			closedir(dd);
+		double bytes = (double)trace_dir_bytes(dir[m]);
 		double t0 = now_ns();
 		an_kch_apply(&job);
 		double t1 = now_ns();

@@ -20,8 +20,7 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* atoi, mkdtemp */
 #include <string.h> /* strcmp */
-#include <sys/stat.h>
-#include <time.h> /* clock_gettime */
+#include <time.h>   /* clock_gettime */
 
 #include "shim_child.h"
 
@@ -68,23 +67,6 @@ static int child(int per_step, int step_ms)
 	return 0;
 }
 
-static long long dir_bytes(const char *dir)
-{
-	long long n = 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char p[PATH_MAX + 300];
-		struct stat st;
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		if (strstr(e->d_name, ".nvlp") && stat(p, &st) == 0)
-			n += st.st_size;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* The trace bytes of one child run (-1 on failure) */
 static long long run(const char *self, const char *lib, int per_step, int step_ms)
 {
@@ -97,7 +79,7 @@ static long long run(const char *self, const char *lib, int per_step, int step_m
 	                     "FAKE_NCCL_KCH_BAD",         "NVLPROF_PYSAMPLE_HZ=0",
 	                     NULL};
 	int rc = shim_run_child(self, lib, dir, "0", env, a);
-	long long b = rc == 0 ? dir_bytes(dir) : -1;
+	long long b = rc == 0 ? trace_dir_bytes(dir) : -1;
 	char cmd[PATH_MAX];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)

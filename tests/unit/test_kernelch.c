@@ -117,6 +117,18 @@ static void count_profs(nvlp_reader *r, const struct nvlp_record *rec, void *arg
 	}
 }
 
+/* trace_dir_each over the traces of both ranks (dir/r0, dir/r1) */
+static void both_ranks(const char *dir,
+                       void (*on_rec)(nvlp_reader *, const struct nvlp_record *, void *),
+                       void (*on_file)(nvlp_reader *, void *), void *arg)
+{
+	for (int r = 0; r < 2; r++) {
+		char rd[256];
+		snprintf(rd, sizeof rd, "%s/r%d", dir, r);
+		trace_dir_each(rd, on_rec, on_file, arg);
+	}
+}
+
 /* One way of recording: env for both ranks; destroyed: the child calls ncclCommDestroy */
 struct mode {
 	const char *name;
@@ -203,20 +215,12 @@ static int run_mode(const char *self, const char *lib, const struct mode *m, uin
 		/* never complete here, each is written when the next collective's channels come: a
 		 * SIGKILL loses the last one, not all of them */
 		struct late l = {0, 0};
-		for (int r = 0; r < 2; r++) {
-			char rd[256];
-			snprintf(rd, sizeof rd, "%s/r%d", dir, r);
-			trace_dir_each(rd, count_late, file_late, &l);
-		}
+		both_ranks(dir, count_late, file_late, &l);
 		CHECK(l.late <= 4, "records written as the job goes: %llu after the last call (its group)",
 		      l.late);
 	}
 	struct profs pr = {0, 0};
-	for (int r = 0; r < 2; r++) {
-		char rd[256];
-		snprintf(rd, sizeof rd, "%s/r%d", dir, r);
-		trace_dir_each(rd, count_profs, NULL, &pr);
-	}
+	both_ranks(dir, count_profs, NULL, &pr);
 	CHECK(pr.n >= (uint64_t)(2 * NCOLL) && pr.with_start == 0,
 	      "NCCLPROF records (%llu) without a start of their own: %llu have one", pr.n,
 	      pr.with_start);
@@ -367,11 +371,7 @@ static void run_direct(const char *self, const char *lib)
 		CHECK(rc == 0, "direct: rank %d ran (status %d; 4: no libnccl symbol of its own)", r, rc);
 	}
 	struct profs pr = {0, 0};
-	for (int r = 0; r < 2; r++) {
-		char rd[256];
-		snprintf(rd, sizeof rd, "%s/r%d", dir, r);
-		trace_dir_each(rd, count_profs, NULL, &pr);
-	}
+	both_ranks(dir, count_profs, NULL, &pr);
 	CHECK(pr.n >= (uint64_t)(2 * NCOLL + 2) && pr.with_start == 2,
 	      "direct: the 2 NCCLPROF records of calls the shim did not see have a start (%llu of "
 	      "%llu)",

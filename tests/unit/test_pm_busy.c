@@ -110,7 +110,7 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 	                     busy ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
 	                     log,
 	                     busy == 2 ? "FAKE_NVML_LINKS=2" : "FAKE_NVML_LINKS",
-	                     busy == 2 ? "NVLPROF_SAMPLE_US" : "NVLPROF_SAMPLE_US=1000",
+	                     busy == 2 ? "NVLPROF_SAMPLE_US" : NULL, /* else 1000, as passed below */
 	                     NULL};
 	int rc = shim_run_child(self, lib, dir, "1000", env, busy == 2 ? "long" : "x");
 	CHECK(rc == 0, "[%s] the job ran (status %d)", name, rc);
