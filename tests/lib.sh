@@ -36,6 +36,17 @@ golden_cmp() {
 check() { local n=$1; shift; if "$@" >"$T/.out" 2>&1; then pass "$n"; else fail "$n"; sed 's/^/    /' "$T/.out" | head -20; fi; }
 # check_eq NAME EXPECTED ACTUAL
 check_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi; }
+# copy_traces DIR TOOL [ARGS...]: each trace of DIR through `TOOL IN OUT ARGS...` into $T/<DIR's
+# name>; prints how many were copied
+copy_traces() {
+	local d=$1 tool=$2 n=0 f
+	shift 2
+	mkdir -p "$T/$(basename "$d")"
+	for f in "$d"/*.nvlp; do
+		"$tool" "$f" "$T/$(basename "$d")/$(basename "$f")" "$@" && n=$((n + 1))
+	done
+	echo "$n"
+}
 
 # pythons_311: PYS = python3 and 3.11-3.13 beside it where present (pyenv on the build machine),
 # one per version. With a sanitizer's runtime preloaded, interpreters that crash with it alone (3.11.7

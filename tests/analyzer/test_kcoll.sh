@@ -22,10 +22,7 @@ for d in "$ROOT"/tests/analyzer/traces/*/; do
 	n=$(basename "$d")
 	"$CLI" dump "$d" 2>/dev/null | grep -q '^kch ' || continue
 	jobs=$((jobs + 1))
-	mkdir -p "$T/$n"
-	for f in "$d"/*.nvlp; do
-		"$FOLD" "$f" "$T/$n/$(basename "$f")" && folded=$((folded + 1))
-	done
+	folded=$((folded + $(copy_traces "$d" "$FOLD")))
 	k=$("$CLI" dump "$T/$n" 2>/dev/null | awk '$1 == "kcoll" {c++} $1 == "kch" {k++} END {print c + 0, k + 0}')
 	kcoll=$((kcoll + ${k% *}))
 	kch_left=$((kch_left + ${k#* }))

@@ -18,10 +18,7 @@ for d in "$ROOT"/examples/traces/*/ "$ROOT"/tests/analyzer/traces/*/; do
 	n=$(basename "$d")
 	"$CLI" dump "$d" 2>/dev/null | grep -q '^linksample ' || continue
 	jobs=$((jobs + 1))
-	mkdir -p "$T/$n"
-	for f in "$d"/*.nvlp; do
-		"$COARSE" "$f" "$T/$n/$(basename "$f")" 100 && copied=$((copied + 1))
-	done
+	copied=$((copied + $(copy_traces "$d" "$COARSE" 100)))
 	a=$(findings "$d") b=$(findings "$T/$n")
 	[ "$a" = "$b" ] && same=$((same + 1)) || differ="$differ $n"
 	case "$a" in *pcie_fallback*) fallback=$((fallback + 1)) ;; esac
