@@ -304,7 +304,7 @@ analyzer-test: $(CLI) $(BUILD)/tests/progs/an_gen $(patsubst tests/unit/%.c,$(BU
 	@for t in $(BUILD)/tests/test_analyzer*; do $$t; done; for t in tests/analyzer/test_*.sh; do BUILD=$(BUILD) bash $$t; done
 # ---- end section: analyzer tests ----
 
-TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes
+TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes $(BUILD)/gpu/cupti_presence.so
 test: $(TEST_DEPS)
 	@BUILD=$(BUILD) SAN=$(SAN) CC=$(CC) bash tests/run.sh
 # what every suite needs, built (tests/mutate/run.sh rebuilds a mutant with it)
@@ -457,7 +457,7 @@ $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 
 # the host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
 GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases $(BUILD)/gpu/cupti_parts \
-	$(BUILD)/gpu/mtprof.so
+	$(BUILD)/gpu/mtprof.so $(BUILD)/gpu/cupti_presence.so
 NVCC_LIBS_coll_cost := -lnccl
 NVCC_LIBS_cupti_phases := -lcupti
 NVCC_LIBS_cupti_parts := -lcupti
@@ -469,6 +469,10 @@ $(BUILD)/gpu/%: tests/gpu/%.cu
 $(BUILD)/gpu/mtprof.so: tests/gpu/mtprof.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -lrt
+# CUPTI's parts alone, without nvlprof (overhead.py's NAME=cupti:PARTS); libcupti is dlopened
+$(BUILD)/gpu/cupti_presence.so: tests/gpu/cupti_presence.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -shared -fPIC $(CUDA_CPPFLAGS) -o $@ $< -ldl
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo

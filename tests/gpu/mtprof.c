@@ -7,12 +7,18 @@
  *   samples N
  *   dso COUNT NAME            (most first; "[unmapped]": JIT code, or an object unloaded since)
  *   sym COUNT NAME            (the 40 commonest nearest exported symbols, where dladdr finds one)
+ *   chain COUNT PC < CALLER < ...  (MTPROF_FOCUS=NAME: the 30 commonest call chains of the samples
+ *                             that fell in a shared object whose name holds NAME, e.g. libcupti:
+ *                             who called into it; frames as object:symbol+offset, or object+offset)
  * A sample is 1/HZ s of the thread's CPU, so COUNT/N of the thread's CPU time is in that object.
  * Samples only while the thread runs (blocked in a read between turns: none). x86-64 and aarch64.
+ * Chains are unwound (glibc's backtrace, from the signal frame) only for samples inside the focus
+ * object, whose code holds no loader lock, so the unwinder's own lookups cannot deadlock there.
  * Test-only: not part of the product, never shipped. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -28,13 +34,39 @@
 #define MAX_SAMPLES (1L << 22) /* 32 MiB; ~70 min of CPU at 1 kHz */
 #define MAX_SEGS 4096
 #define TOP_SYMS 40
+#define DEPTH 6        /* callers kept per focus sample */
+#define TOP_CHAINS 30
+#define MAX_FOCUS 16   /* executable segments of the focus objects */
 
 static struct {
 	uintptr_t *pc;
+	uintptr_t (*up)[DEPTH]; /* callers of each focus sample (0: none), MTPROF_FOCUS only */
 	atomic_long n;
 	timer_t timer;
 	int running;
+	uintptr_t focus_lo[MAX_FOCUS], focus_hi[MAX_FOCUS];
+	int nfocus;
 } prof;
+
+static int in_focus(uintptr_t pc)
+{
+	for (int i = 0; i < prof.nfocus; i++)
+		if (pc >= prof.focus_lo[i] && pc < prof.focus_hi[i])
+			return 1;
+	return 0;
+}
+
+/* the interrupted frame's callers, from the handler's own backtrace */
+static void callers(uintptr_t pc, uintptr_t *out)
+{
+	void *bt[DEPTH + 24];
+	int k = backtrace(bt, DEPTH + 24);
+	int j = 0;
+	while (j < k && (uintptr_t)bt[j] != pc)
+		j++;
+	for (int d = 0; d < DEPTH; d++)
+		out[d] = j + 1 + d < k ? (uintptr_t)bt[j + 1 + d] : 0;
+}
 
 static void on_prof(int sig, siginfo_t *si, void *ctx)
 {
@@ -50,9 +82,28 @@ static void on_prof(int sig, siginfo_t *si, void *ctx)
 	uintptr_t pc = 0;
 #endif
 	long i = atomic_fetch_add_explicit(&prof.n, 1, memory_order_relaxed);
-	if (i < MAX_SAMPLES)
+	if (i < MAX_SAMPLES) {
 		prof.pc[i] = pc;
+		if (prof.up && i < MAX_SAMPLES / 16 && in_focus(pc))
+			callers(pc, prof.up[i]);
+	}
 	errno = saved;
+}
+
+static int find_focus(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const char *name = info->dlpi_name;
+	if (!name || !strstr(name, (const char *)arg))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && prof.nfocus < MAX_FOCUS; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		prof.focus_lo[prof.nfocus] = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+		prof.focus_hi[prof.nfocus++] = (uintptr_t)info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	return 0;
 }
 
 /* @return 0, or -1 with a line on stderr (the job runs on, unsampled) */
@@ -70,6 +121,16 @@ int mtprof_start(void)
 	if (!prof.pc) {
 		fprintf(stderr, "mtprof: no memory for the samples; not sampling\n");
 		return -1;
+	}
+	const char *focus = getenv("MTPROF_FOCUS");
+	if (focus && *focus) {
+		dl_iterate_phdr(find_focus, (void *)focus);
+		void *warm[4];
+		backtrace(warm, 4); /* loads the unwinder now, not in the handler */
+		prof.up = calloc((size_t)MAX_SAMPLES / 16, sizeof *prof.up);
+		if (!prof.nfocus || !prof.up)
+			fprintf(stderr, "mtprof: MTPROF_FOCUS=%s: %s; no chains\n", focus,
+			        prof.nfocus ? "no memory" : "no loaded object has that name");
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -144,6 +205,59 @@ static int bump(struct count *t, int len, int cap, const char *name)
 	return len;
 }
 
+/* one frame as object:symbol+offset, or object+offset */
+static size_t frame_name(uintptr_t a, int exact, char *out, size_t len)
+{
+	Dl_info di;
+	if (!a)
+		return (size_t)snprintf(out, len, "?");
+	if (!dladdr((void *)a, &di) || !di.dli_fname)
+		return (size_t)snprintf(out, len, "0x%lx", (unsigned long)a);
+	const char *b = strrchr(di.dli_fname, '/');
+	b = b ? b + 1 : di.dli_fname;
+	if (di.dli_sname && !exact)
+		return (size_t)snprintf(out, len, "%s:%s", b, di.dli_sname);
+	if (di.dli_sname)
+		return (size_t)snprintf(out, len, "%s:%s+0x%lx", b, di.dli_sname,
+		                        (unsigned long)(a - (uintptr_t)di.dli_saddr));
+	return (size_t)snprintf(out, len, "%s+0x%lx", b, (unsigned long)(a - (uintptr_t)di.dli_fbase));
+}
+
+/* MTPROF_FOCUS: the commonest call chains into the focus object */
+static void write_chains(FILE *f, long n)
+{
+	if (!prof.up)
+		return;
+	enum { CAP = 4096, LEN = 1024 };
+	static char names[CAP][LEN];
+	static struct count ch[CAP];
+	int nc = 0;
+	for (long i = 0; i < n && i < MAX_SAMPLES / 16; i++) {
+		if (!in_focus(prof.pc[i]))
+			continue;
+		char buf[LEN];
+		size_t o = frame_name(prof.pc[i], 0, buf, LEN);
+		for (int d = 0; d < DEPTH && prof.up[i][d] && o + 3 < LEN; d++) {
+			o += (size_t)snprintf(buf + o, LEN - o, " < ");
+			if (o < LEN)
+				o += frame_name(prof.up[i][d], 1, buf + o, LEN - o);
+		}
+		int k = 0;
+		while (k < nc && strcmp(names[k], buf))
+			k++;
+		if (k < nc)
+			ch[k].n++;
+		else if (nc < CAP) {
+			snprintf(names[nc], LEN, "%s", buf);
+			ch[nc] = (struct count){names[nc], 1};
+			nc++;
+		}
+	}
+	qsort(ch, (size_t)nc, sizeof *ch, by_count);
+	for (int i = 0; i < nc && i < TOP_CHAINS; i++)
+		fprintf(f, "chain %ld %s\n", ch[i].n, ch[i].name);
+}
+
 /* Stops sampling and writes the table to path. @return 0, or -1 with a line on stderr */
 int mtprof_write(const char *path)
 {
@@ -183,6 +297,7 @@ int mtprof_write(const char *path)
 		fprintf(f, "dso %ld %s\n", dso[i].n, dso[i].name);
 	for (int i = 0; i < ns && i < TOP_SYMS; i++)
 		fprintf(f, "sym %ld %s\n", sym[i].n, sym[i].name);
+	write_chains(f, n);
 	fclose(f);
 	return 0;
 }

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import time
 
+# NAME=cupti:PARTS (no nvlprof): CUPTI's parts done alone (tests/gpu/cupti_presence.c, `make gpu-probes`)
+PRESENCE_SO = os.environ.get("CUPTI_PRESENCE_SO") or os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build/gpu/cupti_presence.so"))
 CONFIGS = {
     "none": None,
     "none2": None,  # a second worker without any profiler: the method's own spread and bias (A/A)
@@ -442,20 +444,20 @@ def analyze(workload, block, names, times, cpu, slots, sets=None):
 
 def read_mtprof(out, workload, key):
     """mtprof.c's tables of one configuration's workers (one per process set), summed:
-    (samples, {object: count}, {symbol: count}), or None."""
+    (samples, {object: count}, {symbol: count}, {call chain into MTPROF_FOCUS: count}), or None."""
     paths = glob.glob(os.path.join(out, "mtprof_%s_%s.*.txt" % (workload, key)))
     if not paths:
         return None
-    n, dso, sym = 0, {}, {}
+    n, dso, sym, chain = 0, {}, {}, {}
     for path in paths:
         for ln in open(path).read().splitlines():
             f = ln.split(" ", 2)
             if f[0] == "samples":
                 n += int(f[1])
-            elif f[0] in ("dso", "sym") and len(f) == 3:
-                t = dso if f[0] == "dso" else sym
+            elif f[0] in ("dso", "sym", "chain") and len(f) == 3:
+                t = {"dso": dso, "sym": sym, "chain": chain}[f[0]]
                 t[f[2]] = t.get(f[2], 0) + int(f[1])
-    return n, dso, sym
+    return n, dso, sym, chain
 
 
 def mtprof_report(out, workload, names, res):
@@ -488,6 +490,20 @@ def mtprof_report(out, workload, names, res):
             cells.append(cell)
         res["configs"][name]["mtprof"] = {"samples": t[0], "dso": t[1], "sym": t[2]}
         print("  %-10s %d samples: %s" % (name, t[0], "; ".join(cells)))
+    focus = os.environ.get("MTPROF_FOCUS")
+    if not focus:
+        return
+    print("  main thread's samples in %s (MTPROF_FOCUS), and the commonest call chains into it:" % focus)
+    for name in names:
+        t = tabs[name]
+        if not t or not t[0]:
+            continue
+        k = sum(c for o, c in t[1].items() if focus in o)
+        print("  %-10s %d of %d samples (%.2f%% +- %.2f, 2 SE)" % (
+            name, k, t[0], 100.0 * k / t[0], 200.0 * math.sqrt(k * (t[0] - k) / t[0]) / t[0]))
+        res["configs"][name]["mtprof"]["chain"] = t[3]
+        for c, cnt in sorted(t[3].items(), key=lambda x: -x[1])[:6]:
+            print("      %5d %s" % (cnt, c))
 
 
 def report_adj(res, names):
@@ -527,11 +543,17 @@ def driver(a):
     nv = os.environ.get("NVLPROF", os.path.join(here, "..", "..", "build", "nvlprof"))
     os.makedirs(a.out, exist_ok=True)
     specs = {}  # name: (key, the env it adds: None for no nvlprof)
+    presence = {}  # key: the CUPTI parts a no-nvlprof worker does (NAME=cupti:PARTS)
     for name in names:
         spec = name.split("=", 1)
         if spec[0] not in CONFIGS and len(spec) == 1:
             sys.exit("overhead.py: unknown configuration %s" % spec[0])
         specs[name] = (spec[0], spec[1].split("+") if len(spec) > 1 else CONFIGS.get(spec[0]))
+        if len(spec) > 1 and spec[1].startswith("cupti:"):  # no nvlprof: cupti_presence.c's parts
+            specs[name] = (spec[0], None)
+            presence[spec[0]] = spec[1][len("cupti:"):]
+    if presence and not os.path.exists(PRESENCE_SO):
+        sys.exit("overhead.py: a cupti: configuration needs %s (make gpu-probes)" % PRESENCE_SO)
 
     def slot_cpus(i):
         lo = (i * per) % len(allc)
@@ -545,6 +567,9 @@ def driver(a):
             env = dict(os.environ)
             if a.hashseed != "random":
                 env["PYTHONHASHSEED"] = a.hashseed
+            if key in presence:  # tests/gpu/cupti_presence.c does these CUPTI parts, nothing else
+                env["CUPTI_PRESENCE"] = presence[key]
+                env["LD_PRELOAD"] = ":".join(x for x in (PRESENCE_SO, env.get("LD_PRELOAD")) if x)
             if os.environ.get("MTPROF"):  # the main thread's CPU by shared object (mtprof.c)
                 env["LD_PRELOAD"] = ":".join(x for x in (os.environ["MTPROF"], env.get("LD_PRELOAD")) if x)
                 env["MTPROF_WORKER_OUT"] = os.path.join(a.out, "mtprof_%s_%s.%d.txt" % (a.workload, key, pset))

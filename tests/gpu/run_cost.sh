@@ -29,6 +29,8 @@ NGPU=${NGPU:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 SP=$(python3 -c 'import site; print(site.getsitepackages()[0])')
 PL=$(find "$SP/nvidia" \( -name 'libnccl.so.2' -o -name 'libcupti.so.13' -o -name 'libcudart.so.13' \) 2>/dev/null |
 	xargs -r -n1 dirname | sort -u | tr '\n' ':')
+# overhead.py's NAME=cupti:PARTS workers (tests/gpu/cupti_presence.c) open the libcupti nvlprof finds
+export CUPTI_PRESENCE_LIB=${CUPTI_PRESENCE_LIB:-$(find "$SP/nvidia" -name 'libcupti.so.13' 2>/dev/null | head -1)}
 # what a window that opened once leaves behind, and what the start-up probe alone leaves
 CLOSED=closed
 PROBE="probeonly=NVLPROF_KERNELS=window:1/3600000+3600000"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_mtprof.sh: tests/gpu/mtprof.c (the per-object CPU sampler the cost runs use where the GPU
 # machine has no perf) on a CPU program of known shape: 3/4 of its sampled CPU in a shared
-# library's loop, 1/4 in the executable's own; a bad MTPROF_HZ and an unwritable output each get
-# one line and no crash.
+# library's loop, 1/4 in the executable's own; MTPROF_FOCUS's call chains into that library; a bad
+# MTPROF_HZ, a focus naming nothing loaded and an unwritable output each get one line and no crash.
 set -u
 cd "$(dirname "$0")/../.."
 t=$(mktemp -d)
@@ -33,6 +33,19 @@ if [ "${n:-0}" -ge 150 ] 2>/dev/null; then
 else
 	fail "too few samples: '${n:-none}' ($(head -2 "$t/out.txt" 2>/dev/null))"
 fi
+# MTPROF_FOCUS: the call chains into one object (here libspin.so's loop, called from main)
+MTPROF_FOCUS=libspin LD_PRELOAD=$t/mtprof.so "$t/spin" "$t/outf.txt" 20000000 2>"$t/errf"
+lib=$(awk '$1 == "dso" && $3 == "libspin.so" {print $2}' "$t/outf.txt" 2>/dev/null)
+chained=$(awk '$1 == "chain" {s += $2} END {print s + 0}' "$t/outf.txt" 2>/dev/null)
+top=$(awk '$1 == "chain" {print; exit}' "$t/outf.txt" 2>/dev/null)
+[ "${lib:-0}" -gt 0 ] && [ "$chained" = "$lib" ] && case "$top" in *"libspin.so:spin_lib < spin+0x"*) true ;; *) false ;; esac &&
+	pass "MTPROF_FOCUS: all $lib samples in libspin.so chained, top chain '$top'" ||
+	fail "MTPROF_FOCUS: libspin.so ${lib:-none} samples, chained $chained, top chain '$top' ($(head -1 "$t/errf"))"
+MTPROF_FOCUS=nosuchlib LD_PRELOAD=$t/mtprof.so "$t/spin" "$t/outn.txt" 2000000 2>"$t/errn"
+rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l <"$t/errn")" -eq 1 ] && grep -q 'MTPROF_FOCUS=nosuchlib' "$t/errn" && ! grep -q '^chain' "$t/outn.txt" &&
+	pass "an MTPROF_FOCUS naming no loaded object: one line, no chains" ||
+	fail "an MTPROF_FOCUS naming no loaded object: rc $rc, stderr '$(head -2 "$t/errn")'"
 MTPROF_HZ=banana LD_PRELOAD=$t/mtprof.so "$t/spin" "$t/out2.txt" 2000000 2>"$t/err2"
 rc=$?
 [ $rc -eq 0 ] && [ "$(wc -l <"$t/err2")" -eq 1 ] && grep -q 'MTPROF_HZ=banana' "$t/err2" && [ -s "$t/out2.txt" ] &&

@@ -95,14 +95,24 @@ check(p.returncode != 0 and len(err) == 1 and "no 'none' configuration" in err[0
 with open(os.path.join(d, "mtprof_tiny_none.0.txt"), "w") as f:
     f.write("samples 10000\ndso 6000 libpython3.12.so\ndso 4000 libcuda.so.1\n")
 with open(os.path.join(d, "mtprof_tiny_x.0.txt"), "w") as f:
-    f.write("samples 10000\ndso 5800 libpython3.12.so\ndso 3900 libcuda.so.1\ndso 300 libcupti.so.13\nsym 250 cuptiFoo\n")
+    f.write("samples 10000\ndso 5800 libpython3.12.so\ndso 3900 libcuda.so.1\ndso 300 libcupti.so.13\nsym 250 cuptiFoo\n"
+            "chain 200 libcupti.so.13:cuptiFoo < libcuda.so.1+0x10 < libtorch_cuda.so:launch+0x4\n"
+            "chain 100 libcupti.so.13:cuptiFoo < libcuda.so.1+0x20\n")
 res = {"configs": {"none": {"cpu_ms": [1.0, 1.0]}, "x=NVLPROF_A=1": {"cpu_ms": [1.03, 1.03]}}}
 import contextlib
 import io
 buf = io.StringIO()
+os.environ["MTPROF_FOCUS"] = "libcupti"
 with contextlib.redirect_stdout(buf):
     overhead.mtprof_report(d, "tiny", ["none", "x=NVLPROF_A=1"], res)
+del os.environ["MTPROF_FOCUS"]
 out = buf.getvalue()
+check("x=NVLPROF_A=1 300 of 10000 samples (3.00% +- 0.34, 2 SE)" in out and
+      "  200 libcupti.so.13:cuptiFoo < libcuda.so.1+0x10 < libtorch_cuda.so:launch+0x4" in out and
+      "none       0 of 10000" in out and res["configs"]["x=NVLPROF_A=1"]["mtprof"]["chain"][
+          "libcupti.so.13:cuptiFoo < libcuda.so.1+0x20"] == 100,
+      "MTPROF_FOCUS: each configuration's share in the focus object and its commonest call chains (%s)"
+      % " | ".join(out.splitlines()[-4:]))
 check("libcupti.so.13 30.9 (+30.9 +- 3.5)" in out and "libpython3.12.so 597.4 (-2.6 +- 14.1)" in out
       and res["configs"]["x=NVLPROF_A=1"]["mtprof"]["sym"] == {"cuptiFoo": 250},
       "mtprof report: +30.9 us a step in libcupti for 3%% of a 1.03 ms step's samples (%s)" %
@@ -157,6 +167,24 @@ check(cc.returncode == 0 and p.returncode == 0 and tab is not None and tab[0] > 
       max(tab[1], key=tab[1].get).startswith(("libpython", "[main]")) and "main thread's CPU by shared object" in p.stdout,
       "MTPROF: each worker's main thread sampled, nvlprof's too, most of it in the interpreter (%s)" %
       (sorted(tab[1].items(), key=lambda x: -x[1])[:2] if tab else (cc.stderr or p.stderr).strip()[-200:]))
+# 6. NAME=cupti:PARTS: a worker without nvlprof that does CUPTI's parts alone (cupti_presence.c,
+# against the fake libcupti here)
+b = os.path.join(here, "..", "..", os.environ.get("BUILD", "build"))
+o8 = os.path.join(d, "presence")
+p = subprocess.run(ov + ["--configs", "none,reg=cupti:reg.kinds", "--rounds", "20", "--out", o8], capture_output=True,
+                   text=True, timeout=300, env=dict(env5, CUPTI_PRESENCE_SO=os.path.join(b, "gpu", "cupti_presence.so"),
+                                                    CUPTI_PRESENCE_LIB=os.path.join(b, "fakes", "cupti", "libcupti.so.13")))
+try:
+    log8 = open(os.path.join(o8, "cpu_reg.log")).read()
+except OSError:
+    log8 = ""
+check(p.returncode == 0 and "cupti_presence: reg.kinds done" in log8 and not os.path.exists(os.path.join(o8, "cpu_reg")),
+      "cupti:reg.kinds: the worker does those CUPTI parts, without nvlprof (rc %d, log %r)" % (p.returncode, log8[-200:]))
+p = subprocess.run(ov + ["--configs", "none,reg=cupti:reg", "--rounds", "2", "--out", o8 + "x"], capture_output=True,
+                   text=True, timeout=60, env=dict(env5, CUPTI_PRESENCE_SO=os.path.join(d, "none.so")))
+err = p.stderr.strip().splitlines()
+check(p.returncode != 0 and len(err) == 1 and "none.so" in err[0] and "make gpu-probes" in err[0],
+      "cupti: without cupti_presence.so built: one line naming it (%s)" % (err[-1] if err else ""))
 shutil.rmtree(d, ignore_errors=True)
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
