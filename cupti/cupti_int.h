@@ -334,10 +334,17 @@ void nvlp_kw_verbose(void);
 /* ---- pm_host.cc: profiler-host config image (C++ header, tiny TU) ---- */
 struct nvlp_pmh_fns {
 	nvlp_cupti_pfn init, deinit, add_metrics, image_size, image, passes, evaluate;
+	/* after each host call of a config (the first one, init, is where CUPTI loads
+	 * libnvperf_host): re-registers the exit handler, @return nonzero once the process is
+	 * exiting (call nothing more); NULL: never stop */
+	int (*after_step)(void);
 };
+/* nvlp_pmh_config's result when after_step said the process is exiting: the host object (if any)
+ * is left as it is, libnvperf_host is not called again */
+#define NVLP_PMH_STOPPED ((CUptiResult)0x7ffffff0)
 /*! Build the PM-sampling config image for chip with metrics (counter availability image may be
  * NULL). On success *host is the host object (keep for evaluate), *img malloc'ed.
- * @return CUPTI_SUCCESS or the first failing result. */
+ * @return CUPTI_SUCCESS, NVLP_PMH_STOPPED, or the first failing result. */
 CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char *chip, const uint8_t *avail,
                             const char *const *metrics, size_t n, void **host, uint8_t **img,
                             size_t *img_size, size_t *passes);

@@ -28,6 +28,14 @@ static int stopping(void)
 	return __atomic_load_n(pm_state.stop, __ATOMIC_ACQUIRE);
 }
 
+/* between profiler-host calls (pm_host.cc): the host library's destructor stays older than our exit
+ * handler, and nothing more is called once exit began */
+static int host_after_step(void)
+{
+	after_load();
+	return stopping();
+}
+
 void nvlp_lk_pm_bind(const volatile int *stop)
 {
 	pm_state.stop = stop;
@@ -39,6 +47,7 @@ void nvlp_lk_pm_bind(const volatile int *stop)
 	    nvlp_cu.cuptiProfilerHostGetConfigImage,
 	    nvlp_cu.cuptiProfilerHostGetNumOfPasses,
 	    nvlp_cu.cuptiProfilerHostEvaluateToGpuValues,
+	    host_after_step,
 	};
 }
 
@@ -118,6 +127,8 @@ static CUptiResult pm_config(struct gpu *g, const char *chip, const uint8_t *ava
 	                                &g->host, &g->cfg, &g->cfg_size, passes);
 	g->nm = 0;
 	dropped[0] = 0;
+	if (r == NVLP_PMH_STOPPED)
+		return r;
 	if (r == CUPTI_SUCCESS) {
 		for (int i = 0; i < NMETRICS; i++)
 			g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
@@ -127,8 +138,11 @@ static CUptiResult pm_config(struct gpu *g, const char *chip, const uint8_t *ava
 		void *h;
 		uint8_t *img;
 		size_t sz, p;
-		if (nvlp_pmh_config(&pm_state.host, chip, avail, &METRICS[i], 1, &h, &img, &sz,
-		                    &p) == CUPTI_SUCCESS) {
+		CUptiResult ri =
+		    nvlp_pmh_config(&pm_state.host, chip, avail, &METRICS[i], 1, &h, &img, &sz, &p);
+		if (ri == NVLP_PMH_STOPPED)
+			return ri;
+		if (ri == CUPTI_SUCCESS) {
 			g->metrics[g->nm] = METRICS[i], g->field[g->nm++] = 4 + i;
 			free(img);
 			nvlp_pmh_destroy(&pm_state.host, h);

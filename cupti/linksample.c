@@ -32,7 +32,11 @@
  * during setup, may already be destroyed by then). Our exit handler must run before the destructors
  * of libraries loaded during setup, so the thread re-registers it right after every step that may
  * load one (nvlp_lc_refresh_atexit; seen on 2 x H200: a 0.5 s program exiting during setup crashed
- * before the final flush, with no END record).
+ * before the final flush, with no END record), and between the profiler-host calls of a config
+ * (pm_host.cc's after_step: CUPTI loads libnvperf_host in the first, and an exit in the middle of
+ * the others ran its destructor first: a SIGABRT from the fake, test_cupti_exit's "exit in host
+ * config"); once exit began it makes no more host calls. Left: an exit that begins inside the
+ * dlopen itself, before the first after_step.
  */
 #include <errno.h>    /* errno */
 #include <fcntl.h>    /* open */

@@ -28,6 +28,10 @@ extern "C" CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char 
 	hi.pChipName = chip;
 	hi.pCounterAvailabilityImage = avail;
 	CUptiResult r = f->init(&hi);
+	/* libnvperf_host may have just come in, its exit-time destructor newer than our handler:
+	 * from here on, each call is made only if the process is not exiting */
+	if (f->after_step && f->after_step())
+		return NVLP_PMH_STOPPED;
 	if (r != CUPTI_SUCCESS)
 		return r;
 
@@ -39,6 +43,8 @@ extern "C" CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char 
 
 	NVLP_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, cs);
 	cs.pHostObject = hi.pHostObject;
+	if (f->after_step && f->after_step())
+		return NVLP_PMH_STOPPED;
 	if (r == CUPTI_SUCCESS)
 		r = f->image_size(&cs);
 	uint8_t *buf = NULL;
@@ -53,6 +59,10 @@ extern "C" CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char 
 		ci.configImageSize = cs.configImageSize;
 		ci.pConfigImage = buf;
 		r = f->image(&ci);
+	}
+	if (f->after_step && f->after_step()) {
+		free(buf);
+		return NVLP_PMH_STOPPED;
 	}
 	if (r == CUPTI_SUCCESS) {
 		NVLP_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, np);

@@ -16,8 +16,9 @@
  * when loaded and aborts if called after it ran (the real one corrupts the heap or crashes).
  * FAKE_CUPTI_PM_SLOW_MS=n makes each device-side setup step (profiler init, counter availability,
  * enable, set config) take n ms (about 0.9 s in all on an H200); FAKE_CUPTI_PM_ENABLE_MS=n adds n
- * ms to enable. fake_cupti_pm_progress(): 1 profiler initialised, 2 host library loaded, 3 in
- * enable, 4 started. Each decode yields two samples covering the time since the previous one.
+ * ms to enable; FAKE_NVPERF_SLOW_MS=n makes the host library's add-metrics call take n ms.
+ * fake_cupti_pm_progress(): 1 profiler initialised, 2 host library loaded, 3 in enable, 4 started;
+ * 5 inside that slow add-metrics call (FAKE_NVPERF_SLOW_MS only). Each decode yields two samples covering the time since the previous one.
  *
  * libcuda: cuInit loads CUDA_INJECTION64_PATH and calls its InitializeInjection, as the driver
  * does; two devices, one context (device 0's primary context is active once cuInit ran);
@@ -407,6 +408,18 @@ CUptiResult fake_nvperf_deinit(CUpti_Profiler_Host_Deinitialize_Params *p)
 }
 CUptiResult fake_nvperf_add_metrics(CUpti_Profiler_Host_ConfigAddMetrics_Params *p)
 {
+	/* FAKE_NVPERF_SLOW_MS=n: the config's host calls take their time (the real ones build an
+	 * image): progress 5 while this one sleeps, so a program can exit in the middle of them */
+	const char *slow = getenv("FAKE_NVPERF_SLOW_MS");
+	if (slow) {
+		void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_pm_set_progress");
+		if (set)
+			set(5);
+		long ms = strtol(slow, NULL, 10);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+		while (ms > 0 && nanosleep(&ts, &ts) != 0)
+			;
+	}
 	alive(__func__);
 	state->metrics = (int)p->numMetrics;
 	return CUPTI_SUCCESS;
@@ -907,6 +920,11 @@ int fake_cupti_pm_progress(void)
 static void progress(int p)
 {
 	__atomic_store_n(&pm_progress, p, __ATOMIC_RELEASE);
+}
+/* the fake libnvperf_host's way to say where it is (5: sleeping in add-metrics) */
+void fake_cupti_pm_set_progress(int p)
+{
+	progress(p);
 }
 static long env_ms(const char *name)
 {
