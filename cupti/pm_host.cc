@@ -12,6 +12,52 @@
 	memset(&v, 0, sizeof v);                                                                   \
 	v.structSize = T##_STRUCT_SIZE
 
+static int stopped(const struct nvlp_pmh_fns *f)
+{
+	return f->after_step && f->after_step();
+}
+
+/* The config image of host object h with its metrics added (malloc'd into *img) and its passes;
+ * NVLP_PMH_STOPPED when the process began to exit on the way. */
+static CUptiResult image_of(const struct nvlp_pmh_fns *f, CUpti_Profiler_Host_Object *h,
+                            uint8_t **img, size_t *img_size, size_t *passes)
+{
+	NVLP_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, cs);
+	cs.pHostObject = h;
+	CUptiResult r = f->image_size(&cs);
+	uint8_t *buf = NULL;
+	if (r == CUPTI_SUCCESS) {
+		buf = static_cast<uint8_t *>(malloc(cs.configImageSize ? cs.configImageSize : 1));
+		if (!buf)
+			r = CUPTI_ERROR_OUT_OF_MEMORY;
+	}
+	if (r == CUPTI_SUCCESS) {
+		NVLP_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, ci);
+		ci.pHostObject = h;
+		ci.configImageSize = cs.configImageSize;
+		ci.pConfigImage = buf;
+		r = f->image(&ci);
+	}
+	if (stopped(f)) {
+		free(buf);
+		return NVLP_PMH_STOPPED;
+	}
+	if (r == CUPTI_SUCCESS) {
+		NVLP_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, np);
+		np.configImageSize = cs.configImageSize;
+		np.pConfigImage = buf;
+		r = f->passes(&np);
+		*passes = np.numOfPasses;
+	}
+	if (r != CUPTI_SUCCESS) {
+		free(buf);
+		return r;
+	}
+	*img = buf;
+	*img_size = cs.configImageSize;
+	return CUPTI_SUCCESS;
+}
+
 extern "C" CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char *chip,
                                        const uint8_t *avail, const char *const *metrics, size_t n,
                                        void **host, uint8_t **img, size_t *img_size, size_t *passes)
@@ -30,7 +76,7 @@ extern "C" CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char 
 	CUptiResult r = f->init(&hi);
 	/* libnvperf_host may have just come in, its exit-time destructor newer than our handler:
 	 * from here on, each call is made only if the process is not exiting */
-	if (f->after_step && f->after_step())
+	if (stopped(f))
 		return NVLP_PMH_STOPPED;
 	if (r != CUPTI_SUCCESS)
 		return r;
@@ -40,45 +86,17 @@ extern "C" CUptiResult nvlp_pmh_config(const struct nvlp_pmh_fns *f, const char 
 	am.ppMetricNames = const_cast<const char **>(metrics);
 	am.numMetrics = n;
 	r = f->add_metrics(&am);
-
-	NVLP_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, cs);
-	cs.pHostObject = hi.pHostObject;
-	if (f->after_step && f->after_step())
+	if (stopped(f))
 		return NVLP_PMH_STOPPED;
 	if (r == CUPTI_SUCCESS)
-		r = f->image_size(&cs);
-	uint8_t *buf = NULL;
-	if (r == CUPTI_SUCCESS) {
-		buf = static_cast<uint8_t *>(malloc(cs.configImageSize ? cs.configImageSize : 1));
-		if (!buf)
-			r = CUPTI_ERROR_OUT_OF_MEMORY;
-	}
-	if (r == CUPTI_SUCCESS) {
-		NVLP_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, ci);
-		ci.pHostObject = hi.pHostObject;
-		ci.configImageSize = cs.configImageSize;
-		ci.pConfigImage = buf;
-		r = f->image(&ci);
-	}
-	if (f->after_step && f->after_step()) {
-		free(buf);
-		return NVLP_PMH_STOPPED;
-	}
-	if (r == CUPTI_SUCCESS) {
-		NVLP_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, np);
-		np.configImageSize = cs.configImageSize;
-		np.pConfigImage = buf;
-		r = f->passes(&np);
-		*passes = np.numOfPasses;
-	}
+		r = image_of(f, hi.pHostObject, img, img_size, passes);
+	if (r == NVLP_PMH_STOPPED)
+		return r;
 	if (r != CUPTI_SUCCESS) {
-		free(buf);
 		nvlp_pmh_destroy(f, hi.pHostObject);
 		return r;
 	}
 	*host = hi.pHostObject;
-	*img = buf;
-	*img_size = cs.configImageSize;
 	return CUPTI_SUCCESS;
 }
 

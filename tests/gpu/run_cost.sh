@@ -74,8 +74,8 @@ for d in "$OUT"/*_*/; do
 	for f in "$d"/*.nvlp; do "$NV" dump "$f" 2>/dev/null | grep "^cost" | tail -1; done
 	"$NV" report "$d" 2>&1 | sed -n '1,4p;/^nvlprof cost/p;/kernel tracing windows/p'
 done
-# one file back: the logs and JSON (the device returns few files)
-tar -C "$OUT" -czf "$OUT/cost_all.tgz" $(cd "$OUT" && ls *.log *.json 2>/dev/null)
+# one file back: the logs, JSON and mtprof's tables (the device returns few files)
+tar -C "$OUT" -czf "$OUT/cost_all.tgz" $(cd "$OUT" && ls *.log *.json mtprof_*.txt 2>/dev/null)
 # a run cut short by the device call's limit still left overhead_WORKLOAD.raw.json (every turn, saved
 # every 10 s): python3 tests/gpu/overhead.py --analyze FILE reports it
 log done
