@@ -27,6 +27,8 @@ struct gpu {
 	int nm;
 	uint8_t *cfg, *data;
 	size_t cfg_size, data_size;
+	size_t img_done; /* samples of the counter data image already read (a decode stopped at exit
+	                  * leaves the rest to the final one) */
 	uint64_t last_end; /* GPU time of the previous sample's end */
 	int overflow;
 	/* NVML */

@@ -260,10 +260,42 @@ int nvlp_lk_pm_setup(int dev, struct gpu *g, char *why, size_t len, char *droppe
 	return pm_enable_start(dev, g, why, len);
 }
 
-void nvlp_lk_pm_decode(int dev, struct gpu *g)
+/* Sample i of g's counter data image as a LINKSAMPLE record (none if CUPTI cannot read it). */
+static void pm_emit_sample(int dev, struct gpu *g, size_t i)
 {
 	const uint64_t tol = 2000; /* ns: back-to-back samples share their boundary */
+	PARAMS(CUpti_PmSampling_CounterData_GetSampleInfo_Params, si);
+	si.pPmSamplingObject = g->pm;
+	si.pCounterDataImage = g->data;
+	si.counterDataImageSize = g->data_size;
+	si.sampleIndex = i;
+	if (nvlp_cu.cuptiPmSamplingCounterDataGetSampleInfo(&si) != CUPTI_SUCCESS)
+		return;
+	double v[NMETRICS] = {0};
+	if (nvlp_pmh_evaluate(&pm_state.host, g->host, g->data, g->data_size, i, g->metrics,
+	                      (size_t)g->nm, v) != CUPTI_SUCCESS)
+		return;
+	struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_PM_SAMPLING};
+	uint64_t *f = (uint64_t *)&rec;
+	rec.start = nvlp_cupti_gpu_ts_to_mono(si.startTimestamp);
+	rec.dur = si.endTimestamp > si.startTimestamp ? si.endTimestamp - si.startTimestamp : 0;
+	for (int m = 0; m < g->nm; m++)
+		f[g->field[m]] = v[m] > 0 ? (uint64_t)(v[m] + 0.5) : 0;
+	if (g->last_end && si.startTimestamp > g->last_end + tol)
+		rec.flags |= NVLP_LINKSAMPLE_F_GAP;
+	if (g->overflow)
+		rec.flags |= NVLP_LINKSAMPLE_F_OVERFLOW, g->overflow = 0;
+	g->last_end = si.endTimestamp;
+	nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
+}
+
+/* stoppable (the sampler's decodes): once exit began, return between samples; the exiting thread's
+ * final decode reads the rest (img_done), while every library is still there */
+static void pm_decode(int dev, struct gpu *g, int stoppable)
+{
 	for (int round = 0; round < 8; round++) {
+		if (stoppable && stopping())
+			return;
 		PARAMS(CUpti_PmSampling_DecodeData_Params, dd);
 		dd.pPmSamplingObject = g->pm;
 		dd.pCounterDataImage = g->data;
@@ -283,32 +315,11 @@ void nvlp_lk_pm_decode(int dev, struct gpu *g)
 		info.counterDataImageSize = g->data_size;
 		if (nvlp_cu.cuptiPmSamplingGetCounterDataInfo(&info) != CUPTI_SUCCESS)
 			return;
-		for (size_t i = 0; i < info.numCompletedSamples; i++) {
-			PARAMS(CUpti_PmSampling_CounterData_GetSampleInfo_Params, si);
-			si.pPmSamplingObject = g->pm;
-			si.pCounterDataImage = g->data;
-			si.counterDataImageSize = g->data_size;
-			si.sampleIndex = i;
-			if (nvlp_cu.cuptiPmSamplingCounterDataGetSampleInfo(&si) != CUPTI_SUCCESS)
-				continue;
-			double v[NMETRICS] = {0};
-			if (nvlp_pmh_evaluate(&pm_state.host, g->host, g->data, g->data_size, i,
-			                      g->metrics, (size_t)g->nm, v) != CUPTI_SUCCESS)
-				continue;
-			struct nvlp_rec_linksample rec = {.device = (uint64_t)dev, .source = NVLP_LINK_PM_SAMPLING};
-			uint64_t *f = (uint64_t *)&rec;
-			rec.start = nvlp_cupti_gpu_ts_to_mono(si.startTimestamp);
-			rec.dur = si.endTimestamp > si.startTimestamp
-			              ? si.endTimestamp - si.startTimestamp
-			              : 0;
-			for (int m = 0; m < g->nm; m++)
-				f[g->field[m]] = v[m] > 0 ? (uint64_t)(v[m] + 0.5) : 0;
-			if (g->last_end && si.startTimestamp > g->last_end + tol)
-				rec.flags |= NVLP_LINKSAMPLE_F_GAP;
-			if (g->overflow)
-				rec.flags |= NVLP_LINKSAMPLE_F_OVERFLOW, g->overflow = 0;
-			g->last_end = si.endTimestamp;
-			nvlp_emit_wait(NVLP_K_LINKSAMPLE, &rec, NULL, 0, 1000);
+		for (size_t i = g->img_done; i < info.numCompletedSamples; i++) {
+			if (stoppable && stopping())
+				return;
+			g->img_done = i + 1;
+			pm_emit_sample(dev, g, i);
 		}
 		/* start the image afresh so it never fills across rounds */
 		PARAMS(CUpti_PmSampling_CounterDataImage_Initialize_Params, di);
@@ -316,6 +327,7 @@ void nvlp_lk_pm_decode(int dev, struct gpu *g)
 		di.counterDataSize = g->data_size;
 		di.pCounterData = g->data;
 		nvlp_cu.cuptiPmSamplingCounterDataImageInitialize(&di);
+		g->img_done = 0;
 		if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL)
 			return;
 	}
@@ -329,5 +341,10 @@ void nvlp_lk_pm_final(int dev, struct gpu *g)
 	PARAMS(CUpti_PmSampling_Stop_Params, sp);
 	sp.pPmSamplingObject = g->pm;
 	nvlp_cu.cuptiPmSamplingStop(&sp);
-	nvlp_lk_pm_decode(dev, g);
+	pm_decode(dev, g, 0);
+}
+
+void nvlp_lk_pm_decode(int dev, struct gpu *g)
+{
+	pm_decode(dev, g, 1);
 }

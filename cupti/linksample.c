@@ -36,7 +36,9 @@
  * (pm_host.cc's after_step: CUPTI loads libnvperf_host in the first, and an exit in the middle of
  * the others ran its destructor first: a SIGABRT from the fake, test_cupti_exit's "exit in host
  * config"); once exit began it makes no more host calls. Left: an exit that begins inside the
- * dlopen itself, before the first after_step.
+ * dlopen itself, before the first after_step. A decode stops between samples once exit began (an
+ * evaluation is a host call: a long decode outlasted the wait, and its next evaluation came after
+ * the destructor), and the exiting thread's final decode reads the samples it left.
  */
 #include <errno.h>    /* errno */
 #include <fcntl.h>    /* open */

@@ -16,9 +16,12 @@
  * when loaded and aborts if called after it ran (the real one corrupts the heap or crashes).
  * FAKE_CUPTI_PM_SLOW_MS=n makes each device-side setup step (profiler init, counter availability,
  * enable, set config) take n ms (about 0.9 s in all on an H200); FAKE_CUPTI_PM_ENABLE_MS=n adds n
- * ms to enable; FAKE_NVPERF_SLOW_MS=n makes the host library's add-metrics call take n ms.
- * fake_cupti_pm_progress(): 1 profiler initialised, 2 host library loaded, 3 in enable, 4 started;
- * 5 inside that slow add-metrics call (FAKE_NVPERF_SLOW_MS only). Each decode yields two samples covering the time since the previous one.
+ * ms to enable; FAKE_NVPERF_SLOW_MS=n makes the host library's add-metrics call take n ms,
+ * FAKE_NVPERF_EVAL_MS=n each evaluation of a sample. fake_cupti_pm_progress(): 1 profiler
+ * initialised, 2 host library loaded, 3 in enable, 4 started; 5 inside that slow add-metrics call,
+ * 6 inside a slow evaluation. Decoded samples (two a decode) add up in the counter data image
+ * (8 at most, then COUNTER_DATA_FULL) until it is initialised again, as in CUPTI; each decode's
+ * two cover the time since the previous one.
  *
  * libcuda: cuInit loads CUDA_INJECTION64_PATH and calls its InitializeInjection, as the driver
  * does; two devices, one context (device 0's primary context is active once cuInit ran);
@@ -393,6 +396,22 @@ static void alive(const char *fn)
 	abort();
 }
 
+/* env=n: this call takes n ms, fake_cupti_pm_progress() saying p meanwhile (so that a program can
+ * exit in the middle of it) */
+static void slow_call(const char *env, int p)
+{
+	const char *slow = getenv(env);
+	if (!slow || !*slow)
+		return;
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_pm_set_progress");
+	if (set)
+		set(p);
+	long ms = strtol(slow, NULL, 10);
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (ms > 0 && nanosleep(&ts, &ts) != 0)
+		;
+}
+
 extern "C" {
 CUptiResult fake_nvperf_init(CUpti_Profiler_Host_Initialize_Params *p)
 {
@@ -410,16 +429,7 @@ CUptiResult fake_nvperf_add_metrics(CUpti_Profiler_Host_ConfigAddMetrics_Params 
 {
 	/* FAKE_NVPERF_SLOW_MS=n: the config's host calls take their time (the real ones build an
 	 * image): progress 5 while this one sleeps, so a program can exit in the middle of them */
-	const char *slow = getenv("FAKE_NVPERF_SLOW_MS");
-	if (slow) {
-		void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_pm_set_progress");
-		if (set)
-			set(5);
-		long ms = strtol(slow, NULL, 10);
-		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-		while (ms > 0 && nanosleep(&ts, &ts) != 0)
-			;
-	}
+	slow_call("FAKE_NVPERF_SLOW_MS", 5);
 	alive(__func__);
 	state->metrics = (int)p->numMetrics;
 	return CUPTI_SUCCESS;
@@ -444,6 +454,7 @@ CUptiResult fake_nvperf_passes(CUpti_Profiler_Host_GetNumOfPasses_Params *p)
 }
 CUptiResult fake_nvperf_evaluate(CUpti_Profiler_Host_EvaluateToGpuValues_Params *p)
 {
+	slow_call("FAKE_NVPERF_EVAL_MS", 6);
 	alive(__func__);
 	for (size_t i = 0; i < p->numMetrics; i++)
 		p->pMetricValues[i] = 1000.0 * (double)(i + 1);
@@ -1025,9 +1036,10 @@ static struct pm_obj {
 	int enabled, started;
 	uint64_t last; /* GPU time of the previous sample's end */
 } pm_objs[2];
+#define IMG_CAP 8 /* samples an image holds until it is initialised again */
 struct image {
 	size_t n;
-	uint64_t start[2], end[2];
+	uint64_t start[IMG_CAP], end[IMG_CAP];
 };
 static struct pm_obj *obj(CUpti_PmSampling_Object *o)
 {
@@ -1089,21 +1101,23 @@ CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
 	struct image *im = (struct image *)(void *)p->pCounterDataImage;
 	if (!o->enabled || p->counterDataImageSize < sizeof *im)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	/* like CUPTI, decoded samples are added to the image until it is initialised again */
 	uint64_t now = realtime(), mid = o->last + (now - o->last) / 2;
-	if (now > o->last + 2) {
-		im->n = 2;
-		im->start[0] = o->last, im->end[0] = mid;
-		im->start[1] = mid, im->end[1] = now;
+	p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
+	if (now > o->last + 2 && im->n + 2 > IMG_CAP)
+		p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+	else if (now > o->last + 2) {
+		im->start[im->n] = o->last, im->end[im->n++] = mid;
+		im->start[im->n] = mid, im->end[im->n++] = now;
 		o->last = now;
 	}
-	p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
 	p->overflow = 0;
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInfo_Params *p)
 {
 	const struct image *im = (const struct image *)(const void *)p->pCounterDataImage;
-	p->numTotalSamples = 2;
+	p->numTotalSamples = IMG_CAP;
 	p->numPopulatedSamples = p->numCompletedSamples = im->n;
 	return CUPTI_SUCCESS;
 }

@@ -76,6 +76,7 @@ struct scenario {
 	const char *slow_ms, *enable_ms;
 	int idle_ms;           /* then stay idle this long, counting the sampler's wake-ups */
 	const char *nvperf_ms; /* the host library's add-metrics call takes this long */
+	const char *eval_ms;   /* and each evaluation of a sample */
 };
 
 /* The child runs under the shim with the fake's slow PM setup; default flushes: the program ends
@@ -83,13 +84,15 @@ struct scenario {
 static int run_child(const char *self, const char *lib, const char *dir, const struct scenario *sc,
                      unsigned uuid_base)
 {
-	char wait[32], slow[64], enable[64], base[64], nvperf[64];
+	char wait[32], slow[64], enable[64], base[64], nvperf[64], eval[64];
 	snprintf(wait, sizeof wait, "%d/%d", sc->wait_progress, sc->idle_ms);
 	snprintf(slow, sizeof slow, "FAKE_CUPTI_PM_SLOW_MS=%s", sc->slow_ms);
 	snprintf(enable, sizeof enable, "FAKE_CUPTI_PM_ENABLE_MS=%s", sc->enable_ms);
 	snprintf(base, sizeof base, "FAKE_CUDA_UUID_BASE=%u", uuid_base);
 	snprintf(nvperf, sizeof nvperf, "FAKE_NVPERF_SLOW_MS=%s", sc->nvperf_ms ? sc->nvperf_ms : "");
-	const char *env[] = {"FAKE_CUPTI_PM=1", slow, enable, base, sc->nvperf_ms ? nvperf : NULL, NULL};
+	snprintf(eval, sizeof eval, "FAKE_NVPERF_EVAL_MS=%s", sc->eval_ms ? sc->eval_ms : "");
+	const char *env[] = {"FAKE_CUPTI_PM=1", slow, enable, base, sc->nvperf_ms ? nvperf : eval,
+	                     NULL};
 	return shim_run_child(self, lib, dir, "1000", env, wait);
 }
 
@@ -118,7 +121,11 @@ int main(int argc, char **argv)
 	    /* exit inside the host library's config calls, just after CUPTI loaded it: its
 	     * destructor was newer than our exit handler until the sampler stepped out of the
 	     * config (a SIGABRT seen once in make mutate's baseline); no host call after exit began */
-	    {"exit in host config", 5, "20", "0", 0, "600"},
+	    {"exit in host config", 5, "20", "0", 0, "600", NULL},
+	    /* exit while the sampler decodes, each sample's evaluation taking 1 s: it stops after
+	     * the one it is in (the wait for it used to outlast 1.5 s, and the next evaluation came
+	     * after the host library's destructor); the exiting thread reads the rest */
+	    {"exit in a decode", 6, "20", "0", 0, NULL, "1000"},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++) {
 		const struct scenario *sc = &scs[i];
@@ -149,6 +156,12 @@ int main(int argc, char **argv)
 			          s.kinds[NVLP_K_LINKSAMPLE] >= 1,
 			      "[%s] PM sampling on, final samples decoded at exit (%llu)", sc->name,
 			      s.kinds[NVLP_K_LINKSAMPLE]);
+		if (sc->wait_progress == 6)
+			CHECK(s.kinds[NVLP_K_LINKSAMPLE] == 4 && !strstr(s.text, "gave up waiting") &&
+			          !strstr(s.text, "did not stop within"),
+			      "[%s] the sampler stopped between samples; the 2 it left and the last 2 "
+			      "read at exit, none twice (%llu LINKSAMPLE, 4 expected)",
+			      sc->name, s.kinds[NVLP_K_LINKSAMPLE]);
 		if (sc->enable_ms[0] != '0') {
 			CHECK(strstr(s.text, "gave up waiting") != NULL,
 			      "[%s] NOTE: gave up waiting, last samples dropped", sc->name);
