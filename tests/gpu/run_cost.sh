@@ -4,7 +4,10 @@
 # modes in rotated paired rounds (long-lived workers, rotated order and core sets: overhead.py) on
 # (a) the HF GPT-2 loop, (c) a launch-bound loop of tiny kernels, (b) GPT-2 under DDP; with each
 # configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
-#   bash tests/gpu/run_cost.sh [probes] [parts] [gpt2] [tiny] [gpt2ddp] [ddp2]   (ddp2: two ranks, one GPU each or sharing one)
+#   bash tests/gpu/run_cost.sh [probes] [parts] [gpt2] [tiny] [gpt2ddp] [ddp2] [presence]   (ddp2: two ranks, one GPU each or sharing one)
+# presence (not in the default list): the tiny loop with CUPTI's parts done alone, without nvlprof
+# (tests/gpu/cupti_presence.c: PRESENCE_CONFIGS, PRESENCE_BUDGET 170 s, PRESENCE_SETS 1), each
+# worker's launching thread sampled (mtprof) with the call chains into libcupti; into $OUT/presence.
 # Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS;
 # TINY_BLOCK steps per turn (5: turns of ~20 ms, the tiny loop's turn-to-turn spread of ~20% then
 # averages over thousands of rounds, run 6); ROUNDS (100000: the budgets end the runs); SETS fresh
@@ -67,6 +70,17 @@ if want ddp2 && [ "${DDP2_MPS:-0}" = 1 ]; then
 	fi
 fi
 want ddp2 && ov ddp2 40 ${DDP2_BUDGET:-80} ${DDP2_CONFIGS:-none,default,all}
+if want presence; then
+	if [ -f "$G/mtprof.so" ] && [ -f "$G/cupti_presence.so" ]; then
+		log "presence: CUPTI's parts alone (no nvlprof) on the tiny loop, libcupti's share of the launching thread"
+		MTPROF=$G/mtprof.so MTPROF_FOCUS=libcupti python3 tests/gpu/overhead.py --workload tiny --gpus $NGPU \
+			--out "$OUT/presence" --block ${TINY_BLOCK:-5} --warmup 30 --rounds ${ROUNDS:-100000} \
+			--budget-s ${PRESENCE_BUDGET:-170} --per-cpus ${PER_CPUS:-2} --sets ${PRESENCE_SETS:-1} \
+			--configs ${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0} 2>&1
+	else
+		log "presence: needs $G/mtprof.so and $G/cupti_presence.so (make gpu-probes)"
+	fi
+fi
 for d in "$OUT"/*_*/; do
 	d=${d%/}
 	[ -d "$d" ] || continue
@@ -75,7 +89,8 @@ for d in "$OUT"/*_*/; do
 	"$NV" report "$d" 2>&1 | sed -n '1,4p;/^nvlprof cost/p;/kernel tracing windows/p'
 done
 # one file back: the logs, JSON and mtprof's tables (the device returns few files)
-tar -C "$OUT" -czf "$OUT/cost_all.tgz" $(cd "$OUT" && ls *.log *.json mtprof_*.txt 2>/dev/null)
+tar -C "$OUT" -czf "$OUT/cost_all.tgz" $(cd "$OUT" && ls *.log *.json mtprof_*.txt presence/*.log presence/*.json \
+	presence/mtprof_*.txt 2>/dev/null)
 # a run cut short by the device call's limit still left overhead_WORKLOAD.raw.json (every turn, saved
 # every 10 s): python3 tests/gpu/overhead.py --analyze FILE reports it
 log done
