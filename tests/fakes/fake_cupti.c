@@ -36,6 +36,19 @@
 #include <string.h> /* memset */
 #include <time.h>   /* clock_gettime, nanosleep */
 
+/* the slow steps' milliseconds from the environment (the libcupti and libnvperf_host builds) */
+static inline long env_ms(const char *name)
+{
+	const char *e = getenv(name);
+	return e ? strtol(e, NULL, 10) : 0;
+}
+static inline void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (ms > 0 && nanosleep(&ts, &ts) != 0)
+		;
+}
+
 #ifdef FAKE_LIBCUDA
 
 typedef struct {
@@ -406,10 +419,7 @@ static void slow_call(const char *env, int p)
 	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_pm_set_progress");
 	if (set)
 		set(p);
-	long ms = strtol(slow, NULL, 10);
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	while (ms > 0 && nanosleep(&ts, &ts) != 0)
-		;
+	sleep_ms(env_ms(env));
 }
 
 extern "C" {
@@ -936,17 +946,6 @@ static void progress(int p)
 void fake_cupti_pm_set_progress(int p)
 {
 	progress(p);
-}
-static long env_ms(const char *name)
-{
-	const char *e = getenv(name);
-	return e ? strtol(e, NULL, 10) : 0;
-}
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	while (ms > 0 && nanosleep(&ts, &ts) != 0)
-		;
 }
 static void slow_step(void)
 {

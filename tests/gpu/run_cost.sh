@@ -73,10 +73,9 @@ want ddp2 && ov ddp2 40 ${DDP2_BUDGET:-80} ${DDP2_CONFIGS:-none,default,all}
 if want presence; then
 	if [ -f "$G/mtprof.so" ] && [ -f "$G/cupti_presence.so" ]; then
 		log "presence: CUPTI's parts alone (no nvlprof) on the tiny loop, libcupti's share of the launching thread"
-		MTPROF=$G/mtprof.so MTPROF_FOCUS=libcupti python3 tests/gpu/overhead.py --workload tiny --gpus $NGPU \
-			--out "$OUT/presence" --block ${TINY_BLOCK:-5} --warmup 30 --rounds ${ROUNDS:-100000} \
-			--budget-s ${PRESENCE_BUDGET:-170} --per-cpus ${PER_CPUS:-2} --sets ${PRESENCE_SETS:-1} \
-			--configs ${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0} 2>&1
+		OUT=$OUT/presence SETS=${PRESENCE_SETS:-1} MTPROF=$G/mtprof.so MTPROF_FOCUS=libcupti \
+			ov tiny ${TINY_BLOCK:-5} ${PRESENCE_BUDGET:-170} \
+			${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0}
 	else
 		log "presence: needs $G/mtprof.so and $G/cupti_presence.so (make gpu-probes)"
 	fi
