@@ -151,10 +151,10 @@ void nvlp_cost_capture(char *out, size_t len)
 	const struct nvlp_config *g = nvlp_cfg();
 	snprintf(out, len,
 	         "kernels=%.64s cupti=%d driver=%d stacks=%d nvtx=%d nccl_plugin=%d kch=%d "
-	         "sample_us=%ld links=%s um=%s pysample_hz=%ld capture=%s",
+	         "sample_us=%ld links=%s nvml_us=%ld um=%s pysample_hz=%ld capture=%s",
 	         g->kernels[0] ? g->kernels : NVLP_KERNELS_DEFAULT, g->cupti, g->driver, g->stacks, g->nvtx,
-	         g->nccl_plugin, g->kch, g->sample_us,
-	         g->links_nvml ? "nvml" : "auto", g->um < 0 ? "auto" : g->um ? "1" : "0",
+	         g->nccl_plugin, g->kch, g->sample_us, g->links_nvml ? "nvml" : "auto", g->nvml_us,
+	         g->um < 0 ? "auto" : g->um ? "1" : "0",
 	         g->pysample_hz,
 	         g->capture == 1 ? "cudaProfilerApi" : g->capture == 2 ? "nvtx" : "all");
 }

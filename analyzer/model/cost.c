@@ -114,30 +114,49 @@ static const char *setting(const char *cap, const char *name, size_t nlen, char 
 	return NULL;
 }
 
-void an_cost_warn_capture(const struct an_job *before, const struct an_job *after)
+/* Appends to what (at *n) each setting of `from` that `to` differs in ("name from -> to"), or,
+ * into only (at *m), each that `to` does not record (a trace of another nvlprof version). */
+static void capture_cmp(const char *from, const char *to, int report_diff, char *what, size_t *n,
+                        size_t wlen, char *only, size_t *m, size_t olen)
 {
-	char cb[512], ca[512], what[512] = "";
-	const char *b = capture_of(before, cb, sizeof cb), *a = capture_of(after, ca, sizeof ca);
-	if (!b || !a || !strcmp(a, b))
-		return;
-	size_t n = 0;
-	for (const char *p = b; *p && n < sizeof what;) {
+	for (const char *p = from; *p;) {
 		while (*p == ' ')
 			p++;
 		const char *eq = strchr(p, '='), *sp = strchr(p, ' ');
 		size_t l = sp ? (size_t)(sp - p) : strlen(p);
 		if (eq && (!sp || eq < sp)) {
 			size_t nl = (size_t)(eq - p);
-			char vb[96], va[96];
-			setting(b, p, nl, vb, sizeof vb);
-			const char *y = setting(a, p, nl, va, sizeof va);
-			if (!y || strcmp(vb, va))
-				n += (size_t)snprintf(what + n, sizeof what - n, "%s%.*s %s -> %s",
-				                      n ? ", " : "", (int)nl, p, vb, y ? y : "(unset)");
+			char vf[96], vt[96];
+			setting(from, p, nl, vf, sizeof vf);
+			const char *y = setting(to, p, nl, vt, sizeof vt);
+			if (!y && *m < olen)
+				*m += (size_t)snprintf(only + *m, olen - *m, "%s%.*s", *m ? ", " : "",
+				                       (int)nl, p);
+			else if (y && report_diff && strcmp(vf, vt) && *n < wlen)
+				*n += (size_t)snprintf(what + *n, wlen - *n, "%s%.*s %s -> %s",
+				                       *n ? ", " : "", (int)nl, p, vf, vt);
 		}
 		p += l;
 	}
-	an_diag("nvlprof: diff: warning: the two sides were recorded with different capture "
-	        "settings (%s): part of a difference may be nvlprof's own\n",
-	        what[0] ? what : "settings unknown to this version");
+}
+
+void an_cost_warn_capture(const struct an_job *before, const struct an_job *after)
+{
+	char cb[512], ca[512], what[512] = "", only_b[256] = "", only_a[256] = "";
+	const char *b = capture_of(before, cb, sizeof cb), *a = capture_of(after, ca, sizeof ca);
+	if (!b || !a || !strcmp(a, b))
+		return;
+	size_t n = 0, mb = 0, ma = 0, dummy = 0;
+	capture_cmp(b, a, 1, what, &n, sizeof what, only_b, &mb, sizeof only_b);
+	capture_cmp(a, b, 0, what, &dummy, 0, only_a, &ma, sizeof only_a);
+	if (what[0] || (!only_b[0] && !only_a[0]))
+		an_diag("nvlprof: diff: warning: the two sides were recorded with different capture "
+		        "settings (%s): part of a difference may be nvlprof's own\n",
+		        what[0] ? what : "settings unknown to this version");
+	/* a setting one side's nvlprof did not record yet is not a difference: say so, once */
+	if (only_b[0] || only_a[0])
+		an_diag("nvlprof: diff: note: capture settings recorded on one side only (%s%s%s%s%s; "
+		        "traces of different nvlprof versions): compared without them\n",
+		        only_b[0] ? "before: " : "", only_b, only_b[0] && only_a[0] ? "; " : "",
+		        only_a[0] ? "after: " : "", only_a);
 }

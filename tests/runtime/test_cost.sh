@@ -39,8 +39,8 @@ check_eq "hook_every" 16 "$(last calls hook_every)"
 check "time in hooks estimated (> 0)" test "$(last calls hook_ns)" -gt 0
 check "memory held (the ring) counted" test "$(last calls mem)" -ge 4096 -a "$(last calls mem_peak)" -ge "$(last calls mem)"
 check "trace bytes and records so far" test "$(last calls file_bytes)" -gt 0 -a "$(last calls records)" -ge "$calls"
-check "the header names the capture settings, the default kernels=off" \
-	grep -q 'capture="kernels=off cupti=1 .*pysample_hz=10 capture=all"' <("$CLI" dump "$T/calls"/*.nvlp | grep -m1 "^header ")
+check "the header names the capture settings, the default kernels=off, NVML every 100 ms" \
+	grep -q 'capture="kernels=off cupti=1 .* links=auto nvml_us=100000 .*pysample_hz=10 capture=all"' <("$CLI" dump "$T/calls"/*.nvlp | grep -m1 "^header ")
 "$CLI" report "$T/calls" >"$T/calls.rep" 2>&1
 check "the report's cost line" grep -qE '^nvlprof cost: [0-9.]+% of CPU \(its threads [0-9.]+ (ms|s), in the job.s calls ~[0-9.]+ (ms|s), of [0-9.]+ (ms|s)\), [0-9.]+ MiB, [0-9.]+ MB/min per rank \([0-9]+ MB/h\)$' "$T/calls.rep"
 "$CLI" report --json "$T/calls" >"$T/calls.json" 2>&1
@@ -77,6 +77,21 @@ check "diff, same capture settings: no capture warning" sh -c '! grep -q "captur
 "$CLI" diff "$T/calls" "$T/all" >/dev/null 2>"$T/differ.err"
 check "diff, different capture settings: a warning naming both changes" grep -q \
 	"^nvlprof: diff: warning: the two sides were recorded with different capture settings (kernels off -> all, pysample_hz 10 -> 0): part of a difference may be nvlprof's own$" "$T/differ.err"
+# the NVML fallback's period is a capture setting (NVLPROF_SAMPLE_US sets it, 10 ms at least)
+run nvml20 NVLPROF_SAMPLE_US=20000 -- calls 2000
+"$CLI" diff "$T/calls2" "$T/nvml20" >/dev/null 2>"$T/nvml.err"
+check "diff, another link period: the warning names the NVML period" grep -q \
+	"different capture settings (sample_us 10000 -> 20000, nvml_us 100000 -> 20000)" "$T/nvml.err"
+# a trace of an nvlprof that did not record nvml_us yet: a note, not a difference
+mkdir -p "$T/older"
+for f in "$T/calls2"/*.nvlp; do
+	"$PROGS/sh_rehdr" "$f" "$T/older/$(basename "$f")" \
+		"capture=$("$CLI" dump "$f" | grep -m1 '^header ' | sed 's/.*capture="\([^"]*\)".*/\1/; s/ nvml_us=[0-9]*//')"
+done
+"$CLI" diff "$T/older" "$T/calls2" >/dev/null 2>"$T/older.err"
+check "diff, a setting one side did not record: no capture warning" sh -c '! grep -q "warning: .*capture settings" "$1"' _ "$T/older.err"
+check "... and one note naming it" grep -qx \
+	"nvlprof: diff: note: capture settings recorded on one side only (after: nvml_us; traces of different nvlprof versions): compared without them" "$T/older.err"
 # traces older than COST and the capture key: no line, no warning
 ex=$(ls -d "$ROOT"/examples/traces/*/ | head -1)
 check "an older trace: no cost line" sh -c '! "$1" report "$2" | grep -q "^nvlprof cost"' _ "$CLI" "$ex"
