@@ -274,10 +274,11 @@ $(BUILD)/tests/test_cupti_gh100: $(BUILD)/cli/tests/unit/test_cupti_gh100.o $(BU
 # subscribing beside us); exit: slow PM setup, exit before / during / after it; flush: activity
 # reaches the trace from full buffers, forced flushes, exit; window: NVLPROF_KERNELS windows turn
 # kernel activity off and on
-CUPTI_SHIM_TESTS := $(addprefix $(BUILD)/tests/test_cupti_,kineto drv exit flush window)
+# detach: NVLPROF_CUPTI=startup (cuptiFinalize from a callback, what keeps CUPTI attached)
+CUPTI_SHIM_TESTS := $(addprefix $(BUILD)/tests/test_cupti_,kineto drv exit flush window detach)
 CUPTI_FAKES_LD := -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR))
 LIBS_test_cupti_window := -l:libnccl.so.2
-$(CUPTI_SHIM_TESTS): $(BUILD)/tests/%: $(BUILD)/cli/tests/unit/%.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(LIB)
+$(CUPTI_SHIM_TESTS): $(BUILD)/tests/%: $(BUILD)/cli/tests/unit/%.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB)
 	$(call link,$(CUPTI_FAKES_LD) $(LIBS_$*))
 # the shim on the fake libcupti refusing PM sampling (busy): NVML's counters instead, and the
 # report says so

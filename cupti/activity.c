@@ -4,6 +4,7 @@
  * calls down into the flush and drain; nothing here calls share.c by name.
  */
 #include <pthread.h> /* pthread_mutex_t */
+#include <sched.h>   /* sched_yield */
 #include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* aligned_alloc, free */
 #include <string.h>  /* memcpy, strlen */
@@ -28,6 +29,9 @@ static struct {
 	struct nvlp_cupti_devmap devmap;
 	uint64_t dropped_total, lost, records;
 	const struct nvlp_act_share *share; /* Kineto's side, once share.c registered it */
+	/* threads inside a CUPTI call made outside the flush thread (stream ids, UM counters): a
+	 * detach (detach.c) waits for none before cuptiFinalize, which must not race another */
+	int cupti_users;
 } activity_state = {
     .buf_mu = PTHREAD_MUTEX_INITIALIZER,
     .conv_mu = PTHREAD_MUTEX_INITIALIZER,
@@ -280,6 +284,47 @@ void nvlp_act_mark_enabled(CUpti_ActivityKind kind)
 	__atomic_store_n(&activity_state.enabled[kind], 1, __ATOMIC_RELAXED);
 }
 
+int nvlp_act_enter(void)
+{
+	__atomic_fetch_add(&activity_state.cupti_users, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&activity_state.state, __ATOMIC_SEQ_CST) == NVLP_CS_ACTIVE)
+		return 1;
+	__atomic_fetch_sub(&activity_state.cupti_users, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void nvlp_act_leave(void)
+{
+	__atomic_fetch_sub(&activity_state.cupti_users, 1, __ATOMIC_SEQ_CST);
+}
+
+int nvlp_act_quiesce(uint64_t max_ns)
+{
+	__atomic_store_n(&activity_state.state, NVLP_CS_ASIDE, __ATOMIC_SEQ_CST);
+	uint64_t t0 = nvlp_now();
+	while (__atomic_load_n(&activity_state.cupti_users, __ATOMIC_SEQ_CST) > 0) {
+		if (nvlp_now() - t0 > max_ns) {
+			__atomic_store_n(&activity_state.state, NVLP_CS_ACTIVE, __ATOMIC_SEQ_CST);
+			return -1;
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
+void nvlp_act_disable_ours(void)
+{
+	for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
+		if (__atomic_exchange_n(&activity_state.enabled[k], 0, __ATOMIC_RELAXED))
+			nvlp_cu.cuptiActivityDisable((CUpti_ActivityKind)k);
+}
+
+int nvlp_act_client(void)
+{
+	const struct nvlp_act_share *sh = share();
+	return sh && sh->client && sh->client();
+}
+
 void nvlp_act_stats(uint64_t *records, uint64_t *dropped, uint64_t *lost)
 {
 	*records = activity_state.records;
@@ -300,6 +345,7 @@ void nvlp_act_report_verbose(void)
 void nvlp_act_atfork_child(void)
 {
 	activity_state.state = NVLP_CS_ASIDE;
+	activity_state.cupti_users = 0;
 	pthread_mutex_init(&activity_state.buf_mu, NULL);
 	pthread_mutex_init(&activity_state.conv_mu, NULL);
 	pthread_mutex_init(&completed_queue.mu, NULL);

@@ -119,6 +119,18 @@ static void *sched(void *arg)
 			break;
 		pthread_mutex_unlock(&flush_schedule.mu);
 		now = nvlp_now();
+		int dt = nvlp_detach_tick(now, __atomic_load_n(&injection_state.um_on, __ATOMIC_ACQUIRE) ||
+		                                   __atomic_load_n(&injection_state.um_pending,
+		                                                   __ATOMIC_ACQUIRE));
+		if (dt == 2) { /* CUPTI detached (NVLPROF_CUPTI=startup): nothing left to flush */
+			pthread_mutex_lock(&flush_schedule.mu);
+			break;
+		}
+		if (dt == 1) { /* a detach is under way: no CUPTI call from here */
+			next_drain = now + DRAIN_NS;
+			pthread_mutex_lock(&flush_schedule.mu);
+			continue;
+		}
 		um_tick();
 		nvlp_kw_tick(now, &next_win); /* opens or closes a kernel window when due */
 		if (now >= next_flush) {
@@ -371,6 +383,7 @@ static void start_collectors(const struct nvlp_config *cfg)
 		__atomic_store_n(&injection_state.um_pending, 1,
 		                 __ATOMIC_RELEASE); /* no devices inside cuInit */
 	nvlp_link_start();
+	nvlp_detach_arm(injection_state.t_start);
 	sched_start();
 	if (!injection_state.injected) {
 		/* the current context's device is in use already */
@@ -495,11 +508,21 @@ static void maybe_late_start(void)
 
 /* ---- unified memory counters ---- */
 
+static void um_enable_body(void);
+/* CUPTI calls outside the flush thread go through activity.c's enter/leave (a detach waits) */
 static void um_enable_locked(void)
+{
+	if (injection_state.um_on || !nvlp_act_enter())
+		return;
+	um_enable_body();
+	nvlp_act_leave();
+}
+
+static void um_enable_body(void)
 {
 	if (injection_state.um_on)
 		return;
-	injection_state.um_on = 1;
+	__atomic_store_n(&injection_state.um_on, 1, __ATOMIC_RELEASE);
 	int n = 0;
 	if (nvlp_driver_load(NULL, 0) != 0 || nvlp_drv.cuDeviceGetCount(&n) != 0 || n <= 0 ||
 	    !nvlp_cu.cuptiActivityConfigureUnifiedMemoryCounter) {
@@ -561,6 +584,7 @@ void nvlp_cupti_managed_seen(void)
 {
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
+	nvlp_detach_managed(); /* after a detach: says the counters are missing */
 	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == 0 ||
 	    __atomic_load_n(&injection_state.um_on, __ATOMIC_RELAXED))
 		return;
@@ -603,10 +627,18 @@ static void diagnose_never_started(void)
 static void nvlp_cupti_stop(void)
 {
 	pthread_mutex_lock(&start_mu);
+	/* the flush thread first: no detach is requested beside this stop (detach.c) */
+	sched_stop();
+	int detached = nvlp_detach_stop();
 	int st = nvlp_cupti_state();
 	if (st == NVLP_CS_OFF) {
 		diagnose_never_started();
 		nvlp_act_set_state(NVLP_CS_ASIDE);
+	} else if (detached) {
+		/* CUPTI detached (NVLPROF_CUPTI=startup): only the NVML link sampler is left */
+		nvlp_link_stop_thread();
+		nvlp_kick_writer();
+		nvlp_link_stop();
 	} else if (st == NVLP_CS_ACTIVE) {
 		/* Activity first: it is the bulk of the trace, and the PM calls that follow go
 		 * through libnvperf_host, whose fate at exit we control less. The flush thread stops
@@ -653,6 +685,7 @@ static void nvlp_cupti_atfork_child(void)
 	nvlp_share_atfork_child();
 	nvlp_sub_atfork_child();
 	nvlp_drv_atfork_child();
+	nvlp_detach_atfork_child();
 }
 /* The module: at init the driver is told to load us as its injection library. */
 static void cupti_init(const struct nvlp_config *cfg)

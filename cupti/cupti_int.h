@@ -237,6 +237,17 @@ void CUPTIAPI nvlp_cupti_buf_complete(CUcontext ctx, uint32_t stream_id, uint8_t
 void nvlp_cupti_drain(void);
 /*! cuptiActivityFlushAll(flag), then convert what it completed (timed for NVLPROF_VERBOSE). */
 void nvlp_act_flush(uint32_t flag);
+/*! Around a CUPTI call made on an application thread: enter returns 1 (call, then leave) while
+ * collecting, else 0 (do not call CUPTI). */
+int nvlp_act_enter(void);
+void nvlp_act_leave(void);
+/*! Stop collecting (ASIDE) and wait up to max_ns for the threads inside enter/leave to leave.
+ * @return 0, or -1 (state ACTIVE again) if one was still inside. */
+int nvlp_act_quiesce(uint64_t max_ns);
+/*! Disable every activity kind we enabled (none is collected any more). */
+void nvlp_act_disable_ours(void);
+/*! 1 while another client (Kineto) has activity callbacks registered with us. */
+int nvlp_act_client(void);
 void nvlp_act_stats(uint64_t *records, uint64_t *dropped, uint64_t *lost);
 void nvlp_act_report_verbose(void);
 void nvlp_act_atfork_child(void);
@@ -275,6 +286,16 @@ typedef void (*nvlp_sub_drv_fn)(CUpti_CallbackId cbid, const CUpti_CallbackData 
 int nvlp_sub_start(nvlp_sub_drv_fn drv);
 /*! Enable or disable one callback for ourselves (the client's own state is kept). */
 int nvlp_sub_enable(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int on);
+/*! Call hook at the exit of every runtime and driver API call (both domains enabled on our
+ * subscription, taken if not held yet) until cancelled or finalized. @return 0 or a CUptiResult. */
+int nvlp_sub_exit_hook(void (*hook)(void));
+/*! The hook removed, the API domains back to what ours and the client's callbacks need. */
+void nvlp_sub_exit_hook_cancel(void);
+/*! From the hook: cuptiFinalize (no subscription call runs beside it), then forget the
+ * subscription CUPTI dropped. @return the CUptiResult. */
+int nvlp_sub_finalize(void);
+/*! 1 while a client (Kineto) holds a subscription through us. */
+int nvlp_sub_client(void);
 void nvlp_sub_atfork_child(void);
 
 /* ---- callbacks.c: driver-API capture (managed memory, peer access, copies), any runtime ---- */
@@ -293,6 +314,21 @@ uint64_t nvlp_streams_lookup(void *stream);
 /*! Devices of the streams looked up so far (bit per device). */
 void nvlp_streams_devices(uint64_t out[NVLP_LINK_MAX_GPUS / 64]);
 void nvlp_streams_atfork_child(void);
+
+/* ---- detach.c: NVLPROF_CUPTI=startup (calls windows.c, subscribe.c, activity.c, clock.c) ---- */
+/*! From start, CUPTI attached at t_attach: a detach is due cupti_detach_ms later (startup only). */
+void nvlp_detach_arm(uint64_t t_attach);
+/*! From the flush thread at each wake; um: UM counters on or pending.
+ * @return 0 go on as usual, 1 leave CUPTI alone (a detach is under way), 2 detached (note
+ * written: the thread ends). */
+int nvlp_detach_tick(uint64_t now, int um);
+/*! At stop, the flush thread joined: cancels a pending detach. @return 1 if CUPTI was detached. */
+int nvlp_detach_stop(void);
+/*! 1 once CUPTI was detached. */
+int nvlp_detach_done(void);
+/*! Managed memory appeared: after a detach, a NOTE (once) that its counters are missing. */
+void nvlp_detach_managed(void);
+void nvlp_detach_atfork_child(void);
 
 /* ---- cupti.c ---- */
 /*! An intercepted call reached the shim: start late if injection will not (rate-limited; does

@@ -114,16 +114,19 @@ uint64_t nvlp_streams_lookup(void *stream)
 	if (!ctx &&
 	    (!nvlp_drv.cuStreamGetCtx || nvlp_drv.cuStreamGetCtx((CUstream)stream, &ctx) != 0))
 		return 0;
-	uint32_t sid = 0;
-	if (nvlp_cu.cuptiGetStreamIdEx(ctx, s == 2 ? NULL : (CUstream)stream, s == 2 ? 1 : 0,
-	                               &sid) != CUPTI_SUCCESS ||
-	    sid == 0) {
+	uint32_t sid = 0, dev = 0;
+	if (!nvlp_act_enter()) /* detached meanwhile (detach.c): CUPTI is not to be called */
+		return 0;
+	CUptiResult r = nvlp_cu.cuptiGetStreamIdEx(ctx, s == 2 ? NULL : (CUstream)stream,
+	                                           s == 2 ? 1 : 0, &sid);
+	int dev_ok = r == CUPTI_SUCCESS && sid && nvlp_cu.cuptiGetDeviceId &&
+	             nvlp_cu.cuptiGetDeviceId(ctx, &dev) == CUPTI_SUCCESS;
+	nvlp_act_leave();
+	if (r != CUPTI_SUCCESS || sid == 0) {
 		sid_insert(key, SID_UNKNOWN); /* do not ask CUPTI again on every call */
 		return 0;
 	}
-	uint32_t dev = 0;
-	if (nvlp_cu.cuptiGetDeviceId && nvlp_cu.cuptiGetDeviceId(ctx, &dev) == CUPTI_SUCCESS &&
-	    dev < NVLP_LINK_MAX_GPUS)
+	if (dev_ok && dev < NVLP_LINK_MAX_GPUS)
 		__atomic_fetch_or(&devs_seen[dev / 64], 1ull << (dev % 64), __ATOMIC_RELEASE);
 	sid_insert(key, sid);
 	return sid;

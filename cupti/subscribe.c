@@ -34,25 +34,33 @@ static struct {
 	int noted;
 	int holding;      /* a thread is inside our real cuptiSubscribe(_v2) */
 	pthread_t holder; /* that thread: a CUPTI calling its own exported names reaches us */
+	/* callbacks.c's handler of our driver-API callbacks, given at start (no call back by
+	 * name) */
+	nvlp_sub_drv_fn drv_cb;
+	/* detach.c's, called at the exit of every runtime/driver API call while set */
+	void (*exit_hook)(void);
 } subscribers;
 static pthread_mutex_t mmu = PTHREAD_MUTEX_INITIALIZER;
 static char client_token;
 #define CLIENT ((CUpti_SubscriberHandle)(void *)&client_token)
 
-/* callbacks.c's handler of our driver-API callbacks, given at start (no call back by name) */
-static nvlp_sub_drv_fn drv_cb;
 
 static void CUPTIAPI dispatch(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
                               const void *data)
 {
 	(void)ud;
 	int in = (unsigned)d < NDOM && cbid < MAXCB;
-	if (in && d == CUPTI_CB_DOMAIN_DRIVER_API &&
+	nvlp_sub_drv_fn drv = __atomic_load_n(&subscribers.drv_cb, __ATOMIC_ACQUIRE);
+	if (drv && in && d == CUPTI_CB_DOMAIN_DRIVER_API &&
 	    __atomic_load_n(&subscribers.ours[d][cbid], __ATOMIC_RELAXED))
-		drv_cb(cbid, (const CUpti_CallbackData *)data);
+		drv(cbid, (const CUpti_CallbackData *)data);
 	CUpti_CallbackFunc f = __atomic_load_n(&subscribers.ccb, __ATOMIC_ACQUIRE);
 	if (f && (!in || __atomic_load_n(&subscribers.theirs[d][cbid], __ATOMIC_RELAXED)))
 		f(subscribers.cdata, d, cbid, data);
+	void (*h)(void) = __atomic_load_n(&subscribers.exit_hook, __ATOMIC_ACQUIRE);
+	if (h && (d == CUPTI_CB_DOMAIN_RUNTIME_API || d == CUPTI_CB_DOMAIN_DRIVER_API) && data &&
+	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+		h(); /* the place CUPTI documents for cuptiFinalize */
 }
 
 /* Take the real subscription (caller holds mmu). @return 0 or the CUptiResult that refused. */
@@ -104,7 +112,7 @@ static void reapply_ours_locked(int d)
 
 int nvlp_sub_start(nvlp_sub_drv_fn drv)
 {
-	__atomic_store_n(&drv_cb, drv, __ATOMIC_RELEASE);
+	__atomic_store_n(&subscribers.drv_cb, drv, __ATOMIC_RELEASE);
 	char who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
 	pthread_mutex_lock(&mmu);
 	int r = hold_locked(who, sizeof who);
@@ -133,6 +141,65 @@ int nvlp_sub_enable(CUpti_CallbackDomain d, CUpti_CallbackId cbid, int on)
 	}
 	pthread_mutex_unlock(&mmu);
 	return r;
+}
+
+/* The API domains a detach waits in (every runtime and driver call reaches dispatch). */
+static const CUpti_CallbackDomain api_domains[] = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                   CUPTI_CB_DOMAIN_DRIVER_API};
+
+/* The API domains back to the union of ours and the client's (mmu held). */
+static void api_domains_restore_locked(void)
+{
+	for (size_t i = 0; i < sizeof api_domains / sizeof api_domains[0]; i++) {
+		int d = (int)api_domains[i];
+		nvlp_cu.cuptiEnableDomain(0, subscribers.real, (CUpti_CallbackDomain)d);
+		for (int c = 0; c < MAXCB; c++)
+			if (subscribers.ours[d][c] || subscribers.theirs[d][c])
+				apply_locked(d, c);
+	}
+}
+
+int nvlp_sub_exit_hook(void (*hook)(void))
+{
+	pthread_mutex_lock(&mmu);
+	int r = hold_locked(NULL, 0);
+	if (!r && !nvlp_cu.cuptiEnableDomain)
+		r = CUPTI_ERROR_NOT_INITIALIZED;
+	for (size_t i = 0; !r && i < sizeof api_domains / sizeof api_domains[0]; i++)
+		r = (int)nvlp_cu.cuptiEnableDomain(1, subscribers.real, api_domains[i]);
+	if (r && subscribers.held && nvlp_cu.cuptiEnableDomain)
+		api_domains_restore_locked();
+	else if (!r) /* set last: no detach runs while a domain is being enabled */
+		__atomic_store_n(&subscribers.exit_hook, hook, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&mmu);
+	return r;
+}
+
+void nvlp_sub_exit_hook_cancel(void)
+{
+	pthread_mutex_lock(&mmu);
+	if (__atomic_exchange_n(&subscribers.exit_hook, NULL, __ATOMIC_ACQ_REL) && subscribers.held)
+		api_domains_restore_locked();
+	pthread_mutex_unlock(&mmu);
+}
+
+int nvlp_sub_finalize(void)
+{
+	pthread_mutex_lock(&mmu);
+	__atomic_store_n(&subscribers.exit_hook, NULL, __ATOMIC_RELEASE);
+	int r = nvlp_cu.cuptiFinalize ? (int)nvlp_cu.cuptiFinalize() : CUPTI_ERROR_NOT_INITIALIZED;
+	/* CUPTI dropped the subscription: a later client passes through (mux_wanted) */
+	__atomic_store_n(&subscribers.ccb, NULL, __ATOMIC_RELEASE);
+	subscribers.held = subscribers.client = 0;
+	memset(subscribers.ours, 0, sizeof subscribers.ours);
+	memset(subscribers.theirs, 0, sizeof subscribers.theirs);
+	pthread_mutex_unlock(&mmu);
+	return r;
+}
+
+int nvlp_sub_client(void)
+{
+	return __atomic_load_n(&subscribers.client, __ATOMIC_ACQUIRE);
 }
 
 void nvlp_sub_atfork_child(void)

@@ -149,10 +149,15 @@ void nvlp_cost_verbose(void)
 void nvlp_cost_capture(char *out, size_t len)
 {
 	const struct nvlp_config *g = nvlp_cfg();
+	char cupti[32];
+	if (g->cupti == 2)
+		snprintf(cupti, sizeof cupti, "startup:%ld", g->cupti_detach_ms);
+	else
+		snprintf(cupti, sizeof cupti, "%d", g->cupti);
 	snprintf(out, len,
-	         "kernels=%.64s cupti=%d driver=%d stacks=%d nvtx=%d nccl_plugin=%d kch=%d "
+	         "kernels=%.64s cupti=%s driver=%d stacks=%d nvtx=%d nccl_plugin=%d kch=%d "
 	         "sample_us=%ld links=%s nvml_us=%ld um=%s pysample_hz=%ld capture=%s",
-	         g->kernels[0] ? g->kernels : NVLP_KERNELS_DEFAULT, g->cupti, g->driver, g->stacks, g->nvtx,
+	         g->kernels[0] ? g->kernels : NVLP_KERNELS_DEFAULT, cupti, g->driver, g->stacks, g->nvtx,
 	         g->nccl_plugin, g->kch, g->sample_us, g->links_nvml ? "nvml" : "auto", g->nvml_us,
 	         g->um < 0 ? "auto" : g->um ? "1" : "0",
 	         g->pysample_hz,

@@ -486,6 +486,16 @@ static CUpti_TimestampCallbackFunc ts_cb;
 static unsigned char enabled[CUPTI_ACTIVITY_KIND_COUNT];
 static int pending[CUPTI_ACTIVITY_KIND_COUNT];
 static int finalize_calls, dropped_reported;
+/* cuptiFinalize's state (below): where it was called from, and calls after it */
+static __thread int in_callback;
+static int finalized, finalize_in_cb, after_finalize;
+static void fin_check(const char *fn)
+{
+	if (!__atomic_load_n(&finalized, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_fetch_add(&after_finalize, 1, __ATOMIC_RELAXED);
+	fprintf(stderr, "fake cupti: %s after cuptiFinalize (CUPTI attaches again)\n", fn);
+}
 static uint64_t serial;
 
 void fake_cupti_generate(int kind, int n)
@@ -666,6 +676,7 @@ CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                            CUpti_BuffersCallbackCompleteFunc c)
 {
+	fin_check("cuptiActivityRegisterCallbacks");
 	pthread_mutex_lock(&act_mu);
 	req_cb = r, comp_cb = c;
 	pthread_mutex_unlock(&act_mu);
@@ -673,6 +684,7 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
 }
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 {
+	fin_check("cuptiActivityEnable");
 	if (!rec_size((int)k) && k != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	pthread_mutex_lock(&act_mu);
@@ -682,6 +694,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 }
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
+	fin_check("cuptiActivityDisable");
 	pthread_mutex_lock(&act_mu);
 	enabled[k] = 0;
 	pthread_mutex_unlock(&act_mu);
@@ -743,6 +756,7 @@ void fake_cupti_materialize(void)
 }
 CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
+	fin_check("cuptiActivityFlushAll");
 	(void)flag;
 	pthread_mutex_lock(&act_mu);
 	if (!req_cb || !comp_cb) {
@@ -767,11 +781,13 @@ CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *n
 }
 CUptiResult cuptiGetTimestamp(uint64_t *t)
 {
+	fin_check("cuptiGetTimestamp");
 	*t = now_ts();
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
+	fin_check("cuptiActivityRegisterTimestampCallback");
 	if (getenv("FAKE_CUPTI_NO_TS_CB"))
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	ts_cb = f;
@@ -780,26 +796,64 @@ CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f
 CUptiResult cuptiActivityConfigureUnifiedMemoryCounter(CUpti_ActivityUnifiedMemoryCounterConfig *c,
                                                        uint32_t n)
 {
+	fin_check("cuptiActivityConfigureUnifiedMemoryCounter");
 	for (uint32_t i = 0; i < n; i++)
 		if (c[i].scope != CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE)
 			return CUPTI_ERROR_INVALID_PARAMETER;
 	return CUPTI_SUCCESS;
 }
+/* FAKE_CUPTI_SID_SLOW_MS: the stream-id lookup of stream 0x9900 takes that long (a thread inside
+ * a CUPTI call when another finalizes: fake_cupti_finalize_raced counts such finalizes) */
+static int in_sid_calls, finalize_raced;
+int fake_cupti_finalize_raced(void)
+{
+	return finalize_raced;
+}
 CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t per_thread, uint32_t *id)
 {
+	fin_check("cuptiGetStreamIdEx");
+	__atomic_fetch_add(&in_sid_calls, 1, __ATOMIC_SEQ_CST);
+	if ((uintptr_t)s == 0x9900)
+		sleep_ms(env_ms("FAKE_CUPTI_SID_SLOW_MS"));
 	(void)c;
 	*id = per_thread ? 3 : (uint32_t)(((uintptr_t)s >> 4) & 0xffff) + 7;
+	__atomic_fetch_sub(&in_sid_calls, 1, __ATOMIC_SEQ_CST);
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *dev)
 {
+	fin_check("cuptiGetDeviceId");
 	uintptr_t x = (uintptr_t)c; /* the fake libcuda's contexts: 0x1000 + 0x100 * device */
 	*dev = x >= 0x1000 && x < 0x1000 + 0x100 * 16 ? (uint32_t)((x - 0x1000) / 0x100) : 0;
 	return CUPTI_SUCCESS;
 }
+/* cuptiFinalize, as CUPTI: buffers handed back, callbacks, kinds and the subscription dropped.
+ * CUPTI documents calling it from an API callback's exit; fake_cupti_finalize_in_callback()
+ * says where it came from. A CUPTI call after it attaches CUPTI again (its cost back): those
+ * calls are counted (fake_cupti_calls_after_finalize) and named on stderr. */
+int fake_cupti_finalize_in_callback(void)
+{
+	return finalize_in_cb;
+}
+int fake_cupti_calls_after_finalize(void)
+{
+	return __atomic_load_n(&after_finalize, __ATOMIC_RELAXED);
+}
+static void unsubscribe_all(void);
 CUptiResult cuptiFinalize(void)
 {
+	pthread_mutex_lock(&act_mu);
 	finalize_calls++;
+	finalize_in_cb = in_callback;
+	finalize_raced += __atomic_load_n(&in_sid_calls, __ATOMIC_SEQ_CST) > 0;
+	if (held && comp_cb)
+		comp_cb(NULL, 0, held, held_size, held_used);
+	held = NULL;
+	req_cb = NULL, comp_cb = NULL, ts_cb = NULL;
+	memset(enabled, 0, sizeof enabled);
+	unsubscribe_all();
+	__atomic_store_n(&finalized, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&act_mu);
 	return CUPTI_SUCCESS;
 }
 /*
@@ -832,6 +886,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, vo
 }
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *d)
 {
+	fin_check("cuptiSubscribe");
 	return subscribe(s, f, d);
 }
 CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *d,
@@ -860,6 +915,7 @@ static int bad_sub(CUpti_SubscriberHandle s, int d)
 CUptiResult cuptiEnableCallback(uint32_t en, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
                                 CUpti_CallbackId cbid)
 {
+	fin_check("cuptiEnableCallback");
 	if (bad_sub(s, (int)d) || cbid >= FAKE_MAXCB)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	__atomic_store_n(&cb_on[d][cbid], (unsigned char)(en != 0), __ATOMIC_RELAXED);
@@ -867,6 +923,7 @@ CUptiResult cuptiEnableCallback(uint32_t en, CUpti_SubscriberHandle s, CUpti_Cal
 }
 CUptiResult cuptiEnableDomain(uint32_t en, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
 {
+	fin_check("cuptiEnableDomain");
 	if (bad_sub(s, (int)d))
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	memset(cb_on[d], en != 0, FAKE_MAXCB);
@@ -903,7 +960,14 @@ static void issue(int d, unsigned cbid, const void *data)
 	if (!subscribed || !f || cbid >= FAKE_MAXCB || !__atomic_load_n(&cb_on[d][cbid], __ATOMIC_RELAXED))
 		return;
 	__atomic_fetch_add(&cb_calls, 1, __ATOMIC_RELAXED);
+	in_callback = 1;
 	f(sub_data, (CUpti_CallbackDomain)d, (CUpti_CallbackId)cbid, data);
+	in_callback = 0;
+}
+static void unsubscribe_all(void)
+{
+	subscribed = 0, sub_cb = NULL;
+	memset(cb_on, 0, sizeof cb_on);
 }
 /* A driver-API callback (site 0 enter, 1 exit), as the driver issues them around its work. */
 void fake_cupti_driver_api(unsigned cbid, const char *name, const void *params, int site, int *rc,
@@ -960,6 +1024,7 @@ static uint64_t realtime(void)
 
 CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *p)
 {
+	fin_check("cuptiProfilerInitialize");
 	(void)p;
 	if (!getenv("FAKE_CUPTI_PM"))
 		return CUPTI_ERROR_NOT_SUPPORTED;

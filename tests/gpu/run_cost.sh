@@ -6,7 +6,8 @@
 # configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
 #   bash tests/gpu/run_cost.sh [probes] [parts] [gpt2] [tiny] [gpt2ddp] [ddp2] [presence]   (ddp2: two ranks, one GPU each or sharing one)
 # presence (not in the default list): the tiny loop with CUPTI's parts done alone, without nvlprof
-# (tests/gpu/cupti_presence.c: PRESENCE_CONFIGS, PRESENCE_BUDGET 170 s, PRESENCE_SETS 1), each
+# (tests/gpu/cupti_presence.c: PRESENCE_CONFIGS, PRESENCE_BUDGET 170 s, PRESENCE_SETS 1), and
+# nvlprof with NVLPROF_CUPTI=startup (CUPTI detached 2 s after cuInit: nvlprof's own `fin`), each
 # worker's launching thread sampled (mtprof) with the call chains into libcupti; into $OUT/presence.
 # Budgets (s): GPT2_BUDGET TINY_BUDGET DDP_BUDGET; configurations: GPT2_CONFIGS TINY_CONFIGS DDP_CONFIGS;
 # TINY_BLOCK steps per turn (5: turns of ~20 ms, the tiny loop's turn-to-turn spread of ~20% then
@@ -75,7 +76,7 @@ if want presence; then
 		log "presence: CUPTI's parts alone (no nvlprof) on the tiny loop, libcupti's share of the launching thread"
 		OUT=$OUT/presence SETS=${PRESENCE_SETS:-1} MTPROF=$G/mtprof.so MTPROF_FOCUS=libcupti \
 			ov tiny ${TINY_BLOCK:-5} ${PRESENCE_BUDGET:-170} \
-			${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0}
+			${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0,startup=NVLPROF_CUPTI=startup}
 	else
 		log "presence: needs $G/mtprof.so and $G/cupti_presence.so (make gpu-probes)"
 	fi

@@ -331,6 +331,22 @@ check "bad env: NVLPROF_LINKS named" grep -q "^nvlprof: NVLPROF_LINKS='pcie': ex
 check_eq "bad env: noted in the trace" 5 "$(rd "$(one "$d")" config_notes)"
 check_eq "bad env: still records" 20 "$(rd "$(one "$d")" allreduce)"
 
+# --- NVLPROF_CUPTI=startup[:MS]: its bad values named, the header says which was used ---
+for v in startup:abc startup:-1 startupx 2; do
+	d=$(fresh "badcupti_$v")
+	run "$d" env NVLPROF_CUPTI="$v" "$APP" calls 20
+	check "bad NVLPROF_CUPTI=$v: one warning naming it, CUPTI on as by default" grep -qx \
+		"nvlprof: NVLPROF_CUPTI='$v': expected $( [ "$v" = 2 ] && echo "0 or 1; using default 1" || echo "0, 1, startup or startup:MS (MS 0..3600000); using default 1")" "$d/.err"
+done
+for v in startup startup:500; do
+	d=$(fresh "cupti_$v")
+	run "$d" env NVLPROF_CUPTI="$v" "$APP" calls 20
+	want=$( [ "$v" = startup ] && echo startup:2000 || echo "$v")
+	check "NVLPROF_CUPTI=$v: no warning, capture key cupti=$want links=nvml" sh -c \
+		'[ ! -s "$1/.err" ] && "$2" dump "$3" | grep -m1 "^header " | grep -q "cupti=$4 .*links=nvml "' \
+		_ "$d" "$CLI" "$(one "$d")" "$want"
+done
+
 # --- NVLPROF_DISABLE=1: pure pass-through ---
 d=$(fresh disabled)
 run "$d" env NVLPROF_DISABLE=1 "$APP" calls 100

@@ -1,0 +1,207 @@
+/* detach.c: NVLPROF_CUPTI=startup[:MS]: CUPTI detached (cuptiFinalize) once start-up is recorded. */
+/*
+ * Why. CUPTI attached at cuInit costs a launch-bound thread even with nothing enabled but the
+ * topology kinds: run 8 (MEASUREMENTS.md) put ~0.9% of the launching thread's CPU in libcupti with
+ * the driver callbacks and link sampling off. CUPTI documents detaching as the way to shed its
+ * overhead, and PyTorch's Kineto tears CUPTI down after each profiling session for that reason.
+ *
+ * What stays: the DEVICE/NVLINK topology records (flushed before the detach), NCCL's calls and GPU
+ * times (the profiler plugin), the runtime hooks (copies, managed memory and peer access through
+ * libcudart), link counters from NVML (startup implies NVLPROF_LINKS=nvml: PM sampling is CUPTI's).
+ * What goes, from the detach on: driver-level capture (copies and managed memory of CuPy, JAX,
+ * Triton: static or no runtime), unified-memory counters, CUPTI stream ids.
+ *
+ * When: the flush thread's first tick MS ms (default 2000) after CUPTI attached, unless something
+ * needs CUPTI: kernel tracing (NVLPROF_KERNELS not off), unified-memory counters on (managed memory
+ * allocated, NVLPROF_UM=1), another client (torch.profiler/Kineto) using CUPTI through us. Such a
+ * blocker is noted once and looked at again at every tick (a profiling session ends).
+ *
+ * How: the flush thread sets the exit hook (subscribe.c: every runtime and driver API call then
+ * reaches our dispatcher), disables our kinds and forces a flush, then asks. The exit of the next
+ * API call, CUPTI's documented place for it, stops collecting (activity.c: ASIDE, then waits for
+ * the threads inside a CUPTI call) and calls cuptiFinalize. The flush thread writes the note and
+ * ends. An exit before that cancels the request (nvlp_detach_stop) and stops as usual.
+ */
+#include <pthread.h> /* pthread_mutex_t */
+#include <stdio.h>   /* snprintf */
+
+#include "cupti_int.h"
+#include "nvlp_rt.h"
+
+#define QUIESCE_NS 100000000ull /* wait this long in the callback for CUPTI calls to end */
+#define RETRY_NS 1000000000ull  /* then try again at a call this much later, */
+#define TRIES 5                 /* this many times in all before giving up (a NOTE says so) */
+
+enum { DT_OFF, DT_WAIT, DT_REQUESTED, DT_DONE };
+static struct {
+	pthread_mutex_t mu;
+	int phase; /* DT_*, read without mu by the callback's first test */
+	uint64_t t_attach, due, t_done;
+	uint64_t next_try; /* a callback tries no earlier (a thread stayed inside a CUPTI call) */
+	int tries;
+	int rc; /* cuptiFinalize's CUptiResult */
+	int noted_block, noted_um, noted_done;
+} det = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int phase(void)
+{
+	return __atomic_load_n(&det.phase, __ATOMIC_ACQUIRE);
+}
+
+static void set_phase(int p)
+{
+	__atomic_store_n(&det.phase, p, __ATOMIC_RELEASE);
+}
+
+void nvlp_detach_arm(uint64_t t_attach)
+{
+	if (nvlp_cfg()->cupti != 2)
+		return;
+	pthread_mutex_lock(&det.mu);
+	det.t_attach = t_attach;
+	det.due = t_attach + (uint64_t)nvlp_cfg()->cupti_detach_ms * 1000000ull;
+	set_phase(DT_WAIT);
+	pthread_mutex_unlock(&det.mu);
+}
+
+/* The exit of a runtime/driver API call (any thread, inside CUPTI's callback). */
+static void detach_cb(void)
+{
+	if (phase() != DT_REQUESTED || pthread_mutex_trylock(&det.mu) != 0)
+		return;
+	uint64_t now = nvlp_now();
+	if (phase() == DT_REQUESTED && now >= det.next_try) {
+		if (nvlp_act_quiesce(QUIESCE_NS) == 0) {
+			det.rc = nvlp_sub_finalize();
+			det.t_done = nvlp_now();
+			set_phase(DT_DONE);
+		} else if (++det.tries >= TRIES) {
+			set_phase(DT_OFF); /* the flush thread notes it and cancels the hook */
+		} else {
+			det.next_try = nvlp_now() + RETRY_NS;
+		}
+	}
+	pthread_mutex_unlock(&det.mu);
+}
+
+/* What still needs CUPTI attached, or NULL. */
+static const char *blocker(int um)
+{
+	if (nvlp_kw_mode() != NVLP_KM_OFF)
+		return "NVLPROF_KERNELS traces kernels through CUPTI";
+	if (um)
+		return "unified-memory counters are on (managed memory, or NVLPROF_UM=1)";
+	if (nvlp_act_client() || nvlp_sub_client())
+		return "another client (torch.profiler) uses CUPTI through nvlprof";
+	return NULL;
+}
+
+/* Once, from the flush thread or, when the process ends first, from the stop. */
+static void note_done(void)
+{
+	if (__atomic_exchange_n(&det.noted_done, 1, __ATOMIC_ACQ_REL))
+		return;
+	double after_s = (double)(det.t_done - det.t_attach) / 1e9;
+	if (det.rc != CUPTI_SUCCESS) {
+		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, (uint64_t)det.rc,
+		          "cuptiFinalize failed %.1f s after CUPTI attached (NVLPROF_CUPTI=startup): "
+		          "%s; nothing more collected through CUPTI",
+		          after_s, nvlp_cupti_err((CUptiResult)det.rc));
+		return;
+	}
+	nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)(after_s * 1000),
+	          "CUPTI detached %.1f s after it attached (NVLPROF_CUPTI=startup:%ld): topology "
+	          "recorded; from then on no driver-level capture (copies and managed memory of "
+	          "CuPy, JAX, Triton), no unified-memory counters; link counters from NVML",
+	          after_s, nvlp_cfg()->cupti_detach_ms);
+}
+
+/* Hook set, kinds off, last records flushed, then the request. @return as nvlp_detach_tick. */
+static int request(void)
+{
+	int r = nvlp_sub_exit_hook(detach_cb);
+	if (r) {
+		set_phase(DT_OFF);
+		nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)r,
+		          "CUPTI not detached (NVLPROF_CUPTI=startup): no callback to detach from "
+		          "(%s); it stays attached",
+		          nvlp_cupti_err((CUptiResult)r));
+		return 0;
+	}
+	/* what CUPTI holds (topology), then the kinds off and what was still in flight */
+	nvlp_act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	nvlp_act_disable_ours();
+	nvlp_act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	nvlp_cupti_clock_pair();
+	pthread_mutex_lock(&det.mu);
+	if (phase() == DT_WAIT)
+		set_phase(DT_REQUESTED);
+	pthread_mutex_unlock(&det.mu);
+	return 1;
+}
+
+int nvlp_detach_tick(uint64_t now, int um)
+{
+	int ph = phase();
+	if (ph == DT_REQUESTED)
+		return 1;
+	if (ph == DT_OFF && det.tries >= TRIES && det.tries++ == TRIES) {
+		/* given up in a callback: CUPTI stays attached, its kinds off */
+		nvlp_sub_exit_hook_cancel();
+		nvlp_note(NVLP_NOTE_CONFIG, -1, TRIES,
+		          "CUPTI not detached (NVLPROF_CUPTI=startup): another thread stayed inside a "
+		          "CUPTI call %d times; it stays attached, collecting nothing more",
+		          TRIES);
+		return 0;
+	}
+	if (ph == DT_DONE) {
+		note_done();
+		return 2;
+	}
+	if (ph != DT_WAIT || now < det.due)
+		return 0;
+	const char *b = blocker(um);
+	if (b) {
+		if (!det.noted_block++)
+			nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
+			          "CUPTI kept attached for now (NVLPROF_CUPTI=startup): %s", b);
+		return 0;
+	}
+	return request();
+}
+
+int nvlp_detach_stop(void)
+{
+	pthread_mutex_lock(&det.mu); /* a detach in a callback finishes first */
+	int ph = phase();
+	if (ph != DT_DONE)
+		set_phase(DT_OFF);
+	pthread_mutex_unlock(&det.mu);
+	nvlp_sub_exit_hook_cancel();
+	if (ph == DT_DONE)
+		note_done(); /* detached just before the end: the flush thread did not see it */
+	return ph == DT_DONE;
+}
+
+int nvlp_detach_done(void)
+{
+	return phase() == DT_DONE;
+}
+
+void nvlp_detach_managed(void)
+{
+	if (phase() != DT_DONE || __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
+		return;
+	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
+	          "managed memory allocated after CUPTI detached (NVLPROF_CUPTI=startup): no "
+	          "unified-memory counters, so page thrashing is not measured; run without "
+	          "NVLPROF_CUPTI=startup to see it");
+}
+
+void nvlp_detach_atfork_child(void)
+{
+	pthread_mutex_init(&det.mu, NULL);
+	det.phase = DT_OFF; /* CUDA and CUPTI do not survive fork */
+	det.noted_done = det.noted_block = det.noted_um = 0;
+	det.tries = 0;
+}

@@ -1,0 +1,270 @@
+/* test_cupti_detach.c: NVLPROF_CUPTI=startup on the fake libcuda/libcupti: CUPTI detached from a callback once start-up is recorded, nothing of CUPTI called after, what needs CUPTI keeps it. */
+/*
+ * Parent: runs itself as a child under LD_PRELOAD=libnvlprof.so (fake libcuda's cuInit calls
+ * InitializeInjection like the driver) with the fake NVML, then reads the child's trace.
+ * detach: a driver-only program (as CuPy or JAX) copies across devices before and after the
+ *   detach: the driver path records the first, not the second; cuptiFinalize ran once, from an API
+ *   callback's exit, and no CUPTI call came after it; topology records and NVML link samples are
+ *   in the trace, with a NOTE saying what the detach leaves out; a managed allocation after it
+ *   gets a NOTE that its counters are missing.
+ * exitfirst: the program ends before the detach is due: a normal stop, no finalize.
+ * idle: the detach is requested but no API call comes before exit: the request is cancelled and
+ *   the stop flushes as usual (no finalize, no CUPTI call refused).
+ * um: managed memory before the detach keeps CUPTI attached (UM counters), with a NOTE.
+ * kernels: NVLPROF_KERNELS=all keeps CUPTI attached, with a NOTE.
+ * kineto: a torch.profiler stand-in registered activity callbacks before the detach is due: kept
+ *   attached, with a NOTE naming it.
+ * slow: another thread is inside a CUPTI call (a slow stream-id lookup) when the detach is due:
+ *   the finalize waits for it (never while it is inside) and happens at a later call.
+ */
+#include <cupti.h>  /* driver and runtime API via cuda.h, cbids */
+#include <limits.h>  /* PATH_MAX */
+#include <pthread.h> /* pthread_create */
+#include <stdio.h>  /* printf */
+#include <stdlib.h> /* mkdtemp */
+#include <string.h> /* strcmp */
+#include <time.h>   /* nanosleep */
+
+#include "check.h"
+#include "nvlp_trace.h"
+#include "shim_child.h"
+
+void fake_cuda_set_device(int dev);
+int fake_cupti_finalize_calls(void);
+int fake_cupti_finalize_in_callback(void);
+int fake_cupti_calls_after_finalize(void);
+int fake_cupti_finalize_raced(void);
+int fake_cupti_enabled(int kind);
+int fake_cupti_cb_enabled(int d, int cbid);
+void fake_cupti_generate(int kind, int n);
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static CUdeviceptr d0, d1;
+
+/* a copy from device 0 to 1: the driver path records it while CUPTI is attached; and a runtime
+ * copy on a stream not seen before (its hook asks CUPTI for the stream id while attached) */
+static void cross_copy(cudaStream_t st)
+{
+	cuMemcpyDtoD_v2(d1, d0, 4096);
+	cudaMemcpyAsync((void *)(uintptr_t)d1, (void *)(uintptr_t)d0, 4096,
+	                cudaMemcpyDeviceToDevice, st);
+}
+
+/* Driver calls every 10 ms until the detach happened (at most 5 s). @return 1 if it did. */
+static int until_detached(void)
+{
+	for (int i = 0; i < 500 && !fake_cupti_finalize_calls(); i++) {
+		CUdeviceptr t = 0;
+		cuMemAlloc_v2(&t, 256);
+		sleep_ms(10);
+	}
+	return fake_cupti_finalize_calls() > 0;
+}
+
+/* the torch.profiler stand-in's buffers */
+static void CUPTIAPI k_req(uint8_t **b, size_t *sz, size_t *max)
+{
+	*sz = 1 << 16;
+	*b = aligned_alloc(8, *sz);
+	*max = 0;
+}
+static void CUPTIAPI k_done(CUcontext c, uint32_t st, uint8_t *b, size_t sz, size_t valid)
+{
+	(void)c, (void)st, (void)sz, (void)valid;
+	free(b);
+}
+
+/* a runtime copy on a new stream: its hook's stream-id lookup sits in the slow fake call */
+static void *slow_lookup(void *arg)
+{
+	(void)arg;
+	fake_cuda_set_device(0);
+	cudaMemcpyAsync((void *)(uintptr_t)d1, (void *)(uintptr_t)d0, 4096,
+	                cudaMemcpyDeviceToDevice, (cudaStream_t)0x9900);
+	return NULL;
+}
+
+static int child_slow(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, slow_lookup, NULL); /* inside CUPTI from ~0 to ~1000 ms */
+	sleep_ms(450); /* the detach is due at 300 ms: the first try at ~450 ms finds it inside */
+	CHECK(until_detached(), "[slow] detached in the end");
+	pthread_join(t, NULL);
+	CHECK(fake_cupti_finalize_raced() == 0,
+	      "[slow] cuptiFinalize never ran while another thread was inside a CUPTI call");
+	CHECK(fake_cupti_calls_after_finalize() == 0, "[slow] no CUPTI call after it (%d)",
+	      fake_cupti_calls_after_finalize());
+	return CHECK_DONE();
+}
+
+static int child(const char *mode)
+{
+	cuInit(0);
+	fake_cupti_generate(CUPTI_ACTIVITY_KIND_DEVICE, 2); /* topology, as CUPTI makes at cuInit */
+	fake_cuda_set_device(0);
+	cuMemAlloc_v2(&d0, 1 << 16);
+	fake_cuda_set_device(1);
+	cuMemAlloc_v2(&d1, 1 << 16);
+	fake_cuda_set_device(0);
+	cross_copy((cudaStream_t)0x7700); /* recorded: before any detach */
+	if (!strcmp(mode, "exitfirst"))
+		return CHECK_DONE();
+	if (!strcmp(mode, "slow"))
+		return child_slow();
+	if (!strcmp(mode, "idle")) {
+		sleep_ms(700); /* due at 300 ms: requested, then no API call until exit */
+		CHECK(fake_cupti_finalize_calls() == 0, "[idle] no finalize without an API call");
+		CHECK(fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuInit),
+		      "[idle] the driver domain is on, waiting for a call's exit");
+		return CHECK_DONE();
+	}
+	if (!strcmp(mode, "um")) {
+		CUdeviceptr m = 0;
+		CHECK(cuMemAllocManaged(&m, 1 << 20, 1) == 0, "[um] managed allocation");
+	}
+	if (!strcmp(mode, "kineto"))
+		CHECK(cuptiActivityRegisterCallbacks(k_req, k_done) == CUPTI_SUCCESS &&
+		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS,
+		      "[kineto] a second client registers and enables kernels through nvlprof");
+	if (!strcmp(mode, "um") || !strcmp(mode, "kernels") || !strcmp(mode, "kineto")) {
+		for (int i = 0; i < 100 && !fake_cupti_finalize_calls(); i++) {
+			CUdeviceptr t = 0;
+			cuMemAlloc_v2(&t, 256);
+			sleep_ms(10);
+		}
+		CHECK(fake_cupti_finalize_calls() == 0, "[%s] CUPTI stays attached", mode);
+		return CHECK_DONE();
+	}
+	CHECK(until_detached(), "[detach] cuptiFinalize called within 5 s of driver calls");
+	CHECK(fake_cupti_finalize_calls() == 1 && fake_cupti_finalize_in_callback(),
+	      "[detach] once, from inside an API callback");
+	CHECK(!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) &&
+	          !fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuInit),
+	      "[detach] no kind, no callback left on");
+	cross_copy((cudaStream_t)0x8800); /* driver copy not recorded after the detach */
+	void *m = NULL; /* through the runtime: its hook still sees it */
+	CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0, "[detach] managed allocation after it");
+	sleep_ms(300); /* the flush thread notices and writes its note */
+	CHECK(fake_cupti_calls_after_finalize() == 0,
+	      "[detach] no CUPTI call after cuptiFinalize (%d)", fake_cupti_calls_after_finalize());
+	return CHECK_DONE();
+}
+
+/* ---- parent ---- */
+struct summary {
+	unsigned long long cross, rt_copies, rt_sid, device, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
+	int detached_note, um_missing_note, kept_note, finalize_failed;
+};
+
+static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct summary *s = arg;
+	if (rec->kind == NVLP_K_COPY) {
+		const struct nvlp_rec_copy *c = (const void *)rec->f;
+		s->cross += c->fn == NVLP_CUDA_CU_MEMCPY_DTOD && c->src_device == 0 &&
+		            c->dst_device == 1;
+		s->rt_copies += c->fn == NVLP_CUDA_MEMCPY_ASYNC;
+		s->rt_sid += c->fn == NVLP_CUDA_MEMCPY_ASYNC && c->cupti_stream != 0;
+	} else if (rec->kind == NVLP_K_DEVICE) {
+		s->device++;
+	} else if (rec->kind == NVLP_K_LINKSAMPLE) {
+		const struct nvlp_rec_linksample *l = (const void *)rec->f;
+		s->nvml_samples += l->source == NVLP_LINK_NVML;
+		s->pm_samples += l->source == NVLP_LINK_PM_SAMPLING;
+	} else if (rec->kind == NVLP_K_NOTE) {
+		const struct nvlp_rec_note *n = (const void *)rec->f;
+		const char *t = (const char *)rec->blob;
+		int len = (int)rec->blob_len;
+		if (n->code < NVLP_NOTE_CODE_COUNT)
+			s->notes[n->code]++;
+		s->detached_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI detached", 14);
+		s->um_missing_note += n->code == NVLP_NOTE_CUPTI_UNAVAILABLE &&
+		                      memmem(t, len, "managed memory allocated after CUPTI detached", 45);
+		s->kept_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI kept attached", 19);
+		s->finalize_failed += memmem(t, len, "cuptiFinalize failed", 20) != NULL;
+		printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code), len, t);
+	}
+}
+
+static int run(const char *self, const char *lib, const char *mode, const char *const *env,
+               struct summary *s)
+{
+	char dir[] = "/tmp/nvlp-cupti-detach.XXXXXX";
+	if (!mkdtemp(dir))
+		return -1;
+	int rc = shim_run_child(self, lib, dir, "10000", env, mode);
+	memset(s, 0, sizeof *s);
+	trace_dir_each(dir, count_record, NULL, s);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return -1;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "child"))
+		return child(argv[2]);
+	char self[PATH_MAX], lib[PATH_MAX + 32], ldp[PATH_MAX + 64];
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
+		return 1;
+	snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%.*s/../fakes/nvml",
+	         (int)(strrchr(self, '/') - self), self);
+	/* our own fake GPU UUIDs: the per-GPU sampling lock is not shared with parallel tests */
+	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
+	char ub[64];
+	snprintf(ub, sizeof ub, "FAKE_CUDA_UUID_BASE=%u", base);
+	struct summary s;
+	const char *env[] = {ldp, ub, "NVLPROF_CUPTI=startup:300", "NVLPROF_KERNELS=off",
+	                     "FAKE_CUPTI_PM=1", NULL};
+	int rc = run(self, lib, "detach", env, &s);
+	CHECK(rc == 0, "[detach] child ran and its checks passed (rc %d)", rc);
+	CHECK(s.cross == 1, "[detach] the cross-device copy before the detach recorded, the one "
+	                    "after not (%llu)", s.cross);
+	CHECK(s.rt_copies == 2 && s.rt_sid == 1,
+	      "[detach] the runtime hook records its copies either side, with a CUPTI stream id "
+	      "only before (%llu copies, %llu with an id)",
+	      s.rt_copies, s.rt_sid);
+	CHECK(s.device >= 1, "[detach] topology (DEVICE records) flushed before it (%llu)", s.device);
+	CHECK(s.detached_note == 1 && s.finalize_failed == 0, "[detach] one NOTE says CUPTI detached");
+	CHECK(s.um_missing_note == 1, "[detach] a managed allocation after it: a NOTE that its "
+	                              "counters are missing");
+	CHECK(s.nvml_samples >= 1 && s.pm_samples == 0,
+	      "[detach] link counters from NVML, never PM sampling (%llu NVML, %llu PM)",
+	      s.nvml_samples, s.pm_samples);
+
+	rc = run(self, lib, "exitfirst", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup", NULL}, &s);
+	CHECK(rc == 0 && s.cross == 1 && s.device >= 1 && !s.detached_note,
+	      "[exitfirst] ended before the detach: recorded as usual, no detach note");
+
+	rc = run(self, lib, "idle", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
+	CHECK(rc == 0 && s.cross == 1 && s.device >= 1 && !s.detached_note,
+	      "[idle] requested, never reached: cancelled at exit, everything recorded (rc %d)", rc);
+
+	rc = run(self, lib, "um", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
+	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note && s.notes[NVLP_NOTE_UM_ON] == 1,
+	      "[um] UM counters on: CUPTI kept attached, one NOTE says why (rc %d)", rc);
+
+	rc = run(self, lib, "kernels",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", "NVLPROF_KERNELS=all", NULL}, &s);
+	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note,
+	      "[kernels] kernel tracing: CUPTI kept attached, one NOTE says why (rc %d)", rc);
+	rc = run(self, lib, "kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
+	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note,
+	      "[kineto] another CUPTI client: kept attached, one NOTE says why (rc %d)", rc);
+	rc = run(self, lib, "slow",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", "FAKE_CUPTI_SID_SLOW_MS=1000", NULL},
+	         &s);
+	CHECK(rc == 0 && s.detached_note == 1,
+	      "[slow] detached after the other thread left CUPTI, one NOTE (rc %d)", rc);
+	shim_unlink_gpu_locks(base);
+	return CHECK_DONE();
+}
