@@ -235,6 +235,8 @@ PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_chain_app := -l:libnccl.so.2 -l:libcudart.so.13
 # pm_job: the post-mortem catalog's job (tests/analyzer/test_postmortem.sh)
 PROG_LIBS_pm_job := -l:libnccl.so.2 -l:libcudart.so.13
+# no CUDA runtime at all: the fake libcuda and libcupti only (test_cupti_detach)
+PROG_LIBS_drv_only = -L$(CUPTI_FAKES) -l:libcupti.so.13 -l:libcuda.so.1 -Wl,-rpath,$(abspath $(CUPTI_FAKES))
 # the clock behind nvlp_now(): linked straight in (it needs nothing else of the shim)
 $(BUILD)/tests/test_clock: $(BUILD)/cli/tests/unit/test_clock.o $(BUILD)/cli/preload/nvlp_clock.o
 	$(call link)
@@ -278,8 +280,9 @@ $(BUILD)/tests/test_cupti_gh100: $(BUILD)/cli/tests/unit/test_cupti_gh100.o $(BU
 CUPTI_SHIM_TESTS := $(addprefix $(BUILD)/tests/test_cupti_,kineto drv exit flush window detach)
 CUPTI_FAKES_LD := -L$(CUPTI_FAKES) -L$(FAKES_DIR) -l:libcupti.so.13 -l:libcuda.so.1 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(CUPTI_FAKES)):$(abspath $(FAKES_DIR))
 LIBS_test_cupti_window := -l:libnccl.so.2
-$(CUPTI_SHIM_TESTS): $(BUILD)/tests/%: $(BUILD)/cli/tests/unit/%.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB)
+$(CUPTI_SHIM_TESTS): $(BUILD)/tests/%: $(BUILD)/cli/tests/unit/%.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(BUILD)/tests/progs/drv_only $(LIB)
 	$(call link,$(CUPTI_FAKES_LD) $(LIBS_$*))
+$(BUILD)/tests/progs/drv_only: | $(CUPTI_FAKE_LIBS)
 # the shim on the fake libcupti refusing PM sampling (busy): NVML's counters instead, and the
 # report says so
 $(BUILD)/tests/test_pm_busy: $(BUILD)/cli/tests/unit/test_pm_busy.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB)

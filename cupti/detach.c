@@ -22,8 +22,10 @@
  * the threads inside a CUPTI call) and calls cuptiFinalize. The flush thread writes the note and
  * ends. An exit before that cancels the request (nvlp_detach_stop) and stops as usual.
  */
+#include <link.h>    /* dl_iterate_phdr */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdio.h>   /* snprintf */
+#include <string.h>  /* strrchr, strncmp */
 
 #include "cupti_int.h"
 #include "nvlp_rt.h"
@@ -84,9 +86,21 @@ static void detach_cb(void)
 	pthread_mutex_unlock(&det.mu);
 }
 
+static int has_cudart(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size, (void)arg;
+	const char *n = info->dlpi_name, *b = n ? strrchr(n, '/') : NULL;
+	return b && !strncmp(b + 1, "libcudart.so", 12);
+}
+
 /* What still needs CUPTI attached, or NULL. */
 static const char *blocker(int um)
 {
+	/* CuPy (its runtime linked in statically), JAX, Triton: their copies and managed memory
+	 * reach nvlprof through the driver callbacks alone */
+	if (!dl_iterate_phdr(has_cudart, NULL))
+		return "no CUDA runtime library in the process (CuPy, JAX): copies and managed "
+		       "memory are seen only through CUPTI's driver callbacks";
 	if (nvlp_kw_mode() != NVLP_KM_OFF)
 		return "NVLPROF_KERNELS traces kernels through CUPTI";
 	if (um)

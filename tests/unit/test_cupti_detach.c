@@ -14,6 +14,7 @@
  * kernels: NVLPROF_KERNELS=all keeps CUPTI attached, with a NOTE.
  * kineto: a torch.profiler stand-in registered activity callbacks before the detach is due: kept
  *   attached, with a NOTE naming it.
+ * drv_only (tests/progs/drv_only, no libcudart, as CuPy or JAX): kept attached, with a NOTE.
  * slow: another thread is inside a CUPTI call (a slow stream-id lookup) when the detach is due:
  *   the finalize waits for it (never while it is inside) and happens at a later call.
  */
@@ -260,6 +261,13 @@ int main(int argc, char **argv)
 	rc = run(self, lib, "kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
 	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note,
 	      "[kineto] another CUPTI client: kept attached, one NOTE says why (rc %d)", rc);
+	char prog[PATH_MAX + 32];
+	snprintf(prog, sizeof prog, "%.*s/progs/drv_only", (int)(strrchr(self, '/') - self), self);
+	rc = run(prog, lib, "1000", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
+	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note && s.cross == 100,
+	      "[drv_only] no CUDA runtime: kept attached, one NOTE says why, all 100 copies "
+	      "recorded (rc %d, %llu)",
+	      rc, s.cross);
 	rc = run(self, lib, "slow",
 	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", "FAKE_CUPTI_SID_SLOW_MS=1000", NULL},
 	         &s);
