@@ -99,14 +99,13 @@ static const char *blocker(int um)
 	/* CuPy (its runtime linked in statically), JAX, Triton: their copies and managed memory
 	 * reach nvlprof through the driver callbacks alone */
 	if (!dl_iterate_phdr(has_cudart, NULL))
-		return "no CUDA runtime library in the process (CuPy, JAX): copies and managed "
-		       "memory are seen only through CUPTI's driver callbacks";
+		return "no CUDA runtime library (CuPy, JAX): copies seen only by driver callbacks";
 	if (nvlp_kw_mode() != NVLP_KM_OFF)
-		return "NVLPROF_KERNELS traces kernels through CUPTI";
+		return "kernel tracing (NVLPROF_KERNELS)";
 	if (um)
-		return "unified-memory counters are on (managed memory, or NVLPROF_UM=1)";
+		return "unified-memory counters on";
 	if (nvlp_act_client() || nvlp_sub_client())
-		return "another client (torch.profiler) uses CUPTI through nvlprof";
+		return "torch.profiler (another CUPTI client) uses it";
 	return NULL;
 }
 
@@ -124,9 +123,8 @@ static void note_done(void)
 		return;
 	}
 	nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)(after_s * 1000),
-	          "CUPTI detached %.1f s after it attached (NVLPROF_CUPTI=startup:%ld): topology "
-	          "recorded; from then on no driver-level capture (copies and managed memory of "
-	          "CuPy, JAX, Triton), no unified-memory counters; link counters from NVML",
+	          "CUPTI detached %.1f s after attaching (NVLPROF_CUPTI=startup:%ld): topology kept; "
+	          "from then on no driver-level capture, no UM counters; links from NVML",
 	          after_s, nvlp_cfg()->cupti_detach_ms);
 }
 
@@ -208,8 +206,7 @@ void nvlp_detach_managed(void)
 		return;
 	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 	          "managed memory allocated after CUPTI detached (NVLPROF_CUPTI=startup): no "
-	          "unified-memory counters, so page thrashing is not measured; run without "
-	          "NVLPROF_CUPTI=startup to see it");
+	          "unified-memory counters, page thrashing not measured");
 }
 
 void nvlp_detach_atfork_child(void)
