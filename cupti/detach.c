@@ -13,8 +13,12 @@
  *
  * When: the flush thread's first tick MS ms (default 2000) after CUPTI attached, unless something
  * needs CUPTI: kernel tracing (NVLPROF_KERNELS not off), unified-memory counters on (managed memory
- * allocated, NVLPROF_UM=1), another client (torch.profiler/Kineto) using CUPTI through us. Such a
- * blocker is noted once and looked at again at every tick (a profiling session ends).
+ * allocated, NVLPROF_UM=1), another client (torch.profiler/Kineto) registered with CUPTI through us
+ * (it may start a session again, and its callbacks are registered with us, not with CUPTI), a
+ * process without a CUDA runtime library (CuPy, JAX: driver callbacks are their only way in).
+ * Such a blocker is noted once and looked at again at every tick. A client that comes after the
+ * detach passes through to CUPTI (share.c, subscribe.c: nvlprof no longer collects), which attaches
+ * again for it.
  *
  * How: the flush thread sets the exit hook (subscribe.c: every runtime and driver API call then
  * reaches our dispatcher), disables our kinds and forces a flush, then asks. The exit of the next
@@ -105,7 +109,7 @@ static const char *blocker(int um)
 	if (um)
 		return "unified-memory counters on";
 	if (nvlp_act_client() || nvlp_sub_client())
-		return "torch.profiler (another CUPTI client) uses it";
+		return "torch.profiler (another CUPTI client) registered with it";
 	return NULL;
 }
 

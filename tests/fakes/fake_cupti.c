@@ -515,6 +515,14 @@ int fake_cupti_finalize_calls(void)
 {
 	return finalize_calls;
 }
+/* the buffer-request callback registered with this CUPTI now (whose buffers it fills) */
+void *fake_cupti_request_callback(void)
+{
+	pthread_mutex_lock(&act_mu);
+	void *f = (void *)req_cb;
+	pthread_mutex_unlock(&act_mu);
+	return f;
+}
 /* Request a buffer now and fill it at the next flush (a buffer in flight across a change of
  * callbacks, as CUPTI holds one while records accumulate). */
 static uint8_t *held;

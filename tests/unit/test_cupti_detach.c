@@ -14,6 +14,8 @@
  * kernels: NVLPROF_KERNELS=all keeps CUPTI attached, with a NOTE.
  * kineto: a torch.profiler stand-in registered activity callbacks before the detach is due: kept
  *   attached, with a NOTE naming it.
+ * kineto_after: the stand-in registers after the detach: its calls reach CUPTI itself (it profiles
+ *   as it would without nvlprof).
  * drv_only (tests/progs/drv_only, no libcudart, as CuPy or JAX): kept attached, with a NOTE.
  * slow: another thread is inside a CUPTI call (a slow stream-id lookup) when the detach is due:
  *   the finalize waits for it (never while it is inside) and happens at a later call.
@@ -35,6 +37,7 @@ int fake_cupti_finalize_calls(void);
 int fake_cupti_finalize_in_callback(void);
 int fake_cupti_calls_after_finalize(void);
 int fake_cupti_finalize_raced(void);
+void *fake_cupti_request_callback(void);
 int fake_cupti_enabled(int kind);
 int fake_cupti_cb_enabled(int d, int cbid);
 void fake_cupti_generate(int kind, int n);
@@ -142,7 +145,16 @@ static int child(const char *mode)
 		CHECK(fake_cupti_finalize_calls() == 0, "[%s] CUPTI stays attached", mode);
 		return CHECK_DONE();
 	}
-	CHECK(until_detached(), "[detach] cuptiFinalize called within 5 s of driver calls");
+	CHECK(until_detached(), "[%s] cuptiFinalize called within 5 s of driver calls", mode);
+	if (!strcmp(mode, "kineto_after")) {
+		CHECK(cuptiActivityRegisterCallbacks(k_req, k_done) == CUPTI_SUCCESS &&
+		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS,
+		      "[kineto_after] torch.profiler's stand-in registers and enables kernels");
+		CHECK(fake_cupti_request_callback() == (void *)k_req &&
+		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+		      "[kineto_after] ... with CUPTI itself: its buffers, its kind");
+		return CHECK_DONE();
+	}
 	CHECK(fake_cupti_finalize_calls() == 1 && fake_cupti_finalize_in_callback(),
 	      "[detach] once, from inside an API callback");
 	CHECK(!fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) &&
@@ -261,6 +273,10 @@ int main(int argc, char **argv)
 	rc = run(self, lib, "kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
 	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note,
 	      "[kineto] another CUPTI client: kept attached, one NOTE says why (rc %d)", rc);
+	rc = run(self, lib, "kineto_after", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL},
+	         &s);
+	CHECK(rc == 0 && s.detached_note == 1 && !s.kept_note,
+	      "[kineto_after] detached first, then the profiler's calls passed through (rc %d)", rc);
 	char prog[PATH_MAX + 32];
 	snprintf(prog, sizeof prog, "%.*s/progs/drv_only", (int)(strrchr(self, '/') - self), self);
 	rc = run(prog, lib, "1000", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
