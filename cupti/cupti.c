@@ -300,6 +300,15 @@ static int start_driver(uint32_t ver)
 	return 0;
 }
 
+/* Our activity buffers to CUPTI again, after a detach: no NOTE (the caller's says it). */
+static int start_buffers_quiet(void)
+{
+	return nvlp_cu.cuptiActivityRegisterCallbacks(nvlp_cupti_buf_request,
+	                                              nvlp_cupti_buf_complete) == CUPTI_SUCCESS
+	           ? 0
+	           : -1;
+}
+
 /* Hands CUPTI our activity buffers. */
 static int start_buffers(void)
 {
@@ -580,11 +589,31 @@ static void um_enable_body(void)
 	          used == nk ? "" : " (full set refused)");
 }
 
+/* Managed memory after a detach (NVLPROF_CUPTI=startup): CUPTI attached again, for good, with
+ * what UM counters need (buffers, clock, the flush thread); no driver callbacks. */
+static void attach_again(void)
+{
+	pthread_mutex_lock(&start_mu);
+	if (nvlp_cupti_state() == NVLP_CS_ASIDE && nvlp_detach_again()) {
+		int ok = start_buffers_quiet() == 0;
+		if (ok) {
+			nvlp_cupti_clock_register();
+			nvlp_cupti_clock_pair();
+			nvlp_act_set_state(NVLP_CS_ACTIVE);
+			sched_stop(); /* the thread ended at the detach: joined */
+			sched_start();
+		}
+		nvlp_detach_again_note(ok, (double)(nvlp_now() - injection_state.t_start) / 1e9);
+	}
+	pthread_mutex_unlock(&start_mu);
+}
+
 void nvlp_cupti_managed_seen(void)
 {
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
-	nvlp_detach_managed(); /* after a detach: says the counters are missing */
+	if (nvlp_cfg()->um != 0 && nvlp_detach_done())
+		attach_again(); /* NVLPROF_CUPTI=startup: its counters need CUPTI */
 	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == 0 ||
 	    __atomic_load_n(&injection_state.um_on, __ATOMIC_RELAXED))
 		return;

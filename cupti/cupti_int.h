@@ -326,8 +326,10 @@ int nvlp_detach_tick(uint64_t now, int um);
 int nvlp_detach_stop(void);
 /*! 1 once CUPTI was detached. */
 int nvlp_detach_done(void);
-/*! Managed memory appeared: after a detach, a NOTE (once) that its counters are missing. */
-void nvlp_detach_managed(void);
+/*! Managed memory appeared after a detach: 1 (once; the caller attaches CUPTI again), else 0. */
+int nvlp_detach_again(void);
+/*! The NOTE of that attach: ok, or CUPTI refused; after_s since CUPTI first attached. */
+void nvlp_detach_again_note(int ok, double after_s);
 void nvlp_detach_atfork_child(void);
 
 /* ---- cupti.c ---- */

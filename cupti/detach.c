@@ -9,7 +9,9 @@
  * times (the profiler plugin), the runtime hooks (copies, managed memory and peer access through
  * libcudart), link counters from NVML (startup implies NVLPROF_LINKS=nvml: PM sampling is CUPTI's).
  * What goes, from the detach on: driver-level capture (copies and managed memory of CuPy, JAX,
- * Triton: static or no runtime), unified-memory counters, CUPTI stream ids.
+ * Triton: static or no runtime), CUPTI stream ids. Managed memory allocated through the runtime
+ * after the detach attaches CUPTI again (cupti.c: buffers, clock, UM counters, the flush thread),
+ * for good: its counters are how page thrashing is seen.
  *
  * When: the flush thread's first tick MS ms (default 2000) after CUPTI attached, unless something
  * needs CUPTI: kernel tracing (NVLPROF_KERNELS not off), unified-memory counters on (managed memory
@@ -38,7 +40,7 @@
 #define RETRY_NS 1000000000ull  /* then try again at a call this much later, */
 #define TRIES 5                 /* this many times in all before giving up (a NOTE says so) */
 
-enum { DT_OFF, DT_WAIT, DT_REQUESTED, DT_DONE };
+enum { DT_OFF, DT_WAIT, DT_REQUESTED, DT_DONE, DT_AGAIN /* attached again (managed memory) */ };
 static struct {
 	pthread_mutex_t mu;
 	int phase; /* DT_*, read without mu by the callback's first test */
@@ -46,7 +48,7 @@ static struct {
 	uint64_t next_try; /* a callback tries no earlier (a thread stayed inside a CUPTI call) */
 	int tries;
 	int rc; /* cuptiFinalize's CUptiResult */
-	int noted_block, noted_um, noted_done;
+	int noted_block, noted_done;
 } det = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int phase(void)
@@ -128,7 +130,7 @@ static void note_done(void)
 	}
 	nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)(after_s * 1000),
 	          "CUPTI detached %.1f s after attaching (NVLPROF_CUPTI=startup:%ld): topology kept; "
-	          "from then on no driver-level capture, no UM counters; links from NVML",
+	          "no driver-level capture from then on; links from NVML",
 	          after_s, nvlp_cfg()->cupti_detach_ms);
 }
 
@@ -204,19 +206,35 @@ int nvlp_detach_done(void)
 	return phase() == DT_DONE;
 }
 
-void nvlp_detach_managed(void)
+int nvlp_detach_again(void)
 {
-	if (phase() != DT_DONE || __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
-		return;
-	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
-	          "managed memory allocated after CUPTI detached (NVLPROF_CUPTI=startup): no "
-	          "unified-memory counters, page thrashing not measured");
+	pthread_mutex_lock(&det.mu);
+	int ph = phase();
+	if (ph == DT_DONE)
+		set_phase(DT_AGAIN);
+	pthread_mutex_unlock(&det.mu);
+	if (ph == DT_DONE)
+		note_done(); /* the flush thread may not have seen the detach yet */
+	return ph == DT_DONE;
+}
+
+void nvlp_detach_again_note(int ok, double after_s)
+{
+	if (ok)
+		nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
+		          "CUPTI attached again %.1f s after attaching first (NVLPROF_CUPTI=startup): "
+		          "managed memory allocated, its counters on",
+		          after_s);
+	else
+		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
+		          "managed memory allocated after CUPTI detached (NVLPROF_CUPTI=startup) and "
+		          "CUPTI refused to attach again: no unified-memory counters");
 }
 
 void nvlp_detach_atfork_child(void)
 {
 	pthread_mutex_init(&det.mu, NULL);
 	det.phase = DT_OFF; /* CUDA and CUPTI do not survive fork */
-	det.noted_done = det.noted_block = det.noted_um = 0;
+	det.noted_done = det.noted_block = 0;
 	det.tries = 0;
 }

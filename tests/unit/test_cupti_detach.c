@@ -2,11 +2,12 @@
 /*
  * Parent: runs itself as a child under LD_PRELOAD=libnvlprof.so (fake libcuda's cuInit calls
  * InitializeInjection like the driver) with the fake NVML, then reads the child's trace.
- * detach: a driver-only program (as CuPy or JAX) copies across devices before and after the
+ * detach: copies across devices through the driver and the runtime, before and after the
  *   detach: the driver path records the first, not the second; cuptiFinalize ran once, from an API
  *   callback's exit, and no CUPTI call came after it; topology records and NVML link samples are
- *   in the trace, with a NOTE saying what the detach leaves out; a managed allocation after it
- *   gets a NOTE that its counters are missing.
+ *   in the trace, with a NOTE saying what the detach leaves out.
+ * again: managed memory allocated through the runtime after the detach attaches CUPTI again (UM
+ *   counters on, their records in the trace, a NOTE).
  * exitfirst: the program ends before the detach is due: a normal stop, no finalize.
  * idle: the detach is requested but no API call comes before exit: the request is cancelled and
  *   the stop flushes as usual (no finalize, no CUPTI call refused).
@@ -161,8 +162,15 @@ static int child(const char *mode)
 	          !fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuInit),
 	      "[detach] no kind, no callback left on");
 	cross_copy((cudaStream_t)0x8800); /* driver copy not recorded after the detach */
-	void *m = NULL; /* through the runtime: its hook still sees it */
-	CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0, "[detach] managed allocation after it");
+	if (!strcmp(mode, "again")) {
+		void *m = NULL; /* through the runtime: its hook still sees it */
+		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0, "[again] managed allocation after it");
+		CHECK(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
+		          fake_cupti_request_callback() != NULL,
+		      "[again] CUPTI attached again: UM counters on, buffers registered");
+		fake_cupti_generate(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, 3);
+		return CHECK_DONE(); /* the exit flushes them */
+	}
 	sleep_ms(300); /* the flush thread notices and writes its note */
 	CHECK(fake_cupti_calls_after_finalize() == 0,
 	      "[detach] no CUPTI call after cuptiFinalize (%d)", fake_cupti_calls_after_finalize());
@@ -171,8 +179,8 @@ static int child(const char *mode)
 
 /* ---- parent ---- */
 struct summary {
-	unsigned long long cross, rt_copies, rt_sid, device, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
-	int detached_note, um_missing_note, kept_note, finalize_failed;
+	unsigned long long cross, rt_copies, rt_sid, device, um_records, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
+	int detached_note, again_note, kept_note, finalize_failed;
 };
 
 static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
@@ -185,6 +193,8 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 		            c->dst_device == 1;
 		s->rt_copies += c->fn == NVLP_CUDA_MEMCPY_ASYNC;
 		s->rt_sid += c->fn == NVLP_CUDA_MEMCPY_ASYNC && c->cupti_stream != 0;
+	} else if (rec->kind == NVLP_K_UM) {
+		s->um_records++;
 	} else if (rec->kind == NVLP_K_DEVICE) {
 		s->device++;
 	} else if (rec->kind == NVLP_K_LINKSAMPLE) {
@@ -198,8 +208,7 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 		if (n->code < NVLP_NOTE_CODE_COUNT)
 			s->notes[n->code]++;
 		s->detached_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI detached", 14);
-		s->um_missing_note += n->code == NVLP_NOTE_CUPTI_UNAVAILABLE &&
-		                      memmem(t, len, "managed memory allocated after CUPTI detached", 45);
+		s->again_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI attached again", 20);
 		s->kept_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI kept attached", 19);
 		s->finalize_failed += memmem(t, len, "cuptiFinalize failed", 20) != NULL;
 		printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code), len, t);
@@ -248,8 +257,7 @@ int main(int argc, char **argv)
 	      s.rt_copies, s.rt_sid);
 	CHECK(s.device >= 1, "[detach] topology (DEVICE records) flushed before it (%llu)", s.device);
 	CHECK(s.detached_note == 1 && s.finalize_failed == 0, "[detach] one NOTE says CUPTI detached");
-	CHECK(s.um_missing_note == 1, "[detach] a managed allocation after it: a NOTE that its "
-	                              "counters are missing");
+	CHECK(s.again_note == 0 && s.um_records == 0, "[detach] not attached again");
 	CHECK(s.nvml_samples >= 1 && s.pm_samples == 0,
 	      "[detach] link counters from NVML, never PM sampling (%llu NVML, %llu PM)",
 	      s.nvml_samples, s.pm_samples);
@@ -273,6 +281,12 @@ int main(int argc, char **argv)
 	rc = run(self, lib, "kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
 	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note,
 	      "[kineto] another CUPTI client: kept attached, one NOTE says why (rc %d)", rc);
+	rc = run(self, lib, "again", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
+	CHECK(rc == 0 && s.detached_note == 1 && s.again_note == 1 &&
+	          s.notes[NVLP_NOTE_UM_ON] == 1 && s.um_records == 3,
+	      "[again] detached, then attached again for managed memory: NOTEs, 3 UM records "
+	      "(rc %d, %llu)",
+	      rc, s.um_records);
 	rc = run(self, lib, "kineto_after", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL},
 	         &s);
 	CHECK(rc == 0 && s.detached_note == 1 && !s.kept_note,
