@@ -600,6 +600,7 @@ static void attach_again(void)
 			nvlp_cupti_clock_register();
 			nvlp_cupti_clock_pair();
 			nvlp_act_set_state(NVLP_CS_ACTIVE);
+			nvlp_share_on_start(); /* a profiler that came after the detach is adopted */
 			sched_stop(); /* the thread ended at the detach: joined */
 			sched_start();
 		}

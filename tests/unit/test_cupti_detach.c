@@ -72,15 +72,21 @@ static int until_detached(void)
 }
 
 /* the torch.profiler stand-in's buffers */
+static int k_reqs; /* buffers the stand-in was asked for */
 static void CUPTIAPI k_req(uint8_t **b, size_t *sz, size_t *max)
 {
+	k_reqs++;
 	*sz = 1 << 16;
 	*b = aligned_alloc(8, *sz);
 	*max = 0;
 }
+static int k_kernels; /* kernel records handed to the stand-in */
 static void CUPTIAPI k_done(CUcontext c, uint32_t st, uint8_t *b, size_t sz, size_t valid)
 {
-	(void)c, (void)st, (void)sz, (void)valid;
+	(void)c, (void)st, (void)sz;
+	CUpti_Activity *r = NULL;
+	while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS)
+		k_kernels += r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 	free(b);
 }
 
@@ -154,6 +160,21 @@ static int child(const char *mode)
 		CHECK(fake_cupti_request_callback() == (void *)k_req &&
 		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
 		      "[kineto_after] ... with CUPTI itself: its buffers, its kind");
+		/* then managed memory: nvlprof attaches again and adopts the profiler */
+		int reqs = k_reqs;
+		void *m = NULL;
+		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 &&
+		          fake_cupti_request_callback() != (void *)k_req &&
+		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER),
+		      "[kineto_after] managed memory: nvlprof's buffers again, its UM counters and the "
+		      "profiler's kernels on");
+		CHECK(k_reqs == reqs + 1, "[kineto_after] adopted as at a start: nvlprof holds one of "
+		                          "its buffers for its next flush (%d asked)", k_reqs - reqs);
+		fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 5);
+		CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS && k_kernels == 5,
+		      "[kineto_after] the profiler's flush hands it its 5 kernel records (%d)",
+		      k_kernels);
 		return CHECK_DONE();
 	}
 	CHECK(fake_cupti_finalize_calls() == 1 && fake_cupti_finalize_in_callback(),
