@@ -23,14 +23,14 @@
  * again for it.
  *
  * How: the flush thread sets the exit hook (subscribe.c: every runtime and driver API call then
- * reaches our dispatcher), disables our kinds and forces a flush, then asks. The exit of the next
+ * reaches our dispatcher), forces a flush (the topology), turns our kinds off, flushes what was
+ * still in flight, then asks. The exit of the next
  * API call, CUPTI's documented place for it, stops collecting (activity.c: ASIDE, then waits for
  * the threads inside a CUPTI call) and calls cuptiFinalize. The flush thread writes the note and
  * ends. An exit before that cancels the request (nvlp_detach_stop) and stops as usual.
  */
 #include <link.h>    /* dl_iterate_phdr */
 #include <pthread.h> /* pthread_mutex_t */
-#include <stdio.h>   /* snprintf */
 #include <string.h>  /* strrchr, strncmp */
 
 #include "cupti_int.h"
