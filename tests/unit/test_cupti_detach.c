@@ -129,10 +129,15 @@ static int child(const char *mode)
 	if (!strcmp(mode, "slow"))
 		return child_slow();
 	if (!strcmp(mode, "idle")) {
-		sleep_ms(700); /* due at 300 ms: requested, then no API call until exit */
-		CHECK(fake_cupti_finalize_calls() == 0, "[idle] no finalize without an API call");
+		/* due at 300 ms: requested (the whole driver domain on), then no API call until exit */
+		for (int i = 0; i < 500 && !fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API,
+		                                                  CUPTI_DRIVER_TRACE_CBID_cuInit);
+		     i++)
+			sleep_ms(10);
 		CHECK(fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuInit),
 		      "[idle] the driver domain is on, waiting for a call's exit");
+		sleep_ms(200);
+		CHECK(fake_cupti_finalize_calls() == 0, "[idle] no finalize without an API call");
 		return CHECK_DONE();
 	}
 	if (!strcmp(mode, "um")) {
@@ -144,7 +149,7 @@ static int child(const char *mode)
 		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS,
 		      "[kineto] a second client registers and enables kernels through nvlprof");
 	if (!strcmp(mode, "um") || !strcmp(mode, "kernels") || !strcmp(mode, "kineto")) {
-		for (int i = 0; i < 100 && !fake_cupti_finalize_calls(); i++) {
+		for (int i = 0; i < 200 && !fake_cupti_finalize_calls(); i++) { /* due at 300 ms */
 			CUdeviceptr t = 0;
 			cuMemAlloc_v2(&t, 256);
 			sleep_ms(10);
@@ -314,9 +319,9 @@ int main(int argc, char **argv)
 	      "[kineto_after] detached first, then the profiler's calls passed through (rc %d)", rc);
 	char prog[PATH_MAX + 32];
 	snprintf(prog, sizeof prog, "%.*s/progs/drv_only", (int)(strrchr(self, '/') - self), self);
-	rc = run(prog, lib, "1000", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
-	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note && s.cross == 100,
-	      "[drv_only] no CUDA runtime: kept attached, one NOTE says why, all 100 copies "
+	rc = run(prog, lib, "2000", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
+	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note && s.cross == 200,
+	      "[drv_only] no CUDA runtime: kept attached, one NOTE says why, all 200 copies "
 	      "recorded (rc %d, %llu)",
 	      rc, s.cross);
 	rc = run(self, lib, "slow",
