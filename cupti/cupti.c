@@ -300,20 +300,17 @@ static int start_driver(uint32_t ver)
 	return 0;
 }
 
-/* Our activity buffers to CUPTI again, after a detach: no NOTE (the caller's says it). */
-static int start_buffers_quiet(void)
+/* Our activity buffer callbacks, registered with CUPTI (at start, and again after a detach). */
+static CUptiResult register_buffers(void)
 {
 	return nvlp_cu.cuptiActivityRegisterCallbacks(nvlp_cupti_buf_request,
-	                                              nvlp_cupti_buf_complete) == CUPTI_SUCCESS
-	           ? 0
-	           : -1;
+	                                              nvlp_cupti_buf_complete);
 }
 
 /* Hands CUPTI our activity buffers. */
 static int start_buffers(void)
 {
-	CUptiResult r =
-	    nvlp_cu.cuptiActivityRegisterCallbacks(nvlp_cupti_buf_request, nvlp_cupti_buf_complete);
+	CUptiResult r = register_buffers();
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ||
 	    r == CUPTI_ERROR_NOT_INITIALIZED) {
 		nvlp_note(NVLP_NOTE_FOREIGN_TOOL, -1, (uint64_t)r,
@@ -529,8 +526,6 @@ static void um_enable_locked(void)
 
 static void um_enable_body(void)
 {
-	if (injection_state.um_on)
-		return;
 	__atomic_store_n(&injection_state.um_on, 1, __ATOMIC_RELEASE);
 	int n = 0;
 	if (nvlp_driver_load(NULL, 0) != 0 || nvlp_drv.cuDeviceGetCount(&n) != 0 || n <= 0 ||
@@ -595,7 +590,7 @@ static void attach_again(void)
 {
 	pthread_mutex_lock(&start_mu);
 	if (nvlp_cupti_state() == NVLP_CS_ASIDE && nvlp_detach_again()) {
-		int ok = start_buffers_quiet() == 0;
+		int ok = register_buffers() == CUPTI_SUCCESS; /* its NOTE: nvlp_detach_again_note */
 		if (ok) {
 			nvlp_cupti_clock_register();
 			nvlp_cupti_clock_pair();

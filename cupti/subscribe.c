@@ -44,7 +44,6 @@ static pthread_mutex_t mmu = PTHREAD_MUTEX_INITIALIZER;
 static char client_token;
 #define CLIENT ((CUpti_SubscriberHandle)(void *)&client_token)
 
-
 static void CUPTIAPI dispatch(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId cbid,
                               const void *data)
 {

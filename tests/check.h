@@ -2,6 +2,7 @@
 #ifndef NVLP_CHECK_H
 #define NVLP_CHECK_H
 #include <stdio.h>
+#include <time.h> /* nanosleep */
 
 static int check_failed_;
 /* CHECK(cond, name): one named assertion. */
@@ -20,4 +21,10 @@ static int check_failed_;
 		fflush(stdout);                                                                    \
 	} while (0)
 #define CHECK_DONE() (check_failed_ ? 1 : 0)
+/* Sleep ms milliseconds (the tests' pacing). */
+static inline void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
 #endif

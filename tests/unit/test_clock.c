@@ -3,7 +3,7 @@
 #include <stdatomic.h> /* atomic_* */
 #include <stdint.h>    /* uint64_t */
 #include <string.h>    /* strcmp */
-#include <time.h>      /* nanosleep */
+#include <time.h>      /* clock_gettime */
 
 #include "check.h"
 #include "nvlp_clock.h"
@@ -17,12 +17,6 @@ static _Atomic int stop;
 struct result {
 	uint64_t reads, max_err, back, max_back;
 };
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-	nanosleep(&ts, NULL);
-}
 
 /* Compare with clock_gettime around each read; check against what other threads have seen. */
 static void *reader(void *arg)

@@ -27,7 +27,6 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* mkdtemp */
 #include <string.h> /* strcmp */
-#include <time.h>   /* nanosleep */
 
 #include "check.h"
 #include "nvlp_trace.h"
@@ -43,12 +42,6 @@ int fake_cupti_enabled(int kind);
 int fake_cupti_cb_enabled(int d, int cbid);
 void fake_cupti_generate(int kind, int n);
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 static CUdeviceptr d0, d1;
 
 /* a copy from device 0 to 1: the driver path records it while CUPTI is attached; and a runtime
@@ -60,10 +53,10 @@ static void cross_copy(cudaStream_t st)
 	                cudaMemcpyDeviceToDevice, st);
 }
 
-/* Driver calls every 10 ms until the detach happened (at most 5 s). @return 1 if it did. */
-static int until_detached(void)
+/* Driver calls every 10 ms until the detach happened, at most n of them. @return 1 if it did. */
+static int until_detached(int n)
 {
-	for (int i = 0; i < 500 && !fake_cupti_finalize_calls(); i++) {
+	for (int i = 0; i < n && !fake_cupti_finalize_calls(); i++) {
 		CUdeviceptr t = 0;
 		cuMemAlloc_v2(&t, 256);
 		sleep_ms(10);
@@ -105,7 +98,7 @@ static int child_slow(void)
 	pthread_t t;
 	pthread_create(&t, NULL, slow_lookup, NULL); /* inside CUPTI from ~0 to ~1000 ms */
 	sleep_ms(450); /* the detach is due at 300 ms: the first try at ~450 ms finds it inside */
-	CHECK(until_detached(), "[slow] detached in the end");
+	CHECK(until_detached(500), "[slow] detached in the end");
 	pthread_join(t, NULL);
 	CHECK(fake_cupti_finalize_raced() == 0,
 	      "[slow] cuptiFinalize never ran while another thread was inside a CUPTI call");
@@ -149,15 +142,10 @@ static int child(const char *mode)
 		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS,
 		      "[kineto] a second client registers and enables kernels through nvlprof");
 	if (!strcmp(mode, "um") || !strcmp(mode, "kernels") || !strcmp(mode, "kineto")) {
-		for (int i = 0; i < 200 && !fake_cupti_finalize_calls(); i++) { /* due at 300 ms */
-			CUdeviceptr t = 0;
-			cuMemAlloc_v2(&t, 256);
-			sleep_ms(10);
-		}
-		CHECK(fake_cupti_finalize_calls() == 0, "[%s] CUPTI stays attached", mode);
+		CHECK(!until_detached(200), "[%s] CUPTI stays attached", mode); /* due at 300 ms */
 		return CHECK_DONE();
 	}
-	CHECK(until_detached(), "[%s] cuptiFinalize called within 5 s of driver calls", mode);
+	CHECK(until_detached(500), "[%s] cuptiFinalize called within 5 s of driver calls", mode);
 	if (!strcmp(mode, "kineto_after")) {
 		CHECK(cuptiActivityRegisterCallbacks(k_req, k_done) == CUPTI_SUCCESS &&
 		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS,

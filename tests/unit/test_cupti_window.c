@@ -14,7 +14,6 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* setenv, mkdtemp */
 #include <string.h> /* strcmp, strstr */
-#include <time.h>   /* nanosleep */
 #include <unistd.h> /* fork, execl */
 
 #include "check.h"
@@ -28,12 +27,6 @@ int fake_cupti_enabled(int kind);
 #define KK CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 #define N_CLOSED 100
 #define N_OPEN 50
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
 
 /* Wait up to 20 s for the kernel kind to be in state on. @return 1 if it got there. */
 static int wait_kind(int on)
