@@ -128,7 +128,7 @@ static void note_done(void)
 		          after_s, nvlp_cupti_err((CUptiResult)det.rc));
 		return;
 	}
-	nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)(after_s * 1000),
+	nvlp_note(NVLP_NOTE_CUPTI_DETACHED, -1, (uint64_t)(after_s * 1000),
 	          "CUPTI detached %.1f s after attaching (NVLPROF_CUPTI=startup:%ld): topology kept; "
 	          "no driver-level capture from then on; links from NVML",
 	          after_s, nvlp_cfg()->cupti_detach_ms);
@@ -221,7 +221,7 @@ int nvlp_detach_again(void)
 void nvlp_detach_again_note(int ok, double after_s)
 {
 	if (ok)
-		nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
+		nvlp_note(NVLP_NOTE_CUPTI_REATTACHED, -1, (uint64_t)(after_s * 1000),
 		          "CUPTI attached again %.1f s after attaching first (NVLPROF_CUPTI=startup): "
 		          "managed memory allocated, its counters on",
 		          after_s);

@@ -473,7 +473,9 @@ static inline unsigned nvlp_cuda_fn_base(uint64_t fn)
 	X(CONFIG, config)                                                                          \
 	X(FORK_CHILD, fork_child)                                                                  \
 	X(NCCL_PLUGIN, nccl_plugin)                                                                \
-	X(OOM_KILL, oom_kill) /* value = the cgroup's memory.events oom_kill count, when it changed */
+	X(OOM_KILL, oom_kill) /* value = the cgroup's memory.events oom_kill count, when it changed */ \
+	X(CUPTI_DETACHED, cupti_detached) /* NVLPROF_CUPTI=startup: value = ms after CUPTI attached */ \
+	X(CUPTI_REATTACHED, cupti_reattached) /* the same, attached again for managed memory */
 
 enum nvlp_note_code {
 #define NVLP_X_ENUM(E, name) NVLP_NOTE_##E,

@@ -124,7 +124,8 @@ static int note_is_status(unsigned code)
 {
 	return code == NVLP_NOTE_INFO || code == NVLP_NOTE_ACTIVITY_ON ||
 	       code == NVLP_NOTE_PM_SAMPLING_ON || code == NVLP_NOTE_NVML_ON ||
-	       code == NVLP_NOTE_UM_ON || code == NVLP_NOTE_CONFIG || code == NVLP_NOTE_NCCL_PLUGIN;
+	       code == NVLP_NOTE_UM_ON || code == NVLP_NOTE_CONFIG || code == NVLP_NOTE_NCCL_PLUGIN ||
+	       code == NVLP_NOTE_CUPTI_DETACHED || code == NVLP_NOTE_CUPTI_REATTACHED;
 }
 
 /* A GPU sampled by another process of this job (the NOTE's value is its pid): its counters

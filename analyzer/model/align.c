@@ -40,6 +40,20 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 		r->host_sum_n = o;
 }
 
+/* A process whose CUPTI detached after start-up (NVLPROF_CUPTI=startup), counted once. */
+static void cupti_detach(struct an_job *job, const struct an_rank *r)
+{
+	int det = 0, again = 0;
+	for (size_t i = 0; i < r->nnotes; i++) {
+		const struct an_note *n = &r->notes[i];
+		if (n->code == NVLP_NOTE_CUPTI_DETACHED && !det++ && n->value > job->cupti_detach_ms)
+			job->cupti_detach_ms = n->value;
+		again |= n->code == NVLP_NOTE_CUPTI_REATTACHED;
+	}
+	job->cupti_detached += det > 0;
+	job->cupti_reattached += again;
+}
+
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond
  * AN_MAX_COMMS dropped and counted) and counted per comm. @return 0, or -1 out of memory */
 static int comm_table(struct an_job *job)
@@ -57,6 +71,7 @@ static int comm_table(struct an_job *job)
 			job->have_links = 1;
 		if (r->nlinks)
 			job->have_topo = 1;
+		cupti_detach(job, r);
 		int dropped = 0;
 		for (size_t i = 0; i < r->ncomms; i++) {
 			long j = an_index_get(&ix, r->comms[i].hash, 0);

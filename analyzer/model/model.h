@@ -543,6 +543,11 @@ struct an_job {
 	int have_kch_gpu; /* calls timed by NCCL's kernel channels (kernelch.c) */
 	int have_links;  /* any LINKSAMPLE */
 	int have_topo;   /* any NVLINK record */
+	/* NVLPROF_CUPTI=startup: processes whose CUPTI detached after start-up (NOTE CUPTI_DETACHED),
+	 * the latest of their detach times (ms after CUPTI attached), and those attached again for
+	 * managed memory (NOTE CUPTI_REATTACHED) */
+	int cupti_detached, cupti_reattached;
+	uint64_t cupti_detach_ms;
 	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */
 	/* the first collective of the job's communicators (startup: ranks start apart): the
 	 * largest arrival skew among them, and which one it was */

@@ -30,6 +30,13 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	jw_bool(w, "gpu_data", job->have_gpu);
 	jw_bool(w, "link_counters", job->have_links);
 	jw_bool(w, "topology", job->have_topo);
+	if (job->cupti_detached) { /* NVLPROF_CUPTI=startup; absent otherwise */
+		jw_obj(w, "cupti_detached");
+		jw_int(w, "processes", job->cupti_detached);
+		jw_num(w, "latest_after_s", (double)job->cupti_detach_ms / 1e3);
+		jw_int(w, "attached_again", job->cupti_reattached);
+		jw_obj_end(w);
+	}
 	double pk = t->peak;
 	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	if (pk > 0)

@@ -50,6 +50,16 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 	if (pk > 0)
 		fprintf(o, " (NVLink %.0f GB/s per GPU each way)", pk / 1e9);
 	fputc('\n', o);
+	if (job->cupti_detached) {
+		fprintf(o,
+		        "data: CUPTI detached after start-up in %d of %zu process%s (NVLPROF_CUPTI=startup, "
+		        "by %.1f s): later copies seen by the CUDA runtime hooks only, links from NVML",
+		        job->cupti_detached, job->nok, job->nok == 1 ? "" : "es",
+		        (double)job->cupti_detach_ms / 1e3);
+		if (job->cupti_reattached)
+			fprintf(o, "; attached again for managed memory in %d", job->cupti_reattached);
+		fputc('\n', o);
+	}
 }
 
 /* The summary line: time in NCCL per rank and how much of it the job waited on. */

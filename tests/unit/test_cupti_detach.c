@@ -195,6 +195,7 @@ static int child(const char *mode)
 struct summary {
 	unsigned long long cross, rt_copies, rt_sid, device, um_records, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
 	int detached_note, again_note, kept_note, finalize_failed;
+	char report[8192]; /* `nvlprof report` of the trace, its text then its JSON */
 };
 
 static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
@@ -221,8 +222,8 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 		int len = (int)rec->blob_len;
 		if (n->code < NVLP_NOTE_CODE_COUNT)
 			s->notes[n->code]++;
-		s->detached_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI detached", 14);
-		s->again_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI attached again", 20);
+		s->detached_note += n->code == NVLP_NOTE_CUPTI_DETACHED && memmem(t, len, "CUPTI detached", 14);
+		s->again_note += n->code == NVLP_NOTE_CUPTI_REATTACHED && memmem(t, len, "CUPTI attached again", 20);
 		s->kept_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI kept attached", 19);
 		s->finalize_failed += memmem(t, len, "cuptiFinalize failed", 20) != NULL;
 		printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code), len, t);
@@ -238,7 +239,17 @@ static int run(const char *self, const char *lib, const char *mode, const char *
 	int rc = shim_run_child(self, lib, dir, "10000", env, mode);
 	memset(s, 0, sizeof *s);
 	trace_dir_each(dir, count_record, NULL, s);
-	char cmd[PATH_MAX + 16];
+	char cmd[2 * PATH_MAX + 64];
+	const char *sl = strrchr(self, '/'); /* build/tests/T or build/tests/progs/P: build/nvlprof */
+	snprintf(cmd, sizeof cmd, "%.*s/%snvlprof report %s 2>&1; %.*s/%snvlprof report --json %s 2>&1",
+	         (int)(sl - self), self, strstr(self, "/progs/") ? "../../" : "../", dir,
+	         (int)(sl - self), self, strstr(self, "/progs/") ? "../../" : "../", dir);
+	FILE *p = popen(cmd, "r");
+	if (p) {
+		size_t n = fread(s->report, 1, sizeof s->report - 1, p);
+		s->report[n] = 0;
+		pclose(p);
+	}
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return -1;
@@ -275,6 +286,12 @@ int main(int argc, char **argv)
 	CHECK(s.nvml_samples >= 1 && s.pm_samples == 0,
 	      "[detach] link counters from NVML, never PM sampling (%llu NVML, %llu PM)",
 	      s.nvml_samples, s.pm_samples);
+	CHECK(strstr(s.report, "data: CUPTI detached after start-up in 1 of 1 process (") &&
+	          !strstr(s.report, "attached again") &&
+	          strstr(s.report, "\"cupti_detached\": {\n      \"processes\": 1,") &&
+	          !strstr(s.report, "cupti_detached:"),
+	      "[detach] the report says CUPTI was detached, text and JSON, and not as a gap:\n%s",
+	      s.report);
 
 	rc = run(self, lib, "exitfirst", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup", NULL}, &s);
 	CHECK(rc == 0 && s.cross == 1 && s.device >= 1 && !s.detached_note,
@@ -287,6 +304,9 @@ int main(int argc, char **argv)
 	rc = run(self, lib, "um", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL}, &s);
 	CHECK(rc == 0 && s.kept_note == 1 && !s.detached_note && s.notes[NVLP_NOTE_UM_ON] == 1,
 	      "[um] UM counters on: CUPTI kept attached, one NOTE says why (rc %d)", rc);
+	CHECK(strstr(s.report, "nvlprof report:") && !strstr(s.report, "CUPTI detached") &&
+	          !strstr(s.report, "cupti_detached"),
+	      "[um] kept attached: the report says nothing of a detach");
 
 	rc = run(self, lib, "kernels",
 	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", "NVLPROF_KERNELS=all", NULL}, &s);
@@ -301,6 +321,9 @@ int main(int argc, char **argv)
 	      "[again] detached, then attached again for managed memory: NOTEs, 3 UM records "
 	      "(rc %d, %llu)",
 	      rc, s.um_records);
+	CHECK(strstr(s.report, "; attached again for managed memory in 1\n") &&
+	          strstr(s.report, "\"attached_again\": 1"),
+	      "[again] the report says CUPTI was attached again, text and JSON:\n%s", s.report);
 	rc = run(self, lib, "kineto_after", (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", NULL},
 	         &s);
 	CHECK(rc == 0 && s.detached_note == 1 && !s.kept_note,

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# startup_smoke.sh: NVLPROF_CUPTI=startup on real CUPTI, first look (one GPU, ~1.5 min). Each mode of
+# startup_smoke.py runs alone and under the shim with the detach due at 1 s; the job's exit and
+# checksum are compared, and the trace's NOTEs,
+# `nvlprof info` and the report's first lines kept. Logs in $OUT/smoke.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/nvlp-smoke}
+S=$OUT/smoke
+mkdir -p "$S"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+NV=$PWD/build/nvlprof
+for m in ${SMOKE_MODES:-plain um prof_late prof_early}; do
+	timeout 120 python3 tests/gpu/startup_smoke.py $m --steps 400 --at 200 >"$S/$m.base.log" 2>&1
+	echo "base rc=$?" >>"$S/$m.base.log"
+	rm -rf "$S/tr_$m"
+	NVLPROF_CUPTI=startup:1000 timeout 120 "$NV" run -o "$S/tr_$m" -- python3 tests/gpu/startup_smoke.py $m --steps 400 --at 200 \
+		>"$S/$m.shim.log" 2>&1
+	echo "shim rc=$?" >>"$S/$m.shim.log"
+	echo "== $m"
+	grep -h "startup_smoke:\|rc=" "$S/$m.base.log" "$S/$m.shim.log"
+	grep -h -i "nvlprof\|error\|Traceback" "$S/$m.shim.log" | head -8
+	for f in "$S/tr_$m"/*.nvlp; do "$NV" dump "$f" 2>&1 | grep -i "^note" | head -12; done
+	"$NV" report "$S/tr_$m" 2>&1 | sed -n '1,4p;/^nvlprof cost/p'
+done
