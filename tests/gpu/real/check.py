@@ -82,6 +82,21 @@ def common(traces, logs, n, ngpu, healthy=True, launcher=False):
     return rep
 
 
+STARTUP = os.environ.get("NVLPROF_CUPTI", "").startswith("startup")
+
+
+def detached(rep, n, want):
+    """NVLPROF_CUPTI=startup: the report says CUPTI was detached in every rank (want) or in none."""
+    if not STARTUP or rep is None:
+        return
+    d = rep["job"].get("cupti_detached") or {}
+    ranks = len(rep.get("ranks", []))
+    if want:
+        check(d.get("processes", 0) >= ranks >= 1, f"{n}: CUPTI detached after start-up in every rank", json.dumps(d))
+    else:
+        check(not d, f"{n}: CUPTI kept attached (no detach in the report)", json.dumps(d))
+
+
 def losses_equal(logs, a, b, key="losses"):
     x, y = jload(f"{logs}/{a}.json"), jload(f"{logs}/{b}.json")
     if not x or not y:
@@ -101,6 +116,7 @@ def main():
     if "hf" in scen:
         rep = common(traces, logs, "hf", ngpu, launcher=True)
         losses_equal(logs, "hf_base", "hf")
+        detached(rep, "hf", True)
         if rep:
             j = rep["job"]
             check(j["steps"] == 0 or 29 <= j["steps"] <= 31, "hf: steps only where recognised, and then the job's 30",
@@ -122,7 +138,7 @@ def main():
         except (OSError, ValueError, KeyError) as e:
             check(False, "hfprof: kineto trace readable", str(e))
     if "lightning" in scen:
-        common(traces, logs, "lt", ngpu, launcher=ngpu > 1)
+        detached(common(traces, logs, "lt", ngpu, launcher=ngpu > 1), "lt", True)
         losses_equal(logs, "lt_base", "lt", key="loss")
     for b in ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "sendrecv_perf"):
         if "nccltests" not in scen or not os.path.isdir(rundir(traces, "nt_" + b)):
@@ -139,6 +155,7 @@ def main():
             check(want in names, f"{n}: {want} as NCCL spells it", f"{names}")
     if "cupy" in scen:
         rep = common(traces, logs, "cupy", 1, healthy=False)
+        detached(rep, "cupy", False)  # no CUDA runtime library: the driver callbacks are its only way in
         a, c = result_line(f"{logs}/cupy_base.log", "checksum="), result_line(f"{logs}/cupy.log", "checksum=")
         check(a == c and a != "", "cupy: result unchanged", f"{a} vs {c}")
         if rep:
@@ -147,7 +164,7 @@ def main():
             loc = json.dumps(u[0]["evidence"]) if u else ""
             check("drv_cupy.py:" in loc, "cupy: allocation site is the Python line", loc[:300])
     if "graph" in scen:
-        rep = common(traces, logs, "graph", 1)
+        rep = common(traces, logs, "graph", 1)  # a short job: it may end before the detach is due
         a, c = result_line(f"{logs}/graph_base.log", "result"), result_line(f"{logs}/graph.log", "result")
         check(a == c and a != "", "graph: result unchanged", f"{a} vs {c}")
         if rep:
