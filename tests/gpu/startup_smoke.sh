@@ -23,3 +23,13 @@ for m in ${SMOKE_MODES:-plain um prof_late prof_early}; do
 	for f in "$S/tr_$m"/*.nvlp; do "$NV" dump "$f" 2>&1 | grep -i "^note" | head -12; done
 	"$NV" report "$S/tr_$m" 2>&1 | sed -n '1,4p;/^nvlprof cost/p'
 done
+# How CUPTI finds libnvperf_host (the default mode's PM sampling loads it): by name through the
+# dynamic linker, or by path next to libcupti. Decides how the shim may load it first itself.
+echo "== libnvperf_host lookup (LD_DEBUG=libs)"
+LD_DEBUG=libs timeout 60 "$NV" run -o "$S/tr_pmload" -- python3 -c \
+	"import torch,time; x=torch.ones(8,device='cuda'); time.sleep(4); print('pmload', float(x.sum()))" \
+	>"$S/pmload.log" 2>&1
+echo "rc=$?"
+grep -i "nvperf" "$S/pmload.log" | sed 's/^ *[0-9]*: *//' | sort | uniq -c | head -20
+grep -h "pmload" "$S/pmload.log" | grep -v "calling\|find\|trying\|search" | head -3
+for f in "$S/tr_pmload"/*.nvlp; do "$NV" dump "$f" 2>&1 | grep -i "^note pm_sampling" | head -2; done
