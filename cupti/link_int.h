@@ -42,10 +42,14 @@ struct gpu {
 
 /* After a step that may have loaded a library (CUPTI loads libnvperf_host during PM setup; NVML):
  * exit() runs handlers newest first, and that library's destructors are newer than our handler
- * until it is registered again. Cheap when nothing was loaded. */
+ * until it is registered again. Against the sampler's own count of loads: the writer's tick may
+ * have seen the library mapped while its initialisers still ran (test_cupti_exit's "host library
+ * slow to load"). Only the sampler thread calls it (each file keeps its own count: at worst one
+ * registration more). Cheap when nothing was loaded. */
 static inline void after_load(void)
 {
-	nvlp_lc_refresh_atexit();
+	static unsigned long long seen;
+	nvlp_lc_refresh_atexit_after(&seen);
 }
 
 /* ---- linkpm.c: PM sampling ---- */

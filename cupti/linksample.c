@@ -35,8 +35,11 @@
  * before the final flush, with no END record), and between the profiler-host calls of a config
  * (pm_host.cc's after_step: CUPTI loads libnvperf_host in the first, and an exit in the middle of
  * the others ran its destructor first: a SIGABRT from the fake, test_cupti_exit's "exit in host
- * config"); once exit began it makes no more host calls. Left: an exit that begins inside the
- * dlopen itself, before the first after_step. A decode stops between samples once exit began (an
+ * config"); once exit began it makes no more host calls. The sampler counts loads itself: the
+ * writer's tick, which registers the handler again whenever the loads counter moved, may see
+ * libnvperf_host mapped while its initialisers still run, before its destructor is registered
+ * (test_cupti_exit's "host library slow to load": SIGABRT at exit, no END). Left: an exit that
+ * begins inside the dlopen itself, before the first after_step. A decode stops between samples once exit began (an
  * evaluation is a host call: a long decode outlasted the wait, and its next evaluation came after
  * the destructor), and the exiting thread's final decode reads the samples it left.
  */
@@ -307,7 +310,7 @@ static void *sampler(void *arg)
 		if (stopping())
 			break;
 		pthread_mutex_unlock(&link_sampler.mu);
-		after_load(); /* the program's own dlopens, between flushes of the writer */
+		nvlp_lc_refresh_atexit(); /* the program's own dlopens, as the writer's tick */
 		sampler_find_gpus(cfg);
 		/* once stopping, the exiting thread owns the GPUs' state: touch nothing more */
 		if (stopping()) {

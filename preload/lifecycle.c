@@ -119,19 +119,33 @@ static struct {
 	int fatal_seen;
 } guards;
 
-void nvlp_lc_refresh_atexit(void)
+/* The handler again if the loads counter moved since *seen. A library is counted once mapped, before
+ * its initialisers ran (and registered its destructors): a caller that knows its own step loaded
+ * one keeps its own *seen, so that another thread's tick, which saw the library half-loaded, does
+ * not hide the load from it. */
+static void refresh_atexit(unsigned long long *seen)
 {
-	static unsigned long long seen;
 	unsigned long long adds = 0;
 	dl_iterate_phdr(count_adds, &adds);
-	if (adds == __atomic_load_n(&seen, __ATOMIC_RELAXED) ||
+	if (adds == __atomic_load_n(seen, __ATOMIC_RELAXED) ||
 	    __atomic_exchange_n(&guards.atexit_busy, 1, __ATOMIC_ACQUIRE))
 		return;
-	if (adds != __atomic_load_n(&seen, __ATOMIC_RELAXED) && shut_get() == 0) {
-		__atomic_store_n(&seen, adds, __ATOMIC_RELAXED);
+	if (adds != __atomic_load_n(seen, __ATOMIC_RELAXED) && shut_get() == 0) {
+		__atomic_store_n(seen, adds, __ATOMIC_RELAXED);
 		atexit(at_exit);
 	}
 	__atomic_store_n(&guards.atexit_busy, 0, __ATOMIC_RELEASE);
+}
+
+void nvlp_lc_refresh_atexit(void)
+{
+	static unsigned long long seen;
+	refresh_atexit(&seen);
+}
+
+void nvlp_lc_refresh_atexit_after(unsigned long long *seen)
+{
+	refresh_atexit(seen);
 }
 
 /* Also when the library is unloaded without exit() (it is built nodelete, but be safe). */

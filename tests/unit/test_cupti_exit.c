@@ -77,6 +77,7 @@ struct scenario {
 	int idle_ms;           /* then stay idle this long, counting the sampler's wake-ups */
 	const char *nvperf_ms; /* the host library's add-metrics call takes this long */
 	const char *eval_ms;   /* and each evaluation of a sample */
+	const char *ctor_ms;   /* the host library's constructors take this long (flushes every 5 ms) */
 };
 
 /* The child runs under the shim with the fake's slow PM setup; default flushes: the program ends
@@ -91,8 +92,10 @@ static int run_child(const char *self, const char *lib, const char *dir, const s
 	snprintf(base, sizeof base, "FAKE_CUDA_UUID_BASE=%u", uuid_base);
 	snprintf(nvperf, sizeof nvperf, "FAKE_NVPERF_SLOW_MS=%s", sc->nvperf_ms ? sc->nvperf_ms : "");
 	snprintf(eval, sizeof eval, "FAKE_NVPERF_EVAL_MS=%s", sc->eval_ms ? sc->eval_ms : "");
+	char ctor[64];
+	snprintf(ctor, sizeof ctor, "FAKE_NVPERF_CTOR_MS=%s", sc->ctor_ms ? sc->ctor_ms : "");
 	const char *env[] = {"FAKE_CUPTI_PM=1", slow, enable, base, sc->nvperf_ms ? nvperf : eval,
-	                     NULL};
+	                     ctor, sc->ctor_ms ? "NVLPROF_FLUSH_MS=5" : "NVLPROF_FLUSH_MS", NULL};
 	return shim_run_child(self, lib, dir, "1000", env, wait);
 }
 
@@ -126,6 +129,10 @@ int main(int argc, char **argv)
 	     * the one it is in (the wait for it used to outlast 1.5 s, and the next evaluation came
 	     * after the host library's destructor); the exiting thread reads the rest */
 	    {"exit in a decode", 6, "20", "0", 0, NULL, "1000"},
+	    /* the host library's constructors slow: the writer's tick saw it loaded and registered
+	     * our exit handler again before its destructor was registered; exit once sampling is on
+	     * (the final decode evaluates samples in the host library) */
+	    {"host library slow to load", 4, "20", "0", 0, NULL, NULL, "300"},
 	};
 	for (size_t i = 0; i < sizeof scs / sizeof scs[0]; i++) {
 		const struct scenario *sc = &scs[i];
