@@ -666,10 +666,10 @@ static void nvlp_cupti_stop(void)
 		nvlp_link_stop();
 	} else if (st == NVLP_CS_ACTIVE) {
 		/* Activity first: it is the bulk of the trace, and the PM calls that follow go
-		 * through libnvperf_host, whose fate at exit we control less. The flush thread stops
-		 * first so that its periodic flush never runs alongside this one; the sampler, so
-		 * that it touches no GPU while this thread decodes its last samples. */
-		sched_stop();
+		 * through libnvperf_host, whose fate at exit we control less. The flush thread
+		 * stopped above, so that its periodic flush never runs alongside this one; the
+		 * sampler stops now, so that it touches no GPU while this thread decodes its last
+		 * samples. */
 		nvlp_link_stop_thread();
 		nvlp_act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		nvlp_cupti_clock_pair();

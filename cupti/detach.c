@@ -29,12 +29,11 @@
  * the threads inside a CUPTI call) and calls cuptiFinalize. The flush thread writes the note and
  * ends. An exit before that cancels the request (nvlp_detach_stop) and stops as usual.
  */
-#include <link.h>    /* dl_iterate_phdr */
 #include <pthread.h> /* pthread_mutex_t */
-#include <string.h>  /* strrchr, strncmp */
 
 #include "cupti_int.h"
 #include "nvlp_rt.h"
+#include "resolve.h" /* nvlp_cudart_major */
 
 #define QUIESCE_NS 100000000ull /* wait this long in the callback for CUPTI calls to end */
 #define RETRY_NS 1000000000ull  /* then try again at a call this much later, */
@@ -92,19 +91,12 @@ static void detach_cb(void)
 	pthread_mutex_unlock(&det.mu);
 }
 
-static int has_cudart(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size, (void)arg;
-	const char *n = info->dlpi_name, *b = n ? strrchr(n, '/') : NULL;
-	return b && !strncmp(b + 1, "libcudart.so", 12);
-}
-
 /* What still needs CUPTI attached, or NULL. */
 static const char *blocker(int um)
 {
 	/* CuPy (its runtime linked in statically), JAX, Triton: their copies and managed memory
 	 * reach nvlprof through the driver callbacks alone */
-	if (!dl_iterate_phdr(has_cudart, NULL))
+	if (!nvlp_cudart_major()) /* the runtime the hooks bind to (resolve.c) */
 		return "no CUDA runtime library (CuPy, JAX): copies seen only by driver callbacks";
 	if (nvlp_kw_mode() != NVLP_KM_OFF)
 		return "kernel tracing (NVLPROF_KERNELS)";

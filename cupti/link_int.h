@@ -44,12 +44,10 @@ struct gpu {
  * exit() runs handlers newest first, and that library's destructors are newer than our handler
  * until it is registered again. Against the sampler's own count of loads: the writer's tick may
  * have seen the library mapped while its initialisers still ran (test_cupti_exit's "host library
- * slow to load"). Only the sampler thread calls it (each file keeps its own count: at worst one
- * registration more). Cheap when nothing was loaded. */
+ * slow to load"). Only the sampler thread calls it. Cheap when nothing was loaded. */
 static inline void after_load(void)
 {
-	static unsigned long long seen;
-	nvlp_lc_refresh_atexit_after(&seen);
+	nvlp_lc_refresh_atexit_after_load();
 }
 
 /* ---- linkpm.c: PM sampling ---- */

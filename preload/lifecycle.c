@@ -143,9 +143,10 @@ void nvlp_lc_refresh_atexit(void)
 	refresh_atexit(&seen);
 }
 
-void nvlp_lc_refresh_atexit_after(unsigned long long *seen)
+void nvlp_lc_refresh_atexit_after_load(void)
 {
-	refresh_atexit(seen);
+	static unsigned long long seen; /* the link sampler's own count */
+	refresh_atexit(&seen);
 }
 
 /* Also when the library is unloaded without exit() (it is built nodelete, but be safe). */

@@ -85,10 +85,10 @@ void nvlp_env_point_at_self(const char *var);
  * exit() runs handlers last-registered-first, and libraries loaded later (CUPTI, libnvperf_host,
  * torch) register their own destructors; ending the trace needs them still alive (lifecycle.c). */
 void nvlp_lc_refresh_atexit(void);
-/*! The same after a step of the caller's own that may have loaded a library, against the caller's
- * own count of loads (*seen, 0 at first): a library another thread's tick saw half-loaded (its
- * destructors not yet registered) is not missed. */
-void nvlp_lc_refresh_atexit_after(unsigned long long *seen);
+/*! The same after a step of the link sampler's own that may have loaded a library, against a
+ * count of loads of its own: a library another thread's tick saw half-loaded (its destructors not
+ * yet registered) is not missed. The sampler thread only. */
+void nvlp_lc_refresh_atexit_after_load(void);
 
 /* A module that decides which records are written (capture.c: NVLPROF_CAPTURE's range). Set once
  * at init, before any record; the core then asks it for each record. */

@@ -104,15 +104,15 @@ static void pick_unwinder(void)
 		unwinder.self_lo = self.lo;
 		unwinder.self_hi = self.hi;
 	}
+	/* A TSan build keeps to backtrace(): libunwind (not instrumented) locks a mutex in its
+	 * per-thread cache's destructor, which TSan intercepts after it finished the thread: a
+	 * SIGSEGV inside TSan when an application thread that took a stack exits
+	 * (test_cupti_detach's slow thread). */
 #ifndef __SANITIZE_THREAD__
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h)
 		unwinder.bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
 #endif
-	/* A TSan build keeps to backtrace(): libunwind (not instrumented) locks a mutex in its
-	 * per-thread cache's destructor, which TSan intercepts after it finished the thread: a
-	 * SIGSEGV inside TSan when an application thread that took a stack exits
-	 * (test_cupti_detach's slow thread). */
 }
 
 /* glibc's backtrace() dlopens libgcc_s on its first call: do that at load, not inside a hook

@@ -240,10 +240,9 @@ static int run(const char *self, const char *lib, const char *mode, const char *
 	memset(s, 0, sizeof *s);
 	trace_dir_each(dir, count_record, NULL, s);
 	char cmd[2 * PATH_MAX + 64];
-	const char *sl = strrchr(self, '/'); /* build/tests/T or build/tests/progs/P: build/nvlprof */
-	snprintf(cmd, sizeof cmd, "%.*s/%snvlprof report %s 2>&1; %.*s/%snvlprof report --json %s 2>&1",
-	         (int)(sl - self), self, strstr(self, "/progs/") ? "../../" : "../", dir,
-	         (int)(sl - self), self, strstr(self, "/progs/") ? "../../" : "../", dir);
+	int ld = (int)(strrchr(lib, '/') - lib); /* build/libnvlprof.so: build/nvlprof beside it */
+	snprintf(cmd, sizeof cmd, "%.*s/nvlprof report %s 2>&1; %.*s/nvlprof report --json %s 2>&1",
+	         ld, lib, dir, ld, lib, dir);
 	FILE *p = popen(cmd, "r");
 	if (p) {
 		size_t n = fread(s->report, 1, sizeof s->report - 1, p);
