@@ -12,11 +12,14 @@ the core sets' and rounds' effects fitted out. Every turn is saved to overhead_W
 the run goes (every 10 s, and on SIGTERM); --analyze FILE reports a saved run, cut short or not.
 A worker's own speed is a fixed effect of its process (identical Python workers differed by up to
 4%): --sets N starts fresh workers N times and gives each configuration's figure across the sets,
-whose interval holds it. --workload cpu (no torch, no GPU) is the harness's own test workload.
+whose interval holds it; with none2 in the run, each configuration is also given against the
+geometric mean of the two no-profiler workers (half the baseline's own process variance).
+--warmup-s S keeps warming up until S s after CUDA came up (3: past the default's CUPTI detach).
+--workload cpu (no torch, no GPU) is the harness's own test workload.
 
   python3 overhead.py --workload gpt2|ddp|gpt2ddp|tiny|ddp2 --rounds 30 --block 40 --configs none,default,all,torchprof
   configs: none, none2 (a second worker without a profiler: the A/A control), torchprof (no nvlprof), api (NVLPROF_CUPTI=0), off (NVLPROF_KERNELS=off),
-           default (nvlprof as installed), window (NVLPROF_KERNELS=window: 20 ms of every 10 s), closed (kernels traced 2 s, then never: what a closed
+           default (nvlprof as installed: CUPTI detached after start-up), full (NVLPROF_CUPTI=1: attached throughout), window (NVLPROF_KERNELS=window: 20 ms of every 10 s), closed (kernels traced 2 s, then never: what a closed
            window leaves behind), all (NVLPROF_KERNELS=all), or NAME=ENV1+ENV2 (nvlprof + env)
 Written for N GPUs: --gpus N gives worker i GPU i % N (one GPU: all share it, one at a time).
 """
@@ -39,7 +42,8 @@ CONFIGS = {
     "torchprof": None,
     "api": ["NVLPROF_CUPTI=0"],
     "off": ["NVLPROF_KERNELS=off"],
-    "default": [],
+    "default": [],  # NVLPROF_CUPTI=startup: CUPTI detached ~2 s after it attached
+    "full": ["NVLPROF_CUPTI=1"],  # CUPTI attached for the whole run (the default before run 10)
     "closed": ["NVLPROF_KERNELS=window:2000/3600000"],
     "window": ["NVLPROF_KERNELS=window"],
     "all": ["NVLPROF_KERNELS=all"],
@@ -246,8 +250,13 @@ def worker(a):
         order(a.warmup, cpus)
     rfd = os.fdopen(a.rfd, "r")
     wfd = os.fdopen(a.wfd, "w")
-    for i in range(a.warmup):
+    i, t_warm = 0, time.time()
+    # --warmup-s: on until that long after CUDA came up (in build), so the measured turns follow what
+    # nvlprof does after start-up (NVLPROF_CUPTI=startup detaches CUPTI ~2-2.5 s after it attached);
+    # ddp2's follower runs exactly --warmup steps, so it keeps the step count
+    while i < a.warmup or (ctl is None and time.time() - t_warm < a.warmup_s):
         step(i)
+        i += 1
     sync()
     prof = None
     if a.torchprof:
@@ -435,6 +444,20 @@ def analyze(workload, block, names, times, cpu, slots, sets=None):
                 res["configs"][name].update({"sets_mean": m, "sets_2se": se2, "sets_each": each})
                 print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
                       % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
+        if "none2" in times:
+            # each round's baseline the geometric mean of the two no-profiler workers: half the
+            # variance of one process's own speed on the baseline side (the A/A is none2 vs none above)
+            base2 = [math.sqrt(x * y) if x > 0 and y > 0 else 0.0 for x, y in zip(base, times["none2"])]
+            print("  against the mean of the two no-profiler workers (none, none2), across sets:")
+            for name in names:
+                if name in ("none", "none2"):
+                    continue
+                bs = by_sets(times[name], base2, sets)
+                if bs:
+                    m, se2, each = bs
+                    res["configs"][name].update({"sets2_mean": m, "sets2_2se": se2, "sets2_each": each})
+                    print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
+                          % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
     elif base:
         print("  one process per configuration: the intervals leave out each process's own speed "
               "(up to +-4% between identical Python workers); --sets N measures it")
@@ -577,7 +600,7 @@ def driver(a):
             r2, w2 = os.pipe()  # worker -> driver
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--workload", a.workload,
                    "--cpus", slot_cpus(i), "--gpu", str(i % a.gpus), "--rfd", str(r1), "--wfd", str(w2),
-                   "--warmup", str(a.warmup), "--port", str(29600 + i + 20 * (pset % 50))]
+                   "--warmup", str(a.warmup), "--warmup-s", str(a.warmup_s), "--port", str(29600 + i + 20 * (pset % 50))]
             if key == "torchprof":
                 cmd.append("--torchprof")
             if extra is not None:
@@ -683,6 +706,8 @@ def main():
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--block", type=int, default=40)
     p.add_argument("--warmup", type=int, default=30)
+    p.add_argument("--warmup-s", type=float, default=0,
+                   help="warm up at least this long after CUDA came up (3: past NVLPROF_CUPTI=startup's detach)")
     p.add_argument("--budget-s", type=float, default=0, help="stop after the round that passes this")
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/nvlp-overhead"))

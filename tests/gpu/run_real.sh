@@ -3,13 +3,13 @@
 # under torchrun, PyTorch Lightning strategy="ddp", torch.profiler inside the job, nccl-tests, CuPy managed memory,
 # a CUDA graph replay loop, a rank killed mid-step. Each job runs with and without nvlprof (results compared);
 # tests/gpu/real/check.py asserts on the reports. Logs, reports and traces in $OUT.
-#   bash tests/gpu/run_real.sh [hf] [hfprof] [lightning] [nccltests] [cupy] [graph] [killed]
+#   bash tests/gpu/run_real.sh [hf] [hfprof] [hfcompile] [lightning] [nccltests] [cupy] [graph] [killed]
 # Needs build/ (libnvlprof.so, nvlprof); nccl-tests binaries in $NCCL_TESTS (default build/nccl-tests).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-real}
 DONE_MSG="run_real: done"
-scen=${*:-hf hfprof lightning nccltests cupy graph killed}
+scen=${*:-hf hfprof hfcompile lightning nccltests cupy graph killed}
 . tests/gpu/common.sh
 NGPU=${NGPU:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 [ "$NGPU" -ge 1 ] 2>/dev/null || NGPU=1
@@ -29,6 +29,11 @@ if want hfprof; then
 	run hfprof $TR $R/hf_train.py --steps 30 --profiler $L/kineto.json --json $L/hfprof.json
 	rm -f $L/kineto_base.json
 	gzip -f $L/kineto.json 2>/dev/null
+fi
+if want hfcompile; then
+	log "HF GPT-2 under torch.compile (Inductor, Triton kernels through the driver API)"
+	base hfc_base $TR $R/hf_train.py --steps 30 --compile --json $L/hfc_base.json
+	run hfc $TR $R/hf_train.py --steps 30 --compile --json $L/hfc.json
 fi
 if want lightning; then
 	log "Lightning strategy=ddp on $NGPU device(s)"

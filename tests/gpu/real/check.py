@@ -82,11 +82,13 @@ def common(traces, logs, n, ngpu, healthy=True, launcher=False):
     return rep
 
 
-STARTUP = os.environ.get("NVLPROF_CUPTI", "").startswith("startup")
+# CUPTI detached after start-up: NVLPROF_CUPTI=startup[:MS], or the default (unset) without kernel tracing
+_CUPTI, _KERNELS = os.environ.get("NVLPROF_CUPTI", ""), os.environ.get("NVLPROF_KERNELS", "") or "off"
+STARTUP = _CUPTI.startswith("startup") or (_CUPTI == "" and _KERNELS == "off")
 
 
 def detached(rep, n, want):
-    """NVLPROF_CUPTI=startup: the report says CUPTI was detached in every rank (want) or in none."""
+    """NVLPROF_CUPTI=startup (the default): the report says CUPTI was detached in every rank (want) or in none."""
     if not STARTUP or rep is None:
         return
     d = rep["job"].get("cupti_detached") or {}
@@ -137,6 +139,14 @@ def main():
             check(k > 1000, "hfprof: torch.profiler still records kernels under nvlprof", f"{k} kernel events")
         except (OSError, ValueError, KeyError) as e:
             check(False, "hfprof: kineto trace readable", str(e))
+    if "hfcompile" in scen:
+        rep = common(traces, logs, "hfc", ngpu, launcher=True)
+        losses_equal(logs, "hfc_base", "hfc")
+        detached(rep, "hfc", True)  # torch's runtime is loaded: Triton's driver-API launches need no CUPTI
+        if rep:
+            j = rep["job"]
+            check(j["steps"] == 0 or 29 <= j["steps"] <= 31, "hfc: steps only where recognised, and then the job's 30",
+                  f"{j['steps']} steps, source {j['step_source']}: {j.get('steps_why')}")
     if "lightning" in scen:
         detached(common(traces, logs, "lt", ngpu, launcher=ngpu > 1), "lt", True)
         losses_equal(logs, "lt_base", "lt", key="loss")

@@ -1,6 +1,7 @@
 # hf_train.py: a HF transformers GPT-2-style model built from a config (no download), random tokens, AdamW,
 # wrapped in DDP when launched by torchrun; prints its losses and wall time as JSON so runs with and without
 # nvlprof compare. --profiler: torch.profiler inside the job, with a schedule (ProfilerStep#N marks).
+# --compile: the DDP model under torch.compile (Inductor's Triton kernels, launched through the driver API).
 import argparse, json, os, time
 T0 = time.time()
 import torch
@@ -12,6 +13,7 @@ p.add_argument("--steps", type=int, default=30)
 p.add_argument("--profiler", default="")
 p.add_argument("--json", default="")
 p.add_argument("--kill-step", type=int, default=-1)
+p.add_argument("--compile", action="store_true")
 a = p.parse_args()
 rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 local = int(os.environ.get("LOCAL_RANK", 0)) % max(torch.cuda.device_count(), 1)  # ranks may share a GPU
@@ -22,6 +24,8 @@ cfg = GPT2Config(n_layer=4, n_embd=512, n_head=8, n_positions=512, vocab_size=81
                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
 model = GPT2LMHeadModel(cfg).cuda()
 model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+if a.compile:
+    model = torch.compile(model)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 g = torch.Generator(device="cuda").manual_seed(99 + rank)
 data = [torch.randint(0, cfg.vocab_size, (8, 256), device="cuda", generator=g) for _ in range(4)]
