@@ -235,6 +235,10 @@ PROG_LIBS_rt_app := -l:libnccl.so.2 -l:libcudart.so.13
 PROG_LIBS_chain_app := -l:libnccl.so.2 -l:libcudart.so.13
 # pm_job: the post-mortem catalog's job (tests/analyzer/test_postmortem.sh)
 PROG_LIBS_pm_job := -l:libnccl.so.2 -l:libcudart.so.13
+# the same with CUPTI in the process (the fake libcuda and libcupti, loaded whether used or not)
+PROG_LIBS_pm_job_cupti = -l:libnccl.so.2 -l:libcudart.so.13 -L$(CUPTI_FAKES) -Wl,--no-as-needed \
+	-l:libcupti.so.13 -l:libcuda.so.1 -Wl,--as-needed -Wl,-rpath,$(abspath $(CUPTI_FAKES))
+$(BUILD)/tests/progs/pm_job_cupti: | $(CUPTI_FAKE_LIBS)
 # no CUDA runtime at all: the fake libcuda and libcupti only (test_cupti_detach)
 PROG_LIBS_drv_only = -L$(CUPTI_FAKES) -l:libcupti.so.13 -l:libcuda.so.1 -Wl,-rpath,$(abspath $(CUPTI_FAKES))
 # the clock behind nvlp_now(): linked straight in (it needs nothing else of the shim)

@@ -52,8 +52,9 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 	fputc('\n', o);
 	if (job->cupti_detached) {
 		fprintf(o,
-		        "data: CUPTI detached after start-up in %d of %zu process%s (NVLPROF_CUPTI=startup, "
-		        "by %.1f s): later copies seen by the CUDA runtime hooks only, links from NVML",
+		        "data: CUPTI detached after start-up in %d of %zu process%s (by %.1f s; "
+		        "NVLPROF_CUPTI=1 keeps it): later copies seen by the CUDA runtime hooks only, "
+		        "links from NVML",
 		        job->cupti_detached, job->nok, job->nok == 1 ? "" : "es",
 		        (double)job->cupti_detach_ms / 1e3);
 		if (job->cupti_reattached)

@@ -5,7 +5,7 @@
 # first: who hung, at which seq, how long the others waited (to their end), how each ended.
 . "$(dirname "$0")/../lib.sh"
 JOB="$PROGS/pm_job"
-for f in "$JOB" "$CLI" "$LIB" "$FAKES/libnccl.so.2"; do
+for f in "$JOB" "$PROGS/pm_job_cupti" "$CLI" "$LIB" "$FAKES/libnccl.so.2"; do
 	[ -x "$f" ] || [ -f "$f" ] || { fail "missing $f (build first)"; exit 1; }
 done
 export NVLPROF_CUPTI=0 NVLPROF_FLUSH_MS=100
@@ -91,4 +91,33 @@ run healthy healthy 20 0
 check_eq "healthy: the job completed" "0 0" "$(grep -c . "$T/healthy/job.out") $(ls "$T/healthy/tr" | grep -c nvlp | sed 's/^2$/0/')"
 check "healthy: no finding but collection_gaps" \
 	bash -c "grep -q '^FINDINGS' '$T/healthy/report.txt' && ! grep '^\[' '$T/healthy/report.txt' | grep -vq 'collection_gaps'"
+
+# (f) the same failures with CUPTI in the process (pm_job_cupti: the fake libcuda and libcupti,
+# cuInit at each rank's start) under the default NVLPROF_CUPTI=startup: CUPTI detached by the
+# ticker thread's copies during the hang (2 s, the default), before the failure (100 ms), or not
+# yet when the watchdog aborts (1.9 s in). The first finding is the same, and the report says which
+# processes detached.
+JOB="$PROGS/pm_job_cupti"
+unset NVLPROF_CUPTI
+detached_re='^data: CUPTI detached after start-up in 2 of 2 processes \(by [0-9.]+ s; NVLPROF_CUPTI=1 keeps it\)'
+run stuck_c stuck 4 0
+check "stuck, CUPTI detached during the hang: first finding is hang_suspect #21 missing rank 1" \
+	grep -Eq "$hang_re" <(first stuck_c)
+check "stuck, CUPTI detached during the hang: the report says both detached" \
+	grep -Eq "$detached_re" "$T/stuck_c/report.txt"
+w=$(jv stuck_c hang_suspect wait_ms)
+check "stuck, CUPTI detached during the hang: rank 0's wait runs to its end ($w ms >= 3000)" ge "$w" 3000
+NVLPROF_CUPTI=startup:100 run exit_c exit 3 0
+check "exit, CUPTI detached before it: first finding is hang_suspect #21 missing rank 1" \
+	grep -Eq "$hang_re" <(first exit_c)
+check "exit, CUPTI detached before it: the report says both detached" \
+	grep -Eq "$detached_re" "$T/exit_c/report.txt"
+check_eq "exit, CUPTI detached before it: rank 1 exited" "exited with status 3" \
+	"$(jv exit_c hang_suspect rank_1_ended | cut -c1-20)"
+run abort_c abort 4 1500
+check "abort, CUPTI still attached in rank 0: first finding is hang_suspect #21 missing rank 1" \
+	grep -Eq "$hang_re" <(first abort_c)
+e0=$(jv abort_c hang_suspect rank_0_ended)
+check "abort, CUPTI still attached in rank 0: rank 0 ended by SIGABRT in its watchdog thread" \
+	grep -Eq '^ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\)' <<<"$e0"
 exit $((FAILED > 0))

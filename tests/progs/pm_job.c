@@ -14,6 +14,9 @@
 #include <nccl.h>
 
 #include "../fakes/fake.h" /* fake_nccl_sync */
+#ifdef PM_JOB_CUPTI
+#include <cuda.h> /* cuInit: the fake libcuda attaches nvlprof's CUPTI (pm_job_cupti.c) */
+#endif
 
 /* Cross-device copies every 50 ms on a thread of its own: records the shim writes while the
  * job's main thread is blocked, as a rank's own threads would (its end is its last record). */
@@ -85,6 +88,9 @@ static int run_rank(int rank, const char *idfile, const char *mode, int steps, i
 {
 	ncclUniqueId id;
 	ncclComm_t comm;
+#ifdef PM_JOB_CUPTI
+	cuInit(0);
+#endif
 	if (get_id(rank, idfile, &id) < 0 || ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) {
 		fprintf(stderr, "pm_job: rank %d: init failed\n", rank);
 		return 90;

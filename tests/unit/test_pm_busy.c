@@ -105,6 +105,7 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 	         self);
 	snprintf(log, sizeof log, "FAKE_NVML_LOG=%s/nvml.log", dir);
 	const char *env[] = {"FAKE_CUPTI_PM=1",
+	                     "NVLPROF_CUPTI=1", /* attached for the whole run: PM sampling is CUPTI's */
 	                     b,
 	                     ldp,
 	                     busy ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
