@@ -160,7 +160,11 @@ static void setup_gpu_body(int dev)
 	}
 	int pr = -1;
 	if (nvlp_cfg()->links_nvml)
-		snprintf(why, sizeof why, "not tried: NVLPROF_LINKS=nvml");
+		snprintf(why, sizeof why, "%s",
+		         nvlp_cfg()->cupti == 2
+		             ? "not tried: CUPTI detaches after start-up (NVLPROF_CUPTI=startup, the "
+		               "default; 1 keeps it and PM sampling)"
+		             : "not tried: NVLPROF_LINKS=nvml");
 	else
 		pr = nvlp_lk_pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);
 	if (pr == -2 || (pr != 0 && stopping())) {

@@ -93,10 +93,14 @@ static int nvml_reads(const char *path, int *first, int *lo, int *hi)
 }
 
 /* busy: 0 the control (PM sampling), 1 PM refused, NVLPROF_SAMPLE_US=1000 (NVML at 10 ms),
- * 2 PM refused, NVLPROF_SAMPLE_US unset, 2 links */
+ * 2 PM refused, NVLPROF_SAMPLE_US unset, 2 links; 3 the default NVLPROF_CUPTI=startup (NVML,
+ * PM sampling not tried) */
 static void run(const char *self, const char *lib, unsigned base, int busy)
 {
-	const char *name = busy == 2 ? "busy, default period" : busy ? "busy" : "control";
+	const char *name = busy == 3   ? "default, CUPTI detached after start-up"
+	                   : busy == 2 ? "busy, default period"
+	                   : busy      ? "busy"
+	                               : "control";
 	char dir[] = "/tmp/nvlp-pm-busy.XXXXXX", b[64], ldp[PATH_MAX + 64], log[PATH_MAX];
 	if (!mkdtemp(dir))
 		return;
@@ -105,10 +109,11 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 	         self);
 	snprintf(log, sizeof log, "FAKE_NVML_LOG=%s/nvml.log", dir);
 	const char *env[] = {"FAKE_CUPTI_PM=1",
-	                     "NVLPROF_CUPTI=1", /* attached for the whole run: PM sampling is CUPTI's */
+	                     /* attached for the whole run: PM sampling is CUPTI's */
+	                     busy == 3 ? "NVLPROF_CUPTI" : "NVLPROF_CUPTI=1",
 	                     b,
 	                     ldp,
-	                     busy ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
+	                     busy == 1 || busy == 2 ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
 	                     log,
 	                     busy == 2 ? "FAKE_NVML_LINKS=2" : "FAKE_NVML_LINKS",
 	                     busy == 2 ? "NVLPROF_SAMPLE_US" : NULL, /* else 1000, as passed below */
@@ -121,7 +126,20 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 	trace_dir_each(dir, on_rec, NULL, &l);
 	CHECK(s.complete == 1, "[%s] trace complete", name);
 	int first, lo, hi, reads = nvml_reads(log + strlen("FAKE_NVML_LOG="), &first, &lo, &hi);
-	if (busy == 2) {
+	if (busy == 3) {
+		CHECK(l.nvml >= 5 && l.pm == 0, "[%s] link samples from NVML only (%llu NVML, %llu PM)",
+		      name, l.nvml, l.pm);
+		CHECK(s.notes[NVLP_NOTE_NVML_ON] == 1 && s.notes[NVLP_NOTE_PM_SAMPLING_ON] == 0 &&
+		          strstr(s.text, "NVML link counters on GPU 0") &&
+		          strstr(s.text, "PM sampling unavailable: not tried: CUPTI detaches after "
+		                         "start-up (NVLPROF_CUPTI=startup, the default; 1 keeps it"),
+		      "[%s] NOTE: NVML on GPU 0, PM sampling not tried: says why and how to keep it", name);
+		CHECK(report_has(lib, dir,
+		                 "  link bytes from: NVML counters (CUPTI detached after "
+		                 "start-up; NVLPROF_CUPTI=1 samples the GPU's PM counters instead)\n"),
+		      "[%s] report: the link bytes came from NVML, by choice, and how to get PM samples",
+		      name);
+	} else if (busy == 2) {
 		/* 1.4 s idle at 100 ms: ~13 samples; at 10 ms it would be ~140. A late read shortens
 		 * the next sample (78 ms seen under TSan): 50 ms still tells 100 from 10 */
 		CHECK(l.nvml >= 4 && l.nvml <= 20 && l.pm == 0 && l.dur_min >= 50000000ull &&
@@ -180,6 +198,7 @@ int main(int argc, char **argv)
 	run(self, lib, base, 1);
 	run(self, lib, base, 2);
 	run(self, lib, base, 0);
+	run(self, lib, base, 3);
 	shim_unlink_gpu_locks(base);
 	return CHECK_DONE();
 }
