@@ -173,8 +173,9 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 		for (size_t d = 0; d < job->ranks[i].ndevs; d++)
 			if (job->ranks[i].devs[d].nsamples)
 				all |= job->ranks[i].devs[d].link_sources, ndev++;
-	/* NVML by choice: CUPTI detached after start-up (NVLPROF_CUPTI=startup, the default since
-	 * run 10), as the capture key says; else PM sampling was tried and failed, as the NOTEs say */
+	/* NVML by choice: NVLPROF_CUPTI=startup (the default since run 10: PM sampling is not started,
+	 * whether CUPTI then detaches or is kept), as the capture key says; else PM sampling was tried
+	 * and failed, as the NOTEs say */
 	int startup = 0;
 	char cap[512];
 	for (size_t i = 0; i < job->nranks && !startup; i++)
@@ -188,7 +189,7 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 		fprintf(o, "%s %s", s == (unsigned)__builtin_ctz(all) ? "" : ";",
 		        s == NVLP_LINK_PM_SAMPLING ? "PM sampling (CUPTI)"
 		        : s == NVLP_LINK_NVML && startup
-		            ? "NVML counters (CUPTI detached after start-up; NVLPROF_CUPTI=1 "
+		            ? "NVML counters (NVLPROF_CUPTI=startup, the default; NVLPROF_CUPTI=1 "
 		              "samples the GPU's PM counters instead)"
 		        : s == NVLP_LINK_NVML ? "NVML counters (PM sampling unavailable: see NOTEs)"
 		                              : "a source this nvlprof does not know");

@@ -131,12 +131,13 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 		      name, l.nvml, l.pm);
 		CHECK(s.notes[NVLP_NOTE_NVML_ON] == 1 && s.notes[NVLP_NOTE_PM_SAMPLING_ON] == 0 &&
 		          strstr(s.text, "NVML link counters on GPU 0") &&
-		          strstr(s.text, "PM sampling unavailable: not tried: CUPTI detaches after "
-		                         "start-up (NVLPROF_CUPTI=startup, the default; 1 keeps it"),
+		          strstr(s.text, "PM sampling unavailable: not tried: NVLPROF_CUPTI=startup (the "
+		                         "default) detaches CUPTI after start-up; 1 keeps it, with PM "
+		                         "sampling"),
 		      "[%s] NOTE: NVML on GPU 0, PM sampling not tried: says why and how to keep it", name);
 		CHECK(report_has(lib, dir,
-		                 "  link bytes from: NVML counters (CUPTI detached after "
-		                 "start-up; NVLPROF_CUPTI=1 samples the GPU's PM counters instead)\n"),
+		                 "  link bytes from: NVML counters (NVLPROF_CUPTI=startup, the default; "
+		                 "NVLPROF_CUPTI=1 samples the GPU's PM counters instead)\n"),
 		      "[%s] report: the link bytes came from NVML, by choice, and how to get PM samples",
 		      name);
 	} else if (busy == 2) {
