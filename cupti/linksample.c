@@ -162,8 +162,8 @@ static void setup_gpu_body(int dev)
 	if (nvlp_cfg()->links_nvml)
 		snprintf(why, sizeof why, "%s",
 		         nvlp_cfg()->cupti == 2
-		             ? "not tried: NVLPROF_CUPTI=startup (the default) detaches CUPTI after "
-		               "start-up; 1 keeps it, with PM sampling"
+		             ? "not tried: NVLPROF_CUPTI=startup detaches CUPTI after start-up; 1 "
+		               "keeps it, with PM sampling"
 		             : "not tried: NVLPROF_LINKS=nvml");
 	else
 		pr = nvlp_lk_pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);

@@ -23,7 +23,7 @@ void nvlp_rt_set_active(int on)
 
 static struct nvlp_config cfg = {
     .stacks = 1,
-    .cupti = 2, /* startup (cfg_cupti) */
+    .cupti = 1,
     .cupti_detach_ms = 2000,
     .um = -1,
     .sample_us = 10000,
@@ -111,33 +111,26 @@ static int cfg_long(const char *var, long *out, long lo, long hi)
 	return 1;
 }
 
-/* NVLPROF_CUPTI: 0, 1 (attached for the whole run), or startup[:MS] (the default: CUPTI detached
- * MS ms after it attached, default 2000; link counters then come from NVML, so PM sampling is not
- * started). Unset, with kernel tracing asked for (NVLPROF_KERNELS window or all, which needs CUPTI
- * for the whole run and would keep it attached anyway), 1: PM link counters as before. Returns
- * whether the variable was set. */
-static int cfg_cupti(void)
+/* NVLPROF_CUPTI: 0, 1, or startup[:MS] (CUPTI detached MS ms after it attached, default 2000:
+ * link counters then come from NVML, so PM sampling is not started). */
+static void cfg_cupti(void)
 {
 	const char *v = getenv("NVLPROF_CUPTI");
 	if (!v || !*v)
-		return 0;
+		return;
 	if (strncmp(v, "startup", 7) != 0) {
-		if (!strcmp(v, "0") || !strcmp(v, "1"))
-			cfg.cupti = v[0] == '1';
-		else
-			cfg_bad("NVLPROF_CUPTI", v, "0, 1, startup or startup:MS (MS 0..3600000)", "startup");
-		return 1;
+		cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
+		return;
 	}
 	char *end = NULL;
 	long ms = v[7] == ':' ? strtol(v + 8, &end, 10) : cfg.cupti_detach_ms;
 	if ((v[7] && v[7] != ':') ||
 	    (v[7] == ':' && (end == v + 8 || *end || ms < 0 || ms > 3600000))) {
-		cfg_bad("NVLPROF_CUPTI", v, "0, 1, startup or startup:MS (MS 0..3600000)", "startup");
-		return 1;
+		cfg_bad("NVLPROF_CUPTI", v, "0, 1, startup or startup:MS (MS 0..3600000)", "1");
+		return;
 	}
 	cfg.cupti = 2;
 	cfg.cupti_detach_ms = ms;
-	return 1;
 }
 
 /* NVLPROF_UM, NVLPROF_LINKS and NVLPROF_KCH: words, not numbers. */
@@ -203,10 +196,12 @@ void nvlp_cfg_parse(void)
 {
 	cfg_bool("NVLPROF_DISABLE", &cfg.disable);
 	cfg_bool("NVLPROF_STACKS", &cfg.stacks);
-	int cupti_set = cfg_cupti();
+	cfg_cupti();
 	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
 	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
 	cfg_words();
+	if (cfg.cupti == 2)
+		cfg.links_nvml = 1; /* PM sampling lives in CUPTI, which startup detaches */
 	const char *clk = getenv("NVLPROF_CLOCK");
 	if (nvlp_clock_init(clk) < 0)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");
@@ -222,10 +217,6 @@ void nvlp_cfg_parse(void)
 	const char *k = getenv("NVLPROF_KERNELS");
 	snprintf(cfg.kernels, sizeof cfg.kernels, "%s", k ? k : "");
 	nvlp_cfg_kernels(cfg.kernels, &cfg.km);
-	if (!cupti_set && cfg.km.mode != NVLP_KM_OFF)
-		cfg.cupti = 1; /* kernel tracing keeps CUPTI attached: PM link counters, as before */
-	if (cfg.cupti == 2)
-		cfg.links_nvml = 1; /* PM sampling lives in CUPTI, which startup detaches */
 	cfg_capture();
 	cfg_pywalk();
 	cfg_dir();

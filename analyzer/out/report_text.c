@@ -52,9 +52,8 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 	fputc('\n', o);
 	if (job->cupti_detached) {
 		fprintf(o,
-		        "data: CUPTI detached after start-up in %d of %zu process%s (by %.1f s; "
-		        "NVLPROF_CUPTI=1 keeps it): later copies seen by the CUDA runtime hooks only, "
-		        "links from NVML",
+		        "data: CUPTI detached after start-up in %d of %zu process%s (NVLPROF_CUPTI=startup, "
+		        "by %.1f s): later copies seen by the CUDA runtime hooks only, links from NVML",
 		        job->cupti_detached, job->nok, job->nok == 1 ? "" : "es",
 		        (double)job->cupti_detach_ms / 1e3);
 		if (job->cupti_reattached)
@@ -173,9 +172,9 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 		for (size_t d = 0; d < job->ranks[i].ndevs; d++)
 			if (job->ranks[i].devs[d].nsamples)
 				all |= job->ranks[i].devs[d].link_sources, ndev++;
-	/* NVML by choice: NVLPROF_CUPTI=startup (the default since run 10: PM sampling is not started,
-	 * whether CUPTI then detaches or is kept), as the capture key says; else PM sampling was tried
-	 * and failed, as the NOTEs say */
+	/* NVML by choice: NVLPROF_CUPTI=startup (PM sampling is not started, whether CUPTI then
+	 * detaches or is kept), as the capture key says; else PM sampling was tried and failed, as the
+	 * NOTEs say */
 	int startup = 0;
 	char cap[512];
 	for (size_t i = 0; i < job->nranks && !startup; i++)
@@ -189,8 +188,8 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 		fprintf(o, "%s %s", s == (unsigned)__builtin_ctz(all) ? "" : ";",
 		        s == NVLP_LINK_PM_SAMPLING ? "PM sampling (CUPTI)"
 		        : s == NVLP_LINK_NVML && startup
-		            ? "NVML counters (NVLPROF_CUPTI=startup, the default; NVLPROF_CUPTI=1 "
-		              "samples the GPU's PM counters instead)"
+		            ? "NVML counters (NVLPROF_CUPTI=startup; NVLPROF_CUPTI=1 samples the "
+		              "GPU's PM counters instead)"
 		        : s == NVLP_LINK_NVML ? "NVML counters (PM sampling unavailable: see NOTEs)"
 		                              : "a source this nvlprof does not know");
 		if (all == (1u << s) || ndev < 2)

@@ -93,14 +93,12 @@ check "healthy: no finding but collection_gaps" \
 	bash -c "grep -q '^FINDINGS' '$T/healthy/report.txt' && ! grep '^\[' '$T/healthy/report.txt' | grep -vq 'collection_gaps'"
 
 # (f) the same failures with CUPTI in the process (pm_job_cupti: the fake libcuda and libcupti,
-# cuInit at each rank's start) under the default NVLPROF_CUPTI=startup: CUPTI detached by the
-# ticker thread's copies during the hang (2 s, the default), before the failure (100 ms), or not
-# yet when the watchdog aborts (1.9 s in). The first finding is the same, and the report says which
-# processes detached.
+# cuInit at each rank's start) under NVLPROF_CUPTI=startup: CUPTI detached by the ticker thread's
+# copies during the hang (2 s in), before the failure (100 ms), or not yet when the watchdog
+# aborts (1.9 s in). The first finding is the same, and the report says which processes detached.
 JOB="$PROGS/pm_job_cupti"
-unset NVLPROF_CUPTI
-detached_re='^data: CUPTI detached after start-up in 2 of 2 processes \(by [0-9.]+ s; NVLPROF_CUPTI=1 keeps it\)'
-run stuck_c stuck 4 0
+detached_re='^data: CUPTI detached after start-up in 2 of 2 processes \(NVLPROF_CUPTI=startup, by [0-9.]+ s\)'
+NVLPROF_CUPTI=startup run stuck_c stuck 4 0
 check "stuck, CUPTI detached during the hang: first finding is hang_suspect #21 missing rank 1" \
 	grep -Eq "$hang_re" <(first stuck_c)
 check "stuck, CUPTI detached during the hang: the report says both detached" \
@@ -114,7 +112,7 @@ check "exit, CUPTI detached before it: the report says both detached" \
 	grep -Eq "$detached_re" "$T/exit_c/report.txt"
 check_eq "exit, CUPTI detached before it: rank 1 exited" "exited with status 3" \
 	"$(jv exit_c hang_suspect rank_1_ended | cut -c1-20)"
-run abort_c abort 4 1500
+NVLPROF_CUPTI=startup run abort_c abort 4 1500
 check "abort, CUPTI still attached in rank 0: first finding is hang_suspect #21 missing rank 1" \
 	grep -Eq "$hang_re" <(first abort_c)
 e0=$(jv abort_c hang_suspect rank_0_ended)

@@ -93,11 +93,11 @@ static int nvml_reads(const char *path, int *first, int *lo, int *hi)
 }
 
 /* busy: 0 the control (PM sampling), 1 PM refused, NVLPROF_SAMPLE_US=1000 (NVML at 10 ms),
- * 2 PM refused, NVLPROF_SAMPLE_US unset, 2 links; 3 the default NVLPROF_CUPTI=startup (NVML,
- * PM sampling not tried) */
+ * 2 PM refused, NVLPROF_SAMPLE_US unset, 2 links; 3 NVLPROF_CUPTI=startup (NVML, PM sampling
+ * not tried) */
 static void run(const char *self, const char *lib, unsigned base, int busy)
 {
-	const char *name = busy == 3   ? "default, CUPTI detached after start-up"
+	const char *name = busy == 3   ? "NVLPROF_CUPTI=startup"
 	                   : busy == 2 ? "busy, default period"
 	                   : busy      ? "busy"
 	                               : "control";
@@ -109,8 +109,8 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 	         self);
 	snprintf(log, sizeof log, "FAKE_NVML_LOG=%s/nvml.log", dir);
 	const char *env[] = {"FAKE_CUPTI_PM=1",
-	                     /* attached for the whole run: PM sampling is CUPTI's */
-	                     busy == 3 ? "NVLPROF_CUPTI" : "NVLPROF_CUPTI=1",
+	                     /* 1, attached for the whole run (the default): PM sampling is CUPTI's */
+	                     busy == 3 ? "NVLPROF_CUPTI=startup" : "NVLPROF_CUPTI=1",
 	                     b,
 	                     ldp,
 	                     busy == 1 || busy == 2 ? "FAKE_CUPTI_PM_BUSY=1" : "FAKE_CUPTI_PM_BUSY",
@@ -131,12 +131,11 @@ static void run(const char *self, const char *lib, unsigned base, int busy)
 		      name, l.nvml, l.pm);
 		CHECK(s.notes[NVLP_NOTE_NVML_ON] == 1 && s.notes[NVLP_NOTE_PM_SAMPLING_ON] == 0 &&
 		          strstr(s.text, "NVML link counters on GPU 0") &&
-		          strstr(s.text, "PM sampling unavailable: not tried: NVLPROF_CUPTI=startup (the "
-		                         "default) detaches CUPTI after start-up; 1 keeps it, with PM "
-		                         "sampling"),
+		          strstr(s.text, "PM sampling unavailable: not tried: NVLPROF_CUPTI=startup "
+		                         "detaches CUPTI after start-up; 1 keeps it, with PM sampling"),
 		      "[%s] NOTE: NVML on GPU 0, PM sampling not tried: says why and how to keep it", name);
 		CHECK(report_has(lib, dir,
-		                 "  link bytes from: NVML counters (NVLPROF_CUPTI=startup, the default; "
+		                 "  link bytes from: NVML counters (NVLPROF_CUPTI=startup; "
 		                 "NVLPROF_CUPTI=1 samples the GPU's PM counters instead)\n"),
 		      "[%s] report: the link bytes came from NVML, by choice, and how to get PM samples",
 		      name);
