@@ -403,6 +403,20 @@ def by_sets(t, base, sets):
     return math.exp(m) - 1, se2 * math.exp(m), [math.exp(v) - 1 for v in means]
 
 
+def sets_block(res, names, times, base, sets, skip, key):
+    """Each configuration but skip across the process sets against base (by_sets), printed and kept
+    in res as KEY_mean, KEY_2se, KEY_each."""
+    for name in names:
+        if name in skip:
+            continue
+        bs = by_sets(times[name], base, sets)
+        if bs:
+            m, se2, each = bs
+            res["configs"][name].update({key + "_mean": m, key + "_2se": se2, key + "_each": each})
+            print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
+                  % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
+
+
 def analyze(workload, block, names, times, cpu, slots, sets=None):
     """The report of a run's turns (printed), as the JSON result; "_adj" holds the core-set fit."""
     n = len(times[names[0]])
@@ -435,29 +449,13 @@ def analyze(workload, block, names, times, cpu, slots, sets=None):
     if base and nsets > 1:
         print("  across %d process sets (fresh workers each; the interval holds each process's own speed):"
               % nsets)
-        for name in names:
-            if name == "none":
-                continue
-            bs = by_sets(times[name], base, sets)
-            if bs:
-                m, se2, each = bs
-                res["configs"][name].update({"sets_mean": m, "sets_2se": se2, "sets_each": each})
-                print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
-                      % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
+        sets_block(res, names, times, base, sets, ("none",), "sets")
         if "none2" in times:
             # each round's baseline the geometric mean of the two no-profiler workers: half the
             # variance of one process's own speed on the baseline side (the A/A is none2 vs none above)
             base2 = [math.sqrt(x * y) if x > 0 and y > 0 else 0.0 for x, y in zip(base, times["none2"])]
             print("  against the mean of the two no-profiler workers (none, none2), across sets:")
-            for name in names:
-                if name in ("none", "none2"):
-                    continue
-                bs = by_sets(times[name], base2, sets)
-                if bs:
-                    m, se2, each = bs
-                    res["configs"][name].update({"sets2_mean": m, "sets2_2se": se2, "sets2_each": each})
-                    print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
-                          % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
+            sets_block(res, names, times, base2, sets, ("none", "none2"), "sets2")
     elif base:
         print("  one process per configuration: the intervals leave out each process's own speed "
               "(up to +-4% between identical Python workers); --sets N measures it")
