@@ -39,9 +39,10 @@
  * writer's tick, which registers the handler again whenever the loads counter moved, may see
  * libnvperf_host mapped while its initialisers still run, before its destructor is registered
  * (test_cupti_exit's "host library slow to load": SIGABRT at exit, no END). Left: an exit that
- * begins inside the dlopen itself, before the first after_step. A decode stops between samples once exit began (an
- * evaluation is a host call: a long decode outlasted the wait, and its next evaluation came after
- * the destructor), and the exiting thread's final decode reads the samples it left.
+ * begins inside the dlopen itself, before the first after_step. A decode stops between samples
+ * once exit began (an evaluation is a host call: a long decode outlasted the wait, and its next
+ * evaluation came after the destructor), and the exiting thread's final decode reads the samples
+ * it left.
  */
 #include <errno.h>    /* errno */
 #include <fcntl.h>    /* open */

@@ -114,6 +114,12 @@ static const char *setting(const char *cap, const char *name, size_t nlen, char 
 	return NULL;
 }
 
+const char *an_capture_setting(const struct an_job *j, const char *name, char *v, size_t len)
+{
+	char cap[512];
+	return setting(capture_of(j, cap, sizeof cap), name, strlen(name), v, len);
+}
+
 /* Appends to what (at *n) each setting of `from` that `to` differs in ("name from -> to"), or,
  * into only (at *m), each that `to` does not record (a trace of another nvlprof version). */
 static void capture_cmp(const char *from, const char *to, int report_diff, char *what, size_t *n,

@@ -25,6 +25,9 @@ size_t an_cost_sum(const struct an_job *job, struct an_cost *c);
 void an_cost_text(FILE *o, const struct an_job *job);
 /*! The JSON "cost" object, nothing for traces without COST records. */
 void an_cost_json(struct jw *w, const struct an_job *job);
+/*! The value of capture setting NAME (header key NVLP_HDR_CAPTURE, e.g. "cupti") of the job's
+ * first process that recorded the settings, into v; NULL when none did or it lacks NAME. */
+const char *an_capture_setting(const struct an_job *j, const char *name, char *v, size_t len);
 /*! diff: warn on stderr when the two runs were recorded with different capture settings. */
 void an_cost_warn_capture(const struct an_job *before, const struct an_job *after);
 

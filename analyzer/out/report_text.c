@@ -7,7 +7,7 @@
 #include <string.h> /* strcmp */
 
 #include "findings/story.h"
-#include "model/cost.h"     /* an_cost_text */
+#include "model/cost.h"     /* an_cost_text, an_capture_setting */
 #include "model/kernelch.h" /* struct an_kch: the kernel windows */
 #include "model/rankview.h"
 #include "model/summary.h"
@@ -175,12 +175,9 @@ static void text_link_sources(FILE *o, const struct an_job *job)
 	/* NVML by choice: NVLPROF_CUPTI=startup (PM sampling is not started, whether CUPTI then
 	 * detaches or is kept), as the capture key says; else PM sampling was tried and failed, as the
 	 * NOTEs say */
-	int startup = 0;
-	char cap[512];
-	for (size_t i = 0; i < job->nranks && !startup; i++)
-		startup = job->ranks[i].ok &&
-		          an_header_get(&job->ranks[i], NVLP_HDR_CAPTURE, cap, sizeof cap) &&
-		          strstr(cap, " cupti=startup:") != NULL;
+	char cupti[32];
+	int startup = an_capture_setting(job, "cupti", cupti, sizeof cupti) &&
+	              !strncmp(cupti, "startup:", 8);
 	fprintf(o, "  link bytes from:");
 	for (unsigned s = 0; s < 32; s++) {
 		if (!(all & (1u << s)))
