@@ -201,7 +201,6 @@ static const int fatal_sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 {
-	(void)uc;
 	int err = errno;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 	/* The writer thread cannot end a trace for its own fault, nor the thread that is ending it;
@@ -213,7 +212,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 			 * siginfo holds the sender's pid there) */
 			int code = si ? si->si_code : 0;
 			uint64_t addr = code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0;
-			nvlp_rt_fatal_request(sig, (uint64_t)tid, code, addr, FATAL_WAIT_MS);
+			nvlp_rt_fatal_request(sig, (uint64_t)tid, code, addr, uc, FATAL_WAIT_MS);
 		} else {
 			/* Another thread is ending the trace (exit(), a signal): let it finish. */
 			for (int i = 0; i < FATAL_WAIT_MS / 10 && shut_get() == 1; i++) {

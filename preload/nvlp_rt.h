@@ -181,6 +181,20 @@ static inline void nvlp_live_end(struct nvlp_live *l)
  * fields: the kind's struct (struct nvlp_rec_X). blob: for kinds with a blob.
  * @return 0, or -1 when the record was dropped (and counted). */
 int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_len);
+/* A fatal signal's stack: stacks.c lends the core these (the core calls no module by name). */
+typedef int (*nvlp_stack_sink)(void *ctx, unsigned kind, const void *fields, const void *blob,
+                               size_t blob_len);
+struct nvlp_fatal_stacker {
+	/*! In the fatal signal's handler: the interrupted thread's return addresses into pc
+	 * (innermost first: the interrupted instruction from uc, the ucontext, then its callers),
+	 * nothing loaded or allocated. @return how many (0 with NVLPROF_STACKS=0) */
+	int (*capture)(const void *uc, uint64_t *pc, int max);
+	/*! On the writer thread: the STACK record of pc[0..n) and the MODULE/BUILDID records of
+	 * the modules it touches not written yet, through sink. @return its id (0 if n is 0) */
+	uint64_t (*write)(const uint64_t *pc, int n, nvlp_stack_sink sink, void *ctx);
+};
+/*! Register the stacker (stacks.c, from its constructor). */
+void nvlp_rt_set_fatal_stacker(const struct nvlp_fatal_stacker *s);
 /*! Wake the writer thread now (a write(2): never on the hot path; thread start/exit, waits). */
 void nvlp_kick_writer(void);
 /*! The hot path's variant of nvlp_emit for a record without blob, built in place: @return where

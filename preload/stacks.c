@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>   /* malloc */
 #include <string.h>   /* strlen */
+#include <ucontext.h> /* ucontext_t, REG_RIP */
 #include <unistd.h>   /* readlink */
 
 #include "nvlp_rt.h"
@@ -36,6 +37,7 @@ static struct {
 	unw_backtrace_fn bt;
 	pthread_once_t once;
 	uintptr_t self_lo, self_hi; /* the shim's own mapped range */
+	int ready;                  /* picked (a signal handler cannot wait for the once) */
 } unwinder = {.once = PTHREAD_ONCE_INIT};
 /* The stacks and modules already emitted (sets of ids and bases). */
 static struct {
@@ -113,17 +115,23 @@ static void pick_unwinder(void)
 	if (h)
 		unwinder.bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
 #endif
+	__atomic_store_n(&unwinder.ready, 1, __ATOMIC_RELEASE);
 }
 
+static int fatal_capture(const void *uc, uint64_t *pc, int max);
+static uint64_t fatal_write(const uint64_t *pc, int n, nvlp_stack_sink sink, void *ctx);
+
 /* glibc's backtrace() dlopens libgcc_s on its first call: do that at load, not inside a hook
- * that may run while the dynamic loader's lock is held. */
+ * that may run while the dynamic loader's lock is held (or in a fatal signal's handler). */
 __attribute__((constructor)) static void warm_up(void)
 {
+	static const struct nvlp_fatal_stacker stacker = {fatal_capture, fatal_write};
 	nvlp_init();
 	if (nvlp_cfg()->stacks && !nvlp_cfg()->disable) {
 		void *f[2];
 		backtrace(f, 2);
 	}
+	nvlp_rt_set_fatal_stacker(&stacker);
 }
 
 /* @return 1 if v was added to the set now, 0 if it was there (or the set is full: -1). */
@@ -144,13 +152,16 @@ static int set_add(_Atomic uint64_t *set, unsigned nslots, uint64_t v)
 	return -1;
 }
 
-static void report_modules(const uint64_t *pc, int n)
+static int emit_sink(void *ctx, unsigned kind, const void *fields, const void *blob,
+                     size_t blob_len)
 {
-	/* 4 KiB: kept off the job's stack, made once per thread (freed when it exits). */
-	struct nvlp_tls *t = nvlp_tls();
-	if (!t->stack_scratch && !(t->stack_scratch = malloc(sizeof(struct module))))
-		return;
-	struct module *m = t->stack_scratch;
+	(void)ctx;
+	return nvlp_emit(kind, fields, blob, blob_len);
+}
+
+static void report_modules(const uint64_t *pc, int n, struct module *m, nvlp_stack_sink sink,
+                           void *ctx)
+{
 	for (int i = 0; i < n; i++) {
 		if (!find_module(m, (uintptr_t)pc[i]))
 			continue;
@@ -158,10 +169,10 @@ static void report_modules(const uint64_t *pc, int n)
 		            m->base ? m->base : 1) == 0)
 			continue;
 		struct nvlp_rec_module r = {.base = m->base, .start = m->lo, .end = m->hi};
-		nvlp_emit(NVLP_K_MODULE, &r, m->path, strlen(m->path));
+		sink(ctx, NVLP_K_MODULE, &r, m->path, strlen(m->path));
 		if (m->id_len) {
 			struct nvlp_rec_buildid b = {.base = m->base};
-			nvlp_emit(NVLP_K_BUILDID, &b, m->id, m->id_len);
+			sink(ctx, NVLP_K_BUILDID, &b, m->id, m->id_len);
 		}
 	}
 }
@@ -188,9 +199,81 @@ uint64_t nvlp_stack_capture(void)
 	id = id ? id : 1;
 	if (set_add(emitted.stack_ids, STACK_SLOTS, id) == 0)
 		return id;
-	/* New (or the set is full: writing it again is harmless, the analyzer keys by id). */
-	report_modules(pc, k);
+	/* New (or the set is full: writing it again is harmless, the analyzer keys by id). 4 KiB
+	 * of scratch: kept off the job's stack, made once per thread (freed when it exits). */
+	struct nvlp_tls *t = nvlp_tls();
+	if (t->stack_scratch || (t->stack_scratch = malloc(sizeof(struct module))))
+		report_modules(pc, k, t->stack_scratch, emit_sink, NULL);
 	struct nvlp_rec_stack r = {.id = id};
 	nvlp_emit(NVLP_K_STACK, &r, pc, (size_t)k * sizeof pc[0]);
+	return id;
+}
+
+/* ---- the stack of a fatal signal ------------------------------------------------------------ */
+
+/* The instruction the signal interrupted, from the handler's ucontext (0 where not known). */
+static uintptr_t interrupted_pc(const void *uc)
+{
+	if (!uc)
+		return 0;
+#if defined(__x86_64__)
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	return (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.pc;
+#else
+	return 0;
+#endif
+}
+
+/*
+ * The handler runs on the thread that got the signal, and the process may be anywhere: inside
+ * malloc with the heap corrupt (glibc's "corrupted double-linked list" abort), inside the
+ * dynamic loader. So nothing is loaded or allocated here: the unwinder is the one already
+ * picked (libunwind, whose local unwinding is signal-safe), else glibc's backtrace(), whose
+ * libgcc_s the constructor loaded; both unwind through the kernel's signal frame. Module
+ * lookups and records wait for the writer thread (fatal_write). Both are lent to the core
+ * (nvlp_rt_set_fatal_stacker), which calls no module by name.
+ */
+static int fatal_capture(const void *uc, uint64_t *pc, int max)
+{
+	if (!nvlp_cfg()->stacks || max <= 0)
+		return 0;
+	void *raw[MAX_FRAMES + SKIP_FRAMES];
+	int ready = __atomic_load_n(&unwinder.ready, __ATOMIC_ACQUIRE);
+	unw_backtrace_fn bt = ready ? unwinder.bt : NULL;
+	uintptr_t lo = ready ? unwinder.self_lo : 0, hi = ready ? unwinder.self_hi : 0;
+	int n = bt ? bt(raw, MAX_FRAMES + SKIP_FRAMES) : backtrace(raw, MAX_FRAMES + SKIP_FRAMES);
+	uintptr_t ip = interrupted_pc(uc);
+	/* From the interrupted frame (both unwinders give its exact address); without it, from
+	 * the first frame that is not ours (the kernel's signal trampoline), the address first. */
+	int from = -1;
+	for (int i = 0; ip && i < n && from < 0; i++)
+		if ((uintptr_t)raw[i] == ip)
+			from = i;
+	int k = 0;
+	if (from < 0) {
+		from = 0;
+		while (from < n && (uintptr_t)raw[from] >= lo && (uintptr_t)raw[from] < hi)
+			from++;
+		if (ip)
+			pc[k++] = ip;
+	}
+	for (int i = from; i < n && k < max; i++)
+		pc[k++] = (uintptr_t)raw[i];
+	return k;
+}
+
+static uint64_t fatal_write(const uint64_t *pc, int n, nvlp_stack_sink sink, void *ctx)
+{
+	static struct module m; /* the writer thread's, under its lock */
+	if (n <= 0)
+		return 0;
+	n = n < MAX_FRAMES ? n : MAX_FRAMES;
+	uint64_t id = nvlp_hash64(pc, (size_t)n * sizeof pc[0], 0x737461636bull);
+	id = id ? id : 1;
+	set_add(emitted.stack_ids, STACK_SLOTS, id);
+	report_modules(pc, n, &m, sink, ctx);
+	struct nvlp_rec_stack r = {.id = id};
+	sink(ctx, NVLP_K_STACK, &r, pc, (size_t)n * sizeof pc[0]);
 	return id;
 }

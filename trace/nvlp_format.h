@@ -36,7 +36,7 @@
  * readers of the same major skip it); the major only when an encoding changes. */
 #define NVLP_FORMAT_OLDEST 1u
 #define NVLP_FORMAT_VERSION 2u
-#define NVLP_FORMAT_MINOR 1u
+#define NVLP_FORMAT_MINOR 2u
 #define NVLP_SCHEMA_CODE 0u    /* kind code of the schema record (first record of a version 2 file) */
 #define NVLP_MAX_FILE_KINDS 256 /* kind codes a schema may declare: 1..255 */
 #define NVLP_MAX_FILE_FIELDS 64 /* fields a schema may declare for one kind */
@@ -273,9 +273,13 @@ enum nvlp_ftype {
 /* A fatal signal (SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL) the process received: tid = the
  * thread it was delivered to (the one that raised it), code = siginfo's si_code, addr = si_addr
  * (faults), main = 1 when that thread is the process's main thread; blob = the thread's name
- * (/proc/self/task/TID/comm). Written before EXITINFO (reason signal) and END, in a frame of its
- * own; then the job's own handler or the default action runs unchanged. */
-#define NVLP_FIELDS_FATAL(F) F(T, t) F(I, signal) F(U, tid) F(I, code) F(X, addr) F(U, main)
+ * (/proc/self/task/TID/comm); stack = the id of the STACK record of that thread's native stack when
+ * the signal came (innermost first: the interrupted instruction, then the callers), written just
+ * before it with its MODULE records; 0 when not taken (NVLPROF_STACKS=0, or a trace before 2.2).
+ * Written before EXITINFO (reason signal) and END, in a frame of its own; then the job's own
+ * handler or the default action runs unchanged. */
+#define NVLP_FIELDS_FATAL(F)                                                                       \
+	F(T, t) F(I, signal) F(U, tid) F(I, code) F(X, addr) F(U, main) F(U, stack)
 
 /* What recording cost the process so far (cumulative since the trace opened; written every 10 s
  * and at the end, each in a frame of its own): wall = ns since the trace opened; proc_cpu = the

@@ -28,6 +28,7 @@ static void ended_fatal(struct an_finding *x, const struct an_job *job, const st
 		if (r->fatal.thread[0])
 			an_f_str(x, "thread_name", "%s", r->fatal.thread);
 		an_f_num(x, "main_thread", r->fatal.main, NULL);
+		an_f_fatal_stack(x, "stack", r);
 	}
 	const struct an_inflight *fl = an_end_inflight(r);
 	if (fl) {
@@ -86,8 +87,9 @@ int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *ou
 		an_f_num(x, "last_record_ms", an_end_ms(job, r), "ms");
 		if (r->npyrefs)
 			an_f_python(x, AN_EV_PYTHON, "last NCCL call at", r, an_f_py_last_nccl(r));
-		an_f_advice(x,
-		            r->end_reason == NVLP_END_SIGNAL ? AN_ADV_ENDED_SIGNAL : AN_ADV_PLAIN);
+		an_f_advice(x, r->fatal.signal                      ? AN_ADV_ENDED_FATAL
+		               : r->end_reason == NVLP_END_SIGNAL ? AN_ADV_ENDED_SIGNAL
+		                                                  : AN_ADV_PLAIN);
 	}
 	free(rises);
 	free(shown);

@@ -153,6 +153,8 @@ static void hang_endings(struct an_finding *x, const struct an_job *job, const s
 				continue;
 			snprintf(key, sizeof key, "rank_%d_ended", id);
 			an_f_str(x, key, "%s%s", how, step);
+			snprintf(key, sizeof key, "rank_%d_stack", id); /* a fatal signal's, if any */
+			an_f_fatal_stack(x, key, &job->ranks[fi]);
 		}
 }
 

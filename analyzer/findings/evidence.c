@@ -121,6 +121,18 @@ void an_f_native(struct an_finding *x, const char *key, const struct an_rank *r,
 	an_f_str(x, key, "%s", buf);
 }
 
+/* Evidence key: the stack of the thread a fatal signal hit (FATAL's STACK), "f+0x1c (lib+0x..)
+ * <- ..." from the interrupted instruction */
+void an_f_fatal_stack(struct an_finding *x, const char *key, const struct an_rank *r)
+{
+	const struct an_stack *s = r->fatal.stack ? an_find_stack(r, r->fatal.stack) : NULL;
+	if (!s || !s->n)
+		return;
+	char buf[240];
+	an_stack_fatal(r, s, 8, buf, sizeof buf);
+	an_f_str(x, key, "%s", buf);
+}
+
 /* ---- Python locations (PYSTACK/PYREF records) ---- */
 
 #define PY_SHOWN 3 /* frames in a location line: the innermost user frame and its callers */

@@ -26,7 +26,8 @@ enum an_adv {
 	AN_ADV_ENDED_SIGNAL = 1, /* rank_ended: ended by a signal (mostly the launcher's SIGTERM) */
 	AN_ADV_FALLBACK_ENV = 1, /* pcie_fallback: settings in the environment caused it */
 	AN_ADV_UMA_ADVISED = 1,  /* uma_thrashing: advice or prefetch was present */
-	AN_ADV_COUNT = 2
+	AN_ADV_ENDED_FATAL = 2,  /* rank_ended: a fatal signal (FATAL record: a crash or abort) */
+	AN_ADV_COUNT = 3
 };
 /*! x's advice: its finding's text (wording.c) for case adv (AN_ADV_*) */
 void an_f_advice(struct an_finding *x, int adv);
@@ -40,6 +41,8 @@ int an_f_rank_id(const struct an_job *job, size_t f);
 int an_f_file_of(const struct an_job *job, int id);
 /*! Evidence key: the innermost native frames of STACK stack of r, "main+0x11d <- ..." */
 void an_f_native(struct an_finding *x, const char *key, const struct an_rank *r, uint64_t stack);
+/*! Evidence key: the stack of the thread a fatal signal hit, when the trace has one (FATAL) */
+void an_f_fatal_stack(struct an_finding *x, const char *key, const struct an_rank *r);
 /*! Evidence key: "<what> train.py:41 in build_cache <- ..." for a PYSTACK of r (none: nothing) */
 void an_f_python(struct an_finding *x, const char *key, const char *what, const struct an_rank *r,
                  uint64_t pystack);

@@ -24,6 +24,12 @@ static const char *const advice[AN_F_COUNT][AN_ADV_COUNT] = {
                 "A SIGTERM usually comes from the launcher (torchrun and mp.spawn stop "
                 "the other ranks when one fails) or a scheduler's time limit: look for "
                 "the rank that failed first.",
+            [AN_ADV_ENDED_FATAL] =
+                "The process crashed: the stack is the thread's when the signal came. "
+                "SIGABRT in pt_nccl_watchdg is torch's NCCL watchdog ending a collective "
+                "that timed out (look for the hang); abort inside free or malloc means the "
+                "heap was corrupted earlier (rerun under MALLOC_CHECK_=3 or a memory "
+                "checker). Frames without names: nvlprof report --symbols DIR.",
         },
     [AN_F_nccl_split_host] =
         {"Give the ranks of one machine the same NCCL_HOSTID (or unset it), or run them in "

@@ -493,7 +493,8 @@ int an_ingest_fatal(struct lctx *c)
 	alive_at(r, f->t);
 	if (r->fatal.signal)
 		return 0;
-	r->fatal = (struct an_fatal){.signal = (int)sig, .main = f->main == 1, .tid = f->tid, .t = f->t};
+	r->fatal = (struct an_fatal){
+	    .signal = (int)sig, .main = f->main == 1, .tid = f->tid, .t = f->t, .stack = f->stack};
 	size_t n = c->rec->blob ? c->rec->blob_len : 0, i = 0;
 	for (; i < n && i < sizeof r->fatal.thread - 1; i++) { /* printable: it goes into text */
 		char ch = ((const char *)c->rec->blob)[i];

@@ -275,7 +275,9 @@ static int file_symbol(const struct an_module *m, uint64_t off, char *fn, size_t
 	return try_file(m->path, m, off, fn, len, so) ? -1 : 0;
 }
 
-void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
+/* pc as an_symbolize writes it, its function looked up at pc - back (1 for a return address:
+ * after a call that does not return it is the next function's first byte) */
+static void symbolize(const struct an_rank *r, uint64_t pc, unsigned back, char *out, size_t len)
 {
 	for (size_t i = 0; i < r->nmodules; i++) {
 		const struct an_module *m = &r->modules[i];
@@ -285,18 +287,23 @@ void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
 		base = base ? base + 1 : m->path;
 		uint64_t off = pc - m->base, so = 0;
 		char fn[128];
-		const struct an_sym *s = trace_symbol(r, m->base, off);
+		const struct an_sym *s = trace_symbol(r, m->base, off - back);
 		if (s)
 			snprintf(out, len, "%.127s+0x%llx (%s+0x%llx)", s->name,
 			         (unsigned long long)(off - s->off), base, (unsigned long long)off);
-		else if (file_symbol(m, off, fn, sizeof fn, &so) == 0)
-			snprintf(out, len, "%s+0x%llx (%s+0x%llx)", fn, (unsigned long long)so, base,
-			         (unsigned long long)off);
+		else if (file_symbol(m, off - back, fn, sizeof fn, &so) == 0)
+			snprintf(out, len, "%s+0x%llx (%s+0x%llx)", fn, (unsigned long long)(so + back),
+			         base, (unsigned long long)off);
 		else
 			snprintf(out, len, "%s+0x%llx", base, (unsigned long long)off);
 		return;
 	}
 	snprintf(out, len, "0x%llx", (unsigned long long)pc);
+}
+
+void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
+{
+	symbolize(r, pc, 0, out, len);
 }
 
 /* 1 if pc lies in the shim, CUPTI, the CUDA driver or runtime: frames of ours and NVIDIA's that sit
@@ -333,6 +340,60 @@ void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned 
 		size_t l = strlen(out);
 		snprintf(out + l, len - l, "%s%s", k > k0 ? " <- " : "", sym);
 	}
+}
+
+static const struct an_module *module_of(const struct an_rank *r, uint64_t pc)
+{
+	for (size_t i = 0; i < r->nmodules; i++)
+		if (pc >= r->modules[i].start && pc < r->modules[i].end)
+			return &r->modules[i];
+	return NULL;
+}
+
+/* 1 if sym ("name+0x.. (...)") is a frame of the machinery that raises a signal the thread sent
+ * itself: abort(), raise() and the kill system call's wrappers, on top of an abort's stack */
+static int raise_frame(const char *sym)
+{
+	static const char *const fn[] = {"__pthread_kill_implementation", "__pthread_kill_internal",
+	                                 "__pthread_kill", "pthread_kill", "__GI___pthread_kill",
+	                                 "raise", "__GI_raise", "gsignal", "abort", "__GI_abort"};
+	size_t l = strcspn(sym, "+ ");
+	for (size_t k = 0; k < sizeof fn / sizeof fn[0]; k++)
+		if (strlen(fn[k]) == l && !strncmp(sym, fn[k], l))
+			return 1;
+	return 0;
+}
+
+void an_stack_fatal(const struct an_rank *r, const struct an_stack *s, unsigned n, char *out,
+                    size_t len)
+{
+	char sym[160];
+	/* Past the last abort()/raise() frame among the leading frames of the innermost frame's
+	 * module (libc's: the ones that name no symbol are its local helpers) and those frames
+	 * themselves (an abort() a sanitizer's runtime interposes) */
+	unsigned k0 = 0;
+	const struct an_module *m0 = module_of(r, s->pc[0]);
+	for (unsigned k = 0; m0 && k + 1 < s->n; k++) {
+		symbolize(r, s->pc[k], k > 0, sym, sizeof sym);
+		if (raise_frame(sym))
+			k0 = k + 1;
+		else if (module_of(r, s->pc[k]) != m0)
+			break;
+	}
+	out[0] = 0;
+	size_t l = 0;
+	for (unsigned k = k0; k < s->n && k < k0 + n; k++) {
+		symbolize(r, s->pc[k], k > 0, sym, sizeof sym);
+		const char *sep = k > k0 ? " <- " : "";
+		/* whole frames only, with room left for the mark of the ones not shown */
+		if (l + strlen(sep) + strlen(sym) + 8 > len) {
+			snprintf(out + l, len - l, " <- ...");
+			return;
+		}
+		l += (size_t)snprintf(out + l, len - l, "%s%s", sep, sym);
+	}
+	if (k0 + n < s->n && l + 8 <= len)
+		snprintf(out + l, len - l, " <- ...");
 }
 
 /* ---- kernel names ---- */

@@ -312,6 +312,7 @@ struct an_rank {
 	struct an_fatal {
 		int signal, main;
 		uint64_t tid, t;
+		uint64_t stack;  /* STACK id of that thread when the signal came (0: none) */
 		char thread[20]; /* the thread's name, printable */
 	} fatal;
 	int64_t oom_start, oom_last;
@@ -547,6 +548,7 @@ struct an_job {
 	 * the latest of their detach times (ms after CUPTI attached), and those attached again for
 	 * managed memory (NOTE CUPTI_REATTACHED) */
 	int cupti_detached, cupti_reattached;
+	int cupti_kept_unsafe; /* processes that did not detach: cuptiFinalize unsafe there (13.0) */
 	uint64_t cupti_detach_ms;
 	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */
 	/* the first collective of the job's communicators (startup: ranks start apart): the
@@ -648,6 +650,11 @@ const struct an_stack *an_find_stack(const struct an_rank *r, uint64_t id);
  * of the shim, CUPTI, the driver and the CUDA runtime on top are left out (all of them when the
  * stack holds nothing else). */
 void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned n, char *out,
+                    size_t len);
+/*! The stack of a fatal signal from its innermost frame (the shim's, the driver's and the runtime's
+ * included: the crash may be theirs), past the frames of abort()/raise() that delivered a signal
+ * the thread sent itself; at most n frames, whole ones, " <- ..." when some are left out. */
+void an_stack_fatal(const struct an_rank *r, const struct an_stack *s, unsigned n, char *out,
                     size_t len);
 /*! A kernel's names as nsys gives them: *full the demangled name ("f(int)"; a name that is not
  * mangled, as it is), *shortn the function's name alone, no scope, template arguments or

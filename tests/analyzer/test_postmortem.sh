@@ -72,6 +72,10 @@ e0=$(jv abort hang_suspect rank_0_ended)
 if "$CLI" dump "$T/abort/tr"/*.nvlp 2>/dev/null | grep -q '^FATAL\|fatal'; then
 	check "abort: rank 0 ended by SIGABRT in its watchdog thread" \
 		grep -Eq '^ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\)' <<<"$e0"
+	s0=$(jv abort hang_suspect rank_0_stack)
+	check "abort: rank 0's stack is its watchdog thread's, abort() left out ($s0)" \
+		grep -Eq '^watchdog\+0x[0-9a-f]+ \(pm_job\+0x[0-9a-f]+\) <- ' <<<"$s0"
+	check_eq "abort: rank 1 (stuck, killed) has no stack" MISSING "$(jv abort hang_suspect rank_1_stack)"
 else
 	check_eq "abort: rank 0 without the shim's FATAL record: no END record" "$killed" "${e0:0:${#killed}}"
 fi
@@ -96,23 +100,25 @@ check "healthy: no finding but collection_gaps" \
 # cuInit at each rank's start) under NVLPROF_CUPTI=startup: CUPTI detached by the ticker thread's
 # copies during the hang (2 s in), before the failure (100 ms), or not yet when the watchdog
 # aborts (1.9 s in). The first finding is the same, and the report says which processes detached.
+# NVLPROF_CUPTI_FINALIZE=1: the fake CUPTI reports the headers' version, 13.0 here, which detaches only
+# when told (cupti/detach.c).
 JOB="$PROGS/pm_job_cupti"
 detached_re='^data: CUPTI detached after start-up in 2 of 2 processes \(NVLPROF_CUPTI=startup, by [0-9.]+ s\)'
-NVLPROF_CUPTI=startup run stuck_c stuck 4 0
+NVLPROF_CUPTI=startup NVLPROF_CUPTI_FINALIZE=1 run stuck_c stuck 4 0
 check "stuck, CUPTI detached during the hang: first finding is hang_suspect #21 missing rank 1" \
 	grep -Eq "$hang_re" <(first stuck_c)
 check "stuck, CUPTI detached during the hang: the report says both detached" \
 	grep -Eq "$detached_re" "$T/stuck_c/report.txt"
 w=$(jv stuck_c hang_suspect wait_ms)
 check "stuck, CUPTI detached during the hang: rank 0's wait runs to its end ($w ms >= 3000)" ge "$w" 3000
-NVLPROF_CUPTI=startup:100 run exit_c exit 3 0
+NVLPROF_CUPTI=startup:100 NVLPROF_CUPTI_FINALIZE=1 run exit_c exit 3 0
 check "exit, CUPTI detached before it: first finding is hang_suspect #21 missing rank 1" \
 	grep -Eq "$hang_re" <(first exit_c)
 check "exit, CUPTI detached before it: the report says both detached" \
 	grep -Eq "$detached_re" "$T/exit_c/report.txt"
 check_eq "exit, CUPTI detached before it: rank 1 exited" "exited with status 3" \
 	"$(jv exit_c hang_suspect rank_1_ended | cut -c1-20)"
-NVLPROF_CUPTI=startup run abort_c abort 4 1500
+NVLPROF_CUPTI=startup NVLPROF_CUPTI_FINALIZE=1 run abort_c abort 4 1500
 check "abort, CUPTI still attached in rank 0: first finding is hang_suspect #21 missing rank 1" \
 	grep -Eq "$hang_re" <(first abort_c)
 e0=$(jv abort_c hang_suspect rank_0_ended)

@@ -75,16 +75,24 @@ static void *exit_after(void *arg)
 
 /* fatal modes: the second thread's work, then the crash */
 static const char *crash_how = "abort";
-static void crash(void)
+/* not inlined: the FATAL record's stack names it (crash_in_app) */
+__attribute__((noinline)) static void crash_in_app(void)
 {
 	if (!strcmp(crash_how, "segv")) {
 		volatile int *p = (volatile int *)(uintptr_t)atol("8");
 		*p = 1;
 	} else if (!strcmp(crash_how, "kill")) {
 		kill(getpid(), SIGABRT); /* sent, not raised: si_code SI_USER */
+	} else if (!strcmp(crash_how, "free")) {
+		/* a double free: glibc's malloc aborts inside free() (heap corruption, as in a
+		 * "corrupted double-linked list" at exit) */
+		char *volatile p = malloc(24);
+		free(p);
+		free(p);
 	}
 	abort();
 }
+#define crash crash_in_app
 
 static void *crash_thread(void *arg)
 {
@@ -193,7 +201,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "fatal")) { /* fatal HOW WHERE [handler-before|handler-after]: HOW abort,
-	                                * segv or kill (SIGABRT sent to itself), on the main thread or
+	                                * segv, kill (SIGABRT sent to itself) or free (a double
+	                                * free: glibc aborts), on the main thread or
 	                                * a second one ("thread", while main makes calls) */
 		crash_how = argv[2];
 		if (argc > 4 && !strcmp(argv[4], "handler-after")) {

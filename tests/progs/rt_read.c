@@ -31,6 +31,8 @@ int main(int argc, char **argv)
 	struct nvlp_rec_fatal fatal = {0};
 	unsigned long long fatals = 0, fatal_before_exitinfo = 0;
 	char fatal_name[64] = "";
+	unsigned long long fatal_stack_prev = 0; /* the last STACK record's id before FATAL */
+	unsigned fatal_stack_frames = 0;
 	int got_end = 0, after_end = 0, rc;
 	struct nvlp_record rec;
 	while ((rc = nvlp_reader_next(r, &rec)) == 1) {
@@ -97,6 +99,12 @@ int main(int argc, char **argv)
 			memcpy(&inf_last, rec.f, sizeof inf_last);
 			inflight++;
 			break;
+		case NVLP_K_STACK:
+			if (!fatals) {
+				fatal_stack_prev = ((const struct nvlp_rec_stack *)rec.f)->id;
+				fatal_stack_frames = (unsigned)(rec.blob_len / 8);
+			}
+			break;
 		case NVLP_K_FATAL:
 			memcpy(&fatal, rec.f, sizeof fatal);
 			fatals++;
@@ -161,6 +169,9 @@ int main(int argc, char **argv)
 	       (long long)fatal.code, (unsigned long long)fatal.addr, (unsigned long long)fatal.main,
 	       fatal_name);
 	printf("fatal_tid=%llu\n", (unsigned long long)fatal.tid);
+	/* the FATAL's stack: the STACK record just before it has its id (1), and how many frames */
+	printf("fatal_stack=%d\n", fatal.stack && fatal.stack == fatal_stack_prev);
+	printf("fatal_stack_frames=%u\n", fatal.stack ? fatal_stack_frames : 0);
 	printf("oom_notes=%llu\n", oom_notes);
 	printf("oom_last=%llu\n", oom_last);
 	static const char *const keys[] = {

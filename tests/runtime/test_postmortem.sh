@@ -132,6 +132,36 @@ fatal_case segv_main SEGV segv main
 check_eq "segv_main: the faulting address, main thread" "signal=11 code=1 addr=0x8 main=1 name=rt_app" "$(rd "$f" fatal)"
 fatal_case abrt_sent ABRT kill main
 check_eq "abrt_sent: sent (SI_USER), no address" "signal=6 code=0 addr=0 main=1 name=rt_app" "$(rd "$f" fatal)"
+
+# the thread's native stack when the signal came: a STACK record just before FATAL, and the
+# report's rank_ended names the job's function first (abort()'s and raise()'s frames left out)
+fatal_stack() { # NAME TRACE FIRST_FRAME_RE [MORE_RE]
+	local name=$1 tr=$2 first=$3 more=${4:-}
+	check_eq "$name: FATAL names the STACK record before it" 1 "$(rd "$tr" fatal_stack)"
+	local st
+	st=$("$CLI" report "$(dirname "$tr")" 2>/dev/null | sed -n '/rank_ended/,/advice/s/^    stack: //p')
+	check "$name: the report's stack starts in $first ($st)" grep -Eq "^$first" <<<"$st"
+	[ -z "$more" ] || check "$name: the report's stack goes on through $more" grep -Eq "$more" <<<"$st"
+	check "$name: the advice says a crash" sh -c "'$CLI' report '$(dirname "$tr")' 2>/dev/null | grep -q 'advice: The process crashed'"
+}
+fatal_case segv_stack SEGV segv main
+fatal_stack segv_main "$f" 'crash_in_app\+0x[0-9a-f]+ \(rt_app\+' ' <- main\+'
+fatal_case abort_stack ABRT abort thread
+fatal_stack abort_thread "$f" 'crash_in_app\+' ' <- crash_thread\+'
+fatal_case kill_stack ABRT kill main
+fatal_stack abrt_sent "$f" 'kill\+' ' <- crash_in_app\+'
+if [ -z "${SAN:-}" ]; then # a sanitizer reports a double free itself and exits
+	fatal_case double_free ABRT free main
+	fatal_stack double_free "$f" 'libc' '__libc_free\+.* <- crash_in_app'
+	check "double_free: the advice names heap corruption" sh -c \
+		"'$CLI' report '$(dirname "$f")' 2>/dev/null | grep -q 'heap was corrupted'"
+fi
+d=$(fresh nostacks)
+run "$d" env NVLPROF_STACKS=0 "$APP" fatal abort main
+f=$(one "$d")
+check_eq "NVLPROF_STACKS=0: FATAL without a stack, dies of SIGABRT" "1 0 0 ABRT" \
+	"$(rd "$f" fatals) $(rd "$f" fatal_stack) $(rd "$f" fatal_stack_frames) $(kill -l "$(cat "$d/.rc")" 2>/dev/null)"
+check "NVLPROF_STACKS=0: no stack in the report" sh -c "! '$CLI' report '$d/tr' 2>/dev/null | grep -q '^    stack: '"
 # abort() from a thread while the main thread is blocked in a collective: both are in the trace
 d=$(fresh abort_blocked)
 run "$d" env FAKE_NCCL_BLOCK_MS=20000 FAKE_NCCL_BLOCK_AT=3 "$APP" fatal abort thread
