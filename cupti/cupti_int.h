@@ -286,14 +286,18 @@ typedef void (*nvlp_sub_drv_fn)(CUpti_CallbackId cbid, const CUpti_CallbackData 
 int nvlp_sub_start(nvlp_sub_drv_fn drv);
 /*! Enable or disable one callback for ourselves (the client's own state is kept). */
 int nvlp_sub_enable(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int on);
-/*! Call hook at the exit of every runtime and driver API call (both domains enabled on our
- * subscription, taken if not held yet) until cancelled or finalized. @return 0 or a CUptiResult. */
-int nvlp_sub_exit_hook(void (*hook)(void));
+/*! Call hook (with the call's name, a static string of CUPTI's) at the exit of every runtime
+ * and driver API call (both domains enabled on our subscription, taken if not held yet) until
+ * cancelled or finalized. @return 0 or a CUptiResult. */
+int nvlp_sub_exit_hook(void (*hook)(const char *fn));
 /*! The hook removed, the API domains back to what ours and the client's callbacks need. */
 void nvlp_sub_exit_hook_cancel(void);
 /*! From the hook: cuptiFinalize (no subscription call runs beside it), then forget the
  * subscription CUPTI dropped. @return the CUptiResult. */
 int nvlp_sub_finalize(void);
+/*! NVLPROF_DETACH_TEST=nofinalize (DEVELOPMENT.md): the investigation's control, a detach that
+ * does everything but cuptiFinalize (nvlp_sub_finalize skips the call). @return 1 when set */
+int nvlp_sub_nofinalize(void);
 /*! 1 while a client (Kineto) holds a subscription through us. */
 int nvlp_sub_client(void);
 void nvlp_sub_atfork_child(void);

@@ -28,8 +28,20 @@
  * API call, CUPTI's documented place for it, stops collecting (activity.c: ASIDE, then waits for
  * the threads inside a CUPTI call) and calls cuptiFinalize. The flush thread writes the note and
  * ends. An exit before that cancels the request (nvlp_detach_stop) and stops as usual.
+ *
+ * Not on CUPTI 13.0 (API versions 130000-130099) unless NVLPROF_CUPTI_FINALIZE=1: there
+ * cuptiFinalize, called as above, left a heap that glibc found corrupt at a later malloc
+ * ("corrupted double-linked list", "malloc(): unsorted double linked list corrupted": SIGABRT)
+ * in 20 of 1,396 short PyTorch processes on H100 and H200, and in none of 352 that did not call
+ * it (tests/gpu/exit_hunt.sh, runs 11-13: docs/MEASUREMENTS.md). Neither the buffers (CUPTI held
+ * none of ours when it finalized) nor the call it finalized at (a runtime call's inner driver
+ * call, or a top-level runtime call as Kineto waits for) changed that. CUPTI then stays attached,
+ * collecting what NVLPROF_CUPTI=startup keeps, and a NOTE says why. Other versions are not
+ * measured and detach as described.
  */
 #include <pthread.h> /* pthread_mutex_t */
+#include <stdlib.h>  /* getenv */
+#include <string.h>  /* strcmp */
 
 #include "cupti_int.h"
 #include "nvlp_rt.h"
@@ -48,7 +60,19 @@ static struct {
 	int tries;
 	int rc; /* cuptiFinalize's CUptiResult */
 	int noted_block, noted_done;
+	const char *site; /* the API call at whose exit it detached (CUPTI's static string) */
 } det = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1 (above): its API version in *ver. */
+static int finalize_unsafe(uint32_t *ver)
+{
+	const char *e = getenv("NVLPROF_CUPTI_FINALIZE");
+	*ver = 0;
+	if ((e && !strcmp(e, "1")) || !nvlp_cu.cuptiGetVersion ||
+	    nvlp_cu.cuptiGetVersion(ver) != CUPTI_SUCCESS)
+		return 0;
+	return *ver >= 130000 && *ver < 130100;
+}
 
 static int phase(void)
 {
@@ -71,14 +95,15 @@ void nvlp_detach_arm(uint64_t t_attach)
 	pthread_mutex_unlock(&det.mu);
 }
 
-/* The exit of a runtime/driver API call (any thread, inside CUPTI's callback). */
-static void detach_cb(void)
+/* The exit of a runtime/driver API call fn (any thread, inside CUPTI's callback). */
+static void detach_cb(const char *fn)
 {
 	if (phase() != DT_REQUESTED || pthread_mutex_trylock(&det.mu) != 0)
 		return;
 	uint64_t now = nvlp_now();
 	if (phase() == DT_REQUESTED && now >= det.next_try) {
 		if (nvlp_act_quiesce(QUIESCE_NS) == 0) {
+			det.site = fn;
 			det.rc = nvlp_sub_finalize();
 			det.t_done = nvlp_now();
 			set_phase(DT_DONE);
@@ -122,8 +147,11 @@ static void note_done(void)
 	}
 	nvlp_note(NVLP_NOTE_CUPTI_DETACHED, -1, (uint64_t)(after_s * 1000),
 	          "CUPTI detached %.1f s after attaching (NVLPROF_CUPTI=startup:%ld): topology kept; "
-	          "no driver-level capture from then on; links from NVML",
-	          after_s, nvlp_cfg()->cupti_detach_ms);
+	          "no driver-level capture from then on; links from NVML (at the exit of %.64s)%s",
+	          after_s, nvlp_cfg()->cupti_detach_ms, det.site ? det.site : "?",
+	          nvlp_sub_nofinalize() ? " (NVLPROF_DETACH_TEST=nofinalize: cuptiFinalize not "
+	                                     "called)"
+	                                   : "");
 }
 
 /* Hook set, kinds off, last records flushed, then the request. @return as nvlp_detach_tick. */
@@ -170,6 +198,17 @@ int nvlp_detach_tick(uint64_t now, int um)
 	}
 	if (ph != DT_WAIT || now < det.due)
 		return 0;
+	uint32_t ver;
+	if (finalize_unsafe(&ver)) {
+		set_phase(DT_OFF);
+		nvlp_note(NVLP_NOTE_CONFIG, -1, ver,
+		          "CUPTI not detached (NVLPROF_CUPTI=startup): cuptiFinalize of CUPTI %u (13.0) "
+		          "corrupted the heap of 20 of 1,396 short PyTorch processes on H100 and H200 "
+		          "(none of 352 without it); it stays attached, links from NVML. "
+		          "NVLPROF_CUPTI_FINALIZE=1 detaches anyway",
+		          ver);
+		return 0;
+	}
 	const char *b = blocker(um);
 	if (b) {
 		if (!det.noted_block++)

@@ -43,15 +43,18 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 /* A process whose CUPTI detached after start-up (NVLPROF_CUPTI=startup), counted once. */
 static void cupti_detach(struct an_job *job, const struct an_rank *r)
 {
-	int det = 0, again = 0;
+	static const char unsafe[] = "CUPTI not detached (NVLPROF_CUPTI=startup): cuptiFinalize of";
+	int det = 0, again = 0, kept = 0;
 	for (size_t i = 0; i < r->nnotes; i++) {
 		const struct an_note *n = &r->notes[i];
 		if (n->code == NVLP_NOTE_CUPTI_DETACHED && !det++ && n->value > job->cupti_detach_ms)
 			job->cupti_detach_ms = n->value;
 		again |= n->code == NVLP_NOTE_CUPTI_REATTACHED;
+		kept |= n->code == NVLP_NOTE_CONFIG && !strncmp(n->msg, unsafe, sizeof unsafe - 1);
 	}
 	job->cupti_detached += det > 0;
 	job->cupti_reattached += again;
+	job->cupti_kept_unsafe += kept;
 }
 
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond

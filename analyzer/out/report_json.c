@@ -37,6 +37,8 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 		jw_int(w, "attached_again", job->cupti_reattached);
 		jw_obj_end(w);
 	}
+	if (job->cupti_kept_unsafe) /* NVLPROF_CUPTI=startup refused on CUPTI 13.0 */
+		jw_int(w, "cupti_kept_attached_unsafe_finalize", job->cupti_kept_unsafe);
 	double pk = t->peak;
 	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	if (pk > 0)

@@ -60,6 +60,12 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 			fprintf(o, "; attached again for managed memory in %d", job->cupti_reattached);
 		fputc('\n', o);
 	}
+	if (job->cupti_kept_unsafe)
+		fprintf(o,
+		        "data: CUPTI kept attached in %d of %zu process%s despite NVLPROF_CUPTI=startup: "
+		        "cuptiFinalize corrupts the heap with CUPTI 13.0 (NVLPROF_CUPTI_FINALIZE=1 "
+		        "detaches anyway)\n",
+		        job->cupti_kept_unsafe, job->nok, job->nok == 1 ? "" : "es");
 }
 
 /* The summary line: time in NCCL per rank and how much of it the job waited on. */

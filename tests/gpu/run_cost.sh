@@ -77,7 +77,7 @@ if want presence; then
 		log "presence: CUPTI's parts alone (no nvlprof) on the tiny loop, libcupti's share of the launching thread"
 		OUT=$OUT/presence SETS=${PRESENCE_SETS:-1} MTPROF=$G/mtprof.so MTPROF_FOCUS=libcupti \
 			ov tiny ${TINY_BLOCK:-5} ${PRESENCE_BUDGET:-170} \
-			${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0,startup=NVLPROF_CUPTI=startup}
+			${PRESENCE_CONFIGS:-none,reg=cupti:reg,kinds=cupti:reg.kinds,inj=cupti:inj.ts.reg.kinds,sub=cupti:sub,fin=cupti:inj.ts.reg.kinds.fin,bare=NVLPROF_DRIVER=0+NVLPROF_SAMPLE_US=0,startup=NVLPROF_CUPTI=startup+NVLPROF_CUPTI_FINALIZE=1}
 	else
 		log "presence: needs $G/mtprof.so and $G/cupti_presence.so (make gpu-probes)"
 	fi

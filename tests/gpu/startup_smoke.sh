@@ -14,7 +14,7 @@ for m in ${SMOKE_MODES:-plain um prof_late prof_early}; do
 	timeout 120 python3 tests/gpu/startup_smoke.py $m --steps 400 --at 200 >"$S/$m.base.log" 2>&1
 	echo "base rc=$?" >>"$S/$m.base.log"
 	rm -rf "$S/tr_$m"
-	NVLPROF_CUPTI=startup:1000 timeout 120 "$NV" run -o "$S/tr_$m" -- python3 tests/gpu/startup_smoke.py $m --steps 400 --at 200 \
+	NVLPROF_CUPTI=startup:1000 NVLPROF_CUPTI_FINALIZE=1 timeout 120 "$NV" run -o "$S/tr_$m" -- python3 tests/gpu/startup_smoke.py $m --steps 400 --at 200 \
 		>"$S/$m.shim.log" 2>&1
 	echo "shim rc=$?" >>"$S/$m.shim.log"
 	echo "== $m"

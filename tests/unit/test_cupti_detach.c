@@ -141,6 +141,11 @@ static int child(const char *mode)
 		CHECK(cuptiActivityRegisterCallbacks(k_req, k_done) == CUPTI_SUCCESS &&
 		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS,
 		      "[kineto] a second client registers and enables kernels through nvlprof");
+	if (!strcmp(mode, "refused")) { /* CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1 */
+		CHECK(!until_detached(150) && fake_cupti_finalize_calls() == 0,
+		      "[refused] no cuptiFinalize in 1.5 s of API calls (CUPTI 13.0)");
+		return CHECK_DONE();
+	}
 	if (!strcmp(mode, "um") || !strcmp(mode, "kernels") || !strcmp(mode, "kineto")) {
 		CHECK(!until_detached(200), "[%s] CUPTI stays attached", mode); /* due at 300 ms */
 		return CHECK_DONE();
@@ -195,6 +200,7 @@ static int child(const char *mode)
 struct summary {
 	unsigned long long cross, rt_copies, rt_sid, device, um_records, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
 	int detached_note, again_note, kept_note, finalize_failed;
+	int refused_note; /* "CUPTI not detached ... cuptiFinalize of CUPTI 130001 (13.0)" */
 	char report[8192]; /* `nvlprof report` of the trace, its text then its JSON */
 };
 
@@ -226,6 +232,11 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 		s->again_note += n->code == NVLP_NOTE_CUPTI_REATTACHED && memmem(t, len, "CUPTI attached again", 20);
 		s->kept_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI kept attached", 19);
 		s->finalize_failed += memmem(t, len, "cuptiFinalize failed", 20) != NULL;
+		s->refused_note += n->code == NVLP_NOTE_CONFIG &&
+		                   memmem(t, len, "CUPTI not detached (NVLPROF_CUPTI=startup): "
+		                                  "cuptiFinalize of CUPTI 130001 (13.0) corrupted the heap",
+		                          99) != NULL &&
+		                   memmem(t, len, "NVLPROF_CUPTI_FINALIZE=1 detaches anyway", 40) != NULL;
 		printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code), len, t);
 	}
 }
@@ -269,9 +280,32 @@ int main(int argc, char **argv)
 	char ub[64];
 	snprintf(ub, sizeof ub, "FAKE_CUDA_UUID_BASE=%u", base);
 	struct summary s;
+	/* CUPTI 13.0 (the fake's version where the headers are 13.0) detaches only when told to
+	 * (detach.c): every run that detaches says so; "refused" and "version" below do not */
+	setenv("NVLPROF_CUPTI_FINALIZE", "1", 1);
+	int rc = run(self, lib, "refused",
+	             (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", "NVLPROF_KERNELS=off",
+	                              "NVLPROF_CUPTI_FINALIZE", "FAKE_CUPTI_VERSION=130001", NULL},
+	             &s);
+	CHECK(rc == 0 && s.refused_note == 1 && s.detached_note == 0,
+	      "[refused] CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1: not detached, and one NOTE says "
+	      "why and how to detach anyway (rc %d)",
+	      rc);
+	CHECK(strstr(s.report, "data: CUPTI kept attached in 1 of 1 process despite "
+	                       "NVLPROF_CUPTI=startup: cuptiFinalize corrupts the heap with CUPTI 13.0 "
+	                       "(NVLPROF_CUPTI_FINALIZE=1 detaches anyway)") &&
+	          strstr(s.report, "\"cupti_kept_attached_unsafe_finalize\": 1") &&
+	          !strstr(s.report, "CUPTI detached after start-up"),
+	      "[refused] the report says so, text and JSON:\n%s", s.report);
+	rc = run(self, lib, "detach",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=startup:300", "NVLPROF_KERNELS=off",
+	                          "NVLPROF_CUPTI_FINALIZE", "FAKE_CUPTI_VERSION=130200", NULL},
+	         &s);
+	CHECK(rc == 0 && s.refused_note == 0 && s.detached_note == 1,
+	      "[version] a CUPTI other than 13.0 (130200) detaches without being told (rc %d)", rc);
 	const char *env[] = {ldp, ub, "NVLPROF_CUPTI=startup:300", "NVLPROF_KERNELS=off",
 	                     "FAKE_CUPTI_PM=1", NULL};
-	int rc = run(self, lib, "detach", env, &s);
+	rc = run(self, lib, "detach", env, &s);
 	CHECK(rc == 0, "[detach] child ran and its checks passed (rc %d)", rc);
 	CHECK(s.cross == 1, "[detach] the cross-device copy before the detach recorded, the one "
 	                    "after not (%llu)", s.cross);
