@@ -3,7 +3,8 @@
 #include <link.h>        /* dl_iterate_phdr */
 #include <errno.h>       /* errno */
 #include <limits.h>      /* PATH_MAX */
-#include <pthread.h>     /* pthread_atfork */
+#include <pthread.h>     /* pthread_atfork, pthread_sigmask */
+#include <setjmp.h>      /* sigsetjmp */
 #include <signal.h>      /* sigaction */
 #include <stdlib.h>      /* atexit, getenv, setenv, realpath */
 #include <sys/syscall.h> /* SYS_exit_group */
@@ -117,6 +118,10 @@ static struct {
 	/* Set by the first fatal signal of the process: any later one (another thread, or a fault
 	 * in this handler's waiting) goes straight to the default action (on_fatal_signal). */
 	int fatal_seen;
+	/* The thread unwinding a fatal signal's stack (0: none), and where a fault of its
+	 * unwinding jumps back to (unwind_guarded) */
+	pid_t unwinding;
+	sigjmp_buf unwind_jb;
 } guards;
 
 /* The handler again if the loads counter moved since *seen. A library is counted once mapped, before
@@ -199,10 +204,42 @@ static void on_term_signal(int sig)
 static const int fatal_sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define FATAL_WAIT_MS 2000
 
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc);
+
+/*
+ * The stack of the thread a fatal signal hit, taken in its handler (nvlp_rt_fatal_capture). An
+ * unwinder walking a smashed stack may fault: that fault comes back to on_fatal_signal, which
+ * jumps back here, and the FATAL record goes without a stack; the process still dies of its
+ * first signal. Only where SIGSEGV and SIGBUS come to us (a handler of the job's would get our
+ * fault); both are unblocked for the walk (the one being handled is blocked in here).
+ */
+static void unwind_guarded(const void *uc, pid_t tid)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS};
+	sigset_t set, old;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof faults / sizeof *faults; i++) {
+		struct sigaction cur;
+		if (sigaction(faults[i], NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO) ||
+		    cur.sa_sigaction != on_fatal_signal)
+			return;
+		sigaddset(&set, faults[i]);
+	}
+	if (sigsetjmp(guards.unwind_jb, 1) == 0) { /* 1: the handler's mask comes back with a jump */
+		__atomic_store_n(&guards.unwinding, tid, __ATOMIC_RELEASE);
+		pthread_sigmask(SIG_UNBLOCK, &set, &old);
+		nvlp_rt_fatal_capture(uc);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	__atomic_store_n(&guards.unwinding, 0, __ATOMIC_RELEASE);
+}
+
 static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 {
 	int err = errno;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
+	if (__atomic_load_n(&guards.unwinding, __ATOMIC_ACQUIRE) == tid)
+		siglongjmp(guards.unwind_jb, 1); /* a fault in unwind_guarded's walk */
 	/* The writer thread cannot end a trace for its own fault, nor the thread that is ending it;
 	 * either way there is nobody to wait for. */
 	if (!__atomic_exchange_n(&guards.fatal_seen, 1, __ATOMIC_ACQ_REL) &&
@@ -212,7 +249,8 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 			 * siginfo holds the sender's pid there) */
 			int code = si ? si->si_code : 0;
 			uint64_t addr = code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0;
-			nvlp_rt_fatal_request(sig, (uint64_t)tid, code, addr, uc, FATAL_WAIT_MS);
+			unwind_guarded(uc, tid);
+			nvlp_rt_fatal_request(sig, (uint64_t)tid, code, addr, FATAL_WAIT_MS);
 		} else {
 			/* Another thread is ending the trace (exit(), a signal): let it finish. */
 			for (int i = 0; i < FATAL_WAIT_MS / 10 && shut_get() == 1; i++) {

@@ -185,13 +185,14 @@ int nvlp_emit(unsigned kind, const void *fields, const void *blob, size_t blob_l
 typedef int (*nvlp_stack_sink)(void *ctx, unsigned kind, const void *fields, const void *blob,
                                size_t blob_len);
 struct nvlp_fatal_stacker {
-	/*! In the fatal signal's handler: the interrupted thread's return addresses into pc
-	 * (innermost first: the interrupted instruction from uc, the ucontext, then its callers),
-	 * nothing loaded or allocated. @return how many (0 with NVLPROF_STACKS=0) */
-	int (*capture)(const void *uc, uint64_t *pc, int max);
-	/*! On the writer thread: the STACK record of pc[0..n) and the MODULE/BUILDID records of
-	 * the modules it touches not written yet, through sink. @return its id (0 if n is 0) */
-	uint64_t (*write)(const uint64_t *pc, int n, nvlp_stack_sink sink, void *ctx);
+	/*! In the fatal signal's handler (once a process): keep the interrupted thread's return
+	 * addresses (innermost first: the interrupted instruction from uc, the ucontext, then its
+	 * callers), nothing loaded or allocated; none with NVLPROF_STACKS=0, or when the walk
+	 * faults (it keeps them only at its end) */
+	void (*capture)(const void *uc);
+	/*! On the writer thread: the STACK record of what capture kept and the MODULE/BUILDID
+	 * records of the modules it touches not written yet, through sink. @return its id (0: none) */
+	uint64_t (*write)(nvlp_stack_sink sink, void *ctx);
 };
 /*! Register the stacker (stacks.c, from its constructor). */
 void nvlp_rt_set_fatal_stacker(const struct nvlp_fatal_stacker *s);

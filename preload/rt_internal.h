@@ -100,12 +100,14 @@ int nvlp_rt_rearm(void);
 /*! Async-signal-safe: ask the writer thread to shut down for signal sig and wait up to
  * timeout_ms for it to finish. @return 0 if it answered, -1 otherwise (or no writer). */
 int nvlp_rt_signal_request(int sig, int timeout_ms);
+/*! Async-signal-safe, in a fatal signal's handler before nvlp_rt_fatal_request: the thread's
+ * stack (uc: the handler's ucontext) through the registered stacker, kept for the FATAL record;
+ * kept only when the walk ends (a fault inside it leaves none). */
+void nvlp_rt_fatal_capture(const void *uc);
 /*! Async-signal-safe: the same for a fatal signal (sig) delivered to thread tid with siginfo's
- * si_code and si_addr, uc its handler's ucontext: the thread's stack is taken here (the
- * registered stacker's capture), and the end of the trace writes its STACK and a FATAL record
- * first. */
-int nvlp_rt_fatal_request(int sig, uint64_t tid, int code, uint64_t addr, const void *uc,
-                          int timeout_ms);
+ * si_code and si_addr: the end of the trace writes a FATAL record first (with the stack
+ * nvlp_rt_fatal_capture kept, as a STACK record before it). */
+int nvlp_rt_fatal_request(int sig, uint64_t tid, int code, uint64_t addr, int timeout_ms);
 /*! The status given to exit/_exit, for the EXITINFO record at the end. */
 void nvlp_rt_set_exit_status(int status);
 /*! Fork child, holding the lock: the parent's file and thread are not ours; back to idle. */

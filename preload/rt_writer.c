@@ -67,7 +67,6 @@ static struct {
 	 * NVLPROF_VERBOSE. */
 	_Atomic uint64_t kicks;
 } wake_pipe = {.kick_rd = -1, .kick_wr = -1, .ans_rd = -1, .ans_wr = -1};
-#define FATAL_FRAMES 32 /* of a fatal signal's stack */
 /* How the process ends: what signal handlers and the exit hooks leave for the writer thread. */
 static struct {
 	/* Set by a signal handler, read by the writer thread: a lock-free atomic int is both
@@ -75,10 +74,7 @@ static struct {
 	int sig_req;
 	/* A fatal signal's details, set by its handler before sig_req (FATAL record at the end). */
 	uint64_t fatal_tid, fatal_code, fatal_addr;
-	/* ... and the stack of the thread it hit, for the STACK record, taken and written by the
-	 * stacker stacks.c registered (none: no stack) */
-	uint64_t fatal_pc[FATAL_FRAMES];
-	int fatal_npc;
+	/* ... and the stacker stacks.c registered, which takes and writes the stack of its thread */
 	const struct nvlp_fatal_stacker *stacker;
 	/* The FATAL record was written when the signal came (fatal_early), not at the end. */
 	int fatal_written;
@@ -631,7 +627,7 @@ static void fatal_locked(void)
 	/* The stack's records (MODULE, BUILDID, STACK) before the FATAL naming it, in its frame. */
 	const struct nvlp_fatal_stacker *st = __atomic_load_n(&end_cause.stacker, __ATOMIC_ACQUIRE);
 	if (trace_out.writer && st)
-		f.stack = st->write(end_cause.fatal_pc, end_cause.fatal_npc, sink, NULL);
+		f.stack = st->write(sink, NULL);
 	if (trace_out.writer)
 		nvlp_writer_add(trace_out.writer, NVLP_K_FATAL, &f, name, n > 0 ? (size_t)n : 0);
 	if (trace_out.writer)
@@ -728,16 +724,17 @@ void nvlp_rt_set_fatal_stacker(const struct nvlp_fatal_stacker *s)
 	__atomic_store_n(&end_cause.stacker, s, __ATOMIC_RELEASE);
 }
 
-int nvlp_rt_fatal_request(int sig, uint64_t tid, int code, uint64_t addr, const void *uc,
-                          int timeout_ms)
+void nvlp_rt_fatal_capture(const void *uc)
+{
+	const struct nvlp_fatal_stacker *st = __atomic_load_n(&end_cause.stacker, __ATOMIC_ACQUIRE);
+	if (atomic_load(&trace_out.state) == W_RUNNING && st)
+		st->capture(uc); /* published by fatal_tid's release in nvlp_rt_fatal_request */
+}
+
+int nvlp_rt_fatal_request(int sig, uint64_t tid, int code, uint64_t addr, int timeout_ms)
 {
 	if (atomic_load(&trace_out.state) != W_RUNNING || wake_pipe.kick_wr < 0)
 		return -1;
-	/* where the thread was (the handler runs once: fatal_seen); published by fatal_tid's
-	 * release */
-	const struct nvlp_fatal_stacker *st = __atomic_load_n(&end_cause.stacker, __ATOMIC_ACQUIRE);
-	int n = st ? st->capture(uc, end_cause.fatal_pc, FATAL_FRAMES) : 0;
-	end_cause.fatal_npc = n < 0 ? 0 : n < FATAL_FRAMES ? n : FATAL_FRAMES;
 	__atomic_store_n(&end_cause.fatal_code, (uint64_t)(int64_t)code, __ATOMIC_RELAXED);
 	__atomic_store_n(&end_cause.fatal_addr, addr, __ATOMIC_RELAXED);
 	__atomic_store_n(&end_cause.fatal_tid, tid, __ATOMIC_RELEASE);

@@ -38,6 +38,10 @@ static struct {
 	pthread_once_t once;
 	uintptr_t self_lo, self_hi; /* the shim's own mapped range */
 	int ready;                  /* picked (a signal handler cannot wait for the once) */
+	int test_fault; /* NVLPROF_TEST_UNWIND_FAULT=1: a fatal stack's walk faults (tests) */
+	/* a fatal signal's stack, kept by fatal_capture for fatal_write */
+	uint64_t fatal_pc[MAX_FRAMES];
+	int fatal_n;
 } unwinder = {.once = PTHREAD_ONCE_INIT};
 /* The stacks and modules already emitted (sets of ids and bases). */
 static struct {
@@ -118,8 +122,8 @@ static void pick_unwinder(void)
 	__atomic_store_n(&unwinder.ready, 1, __ATOMIC_RELEASE);
 }
 
-static int fatal_capture(const void *uc, uint64_t *pc, int max);
-static uint64_t fatal_write(const uint64_t *pc, int n, nvlp_stack_sink sink, void *ctx);
+static void fatal_capture(const void *uc);
+static uint64_t fatal_write(nvlp_stack_sink sink, void *ctx);
 
 /* glibc's backtrace() dlopens libgcc_s on its first call: do that at load, not inside a hook
  * that may run while the dynamic loader's lock is held (or in a fatal signal's handler). */
@@ -127,6 +131,8 @@ __attribute__((constructor)) static void warm_up(void)
 {
 	static const struct nvlp_fatal_stacker stacker = {fatal_capture, fatal_write};
 	nvlp_init();
+	const char *tf = getenv("NVLPROF_TEST_UNWIND_FAULT");
+	unwinder.test_fault = tf && tf[0] == '1';
 	if (nvlp_cfg()->stacks && !nvlp_cfg()->disable) {
 		void *f[2];
 		backtrace(f, 2);
@@ -234,10 +240,14 @@ static uintptr_t interrupted_pc(const void *uc)
  * lookups and records wait for the writer thread (fatal_write). Both are lent to the core
  * (nvlp_rt_set_fatal_stacker), which calls no module by name.
  */
-static int fatal_capture(const void *uc, uint64_t *pc, int max)
+static void fatal_capture(const void *uc)
 {
-	if (!nvlp_cfg()->stacks || max <= 0)
-		return 0;
+	uint64_t *pc = unwinder.fatal_pc;
+	const int max = MAX_FRAMES;
+	if (!nvlp_cfg()->stacks)
+		return;
+	if (unwinder.test_fault) /* a walk over a smashed stack, as the tests make one */
+		pc[0] = *(volatile uint64_t *)(uintptr_t)atol("16");
 	void *raw[MAX_FRAMES + SKIP_FRAMES];
 	int ready = __atomic_load_n(&unwinder.ready, __ATOMIC_ACQUIRE);
 	unw_backtrace_fn bt = ready ? unwinder.bt : NULL;
@@ -260,15 +270,17 @@ static int fatal_capture(const void *uc, uint64_t *pc, int max)
 	}
 	for (int i = from; i < n && k < max; i++)
 		pc[k++] = (uintptr_t)raw[i];
-	return k;
+	/* at the end: a walk that faults keeps none */
+	__atomic_store_n(&unwinder.fatal_n, k, __ATOMIC_RELEASE);
 }
 
-static uint64_t fatal_write(const uint64_t *pc, int n, nvlp_stack_sink sink, void *ctx)
+static uint64_t fatal_write(nvlp_stack_sink sink, void *ctx)
 {
 	static struct module m; /* the writer thread's, under its lock */
+	const uint64_t *pc = unwinder.fatal_pc;
+	int n = __atomic_load_n(&unwinder.fatal_n, __ATOMIC_ACQUIRE);
 	if (n <= 0)
 		return 0;
-	n = n < MAX_FRAMES ? n : MAX_FRAMES;
 	uint64_t id = nvlp_hash64(pc, (size_t)n * sizeof pc[0], 0x737461636bull);
 	id = id ? id : 1;
 	set_add(emitted.stack_ids, STACK_SLOTS, id);

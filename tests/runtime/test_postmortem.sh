@@ -156,6 +156,16 @@ if [ -z "${SAN:-}" ]; then # a sanitizer reports a double free itself and exits
 	check "double_free: the advice names heap corruption" sh -c \
 		"'$CLI' report '$(dirname "$f")' 2>/dev/null | grep -q 'heap was corrupted'"
 fi
+# a fault while walking the stack (a smashed one; NVLPROF_TEST_UNWIND_FAULT makes the walk fault):
+# FATAL and END still written, without a stack, and the process dies of its own signal
+for how in abort:ABRT segv:SEGV; do
+	d=$(fresh "unwind_fault_${how%%:*}")
+	run "$d" env NVLPROF_TEST_UNWIND_FAULT=1 "$APP" fatal "${how%%:*}" main
+	f=$(one "$d")
+	check_eq "${how%%:*}, the stack's walk faults: dies of SIG${how#*:}; FATAL (no stack) and END written" \
+		"${how#*:} 1 0 1" \
+		"$(kill -l "$(cat "$d/.rc")" 2>/dev/null) $(rd "$f" fatals) $(rd "$f" fatal_stack) $(rd "$f" complete)"
+done
 d=$(fresh nostacks)
 run "$d" env NVLPROF_STACKS=0 "$APP" fatal abort main
 f=$(one "$d")
