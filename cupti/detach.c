@@ -61,17 +61,18 @@ static struct {
 	int rc; /* cuptiFinalize's CUptiResult */
 	int noted_block, noted_done;
 	const char *site; /* the API call at whose exit it detached (CUPTI's static string) */
+	uint32_t unsafe_ver; /* CUPTI 13.0's version without NVLPROF_CUPTI_FINALIZE=1 (above), 0 */
 } det = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1 (above): its API version in *ver. */
-static int finalize_unsafe(uint32_t *ver)
+/* CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1 (above): its API version, else 0. */
+static uint32_t finalize_unsafe(void)
 {
 	const char *e = getenv("NVLPROF_CUPTI_FINALIZE");
-	*ver = 0;
+	uint32_t ver = 0;
 	if ((e && !strcmp(e, "1")) || !nvlp_cu.cuptiGetVersion ||
-	    nvlp_cu.cuptiGetVersion(ver) != CUPTI_SUCCESS)
+	    nvlp_cu.cuptiGetVersion(&ver) != CUPTI_SUCCESS)
 		return 0;
-	return *ver >= 130000 && *ver < 130100;
+	return ver >= 130000 && ver < 130100 ? ver : 0;
 }
 
 static int phase(void)
@@ -88,7 +89,9 @@ void nvlp_detach_arm(uint64_t t_attach)
 {
 	if (nvlp_cfg()->cupti != 2)
 		return;
+	uint32_t unsafe = finalize_unsafe(); /* once, not at every tick a blocker holds it */
 	pthread_mutex_lock(&det.mu);
+	det.unsafe_ver = unsafe;
 	det.t_attach = t_attach;
 	det.due = t_attach + (uint64_t)nvlp_cfg()->cupti_detach_ms * 1000000ull;
 	set_phase(DT_WAIT);
@@ -198,15 +201,13 @@ int nvlp_detach_tick(uint64_t now, int um)
 	}
 	if (ph != DT_WAIT || now < det.due)
 		return 0;
-	uint32_t ver;
-	if (finalize_unsafe(&ver)) {
+	if (det.unsafe_ver) {
 		set_phase(DT_OFF);
-		nvlp_note(NVLP_NOTE_CONFIG, -1, ver,
-		          "CUPTI not detached (NVLPROF_CUPTI=startup): cuptiFinalize of CUPTI %u (13.0) "
-		          "corrupted the heap of 20 of 1,396 short PyTorch processes on H100 and H200 "
-		          "(none of 352 without it); it stays attached, links from NVML. "
-		          "NVLPROF_CUPTI_FINALIZE=1 detaches anyway",
-		          ver);
+		nvlp_note(NVLP_NOTE_CONFIG, -1, det.unsafe_ver,
+		          NVLP_NOTE_FINALIZE_UNSAFE " CUPTI %u (13.0) corrupted the heap of 20 of 1,396 "
+		          "short PyTorch processes on H100 and H200 (none of 352 without it); it stays "
+		          "attached, links from NVML. NVLPROF_CUPTI_FINALIZE=1 detaches anyway",
+		          det.unsafe_ver);
 		return 0;
 	}
 	const char *b = blocker(um);

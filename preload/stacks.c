@@ -183,6 +183,33 @@ static void report_modules(const uint64_t *pc, int n, struct module *m, nvlp_sta
 	}
 }
 
+/* The first of raw[0..n) that is not the shim's own frame (its mapped range [lo, hi)). */
+static int skip_own(void *const *raw, int n, uintptr_t lo, uintptr_t hi)
+{
+	int skip = 0;
+	while (skip < n && (uintptr_t)raw[skip] >= lo && (uintptr_t)raw[skip] < hi)
+		skip++;
+	return skip;
+}
+
+/* A STACK record's id: the hash of its addresses (never 0). */
+static uint64_t stack_id(const uint64_t *pc, int n)
+{
+	uint64_t id = nvlp_hash64(pc, (size_t)n * sizeof pc[0], 0x737461636bull);
+	return id ? id : 1;
+}
+
+/* The MODULE/BUILDID records of the modules pc[0..n) touches that were not written yet (m: the
+ * lookup's scratch, NULL: none), then the STACK record, through sink. */
+static void write_stack(uint64_t id, const uint64_t *pc, int n, struct module *m,
+                        nvlp_stack_sink sink, void *ctx)
+{
+	if (m)
+		report_modules(pc, n, m, sink, ctx);
+	struct nvlp_rec_stack r = {.id = id};
+	sink(ctx, NVLP_K_STACK, &r, pc, (size_t)n * sizeof pc[0]);
+}
+
 uint64_t nvlp_stack_capture(void)
 {
 	if (!nvlp_cfg()->stacks)
@@ -191,27 +218,22 @@ uint64_t nvlp_stack_capture(void)
 	void *raw[MAX_FRAMES + SKIP_FRAMES];
 	int n = unwinder.bt ? unwinder.bt(raw, MAX_FRAMES + SKIP_FRAMES)
 	                    : backtrace(raw, MAX_FRAMES + SKIP_FRAMES);
-	int skip = 0;
-	while (skip < n && (uintptr_t)raw[skip] >= unwinder.self_lo &&
-	       (uintptr_t)raw[skip] < unwinder.self_hi)
-		skip++;
 	uint64_t pc[MAX_FRAMES];
 	int k = 0;
-	for (int i = skip; i < n && k < MAX_FRAMES; i++)
+	for (int i = skip_own(raw, n, unwinder.self_lo, unwinder.self_hi); i < n && k < MAX_FRAMES;
+	     i++)
 		pc[k++] = (uintptr_t)raw[i];
 	if (!k)
 		return 0;
-	uint64_t id = nvlp_hash64(pc, (size_t)k * sizeof pc[0], 0x737461636bull);
-	id = id ? id : 1;
+	uint64_t id = stack_id(pc, k);
 	if (set_add(emitted.stack_ids, STACK_SLOTS, id) == 0)
 		return id;
 	/* New (or the set is full: writing it again is harmless, the analyzer keys by id). 4 KiB
 	 * of scratch: kept off the job's stack, made once per thread (freed when it exits). */
 	struct nvlp_tls *t = nvlp_tls();
-	if (t->stack_scratch || (t->stack_scratch = malloc(sizeof(struct module))))
-		report_modules(pc, k, t->stack_scratch, emit_sink, NULL);
-	struct nvlp_rec_stack r = {.id = id};
-	nvlp_emit(NVLP_K_STACK, &r, pc, (size_t)k * sizeof pc[0]);
+	if (!t->stack_scratch)
+		t->stack_scratch = malloc(sizeof(struct module));
+	write_stack(id, pc, k, t->stack_scratch, emit_sink, NULL);
 	return id;
 }
 
@@ -262,9 +284,7 @@ static void fatal_capture(const void *uc)
 			from = i;
 	int k = 0;
 	if (from < 0) {
-		from = 0;
-		while (from < n && (uintptr_t)raw[from] >= lo && (uintptr_t)raw[from] < hi)
-			from++;
+		from = skip_own(raw, n, lo, hi);
 		if (ip)
 			pc[k++] = ip;
 	}
@@ -281,11 +301,8 @@ static uint64_t fatal_write(nvlp_stack_sink sink, void *ctx)
 	int n = __atomic_load_n(&unwinder.fatal_n, __ATOMIC_ACQUIRE);
 	if (n <= 0)
 		return 0;
-	uint64_t id = nvlp_hash64(pc, (size_t)n * sizeof pc[0], 0x737461636bull);
-	id = id ? id : 1;
+	uint64_t id = stack_id(pc, n);
 	set_add(emitted.stack_ids, STACK_SLOTS, id);
-	report_modules(pc, n, &m, sink, ctx);
-	struct nvlp_rec_stack r = {.id = id};
-	sink(ctx, NVLP_K_STACK, &r, pc, (size_t)n * sizeof pc[0]);
+	write_stack(id, pc, n, &m, sink, ctx);
 	return id;
 }

@@ -487,6 +487,9 @@ enum nvlp_note_code {
 #undef NVLP_X_ENUM
 	NVLP_NOTE_CODE_COUNT
 };
+/* How a CONFIG note begins when NVLPROF_CUPTI=startup kept CUPTI attached on CUPTI 13.0, whose
+ * cuptiFinalize corrupts the heap (cupti/detach.c writes it, the analyzer counts it). */
+#define NVLP_NOTE_FINALIZE_UNSAFE "CUPTI not detached (NVLPROF_CUPTI=startup): cuptiFinalize of"
 
 /* KCH flags: what was wrong with a channel's stamps (the analyzer drops flagged ones). */
 #define NVLP_KCH_FLAGS(X)                                                                          \

@@ -275,30 +275,37 @@ static int file_symbol(const struct an_module *m, uint64_t off, char *fn, size_t
 	return try_file(m->path, m, off, fn, len, so) ? -1 : 0;
 }
 
+/* The module of r holding pc, or NULL. */
+static const struct an_module *module_of(const struct an_rank *r, uint64_t pc)
+{
+	for (size_t i = 0; i < r->nmodules; i++)
+		if (pc >= r->modules[i].start && pc < r->modules[i].end)
+			return &r->modules[i];
+	return NULL;
+}
+
 /* pc as an_symbolize writes it, its function looked up at pc - back (1 for a return address:
  * after a call that does not return it is the next function's first byte) */
 static void symbolize(const struct an_rank *r, uint64_t pc, unsigned back, char *out, size_t len)
 {
-	for (size_t i = 0; i < r->nmodules; i++) {
-		const struct an_module *m = &r->modules[i];
-		if (pc < m->start || pc >= m->end)
-			continue;
-		const char *base = strrchr(m->path, '/');
-		base = base ? base + 1 : m->path;
-		uint64_t off = pc - m->base, so = 0;
-		char fn[128];
-		const struct an_sym *s = trace_symbol(r, m->base, off - back);
-		if (s)
-			snprintf(out, len, "%.127s+0x%llx (%s+0x%llx)", s->name,
-			         (unsigned long long)(off - s->off), base, (unsigned long long)off);
-		else if (file_symbol(m, off - back, fn, sizeof fn, &so) == 0)
-			snprintf(out, len, "%s+0x%llx (%s+0x%llx)", fn, (unsigned long long)(so + back),
-			         base, (unsigned long long)off);
-		else
-			snprintf(out, len, "%s+0x%llx", base, (unsigned long long)off);
+	const struct an_module *m = module_of(r, pc);
+	if (!m) {
+		snprintf(out, len, "0x%llx", (unsigned long long)pc);
 		return;
 	}
-	snprintf(out, len, "0x%llx", (unsigned long long)pc);
+	const char *base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	uint64_t off = pc - m->base, so = 0;
+	char fn[128];
+	const struct an_sym *s = trace_symbol(r, m->base, off - back);
+	if (s)
+		snprintf(out, len, "%.127s+0x%llx (%s+0x%llx)", s->name,
+		         (unsigned long long)(off - s->off), base, (unsigned long long)off);
+	else if (file_symbol(m, off - back, fn, sizeof fn, &so) == 0)
+		snprintf(out, len, "%s+0x%llx (%s+0x%llx)", fn, (unsigned long long)(so + back), base,
+		         (unsigned long long)off);
+	else
+		snprintf(out, len, "%s+0x%llx", base, (unsigned long long)off);
 }
 
 void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
@@ -311,17 +318,14 @@ void an_symbolize(const struct an_rank *r, uint64_t pc, char *out, size_t len)
 static int tool_frame(const struct an_rank *r, uint64_t pc)
 {
 	static const char *const lib[] = {"libnvlprof.so", "libcupti.so", "libcuda.so", "libcudart.so"};
-	for (size_t i = 0; i < r->nmodules; i++) {
-		const struct an_module *m = &r->modules[i];
-		if (pc < m->start || pc >= m->end)
-			continue;
-		const char *b = strrchr(m->path, '/');
-		b = b ? b + 1 : m->path;
-		for (size_t k = 0; k < sizeof lib / sizeof lib[0]; k++)
-			if (!strncmp(b, lib[k], strlen(lib[k])))
-				return 1;
+	const struct an_module *m = module_of(r, pc);
+	if (!m)
 		return 0;
-	}
+	const char *b = strrchr(m->path, '/');
+	b = b ? b + 1 : m->path;
+	for (size_t k = 0; k < sizeof lib / sizeof lib[0]; k++)
+		if (!strncmp(b, lib[k], strlen(lib[k])))
+			return 1;
 	return 0;
 }
 
@@ -340,14 +344,6 @@ void an_stack_chain(const struct an_rank *r, const struct an_stack *s, unsigned 
 		size_t l = strlen(out);
 		snprintf(out + l, len - l, "%s%s", k > k0 ? " <- " : "", sym);
 	}
-}
-
-static const struct an_module *module_of(const struct an_rank *r, uint64_t pc)
-{
-	for (size_t i = 0; i < r->nmodules; i++)
-		if (pc >= r->modules[i].start && pc < r->modules[i].end)
-			return &r->modules[i];
-	return NULL;
 }
 
 /* 1 if sym ("name+0x.. (...)") is a frame of the machinery that raises a signal the thread sent

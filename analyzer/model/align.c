@@ -43,7 +43,7 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 /* A process whose CUPTI detached after start-up (NVLPROF_CUPTI=startup), counted once. */
 static void cupti_detach(struct an_job *job, const struct an_rank *r)
 {
-	static const char unsafe[] = "CUPTI not detached (NVLPROF_CUPTI=startup): cuptiFinalize of";
+	static const char unsafe[] = NVLP_NOTE_FINALIZE_UNSAFE;
 	int det = 0, again = 0, kept = 0;
 	for (size_t i = 0; i < r->nnotes; i++) {
 		const struct an_note *n = &r->notes[i];
