@@ -146,8 +146,11 @@ static int ev_hang(const struct an_job *job, const struct an_finding *x, struct 
 	return 0;
 }
 
+#define STORY_STACK_FRAMES 4 /* of a fatal signal's stack, after the time (rank_ended has 8) */
+
 /* Every rank that ended abnormally, when it was last alive (its last record of any kind: the
- * heartbeats run on while a rank waits in a call; what the waits are measured to) */
+ * heartbeats run on while a rank waits in a call; what the waits are measured to); one killed
+ * by a fatal signal with its stack's first frames (format 2.2 traces) after the time */
 static int ev_ends(const struct an_job *job, const struct ends *ends, struct an_story *s,
                    size_t *cap)
 {
@@ -162,6 +165,13 @@ static int ev_ends(const struct an_job *job, const struct ends *ends, struct an_
 			return -1;
 		snprintf(e->detail, sizeof e->detail, "%s", how);
 		e->at = strlen(e->detail);
+		const struct an_stack *st = r->fatal.stack ? an_find_stack(r, r->fatal.stack) : NULL;
+		if (st && st->n) {
+			char frames[240];
+			an_stack_fatal(r, st, STORY_STACK_FRAMES, frames, sizeof frames);
+			size_t o = strlen(e->detail);
+			snprintf(e->detail + o, sizeof e->detail - o, " (stack: %s)", frames);
+		}
 	}
 	return 0;
 }

@@ -76,6 +76,10 @@ if "$CLI" dump "$T/abort/tr"/*.nvlp 2>/dev/null | grep -q '^FATAL\|fatal'; then
 	check "abort: rank 0's stack is its watchdog thread's, abort() left out ($s0)" \
 		grep -Eq '^watchdog\+0x[0-9a-f]+ \(pm_job\+0x[0-9a-f]+\) <- ' <<<"$s0"
 	check_eq "abort: rank 1 (stuck, killed) has no stack" MISSING "$(jv abort hang_suspect rank_1_stack)"
+	# the story's paragraph is wrapped: read it as one line
+	check "abort: the story quotes rank 0's stack with its end" grep -Eq \
+		'ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\) \(stack: watchdog\+0x[0-9a-f]+ \(pm_job\+0x[0-9a-f]+\) <- [^)]*\) [0-9.]+ (ms|s) later' \
+		<(tr '\n' ' ' <"$T/abort/report.txt")
 else
 	check_eq "abort: rank 0 without the shim's FATAL record: no END record" "$killed" "${e0:0:${#killed}}"
 fi
