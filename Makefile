@@ -291,6 +291,9 @@ $(BUILD)/tests/progs/drv_only: | $(CUPTI_FAKE_LIBS)
 # report says so
 $(BUILD)/tests/test_pm_busy: $(BUILD)/cli/tests/unit/test_pm_busy.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB)
 	$(call link,$(CUPTI_FAKES_LD))
+# without CUPTI: DEVICE and NVLINK records from the fake libcuda and the fake NVML's link state
+$(BUILD)/tests/test_topo_nvml: $(BUILD)/cli/tests/unit/test_topo_nvml.o $(TRACE_OBJS) | $(CUPTI_FAKE_LIBS) $(FAKE_LIBS) $(FAKES_DIR)/nvml/libnvidia-ml.so.1 $(LIB)
+	$(call link,$(CUPTI_FAKES_LD) -ldl)
 # two ranks of the fake NCCL under the shim with KernelCh events; the analyzer gives every collective its GPU time
 LIBS_test_kernelch := -L$(FAKES_DIR) -l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,$(abspath $(FAKES_DIR))
 $(BUILD)/tests/test_kernelch: $(BUILD)/cli/tests/unit/test_kernelch.o $(ANALYZER_OBJS) $(TRACE_OBJS) | $(FAKE_LIBS) $(LIB)
@@ -480,7 +483,7 @@ $(BUILD)/gpu/mtprof.so: tests/gpu/mtprof.c
 # CUPTI's parts alone, without nvlprof (overhead.py's NAME=cupti:PARTS); libcupti is dlopened
 $(BUILD)/gpu/cupti_presence.so: tests/gpu/cupti_presence.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -Wall -Wextra -shared -fPIC $(CUDA_CPPFLAGS) -o $@ $< -ldl
+	$(CC) -O2 -Wall -Wextra -shared -fPIC -pthread $(CUDA_CPPFLAGS) -o $@ $< -ldl
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo

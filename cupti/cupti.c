@@ -399,6 +399,26 @@ static void start_collectors(const struct nvlp_config *cfg)
 	}
 }
 
+/* NVLPROF_CUPTI=lazy (detach.c): CUPTI left out unless something needs it from the start; the
+ * link sampler (NVML) records the topology and the link counters. @return 0 left out, -1 attach */
+static int start_lazy(uint32_t ver)
+{
+	const char *b = nvlp_detach_lazy_blocker();
+	if (b) {
+		nvlp_note(NVLP_NOTE_CONFIG, -1, ver, NVLP_NOTE_CUPTI_LAZY_NEEDED " %s", b);
+		return -1;
+	}
+	nvlp_detach_lazy(injection_state.t_start);
+	nvlp_act_set_state(NVLP_CS_ASIDE);
+	nvlp_note(NVLP_NOTE_CONFIG, -1, ver,
+	          NVLP_NOTE_CUPTI_LAZY " CUPTI %u (%s) loaded but not attached: topology from the "
+	          "driver and NVML, link counters from NVML, no driver-level capture, no "
+	          "unified-memory counters; a profiler reaches CUPTI itself",
+	          ver, nvlp_cupti_path());
+	nvlp_link_start();
+	return 0;
+}
+
 static void start_locked(void)
 {
 	const struct nvlp_config *cfg = nvlp_cfg();
@@ -410,6 +430,8 @@ static void start_locked(void)
 		goto aside;
 	if (!injection_state.injected && start_driver(ver) != 0)
 		goto aside;
+	if (cfg->cupti == 3 && start_lazy(ver) == 0)
+		return;
 
 	/* One clock for everything: ours, when CUPTI lets us. */
 	nvlp_cupti_clock_register();
@@ -608,8 +630,12 @@ void nvlp_cupti_managed_seen(void)
 {
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
-	if (nvlp_cfg()->um != 0 && nvlp_detach_done())
-		attach_again(); /* NVLPROF_CUPTI=startup: its counters need CUPTI */
+	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
+		if (nvlp_detach_is_lazy())
+			nvlp_detach_lazy_um(); /* attached now, CUPTI would count nothing (detach.c) */
+		else
+			attach_again(); /* NVLPROF_CUPTI=startup: its counters need CUPTI */
+	}
 	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == 0 ||
 	    __atomic_load_n(&injection_state.um_on, __ATOMIC_RELAXED))
 		return;

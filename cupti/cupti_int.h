@@ -95,6 +95,8 @@ struct nvlp_driver_table {
 	nvlp_cures (*cuDeviceGetPCIBusId)(char *, int, int);
 	nvlp_cures (*cuDevicePrimaryCtxGetState)(int, unsigned *, int *);         /* optional */
 	nvlp_cures (*cuPointerGetAttributes)(unsigned, int *, void **, uint64_t); /* optional */
+	nvlp_cures (*cuDeviceGetName)(char *, int, int);                          /* optional */
+	nvlp_cures (*cuDeviceTotalMem_v2)(size_t *, int);                         /* optional */
 };
 extern struct nvlp_driver_table nvlp_drv;
 
@@ -335,6 +337,14 @@ int nvlp_detach_again(void);
 /*! The NOTE of that attach: ok, or CUPTI refused; after_s since CUPTI first attached. */
 void nvlp_detach_again_note(int ok, double after_s);
 void nvlp_detach_atfork_child(void);
+/*! NVLPROF_CUPTI=lazy at start: what needs CUPTI attached from the start, or NULL. */
+const char *nvlp_detach_lazy_blocker(void);
+/*! NVLPROF_CUPTI=lazy: CUPTI left out at start; from here on as after a detach. */
+void nvlp_detach_lazy(uint64_t t_start);
+/*! 1 once nvlp_detach_lazy ran. */
+int nvlp_detach_is_lazy(void);
+/*! NVLPROF_CUPTI=lazy, managed memory allocated: the NOTE that its migrations go unmeasured (once). */
+void nvlp_detach_lazy_um(void);
 
 /* ---- cupti.c ---- */
 /*! An intercepted call reached the shim: start late if injection will not (rate-limited; does
@@ -352,6 +362,24 @@ void nvlp_link_stop_thread(void);
  * NVML once more. Tears nothing down (the process is ending). */
 void nvlp_link_stop(void);
 void nvlp_link_atfork_child(void);
+
+/* ---- topo.c: the NVLink topology without CUPTI (driver API and NVML) ---- */
+/*! One DEVICE record per CUDA device (driver attributes, as CUPTI's DEVICE records give them),
+ * then NVLINK records from NVML's per-link state, grouped as CUPTI groups them: one per pair of
+ * visible GPUs joined by direct links, one per pair of GPUs that both reach an NVSwitch
+ * (NVLP_NVLINK_F_NVSWITCH). Call once, after cuInit, on a thread of ours (it registers an
+ * emitting thread, dlopens NVML, makes up to 5 NVML calls per link of each GPU).
+ * @return the NVLINK records emitted (0: none, e.g. one GPU); -1 with a one-line reason in why
+ * when the driver or NVML (or its NVLink functions) is unavailable (the DEVICE records are
+ * emitted whenever the driver answers). */
+int nvlp_topo_nvml(char *why, size_t len);
+/*! NVML's nvmlNvlinkVersion_t (1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0,
+ * 8 = 6.0) as the major number that CUPTI's NVLINK nvlinkVersion carries; 0 when unknown. */
+static inline unsigned nvlp_nvml_nvlink_major(unsigned v)
+{
+	static const unsigned char major[] = {0, 1, 2, 2, 3, 3, 4, 5, 6};
+	return v < sizeof major ? major[v] : 0;
+}
 
 /* ---- windows.c: kernel tracing (NVLPROF_KERNELS): all, off or windows ---- */
 /*! At CUPTI start, before the kinds are enabled: the mode from the configuration; a value not

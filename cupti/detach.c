@@ -1,4 +1,5 @@
-/* detach.c: NVLPROF_CUPTI=startup[:MS]: CUPTI detached (cuptiFinalize) once start-up is recorded. */
+/* detach.c: NVLPROF_CUPTI=startup[:MS]: CUPTI detached (cuptiFinalize) once start-up is recorded;
+ * NVLPROF_CUPTI=lazy: CUPTI not attached until something needs it. */
 /*
  * Why. CUPTI attached at cuInit costs a launch-bound thread even with nothing enabled but the
  * topology kinds: run 8 (MEASUREMENTS.md) put ~0.9% of the launching thread's CPU in libcupti with
@@ -38,6 +39,18 @@
  * call, or a top-level runtime call as Kineto waits for) changed that. CUPTI then stays attached,
  * collecting what NVLPROF_CUPTI=startup keeps, and a NOTE says why. Other versions are not
  * measured and detach as described.
+ *
+ * NVLPROF_CUPTI=lazy: what startup leaves after its detach, from the start, without the
+ * cuptiFinalize that CUPTI 13.0 gets wrong (run 14: a program of CUPTI calls alone, without
+ * nvlprof, detaching the same way, aborted in malloc as often). At cuInit nothing of CUPTI is
+ * called (libcupti is loaded and its version read, nothing else): the phase starts at DT_DONE, so
+ * a profiler reaches CUPTI itself, as after a detach, and the topology comes from the driver and
+ * NVML instead of CUPTI's DEVICE/NVLINK records (topo.c, from the link sampler's thread). Managed
+ * memory does not attach CUPTI: attached at the allocation, CUPTI 13.0 delivered no unified-memory
+ * counter record on a job whose page thrashing the same CUPTI, attached at cuInit, measured (run
+ * 14), so it would only bring CUPTI's cost back; a NOTE says the migrations are not measured. CUPTI
+ * attaches at cuInit as with 1, with a note saying why, where a blocker (below) needs it from the
+ * start.
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdlib.h>  /* getenv */
@@ -62,6 +75,7 @@ static struct {
 	int noted_block, noted_done;
 	const char *site; /* the API call at whose exit it detached (CUPTI's static string) */
 	uint32_t unsafe_ver; /* CUPTI 13.0's version without NVLPROF_CUPTI_FINALIZE=1 (above), 0 */
+	int lazy;            /* NVLPROF_CUPTI=lazy left CUPTI out at start (DT_DONE from the start) */
 } det = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1 (above): its API version, else 0. */
@@ -119,20 +133,41 @@ static void detach_cb(const char *fn)
 	pthread_mutex_unlock(&det.mu);
 }
 
-/* What still needs CUPTI attached, or NULL. */
-static const char *blocker(int um)
+/* What still needs CUPTI attached, or NULL; kernels: kernel tracing on. */
+static const char *blocker(int kernels, int um)
 {
 	/* CuPy (its runtime linked in statically), JAX, Triton: their copies and managed memory
 	 * reach nvlprof through the driver callbacks alone */
 	if (!nvlp_cudart_major()) /* the runtime the hooks bind to (resolve.c) */
 		return "no CUDA runtime library (CuPy, JAX): copies seen only by driver callbacks";
-	if (nvlp_kw_mode() != NVLP_KM_OFF)
+	if (kernels)
 		return "kernel tracing (NVLPROF_KERNELS)";
 	if (um)
 		return "unified-memory counters on";
 	if (nvlp_act_client() || nvlp_sub_client())
 		return "torch.profiler (another CUPTI client) registered with it";
 	return NULL;
+}
+
+const char *nvlp_detach_lazy_blocker(void)
+{
+	/* at start: the parsed NVLPROF_KERNELS (windows.c reads it later), NVLPROF_UM=1 */
+	return blocker(nvlp_cfg()->km.mode != NVLP_KM_OFF, nvlp_cfg()->um == 1);
+}
+
+void nvlp_detach_lazy(uint64_t t_start)
+{
+	pthread_mutex_lock(&det.mu);
+	det.lazy = 1;
+	det.noted_done = 1; /* nothing was detached: no CUPTI_DETACHED note */
+	det.t_attach = det.t_done = t_start;
+	set_phase(DT_DONE);
+	pthread_mutex_unlock(&det.mu);
+}
+
+int nvlp_detach_is_lazy(void)
+{
+	return __atomic_load_n(&det.lazy, __ATOMIC_RELAXED);
 }
 
 /* Once, from the flush thread or, when the process ends first, from the stop. */
@@ -210,7 +245,7 @@ int nvlp_detach_tick(uint64_t now, int um)
 		          det.unsafe_ver);
 		return 0;
 	}
-	const char *b = blocker(um);
+	const char *b = blocker(nvlp_kw_mode() != NVLP_KM_OFF, um);
 	if (b) {
 		if (!det.noted_block++)
 			nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
@@ -250,6 +285,18 @@ int nvlp_detach_again(void)
 	return ph == DT_DONE;
 }
 
+void nvlp_detach_lazy_um(void)
+{
+	if (!det.lazy || phase() != DT_DONE ||
+	    __atomic_exchange_n(&det.noted_block, 1, __ATOMIC_ACQ_REL))
+		return;
+	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
+	          NVLP_NOTE_CUPTI_LAZY_UM " its page migrations are not measured in this process: "
+	          "unified-memory counters need CUPTI attached before the CUDA context (attached at "
+	          "the allocation, CUPTI 13.0 counted nothing: run 14); NVLPROF_CUPTI=1 measures "
+	          "them");
+}
+
 void nvlp_detach_again_note(int ok, double after_s)
 {
 	if (ok)
@@ -268,5 +315,6 @@ void nvlp_detach_atfork_child(void)
 	pthread_mutex_init(&det.mu, NULL);
 	det.phase = DT_OFF; /* CUDA and CUPTI do not survive fork */
 	det.noted_done = det.noted_block = 0;
+	det.lazy = 0;
 	det.tries = 0;
 }

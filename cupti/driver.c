@@ -225,6 +225,9 @@ int nvlp_driver_load(char *why, size_t whylen)
 		    (__typeof__(t.cuDeviceGetPCIBusId))dlsym(h, "cuDeviceGetPCIBusId");
 		t.cuPointerGetAttributes =
 		    (__typeof__(t.cuPointerGetAttributes))dlsym(h, "cuPointerGetAttributes");
+		t.cuDeviceGetName = (__typeof__(t.cuDeviceGetName))dlsym(h, "cuDeviceGetName");
+		t.cuDeviceTotalMem_v2 =
+		    (__typeof__(t.cuDeviceTotalMem_v2))dlsym(h, "cuDeviceTotalMem_v2");
 		if (!t.cuInit || !t.cuCtxGetCurrent || !t.cuDeviceGetCount) {
 			if (why)
 				snprintf(why, whylen, "libcuda.so.1 lacks cuInit/cuCtxGetCurrent");

@@ -67,5 +67,9 @@ void nvlp_lk_pm_final(int dev, struct gpu *g);
 int nvlp_lk_nvml_setup(int dev, struct gpu *g, char *why, size_t len);
 /*! Read the cumulative counters; emit a LINKSAMPLE of the deltas since the previous read. */
 void nvlp_lk_nvml_sample(int dev, struct gpu *g);
+/*! NVML loaded and initialised (once, shared with the sampler; any thread): its dlopen handle,
+ * for the functions the sampler does not use (topo.c's NVLink state). @return the handle, or NULL
+ * (why says why). */
+void *nvlp_lk_nvml_handle(char *why, size_t len);
 
 #endif /* NVLP_LINK_INT_H */

@@ -1,8 +1,10 @@
 /* linknvml.c: the link sampler's fallback when PM sampling is unavailable: NVML's cumulative
  * NVLink and PCIe counters, read per link and summed into LINKSAMPLE records of their deltas. */
-#include <dlfcn.h>  /* dlopen */
-#include <stdio.h>  /* snprintf */
-#include <string.h> /* memset */
+#include <dlfcn.h>   /* dlopen */
+#include <pthread.h> /* pthread_mutex_t */
+#include <stdio.h>   /* snprintf */
+#include <string.h>  /* memset */
+#include <time.h>    /* clock_gettime */
 
 #include "link_int.h"
 #include "nvlp_rt.h"
@@ -29,24 +31,28 @@ static int nvml_field(int i)
 {
 	return i < 4 * NVML_LINKS ? i % 4 : 4 + i - 4 * NVML_LINKS;
 }
+/* Loaded once, by the link sampler or topo.c (nvlp_lk_nvml_handle), whichever comes first: the
+ * fields below are written under mu, then state (atomic) says they are set. */
 static struct {
 	int (*init)(void);
 	int (*by_pci)(const char *, void **);
 	int (*fields)(void *, int, nvml_field_value *);
 	const char *(*err)(int);
+	void *h;   /* the dlopen handle (topo.c resolves the NVLink functions from it) */
 	int state; /* 0 untried, 1 ok, -1 unavailable */
 	char why[256];
-} nvml_api;
+	pthread_mutex_t mu;
+} nvml_api = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static int nvml_load(void)
+/* @return the state to publish: 1 ok, -1 (nvml_api.why says why) */
+static int nvml_open(void)
 {
-	if (nvml_api.state)
-		return nvml_api.state;
 	void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
 	if (!h) {
 		snprintf(nvml_api.why, sizeof nvml_api.why, "libnvidia-ml.so.1 not loadable");
-		return nvml_api.state = -1;
+		return -1;
 	}
+	nvml_api.h = h;
 	nvml_api.init = (__typeof__(nvml_api.init))dlsym(h, "nvmlInit_v2");
 	nvml_api.by_pci = (__typeof__(nvml_api.by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
 	nvml_api.fields = (__typeof__(nvml_api.fields))dlsym(h, "nvmlDeviceGetFieldValues");
@@ -55,15 +61,45 @@ static int nvml_load(void)
 	if (!nvml_api.init || !nvml_api.by_pci || !nvml_api.fields) {
 		snprintf(nvml_api.why, sizeof nvml_api.why,
 		         "libnvidia-ml.so.1 lacks nvmlDeviceGetFieldValues");
-		return nvml_api.state = -1;
+		return -1;
 	}
 	int r = nvml_api.init();
 	if (r != 0) {
 		snprintf(nvml_api.why, sizeof nvml_api.why, "nvmlInit_v2: %s",
 		         nvml_api.err ? nvml_api.err(r) : "error");
-		return nvml_api.state = -1;
+		return -1;
 	}
-	return nvml_api.state = 1;
+	return 1;
+}
+
+/* @return 1 loaded, or -1 (why says why) */
+static int nvml_load(char *why, size_t len)
+{
+	int st = __atomic_load_n(&nvml_api.state, __ATOMIC_ACQUIRE);
+	if (st < 0)
+		snprintf(why, len, "%s", nvml_api.why);
+	if (st)
+		return st;
+	/* bounded: a fork while another thread was loading leaves mu locked in the child */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	if (pthread_mutex_timedlock(&nvml_api.mu, &until) != 0) {
+		snprintf(why, len, "NVML: another thread is still loading libnvidia-ml.so.1");
+		return -1;
+	}
+	st = nvml_api.state;
+	if (!st)
+		__atomic_store_n(&nvml_api.state, st = nvml_open(), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&nvml_api.mu);
+	if (st < 0)
+		snprintf(why, len, "%s", nvml_api.why);
+	return st;
+}
+
+void *nvlp_lk_nvml_handle(char *why, size_t len)
+{
+	return nvml_load(why, len) > 0 ? nvml_api.h : NULL;
 }
 
 /* Reads the fields g->nvml_at names (every one for the baseline) into a sample. A field that
@@ -111,10 +147,8 @@ void nvlp_lk_nvml_sample(int dev, struct gpu *g)
 
 int nvlp_lk_nvml_setup(int dev, struct gpu *g, char *why, size_t len)
 {
-	if (nvml_load() < 0) {
-		snprintf(why, len, "%s", nvml_api.why);
+	if (nvml_load(why, len) < 0)
 		return -1;
-	}
 	char bus[64] = "";
 	if (!nvlp_drv.cuDeviceGetPCIBusId ||
 	    nvlp_drv.cuDeviceGetPCIBusId(bus, sizeof bus, dev) != 0) {

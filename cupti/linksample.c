@@ -65,6 +65,7 @@
 #define DECODE_NS 1000000000ull
 #define POLL_NS 10000000ull    /* look for the first context every 10 ms */
 #define EXIT_WAIT_MS 1500      /* at exit, wait this long for a GPU whose setup is running */
+#define TOPO_TRIES 500         /* lazy: look for the devices at this many wakes (5-50 s), then note */
 
 static struct {
 	pthread_t thr;
@@ -76,6 +77,7 @@ static struct {
 	pthread_cond_t cv;
 	uint64_t seen[MAX_GPUS / 64]; /* devices to sample (bit per device) */
 	struct gpu g[MAX_GPUS];
+	int topo_tries; /* NVLPROF_CUPTI=lazy: topology attempts (TOPO_TRIES once recorded) */
 } link_sampler = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .cv = PTHREAD_COND_INITIALIZER,
@@ -165,6 +167,9 @@ static void setup_gpu_body(int dev)
 		         nvlp_cfg()->cupti == 2
 		             ? "not tried: NVLPROF_CUPTI=startup detaches CUPTI after start-up; 1 "
 		               "keeps it, with PM sampling"
+		         : nvlp_cfg()->cupti == 3
+		             ? "not tried: NVLPROF_CUPTI=lazy leaves CUPTI out; 1 attaches it, with "
+		               "PM sampling"
 		             : "not tried: NVLPROF_LINKS=nvml");
 	else
 		pr = nvlp_lk_pm_setup(dev, g, why, sizeof why, dropped, sizeof dropped);
@@ -271,6 +276,37 @@ static void sampler_find_gpus(const struct nvlp_config *cfg)
 				setup_gpu(d);
 }
 
+/* NVLPROF_CUPTI=lazy: no CUPTI DEVICE/NVLINK records, so the topology from the driver and NVML
+ * (topo.c), once the devices can be counted (cuInit done). */
+static void sampler_topology(void)
+{
+	if (link_sampler.topo_tries >= TOPO_TRIES || !nvlp_detach_is_lazy())
+		return;
+	int n = 0;
+	if (nvlp_driver_load(NULL, 0) != 0 || !nvlp_drv.cuDeviceGetCount ||
+	    nvlp_drv.cuDeviceGetCount(&n) != 0 || n <= 0) {
+		if (++link_sampler.topo_tries == TOPO_TRIES)
+			nvlp_note(NVLP_NOTE_CONFIG, -1, 0,
+			          "no topology recorded (NVLPROF_CUPTI=lazy): no CUDA device counted "
+			          "in %d looks",
+			          TOPO_TRIES);
+		return;
+	}
+	link_sampler.topo_tries = TOPO_TRIES;
+	char why[256] = "";
+	int r = nvlp_topo_nvml(why, sizeof why);
+	if (r < 0)
+		nvlp_note(NVLP_NOTE_NVML_UNAVAILABLE, -1, 0,
+		          "no NVLink topology (NVLPROF_CUPTI=lazy): %s; %d device(s) recorded from "
+		          "the driver",
+		          why, n);
+	else
+		nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)r,
+		          "topology from the driver and NVML (NVLPROF_CUPTI=lazy): %d device(s), %d "
+		          "NVLink pair(s)",
+		          n, r);
+}
+
 /* Decode the PM samples and read NVML when due. @return when to wake next for them. */
 static uint64_t sampler_read(const struct nvlp_config *cfg, uint64_t now, uint64_t *next_decode,
                              uint64_t *next_nvml, uint64_t nvml_ns)
@@ -317,6 +353,7 @@ static void *sampler(void *arg)
 		pthread_mutex_unlock(&link_sampler.mu);
 		nvlp_lc_refresh_atexit(); /* the program's own dlopens, as the writer's tick */
 		sampler_find_gpus(cfg);
+		sampler_topology();
 		/* once stopping, the exiting thread owns the GPUs' state: touch nothing more */
 		if (stopping()) {
 			pthread_mutex_lock(&link_sampler.mu);
@@ -436,6 +473,7 @@ void nvlp_link_atfork_child(void)
 	link_sampler.stop = 0;
 	link_sampler.abandoned = 0;
 	link_sampler.in_setup = 0;
+	link_sampler.topo_tries = 0;
 	pthread_mutex_init(&link_sampler.mu, NULL);
 	for (int d = 0; d < MAX_GPUS; d++) {
 		if (link_sampler.g[d].lock_fd > 0)

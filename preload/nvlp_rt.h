@@ -44,7 +44,7 @@ struct nvlp_kernels_cfg {
 struct nvlp_config {
 	int disable;       /* NVLPROF_DISABLE=1 */
 	int stacks;        /* NVLPROF_STACKS (default 1) */
-	int cupti;         /* NVLPROF_CUPTI: 0, 1 (default), 2 = startup[:MS] (cupti/detach.c) */
+	int cupti;         /* NVLPROF_CUPTI: 0, 1 (default), 2 = startup[:MS], 3 = lazy (cupti/detach.c) */
 	long cupti_detach_ms; /* startup: detach CUPTI this long after it attached (default 2000) */
 	int um;            /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
 	int verbose;       /* NVLPROF_VERBOSE=1: print what was collected at exit */

@@ -111,22 +111,31 @@ static int cfg_long(const char *var, long *out, long lo, long hi)
 	return 1;
 }
 
-/* NVLPROF_CUPTI: 0, 1, or startup[:MS] (CUPTI detached MS ms after it attached, default 2000:
- * link counters then come from NVML, so PM sampling is not started). */
+/* NVLPROF_CUPTI: 0, 1, startup[:MS] (CUPTI detached MS ms after it attached, default 2000:
+ * link counters then come from NVML, so PM sampling is not started) or lazy (CUPTI not attached
+ * until something needs it: cupti/detach.c). */
 static void cfg_cupti(void)
 {
 	const char *v = getenv("NVLPROF_CUPTI");
 	if (!v || !*v)
 		return;
-	if (strncmp(v, "startup", 7) != 0) {
+	if (!strcmp(v, "lazy")) {
+		cfg.cupti = 3;
+		return;
+	}
+	if (!strcmp(v, "0") || !strcmp(v, "1")) {
 		cfg_bool("NVLPROF_CUPTI", &cfg.cupti);
+		return;
+	}
+	if (strncmp(v, "startup", 7) != 0) {
+		cfg_bad("NVLPROF_CUPTI", v, "0, 1, lazy, startup or startup:MS (MS 0..3600000)", "1");
 		return;
 	}
 	char *end = NULL;
 	long ms = v[7] == ':' ? strtol(v + 8, &end, 10) : cfg.cupti_detach_ms;
 	if ((v[7] && v[7] != ':') ||
 	    (v[7] == ':' && (end == v + 8 || *end || ms < 0 || ms > 3600000))) {
-		cfg_bad("NVLPROF_CUPTI", v, "0, 1, startup or startup:MS (MS 0..3600000)", "1");
+		cfg_bad("NVLPROF_CUPTI", v, "0, 1, lazy, startup or startup:MS (MS 0..3600000)", "1");
 		return;
 	}
 	cfg.cupti = 2;
@@ -200,8 +209,8 @@ void nvlp_cfg_parse(void)
 	cfg_bool("NVLPROF_VERBOSE", &cfg.verbose);
 	cfg_bool("NVLPROF_NCCL_PLUGIN", &cfg.nccl_plugin);
 	cfg_words();
-	if (cfg.cupti == 2)
-		cfg.links_nvml = 1; /* PM sampling lives in CUPTI, which startup detaches */
+	if (cfg.cupti >= 2)
+		cfg.links_nvml = 1; /* PM sampling lives in CUPTI, which startup detaches, lazy defers */
 	const char *clk = getenv("NVLPROF_CLOCK");
 	if (nvlp_clock_init(clk) < 0)
 		cfg_bad("NVLPROF_CLOCK", clk, "auto, tsc or gettime", "auto");

@@ -152,6 +152,8 @@ void nvlp_cost_capture(char *out, size_t len)
 	char cupti[32];
 	if (g->cupti == 2)
 		snprintf(cupti, sizeof cupti, "startup:%ld", g->cupti_detach_ms);
+	else if (g->cupti == 3)
+		snprintf(cupti, sizeof cupti, "lazy");
 	else
 		snprintf(cupti, sizeof cupti, "%d", g->cupti);
 	snprintf(out, len,

@@ -203,4 +203,13 @@ static inline void shim_unlink_gpu_locks(unsigned base)
 		unlink(path);
 	}
 }
+/* Remove a child's trace directory (a line when it cannot). */
+static inline void shim_rm_rf(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("    could not remove %s\n", dir);
+}
+
 #endif

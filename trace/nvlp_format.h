@@ -490,6 +490,12 @@ enum nvlp_note_code {
 /* How a CONFIG note begins when NVLPROF_CUPTI=startup kept CUPTI attached on CUPTI 13.0, whose
  * cuptiFinalize corrupts the heap (cupti/detach.c writes it, the analyzer counts it). */
 #define NVLP_NOTE_FINALIZE_UNSAFE "CUPTI not detached (NVLPROF_CUPTI=startup): cuptiFinalize of"
+/* How CONFIG notes begin when NVLPROF_CUPTI=lazy left CUPTI out at start (cupti/cupti.c), or
+ * attached it all the same because something needed it from the start (the analyzer counts both) */
+#define NVLP_NOTE_CUPTI_LAZY "CUPTI not attached (NVLPROF_CUPTI=lazy):"
+#define NVLP_NOTE_CUPTI_LAZY_NEEDED "CUPTI attached at start despite NVLPROF_CUPTI=lazy: needed by"
+/* How the CUPTI_UNAVAILABLE note begins when managed memory came under NVLPROF_CUPTI=lazy */
+#define NVLP_NOTE_CUPTI_LAZY_UM "managed memory allocated under NVLPROF_CUPTI=lazy:"
 
 /* KCH flags: what was wrong with a channel's stamps (the analyzer drops flagged ones). */
 #define NVLP_KCH_FLAGS(X)                                                                          \

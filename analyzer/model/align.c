@@ -43,18 +43,26 @@ static void renumber_calls(struct an_job *job, struct an_rank *r, int dropped)
 /* A process whose CUPTI detached after start-up (NVLPROF_CUPTI=startup), counted once. */
 static void cupti_detach(struct an_job *job, const struct an_rank *r)
 {
-	static const char unsafe[] = NVLP_NOTE_FINALIZE_UNSAFE;
-	int det = 0, again = 0, kept = 0;
+	static const char unsafe[] = NVLP_NOTE_FINALIZE_UNSAFE, lazy[] = NVLP_NOTE_CUPTI_LAZY,
+	                  needed[] = NVLP_NOTE_CUPTI_LAZY_NEEDED, lum[] = NVLP_NOTE_CUPTI_LAZY_UM;
+	int det = 0, again = 0, kept = 0, lz = 0, nd = 0, um = 0;
 	for (size_t i = 0; i < r->nnotes; i++) {
 		const struct an_note *n = &r->notes[i];
 		if (n->code == NVLP_NOTE_CUPTI_DETACHED && !det++ && n->value > job->cupti_detach_ms)
 			job->cupti_detach_ms = n->value;
 		again |= n->code == NVLP_NOTE_CUPTI_REATTACHED;
-		kept |= n->code == NVLP_NOTE_CONFIG && !strncmp(n->msg, unsafe, sizeof unsafe - 1);
+		int cfg = n->code == NVLP_NOTE_CONFIG;
+		kept |= cfg && !strncmp(n->msg, unsafe, sizeof unsafe - 1);
+		lz |= cfg && !strncmp(n->msg, lazy, sizeof lazy - 1);
+		nd |= cfg && !strncmp(n->msg, needed, sizeof needed - 1);
+		um |= n->code == NVLP_NOTE_CUPTI_UNAVAILABLE && !strncmp(n->msg, lum, sizeof lum - 1);
 	}
 	job->cupti_detached += det > 0;
-	job->cupti_reattached += again;
 	job->cupti_kept_unsafe += kept;
+	job->cupti_lazy += lz;
+	job->cupti_lazy_needed += nd;
+	job->cupti_lazy_um += um;
+	job->cupti_reattached += again;
 }
 
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond

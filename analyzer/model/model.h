@@ -549,6 +549,10 @@ struct an_job {
 	 * managed memory (NOTE CUPTI_REATTACHED) */
 	int cupti_detached, cupti_reattached;
 	int cupti_kept_unsafe; /* processes that did not detach: cuptiFinalize unsafe there (13.0) */
+	/* NVLPROF_CUPTI=lazy: processes that left CUPTI out at start, those of them that allocated
+	 * managed memory (its migrations unmeasured), and those that attached CUPTI from the start
+	 * (needed there) */
+	int cupti_lazy, cupti_lazy_um, cupti_lazy_needed;
 	uint64_t cupti_detach_ms;
 	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */
 	/* the first collective of the job's communicators (startup: ranks start apart): the

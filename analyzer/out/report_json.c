@@ -39,6 +39,13 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	}
 	if (job->cupti_kept_unsafe) /* NVLPROF_CUPTI=startup refused on CUPTI 13.0 */
 		jw_int(w, "cupti_kept_attached_unsafe_finalize", job->cupti_kept_unsafe);
+	if (job->cupti_lazy || job->cupti_lazy_needed) { /* NVLPROF_CUPTI=lazy; absent otherwise */
+		jw_obj(w, "cupti_lazy");
+		jw_int(w, "not_attached", job->cupti_lazy);
+		jw_int(w, "managed_not_measured", job->cupti_lazy_um);
+		jw_int(w, "attached_from_start", job->cupti_lazy_needed);
+		jw_obj_end(w);
+	}
 	double pk = t->peak;
 	jw_num(w, "nvlink_peak_gbps", pk > 0 ? pk / 1e9 : NAN);
 	if (pk > 0)

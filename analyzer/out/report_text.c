@@ -66,6 +66,21 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 		        "cuptiFinalize corrupts the heap with CUPTI 13.0 (NVLPROF_CUPTI_FINALIZE=1 "
 		        "detaches anyway)\n",
 		        job->cupti_kept_unsafe, job->nok, job->nok == 1 ? "" : "es");
+	if (job->cupti_lazy || job->cupti_lazy_needed) {
+		fprintf(o,
+		        "data: CUPTI not attached in %d of %zu process%s (NVLPROF_CUPTI=lazy): topology "
+		        "from the driver and NVML, links from NVML, copies seen by the CUDA runtime "
+		        "hooks only",
+		        job->cupti_lazy, job->nok, job->nok == 1 ? "" : "es");
+		if (job->cupti_lazy_um)
+			fprintf(o, "; managed memory allocated in %d: its page migrations not measured "
+			           "(NVLPROF_CUPTI=1 measures them)",
+			        job->cupti_lazy_um);
+		if (job->cupti_lazy_needed)
+			fprintf(o, "; attached from the start in %d (needed there: the NOTE says by what)",
+			        job->cupti_lazy_needed);
+		fputc('\n', o);
+	}
 }
 
 /* The summary line: time in NCCL per rank and how much of it the job waited on. */

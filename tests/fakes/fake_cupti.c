@@ -27,7 +27,9 @@
  * does; two devices, one context (device 0's primary context is active once cuInit ran);
  * cuPointerGetAttributes answers from the fake cudart's memory model.
  * FAKE_CUDA_UUID_BASE=b (0-255): first byte of device UUIDs (default 0xa0), so that parallel
- * tests do not share the per-GPU sampling lock.
+ * tests do not share the per-GPU sampling lock. Device d: "Fake GPU d", 141 GiB, 132 SMs,
+ * compute capability FAKE_CUDA_CC (default 9.0), PCI FAKE_CUDA_PCI_DOMAIN (default 0):0x18+d:00.0
+ * (what the fake libnvidia-ml.so.1 expects); FAKE_CUDA_DEVICES=1: one device instead of two.
  */
 #include <dlfcn.h>  /* dlopen */
 #include <stdint.h> /* uint64_t */
@@ -102,16 +104,44 @@ static int device_counts; /* cuDeviceGetCount calls: the sampler makes one per w
 int cuDeviceGetCount(int *n)
 {
 	__atomic_fetch_add(&device_counts, 1, __ATOMIC_RELAXED);
-	*n = 2;
+	const char *e = getenv("FAKE_CUDA_DEVICES"); /* 1 or 2 (the default) */
+	*n = e && atoi(e) == 1 ? 1 : 2;
 	return 0;
 }
 int fake_cuda_device_counts(void)
 {
 	return __atomic_load_n(&device_counts, __ATOMIC_RELAXED);
 }
+/* PCI domain (FAKE_CUDA_PCI_DOMAIN, default 0), bus 0x18 + dev, device 0; 132 SMs; compute
+ * capability FAKE_CUDA_CC ("M.m", default 9.0); every other attribute 0. */
+static unsigned fake_pci_domain(void)
+{
+	const char *e = getenv("FAKE_CUDA_PCI_DOMAIN");
+	return e ? (unsigned)strtoul(e, NULL, 0) : 0;
+}
 int cuDeviceGetAttribute(int *v, int attr, int dev)
 {
-	*v = attr == 33 ? 0x18 + dev : 0;
+	const char *cc = getenv("FAKE_CUDA_CC");
+	int major = 9, minor = 0;
+	if (cc && sscanf(cc, "%d.%d", &major, &minor) != 2)
+		major = 9, minor = 0;
+	*v = attr == 33   ? 0x18 + dev
+	     : attr == 50 ? (int)fake_pci_domain()
+	     : attr == 16 ? 132
+	     : attr == 75 ? major
+	     : attr == 76 ? minor
+	                  : 0;
+	return 0;
+}
+int cuDeviceGetName(char *name, int len, int dev)
+{
+	snprintf(name, (size_t)len, "Fake GPU %d", dev);
+	return 0;
+}
+int cuDeviceTotalMem_v2(size_t *bytes, int dev)
+{
+	(void)dev;
+	*bytes = (size_t)141 << 30;
 	return 0;
 }
 int cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
@@ -130,7 +160,7 @@ int cuDeviceGetUuid_v2(fake_uuid *u, int dev)
 }
 int cuDeviceGetPCIBusId(char *buf, int len, int dev)
 {
-	snprintf(buf, (size_t)len, "00000000:%02X:00.0", 0x18 + dev);
+	snprintf(buf, (size_t)len, "%08X:%02X:00.0", fake_pci_domain(), 0x18 + dev);
 	return 0;
 }
 /* Pointer attributes (memory type 2, is-managed 8, device ordinal 9) from the fake cudart's memory

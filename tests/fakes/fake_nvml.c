@@ -1,12 +1,20 @@
-/* fake_nvml.c: a CPU-only libnvidia-ml.so.1 with the few calls the link sampler makes: cumulative NVLink/PCIe counters that grow with every read. */
+/* fake_nvml.c: a CPU-only libnvidia-ml.so.1 with the few calls the link sampler and topo.c make: cumulative NVLink/PCIe counters that grow with every read, and the links' state. */
 /*
  * Each read of a GPU adds, per existing link (FAKE_NVML_LINKS, default 18), 64 KiB of NVLink
  * data (fields 138/139; raw 140/141: 66 KiB), and 1 MiB of PCIe (197/198) per GPU; links past
  * the count answer NVML_ERROR_NOT_SUPPORTED (3), as on a real GPU. FAKE_NVML_LOG=PATH: each read
  * appends a line to PATH: the number of fields asked for.
+ *
+ * NVLink state (topo.c), FAKE_NVML_TOPO: unset or "none": every link inactive; "pair:N": GPUs 0
+ * and 1 (buses 0x18 and 0x19, as the fake libcuda numbers them) joined by links 0..N-1 on each
+ * side; "switch:N": every GPU's links 0..N-1 reach an NVSwitch. Link version 6 (NVLink 4.0)
+ * unless FAKE_NVML_NVLINK_VERSION says otherwise. A link index past 17 answers
+ * NVML_ERROR_INVALID_ARGUMENT (2), an inactive link's remote NVML_ERROR_NOT_SUPPORTED (3).
+ * FAKE_NVML_INIT=r: nvmlInit_v2 answers r (e.g. 9, NVML_ERROR_DRIVER_NOT_LOADED).
  */
 #include <stdio.h>  /* sscanf, fopen */
 #include <stdlib.h> /* getenv, atoi */
+#include <string.h> /* strncmp, memset */
 
 typedef struct {
 	unsigned int fieldId, scopeId;
@@ -24,9 +32,14 @@ typedef struct {
 #define EXPORT __attribute__((visibility("default")))
 static struct gpu {
 	unsigned long long reads;
+	unsigned domain, bus; /* from the bus id it was looked up by */
 } gpus[8];
 
-EXPORT int nvmlInit_v2(void) { return 0; }
+EXPORT int nvmlInit_v2(void)
+{
+	const char *e = getenv("FAKE_NVML_INIT");
+	return e && *e ? atoi(e) : 0;
+}
 
 /* "00000000:XX:00.0": the fake libcuda's bus ids, one bus per device */
 EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **dev)
@@ -35,7 +48,85 @@ EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **dev)
 	if (!bus || sscanf(bus, "%x:%x", &dom, &b) != 2)
 		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
 	*dev = &gpus[b % 8];
+	gpus[b % 8].domain = dom, gpus[b % 8].bus = b;
 	return 0;
+}
+
+/* ---- NVLink state (FAKE_NVML_TOPO) ---- */
+typedef struct { /* nvmlPciInfo_t */
+	char busIdLegacy[16];
+	unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} pci_info;
+#define MAX_LINKS 18 /* NVML_NVLINK_MAX_LINKS */
+
+/* GPU g's active links (0..*n-1) and whether they reach an NVSwitch. */
+static void topo(const struct gpu *g, unsigned *n, int *sw)
+{
+	const char *t = getenv("FAKE_NVML_TOPO");
+	unsigned b = g->bus;
+	*n = 0, *sw = 0;
+	if (t && !strncmp(t, "pair:", 5) && (b == 0x18 || b == 0x19))
+		*n = (unsigned)atoi(t + 5);
+	else if (t && !strncmp(t, "switch:", 7))
+		*n = (unsigned)atoi(t + 7), *sw = 1;
+	if (*n > MAX_LINKS)
+		*n = MAX_LINKS;
+}
+
+/* @return 0 when link is active on dev (*sw: to an NVSwitch), else the NVML error */
+static int active_link(void *dev, unsigned link, int *sw)
+{
+	unsigned n;
+	if (link >= MAX_LINKS)
+		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+	topo(dev, &n, sw);
+	return link < n ? 0 : 3; /* NVML_ERROR_NOT_SUPPORTED */
+}
+
+EXPORT int nvmlDeviceGetNvLinkState(void *dev, unsigned link, unsigned *is_active)
+{
+	unsigned n;
+	int sw;
+	if (link >= MAX_LINKS)
+		return 2;
+	topo(dev, &n, &sw);
+	*is_active = link < n; /* NVML_FEATURE_ENABLED = 1 */
+	return 0;
+}
+
+EXPORT int nvmlDeviceGetNvLinkRemoteDeviceType(void *dev, unsigned link, unsigned *type)
+{
+	int sw, r = active_link(dev, link, &sw);
+	if (r == 0)
+		*type = sw ? 2 : 0; /* NVML_NVLINK_DEVICE_TYPE_SWITCH : _GPU */
+	return r;
+}
+
+EXPORT int nvmlDeviceGetNvLinkRemotePciInfo_v2(void *dev, unsigned link, pci_info *pci)
+{
+	int sw, r = active_link(dev, link, &sw);
+	if (r != 0)
+		return r;
+	const struct gpu *g = dev;
+	memset(pci, 0, sizeof *pci);
+	pci->domain = g->domain;
+	pci->bus = sw ? 0x80 : g->bus ^ 1; /* the switch's own bus; the pair's other GPU */
+	pci->device = 0;
+	pci->pciDeviceId = sw ? 0x22a310de : 0x233510de;
+	snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:00.0", pci->domain, pci->bus);
+	snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:00.0", pci->domain,
+	         pci->bus);
+	return 0;
+}
+
+EXPORT int nvmlDeviceGetNvLinkVersion(void *dev, unsigned link, unsigned *version)
+{
+	int sw, r = active_link(dev, link, &sw);
+	const char *e = getenv("FAKE_NVML_NVLINK_VERSION");
+	if (r == 0)
+		*version = e && *e ? (unsigned)atoi(e) : 6; /* NVML_NVLINK_VERSION_4_0 */
+	return r;
 }
 
 EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
@@ -69,5 +160,9 @@ EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
 
 EXPORT const char *nvmlErrorString(int r)
 {
-	return r == 0 ? "Success" : r == 3 ? "Not Supported" : "Unknown Error";
+	return r == 0   ? "Success"
+	       : r == 2 ? "Invalid Argument"
+	       : r == 3 ? "Not Supported"
+	       : r == 9 ? "Driver Not Loaded"
+	                : "Unknown Error";
 }

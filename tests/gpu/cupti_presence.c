@@ -9,12 +9,18 @@
  *   sub    cuptiSubscribe, no callback enabled
  *   drv    sub + the driver-API callbacks of nvlprof's default (copies, managed memory, peer)
  *   fin    cuptiFinalize after the other parts (CUPTI detached again: what it leaves behind)
+ *   late   cuptiFinalize later, as NVLPROF_CUPTI=startup does but without nvlprof: a thread waits
+ *          CUPTI_PRESENCE_LATE_MS ms (2000), flushes, turns the kinds off, flushes again, enables
+ *          the runtime and driver domains, and the exit of the next API call finalizes (CUPTI's
+ *          documented place); one line on stderr names that call. exit_hunt.sh's `cfin` lane:
+ *          does cuptiFinalize corrupt the heap of a process nvlprof is not in (runs 11-13)?
  * overhead.py's configuration NAME=cupti:PARTS runs a worker this way (run_cost.sh tiny), and
  * MTPROF=1 then counts the launching thread's samples in libcupti for each. libcupti is dlopened
  * (CUPTI_PRESENCE_LIB when set, else libcupti.so.13, else libcupti.so). A failed step prints one line on
  * stderr and the job runs on. Test-only: never shipped. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +32,8 @@
 static struct {
 	void *lib;
 	CUpti_SubscriberHandle sub;
+	int kinds;
+	int late; /* 0, 1 once the late finalize is due, 2 once done */
 } cp;
 
 static void *fn(const char *name)
@@ -64,7 +72,49 @@ static uint64_t CUPTIAPI mono(void)
 
 static void CUPTIAPI on_call(void *u, CUpti_CallbackDomain d, CUpti_CallbackId c, const void *p)
 {
-	(void)u, (void)d, (void)c, (void)p;
+	(void)u, (void)c;
+	if (d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	const CUpti_CallbackData *cd = p;
+	int due = 1;
+	if (!cd || cd->callbackSite != CUPTI_API_EXIT ||
+	    !__atomic_compare_exchange_n(&cp.late, &due, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	typedef CUptiResult (*fin_t)(void);
+	fin_t fin = (fin_t)fn("cuptiFinalize");
+	CUptiResult r = fin ? fin() : CUPTI_ERROR_UNKNOWN;
+	fprintf(stderr, "cupti_presence: late: cuptiFinalize at the exit of %s: %d\n",
+	        cd->functionName ? cd->functionName : "?", (int)r);
+}
+
+/* part late: the detach NVLPROF_CUPTI=startup makes, without nvlprof */
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	const char *e = getenv("CUPTI_PRESENCE_LATE_MS");
+	long ms = e && *e ? atol(e) : 2000;
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+	typedef CUptiResult (*flush_t)(uint32_t);
+	typedef CUptiResult (*kind_t)(CUpti_ActivityKind);
+	typedef CUptiResult (*dom_t)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+	flush_t flush = (flush_t)fn("cuptiActivityFlushAll");
+	kind_t dis = (kind_t)fn("cuptiActivityDisable");
+	dom_t dom = (dom_t)fn("cuptiEnableDomain");
+	if (flush)
+		check("cuptiActivityFlushAll", flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+	if (cp.kinds && dis) {
+		check("DEVICE off", dis(CUPTI_ACTIVITY_KIND_DEVICE));
+		check("NVLINK off", dis(CUPTI_ACTIVITY_KIND_NVLINK));
+	}
+	if (flush)
+		check("cuptiActivityFlushAll", flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+	if (dom && cp.sub) {
+		check("runtime domain", dom(1, cp.sub, CUPTI_CB_DOMAIN_RUNTIME_API));
+		check("driver domain", dom(1, cp.sub, CUPTI_CB_DOMAIN_DRIVER_API));
+	}
+	__atomic_store_n(&cp.late, 1, __ATOMIC_RELEASE);
+	return NULL;
 }
 
 /* the driver calls nvlprof's default traces (cupti/callbacks.c's DRV_CALLS, less host<->device) */
@@ -114,16 +164,20 @@ static void do_parts(const char *parts)
 	if (has(parts, "reg") && reg)
 		check("cuptiActivityRegisterCallbacks", reg(buf_req, buf_done));
 	if (has(parts, "kinds") && en) {
+		cp.kinds = 1;
 		check("DEVICE", en(CUPTI_ACTIVITY_KIND_DEVICE));
 		check("NVLINK", en(CUPTI_ACTIVITY_KIND_NVLINK));
 	}
-	if ((has(parts, "sub") || has(parts, "drv")) && sub)
+	if ((has(parts, "sub") || has(parts, "drv") || has(parts, "late")) && sub)
 		check("cuptiSubscribe", sub(&cp.sub, on_call, NULL));
 	if (has(parts, "drv") && cb && cp.sub)
 		for (size_t i = 0; i < sizeof drv_calls / sizeof drv_calls[0]; i++)
 			check("cuptiEnableCallback", cb(1, cp.sub, CUPTI_CB_DOMAIN_DRIVER_API, drv_calls[i]));
 	if (has(parts, "fin") && fin)
 		check("cuptiFinalize", fin());
+	pthread_t t;
+	if (has(parts, "late") && cp.sub && pthread_create(&t, NULL, late_thread, NULL) == 0)
+		pthread_detach(t);
 	fprintf(stderr, "cupti_presence: %s done\n", parts);
 }
 

@@ -1,5 +1,10 @@
 # drv_cupy.py: CuPy (static CUDA runtime) managed-memory ping-pong between GPU and CPU; --advise: the same with cudaMemAdvise (preferred location CPU, accessed by the GPU) and prefetches.
+# --rt: torch imported first (its libcudart loaded, as in a PyTorch job) and the managed memory
+# allocated through the CUDA runtime library's cudaMallocManaged (nvlprof's hook when preloaded),
+# CuPy's kernels then working on it: what NVLPROF_CUPTI=lazy sees (CUPTI attaches at the allocation).
 import ctypes, sys, time
+if "--rt" in sys.argv:
+    import torch  # noqa: F401  (loads libcudart.so: a CUDA runtime library in the process)
 import numpy as np
 import cupy as cp
 
@@ -11,7 +16,13 @@ dev = cp.cuda.Device(0)
 free, total = cp.cuda.runtime.memGetInfo()
 size = min(size, free // 4)  # never ask for more managed memory than the card has free
 n = size // 4
-mem = cp.cuda.malloc_managed(size)  # cudaMallocManaged inside CuPy's static runtime
+if "--rt" in sys.argv:
+    rtlib = ctypes.CDLL(None)  # the global scope: nvlprof's cudaMallocManaged when preloaded
+    ptr = ctypes.c_void_p()
+    assert rtlib.cudaMallocManaged(ctypes.byref(ptr), ctypes.c_size_t(size), ctypes.c_uint(1)) == 0
+    mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr.value, size, None), 0)
+else:
+    mem = cp.cuda.malloc_managed(size)  # cudaMallocManaged inside CuPy's static runtime
 a = cp.ndarray((n,), dtype=cp.float32, memptr=mem)
 h = np.ctypeslib.as_array((ctypes.c_float * n).from_address(mem.ptr))
 rt = cp.cuda.runtime

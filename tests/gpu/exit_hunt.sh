@@ -12,7 +12,11 @@
 # refused), startup_nolinks (startup with NVLPROF_SAMPLE_US=0: no link sampling); and the
 # investigation's arms (NVLPROF_DETACH_TEST, DEVELOPMENT.md): anyexit (startup finalizing at the
 # exit of any API call, nested driver calls included, as before run 13), nofinalize (startup
-# without cuptiFinalize).
+# without cuptiFinalize); startup_fin (startup with NVLPROF_CUPTI_FINALIZE=1: the detach that
+# CUPTI 13.0 now refuses, forced), cfin (no nvlprof: build/gpu/cupti_presence.so attaches CUPTI at
+# cuInit as nvlprof does and detaches it 2 s later as startup does, part `late`: is the heap
+# corruption CUPTI's own?).
+#   HUNT_S=420 LANES="cfin:8 startup_fin:5 startup:2" bash tests/gpu/exit_hunt.sh   (run 14)
 # Out: $OUT/summary.txt (processes and exit statuses per configuration, the stacks of those that
 # died), $OUT/hunt.tgz (logs and traces of every process that did not exit 0, and one that did per
 # configuration).
@@ -22,8 +26,11 @@ OUT=${OUT:-/tmp/nvlp-hunt}
 HUNT_S=${HUNT_S:-380}
 LANES=${LANES:-startup:7 anyexit:7}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-NV=$PWD/build/nvlprof LIB=$PWD/build/libnvlprof.so W=${HUNT_WORKER:-$PWD/tests/gpu/real/exit_worker.py}
+NV=$PWD/build/nvlprof LIB=$PWD/build/libnvlprof.so PRESENCE=$PWD/build/gpu/cupti_presence.so W=${HUNT_WORKER:-$PWD/tests/gpu/real/exit_worker.py}
 H=$OUT/hunt
+# cfin's cupti_presence.so opens the libcupti nvlprof finds (the wheel's), as run_cost.sh
+SP=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
+export CUPTI_PRESENCE_LIB=${CUPTI_PRESENCE_LIB:-$(find "$SP/nvidia" -name 'libcupti.so.13' 2>/dev/null | head -1)}
 mkdir -p "$H"
 END=$(($(date +%s) + HUNT_S))
 own_ok=0
@@ -35,6 +42,8 @@ one() { # CFG DIR: one process of configuration CFG, its trace in DIR
 	none) python3 "$W" ;;
 	attached) NVLPROF_DIR=$d NVLPROF_CUPTI=1 LD_PRELOAD=$LIB python3 "$W" ;;
 	startup) NVLPROF_DIR=$d NVLPROF_CUPTI=startup LD_PRELOAD=$LIB python3 "$W" ;;
+	startup_fin) NVLPROF_DIR=$d NVLPROF_CUPTI=startup NVLPROF_CUPTI_FINALIZE=1 LD_PRELOAD=$LIB python3 "$W" ;;
+	cfin) CUPTI_PRESENCE=inj.ts.reg.kinds.drv.late LD_PRELOAD=$PRESENCE python3 "$W" ;;
 	startup_nolinks) NVLPROF_DIR=$d NVLPROF_CUPTI=startup NVLPROF_SAMPLE_US=0 LD_PRELOAD=$LIB python3 "$W" ;;
 	anyexit) NVLPROF_DIR=$d NVLPROF_CUPTI=startup NVLPROF_DETACH_TEST=anyexit LD_PRELOAD=$LIB python3 "$W" ;;
 	nofinalize) NVLPROF_DIR=$d NVLPROF_CUPTI=startup NVLPROF_DETACH_TEST=nofinalize LD_PRELOAD=$LIB python3 "$W" ;;
@@ -52,11 +61,15 @@ lane() { # CFG INDEX
 	while [ "$(date +%s)" -lt $END ]; do
 		local d=$H/$cfg.$i.$n
 		mkdir -p "$d"
-		timeout 90 bash -c "$(declare -f one); LIB=$LIB W=$W own_ok=$own_ok one $cfg $d" >"$d/log" 2>&1
+		timeout 90 bash -c "$(declare -f one); LIB=$LIB PRESENCE=$PRESENCE W=$W own_ok=$own_ok one $cfg $d" >"$d/log" 2>&1
 		local rc=$?
 		echo "$cfg $i $n $rc" >>"$H/rc.txt"
 		# did it detach (the NOTE)?
-		[ $cfg = none ] || echo "$cfg rc=$rc $($NV dump "$d" 2>/dev/null | grep -o 'at the exit of [^)]*' | head -1)" >>"$H/notes.txt"
+		case $cfg in
+		none) ;;
+		cfin) echo "$cfg rc=$rc $(grep -o 'late: cuptiFinalize at the exit of [^:]*' "$d/log" | head -1)" >>"$H/notes.txt" ;;
+		*) echo "$cfg rc=$rc $($NV dump "$d" 2>/dev/null | grep -oE 'at the exit of [^)]*|CUPTI not detached[^:]*: cuptiFinalize of CUPTI [0-9]+' | head -1)" >>"$H/notes.txt" ;;
+		esac
 		if [ $rc -ne 0 ]; then
 			$NV report "$d" >"$d/report.txt" 2>&1
 			$NV dump "$d" 2>/dev/null | grep -E '^fatal ' >>"$d/report.txt"

@@ -611,6 +611,8 @@ def driver(a):
                 # one folder per configuration; later process sets add their traces to it
                 cmd = [nv, "run", "-o", os.path.join(a.out, "%s_%s" % (a.workload, key))] + \
                     (["--append"] if pset else []) + cmd
+            if a.own_shm:  # a /dev/shm of its own: every nvlprof worker holds its GPU's link sampler
+                cmd = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs tmpfs /dev/shm && exec "$@"', "sh"] + cmd
             with open(os.path.join(a.out, "%s_%s.log" % (a.workload, key)), "a") as log:
                 p = subprocess.Popen(cmd, env=env, pass_fds=(r1, w2), stdout=log, stderr=subprocess.STDOUT)
             os.close(r1)
@@ -719,6 +721,9 @@ def main():
     p.add_argument("--wfd", type=int, default=-1)
     p.add_argument("--port", type=int, default=29600)
     p.add_argument("--torchprof", action="store_true")
+    p.add_argument("--own-shm", action="store_true",
+                   help="each worker in a mount namespace with a /dev/shm of its own (root): each nvlprof worker then samples "
+                        "its GPU's links itself, as the one process of a GPU does, instead of the first to claim it (run 10)")
     p.add_argument("--hashseed", default="random", help="PYTHONHASHSEED of every worker (random: each its own)")
     p.add_argument("--sets", type=int, default=1,
                    help="process sets: fresh workers this many times, the budget and rounds split between them; "

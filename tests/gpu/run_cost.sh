@@ -14,7 +14,8 @@
 # averages over thousands of rounds, run 6); ROUNDS (100000: the budgets end the runs); SETS fresh
 # sets of workers (1; the interval across them holds each process's own speed); PER_CPUS
 # CPUs in a worker's core set (2); WARMUP_S: each worker warms up at least this long after CUDA came up
-# (3 puts the measured turns past NVLPROF_CUPTI=startup's detach, the default's); MTPROF=1: each worker's main thread sampled by shared object
+# (3 puts the measured turns past NVLPROF_CUPTI=startup's detach, the default's); OWN_SHM=1: each
+# worker with a /dev/shm of its own, so each nvlprof worker samples its GPU's links (root); MTPROF=1: each worker's main thread sampled by shared object
 # (tests/gpu/mtprof.c, built by `make gpu-probes`; there is no perf on the GPU machine); DDP2_MPS=1:
 # the two ranks of ddp2 share the GPU through an MPS daemon of this run's own (kernels side by
 # side, as on two GPUs; time-sliced contexts made one round's step time vary by ~50%).
@@ -56,7 +57,8 @@ fi
 ov() { # WORKLOAD BLOCK BUDGET CONFIGS
 	log "overhead: $1"
 	python3 tests/gpu/overhead.py --workload $1 --gpus $NGPU --out $OUT --block $2 --warmup 30 --warmup-s ${WARMUP_S:-0} \
-		--rounds ${ROUNDS:-100000} --budget-s $3 --configs $4 --per-cpus ${PER_CPUS:-2} --sets ${SETS:-1} 2>&1
+		--rounds ${ROUNDS:-100000} --budget-s $3 --configs $4 --per-cpus ${PER_CPUS:-2} --sets ${SETS:-1} \
+		$([ "${OWN_SHM:-0}" = 1 ] && echo --own-shm) 2>&1
 }
 want gpt2 && ov gpt2 40 ${GPT2_BUDGET:-150} ${GPT2_CONFIGS:-none,default,window,all,torchprof}
 want tiny && ov tiny ${TINY_BLOCK:-5} ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}

@@ -3,7 +3,7 @@
 # under torchrun, PyTorch Lightning strategy="ddp", torch.profiler inside the job, nccl-tests, CuPy managed memory,
 # a CUDA graph replay loop, a rank killed mid-step. Each job runs with and without nvlprof (results compared);
 # tests/gpu/real/check.py asserts on the reports. Logs, reports and traces in $OUT.
-#   bash tests/gpu/run_real.sh [hf] [hfprof] [hfcompile] [lightning] [nccltests] [cupy] [graph] [killed]
+#   bash tests/gpu/run_real.sh [hf] [hfprof] [hfcompile] [lightning] [nccltests] [cupy] [cupyrt] [graph] [killed]
 # Needs build/ (libnvlprof.so, nvlprof); nccl-tests binaries in $NCCL_TESTS (default build/nccl-tests).
 set -u
 cd "$(dirname "$0")/../.."
@@ -51,6 +51,11 @@ if want cupy; then
 	log "CuPy managed memory ping-pong (GPU <-> CPU)"
 	base cupy_base $PY tests/gpu/drv_cupy.py
 	run cupy $PY tests/gpu/drv_cupy.py
+fi
+if want cupyrt; then
+	log "CuPy kernels on managed memory from torch's CUDA runtime (cudaMallocManaged through the hooks)"
+	base cupyrt_base $PY tests/gpu/drv_cupy.py --rt
+	run cupyrt $PY tests/gpu/drv_cupy.py --rt
 fi
 if want graph; then
 	log "one-rank all_reduce in a CUDA graph, replayed"

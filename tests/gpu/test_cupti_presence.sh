@@ -31,6 +31,20 @@ rc=$?
 [ $rc -eq 0 ] && [ "$(cat "$t/o")" = ran ] && [ "$(wc -l <"$t/e")" -eq 1 ] && grep -q 'no libcupti.*none.so' "$t/e" &&
 	pass "no libcupti: one line naming it, the program runs on" ||
 	fail "no libcupti: rc $rc, stdout '$(cat "$t/o")', stderr '$(head -2 "$t/e")'"
+DRV=$BUILD/tests/progs/drv_only
+if [ -x "$DRV" ]; then
+	CUPTI_PRESENCE=inj.ts.reg.kinds.drv.late CUPTI_PRESENCE_LATE_MS=200 CUPTI_PRESENCE_LIB=$FAKE \
+		LD_PRELOAD=$t/p.so "$DRV" x 600 >"$t/o" 2>"$t/e"
+	grep -q 'cuptiFinalize called 1 times' "$t/o" && [ "$(grep -c 'late: cuptiFinalize at the exit of cuMemcpyDtoD_v2: 0$' "$t/e")" = 1 ] &&
+		! grep -q 'after cuptiFinalize\|CUPTI error' "$t/e" &&
+		pass "late: cuptiFinalize once, 200 ms in, at the exit of an API call, no CUPTI call after it" ||
+		fail "late: stdout '$(cat "$t/o")', stderr '$(head -4 "$t/e")'"
+	CUPTI_PRESENCE=inj.ts.reg.kinds.drv CUPTI_PRESENCE_LIB=$FAKE LD_PRELOAD=$t/p.so "$DRV" x 400 >"$t/o" 2>"$t/e"
+	grep -q 'cuptiFinalize called 0 times' "$t/o" && ! grep -q late "$t/e" &&
+		pass "without late: no cuptiFinalize" || fail "without late: stdout '$(cat "$t/o")', stderr '$(head -3 "$t/e")'"
+else
+	fail "no $DRV (make test builds it)"
+fi
 LD_PRELOAD=$t/p.so sh -c 'echo ran' >"$t/o" 2>"$t/e"
 [ "$(cat "$t/o")" = ran ] && ! [ -s "$t/e" ] && pass "CUPTI_PRESENCE unset: does nothing" ||
 	fail "CUPTI_PRESENCE unset: stderr '$(head -2 "$t/e")'"

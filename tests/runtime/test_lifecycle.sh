@@ -331,19 +331,20 @@ check "bad env: NVLPROF_LINKS named" grep -q "^nvlprof: NVLPROF_LINKS='pcie': ex
 check_eq "bad env: noted in the trace" 5 "$(rd "$(one "$d")" config_notes)"
 check_eq "bad env: still records" 20 "$(rd "$(one "$d")" allreduce)"
 
-# --- NVLPROF_CUPTI: 1 (the default), 0 or startup[:MS]; bad values named; the header says which
+# --- NVLPROF_CUPTI: 1 (the default), 0, lazy or startup[:MS]; bad values named; the header says which
 # was used, with where link counters come from ---
-for v in startup:abc startup:-1 startupx 2; do
+for v in startup:abc startup:-1 startupx 2 lazyx; do
 	d=$(fresh "badcupti_$v")
 	run "$d" env NVLPROF_CUPTI="$v" "$APP" calls 20
 	check "bad NVLPROF_CUPTI=$v: one warning naming it, CUPTI on as by default" grep -qx \
-		"nvlprof: NVLPROF_CUPTI='$v': expected $( [ "$v" = 2 ] && echo "0 or 1; using default 1" || echo "0, 1, startup or startup:MS (MS 0..3600000); using default 1")" "$d/.err"
+		"nvlprof: NVLPROF_CUPTI='$v': expected 0, 1, lazy, startup or startup:MS (MS 0..3600000); using default 1" "$d/.err"
 	check "bad NVLPROF_CUPTI=$v: capture key cupti=1" sh -c \
 		'"$1" dump "$2" | grep -m1 "^header " | grep -q "cupti=1 "' _ "$CLI" "$(one "$d")"
 done
 # VAR=VALUE ... -> the header's cupti and links keys
 for c in "-u NVLPROF_CUPTI|1|auto" "NVLPROF_CUPTI=startup|startup:2000|nvml" \
 	"NVLPROF_CUPTI=startup:500|startup:500|nvml" "NVLPROF_CUPTI=1|1|auto" "NVLPROF_CUPTI=0|0|auto" \
+	"NVLPROF_CUPTI=lazy|lazy|nvml" \
 	"-u NVLPROF_CUPTI NVLPROF_KERNELS=all|1|auto" "NVLPROF_CUPTI=startup NVLPROF_KERNELS=all|startup:2000|nvml"; do
 	IFS='|' read -r set want links <<<"$c"
 	d=$(fresh "cupti_$(echo "$set" | tr ' =:' '___')")

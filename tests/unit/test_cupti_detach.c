@@ -20,6 +20,14 @@
  * drv_only (tests/progs/drv_only, no libcudart, as CuPy or JAX): kept attached, with a NOTE.
  * slow: another thread is inside a CUPTI call (a slow stream-id lookup) when the detach is due:
  *   the finalize waits for it (never while it is inside) and happens at a later call.
+ * NVLPROF_CUPTI=lazy:
+ * lazy: CUPTI never attached (no buffers, kind or callback, no finalize), the runtime hooks record
+ *   the copies (no CUPTI stream id, no driver-level copy), NVML gives the link counters and the
+ *   topology (DEVICE records from the driver), the report says CUPTI was not attached.
+ * lazy_um: managed memory does not attach CUPTI (attached late, real CUPTI 13.0 counted nothing):
+ *   one NOTE says its migrations are not measured, the report says so.
+ * lazy_kineto: a torch.profiler stand-in reaches CUPTI itself (its buffers, its kind).
+ * lazy_kernels, drv_only under lazy: needed from the start, attached, a NOTE says by what.
  */
 #include <cupti.h>  /* driver and runtime API via cuda.h, cbids */
 #include <limits.h>  /* PATH_MAX */
@@ -107,6 +115,42 @@ static int child_slow(void)
 	return CHECK_DONE();
 }
 
+/* NVLPROF_CUPTI=lazy's modes, after child()'s start (cuInit, allocations, one cross copy) */
+static int child_lazy(const char *mode)
+{
+	if (!strcmp(mode, "lazy_kernels")) {
+		CHECK(fake_cupti_request_callback() != NULL, "[%s] CUPTI attached from the start", mode);
+		return CHECK_DONE();
+	}
+	CHECK(fake_cupti_request_callback() == NULL && !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) &&
+	          !fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2),
+	      "[%s] CUPTI not attached: no buffers, no kind, no callback", mode);
+	if (!strcmp(mode, "lazy_um")) {
+		void *m = NULL, *m2 = NULL;
+		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 && cudaMallocManaged(&m2, 1 << 20, 1) == 0 &&
+		          !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
+		          fake_cupti_request_callback() == NULL,
+		      "[lazy_um] managed memory twice: CUPTI still not attached");
+		return CHECK_DONE();
+	}
+	if (!strcmp(mode, "lazy_kineto")) {
+		CHECK(cuptiActivityRegisterCallbacks(k_req, k_done) == CUPTI_SUCCESS &&
+		          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS &&
+		          fake_cupti_request_callback() == (void *)k_req &&
+		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+		      "[lazy_kineto] torch.profiler's stand-in registers with CUPTI itself");
+		fake_cupti_generate(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 4);
+		CHECK(cuptiActivityFlushAll(1) == CUPTI_SUCCESS && k_kernels == 4,
+		      "[lazy_kineto] its flush hands it its 4 kernel records (%d)", k_kernels);
+		return CHECK_DONE();
+	}
+	cross_copy((cudaStream_t)0x8800);
+	sleep_ms(400); /* NVML samples, the topology */
+	CHECK(fake_cupti_finalize_calls() == 0 && fake_cupti_request_callback() == NULL,
+	      "[lazy] still not attached at the end, never finalized");
+	return CHECK_DONE();
+}
+
 static int child(const char *mode)
 {
 	cuInit(0);
@@ -117,6 +161,8 @@ static int child(const char *mode)
 	cuMemAlloc_v2(&d1, 1 << 16);
 	fake_cuda_set_device(0);
 	cross_copy((cudaStream_t)0x7700); /* recorded: before any detach */
+	if (!strncmp(mode, "lazy", 4))
+		return child_lazy(mode);
 	if (!strcmp(mode, "exitfirst"))
 		return CHECK_DONE();
 	if (!strcmp(mode, "slow"))
@@ -201,6 +247,7 @@ struct summary {
 	unsigned long long cross, rt_copies, rt_sid, device, um_records, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
 	int detached_note, again_note, kept_note, finalize_failed;
 	int refused_note; /* "CUPTI not detached ... cuptiFinalize of CUPTI 130001 (13.0)" */
+	int lazy_note, lazy_needed, lazy_um, topo_note; /* NVLPROF_CUPTI=lazy's NOTEs */
 	char report[8192]; /* `nvlprof report` of the trace, its text then its JSON */
 };
 
@@ -237,6 +284,16 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 		                                  "cuptiFinalize of CUPTI 130001 (13.0) corrupted the heap",
 		                          99) != NULL &&
 		                   memmem(t, len, "NVLPROF_CUPTI_FINALIZE=1 detaches anyway", 40) != NULL;
+		s->lazy_note += n->code == NVLP_NOTE_CONFIG &&
+		                memmem(t, len, NVLP_NOTE_CUPTI_LAZY, sizeof NVLP_NOTE_CUPTI_LAZY - 1) == t;
+		s->lazy_needed += n->code == NVLP_NOTE_CONFIG &&
+		                  memmem(t, len, NVLP_NOTE_CUPTI_LAZY_NEEDED,
+		                         sizeof NVLP_NOTE_CUPTI_LAZY_NEEDED - 1) == t;
+		s->lazy_um += n->code == NVLP_NOTE_CUPTI_UNAVAILABLE &&
+		              memmem(t, len, NVLP_NOTE_CUPTI_LAZY_UM, sizeof NVLP_NOTE_CUPTI_LAZY_UM - 1) == t &&
+		              memmem(t, len, "NVLPROF_CUPTI=1 measures them", 29);
+		s->topo_note += memmem(t, len, "topology from the driver and NVML (NVLPROF_CUPTI=lazy): 2 "
+		                               "device(s)", 67) != NULL;
 		printf("    note %s: %.*s\n", nvlp_note_name((unsigned)n->code), len, t);
 	}
 }
@@ -264,6 +321,61 @@ static int run(const char *self, const char *lib, const char *mode, const char *
 	if (system(cmd) != 0)
 		return -1;
 	return rc;
+}
+
+/* NVLPROF_CUPTI=lazy: CUPTI left out; what attaches it, and what needs it from the start */
+static void lazy_checks(const char *self, const char *lib, const char *prog, const char *ldp,
+                        const char *ub)
+{
+	struct summary s;
+	int rc = run(self, lib, "lazy", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_note == 1 && !s.lazy_needed && !s.detached_note && !s.kept_note,
+	      "[lazy] CUPTI left out: one NOTE says so (rc %d)", rc);
+	CHECK(s.cross == 0 && s.rt_copies == 2 && s.rt_sid == 0,
+	      "[lazy] copies from the runtime hooks, no CUPTI stream id, no driver-level copy (%llu "
+	      "runtime, %llu with an id, %llu driver)",
+	      s.rt_copies, s.rt_sid, s.cross);
+	CHECK(s.nvml_samples >= 1 && s.pm_samples == 0, "[lazy] link counters from NVML (%llu)",
+	      s.nvml_samples);
+	CHECK(s.device == 2 && s.topo_note == 1,
+	      "[lazy] topology from the driver and NVML: 2 DEVICE records (%llu), one NOTE", s.device);
+	CHECK(strstr(s.report, "data: CUPTI not attached in 1 of 1 process (NVLPROF_CUPTI=lazy): "
+	                       "topology from the driver and NVML, links from NVML, copies seen by "
+	                       "the CUDA runtime hooks only\n") &&
+	          strstr(s.report, "\"cupti_lazy\": {\n      \"not_attached\": 1,") &&
+	          !strstr(s.report, "CUPTI detached") && !strstr(s.report, "cupti_lazy:"),
+	      "[lazy] the report says CUPTI was not attached, text and JSON, and not as a gap:\n%s",
+	      s.report);
+	rc = run(self, lib, "lazy_um", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.notes[NVLP_NOTE_UM_ON] == 0 &&
+	          s.um_records == 0 && s.again_note == 0,
+	      "[lazy_um] not attached for managed memory: one NOTE says its migrations go unmeasured "
+	      "(rc %d, %d NOTEs)",
+	      rc, s.lazy_um);
+	CHECK(strstr(s.report, "; managed memory allocated in 1: its page migrations not measured "
+	                       "(NVLPROF_CUPTI=1 measures them)\n") &&
+	          strstr(s.report, "\"managed_not_measured\": 1") &&
+	          strstr(s.report, "collection_gaps") &&
+	          strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
+	      "[lazy_um] the report says so, in the data line, JSON and the collection gaps:\n%s",
+	      s.report);
+	rc = run(self, lib, "lazy_kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_note == 1, "[lazy_kineto] the profiler profiled through CUPTI (rc %d)",
+	      rc);
+	rc = run(self, lib, "lazy_kernels",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "NVLPROF_KERNELS=all", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_needed == 1 && !s.lazy_note && s.device == 2,
+	      "[lazy_kernels] kernel tracing: attached from the start, one NOTE says by what, "
+	      "CUPTI's topology (rc %d, %llu DEVICE)",
+	      rc, s.device);
+	CHECK(strstr(s.report, "data: CUPTI not attached in 0 of 1 process (NVLPROF_CUPTI=lazy)") &&
+	          strstr(s.report, "; attached from the start in 1 (needed there"),
+	      "[lazy_kernels] the report says so:\n%s", s.report);
+	rc = run(prog, lib, "2000", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_needed == 1 && !s.lazy_note && s.cross == 200,
+	      "[lazy drv_only] no CUDA runtime: attached from the start, all 200 copies recorded "
+	      "(rc %d, %llu)",
+	      rc, s.cross);
 }
 
 int main(int argc, char **argv)
@@ -373,6 +485,7 @@ int main(int argc, char **argv)
 	         &s);
 	CHECK(rc == 0 && s.detached_note == 1,
 	      "[slow] detached after the other thread left CUPTI, one NOTE (rc %d)", rc);
+	lazy_checks(self, lib, prog, ldp, ub);
 	shim_unlink_gpu_locks(base);
 	return CHECK_DONE();
 }

@@ -83,10 +83,21 @@ def common(traces, logs, n, ngpu, healthy=True, launcher=False):
 
 
 STARTUP = os.environ.get("NVLPROF_CUPTI", "").startswith("startup")
+LAZY = os.environ.get("NVLPROF_CUPTI", "") == "lazy"
 
 
 def detached(rep, n, want):
-    """NVLPROF_CUPTI=startup: the report says CUPTI was detached in every rank (want) or in none."""
+    """NVLPROF_CUPTI=startup: the report says CUPTI was detached in every rank (want) or in none.
+    NVLPROF_CUPTI=lazy: CUPTI left out in every rank (want), or attached from the start (CuPy)."""
+    if LAZY and rep is not None:
+        z = rep["job"].get("cupti_lazy") or {}
+        ranks = len(rep.get("ranks", []))
+        if want:
+            check(z.get("not_attached", 0) >= ranks >= 1, f"{n}: CUPTI not attached in any rank (lazy)", json.dumps(z))
+        else:
+            check(z.get("attached_from_start", 0) >= 1 and not z.get("not_attached"),
+                  f"{n}: CUPTI attached from the start (lazy: needed there)", json.dumps(z))
+        return
     if not STARTUP or rep is None:
         return
     d = rep["job"].get("cupti_detached") or {}
@@ -179,6 +190,20 @@ def main():
             check(bool(u), "cupy: uma_thrashing reported", f"{[f['id'] for f in rep['findings']]}")
             loc = json.dumps(u[0]["evidence"]) if u else ""
             check("drv_cupy.py:" in loc, "cupy: allocation site is the Python line", loc[:300])
+    if "cupyrt" in scen:  # torch's runtime in the process, managed memory through it
+        rep = common(traces, logs, "cupyrt", 1, healthy=False)
+        if LAZY and rep is not None:
+            z = rep["job"].get("cupti_lazy") or {}
+            check(z.get("not_attached") == 1 and z.get("managed_not_measured") == 1,
+                  "cupyrt: lazy: CUPTI left out, the managed memory's migrations said unmeasured", json.dumps(z))
+            gaps = json.dumps([f for f in rep["findings"] if f["id"] == "collection_gaps"])
+            check("managed memory allocated under NVLPROF_CUPTI=lazy" in gaps,
+                  "cupyrt: lazy: the collection gaps say the migrations were not measured", gaps[:300])
+        a, c = result_line(f"{logs}/cupyrt_base.log", "checksum="), result_line(f"{logs}/cupyrt.log", "checksum=")
+        check(a == c and a != "", "cupyrt: result unchanged", f"{a} vs {c}")
+        if rep and not LAZY:
+            u = [f for f in rep["findings"] if f["id"] == "uma_thrashing"]
+            check(bool(u), "cupyrt: uma_thrashing reported", f"{[f['id'] for f in rep['findings']]}")
     if "graph" in scen:
         rep = common(traces, logs, "graph", 1)  # a short job: it may end before the detach is due
         a, c = result_line(f"{logs}/graph_base.log", "result"), result_line(f"{logs}/graph.log", "result")

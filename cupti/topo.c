@@ -1,0 +1,240 @@
+/* topo.c: the NVLink topology without CUPTI: DEVICE records from the driver API, NVLINK records from NVML's per-link state, grouped as CUPTI's NVLINK records are. */
+/*
+ * CUPTI gives one DEVICE record per device and one NVLINK record per pair of GPUs (direct links)
+ * or per pair of GPUs that both reach an NVSwitch (nvswitchConnected). Here the same from the
+ * driver (cuDeviceGetAttribute, cuDeviceGetUuid, cuDeviceGetName, cuDeviceTotalMem_v2) and NVML
+ * (for each link: nvmlDeviceGetNvLinkState, and for an active one its remote's type, PCI address
+ * and NVLink version). A remote GPU is matched to a CUDA ordinal by PCI domain/bus/device; one
+ * that this process cannot see is left out. No state outlives the call (the shim's cap on
+ * mutable globals): everything is on the stack, the NVML functions resolved per call.
+ */
+#include <dlfcn.h>  /* dlsym */
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* strlen */
+
+#include "link_int.h"
+#include "nvlp_rt.h"
+
+#define TOPO_MAX_DEV NVLP_CUPTI_MAX_DEV
+
+/* nvmlPciInfo_t (declared here: no nvml.h on the build machine) */
+typedef struct {
+	char busIdLegacy[16];
+	unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} topo_pci_info;
+
+enum { NVML_REMOTE_GPU = 0, NVML_REMOTE_IBMNPU = 1, NVML_REMOTE_SWITCH = 2 };
+
+struct topo_nvml {
+	int (*by_pci)(const char *, void **);
+	int (*state)(void *, unsigned, unsigned *); /* nvmlEnableState_t: 1 active */
+	int (*type)(void *, unsigned, unsigned *);  /* nvmlIntNvLinkDeviceType_t */
+	int (*remote_pci)(void *, unsigned, topo_pci_info *);
+	int (*version)(void *, unsigned, unsigned *); /* nvmlNvlinkVersion_t */
+	const char *(*err)(int);
+};
+
+struct topo_dev {
+	uint64_t domain, bus, pcidev, uuid_hi;
+	void *nvml;                  /* NULL: NVML has no handle for it */
+	uint32_t sw_mask;            /* links to an NVSwitch */
+	unsigned sw_version;         /* major NVLink version of the first of them */
+	int8_t peer[NVML_LINKS];     /* per link: the CUDA ordinal of its remote GPU, -1 none */
+	uint8_t version[NVML_LINKS]; /* per link: major NVLink version */
+};
+
+static uint64_t attr(int dev, int a)
+{
+	int v = 0;
+	if (nvlp_drv.cuDeviceGetAttribute && nvlp_drv.cuDeviceGetAttribute(&v, a, dev) == 0)
+		return (uint64_t)(unsigned)v;
+	return 0;
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* DEVICE record of ordinal dev, as CUPTI's (cupti/convert.c conv_device, activity.c's PCI ids);
+ * keeps its PCI address and UUID in d for the links. */
+static void topo_device(int dev, struct topo_dev *d)
+{
+	struct nvlp_rec_device r = {.device = (uint64_t)dev};
+	r.pci_domain = d->domain = attr(dev, 50 /* CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID */);
+	r.pci_bus = d->bus = attr(dev, 33 /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */);
+	r.pci_dev = d->pcidev = attr(dev, 34 /* CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID */);
+	CUuuid u;
+	memset(&u, 0, sizeof u);
+	if (nvlp_drv.cuDeviceGetUuid && nvlp_drv.cuDeviceGetUuid(&u, dev) == 0) {
+		r.uuid_hi = d->uuid_hi = be64((const uint8_t *)u.bytes);
+		r.uuid_lo = be64((const uint8_t *)u.bytes + 8);
+	}
+	r.sm_count = attr(dev, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */);
+	size_t mem = 0;
+	if (nvlp_drv.cuDeviceTotalMem_v2 && nvlp_drv.cuDeviceTotalMem_v2(&mem, dev) == 0)
+		r.global_mem = mem;
+	r.cc_major = attr(dev, 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */);
+	r.cc_minor = attr(dev, 76 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */);
+	char name[256] = "";
+	if (!nvlp_drv.cuDeviceGetName || nvlp_drv.cuDeviceGetName(name, sizeof name, dev) != 0)
+		name[0] = 0;
+	name[sizeof name - 1] = 0;
+	nvlp_emit_wait(NVLP_K_DEVICE, &r, name, strlen(name), 1000);
+}
+
+/* The NVML functions from the loaded library. @return 0, or -1 (why) */
+static int topo_bind(struct topo_nvml *f, char *why, size_t len)
+{
+	void *h = nvlp_lk_nvml_handle(why, len);
+	if (!h)
+		return -1;
+	f->by_pci = (__typeof__(f->by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	f->state = (__typeof__(f->state))dlsym(h, "nvmlDeviceGetNvLinkState");
+	f->type = (__typeof__(f->type))dlsym(h, "nvmlDeviceGetNvLinkRemoteDeviceType");
+	f->remote_pci = (__typeof__(f->remote_pci))dlsym(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+	f->version = (__typeof__(f->version))dlsym(h, "nvmlDeviceGetNvLinkVersion");
+	f->err = (__typeof__(f->err))dlsym(h, "nvmlErrorString");
+	const char *missing = !f->by_pci       ? "nvmlDeviceGetHandleByPciBusId_v2"
+	                      : !f->state      ? "nvmlDeviceGetNvLinkState"
+	                      : !f->type       ? "nvmlDeviceGetNvLinkRemoteDeviceType"
+	                      : !f->remote_pci ? "nvmlDeviceGetNvLinkRemotePciInfo_v2"
+	                      : !f->version    ? "nvmlDeviceGetNvLinkVersion"
+	                                       : NULL;
+	if (missing) {
+		snprintf(why, len, "libnvidia-ml.so.1 lacks %s", missing);
+		return -1;
+	}
+	return 0;
+}
+
+/* The CUDA ordinal at a PCI address, or -1 (not visible in this process). */
+static int topo_ordinal(const struct topo_dev *d, int n, const topo_pci_info *p)
+{
+	for (int i = 0; i < n; i++)
+		if (d[i].domain == p->domain && d[i].bus == p->bus && d[i].pcidev == p->device)
+			return i;
+	return -1;
+}
+
+/* Link l of device i: its remote (a visible GPU or an NVSwitch) and version, into d[i]. */
+static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l)
+{
+	unsigned active = 0, type = 0, v = 0;
+	if (f->state(d[i].nvml, l, &active) != 0 || active != 1 ||
+	    f->type(d[i].nvml, l, &type) != 0)
+		return;
+	if (f->version(d[i].nvml, l, &v) != 0)
+		v = 0;
+	if (type == NVML_REMOTE_SWITCH) {
+		if (!d[i].sw_mask)
+			d[i].sw_version = nvlp_nvml_nvlink_major(v);
+		d[i].sw_mask |= 1u << l;
+		return;
+	}
+	topo_pci_info p;
+	memset(&p, 0, sizeof p);
+	if (type != NVML_REMOTE_GPU || f->remote_pci(d[i].nvml, l, &p) != 0)
+		return; /* an IBM NPU: not in CUPTI's GPU-pair records either */
+	int j = topo_ordinal(d, n, &p);
+	if (j < 0 || j == i)
+		return;
+	d[i].peer[l] = (int8_t)j;
+	d[i].version[l] = (uint8_t)nvlp_nvml_nvlink_major(v);
+}
+
+/* Every device's NVML handle and links. @return the devices with a handle; why names the first
+ * one without. */
+static int topo_scan(const struct topo_nvml *f, struct topo_dev *d, int n, char *why, size_t len)
+{
+	int handles = 0;
+	for (int i = 0; i < n; i++) {
+		memset(d[i].peer, -1, sizeof d[i].peer);
+		char bus[64] = "";
+		if (!nvlp_drv.cuDeviceGetPCIBusId ||
+		    nvlp_drv.cuDeviceGetPCIBusId(bus, sizeof bus, i) != 0) {
+			snprintf(why, len, "no PCI bus id for CUDA device %d", i);
+			continue;
+		}
+		int r = f->by_pci(bus, &d[i].nvml);
+		if (r != 0) {
+			d[i].nvml = NULL;
+			snprintf(why, len, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus,
+			         f->err ? f->err(r) : "error");
+			continue;
+		}
+		handles++;
+		for (unsigned l = 0; l < NVML_LINKS; l++)
+			topo_link(f, d, n, i, l);
+	}
+	return handles;
+}
+
+static int topo_emit(const struct nvlp_rec_nvlink *r)
+{
+	return nvlp_emit_wait(NVLP_K_NVLINK, r, NULL, 0, 1000) == 0;
+}
+
+/* The records of the pair i < j: direct links, then through an NVSwitch. @return emitted */
+static int topo_pair(const struct topo_dev *d, int i, int j)
+{
+	struct nvlp_rec_nvlink r = {.type0 = NVLP_DEV_TYPE_GPU, .type1 = NVLP_DEV_TYPE_GPU};
+	r.dev0 = (uint64_t)i, r.dev1 = (uint64_t)j;
+	r.id0 = d[i].uuid_hi, r.id1 = d[j].uuid_hi;
+	unsigned v0 = 0, v1 = 0;
+	for (int l = NVML_LINKS - 1; l >= 0; l--) { /* the version: that of the lowest link */
+		if (d[i].peer[l] == j)
+			r.ports0 |= 1ull << l, v0 = d[i].version[l];
+		if (d[j].peer[l] == i)
+			r.ports1 |= 1ull << l, v1 = d[j].version[l];
+	}
+	int n = 0;
+	if (r.ports0 | r.ports1) {
+		r.links = (uint64_t)__builtin_popcountll(r.ports0 ? r.ports0 : r.ports1);
+		r.version = r.ports0 ? v0 : v1;
+		n += topo_emit(&r);
+	}
+	if (d[i].sw_mask && d[j].sw_mask) {
+		r.ports0 = d[i].sw_mask, r.ports1 = d[j].sw_mask;
+		r.links = (uint64_t)__builtin_popcount(d[i].sw_mask);
+		r.version = d[i].sw_version;
+		r.flags = NVLP_NVLINK_F_NVSWITCH;
+		n += topo_emit(&r);
+	}
+	return n;
+}
+
+int nvlp_topo_nvml(char *why, size_t len)
+{
+	int n = 0;
+	if (nvlp_driver_load(why, len) != 0)
+		return -1;
+	int r = nvlp_drv.cuDeviceGetCount(&n);
+	if (r != 0) {
+		snprintf(why, len, "cuDeviceGetCount: CUDA error %d", r);
+		return -1;
+	}
+	if (n > TOPO_MAX_DEV)
+		n = TOPO_MAX_DEV;
+	struct topo_dev d[TOPO_MAX_DEV];
+	memset(d, 0, sizeof d);
+	for (int i = 0; i < n; i++)
+		topo_device(i, &d[i]);
+	struct topo_nvml f;
+	if (topo_bind(&f, why, len) != 0)
+		return -1;
+	char first[256] = "";
+	if (n > 0 && topo_scan(&f, d, n, first, sizeof first) == 0) {
+		snprintf(why, len, "%s", first);
+		return -1;
+	}
+	int records = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			records += topo_pair(d, i, j);
+	return records;
+}

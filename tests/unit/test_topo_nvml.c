@@ -1,0 +1,261 @@
+/* test_topo_nvml.c: NVLPROF_CUPTI=lazy (CUPTI never attached): the topology from the driver API and NVML, the DEVICE and NVLINK records CUPTI would give. */
+/*
+ * The child runs under the shim with NVLPROF_CUPTI=lazy (CUPTI loaded, never attached: no CUPTI
+ * record at all), calls cuInit on the fake libcuda (2 devices: "Fake GPU d", bus 0x18 + d, 132
+ * SMs, 141 GiB) and the runtime, then waits while the link sampler's thread records the topology
+ * (cupti/topo.c). The fake libnvidia-ml.so.1 (build/fakes/nvml) has the links that FAKE_NVML_TOPO
+ * describes. The parent reads the trace: the DEVICE records (every field), the NVLINK records
+ * (pairs, link counts, port masks, version, NVSwitch flag), and the NOTE that says how many pairs
+ * were found, or why NVML gave none.
+ * Cases: two GPUs joined by 4 links (PCI domain 2, compute capability 8.6); both on an NVSwitch
+ * by 18 links (NVLink 5.0); no active link; one visible GPU whose links reach a GPU the process
+ * cannot see; NVML whose init fails; no NVML at all (skipped where a real one is installed).
+ * Also the NVML version enum -> NVLink major map (cupti_int.h) on its own.
+ */
+#include <cuda_runtime_api.h> /* cudaGetDeviceCount */
+#include <dlfcn.h>            /* dlopen */
+#include <limits.h>           /* PATH_MAX */
+#include <stdio.h>  /* fopen */
+#include <stdlib.h> /* mkdtemp */
+#include <string.h> /* strstr */
+
+#include "check.h"
+#include "cupti_int.h" /* nvlp_nvml_nvlink_major */
+#include "nvlp_trace.h"
+#include "shim_child.h"
+
+/* cuInit: cuda.h (through cupti_int.h); the fake libcuda is linked in */
+
+/* arg: "PATH" or "PATH:missing" (also say whether an NVML got loaded after all) */
+static int child(const char *arg)
+{
+	char out[PATH_MAX];
+	snprintf(out, sizeof out, "%s", arg);
+	char *tail = strstr(out, ":missing");
+	if (tail)
+		*tail = 0;
+	cuInit(0);
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1)
+		return 4;
+	sleep_ms(300); /* the sampler's first wakes: the topology */
+	int real = tail && dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_NOLOAD) != NULL;
+	FILE *f = fopen(out, "w");
+	if (!f)
+		return 5;
+	fprintf(f, "%d\n", real);
+	fclose(f);
+	return 0;
+}
+
+#define MAXR 8
+struct seen {
+	int ndev, nnv;
+	int ret, notes; /* from the topology NOTE: its pair count, or -1 with why */
+	char why[256];
+	struct nvlp_rec_device dev[MAXR];
+	char name[MAXR][64];
+	struct nvlp_rec_nvlink nv[MAXR];
+};
+static void on_rec(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
+{
+	(void)r;
+	struct seen *s = arg;
+	if (rec->kind == NVLP_K_DEVICE) {
+		if (s->ndev < MAXR) {
+			memcpy(&s->dev[s->ndev], rec->f, sizeof s->dev[0]);
+			snprintf(s->name[s->ndev], sizeof s->name[0], "%.*s", (int)rec->blob_len,
+			         (const char *)rec->blob);
+		}
+		s->ndev++;
+	} else if (rec->kind == NVLP_K_NOTE) {
+		const struct nvlp_rec_note *n = (const void *)rec->f;
+		const char *t = (const char *)rec->blob;
+		static const char ok[] = "topology from the driver and NVML (NVLPROF_CUPTI=lazy)",
+		                  no[] = "no NVLink topology (NVLPROF_CUPTI=lazy): ";
+		if (rec->blob_len >= sizeof ok - 1 && !memcmp(t, ok, sizeof ok - 1)) {
+			s->ret = (int)n->value;
+			s->notes++;
+		} else if (rec->blob_len >= sizeof no - 1 && !memcmp(t, no, sizeof no - 1)) {
+			s->ret = -1;
+			s->notes++;
+			snprintf(s->why, sizeof s->why, "%.*s", (int)(rec->blob_len - (sizeof no - 1)),
+			         t + sizeof no - 1);
+		}
+	} else if (rec->kind == NVLP_K_NVLINK) {
+		if (s->nnv < MAXR)
+			memcpy(&s->nv[s->nnv], rec->f, sizeof s->nv[0]);
+		s->nnv++;
+	}
+}
+
+static uint64_t uuid_half(unsigned base, int dev, int half)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | ((base + (unsigned)dev * 16 + (unsigned)(half * 8 + i)) & 0xff);
+	return v;
+}
+
+struct topo_case {
+	const char *name;
+	const char *topo, *version, *domain, *cc, *devices, *init;
+	int nvml; /* 0: no NVML in reach */
+};
+
+/* The DEVICE records: n of them, every field as the fake libcuda reports it. */
+static void check_devices(const struct topo_case *c, const struct seen *s, unsigned base, int n)
+{
+	unsigned dom = c->domain ? (unsigned)atoi(c->domain) : 0;
+	int major = 9, minor = 0;
+	if (c->cc)
+		sscanf(c->cc, "%d.%d", &major, &minor);
+	CHECK(s->ndev == n, "[%s] %d DEVICE records (%d)", c->name, n, s->ndev);
+	for (int i = 0; i < n && i < s->ndev; i++) {
+		const struct nvlp_rec_device *d = &s->dev[i];
+		char want[32];
+		snprintf(want, sizeof want, "Fake GPU %d", i);
+		CHECK(d->device == (uint64_t)i && d->pci_domain == dom && d->pci_bus == 0x18u + i &&
+		          d->pci_dev == 0,
+		      "[%s] DEVICE %d: ordinal and PCI %llx:%llx:%llx", c->name, i,
+		      (unsigned long long)d->pci_domain, (unsigned long long)d->pci_bus,
+		      (unsigned long long)d->pci_dev);
+		CHECK(d->uuid_hi == uuid_half(base, i, 0) && d->uuid_lo == uuid_half(base, i, 1),
+		      "[%s] DEVICE %d: UUID big-endian halves (%016llx %016llx)", c->name, i,
+		      (unsigned long long)d->uuid_hi, (unsigned long long)d->uuid_lo);
+		CHECK(d->sm_count == 132 && d->global_mem == 141ull << 30 &&
+		          d->cc_major == (uint64_t)major && d->cc_minor == (uint64_t)minor,
+		      "[%s] DEVICE %d: 132 SMs, 141 GiB, cc %d.%d (%llu SMs, %llu B, cc %llu.%llu)",
+		      c->name, i, major, minor, (unsigned long long)d->sm_count,
+		      (unsigned long long)d->global_mem, (unsigned long long)d->cc_major,
+		      (unsigned long long)d->cc_minor);
+		CHECK(!strcmp(s->name[i], want), "[%s] DEVICE %d: named \"%s\" (\"%s\")", c->name,
+		      i, want, s->name[i]);
+	}
+}
+
+/* The one NVLINK record between GPUs 0 and 1 a case expects. */
+static void check_link(const struct topo_case *c, const struct seen *s, unsigned base, int rc,
+                       unsigned links, int sw, unsigned version)
+{
+	uint64_t mask = (1ull << links) - 1;
+	CHECK(rc == 1 && s->nnv == 1, "[%s] returns 1, one NVLINK record (%d, %d)", c->name, rc,
+	      s->nnv);
+	if (s->nnv < 1)
+		return;
+	const struct nvlp_rec_nvlink *l = &s->nv[0];
+	CHECK(l->dev0 == 0 && l->dev1 == 1 && l->type0 == NVLP_DEV_TYPE_GPU &&
+	          l->type1 == NVLP_DEV_TYPE_GPU && l->id0 == uuid_half(base, 0, 0) &&
+	          l->id1 == uuid_half(base, 1, 0),
+	      "[%s] NVLINK: GPU 0 - GPU 1, ids their UUIDs' first halves (dev %lld-%lld)", c->name,
+	      (long long)l->dev0, (long long)l->dev1);
+	CHECK(l->links == links && l->ports0 == mask && l->ports1 == mask && l->bandwidth == 0,
+	      "[%s] NVLINK: %u links, ports 0x%llx on both sides (%llu, 0x%llx, 0x%llx, bw %llu)",
+	      c->name, links, (unsigned long long)mask, (unsigned long long)l->links,
+	      (unsigned long long)l->ports0, (unsigned long long)l->ports1,
+	      (unsigned long long)l->bandwidth);
+	CHECK(l->version == version, "[%s] NVLINK: version %u (%llu)", c->name, version,
+	      (unsigned long long)l->version);
+	CHECK(l->flags == (sw ? NVLP_NVLINK_F_NVSWITCH : 0), "[%s] NVLINK: flags %s (0x%llx)",
+	      c->name, sw ? "the NVSwitch bit" : "0, no NVSwitch bit",
+	      (unsigned long long)l->flags);
+}
+
+static void run(const char *self, const char *lib, unsigned base, const struct topo_case *c)
+{
+	char dir[] = "/tmp/nvlp-topo.XXXXXX", b[64], ldp[PATH_MAX + 64], out[PATH_MAX + 32];
+	char tp[64], ver[64], dom[64], cc[64], ndev[64], init[64];
+	if (!mkdtemp(dir))
+		return;
+	snprintf(b, sizeof b, "FAKE_CUDA_UUID_BASE=%u", base);
+	snprintf(ldp, sizeof ldp, "LD_LIBRARY_PATH=%.*s/../fakes/nvml",
+	         (int)(strrchr(self, '/') - self), self);
+	snprintf(tp, sizeof tp, "FAKE_NVML_TOPO%s%s", c->topo ? "=" : "", c->topo ? c->topo : "");
+#define ENV(buf, var, v) snprintf(buf, sizeof buf, "%s%s%s", var, v ? "=" : "", v ? v : "")
+	ENV(ver, "FAKE_NVML_NVLINK_VERSION", c->version);
+	ENV(dom, "FAKE_CUDA_PCI_DOMAIN", c->domain);
+	ENV(cc, "FAKE_CUDA_CC", c->cc);
+	ENV(ndev, "FAKE_CUDA_DEVICES", c->devices);
+	ENV(init, "FAKE_NVML_INIT", c->init);
+	const char *env[] = {"NVLPROF_CUPTI=lazy",
+	                     b,
+	                     c->nvml ? ldp : "LD_LIBRARY_PATH",
+	                     tp,
+	                     ver,
+	                     dom,
+	                     cc,
+	                     ndev,
+	                     init,
+	                     NULL};
+	snprintf(out, sizeof out, "%s/topo.out%s", dir, c->nvml ? "" : ":missing");
+	int rc = shim_run_child(self, lib, dir, "100000", env, out);
+	CHECK(rc == 0, "[%s] the child ran (status %d)", c->name, rc);
+	struct trace_summary sum;
+	trace_summarize(dir, &sum);
+	CHECK(sum.complete == 1, "[%s] trace complete", c->name);
+	struct seen s;
+	memset(&s, 0, sizeof s);
+	trace_dir_each(dir, on_rec, NULL, &s);
+	int real = 0;
+	*strrchr(out, '/') = 0;
+	strcat(out, "/topo.out");
+	FILE *f = fopen(out, "r");
+	if (!f || fscanf(f, "%d", &real) != 1)
+		real = 0;
+	if (f)
+		fclose(f);
+	int ret = s.notes == 1 ? s.ret : -9;
+	const char *why = s.why;
+	CHECK(s.notes == 1, "[%s] one topology NOTE (%d)", c->name, s.notes);
+	int n = c->devices ? atoi(c->devices) : 2;
+	if (!c->nvml && real) {
+		printf("SKIP: [%s] a real libnvidia-ml.so.1 is installed here\n", c->name);
+	} else if (!c->nvml || c->init) {
+		check_devices(c, &s, base, n);
+		CHECK(ret == -1 && s.nnv == 0, "[%s] returns -1, no NVLINK record (%d, %d)",
+		      c->name, ret, s.nnv);
+		const char *want = c->init ? "nvmlInit_v2: Driver Not Loaded" : "libnvidia-ml.so.1";
+		CHECK(strstr(why, want) != NULL, "[%s] the reason names %s (\"%s\")", c->name, want,
+		      why);
+	} else {
+		check_devices(c, &s, base, n);
+		if (c->topo && strstr(c->topo, "pair:4") && n == 2)
+			check_link(c, &s, base, ret, 4, 0, 4);
+		else if (c->topo && strstr(c->topo, "switch:18"))
+			check_link(c, &s, base, ret, 18, 1, 5);
+		else
+			CHECK(ret == 0 && s.nnv == 0,
+			      "[%s] returns 0, no NVLINK record (%d, %d; %s)", c->name, ret, s.nnv,
+			      why);
+	}
+	shim_rm_rf(dir);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "child"))
+		return child(argv[2]);
+	/* nvmlNvlinkVersion_t -> the major number CUPTI records */
+	CHECK(nvlp_nvml_nvlink_major(6) == 4 && nvlp_nvml_nvlink_major(4) == 3 &&
+	          nvlp_nvml_nvlink_major(7) == 5,
+	      "NVML NVLink version enum: 6 (4.0) -> 4, 4 (3.0) -> 3, 7 (5.0) -> 5");
+	CHECK(nvlp_nvml_nvlink_major(1) == 1 && nvlp_nvml_nvlink_major(3) == 2 &&
+	          nvlp_nvml_nvlink_major(5) == 3 && nvlp_nvml_nvlink_major(0) == 0 &&
+	          nvlp_nvml_nvlink_major(99) == 0,
+	      "NVML NVLink version enum: 1 -> 1, 3 (2.2) -> 2, 5 (3.1) -> 3; invalid/unknown -> 0");
+	char self[PATH_MAX], lib[PATH_MAX + 32];
+	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
+		return 1;
+	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
+	static const struct topo_case cases[] = {
+	    {"pair:4", "pair:4", NULL, "2", "8.6", NULL, NULL, 1},
+	    {"switch:18", "switch:18", "7", NULL, NULL, NULL, NULL, 1},
+	    {"none", NULL, NULL, NULL, NULL, NULL, NULL, 1},
+	    {"pair:4, one GPU visible", "pair:4", NULL, NULL, NULL, "1", NULL, 1},
+	    {"NVML init fails", "pair:4", NULL, NULL, NULL, NULL, "9", 1},
+	    {"no NVML", "pair:4", NULL, NULL, NULL, NULL, NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		run(self, lib, base, &cases[i]);
+	return CHECK_DONE();
+}
