@@ -9,6 +9,12 @@ for f in "$JOB" "$PROGS/pm_job_cupti" "$CLI" "$LIB" "$FAKES/libnccl.so.2"; do
 	[ -x "$f" ] || [ -f "$f" ] || { fail "missing $f (build first)"; exit 1; }
 done
 export NVLPROF_CUPTI=0 NVLPROF_FLUSH_MS=100
+# under a sanitizer: its own fault handlers off, as tests/runtime/test_postmortem.sh (the shim
+# walks a fatal signal's stack only where SIGSEGV and SIGBUS come to its handler, its guard of the
+# walk)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-}:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:die_after_fork=0"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0"
 STEPS=40 AT=20 # rank 1 fails at step 20: its last AllReduce is #20, the hang is #21
 
 # run NAME MODE KILL_AFTER_S WD_MS [launch]: the job in a process group of its own, killed
@@ -78,7 +84,7 @@ if "$CLI" dump "$T/abort/tr"/*.nvlp 2>/dev/null | grep -q '^FATAL\|fatal'; then
 	check_eq "abort: rank 1 (stuck, killed) has no stack" MISSING "$(jv abort hang_suspect rank_1_stack)"
 	# the story's paragraph is wrapped: read it as one line
 	check "abort: the story quotes rank 0's stack with its end" grep -Eq \
-		'ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\) \(stack: watchdog\+0x[0-9a-f]+ \(pm_job\+0x[0-9a-f]+\) <- [^)]*\) [0-9.]+ (ms|s) later' \
+		'ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\) \(stack: watchdog\+0x[0-9a-f]+ \(pm_job\+0x[0-9a-f]+\) <- [^;]*\) [0-9.]+ (ms|s) later' \
 		<(tr '\n' ' ' <"$T/abort/report.txt")
 else
 	check_eq "abort: rank 0 without the shim's FATAL record: no END record" "$killed" "${e0:0:${#killed}}"
