@@ -107,14 +107,6 @@ void CUPTIAPI nvlp_cupti_buf_request(uint8_t **buf, size_t *size, size_t *max_re
 	}
 }
 
-static uint64_t pci_attr(int dev, int attr)
-{
-	int v = 0;
-	if (nvlp_drv.cuDeviceGetAttribute && nvlp_drv.cuDeviceGetAttribute(&v, attr, dev) == 0)
-		return (uint64_t)v;
-	return 0;
-}
-
 static void emit(unsigned kind, const void *rec, const void *blob, size_t len)
 {
 	if (nvlp_emit_wait(kind, rec, blob, len, 1000) != 0)
@@ -142,11 +134,7 @@ static void process_buffer(uint8_t *buf, size_t valid)
 			r.kernel.name = text ? nvlp_intern(text) : 0;
 			emit(kind, &r, NULL, 0);
 		} else if (kind == NVLP_K_DEVICE) {
-			int d = (int)r.device.device;
-			r.device.pci_domain =
-			    pci_attr(d, 50 /* CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID */);
-			r.device.pci_bus = pci_attr(d, 33 /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */);
-			r.device.pci_dev = pci_attr(d, 34 /* CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID */);
+			nvlp_drv_device_pci(&r.device);
 			emit(kind, &r, text, text ? strlen(text) : 0);
 		} else {
 			emit(kind, &r, NULL, 0);

@@ -87,14 +87,6 @@ static void memcpy_ends(unsigned copy_kind, uint32_t dev, uint64_t *src, uint64_
 	}
 }
 
-static uint64_t be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static int devmap_find(const struct nvlp_cupti_devmap *map, const uint8_t *uuid)
 {
 	if (!map)
@@ -130,7 +122,7 @@ static void nvlink_end(int type, const uint8_t *id, const struct nvlp_cupti_devm
 {
 	if (type == CUPTI_DEV_TYPE_GPU) {
 		*dev = (uint64_t)(int64_t)devmap_find(map, id);
-		*ident = be64(id);
+		*ident = nvlp_be64(id);
 	} else {
 		uint32_t index, domain;
 		memcpy(&index, id, 4);
@@ -293,8 +285,8 @@ static inline unsigned conv_device(const CUpti_Activity *a, struct nvlp_cupti_de
 	const uint8_t *uuid = (const uint8_t *)&d->uuid;
 	o->device = dev_field(d->id);
 	/* pci_*: not in the record; cupti.c fills them from the driver */
-	o->uuid_hi = be64(uuid);
-	o->uuid_lo = be64(uuid + 8);
+	o->uuid_hi = nvlp_be64(uuid);
+	o->uuid_lo = nvlp_be64(uuid + 8);
 	o->sm_count = d->numMultiprocessors;
 	o->global_mem = d->globalMemorySize;
 	o->cc_major = d->computeCapabilityMajor;

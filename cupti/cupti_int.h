@@ -121,6 +121,19 @@ int nvlp_driver_load(char *why, size_t whylen);
 const char *nvlp_cupti_err(CUptiResult r);
 /*! 1 once nvlp_driver_load succeeded (one load, no lock). */
 int nvlp_driver_loaded(void);
+/*! cuDeviceGetAttribute(attr) of device dev; 0 when the driver does not answer. */
+uint64_t nvlp_drv_attr(int dev, int attr);
+/*! A DEVICE record's PCI domain, bus and device of r->device, from the driver (CUPTI's DEVICE
+ * activity record has none; the topology without CUPTI needs them as well). */
+void nvlp_drv_device_pci(struct nvlp_rec_device *r);
+/*! 8 bytes big-endian (a UUID's halves, as DEVICE and NVLINK records hold them). */
+static inline uint64_t nvlp_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
 void nvlp_driver_atfork_child(void);
 
 /* ---- clock conversion: mono = ts + offset (identity with our timestamp callback) ---- */
@@ -367,12 +380,12 @@ void nvlp_link_atfork_child(void);
 /*! One DEVICE record per CUDA device (driver attributes, as CUPTI's DEVICE records give them),
  * then NVLINK records from NVML's per-link state, grouped as CUPTI groups them: one per pair of
  * visible GPUs joined by direct links, one per pair of GPUs that both reach an NVSwitch
- * (NVLP_NVLINK_F_NVSWITCH). Call once, after cuInit, on a thread of ours (it registers an
- * emitting thread, dlopens NVML, makes up to 5 NVML calls per link of each GPU).
+ * (NVLP_NVLINK_F_NVSWITCH). Call once, after cuInit (the driver loaded, n = cuDeviceGetCount's
+ * devices), on a thread of ours (it registers an emitting thread, dlopens NVML, makes up to 5
+ * NVML calls per link of each GPU).
  * @return the NVLINK records emitted (0: none, e.g. one GPU); -1 with a one-line reason in why
- * when the driver or NVML (or its NVLink functions) is unavailable (the DEVICE records are
- * emitted whenever the driver answers). */
-int nvlp_topo_nvml(char *why, size_t len);
+ * when NVML (or its NVLink functions) is unavailable (the DEVICE records are emitted first). */
+int nvlp_topo_nvml(int n, char *why, size_t len);
 /*! NVML's nvmlNvlinkVersion_t (1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0,
  * 8 = 6.0) as the major number that CUPTI's NVLINK nvlinkVersion carries; 0 when unknown. */
 static inline unsigned nvlp_nvml_nvlink_major(unsigned v)

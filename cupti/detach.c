@@ -76,6 +76,7 @@ static struct {
 	const char *site; /* the API call at whose exit it detached (CUPTI's static string) */
 	uint32_t unsafe_ver; /* CUPTI 13.0's version without NVLPROF_CUPTI_FINALIZE=1 (above), 0 */
 	int lazy;            /* NVLPROF_CUPTI=lazy left CUPTI out at start (DT_DONE from the start) */
+	int noted_um;        /* lazy: managed memory's NOTE written (once) */
 } det = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* CUPTI 13.0 without NVLPROF_CUPTI_FINALIZE=1 (above): its API version, else 0. */
@@ -288,7 +289,7 @@ int nvlp_detach_again(void)
 void nvlp_detach_lazy_um(void)
 {
 	if (!det.lazy || phase() != DT_DONE ||
-	    __atomic_exchange_n(&det.noted_block, 1, __ATOMIC_ACQ_REL))
+	    __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
 		return;
 	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 	          NVLP_NOTE_CUPTI_LAZY_UM " its page migrations are not measured in this process: "
@@ -315,6 +316,6 @@ void nvlp_detach_atfork_child(void)
 	pthread_mutex_init(&det.mu, NULL);
 	det.phase = DT_OFF; /* CUDA and CUPTI do not survive fork */
 	det.noted_done = det.noted_block = 0;
-	det.lazy = 0;
+	det.lazy = det.noted_um = 0;
 	det.tries = 0;
 }

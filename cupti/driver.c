@@ -187,6 +187,22 @@ const char *nvlp_cupti_path(void)
 
 /* ---- the driver (libcuda.so.1): stream contexts, device attributes, no-driver diagnosis ---- */
 
+uint64_t nvlp_drv_attr(int dev, int attr)
+{
+	int v = 0;
+	if (nvlp_drv.cuDeviceGetAttribute && nvlp_drv.cuDeviceGetAttribute(&v, attr, dev) == 0)
+		return (uint64_t)(unsigned)v;
+	return 0;
+}
+
+void nvlp_drv_device_pci(struct nvlp_rec_device *r)
+{
+	int dev = (int)r->device;
+	r->pci_domain = nvlp_drv_attr(dev, 50 /* CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID */);
+	r->pci_bus = nvlp_drv_attr(dev, 33 /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */);
+	r->pci_dev = nvlp_drv_attr(dev, 34 /* CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID */);
+}
+
 int nvlp_driver_load(char *why, size_t whylen)
 {
 	if (__atomic_load_n(&cupti_library.drv_loaded, __ATOMIC_ACQUIRE) == 1)

@@ -294,7 +294,7 @@ static void sampler_topology(void)
 	}
 	link_sampler.topo_tries = TOPO_TRIES;
 	char why[256] = "";
-	int r = nvlp_topo_nvml(why, sizeof why);
+	int r = nvlp_topo_nvml(n, why, sizeof why);
 	if (r < 0)
 		nvlp_note(NVLP_NOTE_NVML_UNAVAILABLE, -1, 0,
 		          "no NVLink topology (NVLPROF_CUPTI=lazy): %s; %d device(s) recorded from "

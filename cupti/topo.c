@@ -44,42 +44,25 @@ struct topo_dev {
 	uint8_t version[NVML_LINKS]; /* per link: major NVLink version */
 };
 
-static uint64_t attr(int dev, int a)
-{
-	int v = 0;
-	if (nvlp_drv.cuDeviceGetAttribute && nvlp_drv.cuDeviceGetAttribute(&v, a, dev) == 0)
-		return (uint64_t)(unsigned)v;
-	return 0;
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* DEVICE record of ordinal dev, as CUPTI's (cupti/convert.c conv_device, activity.c's PCI ids);
  * keeps its PCI address and UUID in d for the links. */
 static void topo_device(int dev, struct topo_dev *d)
 {
 	struct nvlp_rec_device r = {.device = (uint64_t)dev};
-	r.pci_domain = d->domain = attr(dev, 50 /* CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID */);
-	r.pci_bus = d->bus = attr(dev, 33 /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */);
-	r.pci_dev = d->pcidev = attr(dev, 34 /* CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID */);
+	nvlp_drv_device_pci(&r);
+	d->domain = r.pci_domain, d->bus = r.pci_bus, d->pcidev = r.pci_dev;
 	CUuuid u;
 	memset(&u, 0, sizeof u);
 	if (nvlp_drv.cuDeviceGetUuid && nvlp_drv.cuDeviceGetUuid(&u, dev) == 0) {
-		r.uuid_hi = d->uuid_hi = be64((const uint8_t *)u.bytes);
-		r.uuid_lo = be64((const uint8_t *)u.bytes + 8);
+		r.uuid_hi = d->uuid_hi = nvlp_be64((const uint8_t *)u.bytes);
+		r.uuid_lo = nvlp_be64((const uint8_t *)u.bytes + 8);
 	}
-	r.sm_count = attr(dev, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */);
+	r.sm_count = nvlp_drv_attr(dev, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */);
 	size_t mem = 0;
 	if (nvlp_drv.cuDeviceTotalMem_v2 && nvlp_drv.cuDeviceTotalMem_v2(&mem, dev) == 0)
 		r.global_mem = mem;
-	r.cc_major = attr(dev, 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */);
-	r.cc_minor = attr(dev, 76 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */);
+	r.cc_major = nvlp_drv_attr(dev, 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */);
+	r.cc_minor = nvlp_drv_attr(dev, 76 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */);
 	char name[256] = "";
 	if (!nvlp_drv.cuDeviceGetName || nvlp_drv.cuDeviceGetName(name, sizeof name, dev) != 0)
 		name[0] = 0;
@@ -208,16 +191,8 @@ static int topo_pair(const struct topo_dev *d, int i, int j)
 	return n;
 }
 
-int nvlp_topo_nvml(char *why, size_t len)
+int nvlp_topo_nvml(int n, char *why, size_t len)
 {
-	int n = 0;
-	if (nvlp_driver_load(why, len) != 0)
-		return -1;
-	int r = nvlp_drv.cuDeviceGetCount(&n);
-	if (r != 0) {
-		snprintf(why, len, "cuDeviceGetCount: CUDA error %d", r);
-		return -1;
-	}
 	if (n > TOPO_MAX_DEV)
 		n = TOPO_MAX_DEV;
 	struct topo_dev d[TOPO_MAX_DEV];
