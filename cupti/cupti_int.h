@@ -381,10 +381,12 @@ void nvlp_link_atfork_child(void);
  * then NVLINK records from NVML's per-link state, grouped as CUPTI groups them: one per pair of
  * visible GPUs joined by direct links, one per pair of GPUs that both reach an NVSwitch
  * (NVLP_NVLINK_F_NVSWITCH). Call once, after cuInit (the driver loaded, n = cuDeviceGetCount's
- * devices), on a thread of ours (it registers an emitting thread, dlopens NVML, makes up to 5
+ * devices), on a thread of ours (it registers an emitting thread, dlopens NVML, makes up to 11
  * NVML calls per link of each GPU).
- * @return the NVLINK records emitted (0: none, e.g. one GPU); -1 with a one-line reason in why
- * when NVML (or its NVLink functions) is unavailable (the DEVICE records are emitted first). */
+ * @return the NVLINK records emitted (0: none, e.g. one GPU), why then saying what the links'
+ * state queries answered ("NVML link state: 2 active, 16 inactive, 0 unanswered", with the first
+ * unanswered link's errors when none was active); -1 with a one-line reason in why when NVML (or
+ * its NVLink functions) is unavailable (the DEVICE records are emitted first). */
 int nvlp_topo_nvml(int n, char *why, size_t len);
 /*! NVML's nvmlNvlinkVersion_t (1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0,
  * 8 = 6.0) as the major number that CUPTI's NVLINK nvlinkVersion carries; 0 when unknown. */

@@ -11,6 +11,21 @@
 #define NVML_LINKS 18                /* NVML_NVLINK_MAX_LINKS */
 #define NVML_NV (4 * NVML_LINKS + 2) /* values read per sample */
 
+/* nvmlFieldValue_t, declared here (no nvml.h on the build machine); linknvml.c reads the link
+ * counters with it, topo.c the links' state and version. */
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType, nvmlReturn;
+	union {
+		double d;
+		unsigned int ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+	} value;
+} nvml_field_value;
+
 /* gpu.phase: written by the sampler, read by the exiting thread (which may have stopped waiting) */
 enum { PH_NONE = 0, PH_SETUP = 1, PH_DONE = 2 };
 

@@ -9,19 +9,6 @@
 #include "link_int.h"
 #include "nvlp_rt.h"
 
-/* NVML, declared here (no nvml.h on the build machine). */
-typedef struct {
-	unsigned int fieldId, scopeId;
-	long long timestamp, latencyUsec;
-	int valueType, nvmlReturn;
-	union {
-		double d;
-		unsigned int ui;
-		unsigned long ul;
-		unsigned long long ull;
-		long long sll;
-	} value;
-} nvml_field_value;
 /* NVLink data TX/RX KiB, raw (with protocol) TX/RX KiB, PCIe TX/RX bytes; cumulative. The NVLink
  * fields are per link (scopeId = link; scopeId 0 alone saw 1/18 of the traffic on H200): every
  * link is read and summed, links that do not exist answer an error and count nothing. */

@@ -303,8 +303,8 @@ static void sampler_topology(void)
 	else
 		nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)r,
 		          "topology from the driver and NVML (NVLPROF_CUPTI=lazy): %d device(s), %d "
-		          "NVLink pair(s)",
-		          n, r);
+		          "NVLink pair(s); %s",
+		          n, r, why);
 }
 
 /* Decode the PM samples and read NVML when due. @return when to wake next for them. */

@@ -2,15 +2,25 @@
 /*
  * CUPTI gives one DEVICE record per device and one NVLINK record per pair of GPUs (direct links)
  * or per pair of GPUs that both reach an NVSwitch (nvswitchConnected). Here the same from the
- * driver (cuDeviceGetAttribute, cuDeviceGetUuid, cuDeviceGetName, cuDeviceTotalMem_v2) and NVML
- * (for each link: nvmlDeviceGetNvLinkState, and for an active one its remote's type, PCI address
- * and NVLink version). A remote GPU is matched to a CUDA ordinal by PCI domain/bus/device; one
- * that this process cannot see is left out. No state outlives the call (the shim's cap on
- * mutable globals): everything is on the stack, the NVML functions resolved per call.
+ * driver (cuDeviceGetAttribute, cuDeviceGetUuid, cuDeviceGetName, cuDeviceTotalMem_v2) and NVML.
+ * For each link: its state, and for an active one its remote's type, PCI address and NVLink
+ * version. The state is read as NCCL reads it on compute capability 9.0 and later, through the
+ * field NVML_FI_DEV_NVLINK_GET_STATE (scopeId = link), with nvmlDeviceGetNvLinkState where the
+ * field does not answer (a one-GPU H100 VM answered "Not Supported" to the latter for every
+ * link); the version likewise (nvmlDeviceGetNvLinkVersion, then NVML_FI_DEV_NVLINK_GET_VERSION);
+ * what the link can carry from nvmlDeviceGetNvLinkCapability, as CUPTI's CUpti_LinkFlag bits
+ * (CUPTI's record of two H200s on an NVSwitch: peer access and peer atomics).
+ * Where NVML cannot say what a link reaches (nvmlDeviceGetNvLinkRemoteDeviceType fails), its
+ * remote PCI address decides, as NCCL decides it: a visible GPU is that GPU, an address with no
+ * PCI device in /sys (not visible inside this VM) an NVSwitch, anything else is left out. A
+ * remote GPU is matched to a CUDA ordinal by PCI domain/bus/device; one that this process cannot
+ * see is left out. No state outlives the call (the shim's cap on mutable globals): everything is
+ * on the stack, the NVML functions resolved per call.
  */
 #include <dlfcn.h>  /* dlsym */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* strlen */
+#include <unistd.h> /* access */
 
 #include "link_int.h"
 #include "nvlp_rt.h"
@@ -25,14 +35,25 @@ typedef struct {
 } topo_pci_info;
 
 enum { NVML_REMOTE_GPU = 0, NVML_REMOTE_IBMNPU = 1, NVML_REMOTE_SWITCH = 2 };
+/* NVML_FI_DEV_NVLINK_GET_STATE, _GET_VERSION (nvml.h) */
+enum { FI_NVLINK_STATE = 165, FI_NVLINK_VERSION = 166 };
 
+/* The NVML functions; state, type and version may be missing (their fallbacks answer). */
 struct topo_nvml {
 	int (*by_pci)(const char *, void **);
+	int (*fields)(void *, int, nvml_field_value *);
 	int (*state)(void *, unsigned, unsigned *); /* nvmlEnableState_t: 1 active */
 	int (*type)(void *, unsigned, unsigned *);  /* nvmlIntNvLinkDeviceType_t */
 	int (*remote_pci)(void *, unsigned, topo_pci_info *);
-	int (*version)(void *, unsigned, unsigned *); /* nvmlNvlinkVersion_t */
+	int (*version)(void *, unsigned, unsigned *);       /* nvmlNvlinkVersion_t */
+	int (*cap)(void *, unsigned, unsigned, unsigned *); /* nvmlNvLinkCapability_t */
 	const char *(*err)(int);
+};
+
+/* What the links' state queries answered, over every device, for the NOTE. */
+struct topo_tally {
+	int active, inactive, silent; /* silent: neither the field nor the function answered */
+	char first[160];              /* the first silent link's answers */
 };
 
 struct topo_dev {
@@ -40,8 +61,10 @@ struct topo_dev {
 	void *nvml;                  /* NULL: NVML has no handle for it */
 	uint32_t sw_mask;            /* links to an NVSwitch */
 	unsigned sw_version;         /* major NVLink version of the first of them */
+	unsigned sw_caps;            /* and its CUpti_LinkFlag bits */
 	int8_t peer[NVML_LINKS];     /* per link: the CUDA ordinal of its remote GPU, -1 none */
 	uint8_t version[NVML_LINKS]; /* per link: major NVLink version */
+	uint8_t caps[NVML_LINKS];    /* per link: CUpti_LinkFlag bits */
 };
 
 /* DEVICE record of ordinal dev, as CUPTI's (cupti/convert.c conv_device, activity.c's PCI ids);
@@ -77,22 +100,72 @@ static int topo_bind(struct topo_nvml *f, char *why, size_t len)
 	if (!h)
 		return -1;
 	f->by_pci = (__typeof__(f->by_pci))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	f->fields = (__typeof__(f->fields))dlsym(h, "nvmlDeviceGetFieldValues");
 	f->state = (__typeof__(f->state))dlsym(h, "nvmlDeviceGetNvLinkState");
 	f->type = (__typeof__(f->type))dlsym(h, "nvmlDeviceGetNvLinkRemoteDeviceType");
 	f->remote_pci = (__typeof__(f->remote_pci))dlsym(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
 	f->version = (__typeof__(f->version))dlsym(h, "nvmlDeviceGetNvLinkVersion");
+	f->cap = (__typeof__(f->cap))dlsym(h, "nvmlDeviceGetNvLinkCapability");
 	f->err = (__typeof__(f->err))dlsym(h, "nvmlErrorString");
 	const char *missing = !f->by_pci       ? "nvmlDeviceGetHandleByPciBusId_v2"
-	                      : !f->state      ? "nvmlDeviceGetNvLinkState"
-	                      : !f->type       ? "nvmlDeviceGetNvLinkRemoteDeviceType"
+	                      : !f->fields     ? "nvmlDeviceGetFieldValues"
 	                      : !f->remote_pci ? "nvmlDeviceGetNvLinkRemotePciInfo_v2"
-	                      : !f->version    ? "nvmlDeviceGetNvLinkVersion"
 	                                       : NULL;
 	if (missing) {
 		snprintf(why, len, "libnvidia-ml.so.1 lacks %s", missing);
 		return -1;
 	}
 	return 0;
+}
+
+/* NVML's name of error r (-1: the function is absent) */
+static const char *topo_err(const struct topo_nvml *f, int r)
+{
+	return r == -1 ? "absent" : f->err ? f->err(r) : "error";
+}
+
+/* Field id of link l. @return 0 (*v set), or NVML's error */
+static int topo_field(const struct topo_nvml *f, void *dev, unsigned id, unsigned l, unsigned *v)
+{
+	nvml_field_value fv;
+	memset(&fv, 0, sizeof fv);
+	fv.fieldId = id, fv.scopeId = l;
+	int r = f->fields(dev, 1, &fv);
+	if (r == 0 && fv.nvmlReturn != 0)
+		r = fv.nvmlReturn;
+	if (r == 0)
+		*v = fv.value.ui;
+	return r;
+}
+
+/* Link l's state: the field first, then the function. @return 1 active, 0 inactive, -1 neither
+ * answered (counted in t, the first such named) */
+static int topo_state(const struct topo_nvml *f, void *dev, unsigned l, struct topo_tally *t)
+{
+	unsigned v = 0;
+	int rf = topo_field(f, dev, FI_NVLINK_STATE, l, &v);
+	int ra = rf == 0 ? 0 : f->state ? f->state(dev, l, &v) : -1;
+	if (ra != 0) {
+		if (!t->silent++)
+			snprintf(t->first, sizeof t->first,
+			         "link %u: field %d %s, nvmlDeviceGetNvLinkState %s", l,
+			         FI_NVLINK_STATE, topo_err(f, rf), topo_err(f, ra));
+		return -1;
+	}
+	if (v == 1)
+		t->active++;
+	else
+		t->inactive++;
+	return v == 1;
+}
+
+/* Link l's nvmlNvlinkVersion_t: the function, then the field; 0 unknown */
+static unsigned topo_version(const struct topo_nvml *f, void *dev, unsigned l)
+{
+	unsigned v = 0;
+	if (f->version && f->version(dev, l, &v) == 0)
+		return v;
+	return topo_field(f, dev, FI_NVLINK_VERSION, l, &v) == 0 ? v : 0;
 }
 
 /* The CUDA ordinal at a PCI address, or -1 (not visible in this process). */
@@ -104,35 +177,73 @@ static int topo_ordinal(const struct topo_dev *d, int n, const topo_pci_info *p)
 	return -1;
 }
 
-/* Link l of device i: its remote (a visible GPU or an NVSwitch) and version, into d[i]. */
-static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l)
+/* Link l's capabilities as CUpti_LinkFlag bits: NVML_NVLINK_CAP_P2P_SUPPORTED (0),
+ * _SYSMEM_ACCESS (1), _P2P_ATOMICS (2), _SYSMEM_ATOMICS (3) are CUPTI's bits 1 to 4. */
+static unsigned topo_caps(const struct topo_nvml *f, void *dev, unsigned l)
 {
-	unsigned active = 0, type = 0, v = 0;
-	if (f->state(d[i].nvml, l, &active) != 0 || active != 1 ||
-	    f->type(d[i].nvml, l, &type) != 0)
+	unsigned flags = 0;
+	for (unsigned c = 0; f->cap && c < 4; c++) {
+		unsigned yes = 0;
+		if (f->cap(dev, l, c, &yes) == 0 && yes)
+			flags |= 2u << c;
+	}
+	return flags;
+}
+
+/* What an active link reaches when NVML does not say (its remote's type query failed), from the
+ * remote's PCI address as NCCL reads it: a visible GPU, or no PCI device in /sys at that address
+ * (not visible inside this VM: an NVSwitch); anything else (a GPU this process cannot see, a
+ * CPU) is left out. @return NVML_REMOTE_GPU, NVML_REMOTE_SWITCH, or -1 */
+static int topo_remote_type(const struct topo_dev *d, int n, const topo_pci_info *p)
+{
+	if (topo_ordinal(d, n, p) >= 0)
+		return NVML_REMOTE_GPU;
+	char path[96];
+	snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.0", p->domain, p->bus,
+	         p->device);
+	return access(path, F_OK) != 0 ? NVML_REMOTE_SWITCH : -1;
+}
+
+/* Link l of device i: its remote (a visible GPU or an NVSwitch) and version, into d[i]. */
+static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l,
+                      struct topo_tally *t)
+{
+	if (topo_state(f, d[i].nvml, l, t) != 1)
 		return;
-	if (f->version(d[i].nvml, l, &v) != 0)
-		v = 0;
+	topo_pci_info p;
+	memset(&p, 0, sizeof p);
+	int have_pci = -1; /* the remote's PCI address: asked once, when needed */
+	unsigned type = 0;
+	if (!f->type || f->type(d[i].nvml, l, &type) != 0) {
+		have_pci = f->remote_pci(d[i].nvml, l, &p) == 0;
+		int ty = have_pci ? topo_remote_type(d, n, &p) : -1;
+		if (ty < 0)
+			return;
+		type = (unsigned)ty;
+	}
+	unsigned v = topo_version(f, d[i].nvml, l), caps = topo_caps(f, d[i].nvml, l);
 	if (type == NVML_REMOTE_SWITCH) {
 		if (!d[i].sw_mask)
-			d[i].sw_version = nvlp_nvml_nvlink_major(v);
+			d[i].sw_version = nvlp_nvml_nvlink_major(v), d[i].sw_caps = caps;
 		d[i].sw_mask |= 1u << l;
 		return;
 	}
-	topo_pci_info p;
-	memset(&p, 0, sizeof p);
-	if (type != NVML_REMOTE_GPU || f->remote_pci(d[i].nvml, l, &p) != 0)
+	if (type != NVML_REMOTE_GPU)
 		return; /* an IBM NPU: not in CUPTI's GPU-pair records either */
-	int j = topo_ordinal(d, n, &p);
+	if (have_pci < 0)
+		have_pci = f->remote_pci(d[i].nvml, l, &p) == 0;
+	int j = have_pci ? topo_ordinal(d, n, &p) : -1;
 	if (j < 0 || j == i)
 		return;
 	d[i].peer[l] = (int8_t)j;
 	d[i].version[l] = (uint8_t)nvlp_nvml_nvlink_major(v);
+	d[i].caps[l] = (uint8_t)caps;
 }
 
 /* Every device's NVML handle and links. @return the devices with a handle; why names the first
  * one without. */
-static int topo_scan(const struct topo_nvml *f, struct topo_dev *d, int n, char *why, size_t len)
+static int topo_scan(const struct topo_nvml *f, struct topo_dev *d, int n, char *why, size_t len,
+                     struct topo_tally *t)
 {
 	int handles = 0;
 	for (int i = 0; i < n; i++) {
@@ -152,7 +263,7 @@ static int topo_scan(const struct topo_nvml *f, struct topo_dev *d, int n, char 
 		}
 		handles++;
 		for (unsigned l = 0; l < NVML_LINKS; l++)
-			topo_link(f, d, n, i, l);
+			topo_link(f, d, n, i, l, t);
 	}
 	return handles;
 }
@@ -168,24 +279,25 @@ static int topo_pair(const struct topo_dev *d, int i, int j)
 	struct nvlp_rec_nvlink r = {.type0 = NVLP_DEV_TYPE_GPU, .type1 = NVLP_DEV_TYPE_GPU};
 	r.dev0 = (uint64_t)i, r.dev1 = (uint64_t)j;
 	r.id0 = d[i].uuid_hi, r.id1 = d[j].uuid_hi;
-	unsigned v0 = 0, v1 = 0;
-	for (int l = NVML_LINKS - 1; l >= 0; l--) { /* the version: that of the lowest link */
+	unsigned v0 = 0, v1 = 0, c0 = 0, c1 = 0;
+	for (int l = NVML_LINKS - 1; l >= 0; l--) { /* version and caps: those of the lowest link */
 		if (d[i].peer[l] == j)
-			r.ports0 |= 1ull << l, v0 = d[i].version[l];
+			r.ports0 |= 1ull << l, v0 = d[i].version[l], c0 = d[i].caps[l];
 		if (d[j].peer[l] == i)
-			r.ports1 |= 1ull << l, v1 = d[j].version[l];
+			r.ports1 |= 1ull << l, v1 = d[j].version[l], c1 = d[j].caps[l];
 	}
 	int n = 0;
 	if (r.ports0 | r.ports1) {
 		r.links = (uint64_t)__builtin_popcountll(r.ports0 ? r.ports0 : r.ports1);
 		r.version = r.ports0 ? v0 : v1;
+		r.flags = r.ports0 ? c0 : c1;
 		n += topo_emit(&r);
 	}
 	if (d[i].sw_mask && d[j].sw_mask) {
 		r.ports0 = d[i].sw_mask, r.ports1 = d[j].sw_mask;
 		r.links = (uint64_t)__builtin_popcount(d[i].sw_mask);
 		r.version = d[i].sw_version;
-		r.flags = NVLP_NVLINK_F_NVSWITCH;
+		r.flags = d[i].sw_caps | NVLP_NVLINK_F_NVSWITCH;
 		n += topo_emit(&r);
 	}
 	return n;
@@ -203,7 +315,9 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 	if (topo_bind(&f, why, len) != 0)
 		return -1;
 	char first[256] = "";
-	if (n > 0 && topo_scan(&f, d, n, first, sizeof first) == 0) {
+	struct topo_tally t;
+	memset(&t, 0, sizeof t);
+	if (n > 0 && topo_scan(&f, d, n, first, sizeof first, &t) == 0) {
 		snprintf(why, len, "%s", first);
 		return -1;
 	}
@@ -211,5 +325,8 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n; j++)
 			records += topo_pair(d, i, j);
+	int say = t.silent && !t.active; /* why no link was seen */
+	snprintf(why, len, "NVML link state: %d active, %d inactive, %d unanswered%s%s%s", t.active,
+	         t.inactive, t.silent, say ? " (" : "", say ? t.first : "", say ? ")" : "");
 	return records;
 }

@@ -10,7 +10,16 @@
  * side; "switch:N": every GPU's links 0..N-1 reach an NVSwitch. Link version 6 (NVLink 4.0)
  * unless FAKE_NVML_NVLINK_VERSION says otherwise. A link index past 17 answers
  * NVML_ERROR_INVALID_ARGUMENT (2), an inactive link's remote NVML_ERROR_NOT_SUPPORTED (3).
- * FAKE_NVML_INIT=r: nvmlInit_v2 answers r (e.g. 9, NVML_ERROR_DRIVER_NOT_LOADED).
+ * The state answers through nvmlDeviceGetNvLinkState and the field NVML_FI_DEV_NVLINK_GET_STATE
+ * (165), the version through nvmlDeviceGetNvLinkVersion and NVML_FI_DEV_NVLINK_GET_VERSION (166);
+ * FAKE_NVML_STATE=field: the function answers NVML_ERROR_NOT_SUPPORTED for every link (as a
+ * one-GPU H100 VM did), the field answers; =api: the field does not answer, the function does;
+ * =none: neither. FAKE_NVML_NOTYPE=1: nvmlDeviceGetNvLinkRemoteDeviceType answers
+ * NVML_ERROR_NOT_SUPPORTED; FAKE_NVML_NOVERSION=1: nvmlDeviceGetNvLinkVersion does (the field
+ * still answers). An active link's capabilities: peer access and peer atomics, no system
+ * memory (NVML_NVLINK_CAP_P2P_SUPPORTED and _P2P_ATOMICS; CUPTI's flags 0xa on two H200s), none
+ * with FAKE_NVML_NOCAPS=1 (NVML_ERROR_NOT_SUPPORTED). FAKE_NVML_INIT=r: nvmlInit_v2 answers r (e.g.
+ * 9, NVML_ERROR_DRIVER_NOT_LOADED).
  */
 #include <stdio.h>  /* sscanf, fopen */
 #include <stdlib.h> /* getenv, atoi */
@@ -52,6 +61,29 @@ EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **dev)
 	return 0;
 }
 
+/* By index, as tests/gpu/nvml_links.py enumerates: FAKE_CUDA_DEVICES GPUs (2 unless 1), at the
+ * fake libcuda's PCI addresses (domain FAKE_CUDA_PCI_DOMAIN, bus 0x18 + index). */
+EXPORT int nvmlDeviceGetCount_v2(unsigned *n)
+{
+	const char *e = getenv("FAKE_CUDA_DEVICES");
+	*n = e && atoi(e) == 1 ? 1 : 2;
+	return 0;
+}
+
+EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **dev)
+{
+	char bus[32];
+	const char *e = getenv("FAKE_CUDA_PCI_DOMAIN");
+	snprintf(bus, sizeof bus, "%08lX:%02X:00.0", e ? strtoul(e, NULL, 0) : 0ul, 0x18 + i % 8);
+	return nvmlDeviceGetHandleByPciBusId_v2(bus, dev);
+}
+
+EXPORT int nvmlDeviceGetName(void *dev, char *name, unsigned len)
+{
+	snprintf(name, len, "Fake GPU %u", ((struct gpu *)dev)->bus - 0x18);
+	return 0;
+}
+
 /* ---- NVLink state (FAKE_NVML_TOPO) ---- */
 typedef struct { /* nvmlPciInfo_t */
 	char busIdLegacy[16];
@@ -84,23 +116,53 @@ static int active_link(void *dev, unsigned link, int *sw)
 	return link < n ? 0 : 3; /* NVML_ERROR_NOT_SUPPORTED */
 }
 
-EXPORT int nvmlDeviceGetNvLinkState(void *dev, unsigned link, unsigned *is_active)
+/* Whether FAKE_NVML_STATE lets route ("api" or "field") answer the links' state */
+static int state_answers(const char *route)
+{
+	const char *e = getenv("FAKE_NVML_STATE");
+	return !e || !*e || !strcmp(e, route);
+}
+
+static int flag(const char *var)
+{
+	const char *e = getenv(var);
+	return e && *e && strcmp(e, "0");
+}
+
+/* @return 0 with *is_active (NVML_FEATURE_ENABLED = 1), or the NVML error */
+static int link_state(void *dev, unsigned link, unsigned *is_active)
 {
 	unsigned n;
 	int sw;
 	if (link >= MAX_LINKS)
 		return 2;
 	topo(dev, &n, &sw);
-	*is_active = link < n; /* NVML_FEATURE_ENABLED = 1 */
+	*is_active = link < n;
 	return 0;
+}
+
+EXPORT int nvmlDeviceGetNvLinkState(void *dev, unsigned link, unsigned *is_active)
+{
+	return state_answers("api") ? link_state(dev, link, is_active) : 3;
 }
 
 EXPORT int nvmlDeviceGetNvLinkRemoteDeviceType(void *dev, unsigned link, unsigned *type)
 {
 	int sw, r = active_link(dev, link, &sw);
+	if (r == 0 && flag("FAKE_NVML_NOTYPE"))
+		return 3;
 	if (r == 0)
 		*type = sw ? 2 : 0; /* NVML_NVLINK_DEVICE_TYPE_SWITCH : _GPU */
 	return r;
+}
+
+EXPORT int nvmlDeviceGetPciInfo_v3(void *dev, pci_info *pci)
+{
+	const struct gpu *g = dev;
+	memset(pci, 0, sizeof *pci);
+	pci->domain = g->domain, pci->bus = g->bus;
+	snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:00.0", pci->domain, pci->bus);
+	return 0;
 }
 
 EXPORT int nvmlDeviceGetNvLinkRemotePciInfo_v2(void *dev, unsigned link, pci_info *pci)
@@ -120,7 +182,8 @@ EXPORT int nvmlDeviceGetNvLinkRemotePciInfo_v2(void *dev, unsigned link, pci_inf
 	return 0;
 }
 
-EXPORT int nvmlDeviceGetNvLinkVersion(void *dev, unsigned link, unsigned *version)
+/* @return 0 with *version (nvmlNvlinkVersion_t), or the NVML error */
+static int link_version(void *dev, unsigned link, unsigned *version)
 {
 	int sw, r = active_link(dev, link, &sw);
 	const char *e = getenv("FAKE_NVML_NVLINK_VERSION");
@@ -129,14 +192,32 @@ EXPORT int nvmlDeviceGetNvLinkVersion(void *dev, unsigned link, unsigned *versio
 	return r;
 }
 
+EXPORT int nvmlDeviceGetNvLinkVersion(void *dev, unsigned link, unsigned *version)
+{
+	return flag("FAKE_NVML_NOVERSION") ? 3 : link_version(dev, link, version);
+}
+
+EXPORT int nvmlDeviceGetNvLinkCapability(void *dev, unsigned link, unsigned cap, unsigned *yes)
+{
+	int sw, r = active_link(dev, link, &sw);
+	if (r == 0 && flag("FAKE_NVML_NOCAPS"))
+		return 3;
+	if (r == 0)
+		*yes = cap == 0 || cap == 2; /* P2P_SUPPORTED, P2P_ATOMICS */
+	return r;
+}
+
 EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
 {
 	struct gpu *g = dev;
 	const char *ls = getenv("FAKE_NVML_LINKS");
 	unsigned links = ls && *ls ? (unsigned)atoi(ls) : 18;
-	g->reads++;
+	/* a read of the counters (the link sampler's), not of the links' state or version (topo.c)
+	 */
+	int counters = n > 0 && v[0].fieldId != 165 && v[0].fieldId != 166;
+	g->reads += counters;
 	const char *logp = getenv("FAKE_NVML_LOG");
-	FILE *lf = logp && *logp ? fopen(logp, "a") : NULL;
+	FILE *lf = counters && logp && *logp ? fopen(logp, "a") : NULL;
 	if (lf) {
 		fprintf(lf, "%d\n", n);
 		fclose(lf);
@@ -152,6 +233,12 @@ EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
 			v[i].value.ull = g->reads * 66;
 		else if (f == 197 || f == 198)
 			v[i].value.ull = g->reads << 20;
+		else if (f == 165) /* NVML_FI_DEV_NVLINK_GET_STATE */
+			v[i].nvmlReturn = state_answers("field")
+			                      ? link_state(dev, v[i].scopeId, &v[i].value.ui)
+			                      : 3;
+		else if (f == 166) /* NVML_FI_DEV_NVLINK_GET_VERSION */
+			v[i].nvmlReturn = link_version(dev, v[i].scopeId, &v[i].value.ui);
 		else
 			v[i].nvmlReturn = 3;
 	}

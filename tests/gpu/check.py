@@ -6,6 +6,7 @@
   losses BASE.json PROF.json   identical losses;  busbw DIR [NCCL_TESTS.json]   busbw notes vs nccl-tests
   speed DIR [MIN_MRECS] [MAX_S]   report speed;  overhead LOGDIR [PREFIX];  findings DIR IDS [id@rank=N]...
   kcoll DIR_DEFAULT DIR_CHANNELS   kernel channels folded per collective vs one record per channel
+  topo DIR_CUPTI DIR_LAZY   NVLPROF_CUPTI=lazy's DEVICE/NVLINK records (driver + NVML) equal CUPTI's
 
 Reads traces only through the stable interfaces: `nvlprof dump --json` and `nvlprof report --json`.
 """
@@ -345,6 +346,34 @@ def cmd_torchprof(d, prefix, base_prefix=None, noplugin_prefix=None):
     check(len(ends) == 2, "torch.profiler: both nvlprof traces complete", f"{len(ends)} END records")
 
 
+def cmd_topo(d_cupti, d_lazy):
+    """NVLPROF_CUPTI=lazy's topology (driver + NVML, cupti/topo.c) against CUPTI's, same job: the
+    DEVICE records equal field for field; per GPU pair (direct or through an NVSwitch) the same
+    link count, NVLink version and capability flags; the lazy trace's NOTE with its link tally."""
+    def topo(d):
+        recs = dump(d)
+        devs = {json.dumps({k: v for k, v in r.items() if k not in ("file", "pid", "t")}, sort_keys=True)
+                for r in recs if r.get("kind") == "device"}
+        links = {}
+        for r in recs:
+            if r.get("kind") == "nvlink":
+                sw = bool(r["flags"] & (1 << 16))
+                links[(r["dev0"], r["dev1"], sw)] = (r["links"], r["version"], r["flags"], r["ports0"])
+        notes = [r["message"] for r in recs if r.get("kind") == "note" and "topology from the driver and NVML" in r.get("message", "")]
+        return devs, links, notes
+    dc, lc, _ = topo(d_cupti)
+    dl, ll, notes = topo(d_lazy)
+    check(dc and dc == dl, f"topo: DEVICE records identical ({len(dc)} from CUPTI, {len(dl)} from the driver)",
+          "" if dc == dl else f"only CUPTI {sorted(dc - dl)[:2]} only lazy {sorted(dl - dc)[:2]}")
+    check(notes, "topo: lazy's topology NOTE", notes[0] if notes else "none")
+    check(set(lc) == set(ll), f"topo: the same GPU pairs ({sorted(lc)} from CUPTI, {sorted(ll)} from NVML)")
+    for k in sorted(set(lc) & set(ll)):
+        (n0, v0, f0, p0), (n1, v1, f1, p1) = lc[k], ll[k]
+        check((n0, v0) == (n1, v1), f"topo: pair {k}: links and version", f"CUPTI {n0} v{v0}, NVML {n1} v{v1}")
+        check(f0 == f1, f"topo: pair {k}: flags (capabilities, NVSwitch bit)", f"CUPTI {f0:#x}, NVML {f1:#x}")
+        print(f"INFO: pair {k}: ports CUPTI {p0}, NVML {p1}", flush=True)
+
+
 def cmd_launch(logdir):
     """launch_cost side by side: per-kernel cost by configuration (host enqueue, GPU-bound, and
     step-like latency with a sync every 54 kernels), and what each part of nvlprof adds."""
@@ -587,7 +616,7 @@ def main():
             fs = [f for f in rep.get("findings", []) if f["id"] == fid]
             ranks = {str(f.get("evidence", {}).get("rank")) for f in fs}
             check(ranks == {rank}, f"report {os.path.basename(d)}: {fid} names exactly rank {rank}", f"got {sorted(ranks)}")
-    elif cmd in ("p2p", "nvml", "ncclprof", "kcoll", "launch", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed"):
+    elif cmd in ("p2p", "nvml", "ncclprof", "kcoll", "launch", "flip", "diff", "uma", "torchprof", "overhead", "ranks", "links", "losses", "busbw", "speed", "topo"):
         globals()["cmd_" + cmd](*sys.argv[2:])
     else:
         sys.exit(f"unknown check {cmd}")

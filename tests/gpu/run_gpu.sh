@@ -2,11 +2,11 @@
 # run_gpu.sh: the real-GPU proof (2+ GPUs with NVLink): runs every scenario under nvlprof, checks the traces,
 # measures overhead side by side, and leaves traces, reports and logs in $OUT (default /tmp/nvlp-gpu).
 # Needs build/ made on the build machine (carried) and nvcc for the CUDA examples.
-#   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p nvml uma profiler overhead launch
+#   bash tests/gpu/run_gpu.sh [scenario ...]     scenarios: ddp fallback straggler kill p2p nvml lazy uma profiler overhead launch
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/nvlp-gpu} DONE_MSG="gpu run done"
-scen=${*:-ddp fallback p2p nvml uma straggler profiler launch overhead kill}
+scen=${*:-ddp fallback p2p nvml lazy uma straggler profiler launch overhead kill}
 . tests/gpu/common.sh
 DDP="examples/ddp_train.py"
 STEPS=${STEPS:-40}
@@ -56,6 +56,20 @@ if want nvml; then
 	log "peer copies with link counters from NVML (NVLPROF_LINKS=nvml)"
 	NVLPROF_LINKS=nvml $NV run -o $T/p2p_nvml -- $EX/p2p_copy peer >$L/p2p_nvml.log 2>&1
 	$PY tests/gpu/check.py nvml $T/p2p_nvml $L/p2p_nvml.log
+fi
+if want lazy; then
+	# NVLPROF_CUPTI=lazy (CUPTI never attached): its topology from the driver and NVML against
+	# CUPTI's on the same job, and the findings that rest on it (peer_access_disabled, pcie_fallback)
+	log "NVLPROF_CUPTI=lazy: NVML's routes, the topology against CUPTI's, the findings on it"
+	$PY tests/gpu/nvml_links.py >$L/nvml_links.txt 2>&1
+	command -v nvidia-smi >/dev/null && { nvidia-smi topo -m; nvidia-smi nvlink -s; } >$L/nvidia_smi_topo.txt 2>&1
+	[ -d $T/p2p_enabled ] || $NV run -o $T/p2p_enabled -- $EX/p2p_copy peer >$L/p2p_enabled.log 2>&1
+	NVLPROF_CUPTI=lazy $NV run -o $T/p2p_lazy -- $EX/p2p_copy peer >$L/p2p_lazy.log 2>&1
+	$PY tests/gpu/check.py topo $T/p2p_enabled $T/p2p_lazy
+	NVLPROF_CUPTI=lazy $NV run -o $T/p2p_staged_lazy -- $EX/p2p_copy staged >$L/p2p_staged_lazy.log 2>&1
+	$PY tests/gpu/check.py findings $T/p2p_staged_lazy peer_access_disabled
+	NCCL_P2P_DISABLE=1 NVLPROF_CUPTI=lazy $NV run -o $T/ddp_p2p_disable_lazy -- $PY $DDP --steps $STEPS >$L/ddp_p2p_disable_lazy.log 2>&1
+	$PY tests/gpu/check.py findings $T/ddp_p2p_disable_lazy pcie_fallback
 fi
 if want uma; then
 	log "managed-memory ping-pong, without and with advice"

@@ -10,14 +10,19 @@
  * Cases: two GPUs joined by 4 links (PCI domain 2, compute capability 8.6); both on an NVSwitch
  * by 18 links (NVLink 5.0); no active link; one visible GPU whose links reach a GPU the process
  * cannot see; NVML whose init fails; no NVML at all (skipped where a real one is installed).
+ * The links' state read through the field NVML_FI_DEV_NVLINK_GET_STATE alone (the function
+ * "Not Supported"), through nvmlDeviceGetNvLinkState alone, through neither (the NOTE names both
+ * errors); no remote device type (a GPU found by its PCI address, an NVSwitch by its absence from
+ * /sys) and the version from its field; the links' capabilities as CUPTI's flags, or none where
+ * NVML does not say. The NOTE's tally of link states in every case with NVML.
  * Also the NVML version enum -> NVLink major map (cupti_int.h) on its own.
  */
 #include <cuda_runtime_api.h> /* cudaGetDeviceCount */
 #include <dlfcn.h>            /* dlopen */
 #include <limits.h>           /* PATH_MAX */
-#include <stdio.h>  /* fopen */
-#include <stdlib.h> /* mkdtemp */
-#include <string.h> /* strstr */
+#include <stdio.h>            /* fopen */
+#include <stdlib.h>           /* mkdtemp */
+#include <string.h>           /* strstr */
 
 #include "check.h"
 #include "cupti_int.h" /* nvlp_nvml_nvlink_major */
@@ -76,11 +81,15 @@ static void on_rec(nvlp_reader *r, const struct nvlp_record *rec, void *arg)
 		if (rec->blob_len >= sizeof ok - 1 && !memcmp(t, ok, sizeof ok - 1)) {
 			s->ret = (int)n->value;
 			s->notes++;
+			const char *tally = memmem(t, rec->blob_len, "; ", 2);
+			if (tally)
+				snprintf(s->why, sizeof s->why, "%.*s",
+				         (int)(rec->blob_len - (size_t)(tally + 2 - t)), tally + 2);
 		} else if (rec->blob_len >= sizeof no - 1 && !memcmp(t, no, sizeof no - 1)) {
 			s->ret = -1;
 			s->notes++;
-			snprintf(s->why, sizeof s->why, "%.*s", (int)(rec->blob_len - (sizeof no - 1)),
-			         t + sizeof no - 1);
+			snprintf(s->why, sizeof s->why, "%.*s",
+			         (int)(rec->blob_len - (sizeof no - 1)), t + sizeof no - 1);
 		}
 	} else if (rec->kind == NVLP_K_NVLINK) {
 		if (s->nnv < MAXR)
@@ -101,6 +110,9 @@ struct topo_case {
 	const char *name;
 	const char *topo, *version, *domain, *cc, *devices, *init;
 	int nvml; /* 0: no NVML in reach */
+	/* FAKE_NVML_STATE, _NOTYPE, _NOVERSION (fake_nvml.c); the tally the NOTE must give */
+	const char *state, *notype, *noversion, *tally;
+	const char *nocaps; /* FAKE_NVML_NOCAPS */
 };
 
 /* The DEVICE records: n of them, every field as the fake libcuda reports it. */
@@ -156,15 +168,20 @@ static void check_link(const struct topo_case *c, const struct seen *s, unsigned
 	      (unsigned long long)l->bandwidth);
 	CHECK(l->version == version, "[%s] NVLINK: version %u (%llu)", c->name, version,
 	      (unsigned long long)l->version);
-	CHECK(l->flags == (sw ? NVLP_NVLINK_F_NVSWITCH : 0), "[%s] NVLINK: flags %s (0x%llx)",
-	      c->name, sw ? "the NVSwitch bit" : "0, no NVSwitch bit",
-	      (unsigned long long)l->flags);
+	/* CUpti_LinkFlag: peer access (1 << 1) and peer atomics (1 << 3), as CUPTI gave two H200s
+	 */
+	uint64_t caps = c->nocaps ? 0 : 0xa;
+	CHECK(l->flags == ((sw ? NVLP_NVLINK_F_NVSWITCH : 0) | caps),
+	      "[%s] NVLINK: flags %s%s (0x%llx)", c->name,
+	      sw ? "the NVSwitch bit" : "no NVSwitch bit",
+	      caps ? ", peer access and atomics" : ", no capability", (unsigned long long)l->flags);
 }
 
 static void run(const char *self, const char *lib, unsigned base, const struct topo_case *c)
 {
 	char dir[] = "/tmp/nvlp-topo.XXXXXX", b[64], ldp[PATH_MAX + 64], out[PATH_MAX + 32];
-	char tp[64], ver[64], dom[64], cc[64], ndev[64], init[64];
+	char tp[64], ver[64], dom[64], cc[64], ndev[64], init[64], st[64], nt[64], nv[64];
+	char nc[64];
 	if (!mkdtemp(dir))
 		return;
 	snprintf(b, sizeof b, "FAKE_CUDA_UUID_BASE=%u", base);
@@ -177,6 +194,10 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	ENV(cc, "FAKE_CUDA_CC", c->cc);
 	ENV(ndev, "FAKE_CUDA_DEVICES", c->devices);
 	ENV(init, "FAKE_NVML_INIT", c->init);
+	ENV(st, "FAKE_NVML_STATE", c->state);
+	ENV(nt, "FAKE_NVML_NOTYPE", c->notype);
+	ENV(nv, "FAKE_NVML_NOVERSION", c->noversion);
+	ENV(nc, "FAKE_NVML_NOCAPS", c->nocaps);
 	const char *env[] = {"NVLPROF_CUPTI=lazy",
 	                     b,
 	                     c->nvml ? ldp : "LD_LIBRARY_PATH",
@@ -186,6 +207,10 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	                     cc,
 	                     ndev,
 	                     init,
+	                     st,
+	                     nt,
+	                     nv,
+	                     nc,
 	                     NULL};
 	snprintf(out, sizeof out, "%s/topo.out%s", dir, c->nvml ? "" : ":missing");
 	int rc = shim_run_child(self, lib, dir, "100000", env, out);
@@ -219,14 +244,18 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 		      why);
 	} else {
 		check_devices(c, &s, base, n);
-		if (c->topo && strstr(c->topo, "pair:4") && n == 2)
-			check_link(c, &s, base, ret, 4, 0, 4);
+		int silent = c->state && !strcmp(c->state, "none");
+		if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
+			check_link(c, &s, base, ret, 4, 0, c->version ? 5 : 4);
 		else if (c->topo && strstr(c->topo, "switch:18"))
 			check_link(c, &s, base, ret, 18, 1, 5);
 		else
 			CHECK(ret == 0 && s.nnv == 0,
 			      "[%s] returns 0, no NVLINK record (%d, %d; %s)", c->name, ret, s.nnv,
 			      why);
+		if (c->tally)
+			CHECK(!strcmp(why, c->tally), "[%s] the NOTE says \"%s\" (\"%s\")", c->name,
+			      c->tally, why);
 	}
 	shim_rm_rf(dir);
 }
@@ -247,13 +276,59 @@ int main(int argc, char **argv)
 	if (shim_paths(self, sizeof self, lib, sizeof lib) != 0)
 		return 1;
 	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
+	static const char silent[] =
+	    "NVML link state: 0 active, 0 inactive, 36 unanswered (link 0: field 165 Not "
+	    "Supported, nvmlDeviceGetNvLinkState Not Supported)";
 	static const struct topo_case cases[] = {
-	    {"pair:4", "pair:4", NULL, "2", "8.6", NULL, NULL, 1},
-	    {"switch:18", "switch:18", "7", NULL, NULL, NULL, NULL, 1},
-	    {"none", NULL, NULL, NULL, NULL, NULL, NULL, 1},
-	    {"pair:4, one GPU visible", "pair:4", NULL, NULL, NULL, "1", NULL, 1},
-	    {"NVML init fails", "pair:4", NULL, NULL, NULL, NULL, "9", 1},
-	    {"no NVML", "pair:4", NULL, NULL, NULL, NULL, NULL, 0},
+	    {.name = "pair:4",
+	     .topo = "pair:4",
+	     .domain = "2",
+	     .cc = "8.6",
+	     .nvml = 1,
+	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered"},
+	    {.name = "switch:18",
+	     .topo = "switch:18",
+	     .version = "7",
+	     .nvml = 1,
+	     .tally = "NVML link state: 36 active, 0 inactive, 0 unanswered"},
+	    {.name = "none",
+	     .nvml = 1,
+	     .tally = "NVML link state: 0 active, 36 inactive, 0 unanswered"},
+	    {.name = "pair:4, one GPU visible", .topo = "pair:4", .devices = "1", .nvml = 1},
+	    {.name = "NVML init fails", .topo = "pair:4", .init = "9", .nvml = 1},
+	    {.name = "no NVML", .topo = "pair:4", .nvml = 0},
+	    /* the state through the field alone (nvmlDeviceGetNvLinkState "Not Supported", as on a
+	     * one-GPU H100 VM), through the function alone, through neither */
+	    {.name = "pair:4, state from the field only",
+	     .topo = "pair:4",
+	     .nvml = 1,
+	     .state = "field",
+	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered"},
+	    {.name = "pair:4, state from the function only, no capabilities",
+	     .topo = "pair:4",
+	     .nvml = 1,
+	     .state = "api",
+	     .nocaps = "1",
+	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered"},
+	    {.name = "pair:4, no state answered",
+	     .topo = "pair:4",
+	     .nvml = 1,
+	     .state = "none",
+	     .tally = silent},
+	    /* no remote type: a visible GPU by its PCI address, an NVSwitch by its absence from
+	     * /sys (PCI domain 0x7e57: no such device); the version from the field */
+	    {.name = "pair:4, no remote type, version from the field",
+	     .topo = "pair:4",
+	     .version = "7",
+	     .nvml = 1,
+	     .notype = "1",
+	     .noversion = "1"},
+	    {.name = "switch:18, no remote type, not in /sys",
+	     .topo = "switch:18",
+	     .version = "7",
+	     .domain = "32343",
+	     .nvml = 1,
+	     .notype = "1"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		run(self, lib, base, &cases[i]);
