@@ -381,7 +381,7 @@ void nvlp_link_atfork_child(void);
  * then NVLINK records from NVML's per-link state, grouped as CUPTI groups them: one per pair of
  * visible GPUs joined by direct links, one per pair of GPUs that both reach an NVSwitch
  * (NVLP_NVLINK_F_NVSWITCH). Call once, after cuInit (the driver loaded, n = cuDeviceGetCount's
- * devices), on a thread of ours (it registers an emitting thread, dlopens NVML, makes up to 11
+ * devices), on a thread of ours (it registers an emitting thread, dlopens NVML, makes up to 10
  * NVML calls per link of each GPU).
  * @return the NVLINK records emitted (0: none, e.g. one GPU), why then saying what the links'
  * state queries answered ("NVML link state: 2 active, 16 inactive, 0 unanswered", with the first

@@ -10,17 +10,19 @@
  * link); the version likewise (nvmlDeviceGetNvLinkVersion, then NVML_FI_DEV_NVLINK_GET_VERSION);
  * what the link can carry from nvmlDeviceGetNvLinkCapability, as CUPTI's CUpti_LinkFlag bits
  * (CUPTI's record of two H200s on an NVSwitch: peer access and peer atomics).
- * Where NVML cannot say what a link reaches (nvmlDeviceGetNvLinkRemoteDeviceType fails), its
- * remote PCI address decides, as NCCL decides it: a visible GPU is that GPU, an address with no
- * PCI device in /sys (not visible inside this VM) an NVSwitch, anything else is left out. A
+ * Where NVML cannot say what a link reaches (nvmlDeviceGetNvLinkRemoteDeviceType fails or says
+ * "unknown"), its remote PCI address decides, as NCCL decides it: a visible GPU is that GPU; an
+ * address hidden from this VM (all f's, or no PCI device in /sys) or a device of PCI class 0x0680
+ * is an NVSwitch; anything else is left out. A
  * remote GPU is matched to a CUDA ordinal by PCI domain/bus/device; one that this process cannot
  * see is left out. No state outlives the call (the shim's cap on mutable globals): everything is
  * on the stack, the NVML functions resolved per call.
  */
-#include <dlfcn.h>  /* dlsym */
-#include <stdio.h>  /* snprintf */
-#include <string.h> /* strlen */
-#include <unistd.h> /* access */
+#include <dlfcn.h>   /* dlsym */
+#include <stdio.h>   /* snprintf, fopen */
+#include <string.h>  /* strlen */
+#include <strings.h> /* strncasecmp */
+#include <unistd.h>  /* access */
 
 #include "link_int.h"
 #include "nvlp_rt.h"
@@ -35,6 +37,7 @@ typedef struct {
 } topo_pci_info;
 
 enum { NVML_REMOTE_GPU = 0, NVML_REMOTE_IBMNPU = 1, NVML_REMOTE_SWITCH = 2 };
+enum { NVML_INVALID_ARGUMENT = 2 }; /* a link index past the GPU's links */
 /* NVML_FI_DEV_NVLINK_GET_STATE, _GET_VERSION (nvml.h) */
 enum { FI_NVLINK_STATE = 165, FI_NVLINK_VERSION = 166 };
 
@@ -50,10 +53,12 @@ struct topo_nvml {
 	const char *(*err)(int);
 };
 
-/* What the links' state queries answered, over every device, for the NOTE. */
+/* What the links' state queries answered, over every device, for the NOTE. A link index both
+ * routes call an invalid argument is past that GPU's links (12 on an A100, 18 asked): not
+ * counted. */
 struct topo_tally {
 	int active, inactive, silent; /* silent: neither the field nor the function answered */
-	char first[160];              /* the first silent link's answers */
+	char first[160];              /* the first silent link's GPU, link and answers */
 };
 
 struct topo_dev {
@@ -138,17 +143,20 @@ static int topo_field(const struct topo_nvml *f, void *dev, unsigned id, unsigne
 	return r;
 }
 
-/* Link l's state: the field first, then the function. @return 1 active, 0 inactive, -1 neither
- * answered (counted in t, the first such named) */
-static int topo_state(const struct topo_nvml *f, void *dev, unsigned l, struct topo_tally *t)
+/* Link l of GPU i: its state, the field first, then the function. @return 1 active, 0 inactive,
+ * -1 neither answered (counted in t, the first such named) */
+static int topo_state(const struct topo_nvml *f, void *dev, int i, unsigned l,
+                      struct topo_tally *t)
 {
 	unsigned v = 0;
 	int rf = topo_field(f, dev, FI_NVLINK_STATE, l, &v);
 	int ra = rf == 0 ? 0 : f->state ? f->state(dev, l, &v) : -1;
 	if (ra != 0) {
+		if (rf == NVML_INVALID_ARGUMENT && (ra == NVML_INVALID_ARGUMENT || ra == -1))
+			return -1; /* no such link */
 		if (!t->silent++)
 			snprintf(t->first, sizeof t->first,
-			         "link %u: field %d %s, nvmlDeviceGetNvLinkState %s", l,
+			         "GPU %d link %u: field %d %s, nvmlDeviceGetNvLinkState %s", i, l,
 			         FI_NVLINK_STATE, topo_err(f, rf), topo_err(f, ra));
 		return -1;
 	}
@@ -190,31 +198,48 @@ static unsigned topo_caps(const struct topo_nvml *f, void *dev, unsigned l)
 	return flags;
 }
 
-/* What an active link reaches when NVML does not say (its remote's type query failed), from the
- * remote's PCI address as NCCL reads it: a visible GPU, or no PCI device in /sys at that address
- * (not visible inside this VM: an NVSwitch); anything else (a GPU this process cannot see, a
- * CPU) is left out. @return NVML_REMOTE_GPU, NVML_REMOTE_SWITCH, or -1 */
+/* Whether the remote's address is the one NVML gives for a device hidden from this VM (NCCL
+ * compares the bus id with "fffffff:ffff:ff"; the numbers may say it too). */
+static int topo_hidden_remote(const topo_pci_info *p)
+{
+	return p->domain == 0xffffffffu || !strncasecmp(p->busId, "fffffff", 7) ||
+	       !strncasecmp(p->busIdLegacy, "ffff", 4);
+}
+
+/* What an active link reaches when NVML does not say (its remote's type query failed or answered
+ * "unknown"), from the remote's PCI address as NCCL reads it: a visible GPU; an address NVML marks
+ * as hidden, or one with no PCI device in /sys (not visible inside this VM), or a PCI device of
+ * class 0x0680 (an NVSwitch on bare metal): an NVSwitch. Anything else (a GPU this process cannot
+ * see, a CPU), or no /sys/bus/pci to look in, is left out.
+ * @return NVML_REMOTE_GPU, NVML_REMOTE_SWITCH, or -1 */
 static int topo_remote_type(const struct topo_dev *d, int n, const topo_pci_info *p)
 {
 	if (topo_ordinal(d, n, p) >= 0)
 		return NVML_REMOTE_GPU;
-	char path[96];
-	snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.0", p->domain, p->bus,
+	if (topo_hidden_remote(p))
+		return NVML_REMOTE_SWITCH;
+	char path[96], cls[16] = "";
+	snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.0/class", p->domain, p->bus,
 	         p->device);
-	return access(path, F_OK) != 0 ? NVML_REMOTE_SWITCH : -1;
+	FILE *fp = fopen(path, "re");
+	if (!fp)
+		return access("/sys/bus/pci/devices", F_OK) == 0 ? NVML_REMOTE_SWITCH : -1;
+	int ok = fgets(cls, sizeof cls, fp) != NULL;
+	fclose(fp);
+	return ok && !strncasecmp(cls, "0x0680", 6) ? NVML_REMOTE_SWITCH : -1;
 }
 
 /* Link l of device i: its remote (a visible GPU or an NVSwitch) and version, into d[i]. */
 static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l,
                       struct topo_tally *t)
 {
-	if (topo_state(f, d[i].nvml, l, t) != 1)
+	if (topo_state(f, d[i].nvml, i, l, t) != 1)
 		return;
 	topo_pci_info p;
 	memset(&p, 0, sizeof p);
 	int have_pci = -1; /* the remote's PCI address: asked once, when needed */
 	unsigned type = 0;
-	if (!f->type || f->type(d[i].nvml, l, &type) != 0) {
+	if (!f->type || f->type(d[i].nvml, l, &type) != 0 || type > NVML_REMOTE_SWITCH) {
 		have_pci = f->remote_pci(d[i].nvml, l, &p) == 0;
 		int ty = have_pci ? topo_remote_type(d, n, &p) : -1;
 		if (ty < 0)

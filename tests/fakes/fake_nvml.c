@@ -14,11 +14,15 @@
  * (165), the version through nvmlDeviceGetNvLinkVersion and NVML_FI_DEV_NVLINK_GET_VERSION (166);
  * FAKE_NVML_STATE=field: the function answers NVML_ERROR_NOT_SUPPORTED for every link (as a
  * one-GPU H100 VM did), the field answers; =api: the field does not answer, the function does;
- * =none: neither. FAKE_NVML_NOTYPE=1: nvmlDeviceGetNvLinkRemoteDeviceType answers
- * NVML_ERROR_NOT_SUPPORTED; FAKE_NVML_NOVERSION=1: nvmlDeviceGetNvLinkVersion does (the field
- * still answers). An active link's capabilities: peer access and peer atomics, no system
- * memory (NVML_NVLINK_CAP_P2P_SUPPORTED and _P2P_ATOMICS; CUPTI's flags 0xa on two H200s), none
- * with FAKE_NVML_NOCAPS=1 (NVML_ERROR_NOT_SUPPORTED). FAKE_NVML_INIT=r: nvmlInit_v2 answers r (e.g.
+ * =none: neither; a link index past FAKE_NVML_LINKS (18) answers NVML_ERROR_INVALID_ARGUMENT to
+ * both, as past a GPU's real links. FAKE_NVML_NOTYPE=1: nvmlDeviceGetNvLinkRemoteDeviceType
+ * answers NVML_ERROR_NOT_SUPPORTED, =unknown: NVML_NVLINK_DEVICE_TYPE_UNKNOWN (0xff);
+ * FAKE_NVML_HIDDEN=1: an NVSwitch link's remote PCI address is the one NCCL takes for a device
+ * hidden from the VM (bus id "fffffff:ffff:ff", numbers 0); FAKE_NVML_NOVERSION=1:
+ * nvmlDeviceGetNvLinkVersion answers NVML_ERROR_NOT_SUPPORTED (the field still answers). An
+ * active link's capabilities: peer access and peer atomics, no system memory
+ * (NVML_NVLINK_CAP_P2P_SUPPORTED and _P2P_ATOMICS; CUPTI's flags 0xa on two H200s), none with
+ * FAKE_NVML_NOCAPS=1 (NVML_ERROR_NOT_SUPPORTED). FAKE_NVML_INIT=r: nvmlInit_v2 answers r (e.g.
  * 9, NVML_ERROR_DRIVER_NOT_LOADED).
  */
 #include <stdio.h>  /* sscanf, fopen */
@@ -43,6 +47,11 @@ static struct gpu {
 	unsigned long long reads;
 	unsigned domain, bus; /* from the bus id it was looked up by */
 } gpus[8];
+
+EXPORT int nvmlShutdown(void)
+{
+	return 0;
+}
 
 EXPORT int nvmlInit_v2(void)
 {
@@ -129,12 +138,19 @@ static int flag(const char *var)
 	return e && *e && strcmp(e, "0");
 }
 
+/* The links each GPU has (FAKE_NVML_LINKS, default 18) */
+static unsigned links_of(void)
+{
+	const char *ls = getenv("FAKE_NVML_LINKS");
+	return ls && *ls ? (unsigned)atoi(ls) : 18;
+}
+
 /* @return 0 with *is_active (NVML_FEATURE_ENABLED = 1), or the NVML error */
 static int link_state(void *dev, unsigned link, unsigned *is_active)
 {
 	unsigned n;
 	int sw;
-	if (link >= MAX_LINKS)
+	if (link >= MAX_LINKS || link >= links_of())
 		return 2;
 	topo(dev, &n, &sw);
 	*is_active = link < n;
@@ -149,9 +165,12 @@ EXPORT int nvmlDeviceGetNvLinkState(void *dev, unsigned link, unsigned *is_activ
 EXPORT int nvmlDeviceGetNvLinkRemoteDeviceType(void *dev, unsigned link, unsigned *type)
 {
 	int sw, r = active_link(dev, link, &sw);
-	if (r == 0 && flag("FAKE_NVML_NOTYPE"))
+	const char *nt = getenv("FAKE_NVML_NOTYPE");
+	if (r == 0 && nt && !strcmp(nt, "unknown"))
+		*type = 0xff; /* NVML_NVLINK_DEVICE_TYPE_UNKNOWN */
+	else if (r == 0 && flag("FAKE_NVML_NOTYPE"))
 		return 3;
-	if (r == 0)
+	else if (r == 0)
 		*type = sw ? 2 : 0; /* NVML_NVLINK_DEVICE_TYPE_SWITCH : _GPU */
 	return r;
 }
@@ -179,6 +198,10 @@ EXPORT int nvmlDeviceGetNvLinkRemotePciInfo_v2(void *dev, unsigned link, pci_inf
 	snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:00.0", pci->domain, pci->bus);
 	snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:00.0", pci->domain,
 	         pci->bus);
+	if (sw && flag("FAKE_NVML_HIDDEN")) {
+		memset(pci, 0, sizeof *pci);
+		snprintf(pci->busId, sizeof pci->busId, "fffffff:ffff:ff");
+	}
 	return 0;
 }
 
@@ -210,10 +233,8 @@ EXPORT int nvmlDeviceGetNvLinkCapability(void *dev, unsigned link, unsigned cap,
 EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
 {
 	struct gpu *g = dev;
-	const char *ls = getenv("FAKE_NVML_LINKS");
-	unsigned links = ls && *ls ? (unsigned)atoi(ls) : 18;
-	/* a read of the counters (the link sampler's), not of the links' state or version (topo.c)
-	 */
+	unsigned links = links_of();
+	/* a read of the counters (the link sampler's), not of a link's state or version (topo.c) */
 	int counters = n > 0 && v[0].fieldId != 165 && v[0].fieldId != 166;
 	g->reads += counters;
 	const char *logp = getenv("FAKE_NVML_LOG");
@@ -225,6 +246,7 @@ EXPORT int nvmlDeviceGetFieldValues(void *dev, int n, field_value *v)
 	for (int i = 0; i < n; i++) {
 		unsigned f = v[i].fieldId;
 		v[i].nvmlReturn = 0;
+		v[i].valueType = f == 165 || f == 166 ? 1 : 3; /* NVML_VALUE_TYPE_UNSIGNED_INT, _LONG */
 		if (f >= 138 && f <= 141 && v[i].scopeId >= links)
 			v[i].nvmlReturn = 3;
 		else if (f == 138 || f == 139)

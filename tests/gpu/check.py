@@ -358,7 +358,8 @@ def cmd_topo(d_cupti, d_lazy):
         for r in recs:
             if r.get("kind") == "nvlink":
                 sw = bool(r["flags"] & (1 << 16))
-                links[(r["dev0"], r["dev1"], sw)] = (r["links"], r["version"], r["flags"], r["ports0"])
+                a, b = sorted((r["dev0"], r["dev1"]))  # CUPTI may give a pair either way round
+                links[(a, b, sw)] = (r["links"], r["version"], r["flags"], r["ports0"])
         notes = [r["message"] for r in recs if r.get("kind") == "note" and "topology from the driver and NVML" in r.get("message", "")]
         return devs, links, notes
     dc, lc, _ = topo(d_cupti)

@@ -61,11 +61,14 @@ def main():
     r = nv.nvmlDeviceGetCount_v2(ctypes.byref(n))
     print(f"nvml_links: {n.value} GPU(s) ({err(r)})")
 
-    def field(h, fid, link):
+    def field(h, fid, link, raw=False):
         fv = FieldValue(fieldId=fid, scopeId=link)
         r = nv.nvmlDeviceGetFieldValues(h, 1, ctypes.byref(fv))
         r = r or fv.nvmlReturn
-        return (fv.value.ui, "ok") if not r else (None, err(r))
+        if r:
+            return None, err(r)
+        # raw: the value type too, and the 8 bytes as unsigned (the encoding is not documented)
+        return ((fv.valueType, fv.value.ull) if raw else fv.value.ui), "ok"
 
     def call(name, h, *args):
         f = fn(name)
@@ -77,23 +80,29 @@ def main():
 
     for i in range(n.value):
         h = ctypes.c_void_p()
-        nv.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h))
+        r = nv.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h))
+        if r:
+            print(f"gpu {i}: nvmlDeviceGetHandleByIndex_v2: {err(r)}")
+            continue
         name = ctypes.create_string_buffer(96)
-        nv.nvmlDeviceGetName(h, name, 96)
+        r = nv.nvmlDeviceGetName(h, name, 96)
         pci = PciInfo()
-        nv.nvmlDeviceGetPciInfo_v3(h, ctypes.byref(pci))
-        print(f"gpu {i}: {name.value.decode()} at {pci.busId.decode()}")
+        rp = nv.nvmlDeviceGetPciInfo_v3(h, ctypes.byref(pci))
+        print(f"gpu {i}: {name.value.decode() if not r else err(r)} at "
+              f"{pci.busId.decode() if not rp else err(rp)}")
         active = {"api": [], "field": []}
         for link in range(LINKS):
             s_api, e_api = call("nvmlDeviceGetNvLinkState", h, link)
             s_fld, e_fld = field(h, FI_STATE, link)
             v_api, e_vapi = call("nvmlDeviceGetNvLinkVersion", h, link)
-            v_fld, e_vfld = field(h, FI_VERSION, link)
+            v_fld, e_vfld = field(h, FI_VERSION, link, raw=True)
             ty, e_ty = call("nvmlDeviceGetNvLinkRemoteDeviceType", h, link)
             rp = PciInfo()
             f = fn("nvmlDeviceGetNvLinkRemotePciInfo_v2")
             r = f(h, link, ctypes.byref(rp)) if f else -1
-            remote = rp.busId.decode() if r == 0 else (err(r) if r > 0 else "absent")
+            # the bus id and the numbers (cupti/topo.c matches on the numbers)
+            remote = (f"{rp.busId.decode()}[{rp.domain:x}:{rp.bus:x}:{rp.device:x}]" if r == 0
+                      else (err(r) if r > 0 else "absent"))
             caps = [c for k, c in enumerate(CAPS) if call("nvmlDeviceGetNvLinkCapability", h, link, k)[0]]
             tx, e_tx = field(h, FI_NVL_TX, link)
             if s_api == 1:
@@ -104,12 +113,14 @@ def main():
                   f"field165={s_fld if s_fld is not None else e_fld} "
                   f"type={TYPES.get(ty, ty) if ty is not None else e_ty} remote={remote} "
                   f"version api={v_api if v_api is not None else e_vapi} "
-                  f"field166={v_fld if v_fld is not None else e_vfld} caps={','.join(caps) or '-'} "
+                  f"field166={'type%d:%d' % v_fld if v_fld is not None else e_vfld} "
+                  f"caps={','.join(caps) or '-'} "
                   f"tx_counter={'ok' if tx is not None else e_tx}")
         sw, e_sw = field(h, 147, 0)  # NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT
         print(f"gpu {i}: active by nvmlDeviceGetNvLinkState {active['api'] or 'none'}; "
               f"by field 165 {active['field'] or 'none'}; "
               f"NVSwitch-connected links (field 147) {sw if sw is not None else e_sw}")
+    nv.nvmlShutdown()
     return 0
 
 

@@ -13,8 +13,10 @@
  * The links' state read through the field NVML_FI_DEV_NVLINK_GET_STATE alone (the function
  * "Not Supported"), through nvmlDeviceGetNvLinkState alone, through neither (the NOTE names both
  * errors); no remote device type (a GPU found by its PCI address, an NVSwitch by its absence from
- * /sys) and the version from its field; the links' capabilities as CUPTI's flags, or none where
- * NVML does not say. The NOTE's tally of link states in every case with NVML.
+ * /sys, or by the address NVML gives a device hidden from the VM, with the type "unknown") and
+ * the version from its field; a GPU with 12 links (the indices past them not counted); the links'
+ * capabilities as CUPTI's flags, or none where NVML does not say. The NOTE's tally of link states
+ * in every case with NVML.
  * Also the NVML version enum -> NVLink major map (cupti_int.h) on its own.
  */
 #include <cuda_runtime_api.h> /* cudaGetDeviceCount */
@@ -23,6 +25,7 @@
 #include <stdio.h>            /* fopen */
 #include <stdlib.h>           /* mkdtemp */
 #include <string.h>           /* strstr */
+#include <unistd.h>           /* access */
 
 #include "check.h"
 #include "cupti_int.h" /* nvlp_nvml_nvlink_major */
@@ -112,7 +115,8 @@ struct topo_case {
 	int nvml; /* 0: no NVML in reach */
 	/* FAKE_NVML_STATE, _NOTYPE, _NOVERSION (fake_nvml.c); the tally the NOTE must give */
 	const char *state, *notype, *noversion, *tally;
-	const char *nocaps; /* FAKE_NVML_NOCAPS */
+	const char *nocaps, *links, *hidden; /* FAKE_NVML_NOCAPS, _LINKS, _HIDDEN */
+	int sysfs; /* the NVSwitch is found only where /sys/bus/pci/devices exists */
 };
 
 /* The DEVICE records: n of them, every field as the fake libcuda reports it. */
@@ -181,7 +185,7 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 {
 	char dir[] = "/tmp/nvlp-topo.XXXXXX", b[64], ldp[PATH_MAX + 64], out[PATH_MAX + 32];
 	char tp[64], ver[64], dom[64], cc[64], ndev[64], init[64], st[64], nt[64], nv[64];
-	char nc[64];
+	char nc[64], nl[64], hd[64];
 	if (!mkdtemp(dir))
 		return;
 	snprintf(b, sizeof b, "FAKE_CUDA_UUID_BASE=%u", base);
@@ -198,6 +202,8 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	ENV(nt, "FAKE_NVML_NOTYPE", c->notype);
 	ENV(nv, "FAKE_NVML_NOVERSION", c->noversion);
 	ENV(nc, "FAKE_NVML_NOCAPS", c->nocaps);
+	ENV(nl, "FAKE_NVML_LINKS", c->links);
+	ENV(hd, "FAKE_NVML_HIDDEN", c->hidden);
 	const char *env[] = {"NVLPROF_CUPTI=lazy",
 	                     b,
 	                     c->nvml ? ldp : "LD_LIBRARY_PATH",
@@ -211,6 +217,8 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	                     nt,
 	                     nv,
 	                     nc,
+	                     nl,
+	                     hd,
 	                     NULL};
 	snprintf(out, sizeof out, "%s/topo.out%s", dir, c->nvml ? "" : ":missing");
 	int rc = shim_run_child(self, lib, dir, "100000", env, out);
@@ -247,7 +255,8 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 		int silent = c->state && !strcmp(c->state, "none");
 		if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
 			check_link(c, &s, base, ret, 4, 0, c->version ? 5 : 4);
-		else if (c->topo && strstr(c->topo, "switch:18"))
+		else if (c->topo && strstr(c->topo, "switch:18") &&
+		         (!c->sysfs || access("/sys/bus/pci/devices", F_OK) == 0))
 			check_link(c, &s, base, ret, 18, 1, 5);
 		else
 			CHECK(ret == 0 && s.nnv == 0,
@@ -277,7 +286,7 @@ int main(int argc, char **argv)
 		return 1;
 	unsigned base = 0x40 | ((unsigned)getpid() & 0x3f);
 	static const char silent[] =
-	    "NVML link state: 0 active, 0 inactive, 36 unanswered (link 0: field 165 Not "
+	    "NVML link state: 0 active, 0 inactive, 36 unanswered (GPU 0 link 0: field 165 Not "
 	    "Supported, nvmlDeviceGetNvLinkState Not Supported)";
 	static const struct topo_case cases[] = {
 	    {.name = "pair:4",
@@ -328,7 +337,22 @@ int main(int argc, char **argv)
 	     .version = "7",
 	     .domain = "32343",
 	     .nvml = 1,
-	     .notype = "1"},
+	     .notype = "1",
+	     .sysfs = 1},
+	    /* the type "unknown", the remote's address the one NVML gives a device hidden from the
+	     * VM (NCCL's "fffffff:ffff:ff") */
+	    {.name = "switch:18, remote type unknown, address hidden",
+	     .topo = "switch:18",
+	     .version = "7",
+	     .nvml = 1,
+	     .notype = "unknown",
+	     .hidden = "1"},
+	    /* 12 links per GPU (an A100): the 6 indices past them are not counted as unanswered */
+	    {.name = "pair:4, 12 links per GPU",
+	     .topo = "pair:4",
+	     .nvml = 1,
+	     .links = "12",
+	     .tally = "NVML link state: 8 active, 16 inactive, 0 unanswered"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		run(self, lib, base, &cases[i]);
