@@ -297,13 +297,11 @@ static void sampler_topology(void)
 	int r = nvlp_topo_nvml(n, why, sizeof why);
 	if (r < 0)
 		nvlp_note(NVLP_NOTE_NVML_UNAVAILABLE, -1, 0,
-		          "no NVLink topology (NVLPROF_CUPTI=lazy): %s; %d device(s) recorded from "
-		          "the driver",
+		          NVLP_NOTE_TOPO_LAZY_NONE " %s; %d device(s) recorded from the driver",
 		          why, n);
 	else
 		nvlp_note(NVLP_NOTE_CONFIG, -1, (uint64_t)r,
-		          "topology from the driver and NVML (NVLPROF_CUPTI=lazy): %d device(s), %d "
-		          "NVLink pair(s); %s",
+		          NVLP_NOTE_TOPO_LAZY " %d device(s), %d NVLink pair(s); %s",
 		          n, r, why);
 }
 

@@ -351,7 +351,8 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 		for (int j = i + 1; j < n; j++)
 			records += topo_pair(d, i, j);
 	int say = t.silent && !t.active; /* why no link was seen */
-	snprintf(why, len, "NVML link state: %d active, %d inactive, %d unanswered%s%s%s", t.active,
-	         t.inactive, t.silent, say ? " (" : "", say ? t.first : "", say ? ")" : "");
+	snprintf(why, len, NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s",
+	         t.active, t.inactive, t.silent, say ? " (" : "", say ? t.first : "",
+	         say ? ")" : "");
 	return records;
 }

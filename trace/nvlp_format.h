@@ -496,6 +496,12 @@ enum nvlp_note_code {
 #define NVLP_NOTE_CUPTI_LAZY_NEEDED "CUPTI attached at start despite NVLPROF_CUPTI=lazy: needed by"
 /* How the CUPTI_UNAVAILABLE note begins when managed memory came under NVLPROF_CUPTI=lazy */
 #define NVLP_NOTE_CUPTI_LAZY_UM "managed memory allocated under NVLPROF_CUPTI=lazy:"
+/* How the notes of lazy's topology (cupti/linksample.c) begin: the CONFIG note of what the driver
+ * and NVML gave ("... N device(s), P NVLink pair(s); NVML link state: A active, I inactive, U
+ * unanswered"), the NVML_UNAVAILABLE note of why NVML gave none (the analyzer reads both) */
+#define NVLP_NOTE_TOPO_LAZY "topology from the driver and NVML (NVLPROF_CUPTI=lazy):"
+#define NVLP_NOTE_TOPO_LAZY_NONE "no NVLink topology (NVLPROF_CUPTI=lazy):"
+#define NVLP_NOTE_TOPO_LAZY_STATE "NVML link state:"
 
 /* KCH flags: what was wrong with a channel's stamps (the analyzer drops flagged ones). */
 #define NVLP_KCH_FLAGS(X)                                                                          \

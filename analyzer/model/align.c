@@ -3,6 +3,7 @@
  * NVLink peak and names) with the clock anchors; then the cross-rank step, which builds each
  * communicator's collective table (ctab.c), refines the clocks across hosts (clocks.c) and
  * computes the cross-rank figures (waits.c). */
+#include <stdio.h>  /* snprintf, sscanf */
 #include <stdlib.h> /* calloc */
 #include <string.h> /* strcmp */
 
@@ -65,6 +66,35 @@ static void cupti_detach(struct an_job *job, const struct an_rank *r)
 	job->cupti_reattached += again;
 }
 
+/* Under NVLPROF_CUPTI=lazy: why this process, which saw two GPUs or more, recorded no NVLink
+ * pair when that was NVML's silence, not the hardware (no NVML, or no link's state answered),
+ * into job->lazy_topo_why (the first such process's). The notes: NVML_UNAVAILABLE "<none> WHY; N
+ * device(s) recorded from the driver", CONFIG "<got> N device(s), 0 NVLink pair(s); <state> A
+ * active, I inactive, U unanswered". */
+static void lazy_topology(struct an_job *job, const struct an_rank *r)
+{
+	static const char none[] = NVLP_NOTE_TOPO_LAZY_NONE, got[] = NVLP_NOTE_TOPO_LAZY,
+	                  st[] = NVLP_NOTE_TOPO_LAZY_STATE;
+	for (size_t i = 0; i < r->nnotes && !job->lazy_topo_why[0]; i++) {
+		const struct an_note *n = &r->notes[i];
+		const char *s = n->msg, *why = s + sizeof none - 1, *end;
+		int devs = 0, a = 0, in = 0, un = 0;
+		if (n->code == NVLP_NOTE_NVML_UNAVAILABLE && !strncmp(s, none, sizeof none - 1) &&
+		    (end = strstr(why, "; ")) && sscanf(end, "; %d device", &devs) == 1 && devs > 1)
+			snprintf(job->lazy_topo_why, sizeof job->lazy_topo_why, "NVML gave none:%.*s",
+			         (int)(end - why), why);
+		else if (n->code == NVLP_NOTE_CONFIG && n->value == 0 &&
+		         !strncmp(s, got, sizeof got - 1) &&
+		         sscanf(s + sizeof got - 1, " %d device", &devs) == 1 && devs > 1 &&
+		         (s = strstr(s, st)) &&
+		         sscanf(s + sizeof st - 1, " %d active, %d inactive, %d unanswered", &a, &in,
+		                &un) == 3 &&
+		         a == 0 && un > 0)
+			snprintf(job->lazy_topo_why, sizeof job->lazy_topo_why,
+			         "NVML answered the state of %d of %d links", in, in + un);
+	}
+}
+
 /* The job's comm table from every process's comms; calls renumbered to it (those beyond
  * AN_MAX_COMMS dropped and counted) and counted per comm. @return 0, or -1 out of memory */
 static int comm_table(struct an_job *job)
@@ -83,6 +113,7 @@ static int comm_table(struct an_job *job)
 		if (r->nlinks)
 			job->have_topo = 1;
 		cupti_detach(job, r);
+		lazy_topology(job, r);
 		int dropped = 0;
 		for (size_t i = 0; i < r->ncomms; i++) {
 			long j = an_index_get(&ix, r->comms[i].hash, 0);

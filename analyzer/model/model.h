@@ -553,6 +553,10 @@ struct an_job {
 	 * managed memory (its migrations unmeasured), and those that attached CUPTI from the start
 	 * (needed there) */
 	int cupti_lazy, cupti_lazy_um, cupti_lazy_needed;
+	/* lazy's topology: why the first process that saw 2 GPUs or more and whose NVML gave no link
+	 * state (or no NVML) recorded no NVLink pair ("" where every link answered: no pair is then
+	 * no NVLink) */
+	char lazy_topo_why[128];
 	uint64_t cupti_detach_ms;
 	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */
 	/* the first collective of the job's communicators (startup: ranks start apart): the
