@@ -7,7 +7,8 @@ Per GPU and link (0..17): the state through nvmlDeviceGetNvLinkState and through
 NVML_FI_DEV_NVLINK_GET_STATE (165, as NCCL reads it on sm_90+), the remote's type
 (nvmlDeviceGetNvLinkRemoteDeviceType) and PCI address, the version (function and field 166), the
 capabilities (P2P, sysmem, P2P atomics, sysmem atomics) and whether the link's traffic counter
-(field 138) answers. Then one line per GPU: the links each route calls active. No nvml.h, no
+(field 138) answers. Then one line per GPU: the links each route calls active, the links NVML
+counts to NVSwitches (field 147) and in all (field 91). No nvml.h, no
 pynvml: ctypes on libnvidia-ml.so.1 (NVML_LIB overrides the name).
 
     python3 tests/gpu/nvml_links.py            # prints; exit 0 unless NVML cannot be loaded
@@ -117,9 +118,11 @@ def main():
                   f"caps={','.join(caps) or '-'} "
                   f"tx_counter={'ok' if tx is not None else e_tx}")
         sw, e_sw = field(h, 147, 0)  # NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT
+        nl, e_nl = field(h, 91, 0)  # NVML_FI_DEV_NVLINK_LINK_COUNT
         print(f"gpu {i}: active by nvmlDeviceGetNvLinkState {active['api'] or 'none'}; "
               f"by field 165 {active['field'] or 'none'}; "
-              f"NVSwitch-connected links (field 147) {sw if sw is not None else e_sw}")
+              f"NVSwitch-connected links (field 147) {sw if sw is not None else e_sw}; "
+              f"links (field 91) {nl if nl is not None else e_nl}")
     nv.nvmlShutdown()
     return 0
 
