@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# plan_lazy.sh: what is left to decide whether NVLPROF_CUPTI=lazy can be the default (issue 27), as device
+# calls of under 10 minutes each, the first questions first (a session cut short still answers them).
+# Each part runs existing scripts into $OUT/<part> (OUT default /tmp/nvlp-plan); carry build/ (and build/gpu).
+#   bash tests/gpu/plan_lazy.sh PART      PART: probe fail cost all twogpu
+#   probe   (~4 min, one GPU)  which of NVML's NVLink routes answers here (nvml_links.py, nvidia-smi); lazy
+#           on real CUPTI: plain and managed-memory smoke (the topology NOTE's tally, lazy's managed-memory
+#           NOTE and gap); CuPy ping-ponging managed memory through torch's runtime (cupyrt) under lazy
+#           (expected: the gap, no uma_thrashing) and under the default (expected: uma_thrashing)
+#   fail    (~6 min, one GPU)  the post-mortem catalog on real NCCL under lazy (stuck exits count oom killtree)
+#   cost    (~8 min, one GPU)  (c), the launch-bound loop, 10 fresh process sets: none none2 default lazy
+#   all     (~9 min, one GPU)  NVLPROF_KERNELS=all on (a) and (c) (not measured since run 2), and
+#           torch.profiler on (a) in the same rounds (all <= 1/10 of it)
+#   twogpu  (2+ GPUs)  run_gpu.sh lazy: lazy's topology against CUPTI's, pcie_fallback and
+#           peer_access_disabled under lazy
+# DRY=1 prints the commands instead of running them (tests/gpu/test_plan_lazy.sh checks them).
+set -u
+cd "$(dirname "$0")/../.."
+part=${1:-}
+OUT=${OUT:-/tmp/nvlp-plan}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+do_() { # CMD...: run (or print, DRY=1) one step; a failing step does not stop the part
+	if [ "${DRY:-0}" = 1 ]; then
+		echo "$*"
+	else
+		echo "== $*" >&2
+		eval "$*"
+	fi
+}
+case "$part" in
+probe)
+	O=$OUT/probe
+	do_ "mkdir -p $O"
+	do_ "python3 tests/gpu/nvml_links.py >$O/nvml_links.txt 2>&1"
+	do_ "{ nvidia-smi topo -m; nvidia-smi nvlink -s; } >$O/nvidia_smi.txt 2>&1"
+	do_ "OUT=$O SMOKE_CUPTI=lazy SMOKE_MODES='plain um' bash tests/gpu/startup_smoke.sh >$O/smoke.log 2>&1"
+	do_ "NVLPROF_CUPTI=lazy OUT=$O/real_lazy bash tests/gpu/run_real.sh cupyrt >$O/cupyrt_lazy.log 2>&1"
+	do_ "OUT=$O/real_default bash tests/gpu/run_real.sh cupyrt >$O/cupyrt_default.log 2>&1"
+	;;
+fail)
+	do_ "NVLPROF_CUPTI=lazy WD_S=10 JOB_TIMEOUT=60 OUT=$OUT/fail bash tests/gpu/run_fail.sh stuck exits count oom killtree >$OUT/fail.log 2>&1"
+	;;
+cost)
+	do_ "SETS=10 TINY_BUDGET=460 WARMUP_S=3 OWN_SHM=1 TINY_CONFIGS=none,none2,default,lazy=NVLPROF_CUPTI=lazy OUT=$OUT/cost bash tests/gpu/run_cost.sh tiny >$OUT/cost.log 2>&1"
+	;;
+all)
+	do_ "SETS=2 GPT2_BUDGET=250 TINY_BUDGET=250 WARMUP_S=3 OWN_SHM=1 GPT2_CONFIGS=none,none2,all,torchprof TINY_CONFIGS=none,none2,all OUT=$OUT/all bash tests/gpu/run_cost.sh gpt2 tiny >$OUT/all.log 2>&1"
+	;;
+twogpu)
+	do_ "OUT=$OUT/twogpu bash tests/gpu/run_gpu.sh ddp fallback p2p lazy >$OUT/twogpu.log 2>&1"
+	;;
+*)
+	echo "usage: bash tests/gpu/plan_lazy.sh probe|fail|cost|all|twogpu" >&2
+	exit 2
+	;;
+esac
