@@ -237,10 +237,9 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 		return;
 	topo_pci_info p;
 	memset(&p, 0, sizeof p);
-	int have_pci = -1; /* the remote's PCI address: asked once, when needed */
+	int have_pci = f->remote_pci(d[i].nvml, l, &p) == 0;
 	unsigned type = 0;
 	if (!f->type || f->type(d[i].nvml, l, &type) != 0 || type > NVML_REMOTE_SWITCH) {
-		have_pci = f->remote_pci(d[i].nvml, l, &p) == 0;
 		int ty = have_pci ? topo_remote_type(d, n, &p) : -1;
 		if (ty < 0)
 			return;
@@ -255,8 +254,6 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 	}
 	if (type != NVML_REMOTE_GPU)
 		return; /* an IBM NPU: not in CUPTI's GPU-pair records either */
-	if (have_pci < 0)
-		have_pci = f->remote_pci(d[i].nvml, l, &p) == 0;
 	int j = have_pci ? topo_ordinal(d, n, &p) : -1;
 	if (j < 0 || j == i)
 		return;
@@ -282,8 +279,7 @@ static int topo_scan(const struct topo_nvml *f, struct topo_dev *d, int n, char 
 		int r = f->by_pci(bus, &d[i].nvml);
 		if (r != 0) {
 			d[i].nvml = NULL;
-			snprintf(why, len, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus,
-			         f->err ? f->err(r) : "error");
+			snprintf(why, len, "nvmlDeviceGetHandleByPciBusId(%s): %s", bus, topo_err(f, r));
 			continue;
 		}
 		handles++;
