@@ -134,4 +134,28 @@ check "abort, CUPTI still attached in rank 0: first finding is hang_suspect #21 
 e0=$(jv abort_c hang_suspect rank_0_ended)
 check "abort, CUPTI still attached in rank 0: rank 0 ended by SIGABRT in its watchdog thread" \
 	grep -Eq '^ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\)' <<<"$e0"
+
+# (g) the same failures under NVLPROF_CUPTI=lazy (CUPTI never attached; the topology from the
+# driver and the fake NVML): the first finding is the same; the topology gap only where NVML gave
+# no link's state (FAKE_NVML_STATE=none), as an info after the story, never in its place; a healthy
+# run has no finding but collection notes.
+lazy_re='^data: CUPTI not attached in 2 of 2 processes \(NVLPROF_CUPTI=lazy\)'
+topo_gap='topology: no NVLink topology under NVLPROF_CUPTI=lazy (NVML answered the state of 0 of 36 links)'
+export LD_LIBRARY_PATH="$FAKES/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+NVLPROF_CUPTI=lazy FAKE_NVML_TOPO=pair:4 FAKE_NVML_STATE=none run stuck_l stuck 4 0
+check "stuck, lazy, NVML silent: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first stuck_l)
+check "stuck, lazy, NVML silent: CUPTI attached in neither rank" grep -Eq "$lazy_re" "$T/stuck_l/report.txt"
+check "stuck, lazy, NVML silent: the topology gap, among the collection gaps" grep -qF "    $topo_gap" "$T/stuck_l/report.txt"
+NVLPROF_CUPTI=lazy FAKE_NVML_TOPO=pair:4 run exit_l exit 3 0
+check "exit, lazy: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first exit_l)
+check_eq "exit, lazy: rank 1 exited" "exited with status 3" "$(jv exit_l hang_suspect rank_1_ended | cut -c1-20)"
+check "exit, lazy, NVML answering: topology from NVML, no topology gap" \
+	bash -c "grep -q 'topology yes' '$T/exit_l/report.txt' && ! grep -q 'no NVLink topology under' '$T/exit_l/report.txt'"
+NVLPROF_CUPTI=lazy FAKE_NVML_TOPO=pair:4 run abort_l abort 4 1500
+check "abort, lazy: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first abort_l)
+check "abort, lazy: rank 0 ended by SIGABRT in its watchdog thread" \
+	grep -Eq '^ended by SIGABRT \(abort\) in thread [0-9]+ \(pt_nccl_watchdg\)' <<<"$(jv abort_l hang_suspect rank_0_ended)"
+NVLPROF_CUPTI=lazy FAKE_NVML_TOPO=pair:4 run healthy_l healthy 20 0
+check "healthy, lazy: no finding but collection_gaps, no topology gap" \
+	bash -c "grep -q '^FINDINGS' '$T/healthy_l/report.txt' && ! grep '^\[' '$T/healthy_l/report.txt' | grep -vq 'collection_gaps' && ! grep -q 'no NVLink topology under' '$T/healthy_l/report.txt'"
 exit $((FAILED > 0))
