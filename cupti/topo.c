@@ -13,10 +13,14 @@
  * Where NVML cannot say what a link reaches (nvmlDeviceGetNvLinkRemoteDeviceType fails or says
  * "unknown"), its remote PCI address decides, as NCCL decides it: a visible GPU is that GPU; an
  * address hidden from this VM (all f's, or no PCI device in /sys) or a device of PCI class 0x0680
- * is an NVSwitch; anything else is left out. A
- * remote GPU is matched to a CUDA ordinal by PCI domain/bus/device; one that this process cannot
- * see is left out. No state outlives the call (the shim's cap on mutable globals): everything is
- * on the stack, the NVML functions resolved per call.
+ * is an NVSwitch, a display or 3D controller a GPU; anything else is left out. A remote GPU is
+ * matched to a CUDA ordinal by PCI domain/bus/device. Links this process cannot pair, because the
+ * GPU at the other end is hidden from it (CUDA_VISIBLE_DEVICES giving each rank one GPU) or no
+ * other visible GPU reaches the NVSwitch, still give a GPU its NVLink: one record per GPU with
+ * dev1 = -1, the links to hidden GPUs and, apart, the links to an NVSwitch no visible peer shares
+ * (the analyzer takes a GPU's peak from them). CUPTI's records for such a process are not
+ * measured. No state outlives the call (the shim's cap on mutable globals): everything is on the
+ * stack, the NVML functions resolved per call.
  */
 #include <dlfcn.h>   /* dlsym */
 #include <stdio.h>   /* snprintf, fopen */
@@ -67,6 +71,9 @@ struct topo_dev {
 	uint32_t sw_mask;            /* links to an NVSwitch */
 	unsigned sw_version;         /* major NVLink version of the first of them */
 	unsigned sw_caps;            /* and its CUpti_LinkFlag bits */
+	uint32_t hid_mask;           /* links to GPUs this process cannot see */
+	unsigned hid_version;        /* major NVLink version of the first of them */
+	unsigned hid_caps;           /* and its CUpti_LinkFlag bits */
 	int8_t peer[NVML_LINKS];     /* per link: the CUDA ordinal of its remote GPU, -1 none */
 	uint8_t version[NVML_LINKS]; /* per link: major NVLink version */
 	uint8_t caps[NVML_LINKS];    /* per link: CUpti_LinkFlag bits */
@@ -209,8 +216,9 @@ static int topo_hidden_remote(const topo_pci_info *p)
 /* What an active link reaches when NVML does not say (its remote's type query failed or answered
  * "unknown"), from the remote's PCI address as NCCL reads it: a visible GPU; an address NVML marks
  * as hidden, or one with no PCI device in /sys (not visible inside this VM), or a PCI device of
- * class 0x0680 (an NVSwitch on bare metal): an NVSwitch. Anything else (a GPU this process cannot
- * see, a CPU), or no /sys/bus/pci to look in, is left out.
+ * class 0x0680 (an NVSwitch on bare metal): an NVSwitch; a display or 3D controller (class 0x0300,
+ * 0x0302): a GPU this process cannot see. Anything else (a CPU), or no /sys/bus/pci to look in, is
+ * left out.
  * @return NVML_REMOTE_GPU, NVML_REMOTE_SWITCH, or -1 */
 static int topo_remote_type(const struct topo_dev *d, int n, const topo_pci_info *p)
 {
@@ -226,10 +234,13 @@ static int topo_remote_type(const struct topo_dev *d, int n, const topo_pci_info
 		return access("/sys/bus/pci/devices", F_OK) == 0 ? NVML_REMOTE_SWITCH : -1;
 	int ok = fgets(cls, sizeof cls, fp) != NULL;
 	fclose(fp);
+	if (ok && (!strncasecmp(cls, "0x0300", 6) || !strncasecmp(cls, "0x0302", 6)))
+		return NVML_REMOTE_GPU;
 	return ok && !strncasecmp(cls, "0x0680", 6) ? NVML_REMOTE_SWITCH : -1;
 }
 
-/* Link l of device i: its remote (a visible GPU or an NVSwitch) and version, into d[i]. */
+/* Link l of device i: its remote (a visible GPU, a hidden GPU or an NVSwitch) and version, into
+ * d[i]. */
 static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l,
                       struct topo_tally *t)
 {
@@ -255,6 +266,12 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 	if (type != NVML_REMOTE_GPU)
 		return; /* an IBM NPU: not in CUPTI's GPU-pair records either */
 	int j = have_pci ? topo_ordinal(d, n, &p) : -1;
+	if (j < 0 && have_pci) { /* a GPU hidden from this process */
+		if (!d[i].hid_mask)
+			d[i].hid_version = nvlp_nvml_nvlink_major(v), d[i].hid_caps = caps;
+		d[i].hid_mask |= 1u << l;
+		return;
+	}
 	if (j < 0 || j == i)
 		return;
 	d[i].peer[l] = (int8_t)j;
@@ -324,6 +341,33 @@ static int topo_pair(const struct topo_dev *d, int i, int j)
 	return n;
 }
 
+/* Device i's links that no pair record holds: to hidden GPUs, and to an NVSwitch that no other
+ * visible GPU reaches (dev1 = -1). @return emitted */
+static int topo_alone(const struct topo_dev *d, int n, int i)
+{
+	struct nvlp_rec_nvlink r = {.type0 = NVLP_DEV_TYPE_GPU, .type1 = NVLP_DEV_TYPE_GPU};
+	r.dev0 = (uint64_t)i, r.dev1 = (uint64_t)-1;
+	r.id0 = d[i].uuid_hi;
+	int shared = 0, emitted = 0;
+	for (int j = 0; j < n; j++)
+		shared |= j != i && d[j].sw_mask;
+	if (d[i].hid_mask) {
+		r.ports0 = d[i].hid_mask;
+		r.links = (uint64_t)__builtin_popcount(d[i].hid_mask);
+		r.version = d[i].hid_version;
+		r.flags = d[i].hid_caps;
+		emitted += topo_emit(&r);
+	}
+	if (d[i].sw_mask && !shared) {
+		r.ports0 = d[i].sw_mask;
+		r.links = (uint64_t)__builtin_popcount(d[i].sw_mask);
+		r.version = d[i].sw_version;
+		r.flags = NVLP_NVLINK_F_NVSWITCH | d[i].sw_caps;
+		emitted += topo_emit(&r);
+	}
+	return emitted;
+}
+
 int nvlp_topo_nvml(int n, char *why, size_t len)
 {
 	if (n > TOPO_MAX_DEV)
@@ -342,13 +386,18 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 		snprintf(why, len, "%s", first);
 		return -1;
 	}
-	int records = 0;
+	int records = 0, alone = 0;
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n; j++)
 			records += topo_pair(d, i, j);
+	for (int i = 0; i < n; i++)
+		alone += topo_alone(d, n, i);
+	char more[96] = "";
+	if (alone)
+		snprintf(more, sizeof more, "%d record(s) of links beyond this process's GPUs; ", alone);
 	int say = t.silent && !t.active; /* why no link was seen */
-	snprintf(why, len, NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s",
-	         t.active, t.inactive, t.silent, say ? " (" : "", say ? t.first : "",
+	snprintf(why, len, "%s" NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s",
+	         more, t.active, t.inactive, t.silent, say ? " (" : "", say ? t.first : "",
 	         say ? ")" : "");
 	return records;
 }

@@ -96,7 +96,7 @@ static void gaps_gpu(const struct an_job *job, struct gaps *g)
 	if (job->have_gpu_any && !job->have_topo && has_gpu_peer(job))
 		GAP("topology",
 		    "no NVLINK topology records: link peak unknown, bandwidth not judged");
-	else if (job->lazy_topo_why[0] && !job->have_topo) /* it saw two GPUs or more */
+	else if (job->lazy_topo_why[0] && !job->have_topo) /* 2+ GPUs, or 1 among ranks */
 		GAP("topology",
 		    "no NVLink topology under NVLPROF_CUPTI=lazy (%s): NVLink between the GPUs "
 		    "unknown, so staged copies and fallbacks are judged without it; "

@@ -184,10 +184,11 @@ int an_ingest_nvlink(struct lctx *c)
 		           (long long)(int64_t)n->dev0, (long long)(int64_t)n->dev1,
 		           (unsigned long long)n->type0, (unsigned long long)n->type1,
 		           (unsigned long long)n->links);
+	int sw = (n->flags & NVLP_NVLINK_F_NVSWITCH) != 0;
 	for (size_t i = 0; i < r->nlinks; i++)
 		if (r->links[i].dev0 == (int)(int64_t)n->dev0 &&
 		    r->links[i].dev1 == (int)(int64_t)n->dev1 && r->links[i].type0 == (int)n->type0 &&
-		    r->links[i].type1 == (int)n->type1)
+		    r->links[i].type1 == (int)n->type1 && r->links[i].nvswitch == sw)
 			return 0;
 	if (r->nlinks >= AN_MAX_LINKS)
 		return an_ingest_bad(c, "beyond %d distinct links", AN_MAX_LINKS);
@@ -199,6 +200,7 @@ int an_ingest_nvlink(struct lctx *c)
 		l->type1 = (int)n->type1;
 		l->links = n->links;
 		l->bw_Bps = bw;
+		l->nvswitch = sw;
 	}
 	return 0;
 }

@@ -66,11 +66,21 @@ static void cupti_detach(struct an_job *job, const struct an_rank *r)
 	job->cupti_reattached += again;
 }
 
-/* Under NVLPROF_CUPTI=lazy: why this process, which saw two GPUs or more, recorded no NVLink
- * pair when that was NVML's silence, not the hardware (no NVML, or no link's state answered),
- * into job->lazy_topo_why (the first such process's). The notes: NVML_UNAVAILABLE "<none> WHY; N
- * device(s) recorded from the driver", CONFIG "<got> N device(s), 0 NVLink pair(s); <state> A
- * active, I inactive, U unanswered". */
+/* Whether r saw two GPUs or more, or one in a communicator of several ranks (NVLink to the
+ * other ranks' GPUs matters), given the devices its topology NOTE counted */
+static int topo_matters(const struct an_rank *r, int devs)
+{
+	for (size_t i = 0; devs == 1 && i < r->ncomms; i++)
+		if (r->comms[i].nranks > 1)
+			return 1;
+	return devs > 1;
+}
+
+/* Under NVLPROF_CUPTI=lazy: why this process, which saw two GPUs or more (or one, in a
+ * communicator of several ranks), recorded no NVLink pair when that was NVML's silence, not the
+ * hardware (no NVML, or no link's state answered), into job->lazy_topo_why (the first such
+ * process's). The notes: NVML_UNAVAILABLE "<none> WHY; N device(s) recorded from the driver",
+ * CONFIG "<got> N device(s), 0 NVLink pair(s); <state> A active, I inactive, U unanswered". */
 static void lazy_topology(struct an_job *job, const struct an_rank *r)
 {
 	static const char none[] = NVLP_NOTE_TOPO_LAZY_NONE, got[] = NVLP_NOTE_TOPO_LAZY,
@@ -80,12 +90,14 @@ static void lazy_topology(struct an_job *job, const struct an_rank *r)
 		const char *s = n->msg, *why = s + sizeof none - 1, *end;
 		int devs = 0, a = 0, in = 0, un = 0;
 		if (n->code == NVLP_NOTE_NVML_UNAVAILABLE && !strncmp(s, none, sizeof none - 1) &&
-		    (end = strstr(why, "; ")) && sscanf(end, "; %d device", &devs) == 1 && devs > 1)
+		    (end = strstr(why, "; ")) && sscanf(end, "; %d device", &devs) == 1 &&
+		    topo_matters(r, devs))
 			snprintf(job->lazy_topo_why, sizeof job->lazy_topo_why, "NVML gave none:%.*s",
 			         (int)(end - why), why);
 		else if (n->code == NVLP_NOTE_CONFIG && n->value == 0 &&
 		         !strncmp(s, got, sizeof got - 1) &&
-		         sscanf(s + sizeof got - 1, " %d device", &devs) == 1 && devs > 1 &&
+		         sscanf(s + sizeof got - 1, " %d device", &devs) == 1 &&
+		         topo_matters(r, devs) &&
 		         (s = strstr(s, st)) &&
 		         sscanf(s + sizeof st - 1, " %d active, %d inactive, %d unanswered", &a, &in,
 		                &un) == 3 &&

@@ -73,16 +73,23 @@ int an_rank_exposure(const struct an_job *job, const struct an_rank *r, double *
 
 /* ---- helpers ---- */
 
+/* Device's NVLink peak in r's records: its direct links summed, and its NVSwitch links once (a
+ * record per pair of GPUs on the switch names the same ports: the largest). */
 static double dev_peak_in(const struct an_rank *r, int device)
 {
-	double pk = 0;
+	double direct = 0, fabric = 0;
 	for (size_t i = 0; i < r->nlinks; i++) {
 		const struct an_link *l = &r->links[i];
-		if ((l->type0 == NVLP_DEV_TYPE_GPU && l->dev0 == device) ||
-		    (l->type1 == NVLP_DEV_TYPE_GPU && l->dev1 == device))
-			pk += (double)l->links * (double)l->bw_Bps;
+		if (!(l->type0 == NVLP_DEV_TYPE_GPU && l->dev0 == device) &&
+		    !(l->type1 == NVLP_DEV_TYPE_GPU && l->dev1 == device))
+			continue;
+		double pk = (double)l->links * (double)l->bw_Bps;
+		if (!l->nvswitch)
+			direct += pk;
+		else if (pk > fabric)
+			fabric = pk;
 	}
-	return pk;
+	return direct + fabric;
 }
 
 double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device)
@@ -104,6 +111,8 @@ double an_dev_peak(const struct an_job *job, const struct an_rank *r, int device
 int an_nvlink_between(const struct an_rank *r, int a, int b)
 {
 	int da = 0, db = 0;
+	if (a < 0 || b < 0) /* dev1 -1: links beyond the process, not a GPU of it */
+		return 0;
 	for (size_t i = 0; i < r->nlinks; i++) {
 		const struct an_link *l = &r->links[i];
 		if (!l->links)

@@ -229,9 +229,13 @@ struct an_note {
 };
 
 /* NVLink topology: unique records per host. */
+/* An NVLINK record: dev1 -1 for links beyond the process's GPUs (NVLPROF_CUPTI=lazy: to GPUs it
+ * cannot see, or to an NVSwitch no visible GPU shares). nvswitch: through an NVSwitch; such
+ * records, one per pair of GPUs, name the same ports of a GPU each time. */
 struct an_link {
 	int dev0, dev1, type0, type1;
 	uint64_t links, bw_Bps; /* per link, bytes/s */
+	int nvswitch;
 };
 
 struct an_module {
@@ -553,9 +557,9 @@ struct an_job {
 	 * managed memory (its migrations unmeasured), and those that attached CUPTI from the start
 	 * (needed there) */
 	int cupti_lazy, cupti_lazy_um, cupti_lazy_needed;
-	/* lazy's topology: why the first process that saw 2 GPUs or more and whose NVML gave no link
-	 * state (or no NVML) recorded no NVLink pair ("" where every link answered: no pair is then
-	 * no NVLink) */
+	/* lazy's topology: why the first process that saw 2 GPUs or more (or 1, in a communicator of
+	 * several ranks) and whose NVML gave no link state (or no NVML) recorded no NVLink pair (""
+	 * where every link answered: no pair is then no NVLink) */
 	char lazy_topo_why[128];
 	uint64_t cupti_detach_ms;
 	double max_skew_ns, mean_skew_ns; /* over matched collectives, each comm's first excluded */

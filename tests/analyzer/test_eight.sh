@@ -3,7 +3,8 @@
 # topology (every GPU on the NVSwitches), DDP-like (AllReduce) and FSDP-like (AllGather/ReduceScatter):
 # healthy (no warnings), NCCL_P2P_DISABLE=1 with PCIe counters on every GPU (pcie_fallback over all 8),
 # one rank of eight late before every step (straggler names exactly it), one rank killed before the last
-# collective (hang_suspect names exactly it, the seven others wait). The same checks as tests/gpu/check.py
+# collective (hang_suspect names exactly it, the seven others wait); the board as CUPTI records two of its
+# GPUs (a record per pair) and as lazy records one GPU per process (links beyond it), healthy and P2P off. The same checks as tests/gpu/check.py
 # `ranks` / `findings` make on the real 8-GPU traces (tests/gpu/run_8gpu.sh).
 . "$(dirname "$0")/../lib.sh"
 GEN="$PROGS/an_gen"
@@ -25,7 +26,16 @@ gen fsdp_kill --fsdp --kill-rank 0
 # for GPUs that may not have NVLink: checks that the fallback above rests on the topology of all 8
 "$GEN" -o "$T/partial_fallback" --ranks 8 --fallback || fail "an_gen partial_fallback"
 
+# the same board as CUPTI gives two of its GPUs (a record per GPU pair, 18 links through the
+# NVSwitch each: a GPU's peak is 18 links, not 7 x 18), and each rank seeing one GPU
+# (CUDA_VISIBLE_DEVICES) with its links beyond the process as NVLPROF_CUPTI=lazy records them
+for t in pairs:--switch-pairs one:--one-gpu; do
+	gen "dp_${t%%:*}_healthy" ${t#*:}
+	gen "dp_${t%%:*}_fallback" ${t#*:} --fallback
+done
+
 S="dp_healthy dp_fallback dp_late dp_kill fsdp_healthy fsdp_fallback fsdp_late fsdp_kill partial_fallback"
+S="$S dp_pairs_healthy dp_pairs_fallback dp_one_healthy dp_one_fallback"
 for s in $S; do "$CLI" report --json "$T/$s" >"$T/$s.json" 2>"$T/$s.err"; done
 
 # every question answered by one python3 run (as test_report.sh): NAME<TAB>VALUE lines
@@ -79,6 +89,12 @@ for kind, late, dead, colls in (("dp", 5, 3, "ncclAllReduce ncclBroadcast"),
     out[f"{kind}_k_comp"] = " ".join(str(r["rank"]) for r in sorted(k["ranks"], key=lambda r: r["rank"]) if not r["complete"])
     out[f"{kind}_k_procs"] = str(k["job"]["processes"])
     out[f"{kind}_expect"] = f"{late} {dead} {' '.join(str(r) for r in range(8) if r != dead)} {colls}"
+for t in ("pairs", "one"):
+    h, f = load(f"dp_{t}_healthy"), load(f"dp_{t}_fallback")
+    pf = fnd(f, "pcie_fallback")
+    out[f"{t}_h"] = " ".join(bad(h)) or "none"
+    out[f"{t}_peak"] = str(all(c["peak_share"] is not None and 0.5 < c["peak_share"] <= 1 for c in h["collectives"]))
+    out[f"{t}_f"] = f"{' '.join(bad(f))} {pf[0]['severity'] if pf else '-'} {pf[0]['evidence'].get('nvlink_peak_gbps') if pf else '-'}"
 p = load("partial_fallback")
 out["partial_bad"] = str("pcie_fallback" in bad(p)) + " " + str([x["severity"] for x in fnd(p, "exposed_communication")])
 for k, v in out.items():
@@ -121,6 +137,12 @@ for k in dp fsdp; do
 	check_eq "8 ranks $k rank $dead killed: only its trace cut short" "$dead" "$(v ${k}_k_comp)"
 	check_eq "8 ranks $k rank $dead killed: still 8 processes read" "8" "$(v ${k}_k_procs)"
 	check "8 ranks $k rank $dead killed: cut-short trace warned" grep -q "cut short" "$T/${k}_kill.err"
+done
+for t in pairs one; do
+	[ $t = pairs ] && how="a record per GPU pair through the NVSwitch (CUPTI)" || how="one GPU per process (lazy)"
+	check_eq "8 ranks, $how, healthy: no warning" none "$(v ${t}_h)"
+	check_eq "8 ranks, $how, healthy: peak share plausible (a GPU's 18 links, once)" True "$(v ${t}_peak)"
+	check_eq "8 ranks, $how, P2P off: pcie_fallback, critical, against 18 x 25 GB/s" "pcie_fallback critical 450" "$(v ${t}_f)"
 done
 check_eq "8 ranks P2P off, NVLink known only between GPUs 0-1: no fallback claimed, exposed time stands alone" \
 	"False ['critical']" "$(v partial_bad)"

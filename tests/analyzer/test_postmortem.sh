@@ -138,7 +138,7 @@ check "abort, CUPTI still attached in rank 0: rank 0 ended by SIGABRT in its wat
 # (g) the same failures under NVLPROF_CUPTI=lazy (CUPTI never attached; the topology from the
 # driver and the fake NVML): the first finding is the same; the topology gap only where NVML gave
 # no link's state (FAKE_NVML_STATE=none), as an info after the story, never in its place; a healthy
-# run has no finding but collection notes.
+# run has no finding but collection notes; one GPU a rank, with NVML silent or answering.
 lazy_re='^data: CUPTI not attached in 2 of 2 processes \(NVLPROF_CUPTI=lazy\)'
 topo_gap='topology: no NVLink topology under NVLPROF_CUPTI=lazy (NVML answered the state of 0 of 36 links)'
 export LD_LIBRARY_PATH="$FAKES/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -158,4 +158,15 @@ check "abort, lazy: rank 0 ended by SIGABRT in its watchdog thread" \
 NVLPROF_CUPTI=lazy FAKE_NVML_TOPO=pair:4 run healthy_l healthy 20 0
 check "healthy, lazy: no finding but collection_gaps, no topology gap" \
 	bash -c "grep -q '^FINDINGS' '$T/healthy_l/report.txt' && ! grep '^\[' '$T/healthy_l/report.txt' | grep -vq 'collection_gaps' && ! grep -q 'no NVLink topology under' '$T/healthy_l/report.txt'"
+# one GPU a rank (CUDA_VISIBLE_DEVICES): NVML silent leaves the NVLink to the other rank's GPU
+# unknown (the gap, though each process saw one GPU); NVML answering gives each GPU its links to
+# the GPU it cannot see (topology yes, no gap)
+NVLPROF_CUPTI=lazy FAKE_CUDA_DEVICES=1 FAKE_NVML_TOPO=pair:4 FAKE_NVML_STATE=none run stuck_l1 stuck 4 0
+check "stuck, lazy, one GPU a rank, NVML silent: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first stuck_l1)
+check "stuck, lazy, one GPU a rank, NVML silent: the topology gap" \
+	grep -qF "    topology: no NVLink topology under NVLPROF_CUPTI=lazy (NVML answered the state of 0 of 18 links)" "$T/stuck_l1/report.txt"
+NVLPROF_CUPTI=lazy FAKE_CUDA_DEVICES=1 FAKE_NVML_TOPO=pair:4 run exit_l1 exit 3 0
+check "exit, lazy, one GPU a rank: first finding is hang_suspect #21 missing rank 1" grep -Eq "$hang_re" <(first exit_l1)
+check "exit, lazy, one GPU a rank, NVML answering: topology from the links to the hidden GPU, no gap" \
+	bash -c "grep -q 'topology yes' '$T/exit_l1/report.txt' && ! grep -q 'no NVLink topology under' '$T/exit_l1/report.txt'"
 exit $((FAILED > 0))

@@ -30,7 +30,10 @@ struct an_gen_opts {
 	int no_links, no_topo;   /* no LINKSAMPLE / no NVLINK records */
 	int exposed;             /* collectives issued after compute: nothing hides them */
 	int cupti_stream0;       /* NCCL records without a CUPTI stream id */
-	int nvswitch;            /* topology: every GPU of the host on NVSwitches (HGX 8 x H200) */
+	int nvswitch;            /* topology: every GPU of the host on NVSwitches (HGX 8 x H200);
+	                          * 2: as CUPTI gives two such GPUs, a record per pair, flagged */
+	int one_gpu;             /* each process sees one GPU (CUDA_VISIBLE_DEVICES): device 0,
+	                          * its links beyond the process as NVLPROF_CUPTI=lazy records them */
 	int fsdp;                /* FSDP FULL_SHARD steps: AllGather / ReduceScatter per layer */
 	int interleave;          /* records in a DDP process's order: see late_bcast */
 	/* the allocation site's module (--thrash, --um-once): how its symbols travel */
@@ -643,7 +646,24 @@ static uint64_t real_anchor(const struct an_gen_opts *o, int host)
 /* Rank g's GPU side of the setup: topology, device, the activity notes. */
 static void rank_gpu_setup(struct grank *g, const struct an_gen_opts *o, int per_host)
 {
-	if (!o->no_topo && o->nvswitch) {
+	if (!o->no_topo && o->one_gpu) {
+		/* cupti/topo.c's record of links beyond the process: dev1 -1, to the NVSwitch or
+		 * to the hidden GPU */
+		struct nvlp_rec_nvlink l = {.version = 4, .type0 = 1, .type1 = 1, .dev0 = 0,
+		                            .dev1 = (uint64_t)-1, .links = 18, .ports0 = 0x3ffff,
+		                            .flags = 0xa | (o->nvswitch ? NVLP_NVLINK_F_NVSWITCH : 0)};
+		add(g, NVLP_K_NVLINK, &l, NULL, 0);
+	} else if (!o->no_topo && o->nvswitch == 2) {
+		/* a record per GPU pair, 18 links through the NVSwitch each (CUPTI on two H200s) */
+		for (int a = 0; a < per_host; a++)
+			for (int b = a + 1; b < per_host; b++) {
+				struct nvlp_rec_nvlink l = {
+				    .version = 4, .type0 = 1, .type1 = 1, .dev0 = (uint64_t)a,
+				    .dev1 = (uint64_t)b, .bandwidth = 849960000, .links = 18,
+				    .flags = 0xa | NVLP_NVLINK_F_NVSWITCH};
+				add(g, NVLP_K_NVLINK, &l, NULL, 0);
+			}
+	} else if (!o->no_topo && o->nvswitch) {
 		/* as CUPTI reports an HGX board: each GPU's 18 links go to the NVSwitches (device
 		 * type 2), every process sees every GPU */
 		for (int d = 0; d < per_host; d++) {
@@ -1171,7 +1191,7 @@ static int gen_pass(const struct an_gen_opts *o, int lo, int hi)
 		struct grank *g = &G[r];
 		g->rank = r;
 		g->host = r / per_host;
-		g->dev = r % per_host;
+		g->dev = o->one_gpu ? 0 : r % per_host;
 		g->mono0 = 1000000ull * MS + (uint64_t)g->host * 777777ull * MS;
 		if (r >= lo && r < hi)
 			rc = rank_open(g, o, per_host, ops, nops);
@@ -1299,7 +1319,8 @@ static void usage(void)
 	                "[--peer] [--thrash]\n"
 	                "       [--um-once] [--no-gpu] [--no-links] [--no-topo] [--exposed] "
 	                "[--cupti-stream0] [--records N]\n"
-	                "       [--hang-ms MS] [--nvswitch] [--fsdp] [--interleave] [--no-buildid]\n"
+	                "       [--hang-ms MS] [--nvswitch] [--switch-pairs] [--one-gpu] [--fsdp] "
+	                "[--interleave] [--no-buildid]\n"
 	                "       [--bad-buildid] [--sym-records] [--tool-frames] [--module-path PATH] [--drop-rank R]\n"
 	                "       [--small-allreduce N] [--sweep | --graph-loop | --fail-at N] "
 	                "[--launcher] [--single-rank] [--no-nccl-gpu]\n"
@@ -1324,6 +1345,7 @@ int main(int argc, char **argv)
 	    {"records", 1, 0, 'r'},      {"hang-ms", 1, 0, 'W'},    {"nvswitch", 0, 0, 'V'},
 	    {"fsdp", 0, 0, 'D'},         {"interleave", 0, 0, 'I'}, {"no-buildid", 0, 0, 'b'},
 	    {"bad-buildid", 0, 0, 'B'},  {"sym-records", 0, 0, 'y'}, {"tool-frames", 0, 0, 0x101}, {"module-path", 1, 0, 'M'},
+	    {"switch-pairs", 0, 0, 0x102}, {"one-gpu", 0, 0, 0x103},
 	    {"drop-rank", 1, 0, 'R'},    {"small-allreduce", 1, 0, 'A'},
 	    {"sweep", 0, 0, 1},          {"graph-loop", 0, 0, 2},    {"fail-at", 1, 0, 3},
 	    {"launcher", 0, 0, 4},       {"comm-name", 1, 0, 5},     {"single-rank", 0, 0, 6},
@@ -1416,6 +1438,12 @@ int main(int argc, char **argv)
 			break;
 		case 'y':
 			o.sym_records = 1;
+			break;
+		case 0x102:
+			o.nvswitch = 2;
+			break;
+		case 0x103:
+			o.one_gpu = 1;
 			break;
 		case 0x101:
 			o.tool_frames = 1;

@@ -9,7 +9,7 @@
  * were found, or why NVML gave none.
  * Cases: two GPUs joined by 4 links (PCI domain 2, compute capability 8.6); both on an NVSwitch
  * by 18 links (NVLink 5.0); no active link; one visible GPU whose links reach a GPU the process
- * cannot see; NVML whose init fails; no NVML at all (skipped where a real one is installed).
+ * cannot see, or an NVSwitch no visible GPU shares (a record with dev1 -1); NVML whose init fails; no NVML at all (skipped where a real one is installed).
  * The links' state read through the field NVML_FI_DEV_NVLINK_GET_STATE alone (the function
  * "Not Supported"), through nvmlDeviceGetNvLinkState alone, through neither (the NOTE names both
  * errors); no remote device type (a GPU found by its PCI address, an NVSwitch by its absence from
@@ -117,6 +117,7 @@ struct topo_case {
 	const char *state, *notype, *noversion, *tally;
 	const char *nocaps, *links, *hidden; /* FAKE_NVML_NOCAPS, _LINKS, _HIDDEN */
 	int sysfs; /* the NVSwitch is found only where /sys/bus/pci/devices exists */
+	int alone; /* one GPU visible: 1 its links to the hidden GPU, 2 to the NVSwitch (dev1 -1) */
 };
 
 /* The DEVICE records: n of them, every field as the fake libcuda reports it. */
@@ -179,6 +180,31 @@ static void check_link(const struct topo_case *c, const struct seen *s, unsigned
 	      "[%s] NVLINK: flags %s%s (0x%llx)", c->name,
 	      sw ? "the NVSwitch bit" : "no NVSwitch bit",
 	      caps ? ", peer access and atomics" : ", no capability", (unsigned long long)l->flags);
+}
+
+/* The one NVLINK record of GPU 0's links beyond the process (dev1 -1): 4 to the GPU it cannot
+ * see (alone 1), or 18 to an NVSwitch that no visible GPU shares (alone 2). */
+static void check_alone(const struct topo_case *c, const struct seen *s, unsigned base, int rc)
+{
+	int sw = c->alone == 2;
+	unsigned links = sw ? 18 : 4, version = c->version ? 5 : 4;
+	uint64_t mask = (1ull << links) - 1, flags = 0xa | (sw ? NVLP_NVLINK_F_NVSWITCH : 0);
+	CHECK(rc == 0 && s->nnv == 1, "[%s] returns 0 pairs, one NVLINK record (%d, %d)", c->name,
+	      rc, s->nnv);
+	if (s->nnv < 1)
+		return;
+	const struct nvlp_rec_nvlink *l = &s->nv[0];
+	CHECK(l->dev0 == 0 && (int64_t)l->dev1 == -1 && l->type0 == NVLP_DEV_TYPE_GPU &&
+	          l->type1 == NVLP_DEV_TYPE_GPU && l->id0 == uuid_half(base, 0, 0) && l->id1 == 0,
+	      "[%s] NVLINK: GPU 0 - beyond the process (dev1 -1, id1 0) (dev %lld-%lld, id1 %llx)",
+	      c->name, (long long)l->dev0, (long long)l->dev1, (unsigned long long)l->id1);
+	CHECK(l->links == links && l->ports0 == mask && l->ports1 == 0 && l->version == version &&
+	          l->flags == flags,
+	      "[%s] NVLINK: %u links, ports 0x%llx, version %u, flags 0x%llx (%llu, 0x%llx, %llu, "
+	      "0x%llx)",
+	      c->name, links, (unsigned long long)mask, version, (unsigned long long)flags,
+	      (unsigned long long)l->links, (unsigned long long)l->ports0,
+	      (unsigned long long)l->version, (unsigned long long)l->flags);
 }
 
 static void run(const char *self, const char *lib, unsigned base, const struct topo_case *c)
@@ -253,7 +279,9 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	} else {
 		check_devices(c, &s, base, n);
 		int silent = c->state && !strcmp(c->state, "none");
-		if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
+		if (c->alone)
+			check_alone(c, &s, base, ret);
+		else if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
 			check_link(c, &s, base, ret, 4, 0, c->version ? 5 : 4);
 		else if (c->topo && strstr(c->topo, "switch:18") &&
 		         (!c->sysfs || access("/sys/bus/pci/devices", F_OK) == 0))
@@ -303,7 +331,23 @@ int main(int argc, char **argv)
 	    {.name = "none",
 	     .nvml = 1,
 	     .tally = "NVML link state: 0 active, 36 inactive, 0 unanswered"},
-	    {.name = "pair:4, one GPU visible", .topo = "pair:4", .devices = "1", .nvml = 1},
+	    /* CUDA_VISIBLE_DEVICES giving the process one GPU: its links to the GPU it cannot see,
+	     * its links to an NVSwitch that no visible GPU shares, each in a record of its own */
+	    {.name = "pair:4, one GPU visible",
+	     .topo = "pair:4",
+	     .devices = "1",
+	     .nvml = 1,
+	     .alone = 1,
+	     .tally = "1 record(s) of links beyond this process's GPUs; NVML link state: 4 active, "
+	              "14 inactive, 0 unanswered"},
+	    {.name = "switch:18, one GPU visible",
+	     .topo = "switch:18",
+	     .version = "7",
+	     .devices = "1",
+	     .nvml = 1,
+	     .alone = 2,
+	     .tally = "1 record(s) of links beyond this process's GPUs; NVML link state: 18 active, "
+	              "0 inactive, 0 unanswered"},
 	    {.name = "NVML init fails", .topo = "pair:4", .init = "9", .nvml = 1},
 	    {.name = "no NVML", .topo = "pair:4", .nvml = 0},
 	    /* the state through the field alone (nvmlDeviceGetNvLinkState "Not Supported", as on a
