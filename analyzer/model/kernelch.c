@@ -422,8 +422,9 @@ static void raise_to_calls(const struct an_rank *r, struct inst *in, size_t nin,
 	}
 	int64_t up = need < slack ? need : slack;
 	if (up > 0) {
-		for (size_t k = 0; k < nin; k++)
-			in[k].off += up;
+		for (size_t k = 0; k < nin; k++) /* stamps of a corrupt trace: saturate */
+			if (__builtin_add_overflow(in[k].off, up, &in[k].off))
+				in[k].off = INT64_MAX;
 		s->fit_corrections++;
 		if ((uint64_t)up > s->fit_max_corr_ns)
 			s->fit_max_corr_ns = (uint64_t)up;
