@@ -65,15 +65,18 @@ struct topo_tally {
 	char first[160];              /* the first silent link's GPU, link and answers */
 };
 
+/* A GPU's links that go one record together: their mask, and the major NVLink version and
+ * CUpti_LinkFlag bits of the first of them */
+struct topo_bundle {
+	uint32_t mask;
+	unsigned version, caps;
+};
+
 struct topo_dev {
 	uint64_t domain, bus, pcidev, uuid_hi;
 	void *nvml;                  /* NULL: NVML has no handle for it */
-	uint32_t sw_mask;            /* links to an NVSwitch */
-	unsigned sw_version;         /* major NVLink version of the first of them */
-	unsigned sw_caps;            /* and its CUpti_LinkFlag bits */
-	uint32_t hid_mask;           /* links to GPUs this process cannot see */
-	unsigned hid_version;        /* major NVLink version of the first of them */
-	unsigned hid_caps;           /* and its CUpti_LinkFlag bits */
+	struct topo_bundle sw;       /* links to an NVSwitch */
+	struct topo_bundle hid;      /* links to GPUs this process cannot see */
 	int8_t peer[NVML_LINKS];     /* per link: the CUDA ordinal of its remote GPU, -1 none */
 	uint8_t version[NVML_LINKS]; /* per link: major NVLink version */
 	uint8_t caps[NVML_LINKS];    /* per link: CUpti_LinkFlag bits */
@@ -239,6 +242,14 @@ static int topo_remote_type(const struct topo_dev *d, int n, const topo_pci_info
 	return ok && !strncasecmp(cls, "0x0680", 6) ? NVML_REMOTE_SWITCH : -1;
 }
 
+/* Link l (NVML version v, flags caps) into bundle b */
+static void topo_bundle_add(struct topo_bundle *b, unsigned l, unsigned v, unsigned caps)
+{
+	if (!b->mask)
+		b->version = nvlp_nvml_nvlink_major(v), b->caps = caps;
+	b->mask |= 1u << l;
+}
+
 /* Link l of device i: its remote (a visible GPU, a hidden GPU or an NVSwitch) and version, into
  * d[i]. */
 static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l,
@@ -258,18 +269,14 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 	}
 	unsigned v = topo_version(f, d[i].nvml, l), caps = topo_caps(f, d[i].nvml, l);
 	if (type == NVML_REMOTE_SWITCH) {
-		if (!d[i].sw_mask)
-			d[i].sw_version = nvlp_nvml_nvlink_major(v), d[i].sw_caps = caps;
-		d[i].sw_mask |= 1u << l;
+		topo_bundle_add(&d[i].sw, l, v, caps);
 		return;
 	}
 	if (type != NVML_REMOTE_GPU)
 		return; /* an IBM NPU: not in CUPTI's GPU-pair records either */
 	int j = have_pci ? topo_ordinal(d, n, &p) : -1;
 	if (j < 0 && have_pci) { /* a GPU hidden from this process */
-		if (!d[i].hid_mask)
-			d[i].hid_version = nvlp_nvml_nvlink_major(v), d[i].hid_caps = caps;
-		d[i].hid_mask |= 1u << l;
+		topo_bundle_add(&d[i].hid, l, v, caps);
 		return;
 	}
 	if (j < 0 || j == i)
@@ -311,6 +318,17 @@ static int topo_emit(const struct nvlp_rec_nvlink *r)
 	return nvlp_emit_wait(NVLP_K_NVLINK, r, NULL, 0, 1000) == 0;
 }
 
+/* r's dev0 side from bundle b (flags: b's capabilities and more); emitted. @return emitted */
+static int topo_emit_bundle(struct nvlp_rec_nvlink *r, const struct topo_bundle *b,
+                            uint64_t more)
+{
+	r->ports0 = b->mask;
+	r->links = (uint64_t)__builtin_popcount(b->mask);
+	r->version = b->version;
+	r->flags = b->caps | more;
+	return topo_emit(r);
+}
+
 /* The records of the pair i < j: direct links, then through an NVSwitch. @return emitted */
 static int topo_pair(const struct topo_dev *d, int i, int j)
 {
@@ -331,40 +349,25 @@ static int topo_pair(const struct topo_dev *d, int i, int j)
 		r.flags = r.ports0 ? c0 : c1;
 		n += topo_emit(&r);
 	}
-	if (d[i].sw_mask && d[j].sw_mask) {
-		r.ports0 = d[i].sw_mask, r.ports1 = d[j].sw_mask;
-		r.links = (uint64_t)__builtin_popcount(d[i].sw_mask);
-		r.version = d[i].sw_version;
-		r.flags = d[i].sw_caps | NVLP_NVLINK_F_NVSWITCH;
-		n += topo_emit(&r);
+	if (d[i].sw.mask && d[j].sw.mask) {
+		r.ports1 = d[j].sw.mask;
+		n += topo_emit_bundle(&r, &d[i].sw, NVLP_NVLINK_F_NVSWITCH);
 	}
 	return n;
 }
 
-/* Device i's links that no pair record holds: to hidden GPUs, and to an NVSwitch that no other
- * visible GPU reaches (dev1 = -1). @return emitted */
-static int topo_alone(const struct topo_dev *d, int n, int i)
+/* Device i's links that no pair record holds (dev1 = -1): to hidden GPUs, and to an NVSwitch
+ * when no other visible GPU reaches one (on_switch: the visible GPUs that do). @return emitted */
+static int topo_alone(const struct topo_dev *d, int i, int on_switch)
 {
 	struct nvlp_rec_nvlink r = {.type0 = NVLP_DEV_TYPE_GPU, .type1 = NVLP_DEV_TYPE_GPU};
 	r.dev0 = (uint64_t)i, r.dev1 = (uint64_t)-1;
 	r.id0 = d[i].uuid_hi;
-	int shared = 0, emitted = 0;
-	for (int j = 0; j < n; j++)
-		shared |= j != i && d[j].sw_mask;
-	if (d[i].hid_mask) {
-		r.ports0 = d[i].hid_mask;
-		r.links = (uint64_t)__builtin_popcount(d[i].hid_mask);
-		r.version = d[i].hid_version;
-		r.flags = d[i].hid_caps;
-		emitted += topo_emit(&r);
-	}
-	if (d[i].sw_mask && !shared) {
-		r.ports0 = d[i].sw_mask;
-		r.links = (uint64_t)__builtin_popcount(d[i].sw_mask);
-		r.version = d[i].sw_version;
-		r.flags = NVLP_NVLINK_F_NVSWITCH | d[i].sw_caps;
-		emitted += topo_emit(&r);
-	}
+	int emitted = 0;
+	if (d[i].hid.mask)
+		emitted += topo_emit_bundle(&r, &d[i].hid, 0);
+	if (d[i].sw.mask && on_switch == 1)
+		emitted += topo_emit_bundle(&r, &d[i].sw, NVLP_NVLINK_F_NVSWITCH);
 	return emitted;
 }
 
@@ -386,12 +389,14 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 		snprintf(why, len, "%s", first);
 		return -1;
 	}
-	int records = 0, alone = 0;
-	for (int i = 0; i < n; i++)
+	int records = 0, alone = 0, on_switch = 0;
+	for (int i = 0; i < n; i++) {
+		on_switch += d[i].sw.mask != 0;
 		for (int j = i + 1; j < n; j++)
 			records += topo_pair(d, i, j);
+	}
 	for (int i = 0; i < n; i++)
-		alone += topo_alone(d, n, i);
+		alone += topo_alone(d, i, on_switch);
 	char more[96] = "";
 	if (alone)
 		snprintf(more, sizeof more, "%d record(s) of links beyond this process's GPUs; ", alone);

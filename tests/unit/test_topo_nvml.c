@@ -151,26 +151,31 @@ static void check_devices(const struct topo_case *c, const struct seen *s, unsig
 	}
 }
 
-/* The one NVLINK record between GPUs 0 and 1 a case expects. */
+/* The one NVLINK record a case expects: between GPUs 0 and 1 (the NOTE counts 1 pair), or, for a
+ * case with one GPU visible (c->alone), GPU 0's links beyond the process: dev1 -1, id1 0, no
+ * ports on the far side (the NOTE counts 0 pairs). */
 static void check_link(const struct topo_case *c, const struct seen *s, unsigned base, int rc,
                        unsigned links, int sw, unsigned version)
 {
-	uint64_t mask = (1ull << links) - 1;
-	CHECK(rc == 1 && s->nnv == 1, "[%s] returns 1, one NVLINK record (%d, %d)", c->name, rc,
-	      s->nnv);
+	uint64_t mask = (1ull << links) - 1, mask1 = c->alone ? 0 : mask;
+	int64_t dev1 = c->alone ? -1 : 1;
+	uint64_t id1 = c->alone ? 0 : uuid_half(base, 1, 0);
+	CHECK(rc == !c->alone && s->nnv == 1, "[%s] returns %d pair(s), one NVLINK record (%d, %d)",
+	      c->name, !c->alone, rc, s->nnv);
 	if (s->nnv < 1)
 		return;
 	const struct nvlp_rec_nvlink *l = &s->nv[0];
-	CHECK(l->dev0 == 0 && l->dev1 == 1 && l->type0 == NVLP_DEV_TYPE_GPU &&
-	          l->type1 == NVLP_DEV_TYPE_GPU && l->id0 == uuid_half(base, 0, 0) &&
-	          l->id1 == uuid_half(base, 1, 0),
-	      "[%s] NVLINK: GPU 0 - GPU 1, ids their UUIDs' first halves (dev %lld-%lld)", c->name,
-	      (long long)l->dev0, (long long)l->dev1);
-	CHECK(l->links == links && l->ports0 == mask && l->ports1 == mask && l->bandwidth == 0,
-	      "[%s] NVLINK: %u links, ports 0x%llx on both sides (%llu, 0x%llx, 0x%llx, bw %llu)",
-	      c->name, links, (unsigned long long)mask, (unsigned long long)l->links,
-	      (unsigned long long)l->ports0, (unsigned long long)l->ports1,
-	      (unsigned long long)l->bandwidth);
+	CHECK(l->dev0 == 0 && (int64_t)l->dev1 == dev1 && l->type0 == NVLP_DEV_TYPE_GPU &&
+	          l->type1 == NVLP_DEV_TYPE_GPU && l->id0 == uuid_half(base, 0, 0) && l->id1 == id1,
+	      "[%s] NVLINK: GPU 0 - %s, ids %s (dev %lld-%lld, id1 %llx)", c->name,
+	      c->alone ? "beyond the process (dev1 -1)" : "GPU 1",
+	      c->alone ? "GPU 0's UUID's first half and 0" : "their UUIDs' first halves",
+	      (long long)l->dev0, (long long)l->dev1, (unsigned long long)l->id1);
+	CHECK(l->links == links && l->ports0 == mask && l->ports1 == mask1 && l->bandwidth == 0,
+	      "[%s] NVLINK: %u links, ports 0x%llx and 0x%llx (%llu, 0x%llx, 0x%llx, bw %llu)",
+	      c->name, links, (unsigned long long)mask, (unsigned long long)mask1,
+	      (unsigned long long)l->links, (unsigned long long)l->ports0,
+	      (unsigned long long)l->ports1, (unsigned long long)l->bandwidth);
 	CHECK(l->version == version, "[%s] NVLINK: version %u (%llu)", c->name, version,
 	      (unsigned long long)l->version);
 	/* CUpti_LinkFlag: peer access (1 << 1) and peer atomics (1 << 3), as CUPTI gave two H200s
@@ -180,31 +185,6 @@ static void check_link(const struct topo_case *c, const struct seen *s, unsigned
 	      "[%s] NVLINK: flags %s%s (0x%llx)", c->name,
 	      sw ? "the NVSwitch bit" : "no NVSwitch bit",
 	      caps ? ", peer access and atomics" : ", no capability", (unsigned long long)l->flags);
-}
-
-/* The one NVLINK record of GPU 0's links beyond the process (dev1 -1): 4 to the GPU it cannot
- * see (alone 1), or 18 to an NVSwitch that no visible GPU shares (alone 2). */
-static void check_alone(const struct topo_case *c, const struct seen *s, unsigned base, int rc)
-{
-	int sw = c->alone == 2;
-	unsigned links = sw ? 18 : 4, version = c->version ? 5 : 4;
-	uint64_t mask = (1ull << links) - 1, flags = 0xa | (sw ? NVLP_NVLINK_F_NVSWITCH : 0);
-	CHECK(rc == 0 && s->nnv == 1, "[%s] returns 0 pairs, one NVLINK record (%d, %d)", c->name,
-	      rc, s->nnv);
-	if (s->nnv < 1)
-		return;
-	const struct nvlp_rec_nvlink *l = &s->nv[0];
-	CHECK(l->dev0 == 0 && (int64_t)l->dev1 == -1 && l->type0 == NVLP_DEV_TYPE_GPU &&
-	          l->type1 == NVLP_DEV_TYPE_GPU && l->id0 == uuid_half(base, 0, 0) && l->id1 == 0,
-	      "[%s] NVLINK: GPU 0 - beyond the process (dev1 -1, id1 0) (dev %lld-%lld, id1 %llx)",
-	      c->name, (long long)l->dev0, (long long)l->dev1, (unsigned long long)l->id1);
-	CHECK(l->links == links && l->ports0 == mask && l->ports1 == 0 && l->version == version &&
-	          l->flags == flags,
-	      "[%s] NVLINK: %u links, ports 0x%llx, version %u, flags 0x%llx (%llu, 0x%llx, %llu, "
-	      "0x%llx)",
-	      c->name, links, (unsigned long long)mask, version, (unsigned long long)flags,
-	      (unsigned long long)l->links, (unsigned long long)l->ports0,
-	      (unsigned long long)l->version, (unsigned long long)l->flags);
 }
 
 static void run(const char *self, const char *lib, unsigned base, const struct topo_case *c)
@@ -280,7 +260,8 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 		check_devices(c, &s, base, n);
 		int silent = c->state && !strcmp(c->state, "none");
 		if (c->alone)
-			check_alone(c, &s, base, ret);
+			check_link(c, &s, base, ret, c->alone == 2 ? 18 : 4, c->alone == 2,
+			           c->version ? 5 : 4);
 		else if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
 			check_link(c, &s, base, ret, 4, 0, c->version ? 5 : 4);
 		else if (c->topo && strstr(c->topo, "switch:18") &&
