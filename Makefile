@@ -315,7 +315,7 @@ analyzer-test: $(CLI) $(BUILD)/tests/progs/an_gen $(patsubst tests/unit/%.c,$(BU
 	@for t in $(BUILD)/tests/test_analyzer*; do $$t; done; for t in tests/analyzer/test_*.sh; do BUILD=$(BUILD) bash $$t; done
 # ---- end section: analyzer tests ----
 
-TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes $(BUILD)/gpu/cupti_presence.so
+TEST_DEPS := all $(UNIT_BINS) $(PROG_BINS) fakes $(BUILD)/gpu/cupti_presence.so $(BUILD)/gpu/um_attach
 test: $(TEST_DEPS)
 	@BUILD=$(BUILD) SAN=$(SAN) CC=$(CC) bash tests/run.sh
 # what every suite needs, built (tests/mutate/run.sh rebuilds a mutant with it)
@@ -468,7 +468,7 @@ $(BUILD)/examples/launch_cost: tests/gpu/launch_cost.cu
 
 # the host-side probes for tests/gpu/run_overhead.sh (nvcc; coll_cost links NCCL, cupti_phases CUPTI)
 GPU_PROBES := $(BUILD)/gpu/launch_cost $(BUILD)/gpu/coll_cost $(BUILD)/gpu/cupti_phases $(BUILD)/gpu/cupti_parts \
-	$(BUILD)/gpu/mtprof.so $(BUILD)/gpu/cupti_presence.so
+	$(BUILD)/gpu/mtprof.so $(BUILD)/gpu/cupti_presence.so $(BUILD)/gpu/um_attach
 NVCC_LIBS_coll_cost := -lnccl
 NVCC_LIBS_cupti_phases := -lcupti
 NVCC_LIBS_cupti_parts := -lcupti
@@ -484,6 +484,10 @@ $(BUILD)/gpu/mtprof.so: tests/gpu/mtprof.c
 $(BUILD)/gpu/cupti_presence.so: tests/gpu/cupti_presence.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra -shared -fPIC -pthread $(CUDA_CPPFLAGS) -o $@ $< -ldl
+# when CUPTI must attach to count managed memory's migrations (plan_lazy.sh probe); libcuda and libcupti dlopened
+$(BUILD)/gpu/um_attach: tests/gpu/um_attach.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra $(CUDA_CPPFLAGS) -o $@ $< -ldl
 
 # ---- demo: the README's first command (real traces recorded on 2 x H200, no GPU needed) ---------
 .PHONY: demo

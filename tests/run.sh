@@ -7,11 +7,15 @@ BUILD=${BUILD:-build}
 cd "$(dirname "$0")/.."
 log=$(mktemp)
 passed=0 failed=0 skipped=0
+times=""
 run_one() {
 	local name=$1; shift
 	echo "== $name"
+	local t0=$SECONDS
 	timeout 600 "$@" >"$log" 2>&1
 	local rc=$?
+	times="$times$((SECONDS - t0)) $name
+"
 	cat "$log"
 	local p f s
 	p=$(grep -c '^PASS: ' "$log")
@@ -39,5 +43,6 @@ for t in tests/*/test_*.sh; do
 done
 rm -f "$log"
 echo
+echo "slowest suites (s): $(printf '%s' "$times" | sort -rn | head -5 | tr '\n' ' ')"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -237,6 +237,7 @@ void fake_cuda_drv_echo(unsigned cbid, const char *name, const void *params, int
 	} while (0)
 
 #define DRV_MAX_DEV 4
+#define FAKE_KIND_UM 25 /* CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER (no cupti_activity.h on this side) */
 #define DRV_ARENA (64ull << 20)
 #define DRV_MAX_MANAGED 256
 static pthread_mutex_t drv_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -379,6 +380,13 @@ struct p_prefetch {
 int cuMemPrefetchAsync_v2(uint64_t ptr, size_t n, struct p_loc loc, unsigned flags, void *st)
 {
 	struct p_prefetch p = {ptr, n, loc, flags, st};
+	/* FAKE_CUPTI_UM_PER_PREFETCH=N: a prefetch migrates pages, N unified-memory counter records
+	 * in the fake libcupti while that kind is enabled (CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) */
+	const char *um = getenv("FAKE_CUPTI_UM_PER_PREFETCH");
+	int (*on)(int) = um ? (int (*)(int))dlsym(RTLD_DEFAULT, "fake_cupti_enabled") : NULL;
+	void (*gen)(int, int) = um ? (void (*)(int, int))dlsym(RTLD_DEFAULT, "fake_cupti_generate") : NULL;
+	if (on && gen && on(FAKE_KIND_UM))
+		gen(FAKE_KIND_UM, atoi(um));
 	API(cuMemPrefetchAsync_v2, p, {});
 }
 struct p_advise {

@@ -3,7 +3,9 @@
 # calls of under 10 minutes each, the first questions first (a session cut short still answers them).
 # Each part runs existing scripts into $OUT/<part> (OUT default /tmp/nvlp-plan); carry build/ (and build/gpu).
 #   bash tests/gpu/plan_lazy.sh PART      PART: probe fail cost all twogpu
-#   probe   (~4 min, one GPU)  which of NVML's NVLink routes answers here (nvml_links.py, nvidia-smi); lazy
+#   probe   (~4 min, one GPU)  which of NVML's NVLink routes answers here (nvml_links.py, nvidia-smi); which
+#           CUPTI step must come early for managed memory's migrations to be counted (build/gpu/um_attach:
+#           attach and counters at cuInit, at the context, at the allocation, after the first migrations); lazy
 #           on real CUPTI: plain and managed-memory smoke (the topology NOTE's tally, lazy's managed-memory
 #           NOTE and gap); CuPy ping-ponging managed memory through torch's runtime (cupyrt) under lazy
 #           (expected: the gap, no uma_thrashing) and under the default (expected: uma_thrashing)
@@ -33,6 +35,7 @@ probe)
 	do_ "mkdir -p $O"
 	do_ "python3 tests/gpu/nvml_links.py >$O/nvml_links.txt 2>&1"
 	do_ "{ nvidia-smi topo -m; nvidia-smi nvlink -s; } >$O/nvidia_smi.txt 2>&1"
+	do_ "for m in never init-init ctx-ctx alloc-alloc touched-touched init-alloc init-touched ctx-alloc; do UM_ATTACH_CUPTI=\$(find \$(python3 -c 'import site; print(site.getsitepackages()[0])')/nvidia -name libcupti.so.13 | head -1) timeout 60 build/gpu/um_attach \$m 6 64; done >$O/um_attach.txt 2>&1"
 	do_ "OUT=$O SMOKE_CUPTI=lazy SMOKE_MODES='plain um' bash tests/gpu/startup_smoke.sh >$O/smoke.log 2>&1"
 	do_ "NVLPROF_CUPTI=lazy OUT=$O/real_lazy bash tests/gpu/run_real.sh cupyrt >$O/cupyrt_lazy.log 2>&1"
 	do_ "OUT=$O/real_default bash tests/gpu/run_real.sh cupyrt >$O/cupyrt_default.log 2>&1"

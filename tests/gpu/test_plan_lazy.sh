@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_plan_lazy.sh: tests/gpu/plan_lazy.sh (the next GPU session's steps for issue 27) names only scripts that exist, scenarios and modes they accept, and variables they read: DRY=1 prints each part's commands, checked here without a GPU.
+# test_plan_lazy.sh: tests/gpu/plan_lazy.sh (the next GPU session's steps for issue 27) names only scripts and probes that exist, scenarios and modes they accept, and variables they read: DRY=1 prints each part's commands, checked here without a GPU.
 source "$(dirname "$0")/../lib.sh"
 P="$ROOT/tests/gpu/plan_lazy.sh"
 for part in probe fail cost all twogpu; do
@@ -14,6 +14,12 @@ for part in probe fail cost all twogpu; do
 				case $v in OUT | NVLPROF_CUPTI) continue ;; esac
 				grep -q "$v" "$ROOT/$s" "$ROOT/tests/gpu/common.sh" "$ROOT/tests/gpu/overhead.py" || bad="$bad $s:$v"
 			done
+		done
+		# build/gpu/NAME: a probe the Makefile builds from tests/gpu/NAME.c or .cu
+		for g in $(grep -o 'build/gpu/[a-z_]*' <<<"$line"); do
+			g=${g#build/gpu/}
+			{ [ -f "$ROOT/tests/gpu/$g.c" ] || [ -f "$ROOT/tests/gpu/$g.cu" ]; } &&
+				grep -q "(BUILD)/gpu/$g\b" "$ROOT/Makefile" || bad="$bad build/gpu/$g"
 		done
 		# run_X.sh SCENARIO...: each scenario is one the script names in its usage lines
 		if [[ $line =~ tests/gpu/(run_[a-z]*\.sh)\ ([a-z0-9\ ]*) ]]; then
