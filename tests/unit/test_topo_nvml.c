@@ -13,7 +13,10 @@
  * The links' state read through the field NVML_FI_DEV_NVLINK_GET_STATE alone (the function
  * "Not Supported"), through nvmlDeviceGetNvLinkState alone, through neither (the NOTE names both
  * errors); no remote device type (a GPU found by its PCI address, an NVSwitch by its absence from
- * /sys, or by the address NVML gives a device hidden from the VM, with the type "unknown") and
+ * /sys, or by the address NVML gives a device hidden from the VM, with the type "unknown"; for one
+ * visible GPU, by the remote's PCI class in a /sys of the test's own mount namespace: a display or
+ * 3D controller a hidden GPU, 0x0680 or no such device an NVSwitch, a bridge or no /sys/bus/pci
+ * left out; skipped where the test may not make a mount namespace) and
  * the version from its field; a GPU with 12 links (the indices past them not counted); the links'
  * capabilities as CUPTI's flags, or none where NVML does not say. The NOTE's tally of link states
  * in every case with NVML.
@@ -25,6 +28,9 @@
 #include <stdio.h>            /* fopen */
 #include <stdlib.h>           /* mkdtemp */
 #include <string.h>           /* strstr */
+#include <sched.h>            /* unshare */
+#include <sys/mount.h>        /* mount */
+#include <sys/stat.h>         /* mkdir */
 #include <unistd.h>           /* access */
 
 #include "check.h"
@@ -118,6 +124,9 @@ struct topo_case {
 	const char *nocaps, *links, *hidden; /* FAKE_NVML_NOCAPS, _LINKS, _HIDDEN */
 	int sysfs; /* the NVSwitch is found only where /sys/bus/pci/devices exists */
 	int alone; /* one GPU visible: 1 its links to the hidden GPU, 2 to the NVSwitch (dev1 -1) */
+	/* the remote's PCI class in a /sys of the test's own (its own mount namespace): "0x030200"
+	 * and so on, "" no such device, "nodir" no /sys/bus/pci/devices; alone 0 then: no record */
+	const char *pciclass;
 };
 
 /* The DEVICE records: n of them, every field as the fake libcuda reports it. */
@@ -187,11 +196,46 @@ static void check_link(const struct topo_case *c, const struct seen *s, unsigned
 	      caps ? ", peer access and atomics" : ", no capability", (unsigned long long)l->flags);
 }
 
+/* The remote (bus 0x80 of PCI domain 0, the fake NVML's NVSwitch) as /sys shows it: a tmpfs over
+ * /sys/bus/pci in a mount namespace of this process's own (made once; the children inherit it)
+ * with that device's class file, cls "" no such device, "nodir" no devices directory.
+ * @return 0, or -1 where this process may not make a mount namespace (not root) */
+static int fake_sysfs(const char *cls)
+{
+	static int made;
+	if (!made) {
+		made = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+		               mount("nvlp-test", "/sys/bus/pci", "tmpfs", 0, NULL) == 0
+		           ? 1
+		           : -1;
+	}
+	if (made < 0)
+		return -1;
+	const char *dev = "/sys/bus/pci/devices/0000:80:00.0";
+	unlink("/sys/bus/pci/devices/0000:80:00.0/class");
+	rmdir(dev);
+	rmdir("/sys/bus/pci/devices");
+	if (!strcmp(cls, "nodir"))
+		return 0;
+	if (mkdir("/sys/bus/pci/devices", 0755) || (*cls && mkdir(dev, 0755)))
+		return -1;
+	FILE *f = *cls ? fopen("/sys/bus/pci/devices/0000:80:00.0/class", "w") : NULL;
+	if (f) {
+		fprintf(f, "%s\n", cls);
+		fclose(f);
+	}
+	return *cls && !f ? -1 : 0;
+}
+
 static void run(const char *self, const char *lib, unsigned base, const struct topo_case *c)
 {
 	char dir[] = "/tmp/nvlp-topo.XXXXXX", b[64], ldp[PATH_MAX + 64], out[PATH_MAX + 32];
 	char tp[64], ver[64], dom[64], cc[64], ndev[64], init[64], st[64], nt[64], nv[64];
 	char nc[64], nl[64], hd[64];
+	if (c->pciclass && fake_sysfs(c->pciclass) != 0) {
+		printf("SKIP: [%s] no mount namespace of its own here (not root): /sys not faked\n", c->name);
+		return;
+	}
 	if (!mkdtemp(dir))
 		return;
 	snprintf(b, sizeof b, "FAKE_CUDA_UUID_BASE=%u", base);
@@ -260,8 +304,12 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 		check_devices(c, &s, base, n);
 		int silent = c->state && !strcmp(c->state, "none");
 		if (c->alone)
-			check_link(c, &s, base, ret, c->alone == 2 ? 18 : 4, c->alone == 2,
-			           c->version ? 5 : 4);
+			check_link(c, &s, base, ret, strstr(c->topo, "switch:18") ? 18 : 4,
+			           c->alone == 2, c->version ? 5 : 4);
+		else if (c->pciclass)
+			CHECK(ret == 0 && s.nnv == 0,
+			      "[%s] returns 0, no NVLINK record: the links left out (%d, %d)", c->name,
+			      ret, s.nnv);
 		else if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
 			check_link(c, &s, base, ret, 4, 0, c->version ? 5 : 4);
 		else if (c->topo && strstr(c->topo, "switch:18") &&
@@ -297,6 +345,9 @@ int main(int argc, char **argv)
 	static const char silent[] =
 	    "NVML link state: 0 active, 0 inactive, 36 unanswered (GPU 0 link 0: field 165 Not "
 	    "Supported, nvmlDeviceGetNvLinkState Not Supported)";
+	static const char beyond18[] = "1 record(s) of links beyond this process's GPUs; NVML link "
+	                               "state: 18 active, 0 inactive, 0 unanswered";
+	static const char plain18[] = "NVML link state: 18 active, 0 inactive, 0 unanswered";
 	static const struct topo_case cases[] = {
 	    {.name = "pair:4",
 	     .topo = "pair:4",
@@ -378,6 +429,28 @@ int main(int argc, char **argv)
 	     .nvml = 1,
 	     .links = "12",
 	     .tally = "NVML link state: 8 active, 16 inactive, 0 unanswered"},
+	    /* one GPU visible, no remote type, the remote's address not a visible GPU: what /sys says
+	     * of it (a /sys of the test's own): a 3D or display controller is a GPU the process cannot
+	     * see, a bridge class 0x0680 or no such device (a VM) an NVSwitch, anything else (a
+	     * CPU) or no /sys/bus/pci at all is left out */
+	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0302 (hidden GPU)",
+	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .pciclass = "0x030200", .alone = 1, .tally = beyond18},
+	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0300 (hidden GPU)",
+	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .pciclass = "0x030000", .alone = 1, .tally = beyond18},
+	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0680 (NVSwitch)",
+	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .pciclass = "0x068000", .alone = 2, .tally = beyond18},
+	    {.name = "switch:18, one GPU, no remote type, no such PCI device (NVSwitch)",
+	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .pciclass = "", .alone = 2, .tally = beyond18},
+	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0604 (left out)",
+	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .pciclass = "0x060400", .tally = plain18},
+	    {.name = "switch:18, one GPU, no remote type, no /sys/bus/pci/devices (left out)",
+	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .pciclass = "nodir", .tally = plain18},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		run(self, lib, base, &cases[i]);
