@@ -412,8 +412,8 @@ static int start_lazy(uint32_t ver)
 	nvlp_act_set_state(NVLP_CS_ASIDE);
 	nvlp_note(NVLP_NOTE_CONFIG, -1, ver,
 	          NVLP_NOTE_CUPTI_LAZY " CUPTI %u (%s) loaded but not attached: topology from the "
-	          "driver and NVML, link counters from NVML, no driver-level capture, no "
-	          "unified-memory counters; a profiler reaches CUPTI itself",
+	          "driver and NVML, link counters from NVML, no driver-level capture; managed memory "
+	          "attaches it; a profiler reaches CUPTI itself",
 	          ver, nvlp_cupti_path());
 	nvlp_link_start();
 	return 0;
@@ -606,8 +606,12 @@ static void um_enable_body(void)
 	          used == nk ? "" : " (full set refused)");
 }
 
-/* Managed memory after a detach (NVLPROF_CUPTI=startup): CUPTI attached again, for good, with
- * what UM counters need (buffers, clock, the flush thread); no driver callbacks. */
+/* Managed memory after a detach (NVLPROF_CUPTI=startup) or under NVLPROF_CUPTI=lazy: CUPTI
+ * attached (again), for good, with what UM counters need (buffers, clock, the flush thread); no
+ * driver callbacks. Before the allocation: CUPTI counts no migration of memory allocated before it
+ * attached, even with its counters on from then on (um_attach.c's alloc-alloc and touched-touched
+ * orders, run 15), and counts all of them when it attached first, whenever the counters come on
+ * (ctx-alloc). */
 static void attach_again(void)
 {
 	pthread_mutex_lock(&start_mu);
@@ -626,15 +630,22 @@ static void attach_again(void)
 	pthread_mutex_unlock(&start_mu);
 }
 
+void nvlp_cupti_managed_coming(void)
+{
+	if (nvlp_cfg()->um != 0 && nvlp_detach_done())
+		attach_again();
+}
+
 void nvlp_cupti_managed_seen(void)
 {
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
 	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
+		/* not attached before this allocation (cuInit came inside it, or the attach failed) */
 		if (nvlp_detach_is_lazy())
 			nvlp_detach_lazy_um(); /* attached now, CUPTI would count nothing (detach.c) */
 		else
-			attach_again(); /* NVLPROF_CUPTI=startup: its counters need CUPTI */
+			attach_again(); /* NVLPROF_CUPTI=startup: later allocations' counters */
 	}
 	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == 0 ||
 	    __atomic_load_n(&injection_state.um_on, __ATOMIC_RELAXED))

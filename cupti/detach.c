@@ -46,11 +46,14 @@
  * called (libcupti is loaded and its version read, nothing else): the phase starts at DT_DONE, so
  * a profiler reaches CUPTI itself, as after a detach, and the topology comes from the driver and
  * NVML instead of CUPTI's DEVICE/NVLINK records (topo.c, from the link sampler's thread). Managed
- * memory does not attach CUPTI: attached at the allocation, CUPTI 13.0 delivered no unified-memory
- * counter record on a job whose page thrashing the same CUPTI, attached at cuInit, measured (run
- * 14), so it would only bring CUPTI's cost back; a NOTE says the migrations are not measured. CUPTI
- * attaches at cuInit as with 1, with a note saying why, where a blocker (below) needs it from the
- * start.
+ * memory attaches CUPTI, for good, at the entry of the first cudaMallocManaged, before the
+ * allocation: CUPTI counts no migration of memory allocated before it attached, even with its
+ * counters on from then on (run 14: attached at the allocation's exit, no record where CUPTI
+ * attached at cuInit measured the job's thrashing; run 15, tests/gpu/um_attach.c: attached before
+ * the allocation, after the context, every migration counted; after it, none). Where that attach
+ * did not happen (CUDA started inside the allocation, CUPTI refused), a NOTE says the migrations
+ * are not measured. CUPTI attaches at cuInit as with 1, with a note saying why, where a blocker
+ * (below) needs it from the start.
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdlib.h>  /* getenv */
@@ -288,23 +291,30 @@ int nvlp_detach_again(void)
 
 void nvlp_detach_lazy_um(void)
 {
-	if (!det.lazy || phase() != DT_DONE ||
-	    __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
+	if (!det.lazy || __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
 		return;
 	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 	          NVLP_NOTE_CUPTI_LAZY_UM " its page migrations are not measured in this process: "
-	          "unified-memory counters need CUPTI attached before the CUDA context (attached at "
-	          "the allocation, CUPTI 13.0 counted nothing: run 14); NVLPROF_CUPTI=1 measures "
-	          "them");
+	          "CUPTI was not attached before the allocation (CUDA started inside it, or CUPTI "
+	          "refused), and CUPTI counts none of an allocation made before it attached (run 15); "
+	          "NVLPROF_CUPTI=1 measures them");
 }
 
 void nvlp_detach_again_note(int ok, double after_s)
 {
-	if (ok)
+	int lazy = nvlp_detach_is_lazy();
+	if (ok && lazy)
+		nvlp_note(NVLP_NOTE_CUPTI_REATTACHED, -1, (uint64_t)(after_s * 1000),
+		          "CUPTI attached %.1f s after start (NVLPROF_CUPTI=lazy) before the first managed "
+		          "allocation: its counters on, for good",
+		          after_s);
+	else if (ok)
 		nvlp_note(NVLP_NOTE_CUPTI_REATTACHED, -1, (uint64_t)(after_s * 1000),
 		          "CUPTI attached again %.1f s after attaching first (NVLPROF_CUPTI=startup): "
 		          "managed memory allocated, its counters on",
 		          after_s);
+	else if (lazy)
+		nvlp_detach_lazy_um(); /* CUPTI refused: the migrations not measured */
 	else
 		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 		          "managed memory allocated after CUPTI detached (NVLPROF_CUPTI=startup) and "

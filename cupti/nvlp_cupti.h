@@ -14,6 +14,10 @@ uint64_t nvlp_cupti_stream_id(void *stream);
  * call, so torch.profiler sees none). @return 0, or -1 when the driver cannot be asked (use the
  * runtime). */
 int nvlp_cupti_pointer_info(const void *p, int *device, int *managed);
+/*! Notify that the process is about to allocate managed memory, before the allocation: where CUPTI
+ * is not attached (NVLPROF_CUPTI=lazy, or after startup's detach) it attaches now, as CUPTI counts
+ * no migration of memory allocated before it attached (tests/gpu/um_attach.c, run 15). */
+void nvlp_cupti_managed_coming(void);
 /*! Notify that the process allocated managed memory (UM counters in auto mode). */
 void nvlp_cupti_managed_seen(void);
 

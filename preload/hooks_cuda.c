@@ -460,6 +460,7 @@ static int old_signature(int v2)
 NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	ENTER(MALLOC_MANAGED, cudaMallocManaged, (p, n, flags))
+	nvlp_cupti_managed_coming(); /* CUPTI attached before the allocation, or it counts nothing */
 	CALL((p, n, flags))
 	void *ptr = rc == cudaSuccess && p ? *p : NULL;
 	if (ptr) {

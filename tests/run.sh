@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh: runs every CPU test (unit binaries and shell tests) and prints "N passed, N failed, N skipped".
 # A check prints "PASS: ", "FAIL: " or "SKIP: " at the start of a line; a skip is neither passed nor
-# failed. A suite with no check at all (not even a skip) fails.
+# failed. A suite with no check at all (not even a skip) fails. NVLP_TEST_TIMES=FILE: every suite's
+# seconds into FILE, slowest first.
 set -u
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/.."
@@ -44,5 +45,6 @@ done
 rm -f "$log"
 echo
 echo "slowest suites (s): $(printf '%s' "$times" | sort -rn | head -5 | tr '\n' ' ')"
+[ -n "${NVLP_TEST_TIMES:-}" ] && printf '%s' "$times" | sort -rn >"$NVLP_TEST_TIMES"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -42,6 +42,7 @@ static void json_job(struct jw *w, const struct an_job *job, const struct an_tab
 	if (job->cupti_lazy || job->cupti_lazy_needed) { /* NVLPROF_CUPTI=lazy; absent otherwise */
 		jw_obj(w, "cupti_lazy");
 		jw_int(w, "not_attached", job->cupti_lazy);
+		jw_int(w, "attached_for_managed", job->cupti_reattached);
 		jw_int(w, "managed_not_measured", job->cupti_lazy_um);
 		jw_int(w, "attached_from_start", job->cupti_lazy_needed);
 		jw_obj_end(w);

@@ -72,6 +72,10 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 		        "from the driver and NVML, links from NVML, copies seen by the CUDA runtime "
 		        "hooks only",
 		        job->cupti_lazy, job->nok, job->nok == 1 ? "" : "es");
+		if (job->cupti_reattached)
+			fprintf(o, "; attached for managed memory in %d (before its first allocation: "
+			           "page migrations measured)",
+			        job->cupti_reattached);
 		if (job->cupti_lazy_um)
 			fprintf(o, "; managed memory allocated in %d: its page migrations not measured "
 			           "(NVLPROF_CUPTI=1 measures them)",

@@ -278,9 +278,19 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size
 	RET(do_copy(dst, src, n));
 }
 
+/* Managed allocations made while the fake libcupti (when loaded) had no activity buffers registered:
+ * real CUPTI counts none of their migrations, even when it attaches later (run 15). */
+static int managed_unattached;
+int fake_cudart_managed_unattached(void)
+{
+	return __atomic_load_n(&managed_unattached, __ATOMIC_RELAXED);
+}
 cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
+	void *(*req)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_request_callback");
+	if (req && !req())
+		__atomic_fetch_add(&managed_unattached, 1, __ATOMIC_RELAXED);
 	if (forced_rc >= 0)
 		RET((cudaError_t)forced_rc);
 	if (!n)

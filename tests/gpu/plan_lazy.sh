@@ -2,13 +2,15 @@
 # plan_lazy.sh: what is left to decide whether NVLPROF_CUPTI=lazy can be the default (issue 27), as device
 # calls of under 10 minutes each, the first questions first (a session cut short still answers them).
 # Each part runs existing scripts into $OUT/<part> (OUT default /tmp/nvlp-plan); carry build/ (and build/gpu).
-#   bash tests/gpu/plan_lazy.sh PART      PART: probe fail cost all twogpu
+#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost all twogpu
 #   probe   (~4 min, one GPU)  which of NVML's NVLink routes answers here (nvml_links.py, nvidia-smi); which
 #           CUPTI step must come early for managed memory's migrations to be counted (build/gpu/um_attach:
 #           attach and counters at cuInit, at the context, at the allocation, after the first migrations); lazy
 #           on real CUPTI: plain and managed-memory smoke (the topology NOTE's tally, lazy's managed-memory
 #           NOTE and gap); CuPy ping-ponging managed memory through torch's runtime (cupyrt) under lazy
 #           (expected: the gap, no uma_thrashing) and under the default (expected: uma_thrashing)
+#   um      (~2 min, one GPU)  lazy attaching CUPTI before the first managed allocation (run 15): the smoke's
+#           um mode (a NOTE, UM counters on, no gap) and cupyrt (expected: uma_thrashing, attached_for_managed 1)
 #   fail    (~6 min, one GPU)  the post-mortem catalog on real NCCL under lazy (stuck exits count oom killtree)
 #   cost    (~8 min, one GPU)  (c), the launch-bound loop, 10 fresh process sets: none none2 default lazy
 #   all     (~9 min, one GPU)  NVLPROF_KERNELS=all on (a) and (c) (not measured since run 2), and
@@ -40,6 +42,11 @@ probe)
 	do_ "NVLPROF_CUPTI=lazy OUT=$O/real_lazy bash tests/gpu/run_real.sh cupyrt >$O/cupyrt_lazy.log 2>&1"
 	do_ "OUT=$O/real_default bash tests/gpu/run_real.sh cupyrt >$O/cupyrt_default.log 2>&1"
 	;;
+um)
+	do_ "mkdir -p $OUT/um"
+	do_ "OUT=$OUT/um SMOKE_CUPTI=lazy SMOKE_MODES=um bash tests/gpu/startup_smoke.sh >$OUT/um/smoke.log 2>&1"
+	do_ "NVLPROF_CUPTI=lazy OUT=$OUT/um/real bash tests/gpu/run_real.sh cupyrt >$OUT/um/cupyrt.log 2>&1"
+	;;
 fail)
 	do_ "NVLPROF_CUPTI=lazy WD_S=10 JOB_TIMEOUT=60 OUT=$OUT/fail bash tests/gpu/run_fail.sh stuck exits count oom killtree >$OUT/fail.log 2>&1"
 	;;
@@ -53,7 +60,7 @@ twogpu)
 	do_ "OUT=$OUT/twogpu bash tests/gpu/run_gpu.sh ddp fallback p2p lazy >$OUT/twogpu.log 2>&1"
 	;;
 *)
-	echo "usage: bash tests/gpu/plan_lazy.sh probe|fail|cost|all|twogpu" >&2
+	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|all|twogpu" >&2
 	exit 2
 	;;
 esac

@@ -46,6 +46,7 @@ int fake_cupti_finalize_in_callback(void);
 int fake_cupti_calls_after_finalize(void);
 int fake_cupti_finalize_raced(void);
 void *fake_cupti_request_callback(void);
+int fake_cudart_managed_unattached(void);
 int fake_cupti_enabled(int kind);
 int fake_cupti_cb_enabled(int d, int cbid);
 void fake_cupti_generate(int kind, int n);
@@ -128,10 +129,14 @@ static int child_lazy(const char *mode)
 	if (!strcmp(mode, "lazy_um")) {
 		void *m = NULL, *m2 = NULL;
 		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 && cudaMallocManaged(&m2, 1 << 20, 1) == 0 &&
-		          !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
-		          fake_cupti_request_callback() == NULL,
-		      "[lazy_um] managed memory twice: CUPTI still not attached");
-		return CHECK_DONE();
+		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
+		          fake_cupti_request_callback() != NULL,
+		      "[lazy_um] managed memory twice: CUPTI attached, UM counters on, buffers registered");
+		CHECK(fake_cudart_managed_unattached() == 0,
+		      "[lazy_um] attached before the first allocation reached the runtime (%d after)",
+		      fake_cudart_managed_unattached());
+		fake_cupti_generate(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, 3);
+		return CHECK_DONE(); /* the exit flushes them */
 	}
 	if (!strcmp(mode, "lazy_kineto")) {
 		CHECK(cuptiActivityRegisterCallbacks(k_req, k_done) == CUPTI_SUCCESS &&
@@ -233,6 +238,9 @@ static int child(const char *mode)
 		CHECK(fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
 		          fake_cupti_request_callback() != NULL,
 		      "[again] CUPTI attached again: UM counters on, buffers registered");
+		CHECK(fake_cudart_managed_unattached() == 0,
+		      "[again] attached again before the allocation reached the runtime (%d after)",
+		      fake_cudart_managed_unattached());
 		fake_cupti_generate(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, 3);
 		return CHECK_DONE(); /* the exit flushes them */
 	}
@@ -247,7 +255,7 @@ struct summary {
 	unsigned long long cross, rt_copies, rt_sid, device, um_records, nvml_samples, pm_samples, notes[NVLP_NOTE_CODE_COUNT];
 	int detached_note, again_note, kept_note, finalize_failed;
 	int refused_note; /* "CUPTI not detached ... cuptiFinalize of CUPTI 130001 (13.0)" */
-	int lazy_note, lazy_needed, lazy_um, topo_note; /* NVLPROF_CUPTI=lazy's NOTEs */
+	int lazy_note, lazy_needed, lazy_um, lazy_again, topo_note; /* NVLPROF_CUPTI=lazy's NOTEs */
 	char report[8192]; /* `nvlprof report` of the trace, its text then its JSON */
 };
 
@@ -277,6 +285,8 @@ static void count_record(nvlp_reader *r, const struct nvlp_record *rec, void *ar
 			s->notes[n->code]++;
 		s->detached_note += n->code == NVLP_NOTE_CUPTI_DETACHED && memmem(t, len, "CUPTI detached", 14);
 		s->again_note += n->code == NVLP_NOTE_CUPTI_REATTACHED && memmem(t, len, "CUPTI attached again", 20);
+		s->lazy_again += n->code == NVLP_NOTE_CUPTI_REATTACHED &&
+		                 memmem(t, len, "(NVLPROF_CUPTI=lazy) before the first managed allocation", 56);
 		s->kept_note += n->code == NVLP_NOTE_CONFIG && memmem(t, len, "CUPTI kept attached", 19);
 		s->finalize_failed += memmem(t, len, "cuptiFinalize failed", 20) != NULL;
 		s->refused_note += n->code == NVLP_NOTE_CONFIG &&
@@ -347,18 +357,18 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	      "[lazy] the report says CUPTI was not attached, text and JSON, and not as a gap:\n%s",
 	      s.report);
 	rc = run(self, lib, "lazy_um", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
-	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.notes[NVLP_NOTE_UM_ON] == 0 &&
-	          s.um_records == 0 && s.again_note == 0,
-	      "[lazy_um] not attached for managed memory: one NOTE says its migrations go unmeasured "
-	      "(rc %d, %d NOTEs)",
-	      rc, s.lazy_um);
-	CHECK(strstr(s.report, "; managed memory allocated in 1: its page migrations not measured "
-	                       "(NVLPROF_CUPTI=1 measures them)\n") &&
-	          strstr(s.report, "\"managed_not_measured\": 1") &&
-	          strstr(s.report, "collection_gaps") &&
-	          strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
-	      "[lazy_um] the report says so, in the data line, JSON and the collection gaps:\n%s",
-	      s.report);
+	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 0 && s.lazy_again == 1 &&
+	          s.again_note == 0 && s.notes[NVLP_NOTE_UM_ON] == 1 && s.um_records == 3,
+	      "[lazy_um] managed memory attached CUPTI: one NOTE says so, UM counters on, their 3 "
+	      "records (rc %d, %d lazy attach, %d unmeasured NOTEs, %llu UM records)",
+	      rc, s.lazy_again, s.lazy_um, s.um_records);
+	CHECK(strstr(s.report, "data: CUPTI not attached in 1 of 1 process (NVLPROF_CUPTI=lazy)") &&
+	          strstr(s.report, "; attached for managed memory in 1 (before its first allocation: "
+	                           "page migrations measured)\n") &&
+	          strstr(s.report, "\"attached_for_managed\": 1") &&
+	          strstr(s.report, "\"managed_not_measured\": 0") &&
+	          !strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
+	      "[lazy_um] the report says so, in the data line and JSON, and no gap:\n%s", s.report);
 	rc = run(self, lib, "lazy_kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
 	CHECK(rc == 0 && s.lazy_note == 1, "[lazy_kineto] the profiler profiled through CUPTI (rc %d)",
 	      rc);
