@@ -19,37 +19,9 @@
 
 #define MIB (1024.0 * 1024.0)
 
-/* The first lines: processes, steps, what data the traces hold. */
-static void text_header(FILE *o, const struct an_job *job, const struct an_tables *t)
+/* The data: lines of NVLPROF_CUPTI=startup and lazy: where CUPTI was detached, kept, left out. */
+static void text_cupti_modes(FILE *o, const struct an_job *job)
 {
-	const struct an_summary *s = &t->s;
-	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
-	        job->nok == 1 ? "" : "es", s->hosts, s->hosts == 1 ? "" : "s", s->wall_ms);
-	if (job->step_ns > 0)
-		fprintf(o, ", %llu steps of %.2f ms%s", (unsigned long long)job->steps,
-		        job->step_ns / 1e6,
-		        job->step_source && !strcmp(job->step_source, "marks") ? " (marked by the job)"
-		                                                                : "");
-	else if (job->ncomms)
-		fprintf(o, ", no steps recognised");
-	fputc('\n', o);
-	if (job->step_ns <= 0 && job->ncomms && strcmp(job->steps_why, "no repeating pattern of collectives"))
-		fprintf(o, "steps: none recognised: %s\n", job->steps_why);
-	double pk = t->peak;
-	int win = job->kch && job->kch->windows;
-	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
-	        job->have_gpu && job->have_kch_gpu && win
-	            ? "yes (kernels in the kernel windows; every collective from NCCL's kernel "
-	              "channels)"
-	        : job->have_gpu     ? "yes"
-	        : job->have_kch_gpu ? "collectives only (NCCL's kernel channels; no CUPTI kernel)"
-	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
-	                            : "NO (host times)",
-	        job->have_links ? "yes" : "no",
-	        job->have_topo ? "yes" : "no");
-	if (pk > 0)
-		fprintf(o, " (NVLink %.0f GB/s per GPU each way)", pk / 1e9);
-	fputc('\n', o);
 	if (job->cupti_detached) {
 		fprintf(o,
 		        "data: CUPTI detached after start-up in %d of %zu process%s (NVLPROF_CUPTI=startup, "
@@ -85,6 +57,40 @@ static void text_header(FILE *o, const struct an_job *job, const struct an_table
 			        job->cupti_lazy_needed);
 		fputc('\n', o);
 	}
+}
+
+/* The first lines: processes, steps, what data the traces hold. */
+static void text_header(FILE *o, const struct an_job *job, const struct an_tables *t)
+{
+	const struct an_summary *s = &t->s;
+	fprintf(o, "nvlprof report: %zu process%s on %d host%s, wall %.1f ms", job->nok,
+	        job->nok == 1 ? "" : "es", s->hosts, s->hosts == 1 ? "" : "s", s->wall_ms);
+	if (job->step_ns > 0)
+		fprintf(o, ", %llu steps of %.2f ms%s", (unsigned long long)job->steps,
+		        job->step_ns / 1e6,
+		        job->step_source && !strcmp(job->step_source, "marks") ? " (marked by the job)"
+		                                                                : "");
+	else if (job->ncomms)
+		fprintf(o, ", no steps recognised");
+	fputc('\n', o);
+	if (job->step_ns <= 0 && job->ncomms && strcmp(job->steps_why, "no repeating pattern of collectives"))
+		fprintf(o, "steps: none recognised: %s\n", job->steps_why);
+	double pk = t->peak;
+	int win = job->kch && job->kch->windows;
+	fprintf(o, "data: GPU activity %s, link counters %s, topology %s",
+	        job->have_gpu && job->have_kch_gpu && win
+	            ? "yes (kernels in the kernel windows; every collective from NCCL's kernel "
+	              "channels)"
+	        : job->have_gpu     ? "yes"
+	        : job->have_kch_gpu ? "collectives only (NCCL's kernel channels; no CUPTI kernel)"
+	        : job->have_gpu_any ? "yes (copies/unified memory; no kernels)"
+	                            : "NO (host times)",
+	        job->have_links ? "yes" : "no",
+	        job->have_topo ? "yes" : "no");
+	if (pk > 0)
+		fprintf(o, " (NVLink %.0f GB/s per GPU each way)", pk / 1e9);
+	fputc('\n', o);
+	text_cupti_modes(o, job);
 }
 
 /* The summary line: time in NCCL per rank and how much of it the job waited on. */
