@@ -43,6 +43,7 @@ static struct {
 	int calls_seen; /* an intercepted call reached us (diagnose at stop if never started) */
 	int um_on;      /* UM counters enabled (or attempted) */
 	int um_pending; /* NVLPROF_UM=1 and injected: enable at the first tick with devices */
+	int um_first;   /* a managed allocation began before CUDA was up (lazy attaches at cuInit) */
 	uint64_t t_start;
 } injection_state;
 
@@ -404,6 +405,9 @@ static void start_collectors(const struct nvlp_config *cfg)
 static int start_lazy(uint32_t ver)
 {
 	const char *b = nvlp_detach_lazy_blocker();
+	if (!b && __atomic_load_n(&injection_state.um_first, __ATOMIC_RELAXED))
+		b = "managed memory allocated as CUDA came up (CUPTI counts none of it unless attached "
+		    "first)";
 	if (b) {
 		nvlp_note(NVLP_NOTE_CONFIG, -1, ver, NVLP_NOTE_CUPTI_LAZY_NEEDED " %s", b);
 		return -1;
@@ -632,7 +636,11 @@ static void attach_again(void)
 
 void nvlp_cupti_managed_coming(void)
 {
-	if (nvlp_cfg()->um != 0 && nvlp_detach_done())
+	if (nvlp_cfg()->um == 0)
+		return;
+	if (nvlp_cupti_state() == NVLP_CS_OFF) /* CUDA comes up inside this allocation: at cuInit */
+		__atomic_store_n(&injection_state.um_first, 1, __ATOMIC_RELAXED);
+	else if (nvlp_detach_done())
 		attach_again();
 }
 
@@ -641,7 +649,7 @@ void nvlp_cupti_managed_seen(void)
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
 	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
-		/* not attached before this allocation (cuInit came inside it, or the attach failed) */
+		/* not attached before this allocation (CUDA came up without our injection) */
 		if (nvlp_detach_is_lazy())
 			nvlp_detach_lazy_um(); /* attached now, CUPTI would count nothing (detach.c) */
 		else
@@ -737,6 +745,7 @@ static void nvlp_cupti_atfork_child(void)
 	/* CUDA does not survive fork; the child must not call into CUPTI or join our threads */
 	injection_state.calls_seen = 0;
 	injection_state.um_pending = 0;
+	injection_state.um_first = 0;
 	flush_schedule.running = 0; /* the thread does not exist in the child */
 	pthread_mutex_init(&flush_schedule.mu, NULL);
 	pthread_mutex_init(&start_mu, NULL);

@@ -50,10 +50,11 @@
  * allocation: CUPTI counts no migration of memory allocated before it attached, even with its
  * counters on from then on (run 14: attached at the allocation's exit, no record where CUPTI
  * attached at cuInit measured the job's thrashing; run 15, tests/gpu/um_attach.c: attached before
- * the allocation, after the context, every migration counted; after it, none). Where that attach
- * did not happen (CUDA started inside the allocation, CUPTI refused), a NOTE says the migrations
- * are not measured. CUPTI attaches at cuInit as with 1, with a note saying why, where a blocker
- * (below) needs it from the start.
+ * the allocation, after the context, every migration counted; after it, none). Where CUDA comes
+ * up inside that first allocation, CUPTI attaches at its cuInit, as needed from the start (a
+ * note says by what). Where the attach did not happen (CUPTI refused, CUDA came up without our
+ * injection), a NOTE says the migrations are not measured. CUPTI attaches at cuInit as with 1,
+ * with a note saying why, where a blocker (below) needs it from the start.
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdlib.h>  /* getenv */
@@ -295,9 +296,9 @@ void nvlp_detach_lazy_um(void)
 		return;
 	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 	          NVLP_NOTE_CUPTI_LAZY_UM " its page migrations are not measured in this process: "
-	          "CUPTI was not attached before the allocation (CUDA started inside it, or CUPTI "
-	          "refused), and CUPTI counts none of an allocation made before it attached (run 15); "
-	          "NVLPROF_CUPTI=1 measures them");
+	          "CUPTI was not attached before the allocation (it refused, or CUDA came up "
+	          "without nvlprof's injection), and CUPTI counts none of an allocation made before it "
+	          "attached (run 15); NVLPROF_CUPTI=1 measures them");
 }
 
 void nvlp_detach_again_note(int ok, double after_s)

@@ -288,6 +288,13 @@ int fake_cudart_managed_unattached(void)
 cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
+	/* FAKE_CUDART_INIT_ON_ALLOC=1: the driver comes up here, as the real runtime's first call
+	 * initializes it (cuInit, the injection), before the allocation itself */
+	int (*init)(unsigned) = getenv("FAKE_CUDART_INIT_ON_ALLOC")
+	                            ? (int (*)(unsigned))dlsym(RTLD_DEFAULT, "cuInit")
+	                            : NULL;
+	if (init)
+		init(0);
 	void *(*req)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_request_callback");
 	if (req && !req())
 		__atomic_fetch_add(&managed_unattached, 1, __ATOMIC_RELAXED);

@@ -158,6 +158,17 @@ static int child_lazy(const char *mode)
 
 static int child(const char *mode)
 {
+	if (!strcmp(mode, "lazy_um_first")) { /* the first CUDA call a managed allocation */
+		void *m = NULL;
+		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 &&
+		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
+		          fake_cupti_request_callback() != NULL && fake_cudart_managed_unattached() == 0,
+		      "[lazy_um_first] CUDA came up inside the allocation: CUPTI attached there, before "
+		      "the allocation, UM counters on (%d allocations unattached)",
+		      fake_cudart_managed_unattached());
+		fake_cupti_generate(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, 3);
+		return CHECK_DONE();
+	}
 	cuInit(0);
 	fake_cupti_generate(CUPTI_ACTIVITY_KIND_DEVICE, 2); /* topology, as CUPTI makes at cuInit */
 	fake_cuda_set_device(0);
@@ -369,6 +380,15 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	          strstr(s.report, "\"managed_not_measured\": 0") &&
 	          !strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
 	      "[lazy_um] the report says so, in the data line and JSON, and no gap:\n%s", s.report);
+	rc = run(self, lib, "lazy_um_first",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUDART_INIT_ON_ALLOC=1", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_needed == 1 && !s.lazy_note && s.lazy_um == 0 &&
+	          s.notes[NVLP_NOTE_UM_ON] == 1 && s.um_records == 3,
+	      "[lazy_um_first] managed memory as the first CUDA call: attached from the start, one "
+	      "NOTE says by what, its 3 UM records (rc %d, %d unmeasured NOTEs, %llu UM records)",
+	      rc, s.lazy_um, s.um_records);
+	CHECK(strstr(s.report, "; attached from the start in 1 (needed there") != NULL,
+	      "[lazy_um_first] the report says so:\n%s", s.report);
 	rc = run(self, lib, "lazy_kineto", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
 	CHECK(rc == 0 && s.lazy_note == 1, "[lazy_kineto] the profiler profiled through CUPTI (rc %d)",
 	      rc);
