@@ -295,10 +295,9 @@ void nvlp_detach_lazy_um(void)
 	if (!det.lazy || __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
 		return;
 	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
-	          NVLP_NOTE_CUPTI_LAZY_UM " its page migrations are not measured in this process: "
-	          "CUPTI was not attached before the allocation (it refused, or CUDA came up "
-	          "without nvlprof's injection), and CUPTI counts none of an allocation made before it "
-	          "attached (run 15); NVLPROF_CUPTI=1 measures them");
+	          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures them): "
+	          "CUPTI not attached before it (refused, or no injection); it counts none of memory "
+	          "allocated before it attached (run 15)");
 }
 
 void nvlp_detach_again_note(int ok, double after_s)

@@ -726,6 +726,8 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                            CUpti_BuffersCallbackCompleteFunc c)
 {
 	fin_check("cuptiActivityRegisterCallbacks");
+	if (getenv("FAKE_CUPTI_REGISTER_FAIL")) /* another tool owns CUPTI */
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	pthread_mutex_lock(&act_mu);
 	req_cb = r, comp_cb = c;
 	pthread_mutex_unlock(&act_mu);

@@ -6,8 +6,8 @@
  *   detach: the driver path records the first, not the second; cuptiFinalize ran once, from an API
  *   callback's exit, and no CUPTI call came after it; topology records and NVML link samples are
  *   in the trace, with a NOTE saying what the detach leaves out.
- * again: managed memory allocated through the runtime after the detach attaches CUPTI again (UM
- *   counters on, their records in the trace, a NOTE).
+ * again: managed memory allocated through the runtime after the detach attaches CUPTI again,
+ *   before the allocation reaches the runtime (UM counters on, their records in the trace, a NOTE).
  * exitfirst: the program ends before the detach is due: a normal stop, no finalize.
  * idle: the detach is requested but no API call comes before exit: the request is cancelled and
  *   the stop flushes as usual (no finalize, no CUPTI call refused).
@@ -24,8 +24,13 @@
  * lazy: CUPTI never attached (no buffers, kind or callback, no finalize), the runtime hooks record
  *   the copies (no CUPTI stream id, no driver-level copy), NVML gives the link counters and the
  *   topology (DEVICE records from the driver), the report says CUPTI was not attached.
- * lazy_um: managed memory does not attach CUPTI (attached late, real CUPTI 13.0 counted nothing):
- *   one NOTE says its migrations are not measured, the report says so.
+ * lazy_um: the first managed allocation attaches CUPTI before it reaches the runtime (real CUPTI
+ *   counts nothing of memory allocated before it attached: run 15), UM counters on, their records,
+ *   a NOTE, the report's data line and JSON say so, no gap.
+ * lazy_um_first: the managed allocation is the first CUDA call (cuInit inside it): CUPTI attached
+ *   at that cuInit, as needed from the start, before the allocation.
+ * lazy_um_refused: CUPTI refuses the buffers: one NOTE says the migrations are not measured, the
+ *   report says so (data line, JSON, collection gaps).
  * lazy_kineto: a torch.profiler stand-in reaches CUPTI itself (its buffers, its kind).
  * lazy_kernels, drv_only under lazy: needed from the start, attached, a NOTE says by what.
  */
@@ -126,6 +131,14 @@ static int child_lazy(const char *mode)
 	CHECK(fake_cupti_request_callback() == NULL && !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_DEVICE) &&
 	          !fake_cupti_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2),
 	      "[%s] CUPTI not attached: no buffers, no kind, no callback", mode);
+	if (!strcmp(mode, "lazy_um_refused")) { /* CUPTI refuses our buffers */
+		void *m = NULL, *m2 = NULL;
+		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 && cudaMallocManaged(&m2, 1 << 20, 1) == 0 &&
+		          !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
+		          fake_cupti_request_callback() == NULL,
+		      "[lazy_um_refused] managed memory twice, CUPTI refusing: no counters, no buffers");
+		return CHECK_DONE();
+	}
 	if (!strcmp(mode, "lazy_um")) {
 		void *m = NULL, *m2 = NULL;
 		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 && cudaMallocManaged(&m2, 1 << 20, 1) == 0 &&
@@ -380,6 +393,22 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	          strstr(s.report, "\"managed_not_measured\": 0") &&
 	          !strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
 	      "[lazy_um] the report says so, in the data line and JSON, and no gap:\n%s", s.report);
+	rc = run(self, lib, "lazy_um_refused",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUPTI_REGISTER_FAIL=1", NULL}, &s);
+	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.lazy_again == 0 &&
+	          s.notes[NVLP_NOTE_UM_ON] == 0 && s.um_records == 0,
+	      "[lazy_um_refused] CUPTI refused: one NOTE says the migrations go unmeasured (rc %d, %d "
+	      "NOTEs)",
+	      rc, s.lazy_um);
+	CHECK(strstr(s.report, "; managed memory allocated in 1: its page migrations not measured "
+	                       "(NVLPROF_CUPTI=1 measures them)\n") &&
+	          strstr(s.report, "\"managed_not_measured\": 1") &&
+	          strstr(s.report, "\"attached_for_managed\": 0") &&
+	          strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy: migrations "
+	                           "unmeasured (NVLPROF_CUPTI=1 measures them)"),
+	      "[lazy_um_refused] the report says so, in the data line, JSON and the collection "
+	      "gaps:\n%s",
+	      s.report);
 	rc = run(self, lib, "lazy_um_first",
 	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUDART_INIT_ON_ALLOC=1", NULL}, &s);
 	CHECK(rc == 0 && s.lazy_needed == 1 && !s.lazy_note && s.lazy_um == 0 &&
