@@ -649,7 +649,7 @@ void nvlp_cupti_managed_seen(void)
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
 	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
-		/* not attached before this allocation (CUDA came up without our injection) */
+		/* nvlp_cupti_managed_coming could not attach before this allocation */
 		if (nvlp_detach_is_lazy())
 			nvlp_detach_lazy_um(); /* attached now, CUPTI would count nothing (detach.c) */
 		else

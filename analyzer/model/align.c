@@ -87,10 +87,11 @@ static void lazy_topology(struct an_job *job, const struct an_rank *r)
 	                  st[] = NVLP_NOTE_TOPO_LAZY_STATE;
 	for (size_t i = 0; i < r->nnotes && !job->lazy_topo_why[0]; i++) {
 		const struct an_note *n = &r->notes[i];
-		const char *s = n->msg, *why = NULL, *end;
+		_Static_assert(sizeof NVLP_NOTE_TOPO_LAZY_NONE < sizeof n->msg, "why within msg");
+		const char *s = n->msg, *why = s + sizeof none - 1, *end;
 		int devs = 0, a = 0, in = 0, un = 0;
 		if (n->code == NVLP_NOTE_NVML_UNAVAILABLE && !strncmp(s, none, sizeof none - 1) &&
-		    (why = s + sizeof none - 1) && (end = strstr(why, "; ")) && sscanf(end, "; %d device", &devs) == 1 &&
+		    (end = strstr(why, "; ")) && sscanf(end, "; %d device", &devs) == 1 &&
 		    topo_matters(r, devs))
 			snprintf(job->lazy_topo_why, sizeof job->lazy_topo_why, "NVML gave none:%.*s",
 			         (int)(end - why), why);
