@@ -634,6 +634,11 @@ static void attach_again(void)
 	pthread_mutex_unlock(&start_mu);
 }
 
+int nvlp_cupti_managed_attach_due(void)
+{
+	return nvlp_cfg()->um != 0 && nvlp_cupti_state() != NVLP_CS_OFF && nvlp_detach_done();
+}
+
 void nvlp_cupti_managed_coming(void)
 {
 	if (nvlp_cfg()->um == 0)

@@ -18,6 +18,10 @@ int nvlp_cupti_pointer_info(const void *p, int *device, int *managed);
  * is not attached (NVLPROF_CUPTI=lazy, or after startup's detach) it attaches now, as CUPTI counts
  * no migration of memory allocated before it attached (tests/gpu/um_attach.c, run 15). */
 void nvlp_cupti_managed_coming(void);
+/*! Whether nvlp_cupti_managed_coming() would attach CUPTI now, mid-run. Its caller brings the calling
+ * CUDA runtime up first: a runtime's first cuInit after CUPTI attached mid-run hangs in the driver
+ * (run 16: torch's libcudart coming up inside cudaMallocManaged after CuPy had brought CUDA up). */
+int nvlp_cupti_managed_attach_due(void);
 /*! Notify that the process allocated managed memory (UM counters in auto mode). */
 void nvlp_cupti_managed_seen(void);
 

@@ -457,10 +457,21 @@ static int old_signature(int v2)
 	return !v2 && nvlp_cudart_major() == 12;
 }
 
+/* The calling runtime brought up (its context on the current device) before CUPTI attaches. */
+static cudaError_t rt_up_for_attach(void)
+{
+	real_cudaFree_t rf = REAL(FREE, cudaFree);
+	return rf ? rf(NULL) : cudaErrorSharedObjectSymbolNotFound;
+}
+
 NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	ENTER(MALLOC_MANAGED, cudaMallocManaged, (p, n, flags))
-	nvlp_cupti_managed_coming(); /* CUPTI attached before the allocation, or it counts nothing */
+	/* CUPTI attached before the allocation, or it counts nothing (run 15); this runtime up before
+	 * that: its first cuInit after a mid-run attach hangs in the driver (run 16). cudaFree(NULL)
+	 * does what the allocation's own start would; where it fails, so does the allocation. */
+	if (!nvlp_cupti_managed_attach_due() || rt_up_for_attach() == cudaSuccess)
+		nvlp_cupti_managed_coming();
 	CALL((p, n, flags))
 	void *ptr = rc == cudaSuccess && p ? *p : NULL;
 	if (ptr) {

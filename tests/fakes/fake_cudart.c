@@ -285,16 +285,25 @@ int fake_cudart_managed_unattached(void)
 {
 	return __atomic_load_n(&managed_unattached, __ATOMIC_RELAXED);
 }
+/* FAKE_CUDART_INIT_ON_ALLOC=1: this runtime comes up (cuInit: the driver and its injection, where
+ * nothing brought CUDA up before) at its first cudaMallocManaged or cudaFree, as the real runtime
+ * initializes itself at its first call, before doing what was asked */
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static void rt_init(void)
+{
+	int (*init)(unsigned) = (int (*)(unsigned))dlsym(RTLD_DEFAULT, "cuInit");
+	if (init)
+		init(0);
+}
+static void rt_up(void)
+{
+	if (getenv("FAKE_CUDART_INIT_ON_ALLOC"))
+		pthread_once(&rt_once, rt_init);
+}
 cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
-	/* FAKE_CUDART_INIT_ON_ALLOC=1: the driver comes up here, as the real runtime's first call
-	 * initializes it (cuInit, the injection), before the allocation itself */
-	int (*init)(unsigned) = getenv("FAKE_CUDART_INIT_ON_ALLOC")
-	                            ? (int (*)(unsigned))dlsym(RTLD_DEFAULT, "cuInit")
-	                            : NULL;
-	if (init)
-		init(0);
+	rt_up();
 	void *(*req)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_request_callback");
 	if (req && !req())
 		__atomic_fetch_add(&managed_unattached, 1, __ATOMIC_RELAXED);
@@ -333,6 +342,7 @@ cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 
 cudaError_t cudaFree(void *p)
 {
+	rt_up();
 	if (forced_rc >= 0)
 		RET((cudaError_t)forced_rc);
 	if (!p || arena_dev(p) >= 0)

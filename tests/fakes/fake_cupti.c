@@ -56,12 +56,27 @@ static inline void sleep_ms(long ms)
 typedef struct {
 	unsigned char bytes[16];
 } fake_uuid;
-static int inited;
+static int inited, init_done;
+/* 1 once the first cuInit returned: CUPTI attaching after it attaches mid-run (the fake libcupti asks) */
+int fake_cuda_init_done(void)
+{
+	return __atomic_load_n(&init_done, __ATOMIC_ACQUIRE);
+}
 int cuInit(unsigned flags)
 {
 	(void)flags;
-	if (inited++)
+	if (inited++) {
+		/* FAKE_CUDA_REINIT_HANG=1: a cuInit after CUPTI attached mid-run hangs in the real driver when
+		 * it is a runtime's first (run 16: torch's libcudart coming up inside cudaMallocManaged, after
+		 * CuPy's runtime brought CUDA up and nvlprof attached CUPTI); here it says so and aborts */
+		int (*mid)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_attached_mid_run");
+		if (getenv("FAKE_CUDA_REINIT_HANG") && mid && mid()) {
+			fprintf(stderr, "fake libcuda: cuInit after CUPTI attached mid-run: the driver would "
+			                "hang here (run 16)\n");
+			abort();
+		}
 		return 0;
+	}
 	const char *inj = getenv("CUDA_INJECTION64_PATH");
 	if (inj && *inj) {
 		void *h = dlopen(inj, RTLD_NOW);
@@ -69,6 +84,7 @@ int cuInit(unsigned flags)
 		if (f)
 			f();
 	}
+	__atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 int cuDriverGetVersion(int *v)
@@ -523,6 +539,7 @@ CUptiResult fake_nvperf_evaluate(CUpti_Profiler_Host_EvaluateToGpuValues_Params 
 static pthread_mutex_t act_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static CUpti_BuffersCallbackRequestFunc req_cb;
 static CUpti_BuffersCallbackCompleteFunc comp_cb;
+static int attached_mid_run; /* buffers registered after the first cuInit returned */
 static CUpti_TimestampCallbackFunc ts_cb;
 static unsigned char enabled[CUPTI_ACTIVITY_KIND_COUNT];
 static int pending[CUPTI_ACTIVITY_KIND_COUNT];
@@ -728,10 +745,21 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
 	fin_check("cuptiActivityRegisterCallbacks");
 	if (getenv("FAKE_CUPTI_REGISTER_FAIL")) /* another tool owns CUPTI */
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	int (*done)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_init_done");
 	pthread_mutex_lock(&act_mu);
 	req_cb = r, comp_cb = c;
+	if (done && done())
+		attached_mid_run = 1;
 	pthread_mutex_unlock(&act_mu);
 	return CUPTI_SUCCESS;
+}
+/* 1 once activity buffers were registered after CUDA came up (not inside cuInit's injection) */
+int fake_cupti_attached_mid_run(void)
+{
+	pthread_mutex_lock(&act_mu);
+	int m = attached_mid_run;
+	pthread_mutex_unlock(&act_mu);
+	return m;
 }
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 {

@@ -2,7 +2,13 @@
 # --rt: torch imported first (its libcudart loaded, as in a PyTorch job) and the managed memory
 # allocated through the CUDA runtime library's cudaMallocManaged (nvlprof's hook when preloaded),
 # CuPy's kernels then working on it: what NVLPROF_CUPTI=lazy sees (CUPTI attaches at the allocation).
+# --late-cupy (with --rt): torch's runtime brings CUDA up first and the managed allocation comes before
+# CuPy's first call, so CuPy's static runtime first calls cuInit after lazy attached CUPTI (run 16:
+# a runtime's first cuInit after that attach hung, where it came inside the allocation).
 import ctypes, sys, time
+late = "--late-cupy" in sys.argv
+if late and "--rt" not in sys.argv:
+    sys.argv.append("--rt")
 if "--rt" in sys.argv:
     import torch  # noqa: F401  (loads libcudart.so: a CUDA runtime library in the process)
 import numpy as np
@@ -12,14 +18,20 @@ MB = 1 << 20
 advise = "--advise" in sys.argv
 rounds = 12
 size = 128 * MB
-dev = cp.cuda.Device(0)
-free, total = cp.cuda.runtime.memGetInfo()
+if late:
+    free, total = torch.cuda.mem_get_info(0)  # torch's runtime up, CuPy's not yet
+else:
+    dev = cp.cuda.Device(0)
+    free, total = cp.cuda.runtime.memGetInfo()
 size = min(size, free // 4)  # never ask for more managed memory than the card has free
 n = size // 4
 if "--rt" in sys.argv:
     rtlib = ctypes.CDLL(None)  # the global scope: nvlprof's cudaMallocManaged when preloaded
     ptr = ctypes.c_void_p()
     assert rtlib.cudaMallocManaged(ctypes.byref(ptr), ctypes.c_size_t(size), ctypes.c_uint(1)) == 0
+    if late:
+        dev = cp.cuda.Device(0)
+        cp.cuda.runtime.memGetInfo()  # CuPy's first call: its runtime's cuInit, after the attach
     mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr.value, size, None), 0)
 else:
     mem = cp.cuda.malloc_managed(size)  # cudaMallocManaged inside CuPy's static runtime

@@ -3,7 +3,7 @@
 # under torchrun, PyTorch Lightning strategy="ddp", torch.profiler inside the job, nccl-tests, CuPy managed memory,
 # a CUDA graph replay loop, a rank killed mid-step. Each job runs with and without nvlprof (results compared);
 # tests/gpu/real/check.py asserts on the reports. Logs, reports and traces in $OUT.
-#   bash tests/gpu/run_real.sh [hf] [hfprof] [hfcompile] [lightning] [nccltests] [cupy] [cupyrt] [graph] [killed]
+#   bash tests/gpu/run_real.sh [hf] [hfprof] [hfcompile] [lightning] [nccltests] [cupy] [cupyrt] [cupylate] [graph] [killed]
 # Needs build/ (libnvlprof.so, nvlprof); nccl-tests binaries in $NCCL_TESTS (default build/nccl-tests).
 set -u
 cd "$(dirname "$0")/../.."
@@ -56,6 +56,11 @@ if want cupyrt; then
 	log "CuPy kernels on managed memory from torch's CUDA runtime (cudaMallocManaged through the hooks)"
 	base cupyrt_base $PY tests/gpu/drv_cupy.py --rt
 	run cupyrt $PY tests/gpu/drv_cupy.py --rt
+fi
+if want cupylate; then
+	log "the same, CuPy's runtime first used after the managed allocation (its cuInit after lazy's attach)"
+	base cupylate_base $PY tests/gpu/drv_cupy.py --late-cupy
+	run cupylate $PY tests/gpu/drv_cupy.py --late-cupy
 fi
 if want graph; then
 	log "one-rank all_reduce in a CUDA graph, replayed"

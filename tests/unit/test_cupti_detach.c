@@ -27,6 +27,10 @@
  * lazy_um: the first managed allocation attaches CUPTI before it reaches the runtime (real CUPTI
  *   counts nothing of memory allocated before it attached: run 15), UM counters on, their records,
  *   a NOTE, the report's data line and JSON say so, no gap.
+ * lazy_um_rt_late: CUDA up through the driver first (CuPy's runtime), the runtime's first call a
+ *   managed allocation: the hook brings the runtime up (cudaFree(NULL)) before CUPTI attaches, as a
+ *   runtime's first cuInit after a mid-run attach hangs in the real driver (run 16; the fake
+ *   libcuda aborts there with FAKE_CUDA_REINIT_HANG=1).
  * lazy_um_first: the managed allocation is the first CUDA call (cuInit inside it): CUPTI attached
  *   at that cuInit, as needed from the start, before the allocation.
  * lazy_um_refused: CUPTI refuses the buffers: one NOTE says the migrations are not measured, the
@@ -139,7 +143,7 @@ static int child_lazy(const char *mode)
 		      "[lazy_um_refused] managed memory twice, CUPTI refusing: no counters, no buffers");
 		return CHECK_DONE();
 	}
-	if (!strcmp(mode, "lazy_um")) {
+	if (!strcmp(mode, "lazy_um") || !strcmp(mode, "lazy_um_rt_late")) {
 		void *m = NULL, *m2 = NULL;
 		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 && cudaMallocManaged(&m2, 1 << 20, 1) == 0 &&
 		          fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
@@ -393,6 +397,18 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	          strstr(s.report, "\"managed_not_measured\": 0") &&
 	          !strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
 	      "[lazy_um] the report says so, in the data line and JSON, and no gap:\n%s", s.report);
+	/* CUDA up through the driver (CuPy's runtime), the fake runtime's first call a managed
+	 * allocation: its cuInit after a mid-run attach would hang the real driver (run 16) */
+	rc = run(self, lib, "lazy_um_rt_late",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUDART_INIT_ON_ALLOC=1",
+	                          "FAKE_CUDA_REINIT_HANG=1", NULL},
+	         &s);
+	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_again == 1 && s.notes[NVLP_NOTE_UM_ON] == 1 &&
+	          s.um_records == 3,
+	      "[lazy_um_rt_late] a runtime's first call a managed allocation, after CUDA came up "
+	      "without it: the runtime up before CUPTI attached (no cuInit after the attach), UM "
+	      "counters on, their 3 records (rc %d, %d lazy attach, %llu UM records)",
+	      rc, s.lazy_again, s.um_records);
 	rc = run(self, lib, "lazy_um_refused",
 	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUPTI_REGISTER_FAIL=1", NULL}, &s);
 	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.lazy_again == 0 &&

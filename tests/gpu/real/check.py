@@ -190,22 +190,24 @@ def main():
             check(bool(u), "cupy: uma_thrashing reported", f"{[f['id'] for f in rep['findings']]}")
             loc = json.dumps(u[0]["evidence"]) if u else ""
             check("drv_cupy.py:" in loc, "cupy: allocation site is the Python line", loc[:300])
-    if "cupyrt" in scen:  # torch's runtime in the process, managed memory through it
-        rep = common(traces, logs, "cupyrt", 1, healthy=False)
+    for name in ("cupyrt", "cupylate"):  # torch's runtime in the process, managed memory through it
+        if name not in scen:
+            continue
+        rep = common(traces, logs, name, 1, healthy=False)
         if LAZY and rep is not None:
             z = rep["job"].get("cupti_lazy") or {}
             # CUPTI attached before the first managed allocation (run 15): migrations measured
             check(z.get("not_attached") == 1 and z.get("attached_for_managed") == 1 and
                   z.get("managed_not_measured") == 0,
-                  "cupyrt: lazy: CUPTI left out at start, attached for the managed memory", json.dumps(z))
+                  f"{name}: lazy: CUPTI left out at start, attached for the managed memory", json.dumps(z))
             gaps = json.dumps([f for f in rep["findings"] if f["id"] == "collection_gaps"])
             check("managed memory allocated under NVLPROF_CUPTI=lazy" not in gaps,
-                  "cupyrt: lazy: no gap for the migrations", gaps[:300])
-        a, c = result_line(f"{logs}/cupyrt_base.log", "checksum="), result_line(f"{logs}/cupyrt.log", "checksum=")
-        check(a == c and a != "", "cupyrt: result unchanged", f"{a} vs {c}")
+                  f"{name}: lazy: no gap for the migrations", gaps[:300])
+        a, c = result_line(f"{logs}/{name}_base.log", "checksum="), result_line(f"{logs}/{name}.log", "checksum=")
+        check(a == c and a != "", f"{name}: result unchanged", f"{a} vs {c}")
         if rep:
             u = [f for f in rep["findings"] if f["id"] == "uma_thrashing"]
-            check(bool(u), "cupyrt: uma_thrashing reported", f"{[f['id'] for f in rep['findings']]}")
+            check(bool(u), f"{name}: uma_thrashing reported", f"{[f['id'] for f in rep['findings']]}")
     if "graph" in scen:
         rep = common(traces, logs, "graph", 1)  # a short job: it may end before the detach is due
         a, c = result_line(f"{logs}/graph_base.log", "result"), result_line(f"{logs}/graph.log", "result")
