@@ -65,7 +65,7 @@ int fake_cuda_init_done(void)
 int cuInit(unsigned flags)
 {
 	(void)flags;
-	if (inited++) {
+	if (__atomic_fetch_add(&inited, 1, __ATOMIC_ACQ_REL)) {
 		/* FAKE_CUDA_REINIT_HANG=1: a cuInit after CUPTI attached mid-run hangs in the real driver when
 		 * it is a runtime's first (run 16: torch's libcudart coming up inside cudaMallocManaged, after
 		 * CuPy's runtime brought CUDA up and nvlprof attached CUPTI); here it says so and aborts */
@@ -97,7 +97,7 @@ static __thread int cur_dev;
 #define FAKE_CTX(d) ((void *)(uintptr_t)(0x1000 + 0x100 * (d)))
 int cuCtxGetCurrent(void **ctx)
 {
-	*ctx = inited ? FAKE_CTX(cur_dev) : NULL;
+	*ctx = __atomic_load_n(&inited, __ATOMIC_ACQUIRE) ? FAKE_CTX(cur_dev) : NULL;
 	return 0;
 }
 /* Make device dev current on this thread (the driver-API test's cuCtxSetCurrent). */
@@ -163,7 +163,7 @@ int cuDeviceTotalMem_v2(size_t *bytes, int dev)
 int cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
 {
 	*flags = 0;
-	*active = inited && dev == 0;
+	*active = __atomic_load_n(&inited, __ATOMIC_ACQUIRE) && dev == 0;
 	return 0;
 }
 int cuDeviceGetUuid_v2(fake_uuid *u, int dev)
@@ -238,7 +238,8 @@ void fake_cuda_drv_echo(unsigned cbid, const char *name, const void *params, int
 {
 	fake_api_fn f = api_fn();
 	if (f)
-		f(cbid, name, params, site, rc, corr, inited ? FAKE_CTX(cur_dev) : NULL);
+		f(cbid, name, params, site, rc, corr,
+		  __atomic_load_n(&inited, __ATOMIC_ACQUIRE) ? FAKE_CTX(cur_dev) : NULL);
 }
 #define API(name, params, ...)                                                                    \
 	do {                                                                                       \
