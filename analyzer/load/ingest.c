@@ -19,16 +19,6 @@
 #include "util/containers.h"
 #include "util/util.h" /* nvlp_paths_add, nvlp_run_parallel */
 
-/* A call that may have had an INFLIGHT record before it returned */
-static void long_call(struct lctx *c, uint64_t tid, uint64_t t_enter, uint64_t dur)
-{
-	if (dur < LONG_CALL_NS)
-		return;
-	struct longcall *x = PUSH(c->longs, c->nlongs, c->caplongs);
-	if (x)
-		*x = (struct longcall){tid, t_enter};
-}
-
 static struct an_dev *__attribute__((noinline)) get_dev_slow(struct lctx *c, int device)
 {
 	struct an_rank *r = c->r;
@@ -163,7 +153,7 @@ static int an_ingest_nccl(struct lctx *c)
 	unsigned fn32 = (unsigned)n->fn; /* nvlp_nccl_fn_class's argument */
 	char cls = fn32 < NVLP_NCCL_FN_COUNT ? nccl_fn_cls[fn32] : '?';
 	seen_time(r, n->t_enter, n->t_enter + n->dur);
-	long_call(c, n->tid, n->t_enter, n->dur);
+	an_ingest_long_call(c, n->tid, n->t_enter, n->dur);
 	if (cls == 'G') {
 		if (n->fn == NVLP_NCCL_GROUP_START || n->fn == NVLP_NCCL_GROUP_END)
 			an_match_group(c->m, n->tid, n->fn == NVLP_NCCL_GROUP_START);
@@ -345,7 +335,7 @@ static int an_ingest_copy(struct lctx *c)
 {
 	const struct nvlp_rec_copy *cp = (const void *)c->rec->f;
 	seen_time(c->r, cp->t_enter, cp->t_enter + cp->dur);
-	long_call(c, cp->tid, cp->t_enter, cp->dur);
+	an_ingest_long_call(c, cp->tid, cp->t_enter, cp->dur);
 	int64_t sd = (int64_t)cp->src_device, dd = (int64_t)cp->dst_device;
 	if ((int64_t)cp->rc != 0 || sd < 0 || dd < 0 || sd == dd)
 		return 0;

@@ -57,6 +57,8 @@ struct lctx {
 /*! The record is unusable: skip it, and say so once per file (the count says how many).
  * @return -1 */
 int an_ingest_bad(struct lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A call that may have had an INFLIGHT record before it returned (kept when over LONG_CALL_NS). */
+void an_ingest_long_call(struct lctx *c, uint64_t tid, uint64_t t_enter, uint64_t dur);
 
 static inline int dev_ok(uint64_t d)
 {

@@ -63,11 +63,21 @@ static struct an_alloc *find_alloc(struct an_rank *r, uint64_t addr)
 	return k < 0 ? NULL : &r->allocs[k];
 }
 
+void an_ingest_long_call(struct lctx *c, uint64_t tid, uint64_t t_enter, uint64_t dur)
+{
+	if (dur < LONG_CALL_NS)
+		return;
+	struct longcall *x = PUSH(c->longs, c->nlongs, c->caplongs);
+	if (x)
+		*x = (struct longcall){tid, t_enter};
+}
+
 int an_ingest_managed(struct lctx *c)
 {
 	const struct nvlp_rec_managed *m = (const void *)c->rec->f;
 	struct an_rank *r = c->r;
 	seen_time(r, m->t_enter, m->t_enter + m->dur);
+	an_ingest_long_call(c, m->tid, m->t_enter, m->dur); /* an allocation in flight returned */
 	if ((int64_t)m->rc != 0)
 		return 0;
 	unsigned fn = nvlp_cuda_fn_base(m->fn);

@@ -5,6 +5,7 @@
 #include <stdlib.h>  /* getenv, malloc */
 #include <string.h>  /* memcpy */
 #include <sys/mman.h> /* mmap */
+#include <time.h>     /* nanosleep */
 
 #include <cuda_runtime_api.h>
 #include <cupti_driver_cbid.h> /* the driver calls the real runtime makes inside its own */
@@ -304,6 +305,12 @@ cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
 	rt_up();
+	const char *slow = getenv("FAKE_CUDART_MANAGED_MS"); /* an allocation that takes this long */
+	if (slow && atol(slow) > 0) {
+		struct timespec ts = {atol(slow) / 1000, atol(slow) % 1000 * 1000000L};
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 	void *(*req)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "fake_cupti_request_callback");
 	if (req && !req())
 		__atomic_fetch_add(&managed_unattached, 1, __ATOMIC_RELAXED);

@@ -183,6 +183,19 @@ int main(int argc, char **argv)
 				sleep_ms(1);
 		}
 	}
+	if (!strcmp(mode, "managed")) { /* managed MS: one call, ready, a managed allocation (the fake
+	                                  * runtime's FAKE_CUDART_MANAGED_MS makes it slow), then MS ms */
+		allreduce();
+		printf("ready\n");
+		fflush(stdout);
+		int (*mm)(void **, size_t, unsigned) =
+		    (int (*)(void **, size_t, unsigned))dlsym(RTLD_DEFAULT, "cudaMallocManaged");
+		void *m = NULL;
+		printf("allocated=%d\n", mm ? mm(&m, 1 << 20, 1) : -1);
+		fflush(stdout);
+		sleep_ms(a);
+		return 0;
+	}
 	if (!strcmp(mode, "idle")) { /* idle MS: one call, then nothing for MS ms; ready after it */
 		allreduce();
 		printf("ready\n");

@@ -28,7 +28,7 @@ bg() {
 }
 one() { ls "$1"/tr/*.nvlp 2>/dev/null | head -1; }
 ms_now() { echo $(($(date +%s%N) / 1000000)); }
-NCCL_ALL_REDUCE=11 NCCL_COMM_INIT_RANK=1 K_NCCL=3
+NCCL_ALL_REDUCE=11 NCCL_COMM_INIT_RANK=1 K_NCCL=3 K_COPY=4 CUDA_MALLOC_MANAGED=8
 
 # --- heartbeats: at least one a second while idle, CLOCK_REALTIME beside the monotonic time ---
 d=$(fresh idle)
@@ -112,6 +112,30 @@ check_eq "init killed: not complete" 0 "$(rd "$f" complete)"
 check_eq "init killed: INFLIGHT in ncclCommInitRank, rank 0 of 1" "1 kind=$K_NCCL fn=$NCCL_COMM_INIT_RANK rank=0 nranks=1" \
 	"$(rd "$f" inflight) $(rd "$f" inflight_first | sed 's/ tid=.*peer=-1//; s/ bytes=.*//')"
 check "init killed: the communicator's hash" test "$(rd "$f" inflight_first_comm)" != 0
+
+# --- SIGTERM inside a managed allocation (where lazy's CUPTI attach comes; run 16 hung in one) ---
+d=$(fresh managed)
+bg "$d" env FAKE_CUDART_MANAGED_MS=30000 "$APP" managed 0
+check "managed: app ready" wait_ready "$d"
+sleep 2.5
+kill -TERM $p
+{ wait $p; } 2>/dev/null
+f=$(one "$d")
+check_eq "managed: INFLIGHT in cudaMallocManaged, by the writer and at the end" "2 kind=$K_COPY fn=$CUDA_MALLOC_MANAGED" \
+	"$(rd "$f" inflight) $(rd "$f" inflight_last | sed 's/ tid=.*//')"
+j=$("$CLI" report --json "$d/tr" 2>/dev/null | python3 -c 'import json,sys; print(" ".join(f["evidence"].get("in_flight","") for f in json.load(sys.stdin)["findings"] if f["id"]=="rank_ended"))')
+check "managed: the report's rank_ended names the allocation it was in ($j)" grep -Eq '^cudaMallocManaged, [2-9]\.[0-9] s in$' <<<"$j"
+# an allocation in progress for 1.5 s that returned: not in progress at the end
+d=$(fresh managed_back)
+bg "$d" env FAKE_CUDART_MANAGED_MS=1500 "$APP" managed 30000
+check "managed, returned: app ready" wait_ready "$d"
+for _ in $(seq 100); do grep -q allocated=0 "$d/.out" && break; sleep 0.05; done
+kill -TERM $p
+{ wait $p; } 2>/dev/null
+f=$(one "$d")
+check_eq "managed, returned: INFLIGHT written while it lasted, once" 1 "$(rd "$f" inflight)"
+j=$("$CLI" report --json "$d/tr" 2>/dev/null | python3 -c 'import json,sys; r=json.load(sys.stdin)["findings"]; print(sum(1 for f in r if f["id"]=="rank_ended"), " ".join(f["evidence"].get("in_flight","-") for f in r if f["id"]=="rank_ended"))')
+check_eq "managed, returned: rank_ended without a call in flight" "1 -" "$j"
 
 # --- fatal signals: FATAL then EXITINFO and END; the process dies as it would have ---
 # fatal_case NAME EXPECTED_SIGNAL ARGS...
