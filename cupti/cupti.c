@@ -641,12 +641,10 @@ int nvlp_cupti_managed_attach_due(void)
 
 void nvlp_cupti_managed_coming(void)
 {
-	if (nvlp_cfg()->um == 0)
-		return;
-	if (nvlp_cupti_state() == NVLP_CS_OFF) /* CUDA comes up inside this allocation: at cuInit */
-		__atomic_store_n(&injection_state.um_first, 1, __ATOMIC_RELAXED);
-	else if (nvlp_detach_done())
+	if (nvlp_cupti_managed_attach_due())
 		attach_again();
+	else if (nvlp_cfg()->um != 0 && nvlp_cupti_state() == NVLP_CS_OFF)
+		__atomic_store_n(&injection_state.um_first, 1, __ATOMIC_RELAXED); /* at its cuInit */
 }
 
 void nvlp_cupti_managed_seen(void)

@@ -144,13 +144,18 @@ static struct nvlp_sym syms[S_COUNT] = {CUDA_OTHERS(SYM_X) COPIES(SYM_C) CUDA_HE
 	if (!tls)                                                                                  \
 		return real args;                                                                  \
 	uint64_t cost0 = nvlp_cost_begin();
-#define CALL(args)                                                                                 \
+/* The real call, timed (t0, dur, rc); LIVE (evaluated after t0 is taken: a slot from live_call, or
+ * NULL) publishes it as in progress until it returns. CALL: none published. */
+#define CALL_LIVE(args, LIVE)                                                                      \
 	tls->in_hook = 1;                                                                          \
 	nvlp_py_enter(tls);                                                                        \
 	uint64_t t0 = nvlp_now();                                                                  \
+	struct nvlp_live *live_call_ = (LIVE);                                                     \
 	cudaError_t rc = real args;                                                                \
 	uint64_t dur = nvlp_elapsed(t0, nvlp_now());                                               \
+	nvlp_live_end(live_call_);                                                                 \
 	int saved_errno = errno;
+#define CALL(args) CALL_LIVE(args, NULL)
 #define LEAVE                                                                                      \
 	nvlp_py_leave(tls);                                                                        \
 	tls->in_hook = 0;                                                                          \
@@ -315,18 +320,19 @@ static int plan_copy(struct plan *pl, const void *dst, const void *src, enum cud
 	}
 }
 
-/* A call in progress (INFLIGHT): a copy (synchronous ones are where a rank waits for its GPU;
- * call_id 0 for one that writes no record, host <-> device) or a managed allocation (where lazy's
- * CUPTI attach comes: run 16's hang sat in one). reg 0: not for a thread that has recorded nothing
- * yet (no trace is opened for such a copy). */
-static inline struct nvlp_live *live_call(struct nvlp_tls *tls, unsigned kind, unsigned fn,
-					  uint64_t t0, uint64_t call_id, size_t n, void *st,
-					  int64_t dev, int reg)
+/* A runtime call in progress (INFLIGHT of kind COPY, "a CUDA runtime call, fn names it", which
+ * every analyzer reads): a copy (synchronous ones are where a rank waits for its GPU; call_id 0
+ * for one that writes no record, host <-> device) or a managed allocation (where lazy's CUPTI
+ * attach comes: run 16's hang sat in one). reg 0: not for a thread that has recorded nothing yet
+ * (no trace is opened for such a copy). */
+static inline struct nvlp_live *live_call(struct nvlp_tls *tls, unsigned fn, uint64_t t0,
+					  uint64_t call_id, size_t n, void *st, int64_t dev,
+					  int reg)
 {
 	struct nvlp_live *l = nvlp_live_begin(tls, reg);
 	if (!l)
 		return NULL;
-	NVLP_LIVE_SET(l, kind, kind);
+	NVLP_LIVE_SET(l, kind, NVLP_K_COPY);
 	NVLP_LIVE_SET(l, fn, fn);
 	NVLP_LIVE_SET(l, t_enter, t0);
 	NVLP_LIVE_SET(l, device, dev);
@@ -383,7 +389,7 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 #define PLAN_0(dst, src, args, ID, st)                                                             \
 	if (!plan_copy(&pl, dst, src, kind)) {                                                     \
 		errno = errno0;                                                                    \
-		struct nvlp_live *live_ = live_call(tls, NVLP_K_COPY, NVLP_CUDA_##ID, nvlp_now(), 0, n, st, -1, 0); \
+		struct nvlp_live *live_ = live_call(tls, NVLP_CUDA_##ID, nvlp_now(), 0, n, st, -1, 0); \
 		uint64_t in0_ = cost0 ? nvlp_now() : 0;                                            \
 		cudaError_t rc_ = real args;                                                       \
 		nvlp_cost_end(cost0, cost0 ? nvlp_now() - in0_ : 0);                               \
@@ -406,7 +412,7 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 		tls->in_hook = 1;                                                                  \
 		uint64_t t0 = nvlp_now();                                                          \
 		struct nvlp_live *live =                                                           \
-		    live_call(tls, NVLP_K_COPY, NVLP_CUDA_##ID, t0, call_id, n, STREAM_##stream, dev, 1); \
+		    live_call(tls, NVLP_CUDA_##ID, t0, call_id, n, STREAM_##stream, dev, 1);       \
 		cudaError_t rc = real args;                                                        \
 		uint64_t dur = nvlp_elapsed(t0, nvlp_now());                                       \
 		nvlp_live_end(live);                                                               \
@@ -473,16 +479,7 @@ NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 	 * does what the allocation's own start would; where it fails, so does the allocation. */
 	if (!nvlp_cupti_managed_attach_due() || rt_up_for_attach() == cudaSuccess)
 		nvlp_cupti_managed_coming();
-	tls->in_hook = 1;
-	nvlp_py_enter(tls);
-	uint64_t t0 = nvlp_now();
-	/* kind COPY: INFLIGHT's "a CUDA runtime call, fn names it", which every analyzer reads */
-	struct nvlp_live *live =
-	    live_call(tls, NVLP_K_COPY, NVLP_CUDA_MALLOC_MANAGED, t0, 0, n, NULL, -1, 1);
-	cudaError_t rc = real(p, n, flags);
-	uint64_t dur = nvlp_elapsed(t0, nvlp_now());
-	nvlp_live_end(live);
-	int saved_errno = errno;
+	CALL_LIVE((p, n, flags), live_call(tls, NVLP_CUDA_MALLOC_MANAGED, t0, 0, n, NULL, -1, 1))
 	void *ptr = rc == cudaSuccess && p ? *p : NULL;
 	if (ptr) {
 		managed_add(ptr, n);
