@@ -417,7 +417,7 @@ static int start_lazy(uint32_t ver)
 	nvlp_note(NVLP_NOTE_CONFIG, -1, ver,
 	          NVLP_NOTE_CUPTI_LAZY " CUPTI %u (%s) loaded but not attached: topology from the "
 	          "driver and NVML, link counters from NVML, no driver-level capture; managed memory "
-	          "attaches it; a profiler reaches CUPTI itself",
+	          "attaches it only with NVLPROF_UM=attach; a profiler reaches CUPTI itself",
 	          ver, nvlp_cupti_path());
 	nvlp_link_start();
 	return 0;
@@ -606,7 +606,9 @@ static void um_enable_body(void)
 	          used == nk
 	              ? "HtoD DtoH DtoD bytes, GPU/CPU faults, thrashing, throttling, remote map"
 	              : "HtoD DtoH DtoD bytes, GPU faults only",
-	          nvlp_cfg()->um == 1 ? "1" : "auto, managed memory allocated",
+	          nvlp_cfg()->um == 1   ? "1"
+	          : nvlp_cfg()->um == 2 ? "attach, managed memory allocated"
+	                                : "auto, managed memory allocated",
 	          used == nk ? "" : " (full set refused)");
 }
 
@@ -634,9 +636,13 @@ static void attach_again(void)
 	pthread_mutex_unlock(&start_mu);
 }
 
+/* Under lazy only where NVLPROF_UM=attach asks: a later cuInit (NVRTC's, CuPy compiling its
+ * first kernel; another runtime's) hung in the driver after such an attach (runs 16-17, detach.c). */
 int nvlp_cupti_managed_attach_due(void)
 {
-	return nvlp_cfg()->um != 0 && nvlp_cupti_state() != NVLP_CS_OFF && nvlp_detach_done();
+	const struct nvlp_config *cfg = nvlp_cfg();
+	return cfg->um != 0 && nvlp_cupti_state() != NVLP_CS_OFF && nvlp_detach_done() &&
+	       (cfg->um == 2 || !nvlp_detach_is_lazy());
 }
 
 void nvlp_cupti_managed_coming(void)
@@ -653,8 +659,8 @@ void nvlp_cupti_managed_seen(void)
 		maybe_late_start();
 	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
 		/* nvlp_cupti_managed_coming could not attach before this allocation */
-		if (nvlp_detach_is_lazy())
-			nvlp_detach_lazy_um(); /* attached now, CUPTI would count nothing (detach.c) */
+		if (nvlp_detach_is_lazy()) /* not attached before it; now, CUPTI would count nothing */
+			nvlp_detach_lazy_um(nvlp_cfg()->um == 2);
 		else
 			attach_again(); /* NVLPROF_CUPTI=startup: later allocations' counters */
 	}

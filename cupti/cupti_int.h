@@ -356,8 +356,9 @@ const char *nvlp_detach_lazy_blocker(void);
 void nvlp_detach_lazy(uint64_t t_start);
 /*! 1 once nvlp_detach_lazy ran. */
 int nvlp_detach_is_lazy(void);
-/*! NVLPROF_CUPTI=lazy, managed memory allocated: the NOTE that its migrations go unmeasured (once). */
-void nvlp_detach_lazy_um(void);
+/*! NVLPROF_CUPTI=lazy, managed memory allocated: the NOTE that its migrations go unmeasured (once);
+ * asked: NVLPROF_UM=attach asked for the attach, which did not happen (else none was asked). */
+void nvlp_detach_lazy_um(int asked);
 
 /* ---- cupti.c ---- */
 /*! An intercepted call reached the shim: start late if injection will not (rate-limited; does

@@ -46,12 +46,16 @@
  * called (libcupti is loaded and its version read, nothing else): the phase starts at DT_DONE, so
  * a profiler reaches CUPTI itself, as after a detach, and the topology comes from the driver and
  * NVML instead of CUPTI's DEVICE/NVLINK records (topo.c, from the link sampler's thread). Managed
- * memory attaches CUPTI, for good, at the entry of the first cudaMallocManaged, before the
- * allocation: CUPTI counts no migration of memory allocated before it attached, even with its
+ * memory allocated after CUDA came up is noted as unmeasured (NVLPROF_CUPTI=1 measures it): CUPTI
+ * attached mid-run, then a later cuInit of another library hung in the driver for good (run 16:
+ * torch's runtime coming up inside the allocation; run 17, with that runtime brought up first:
+ * NVRTC's cuInit as CuPy compiled its first kernel, 2 of 10 such jobs). NVLPROF_UM=attach still
+ * asks for that attach: CUPTI then attaches, for good, at the entry of the first cudaMallocManaged,
+ * before the allocation: CUPTI counts no migration of memory allocated before it attached, even with its
  * counters on from then on (run 14: attached at the allocation's exit, no record where CUPTI
  * attached at cuInit measured the job's thrashing; run 15, tests/gpu/um_attach.c: attached before
- * the allocation, after the context, every migration counted; after it, none). Where CUDA comes
- * up inside that first allocation, CUPTI attaches at its cuInit, as needed from the start (a
+ * the allocation, after the context, every migration counted; after it, none). Either way, where
+ * CUDA comes up inside the first managed allocation, CUPTI attaches at its cuInit, as needed from the start (a
  * note says by what). Where the attach did not happen (CUPTI refused, CUDA came up without our
  * injection), a NOTE says the migrations are not measured. CUPTI attaches at cuInit as with 1,
  * with a note saying why, where a blocker (below) needs it from the start.
@@ -290,14 +294,20 @@ int nvlp_detach_again(void)
 	return ph == DT_DONE;
 }
 
-void nvlp_detach_lazy_um(void)
+void nvlp_detach_lazy_um(int asked)
 {
 	if (!det.lazy || __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
 		return;
-	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
-	          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures them): "
-	          "CUPTI not attached before it (refused, or no injection); it counts none of memory "
-	          "allocated before it attached (run 15)");
+	if (asked)
+		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
+		          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures "
+		          "them): CUPTI not attached before it (refused, or no injection); it counts none "
+		          "of memory allocated before it attached (run 15)");
+	else
+		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
+		          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures "
+		          "them): no mid-run attach unless NVLPROF_UM=attach (such an attach hung real jobs "
+		          "at a later cuInit, runs 16-17)");
 }
 
 void nvlp_detach_again_note(int ok, double after_s)
@@ -314,7 +324,7 @@ void nvlp_detach_again_note(int ok, double after_s)
 		          "managed memory allocated, its counters on",
 		          after_s);
 	else if (lazy)
-		nvlp_detach_lazy_um(); /* CUPTI refused: the migrations not measured */
+		nvlp_detach_lazy_um(1); /* CUPTI refused: the migrations not measured */
 	else
 		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
 		          "managed memory allocated after CUPTI detached (NVLPROF_CUPTI=startup) and "

@@ -46,7 +46,7 @@ struct nvlp_config {
 	int stacks;        /* NVLPROF_STACKS (default 1) */
 	int cupti;         /* NVLPROF_CUPTI: 0, 1 (default), 2 = startup[:MS], 3 = lazy (cupti/detach.c) */
 	long cupti_detach_ms; /* startup: detach CUPTI this long after it attached (default 2000) */
-	int um;            /* NVLPROF_UM: -1 auto (default), 0 off, 1 on */
+	int um;            /* NVLPROF_UM: -1 auto (default), 0 off, 1 on, 2 attach (auto; lazy attaches) */
 	int verbose;       /* NVLPROF_VERBOSE=1: print what was collected at exit */
 	long sample_us;    /* NVLPROF_SAMPLE_US (default 10000, 0 = no link counters) */
 	int links_nvml;    /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */

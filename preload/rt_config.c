@@ -145,9 +145,10 @@ static void cfg_cupti(void)
 /* NVLPROF_UM, NVLPROF_LINKS and NVLPROF_KCH: words, not numbers. */
 static void cfg_words(void)
 {
-	static const char *const um[] = {"auto", "0", "1", NULL};
-	static const int um_v[] = {-1, 0, 1};
-	cfg_word("NVLPROF_UM", um, um_v, &cfg.um, "auto, 0 or 1", "auto");
+	/* attach: auto, and NVLPROF_CUPTI=lazy attaches CUPTI mid-run for managed memory (detach.c) */
+	static const char *const um[] = {"auto", "0", "1", "attach", NULL};
+	static const int um_v[] = {-1, 0, 1, 2};
+	cfg_word("NVLPROF_UM", um, um_v, &cfg.um, "auto, 0, 1 or attach", "auto");
 	static const char *const links[] = {"auto", "nvml", NULL};
 	static const int links_v[] = {0, 1};
 	cfg_word("NVLPROF_LINKS", links, links_v, &cfg.links_nvml, "auto or nvml", "auto");

@@ -9,12 +9,11 @@
 #           on real CUPTI: plain and managed-memory smoke (the topology NOTE's tally, lazy's managed-memory
 #           NOTE and gap); CuPy ping-ponging managed memory through torch's runtime (cupyrt) under lazy
 #           (expected since run 16: uma_thrashing, attached_for_managed 1) and under the default (uma_thrashing)
-#   um      (~2 min, one GPU)  lazy attaching CUPTI before the first managed allocation (run 15), the calling
-#           runtime brought up first (run 16: cupyrt hung where torch's runtime first came up inside the
-#           allocation, after the attach): the smoke's um mode (a NOTE, UM counters on, no gap), cupyrt and
-#           cupylate (CuPy's runtime first used after the attach: its cuInit then; expected for both:
-#           uma_thrashing, attached_for_managed 1, the result unchanged), and cupylate again under hang_bt.sh
-#           (every thread's stack if it hangs)
+#   um      (~5 min, one GPU)  managed memory under lazy without a mid-run attach (run 17: with it, cupyrt
+#           hung in NVRTC's cuInit 2 of 10 times): the smoke's um mode (a NOTE: migrations unmeasured),
+#           cupyrt and cupylate (expected: the result unchanged, managed_not_measured 1, the gap saying why),
+#           then lazy_um_matrix.sh: the opt-in attach (NVLPROF_UM=attach) against none, 6 runs each
+#           interleaved, how often each hangs
 #   fail    (~6 min, one GPU)  the post-mortem catalog on real NCCL under lazy (stuck exits count oom killtree)
 #   cost    (~8 min, one GPU)  (c), the launch-bound loop, 10 fresh process sets: none none2 lazy, and lazy
 #           without link sampling (nolinks: NVLPROF_SAMPLE_US=0): how much of lazy's +0.75% +-0.54 (runs 14-16, 28
@@ -51,8 +50,8 @@ probe)
 um)
 	do_ "mkdir -p $OUT/um"
 	do_ "OUT=$OUT/um SMOKE_CUPTI=lazy SMOKE_MODES=um bash tests/gpu/startup_smoke.sh >$OUT/um/smoke.log 2>&1"
-	do_ "NVLPROF_CUPTI=lazy JOB_TIMEOUT=90 OUT=$OUT/um/real bash tests/gpu/run_real.sh cupyrt cupylate >$OUT/um/cupyrt.log 2>&1"
-	do_ "NVLPROF_CUPTI=lazy bash tests/gpu/hang_bt.sh 40 -- build/nvlprof run -o $OUT/um/late -- python3 tests/gpu/drv_cupy.py --late-cupy >$OUT/um/late_bt.txt 2>&1"
+	do_ "NVLPROF_CUPTI=lazy JOB_TIMEOUT=60 OUT=$OUT/um/real bash tests/gpu/run_real.sh cupyrt cupylate >$OUT/um/cupyrt.log 2>&1"
+	do_ "REPS=6 HANG_S=25 OUT=$OUT/um/matrix bash tests/gpu/lazy_um_matrix.sh attach=NVLPROF_CUPTI=lazy+NVLPROF_UM=attach:--rt auto=NVLPROF_CUPTI=lazy:--rt >$OUT/um/matrix.txt 2>&1"
 	;;
 fail)
 	do_ "NVLPROF_CUPTI=lazy WD_S=10 JOB_TIMEOUT=60 OUT=$OUT/fail bash tests/gpu/run_fail.sh stuck exits count oom killtree >$OUT/fail.log 2>&1"

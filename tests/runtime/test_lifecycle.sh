@@ -328,6 +328,7 @@ check_eq "bad env: output unchanged" "calls=20" "$(cat "$d/.out")"
 check_eq "bad env: five warnings" 5 "$(grep -c "^nvlprof: NVLPROF_[A-Z_]*='.*': expected .*; using default " "$d/.err")"
 check "bad env: names value and default" grep -q "^nvlprof: NVLPROF_FLUSH_MS='abc': expected an integer 1..1000; using default 500$" "$d/.err"
 check "bad env: NVLPROF_LINKS named" grep -q "^nvlprof: NVLPROF_LINKS='pcie': expected auto or nvml; using default auto$" "$d/.err"
+check "bad env: NVLPROF_UM named, with its words" grep -q "^nvlprof: NVLPROF_UM='maybe': expected auto, 0, 1 or attach; using default auto$" "$d/.err"
 check_eq "bad env: noted in the trace" 5 "$(rd "$(one "$d")" config_notes)"
 check_eq "bad env: still records" 20 "$(rd "$(one "$d")" allreduce)"
 
@@ -353,6 +354,17 @@ for c in "-u NVLPROF_CUPTI|1|auto" "NVLPROF_CUPTI=startup|startup:2000|nvml" \
 	check "$set: no warning, capture key cupti=$want links=$links" sh -c \
 		'[ ! -s "$1/.err" ] && "$2" dump "$3" | grep -m1 "^header " | grep -q "cupti=$4 .*links=$5 "' \
 		_ "$d" "$CLI" "$(one "$d")" "$want" "$links"
+done
+
+# NVLPROF_UM's words -> the header's um key
+for c in "-u NVLPROF_UM|auto" "NVLPROF_UM=0|0" "NVLPROF_UM=1|1" "NVLPROF_UM=attach|attach"; do
+	IFS='|' read -r set want <<<"$c"
+	d=$(fresh "um_$(echo "$set" | tr ' =:' '___')")
+	# shellcheck disable=SC2086 # $set: env's arguments
+	run "$d" env $set "$APP" calls 20
+	check "$set: no warning, capture key um=$want" sh -c \
+		'[ ! -s "$1/.err" ] && "$2" dump "$3" | grep -m1 "^header " | grep -q " um=$4 "' \
+		_ "$d" "$CLI" "$(one "$d")" "$want"
 done
 
 # --- NVLPROF_DISABLE=1: pure pass-through ---

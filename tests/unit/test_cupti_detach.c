@@ -24,9 +24,14 @@
  * lazy: CUPTI never attached (no buffers, kind or callback, no finalize), the runtime hooks record
  *   the copies (no CUPTI stream id, no driver-level copy), NVML gives the link counters and the
  *   topology (DEVICE records from the driver), the report says CUPTI was not attached.
- * lazy_um: the first managed allocation attaches CUPTI before it reaches the runtime (real CUPTI
- *   counts nothing of memory allocated before it attached: run 15), UM counters on, their records,
- *   a NOTE, the report's data line and JSON say so, no gap.
+ * lazy_um_auto: managed memory after CUDA came up, NVLPROF_UM unset: CUPTI not attached mid-run
+ *   (a later cuInit hung real jobs after such an attach: runs 16-17; the fake libcuda aborts at
+ *   one with FAKE_CUDA_REINIT_HANG=1, and the fake runtime comes up inside the allocation), one
+ *   NOTE says the migrations go unmeasured and why, the report says so.
+ * lazy_um (NVLPROF_UM=attach, as the rest of lazy_um_*): the first managed allocation attaches
+ *   CUPTI before it reaches the runtime (real CUPTI counts nothing of memory allocated before it
+ *   attached: run 15), UM counters on, their records, a NOTE, the report's data line and JSON say
+ *   so, no gap.
  * lazy_um_rt_late: CUDA up through the driver first (CuPy's runtime), the runtime's first call a
  *   managed allocation: the hook brings the runtime up (cudaFree(NULL)) before CUPTI attaches, as a
  *   runtime's first cuInit after a mid-run attach hangs in the real driver (run 16; the fake
@@ -56,6 +61,7 @@ int fake_cupti_calls_after_finalize(void);
 int fake_cupti_finalize_raced(void);
 void *fake_cupti_request_callback(void);
 int fake_cudart_managed_unattached(void);
+int fake_cupti_attached_mid_run(void);
 int fake_cupti_enabled(int kind);
 int fake_cupti_cb_enabled(int d, int cbid);
 void fake_cupti_generate(int kind, int n);
@@ -141,6 +147,15 @@ static int child_lazy(const char *mode)
 		          !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
 		          fake_cupti_request_callback() == NULL,
 		      "[lazy_um_refused] managed memory twice, CUPTI refusing: no counters, no buffers");
+		return CHECK_DONE();
+	}
+	if (!strcmp(mode, "lazy_um_auto")) {
+		void *m = NULL, *m2 = NULL;
+		CHECK(cudaMallocManaged(&m, 1 << 20, 1) == 0 && cudaMallocManaged(&m2, 1 << 20, 1) == 0 &&
+		          !fake_cupti_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) &&
+		          fake_cupti_request_callback() == NULL && !fake_cupti_attached_mid_run(),
+		      "[lazy_um_auto] managed memory twice, NVLPROF_UM unset: CUPTI not attached, no "
+		      "counters, no buffers");
 		return CHECK_DONE();
 	}
 	if (!strcmp(mode, "lazy_um") || !strcmp(mode, "lazy_um_rt_late")) {
@@ -384,7 +399,25 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	          !strstr(s.report, "CUPTI detached") && !strstr(s.report, "cupti_lazy:"),
 	      "[lazy] the report says CUPTI was not attached, text and JSON, and not as a gap:\n%s",
 	      s.report);
-	rc = run(self, lib, "lazy_um", (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", NULL}, &s);
+	rc = run(self, lib, "lazy_um_auto",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUDART_INIT_ON_ALLOC=1",
+	                          "FAKE_CUDA_REINIT_HANG=1", NULL},
+	         &s);
+	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.lazy_again == 0 &&
+	          s.notes[NVLP_NOTE_UM_ON] == 0 && s.um_records == 0,
+	      "[lazy_um_auto] no attach mid-run: one NOTE says the migrations go unmeasured (rc %d, "
+	      "%d NOTEs, %d attaches, %llu UM records)",
+	      rc, s.lazy_um, s.lazy_again, s.um_records);
+	CHECK(strstr(s.report, "; managed memory allocated in 1: its page migrations not measured "
+	                       "(NVLPROF_CUPTI=1 measures them)\n") &&
+	          strstr(s.report, "\"managed_not_measured\": 1") &&
+	          strstr(s.report, "\"attached_for_managed\": 0") &&
+	          strstr(s.report, "no mid-run attach unless NVLPROF_UM=attach"),
+	      "[lazy_um_auto] the report says so, and why, in the data line, JSON and the collection "
+	      "gaps:\n%s",
+	      s.report);
+	rc = run(self, lib, "lazy_um",
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "NVLPROF_UM=attach", NULL}, &s);
 	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 0 && s.lazy_again == 1 &&
 	          s.again_note == 0 && s.notes[NVLP_NOTE_UM_ON] == 1 && s.um_records == 3,
 	      "[lazy_um] managed memory attached CUPTI: one NOTE says so, UM counters on, their 3 "
@@ -400,8 +433,8 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	/* CUDA up through the driver (CuPy's runtime), the fake runtime's first call a managed
 	 * allocation: its cuInit after a mid-run attach would hang the real driver (run 16) */
 	rc = run(self, lib, "lazy_um_rt_late",
-	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUDART_INIT_ON_ALLOC=1",
-	                          "FAKE_CUDA_REINIT_HANG=1", NULL},
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "NVLPROF_UM=attach",
+	                          "FAKE_CUDART_INIT_ON_ALLOC=1", "FAKE_CUDA_REINIT_HANG=1", NULL},
 	         &s);
 	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_again == 1 && s.notes[NVLP_NOTE_UM_ON] == 1 &&
 	          s.um_records == 3,
@@ -410,7 +443,9 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	      "counters on, their 3 records (rc %d, %d lazy attach, %llu UM records)",
 	      rc, s.lazy_again, s.um_records);
 	rc = run(self, lib, "lazy_um_refused",
-	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUPTI_REGISTER_FAIL=1", NULL}, &s);
+	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "NVLPROF_UM=attach",
+	                          "FAKE_CUPTI_REGISTER_FAIL=1", NULL},
+	         &s);
 	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.lazy_again == 0 &&
 	          s.notes[NVLP_NOTE_UM_ON] == 0 && s.um_records == 0,
 	      "[lazy_um_refused] CUPTI refused: one NOTE says the migrations go unmeasured (rc %d, %d "
