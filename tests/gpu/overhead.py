@@ -3,7 +3,10 @@
 
 One long-lived worker process per configuration (so start-up is paid once), each pinned to its own
 CPUs, the CPU sets rotating with the rounds (run 2 showed a +-0.3% bias between fixed placements); the driver hands a turn to one worker at a time (the others idle, the GPU is theirs alone),
-in an order rotated every round. A turn is BLOCK steps after a synchronize; the worker answers with
+in an order drawn at random every round (--order-seed; the rotation used until run 17, reversed every other
+round, gave each configuration only half the positions with an even number of configurations: in run 17 a
+round's last turn read 1.2% slower than its first, and the A/A 'none2', always at odd positions, +0.72%
++-0.54 over 38 sets). A turn is BLOCK steps after a synchronize; the worker answers with
 the mean step time of the turn. Per round, each configuration's time is divided by the no-profiler
 time of the same round (paired); the report gives the mean ratio on the log scale (the plain mean
 of ratios is biased upwards by about a turn's variance: +2% on the tiny loop), its 2-standard-error
@@ -28,6 +31,7 @@ import glob
 import json
 import math
 import os
+import random
 import statistics
 import signal
 import subprocess
@@ -347,18 +351,21 @@ def _solve(A, B):
     return [[M[i][n + j] / M[i][i] for i in range(n)] for j in range(len(B))]
 
 
-def slot_adjusted(times, slots, names):
+def slot_adjusted(times, slots, names, positions=None):
     """Each configuration's effect against 'none' with the core sets' and the rounds' own effects
     taken out: least squares on log(step time) = config + core set + round + noise (every
     configuration visits every core set as the sets rotate, so the three are separable; the rounds
     are removed by centring each round, the rest solved exactly). Returns {name: (ratio - 1,
-    2 SE)}. The paired ratio's spread is mostly the core sets' differences."""
+    2 SE)}. The paired ratio's spread is mostly the core sets' differences. With positions (each
+    turn's place in its round, recorded since the order is drawn at random) the positions' effects
+    come out too."""
     if "none" not in names:
         return {}
     n = len(times[names[0]])
     nc = len(names)
     ns = max(max(v) for v in slots.values()) + 1
-    p = nc - 1 + ns - 1  # configs against 'none', core sets against set 0
+    npos = max(max(v) for v in positions.values()) + 1 if positions else 1
+    p = nc - 1 + ns - 1 + npos - 1  # configs against 'none', core sets against set 0, positions against 0
     b = names.index("none")
     cols = [ci for ci in range(nc) if ci != b]
     X, y = [], []
@@ -368,6 +375,8 @@ def slot_adjusted(times, slots, names):
             x = [1.0 if ci == c else 0.0 for c in cols]
             sl = slots[name][r]
             x += [1.0 if sl == k else 0.0 for k in range(1, ns)]
+            if positions:
+                x += [1.0 if positions[name][r] == k else 0.0 for k in range(1, npos)]
             xr.append(x)
             yr.append(math.log(times[name][r]))
         mx = [sum(col) / nc for col in zip(*xr)]
@@ -420,13 +429,13 @@ def sets_block(res, names, times, base, sets, skip, key):
                   % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
 
 
-def analyze(workload, block, names, times, cpu, slots, sets=None):
+def analyze(workload, block, names, times, cpu, slots, sets=None, positions=None):
     """The report of a run's turns (printed), as the JSON result; "_adj" holds the core-set fit."""
     n = len(times[names[0]])
     base = times.get("none")
     res = {"workload": workload, "rounds": n, "block_steps": block, "configs": {}}
-    print("workload %s: %d rounds of %d steps per configuration (rotated, paired with 'none')"
-          % (workload, n, block))
+    print("workload %s: %d rounds of %d steps per configuration (%s, paired with 'none')"
+          % (workload, n, block, "in an order drawn each round" if positions else "rotated"))
     for name in names:
         t = times[name]
         row = {"step_ms_mean": statistics.mean(t), "step_ms_median": statistics.median(t), "times": t,
@@ -462,8 +471,27 @@ def analyze(workload, block, names, times, cpu, slots, sets=None):
     elif base:
         print("  one process per configuration: the intervals leave out each process's own speed "
               "(up to +-4% between identical Python workers); --sets N measures it")
-    res["_adj"] = slot_adjusted(times, slots, names)
+    res["_adj"] = slot_adjusted(times, slots, names, positions)
+    if positions:
+        res["position_effects"] = position_effects(times, positions, names)
+        print("  a turn's place in its round (drawn at random each round), mean log time against the round's: %s"
+              % " ".join("%d:%+.2f%%" % (k, 100 * v) for k, v in enumerate(res["position_effects"])))
     return res
+
+
+def position_effects(times, positions, names):
+    """Each place in a round: the mean of its turns' log time minus their round's mean (ratio - 1). Only
+    meaningful where the order is drawn at random (every configuration at every place)."""
+    npos = max(max(v) for v in positions.values()) + 1
+    acc = [[] for _ in range(npos)]
+    for r in range(len(times[names[0]])):
+        lt = {nm: math.log(times[nm][r]) for nm in names if times[nm][r] > 0}
+        if len(lt) < len(names):
+            continue
+        m = statistics.mean(lt.values())
+        for nm in names:
+            acc[positions[nm][r]].append(lt[nm] - m)
+    return [math.exp(statistics.mean(v)) - 1 if v else float("nan") for v in acc]
 
 
 def read_mtprof(out, workload, key):
@@ -552,8 +580,9 @@ def analyze_file(path):
         sys.exit("overhead.py: %s: %d whole rounds%s; nothing to compare" %
                  (path, n, "" if "none" in names else ", no 'none' configuration"))
     cut = {key: {k: v[:n] for k, v in raw[key].items()} for key in ("times", "cpu", "slots")}
+    pos = {k: v[:n] for k, v in raw["positions"].items()} if raw.get("positions") else None
     res = analyze(raw["workload"], raw["block_steps"], names, cut["times"], cut["cpu"], cut["slots"],
-                  raw.get("sets", [])[:n] or None)
+                  raw.get("sets", [])[:n] or None, pos)
     report_adj(res, names)
     return res
 
@@ -584,9 +613,14 @@ def driver(a):
         return ",".join(str(c) for c in allc[lo:lo + per])
 
     def spawn(pset):
-        """One worker per configuration: a process set (a fresh one per --sets)."""
+        """One worker per configuration: a process set (a fresh one per --sets). Which configuration is
+        started first (and starts on the first core set, GPU and port) rotates with the sets: in runs 14-17
+        the first, always 'none', read 0.72% +-0.54 faster than 'none2' over 38 sets."""
         procs = {}
-        for i, name in enumerate(names):
+        first = pset % len(names)
+        order0 = names[first:] + names[:first]
+        spawned.append(order0)
+        for i, name in enumerate(order0):
             key, extra = specs[name]
             env = dict(os.environ)
             if a.hashseed != "random":
@@ -634,7 +668,10 @@ def driver(a):
     times = {n: [] for n in names}
     cpu = {n: [] for n in names}
     slots = {n: [] for n in names}
+    positions = {n: [] for n in names}  # each turn's place in its round
+    rng = random.Random(a.order_seed)
     sets = []  # each round's process set
+    spawned = []  # each process set's start order
     raw_path = os.path.join(a.out, "overhead_%s.raw.json" % a.workload)
 
     def save_raw():
@@ -643,7 +680,8 @@ def driver(a):
         tmp = raw_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump({"workload": a.workload, "block_steps": a.block, "names": names,
-                       "times": times, "cpu": cpu, "slots": slots, "sets": sets}, f)
+                       "times": times, "cpu": cpu, "slots": slots, "sets": sets, "spawned": spawned,
+                       "positions": positions}, f)
         os.replace(tmp, raw_path)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -659,16 +697,15 @@ def driver(a):
             if stop:
                 print("overhead.py: SIGTERM: stopping after %d rounds" % rnd)
                 break
-            order = names[rnd % len(names):] + names[:rnd % len(names)]
-            if rnd % 2:
-                order.reverse()
-            for name in order:
+            order = rng.sample(names, len(names))  # every place and every predecessor, in the long run
+            for place, name in enumerate(order):
                 p, w, r = procs[name]
                 slot = (names.index(name) + rnd) % len(names)  # CPUs rotate too: no config keeps good ones
                 w.write("run %d %s\n" % (a.block, slot_cpus(slot)))
                 w.flush()
                 wall, c = r.readline().split()
                 slots[name].append(slot)
+                positions[name].append(place)
                 times[name].append(float(wall))
                 cpu[name].append(float(c))
             sets.append(pset)
@@ -680,12 +717,12 @@ def driver(a):
                 break
         quit_all(procs)
     n = min(len(v) for v in times.values())  # a SIGTERM inside a round: whole rounds only
-    for d in (times, cpu, slots):
+    for d in (times, cpu, slots, positions):
         for k in d:
             del d[k][n:]
     del sets[n:]
     save_raw()
-    res = analyze(a.workload, a.block, names, times, cpu, slots, sets)
+    res = analyze(a.workload, a.block, names, times, cpu, slots, sets, positions)
     report_adj(res, names)
     if os.environ.get("MTPROF"):
         mtprof_report(a.out, a.workload, names, res)
@@ -725,6 +762,7 @@ def main():
                    help="each worker in a mount namespace with a /dev/shm of its own (root): each nvlprof worker then samples "
                         "its GPU's links itself, as the one process of a GPU does, instead of the first to claim it (run 10)")
     p.add_argument("--hashseed", default="random", help="PYTHONHASHSEED of every worker (random: each its own)")
+    p.add_argument("--order-seed", type=int, default=1, help="seed of the turns' random order within each round")
     p.add_argument("--sets", type=int, default=1,
                    help="process sets: fresh workers this many times, the budget and rounds split between them; "
                         "the interval across sets includes each process's own speed (A/A: +-4%% between identical "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_cost.sh: where the default's cost goes, and what it is, on one or more GPUs: host-side probes
 # (per-launch cost before/during/after CUPTI kernel activity), then step-time cost of nvlprof's
-# modes in rotated paired rounds (long-lived workers, rotated order and core sets: overhead.py) on
+# modes in rotated paired rounds (long-lived workers, an order drawn each round, rotated core sets: overhead.py) on
 # (a) the HF GPT-2 loop, (c) a launch-bound loop of tiny kernels, (b) GPT-2 under DDP; with each
 # configuration's "nvlprof cost:" line (what the trace says it cost). Logs and JSON in $OUT.
 #   bash tests/gpu/run_cost.sh [probes] [parts] [gpt2] [tiny] [gpt2ddp] [ddp2] [presence]   (ddp2: two ranks, one GPU each or sharing one)

@@ -68,6 +68,48 @@ ok = all(abs(adj[n][0] - e) < max(adj[n][1], 1e-3) * 1.5 for n, e in (("a", 0.02
 check(ok, "core-set fit: a %+.2f%% b %+.2f%% c %+.2f%% (true +2, -1, 0)" %
       tuple(100 * adj[n][0] for n in "abc"))
 
+# 2b. a turn's place in its round matters (run 17: the last turn of a round 1.2% slower than the first).
+# The rotation used until then, reversed every other round, put each configuration at only half the
+# places with 4 configurations, so an identical worker read a cost; an order drawn at random each
+# round (the driver's now, its places recorded) gives each every place, and the fit takes them out.
+def synth_places(rounds, effects, place_eff, sd, seed, rotated):
+    rng = random.Random(seed)
+    names = list(effects)
+    times, slots, places = ({n: [] for n in names} for _ in range(3))
+    for r in range(rounds):
+        if rotated:
+            order = names[r % len(names):] + names[:r % len(names)]
+            if r % 2:
+                order.reverse()
+        else:
+            order = rng.sample(names, len(names))
+        for k, n in enumerate(order):
+            places[n].append(k)
+            slots[n].append((names.index(n) + r) % len(names))
+            times[n].append(3.4 * (1 + effects[n]) * (1 + place_eff[k]) * math.exp(rng.gauss(0, sd)))
+    return names, times, slots, places
+
+
+pe = [0.0, 0.004, 0.008, 0.012]
+effs = {"none": 0.0, "none2": 0.0, "a": 0.02, "b": 0.0}
+pn, pt, ps, pp = synth_places(4000, effs, pe, 0.05, 7, rotated=True)
+old, old_se, _ = overhead.paired_ratio(pt["none2"], pt["none"])
+check(old - 0.0 > 2 * old_se and min(len(set(pp["none"])), len(set(pp["none2"]))) == 2,
+      "the old rotation: each configuration at 2 of 4 places, an identical worker reads %+.2f%% +- %.2f"
+      % (100 * old, 100 * old_se))
+pn, pt, ps, pp = synth_places(4000, effs, pe, 0.05, 7, rotated=False)
+new, new_se, _ = overhead.paired_ratio(pt["none2"], pt["none"])
+adj = overhead.slot_adjusted(pt, ps, pn, pp)
+pos = overhead.position_effects(pt, pp, pn)
+check(all(len(set(pp[n])) == 4 for n in pn) and abs(new) < new_se,
+      "a random order: every configuration at every place, the identical worker %+.2f%% +- %.2f" % (100 * new, 100 * new_se))
+check(all(abs(adj[n][0] - e) < adj[n][1] for n, e in (("none2", 0.0), ("a", 0.02), ("b", 0.0))),
+      "the fit with places: none2 %+.2f%% a %+.2f%% b %+.2f%% (true 0, +2, 0)"
+      % tuple(100 * adj[n][0] for n in ("none2", "a", "b")))
+check(all(abs((pos[k] - pos[0]) - pe[k]) < 0.002 for k in range(4)),
+      "the places' own effects: %s (true 0, +0.4, +0.8, +1.2%% against the first)"
+      % " ".join("%+.2f%%" % (100 * (v - pos[0])) for v in pos))
+
 # 3. --analyze on a saved raw file cut inside a round: whole rounds only, the same figures
 d = tempfile.mkdtemp()
 raw = {"workload": "tiny", "block_steps": 5, "names": names,
@@ -129,9 +171,27 @@ try:
     aa, aase = j["configs"]["none2"]["sets_mean"], j["configs"]["none2"]["sets_2se"]
     sl, slse = j["configs"]["slow=OV_CPU_EXTRA_PCT=10"]["sets_mean"], j["configs"]["slow=OV_CPU_EXTRA_PCT=10"]["sets_2se"]
     ok = p.returncode == 0 and j["rounds"] == 480 and j["sets"] == 16 and sorted(set(raw["sets"])) == list(range(16))
+    firsts = [s[0] for s in raw["spawned"]]
+    at = {n: [raw["positions"][n].count(k) for k in range(3)] for n in raw["names"]}
 except (OSError, ValueError, KeyError):
     aa = aase = sl = slse = float("nan")
     ok = False
+    firsts, at = [], {}
+check(len(at) == 3 and all(min(c) >= 120 and sum(c) == 480 for c in at.values()),
+      "each round's order drawn at random: every configuration at every place (%s of 480 rounds)" % at)
+# with an even number of configurations (the old rotation's blind spot: half the places each)
+o9 = os.path.join(d, "even")
+p9 = subprocess.run(ov + ["--configs", "none,none2,x=OV_CPU_EXTRA_PCT=1,y=OV_CPU_EXTRA_PCT=2", "--rounds", "80",
+                          "--out", o9], capture_output=True, text=True, timeout=300, env=env5)
+try:
+    pos9 = json.load(open(os.path.join(o9, "overhead_cpu.raw.json")))["positions"]
+    at9 = {n: sorted(set(v)) for n, v in pos9.items()}
+except (OSError, ValueError, KeyError):
+    at9 = {}
+check(p9.returncode == 0 and len(at9) == 4 and all(v == [0, 1, 2, 3] for v in at9.values()),
+      "4 configurations: each at every one of the 4 places (rc %d, %s)" % (p9.returncode, at9))
+check(len(firsts) == 16 and all(firsts.count(n) >= 5 for n in ("none", "none2", "slow=OV_CPU_EXTRA_PCT=10")),
+      "the first-started worker rotates with the sets (each configuration first in >= 5 of 16: %s)" % firsts)
 # 4 SE (twice the 2-SE half-width; t with 15 degrees of freedom): a false failure about once in
 # 1,000 runs, though the sets' levels are lumpier than a normal
 check(ok and abs(aa) < 2 * aase, "A/A across 16 process sets: none2 %+.2f%% +- %.2f (0 expected; rc %d%s)"
