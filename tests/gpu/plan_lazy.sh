@@ -15,9 +15,10 @@
 #           then lazy_um_matrix.sh: the opt-in attach (NVLPROF_UM=attach) against none, 6 runs each
 #           interleaved, how often each hangs
 #   fail    (~6 min, one GPU)  the post-mortem catalog on real NCCL under lazy (stuck exits count oom killtree)
-#   cost    (~8 min, one GPU)  (c), the launch-bound loop, 10 fresh process sets: none none2 lazy, and lazy
-#           without link sampling (nolinks: NVLPROF_SAMPLE_US=0): how much of lazy's +0.75% +-0.54 (runs 14-16, 28
-#           sets) its NVML sampler makes; the default's +2.16% +-0.50 is not measured again
+#   cost    (~8 min, one GPU)  (c), the launch-bound loop, 10 fresh process sets: none none2 default lazy in the
+#           order overhead.py now draws each round (runs 14-17's rotation gave each configuration half the places:
+#           A/A +0.72% +-0.54; post hoc, lazy +0.56% +-0.48 and the default +2.52% +-0.50 against their own parity's
+#           baseline); the A/A should now read ~0 and the places' effects are printed
 #   all     (~9 min, one GPU)  NVLPROF_KERNELS=all on (a) and (c) (not measured since run 2), and
 #           torch.profiler on (a) in the same rounds (all <= 1/10 of it)
 #   twogpu  (2+ GPUs)  run_gpu.sh lazy: lazy's topology against CUPTI's, pcie_fallback and
@@ -57,7 +58,7 @@ fail)
 	do_ "NVLPROF_CUPTI=lazy WD_S=10 JOB_TIMEOUT=60 OUT=$OUT/fail bash tests/gpu/run_fail.sh stuck exits count oom killtree >$OUT/fail.log 2>&1"
 	;;
 cost)
-	do_ "SETS=10 TINY_BUDGET=460 WARMUP_S=3 OWN_SHM=1 TINY_CONFIGS=none,none2,lazy=NVLPROF_CUPTI=lazy,nolinks=NVLPROF_CUPTI=lazy+NVLPROF_SAMPLE_US=0 OUT=$OUT/cost bash tests/gpu/run_cost.sh tiny >$OUT/cost.log 2>&1"
+	do_ "SETS=10 TINY_BUDGET=460 WARMUP_S=3 OWN_SHM=1 TINY_CONFIGS=none,none2,default,lazy=NVLPROF_CUPTI=lazy OUT=$OUT/cost bash tests/gpu/run_cost.sh tiny >$OUT/cost.log 2>&1"
 	;;
 all)
 	do_ "SETS=2 GPT2_BUDGET=250 TINY_BUDGET=250 WARMUP_S=3 OWN_SHM=1 GPT2_CONFIGS=none,none2,all,torchprof TINY_CONFIGS=none,none2,all OUT=$OUT/all bash tests/gpu/run_cost.sh gpt2 tiny >$OUT/all.log 2>&1"
