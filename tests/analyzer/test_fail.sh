@@ -144,4 +144,11 @@ mm fail2_func "function ncclAllReduce on rank 0, ncclBcast on rank 1" function
 check_eq "fail2_count: each side's count" "2048 1024" "$(ev fail2_count collective_mismatch side1_count) $(ev fail2_count collective_mismatch side2_count)"
 check_eq "fail2_count: the metric's Python line" "calls it at fail_train.py:77 in metric" \
 	"$(ev fail2_count collective_mismatch python_rank1 | cut -c1-38)"
+# rank_ended: where the Python sampler last saw the main thread (the older shim sampled nothing)
+check "fail2_count: the SIGTERMed rank sat 35 s in the metric's sync" grep -Eq \
+	'^3[0-9]\.[0-9] s in metric \(fail_train\.py:78\) <- step \(fail_train\.py:108\) <- <module>' \
+	<(ev fail2_count rank_ended place)
+check "fail2_killtree: the SIGKILLed rank was in its step" grep -Eq '^[0-9.]+ s in step \(fail_train\.py:106\)' \
+	<(ev fail2_killtree rank_ended place)
+check_eq "fail_killtree (no Python samples): no place" MISSING "$(ev fail_killtree rank_ended place)"
 exit $((FAILED > 0))
