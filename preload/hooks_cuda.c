@@ -474,9 +474,11 @@ static cudaError_t rt_up_for_attach(void)
 NVLP_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags)
 {
 	ENTER(MALLOC_MANAGED, cudaMallocManaged, (p, n, flags))
-	/* CUPTI attached before the allocation, or it counts nothing (run 15); this runtime up before
-	 * that: its first cuInit after a mid-run attach hangs in the driver (run 16). cudaFree(NULL)
-	 * does what the allocation's own start would; where it fails, so does the allocation. */
+	/* A mid-run attach (NVLPROF_CUPTI=lazy with NVLPROF_UM=attach, or after startup's detach):
+	 * CUPTI attached before the allocation, or it counts nothing (run 15); this runtime up before
+	 * that: its first cuInit after a mid-run attach hangs in the driver (run 16; another library's
+	 * later cuInit still may, run 17). cudaFree(NULL) does what the allocation's own start would;
+	 * where it fails, so does the allocation. */
 	if (!nvlp_cupti_managed_attach_due() || rt_up_for_attach() == cudaSuccess)
 		nvlp_cupti_managed_coming();
 	CALL_LIVE((p, n, flags), live_call(tls, NVLP_CUDA_MALLOC_MANAGED, t0, 0, n, NULL, -1, 1))
