@@ -2,7 +2,7 @@
 # plan_lazy.sh: what is left to decide whether NVLPROF_CUPTI=lazy can be the default (issue 27), as device
 # calls of under 10 minutes each, the first questions first (a session cut short still answers them).
 # Each part runs existing scripts into $OUT/<part> (OUT default /tmp/nvlp-plan); carry build/ (and build/gpu).
-#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost all twogpu
+#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost ddp all twogpu
 #   probe   (~4 min, one GPU)  which of NVML's NVLink routes answers here (nvml_links.py, nvidia-smi); which
 #           CUPTI step must come early for managed memory's migrations to be counted (build/gpu/um_attach:
 #           attach and counters at cuInit, at the context, at the allocation, after the first migrations); lazy
@@ -19,6 +19,8 @@
 #           order overhead.py now draws each round (runs 14-17's rotation gave each configuration half the places:
 #           A/A +0.72% +-0.54; post hoc, lazy +0.56% +-0.48 and the default +2.52% +-0.50 against their own parity's
 #           baseline); the A/A should now read ~0 and the places' effects are printed
+#   ddp     (~9 min, one GPU)  (b), HF GPT-2 under DDP (world size 1), 6 fresh process sets: none none2 default
+#           lazy; (b) was never shown at 1% across sets (run 7: the default +0.73% +-1.52 over 6 sets, a set's sd ~2%)
 #   all     (~9 min, one GPU)  NVLPROF_KERNELS=all on (a) and (c) (not measured since run 2), and
 #           torch.profiler on (a) in the same rounds (all <= 1/10 of it)
 #   twogpu  (2+ GPUs)  run_gpu.sh lazy: lazy's topology against CUPTI's, pcie_fallback and
@@ -60,6 +62,9 @@ fail)
 cost)
 	do_ "SETS=10 TINY_BUDGET=460 WARMUP_S=3 OWN_SHM=1 TINY_CONFIGS=none,none2,default,lazy=NVLPROF_CUPTI=lazy OUT=$OUT/cost bash tests/gpu/run_cost.sh tiny >$OUT/cost.log 2>&1"
 	;;
+ddp)
+	do_ "SETS=6 DDP_BUDGET=500 WARMUP_S=3 OWN_SHM=1 DDP_CONFIGS=none,none2,default,lazy=NVLPROF_CUPTI=lazy OUT=$OUT/ddp bash tests/gpu/run_cost.sh gpt2ddp >$OUT/ddp.log 2>&1"
+	;;
 all)
 	do_ "SETS=2 GPT2_BUDGET=250 TINY_BUDGET=250 WARMUP_S=3 OWN_SHM=1 GPT2_CONFIGS=none,none2,all,torchprof TINY_CONFIGS=none,none2,all OUT=$OUT/all bash tests/gpu/run_cost.sh gpt2 tiny >$OUT/all.log 2>&1"
 	;;
@@ -67,7 +72,7 @@ twogpu)
 	do_ "OUT=$OUT/twogpu bash tests/gpu/run_gpu.sh ddp fallback p2p lazy >$OUT/twogpu.log 2>&1"
 	;;
 *)
-	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|all|twogpu" >&2
+	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|ddp|all|twogpu" >&2
 	exit 2
 	;;
 esac
