@@ -637,7 +637,8 @@ static void attach_again(void)
 }
 
 /* Under lazy only where NVLPROF_UM=attach asks: a later cuInit (NVRTC's, CuPy compiling its
- * first kernel; another runtime's) hung in the driver after such an attach (runs 16-17, detach.c). */
+ * first kernel; another runtime's) hung in the driver after such an attach (runs 16-17,
+ * detach.c). */
 int nvlp_cupti_managed_attach_due(void)
 {
 	const struct nvlp_config *cfg = nvlp_cfg();

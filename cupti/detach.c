@@ -50,13 +50,13 @@
  * attached mid-run, then a later cuInit of another library hung in the driver for good (run 16:
  * torch's runtime coming up inside the allocation; run 17, with that runtime brought up first:
  * NVRTC's cuInit as CuPy compiled its first kernel, 2 of 10 such jobs). NVLPROF_UM=attach still
- * asks for that attach: CUPTI then attaches, for good, at the entry of the first cudaMallocManaged,
- * before the allocation: CUPTI counts no migration of memory allocated before it attached, even with its
- * counters on from then on (run 14: attached at the allocation's exit, no record where CUPTI
- * attached at cuInit measured the job's thrashing; run 15, tests/gpu/um_attach.c: attached before
- * the allocation, after the context, every migration counted; after it, none). Either way, where
- * CUDA comes up inside the first managed allocation, CUPTI attaches at its cuInit, as needed from the start (a
- * note says by what). Where the attach did not happen (CUPTI refused, CUDA came up without our
+ * asks for that attach: CUPTI then attaches, for good, at the entry of the first
+ * cudaMallocManaged, before the allocation: CUPTI counts no migration of memory allocated before
+ * it attached, even with its counters on from then on (run 14: attached at the allocation's exit,
+ * no record where CUPTI attached at cuInit measured the job's thrashing; run 15,
+ * tests/gpu/um_attach.c: attached before the allocation, after the context, every migration
+ * counted; after it, none). Either way, where CUDA comes up inside the first managed allocation,
+ * CUPTI attaches at its cuInit, as needed from the start (a note says by what). Where the attach did not happen (CUPTI refused, CUDA came up without our
  * injection), a NOTE says the migrations are not measured. CUPTI attaches at cuInit as with 1,
  * with a note saying why, where a blocker (below) needs it from the start.
  */
