@@ -56,9 +56,10 @@
  * no record where CUPTI attached at cuInit measured the job's thrashing; run 15,
  * tests/gpu/um_attach.c: attached before the allocation, after the context, every migration
  * counted; after it, none). Either way, where CUDA comes up inside the first managed allocation,
- * CUPTI attaches at its cuInit, as needed from the start (a note says by what). Where the attach did not happen (CUPTI refused, CUDA came up without our
- * injection), a NOTE says the migrations are not measured. CUPTI attaches at cuInit as with 1,
- * with a note saying why, where a blocker (below) needs it from the start.
+ * CUPTI attaches at its cuInit, as needed from the start (a note says by what). Where the attach
+ * did not happen (none asked, CUPTI refused, CUDA came up without our injection), a NOTE says the
+ * migrations are not measured. CUPTI attaches at cuInit as with 1, with a note saying why, where a
+ * blocker (below) needs it from the start.
  */
 #include <pthread.h> /* pthread_mutex_t */
 #include <stdlib.h>  /* getenv */

@@ -83,7 +83,7 @@ struct an_findings {
 #define AN_EV_WAITING_RANKS "waiting_ranks"   /* str, hang: the ranks that waited (the others) */
 #define AN_EV_PYTHON_RANK "python_rank%d"     /* str, a key format: where rank %d called from */
 #define AN_EV_PLACE_RANK "place_rank%d"       /* str, a key format: where its main thread was */
-#define AN_EV_PLACE "place"                   /* str, rank_ended: its main thread's place at its end */
+#define AN_EV_PLACE "place"                   /* str, rank_ended: its main thread at its end */
 #define AN_EV_PYTHON "python"                 /* a key and key prefix: a Python location */
 #define AN_EV_RANKS_SUFFIX "_ranks"           /* str keys ending so: rank lists ("0,2", "0-3") */
 #define AN_EV_ENV "env"                       /* str, pcie_fallback: the settings that caused it */
