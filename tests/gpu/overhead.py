@@ -570,6 +570,45 @@ def report_adj(res, names):
             res["configs"][name].update({"adjusted_mean": m, "adjusted_2se": se2})
 
 
+def old_rotation_places(names, n):
+    """Each turn's place in its round under the rotation used before run 17 (rotated every round,
+    reversed every other round): what a raw file without recorded places had."""
+    pos = {nm: [] for nm in names}
+    for rnd in range(n):
+        order = names[rnd % len(names):] + names[:rnd % len(names)]
+        if rnd % 2:
+            order.reverse()
+        for k, nm in enumerate(order):
+            pos[nm].append(k)
+    return pos
+
+
+def old_rotation_report(names, times, sets):
+    """A run of the old rotation: the places each configuration took, the places' effects (mixed with
+    the configurations' own where a configuration kept half the places), and each configuration
+    against the no-profiler worker that took the same places (none or none2), across sets."""
+    n = len(times[names[0]])
+    pos = old_rotation_places(names, n)
+    took = {nm: sorted(set(v)) for nm, v in pos.items()}
+    print("  places (the rotation before run 17): %s" % "; ".join("%s %s" % (nm.split("=", 1)[0], ",".join(
+        map(str, v))) for nm, v in took.items()))
+    pe = position_effects(times, pos, names)
+    print("  a turn's place in its round, mean log time against the round's (with the configurations at it): %s"
+          % " ".join("%d:%+.2f%%" % (k, 100 * v) for k, v in enumerate(pe)))
+    out = {}
+    if "none2" in names and took["none"] != took["none2"] and sets and len(set(sets)) > 1:
+        print("  against the no-profiler worker of the same places, across sets:")
+        for nm in names:
+            if nm in ("none", "none2"):
+                continue
+            b = "none" if took[nm] == took["none"] else "none2" if took[nm] == took["none2"] else None
+            bs = by_sets(times[nm], times[b], sets) if b else None
+            if bs:
+                out[nm] = (b,) + bs
+                print("  %-10s %+6.2f%% +- %5.2f%% against %s (2 SE over sets)" % (nm, 100 * bs[0], 100 * bs[1], b))
+    return took, pe, out
+
+
 def analyze_file(path):
     """--analyze: the report of the turns a run saved (overhead_WORKLOAD.raw.json), cut short or not."""
     with open(path) as f:
@@ -584,6 +623,10 @@ def analyze_file(path):
     res = analyze(raw["workload"], raw["block_steps"], names, cut["times"], cut["cpu"], cut["slots"],
                   raw.get("sets", [])[:n] or None, pos)
     report_adj(res, names)
+    if pos is None:
+        took, pe, same = old_rotation_report(names, cut["times"], raw.get("sets", [])[:n] or None)
+        res["old_rotation"] = {"places": took, "place_effects": pe,
+                               "same_places": {k: {"base": v[0], "mean": v[1], "2se": v[2]} for k, v in same.items()}}
     return res
 
 

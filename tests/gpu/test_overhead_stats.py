@@ -110,6 +110,22 @@ check(all(abs((pos[k] - pos[0]) - pe[k]) < 0.002 for k in range(4)),
       "the places' own effects: %s (true 0, +0.4, +0.8, +1.2%% against the first)"
       % " ".join("%+.2f%%" % (100 * (v - pos[0])) for v in pos))
 
+# 2c. a run of the old rotation, saved (run 17's (c), results/run17_tiny_turns.json.gz): --analyze
+# names the places each configuration took and compares each with the no-profiler worker of its places
+import gzip  # noqa: E402
+d17 = tempfile.mkdtemp()
+with gzip.open(os.path.join(here, "results", "run17_tiny_turns.json.gz")) as f17, \
+        open(os.path.join(d17, "overhead_tiny.raw.json"), "wb") as o17:
+    o17.write(f17.read())
+p17 = subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze",
+                      os.path.join(d17, "overhead_tiny.raw.json")], capture_output=True, text=True)
+check(p17.returncode == 0 and "places (the rotation before run 17): none 0,2; none2 1,3; lazy 0,2; nolinks 1,3" in p17.stdout
+      and "lazy=NVLPROF_CUPTI=lazy  +0.98% +-  1.15% against none" in p17.stdout
+      and "nolinks=NVLPROF_CUPTI=lazy+NVLPROF_SAMPLE_US=0  +0.80% +-  0.77% against none2" in p17.stdout,
+      "run 17's turns: the old rotation's places, each configuration against the worker of its places (rc %d: %s)"
+      % (p17.returncode, " | ".join(p17.stdout.splitlines()[-5:])))
+shutil.rmtree(d17)
+
 # 3. --analyze on a saved raw file cut inside a round: whole rounds only, the same figures
 d = tempfile.mkdtemp()
 raw = {"workload": "tiny", "block_steps": 5, "names": names,
