@@ -6,8 +6,6 @@
 #include "findings/findings_int.h"
 #include "nvlp_trace.h"
 #include "model/ending.h" /* an_end_inflight */
-#include "model/places.h" /* an_place_at */
-#include "model/stages.h" /* an_job_time */
 
 /* Ranks a hang explains: missing from a hang (its root) or waiting in one (stopped while
  * waiting, usually by the launcher): their end is told by the hang_suspect finding, when that
@@ -91,12 +89,7 @@ int an_detect_rank_ended(const struct an_detect_ctx *ctx, struct an_findings *ou
 			an_f_python(x, AN_EV_PYTHON, "last NCCL call at", r, an_f_py_last_nccl(r));
 		/* where the Python sampler last saw its main thread: a process stuck outside any call
 		 * (run 17: 27 s in CuPy's compile, whose NVRTC was blocked in cuInit) says where */
-		struct an_place p;
-		if (an_place_at(r, AN_PLACE_MAIN, an_job_time(r, r->t_alive), &p) && p.pystack) {
-			char buf[256];
-			an_place_text(&p, buf, sizeof buf);
-			an_f_str(x, AN_EV_PLACE, "%s", buf);
-		}
+		an_f_place_at_end(x, AN_EV_PLACE, r);
 		an_f_advice(x, r->fatal.signal                      ? AN_ADV_ENDED_FATAL
 		               : r->end_reason == NVLP_END_SIGNAL ? AN_ADV_ENDED_SIGNAL
 		                                                  : AN_ADV_PLAIN);

@@ -6,7 +6,6 @@
 #include "findings/findings_int.h"
 #include "nvlp_trace.h"
 #include "model/ending.h" /* an_end_inflight */
-#include "model/places.h" /* an_place_at */
 #include "model/stages.h" /* an_job_time */
 #include "util/util.h" /* an_fmt_value */
 
@@ -101,16 +100,11 @@ static void hang_samples(struct an_finding *x, const struct an_job *job, const s
 		for (int k = 0; k < (pass ? h->npresent : h->nmissing) && k < (pass ? 2 : AN_LIST_PLAIN);
 		     k++) {
 			int id = pass ? h->present[k] : h->missing[k], fi = an_f_file_of(job, id);
-			struct an_place p;
 			if (fi < 0 || !job->ranks[fi].ok)
 				continue;
-			const struct an_rank *r = &job->ranks[fi];
-			if (!an_place_at(r, AN_PLACE_MAIN, an_job_time(r, r->t_alive), &p) || !p.pystack)
-				continue;
-			char key[32], buf[256];
+			char key[32];
 			snprintf(key, sizeof key, AN_EV_PLACE_RANK, id);
-			an_place_text(&p, buf, sizeof buf);
-			an_f_str(x, key, "%s", buf);
+			an_f_place_at_end(x, key, &job->ranks[fi]);
 		}
 }
 

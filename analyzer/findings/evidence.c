@@ -8,7 +8,8 @@
 
 #include "findings/findings_int.h"
 #include "model/ending.h" /* an_end_how: how each rank ended */
-#include "model/places.h" /* an_user_frame */
+#include "model/places.h" /* an_user_frame, an_place_at */
+#include "model/stages.h" /* an_job_time */
 #include "nvlp_trace.h"
 
 const char *an_sev_name(int sev)
@@ -198,6 +199,17 @@ uint64_t an_f_py_last_nccl(const struct an_rank *r)
 			last = p;
 	}
 	return last ? last->pystack : 0;
+}
+
+int an_f_place_at_end(struct an_finding *x, const char *key, const struct an_rank *r)
+{
+	struct an_place p;
+	if (!an_place_at(r, AN_PLACE_MAIN, an_job_time(r, r->t_alive), &p) || !p.pystack)
+		return 0;
+	char buf[256];
+	an_place_text(&p, buf, sizeof buf);
+	an_f_str(x, key, "%s", buf);
+	return 1;
 }
 
 /* Evidence key "python...": "allocated at train.py:41 in build_cache <- ..." */

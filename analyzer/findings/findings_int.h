@@ -46,6 +46,10 @@ void an_f_fatal_stack(struct an_finding *x, const char *key, const struct an_ran
 /*! Evidence key: "<what> train.py:41 in build_cache <- ..." for a PYSTACK of r (none: nothing) */
 void an_f_python(struct an_finding *x, const char *key, const char *what, const struct an_rank *r,
                  uint64_t pystack);
+/*! Evidence key: where the Python sampler last saw r's main thread, at its end ("31.2 s in
+ * load_next_batch (train.py:23) <- main (train.py:40)"; no sample with Python frames: nothing).
+ * @return 1 added */
+int an_f_place_at_end(struct an_finding *x, const char *key, const struct an_rank *r);
 /*! The PYSTACK of the one record a PYREF names (COPY by call_id, MANAGED by time t), 0 none */
 uint64_t an_f_py_of_record(const struct an_rank *r, unsigned kind, uint64_t t, uint64_t call_id);
 /*! The PYSTACK in force at r's last NCCL call (the latest NCCL PYREF), 0 none */
