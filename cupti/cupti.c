@@ -602,13 +602,12 @@ static void um_enable_body(void)
 	}
 	nvlp_act_mark_enabled(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
 	nvlp_note(NVLP_NOTE_UM_ON, -1, (uint64_t)n,
-	          "unified-memory counters on for %d device(s) (%s; NVLPROF_UM=%s)%s", n,
+	          "unified-memory counters on for %d device(s) (%s; NVLPROF_UM=%s%s)%s", n,
 	          used == nk
 	              ? "HtoD DtoH DtoD bytes, GPU/CPU faults, thrashing, throttling, remote map"
 	              : "HtoD DtoH DtoD bytes, GPU faults only",
-	          nvlp_cfg()->um == 1   ? "1"
-	          : nvlp_cfg()->um == 2 ? "attach, managed memory allocated"
-	                                : "auto, managed memory allocated",
+	          nvlp_cfg_um_word(nvlp_cfg()->um),
+	          nvlp_cfg()->um == NVLP_UM_ON ? "" : ", managed memory allocated",
 	          used == nk ? "" : " (full set refused)");
 }
 
@@ -642,8 +641,8 @@ static void attach_again(void)
 int nvlp_cupti_managed_attach_due(void)
 {
 	const struct nvlp_config *cfg = nvlp_cfg();
-	return cfg->um != 0 && nvlp_cupti_state() != NVLP_CS_OFF && nvlp_detach_done() &&
-	       (cfg->um == 2 || !nvlp_detach_is_lazy());
+	return cfg->um != NVLP_UM_OFF && nvlp_cupti_state() != NVLP_CS_OFF && nvlp_detach_done() &&
+	       (cfg->um == NVLP_UM_ATTACH || !nvlp_detach_is_lazy());
 }
 
 void nvlp_cupti_managed_coming(void)
@@ -661,7 +660,7 @@ void nvlp_cupti_managed_seen(void)
 	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
 		/* nvlp_cupti_managed_coming could not attach before this allocation */
 		if (nvlp_detach_is_lazy()) /* not attached before it; now, CUPTI would count nothing */
-			nvlp_detach_lazy_um(nvlp_cfg()->um == 2);
+			nvlp_detach_lazy_um(nvlp_cfg()->um == NVLP_UM_ATTACH);
 		else
 			attach_again(); /* NVLPROF_CUPTI=startup: later allocations' counters */
 	}

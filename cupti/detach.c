@@ -299,16 +299,12 @@ void nvlp_detach_lazy_um(int asked)
 {
 	if (!det.lazy || __atomic_exchange_n(&det.noted_um, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (asked)
-		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
-		          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures "
-		          "them): CUPTI not attached before it (refused, or no injection); it counts none "
-		          "of memory allocated before it attached (run 15)");
-	else
-		nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
-		          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures "
-		          "them): no mid-run attach unless NVLPROF_UM=attach (such an attach hung real jobs "
-		          "at a later cuInit, runs 16-17)");
+	nvlp_note(NVLP_NOTE_CUPTI_UNAVAILABLE, -1, 0,
+	          NVLP_NOTE_CUPTI_LAZY_UM " migrations unmeasured (NVLPROF_CUPTI=1 measures them): %s",
+	          asked ? "CUPTI not attached before it (refused, or no injection); it counts none of "
+	                  "memory allocated before it attached (run 15)"
+	                : "no mid-run attach unless NVLPROF_UM=attach (such an attach hung real jobs "
+	                  "at a later cuInit, runs 16-17)");
 }
 
 void nvlp_detach_again_note(int ok, double after_s)

@@ -46,7 +46,7 @@ struct nvlp_config {
 	int stacks;        /* NVLPROF_STACKS (default 1) */
 	int cupti;         /* NVLPROF_CUPTI: 0, 1 (default), 2 = startup[:MS], 3 = lazy (cupti/detach.c) */
 	long cupti_detach_ms; /* startup: detach CUPTI this long after it attached (default 2000) */
-	int um;            /* NVLPROF_UM: -1 auto (default), 0 off, 1 on, 2 attach (auto; lazy attaches) */
+	int um;            /* NVLPROF_UM: enum nvlp_um_mode (default auto) */
 	int verbose;       /* NVLPROF_VERBOSE=1: print what was collected at exit */
 	long sample_us;    /* NVLPROF_SAMPLE_US (default 10000, 0 = no link counters) */
 	int links_nvml;    /* NVLPROF_LINKS: 0 auto (PM sampling, NVML fallback), 1 nvml only */
@@ -78,6 +78,11 @@ struct nvlp_config {
 /* the NVML link fallback's period unless NVLPROF_SAMPLE_US is set (us) */
 #define NVLP_NVML_DEFAULT_US 100000L
 enum nvlp_kch_mode { NVLP_KCH_OFF = 0, NVLP_KCH_COLL = 1, NVLP_KCH_CHANNELS = 2 };
+/* NVLPROF_UM: unified-memory counters once managed memory is allocated (auto), never, always, or
+ * as auto with NVLPROF_CUPTI=lazy attaching CUPTI mid-run for them (attach: cupti/detach.c) */
+enum nvlp_um_mode { NVLP_UM_AUTO = -1, NVLP_UM_OFF = 0, NVLP_UM_ON = 1, NVLP_UM_ATTACH = 2 };
+/*! The NVLPROF_UM word of a mode ("auto", "0", "1", "attach"), as the variable is written. */
+const char *nvlp_cfg_um_word(int um);
 enum nvlp_pywalk_test {
 	NVLP_PYWALK_TEST_NONE,
 	NVLP_PYWALK_SKEW,

@@ -142,13 +142,22 @@ static void cfg_cupti(void)
 	cfg.cupti_detach_ms = ms;
 }
 
+/* NVLPROF_UM's words and their modes */
+static const char *const um_words[] = {"auto", "0", "1", "attach", NULL};
+static const int um_modes[] = {NVLP_UM_AUTO, NVLP_UM_OFF, NVLP_UM_ON, NVLP_UM_ATTACH};
+
+const char *nvlp_cfg_um_word(int um)
+{
+	for (int i = 0; um_words[i]; i++)
+		if (um_modes[i] == um)
+			return um_words[i];
+	return "?";
+}
+
 /* NVLPROF_UM, NVLPROF_LINKS and NVLPROF_KCH: words, not numbers. */
 static void cfg_words(void)
 {
-	/* attach: auto, and NVLPROF_CUPTI=lazy attaches CUPTI mid-run for managed memory (detach.c) */
-	static const char *const um[] = {"auto", "0", "1", "attach", NULL};
-	static const int um_v[] = {-1, 0, 1, 2};
-	cfg_word("NVLPROF_UM", um, um_v, &cfg.um, "auto, 0, 1 or attach", "auto");
+	cfg_word("NVLPROF_UM", um_words, um_modes, &cfg.um, "auto, 0, 1 or attach", "auto");
 	static const char *const links[] = {"auto", "nvml", NULL};
 	static const int links_v[] = {0, 1};
 	cfg_word("NVLPROF_LINKS", links, links_v, &cfg.links_nvml, "auto or nvml", "auto");

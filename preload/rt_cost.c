@@ -161,7 +161,7 @@ void nvlp_cost_capture(char *out, size_t len)
 	         "sample_us=%ld links=%s nvml_us=%ld um=%s pysample_hz=%ld capture=%s",
 	         g->kernels[0] ? g->kernels : NVLP_KERNELS_DEFAULT, cupti, g->driver, g->stacks, g->nvtx,
 	         g->nccl_plugin, g->kch, g->sample_us, g->links_nvml ? "nvml" : "auto", g->nvml_us,
-	         g->um < 0 ? "auto" : g->um == 2 ? "attach" : g->um ? "1" : "0",
+	         nvlp_cfg_um_word(g->um),
 	         g->pysample_hz,
 	         g->capture == 1 ? "cudaProfilerApi" : g->capture == 2 ? "nvtx" : "all");
 }
