@@ -76,13 +76,9 @@ def synth_places(rounds, effects, place_eff, sd, seed, rotated):
     rng = random.Random(seed)
     names = list(effects)
     times, slots, places = ({n: [] for n in names} for _ in range(3))
+    old = overhead.old_rotation_places(names, rounds) if rotated else None
     for r in range(rounds):
-        if rotated:
-            order = names[r % len(names):] + names[:r % len(names)]
-            if r % 2:
-                order.reverse()
-        else:
-            order = rng.sample(names, len(names))
+        order = sorted(names, key=lambda n: old[n][r]) if rotated else rng.sample(names, len(names))
         for k, n in enumerate(order):
             places[n].append(k)
             slots[n].append((names.index(n) + r) % len(names))

@@ -376,6 +376,21 @@ static int run(const char *self, const char *lib, const char *mode, const char *
 	return rc;
 }
 
+/* Lazy's managed memory left unmeasured (no attach, or a refused one): one NOTE, no UM counter,
+ * no attach; the report's data line and JSON say so, and its collection gaps say why */
+static int um_unmeasured(int rc, const struct summary *s)
+{
+	return rc == 0 && s->lazy_note == 1 && s->lazy_um == 1 && s->lazy_again == 0 &&
+	       s->notes[NVLP_NOTE_UM_ON] == 0 && s->um_records == 0;
+}
+static int um_unmeasured_told(const struct summary *s, const char *why)
+{
+	return strstr(s->report, "; managed memory allocated in 1: its page migrations not measured "
+	                         "(NVLPROF_CUPTI=1 measures them)\n") &&
+	       strstr(s->report, "\"managed_not_measured\": 1") &&
+	       strstr(s->report, "\"attached_for_managed\": 0") && strstr(s->report, why);
+}
+
 /* NVLPROF_CUPTI=lazy: CUPTI left out; what attaches it, and what needs it from the start */
 static void lazy_checks(const char *self, const char *lib, const char *prog, const char *ldp,
                         const char *ub)
@@ -403,16 +418,11 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "FAKE_CUDART_INIT_ON_ALLOC=1",
 	                          "FAKE_CUDA_REINIT_HANG=1", NULL},
 	         &s);
-	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.lazy_again == 0 &&
-	          s.notes[NVLP_NOTE_UM_ON] == 0 && s.um_records == 0,
+	CHECK(um_unmeasured(rc, &s),
 	      "[lazy_um_auto] no attach mid-run: one NOTE says the migrations go unmeasured (rc %d, "
 	      "%d NOTEs, %d attaches, %llu UM records)",
 	      rc, s.lazy_um, s.lazy_again, s.um_records);
-	CHECK(strstr(s.report, "; managed memory allocated in 1: its page migrations not measured "
-	                       "(NVLPROF_CUPTI=1 measures them)\n") &&
-	          strstr(s.report, "\"managed_not_measured\": 1") &&
-	          strstr(s.report, "\"attached_for_managed\": 0") &&
-	          strstr(s.report, "no mid-run attach unless NVLPROF_UM=attach"),
+	CHECK(um_unmeasured_told(&s, "no mid-run attach unless NVLPROF_UM=attach"),
 	      "[lazy_um_auto] the report says so, and why, in the data line, JSON and the collection "
 	      "gaps:\n%s",
 	      s.report);
@@ -446,17 +456,12 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	         (const char *[]){ldp, ub, "NVLPROF_CUPTI=lazy", "NVLPROF_UM=attach",
 	                          "FAKE_CUPTI_REGISTER_FAIL=1", NULL},
 	         &s);
-	CHECK(rc == 0 && s.lazy_note == 1 && s.lazy_um == 1 && s.lazy_again == 0 &&
-	          s.notes[NVLP_NOTE_UM_ON] == 0 && s.um_records == 0,
+	CHECK(um_unmeasured(rc, &s),
 	      "[lazy_um_refused] CUPTI refused: one NOTE says the migrations go unmeasured (rc %d, %d "
 	      "NOTEs)",
 	      rc, s.lazy_um);
-	CHECK(strstr(s.report, "; managed memory allocated in 1: its page migrations not measured "
-	                       "(NVLPROF_CUPTI=1 measures them)\n") &&
-	          strstr(s.report, "\"managed_not_measured\": 1") &&
-	          strstr(s.report, "\"attached_for_managed\": 0") &&
-	          strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy: migrations "
-	                           "unmeasured (NVLPROF_CUPTI=1 measures them)"),
+	CHECK(um_unmeasured_told(&s, "managed memory allocated under NVLPROF_CUPTI=lazy: migrations "
+	                             "unmeasured (NVLPROF_CUPTI=1 measures them)"),
 	      "[lazy_um_refused] the report says so, in the data line, JSON and the collection "
 	      "gaps:\n%s",
 	      s.report);
