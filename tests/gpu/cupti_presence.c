@@ -5,6 +5,8 @@
  *          library; InitializeInjection), instead of in this library's constructor
  *   reg    cuptiActivityRegisterCallbacks (buffers of 1 MiB, freed when CUPTI hands them back)
  *   kinds  the DEVICE and NVLINK activity kinds on (nvlprof's topology records)
+ *   kern   the CONCURRENT_KERNEL activity kind on (a record per kernel: what NVLPROF_KERNELS=all
+ *          asks of CUPTI, without nvlprof's hooks or its decoding of the records)
  *   ts     cuptiActivityRegisterTimestampCallback (CLOCK_MONOTONIC, as nvlprof's clock.c)
  *   sub    cuptiSubscribe, no callback enabled
  *   drv    sub + the driver-API callbacks of nvlprof's default (copies, managed memory, peer)
@@ -168,6 +170,8 @@ static void do_parts(const char *parts)
 		check("DEVICE", en(CUPTI_ACTIVITY_KIND_DEVICE));
 		check("NVLINK", en(CUPTI_ACTIVITY_KIND_NVLINK));
 	}
+	if (has(parts, "kern") && en)
+		check("CONCURRENT_KERNEL", en(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	if ((has(parts, "sub") || has(parts, "drv") || has(parts, "late")) && sub)
 		check("cuptiSubscribe", sub(&cp.sub, on_call, NULL));
 	if (has(parts, "drv") && cb && cp.sub)

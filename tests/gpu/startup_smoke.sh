@@ -26,6 +26,10 @@ for m in ${SMOKE_MODES:-plain um prof_late prof_early}; do
 	for f in "$S/tr_$m"/*.nvlp; do "$NV" dump "$f" 2>&1 | grep -i "^note" | head -12; done
 	"$NV" report "$S/tr_$m" 2>&1 | sed -n '1,4p;/^nvlprof cost/p'
 done
+if [ "${SMOKE_CUPTI:-}" = lazy ] && ! [ -d "$S/tr_plain" ]; then
+	echo "== DEVICE records: not compared (SMOKE_MODES ran no plain mode)"
+	exit 0
+fi
 if [ "${SMOKE_CUPTI:-}" = lazy ]; then
 	echo "== DEVICE records: NVLPROF_CUPTI=lazy (driver) against NVLPROF_CUPTI=1 (CUPTI), plain mode"
 	NVLPROF_CUPTI=1 timeout 120 "$NV" run -o "$S/tr_plain_default" -- python3 tests/gpu/startup_smoke.py plain --steps 100 \

@@ -17,7 +17,7 @@ if ! [ -f "$FAKE" ] || ! [ -f "$BUILD/gpu/cupti_presence.so" ]; then
 	exit 1
 fi
 cp "$BUILD/gpu/cupti_presence.so" "$t/p.so"
-P=ts.reg.kinds.sub.drv.fin
+P=ts.reg.kinds.kern.sub.drv.fin
 CUPTI_PRESENCE=$P CUPTI_PRESENCE_LIB=$FAKE LD_PRELOAD=$t/p.so sh -c 'echo ran' >"$t/o" 2>"$t/e"
 [ "$(cat "$t/o")" = ran ] && [ "$(cat "$t/e")" = "cupti_presence: $P done" ] &&
 	pass "every part against the fake libcupti: no CUPTI error, one line" ||
