@@ -148,6 +148,7 @@ int an_ingest_um(struct lctx *c)
 	default:
 		return 0;
 	}
+	c->r->um_transfers++;
 	if (!a)
 		return 0;
 	if (u->counter == NVLP_UM_BYTES_TRANSFER_HTOD)

@@ -17,7 +17,10 @@ size_t an_cost_sum(const struct an_job *job, struct an_cost *c)
 	double bps = 0;
 	for (size_t i = 0; i < job->nranks; i++) {
 		const struct an_rank *r = &job->ranks[i];
-		if (!r->ok || !r->have_cost)
+		if (!r->ok)
+			continue;
+		c->um_migrations += r->um_transfers;
+		if (!r->have_cost)
 			continue;
 		const struct nvlp_rec_cost *x = &r->cost;
 		c->ranks++;
@@ -63,6 +66,11 @@ void an_cost_text(FILE *o, const struct an_job *job)
 	        c.bytes_per_s * 3600 / 1e6);
 	if (c.ranks < job->nok)
 		fprintf(o, " (%zu of %zu processes recorded it)", c.ranks, job->nok);
+	/* not CPU: CUPTI's unified-memory counters slow the migrations themselves (run 18) */
+	if (c.um_migrations)
+		fprintf(o, "; counting its %llu managed-memory migrations slows them (1.5x on a GPU/CPU "
+		           "ping-pong): NVLPROF_UM=0 times the job without",
+		        (unsigned long long)c.um_migrations);
 	fputc('\n', o);
 }
 
@@ -85,6 +93,8 @@ void an_cost_json(struct jw *w, const struct an_job *job)
 	jw_num(w, "hooks_s", c.hook_ns / 1e9);
 	jw_num(w, "memory_peak_mib", c.mem_peak / MIB);
 	jw_num(w, "trace_mb_per_hour_per_rank", c.bytes_per_s * 3600 / 1e6);
+	if (c.um_migrations)
+		jw_int(w, "um_migrations_counted", (int64_t)c.um_migrations);
 	jw_obj_end(w);
 }
 

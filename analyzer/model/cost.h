@@ -18,6 +18,7 @@ struct an_cost {
 	uint64_t mem_peak;   /* the largest process's peak, bytes */
 	double bytes_per_s;  /* trace bytes per second per process (mean) */
 	double share;        /* (own_cpu + hook_ns) / proc_cpu */
+	uint64_t um_migrations; /* managed memory's migrations CUPTI counted (all processes) */
 };
 /*! Sum the job's COST records. @return the number of processes that had one. */
 size_t an_cost_sum(const struct an_job *job, struct an_cost *c);

@@ -367,6 +367,7 @@ struct an_rank {
 	size_t npairs;
 	struct an_alloc *allocs;
 	size_t nallocs;
+	uint64_t um_transfers; /* UM transfer records (HtoD, DtoH, DtoD), its allocation known or not */
 	struct an_note *notes;
 	size_t nnotes;
 	struct an_link *links;

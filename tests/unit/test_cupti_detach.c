@@ -440,6 +440,12 @@ static void lazy_checks(const char *self, const char *lib, const char *prog, con
 	          strstr(s.report, "\"managed_not_measured\": 0") &&
 	          !strstr(s.report, "managed memory allocated under NVLPROF_CUPTI=lazy"),
 	      "[lazy_um] the report says so, in the data line and JSON, and no gap:\n%s", s.report);
+	CHECK(strstr(s.report, "; counting its 2 managed-memory migrations slows them (1.5x on a "
+	                       "GPU/CPU ping-pong): NVLPROF_UM=0 times the job without\n") &&
+	          strstr(s.report, "\"um_migrations_counted\": 2"),
+	      "[lazy_um] the cost line says what counting the migrations (HtoD and DtoH of the 3 "
+	      "records) costs, text and JSON:\n%s",
+	      s.report);
 	/* CUDA up through the driver (CuPy's runtime), the fake runtime's first call a managed
 	 * allocation: its cuInit after a mid-run attach would hang the real driver (run 16) */
 	rc = run(self, lib, "lazy_um_rt_late",
