@@ -388,12 +388,14 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 	unsigned kind = cudaMemcpyDeviceToDevice;
 #define PLAN_0(dst, src, args, ID, st)                                                             \
 	if (!plan_copy(&pl, dst, src, kind)) {                                                     \
+		nvlp_py_enter(tls); /* the Python sampler follows a thread blocked in the copy */  \
 		errno = errno0;                                                                    \
 		struct nvlp_live *live_ = live_call(tls, NVLP_CUDA_##ID, nvlp_now(), 0, n, st, -1, 0); \
 		uint64_t in0_ = cost0 ? nvlp_now() : 0;                                            \
 		cudaError_t rc_ = real args;                                                       \
 		nvlp_cost_end(cost0, cost0 ? nvlp_now() - in0_ : 0);                               \
 		nvlp_live_end(live_);                                                              \
+		nvlp_py_leave(tls);                                                                \
 		return rc_;                                                                        \
 	}
 #define STREAM_0 NULL
@@ -409,14 +411,8 @@ static void emit_copy(struct nvlp_tls *tls, unsigned fn, uint64_t t0, uint64_t d
 		int64_t dev = current_device();                                                    \
 		uint64_t call_id = nvlp_next_call_id();                                            \
 		errno = errno0;                                                                    \
-		tls->in_hook = 1;                                                                  \
-		uint64_t t0 = nvlp_now();                                                          \
-		struct nvlp_live *live =                                                           \
-		    live_call(tls, NVLP_CUDA_##ID, t0, call_id, n, STREAM_##stream, dev, 1);       \
-		cudaError_t rc = real args;                                                        \
-		uint64_t dur = nvlp_elapsed(t0, nvlp_now());                                       \
-		nvlp_live_end(live);                                                               \
-		int saved_errno = errno;                                                           \
+		CALL_LIVE(args, live_call(tls, NVLP_CUDA_##ID, t0, call_id, n, STREAM_##stream,   \
+					  dev, 1))                                                 \
 		emit_copy(tls, NVLP_CUDA_##ID, t0, dur, &pl, dst, src, n, kind, STREAM_##stream,   \
 			  rc, dev, call_id);                                                       \
 		LEAVE                                                                              \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_pysample.sh: the Python sampler (NVLPROF_PYSAMPLE_HZ): a main thread sleeping 2 s in a known function and another thread blocked 2.5 s inside a (fake) NCCL call are sampled by the shim's own thread as PYREF kind 0 naming their file:line chains, which the analyzer's places answer with; neither thread's blocking call is interrupted; a fork child samples again; none with the sampler off, NVLPROF_STACKS=0, or without Python; on every python3.11+ found.
+# test_pysample.sh: the Python sampler (NVLPROF_PYSAMPLE_HZ): a main thread sleeping 2 s in a known function and another thread blocked 2.5 s inside a (fake) NCCL call and a third blocked 1.2 s in each of two synchronous cudaMemcpy calls (one unrecorded, one recorded) are sampled by the shim's own thread as PYREF kind 0 naming their file:line chains, which the analyzer's places answer with; neither thread's blocking call is interrupted; a fork child samples again; none with the sampler off, NVLPROF_STACKS=0, or without Python; on every python3.11+ found.
 source "$(dirname "$0")/../lib.sh"
 export NVLPROF_CUPTI=0
 READ="$PROGS/hk_read" PLACES="$B/tests/test_analyzer_places"
@@ -33,6 +33,20 @@ def reduce_grads():
 def comm_thread():
     reduce_grads()  # THREAD_LINE
 
+src, dst = ctypes.create_string_buffer(64), ctypes.create_string_buffer(64)
+managed = ctypes.c_void_p()
+assert shim.cudaMallocManaged(ctypes.byref(managed), ctypes.c_size_t(64), 1) == 0
+
+def fetch_plain():
+    assert shim.cudaMemcpy(dst, src, ctypes.c_size_t(64), 1) == 0  # PLAIN_LINE
+
+def fetch_managed():
+    assert shim.cudaMemcpy(dst, managed, ctypes.c_size_t(64), 1) == 0  # MANAGED_LINE
+
+def copy_thread():
+    fetch_plain()  # COPY_PLAIN_LINE
+    fetch_managed()  # COPY_MANAGED_LINE
+
 def nap(s, ns):
     rem = Ts()
     rc = libc.nanosleep(ctypes.byref(Ts(s, ns)), ctypes.byref(rem))  # NAP_LINE
@@ -48,11 +62,14 @@ def child_wait():
 def main():
     t = threading.Thread(target=comm_thread)
     t.start()
+    c = threading.Thread(target=copy_thread)
+    c.start()
     x = 0
     for i in range(300000):  # Python runs while the other thread enters its call
         x += i
     load_next_batch()  # MAIN_LINE
     t.join()
+    c.join()
     if sys.argv[1:] == ["fork"]:
         pid = os.fork()
         if pid == 0:
@@ -74,7 +91,7 @@ run() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
 	[ "${1:-}" = -- ] && shift
 	mkdir -p "$T/$n"
-	env FAKE_CUDA_DEVICES=2 FAKE_NCCL_ALLREDUCE_MS=2500 NVLPROF_DIR="$T/$n" NVLPROF_VERBOSE=1 "${envs[@]}" \
+	env FAKE_CUDA_DEVICES=2 FAKE_NCCL_ALLREDUCE_MS=2500 FAKE_CUDART_COPY_MS=1200 NVLPROF_DIR="$T/$n" NVLPROF_VERBOSE=1 "${envs[@]}" \
 		LD_PRELOAD="$PRELOAD" "$py" "$J" "$@" >"$T/$n.out" 2>"$T/$n.err"
 	echo $? >"$T/$n.rc"
 	for f in "$T/$n"/*.nvlp; do "$READ" "$f" | sed 's/$/ /' >"${f%.nvlp}.txt"; done
@@ -106,6 +123,15 @@ for py in "${PYS[@]}"; do
 	check "$v: a sample of the thread inside ncclAllReduce names its chain" \
 		bash -c 'grep -q "^$2|$3|" <<<"$1"' _ "$(samples "on$v" "$ar_tid")" \
 		"$J:$(line_of AR_LINE):reduce_grads" "$J:$(line_of THREAD_LINE):comm_thread"
+	# a thread blocked in a synchronous copy: the plain host-to-device one (no record) and one from
+	# managed memory (a COPY record, its thread's id)
+	cp_tid=$(field "$(grep -m1 '^copy fn=cudaMemcpy ' "$T/on$v.txt")" tid)
+	check "$v: a sample of the thread inside a plain cudaMemcpy names its chain" \
+		bash -c 'grep -q "^$2|$3|" <<<"$1"' _ "$(samples "on$v" "$cp_tid")" \
+		"$J:$(line_of PLAIN_LINE):fetch_plain" "$J:$(line_of COPY_PLAIN_LINE):copy_thread"
+	check "$v: a sample of the thread inside a recorded cudaMemcpy (managed memory) names its chain" \
+		bash -c 'grep -q "^$2|$3|" <<<"$1"' _ "$(samples "on$v" "$cp_tid")" \
+		"$J:$(line_of MANAGED_LINE):fetch_managed" "$J:$(line_of COPY_MANAGED_LINE):copy_thread"
 	check "$v: samples are written on change only (at most a few for a 2 s sleep)" \
 		test "$(samples "on$v" "$main_tid" | wc -l)" -le 12
 	check "$v: the collective's own PYREF is kept (kind NCCL) beside the samples" \
