@@ -2,7 +2,7 @@
 # plan_lazy.sh: what is left to decide whether NVLPROF_CUPTI=lazy can be the default (issue 27), as device
 # calls of under 10 minutes each, the first questions first (a session cut short still answers them).
 # Each part runs existing scripts into $OUT/<part> (OUT default /tmp/nvlp-plan); carry build/ (and build/gpu).
-#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost ddp all umcost twogpu
+#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost ddp all split umcost twogpu
 # Run 18 ran um (the no-attach lazy: as expected), cost ((c): A/A -0.08% +-0.92, the default +2.95% +-0.61, lazy
 # +0.23% +-0.61 across 10 sets), ddp ((b): the default -0.01% +-0.37, lazy -0.01% +-0.33 across 6) and umcost; what
 # is left for lazy as the default is twogpu.
@@ -26,6 +26,10 @@
 #           lazy; (b) was never shown at 1% across sets (run 7: the default +0.73% +-1.52 over 6 sets, a set's sd ~2%)
 #   all     (~9 min, one GPU)  NVLPROF_KERNELS=all on (a) and (c) (not measured since run 2), and
 #           torch.profiler on (a) in the same rounds (all <= 1/10 of it)
+#   split   (~6 min, one GPU)  where the default's cost on (c) goes beyond CUPTI's presence (run 18: the default +2.95%
+#           +-0.61, CUPTI attached alone as the default attaches it +1.19% +-0.71, in other calls): none none2, the
+#           default, CUPTI's parts alone (inj: injection, clock, buffers, DEVICE/NVLINK kinds; drv: the same and the
+#           default's driver callbacks) and lazy, 2 sets, the launching thread sampled (mtprof, libcupti's chains)
 #   umcost  (~2 min, one GPU)  what unified-memory counters cost a migrating job (um_cost.sh: CuPy's ping-pong without
 #           nvlprof, under the default, with NVLPROF_UM=0, and through torch's runtime; run 18: 1.5x, 0.9-1.0x)
 #   twogpu  (2+ GPUs)  run_gpu.sh lazy: lazy's topology against CUPTI's, pcie_fallback and
@@ -73,6 +77,9 @@ ddp)
 all)
 	do_ "SETS=2 GPT2_BUDGET=250 TINY_BUDGET=250 WARMUP_S=3 OWN_SHM=1 GPT2_CONFIGS=none,none2,all,torchprof TINY_CONFIGS=none,none2,all OUT=$OUT/all bash tests/gpu/run_cost.sh gpt2 tiny >$OUT/all.log 2>&1"
 	;;
+split)
+	do_ "PRESENCE_SETS=2 PRESENCE_BUDGET=170 WARMUP_S=3 OWN_SHM=1 PRESENCE_CONFIGS=none,none2,default,inj=cupti:inj.ts.reg.kinds,drv=cupti:inj.ts.reg.kinds.drv,lazy=NVLPROF_CUPTI=lazy OUT=$OUT/split bash tests/gpu/run_cost.sh presence >$OUT/split.log 2>&1"
+	;;
 umcost)
 	do_ "REPS=6 OUT=$OUT/umcost bash tests/gpu/um_cost.sh none=-: default=: um0=NVLPROF_UM=0: rtnone=-:--rt rtdefault=:--rt >$OUT/umcost.txt 2>&1"
 	;;
@@ -80,7 +87,7 @@ twogpu)
 	do_ "OUT=$OUT/twogpu bash tests/gpu/run_gpu.sh ddp fallback p2p lazy >$OUT/twogpu.log 2>&1"
 	;;
 *)
-	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|ddp|all|umcost|twogpu" >&2
+	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|ddp|all|split|umcost|twogpu" >&2
 	exit 2
 	;;
 esac
