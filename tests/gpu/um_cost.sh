@@ -15,34 +15,29 @@ REPS=${REPS:-8}
 JOB=${JOB:-python3 tests/gpu/drv_cupy.py}
 NVLPROF=${NVLPROF:-build/nvlprof}
 mkdir -p "$OUT"
+. tests/gpu/rotate.sh
 : >"$OUT/um_cost.tsv"
 for ((w = 0; w < ${WARMUP:-1}; w++)); do
 	# shellcheck disable=SC2086 # JOB splits on purpose
 	timeout 120 $JOB >"$OUT/warmup.$w.log" 2>&1
 	echo "warmup $w rc=$? (not counted)"
 done
-for ((r = 0; r < REPS; r++)); do
-	n=$#
-	for ((i = 0; i < n; i++)); do
-		spec=${@:$(((i + r) % n + 1)):1} # rotated each rep
-		name=${spec%%=*}
-		rest=${spec#*=}
-		envs=${rest%%:*}
-		args=${rest#*:}
-		d=$OUT/$name.$r
-		rm -rf "$d"
-		# shellcheck disable=SC2086 # the ENV words, JOB and ARGS split on purpose
-		if [ "$envs" = - ]; then
-			timeout 120 $JOB $args >"$d.log" 2>&1
-		else
-			timeout 120 env ${envs//+/ } "$NVLPROF" run -o "$d" -- $JOB $args >"$d.log" 2>&1
-		fi
-		rc=$?
-		t=$(sed -n 's/.*drv_cupy: mode=.* time=\([0-9.]*\)s.*/\1/p' "$d.log" | tail -1)
-		echo "$name rep=$r rc=$rc time=${t:-none}"
-		[ "$rc" = 0 ] && [ -n "$t" ] && printf '%s\t%s\n' "$name" "$t" >>"$OUT/um_cost.tsv"
-	done
-done
+# one_run REP NAME ENVS ARGS: the job once ("-": without nvlprof), its ping-pong seconds
+one_run() {
+	local r=$1 name=$2 envs=$3 args=$4 d=$OUT/$2.$1 rc t
+	rm -rf "$d"
+	# shellcheck disable=SC2086 # the ENV words, JOB and ARGS split on purpose
+	if [ "$envs" = - ]; then
+		timeout 120 $JOB $args >"$d.log" 2>&1
+	else
+		timeout 120 env ${envs//+/ } "$NVLPROF" run -o "$d" -- $JOB $args >"$d.log" 2>&1
+	fi
+	rc=$?
+	t=$(sed -n 's/.*drv_cupy: mode=.* time=\([0-9.]*\)s.*/\1/p' "$d.log" | tail -1)
+	echo "$name rep=$r rc=$rc time=${t:-none}"
+	[ "$rc" = 0 ] && [ -n "$t" ] && printf '%s\t%s\n' "$name" "$t" >>"$OUT/um_cost.tsv"
+}
+rotate_specs one_run "$REPS" "$@"
 python3 - "$OUT/um_cost.tsv" "${@%%=*}" <<'PY'
 import statistics as st, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines() if l]
