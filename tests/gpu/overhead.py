@@ -415,18 +415,40 @@ def by_sets(t, base, sets):
     return math.exp(m) - 1, se2 * math.exp(m), [math.exp(v) - 1 for v in means]
 
 
+def sets_for_bound(m, se2, n, target=0.01):
+    """How many process sets the 2-SE upper bound m + se2 needs to fall under target if the mean m and
+    the sets' spread (se2 over n sets) hold: 0 where it is under already, None where m is not under
+    target (no number of sets brings it there)."""
+    if m + se2 < target:
+        return 0
+    if m >= target:
+        return None
+    sd = se2 / 2 * math.sqrt(n)
+    return max(n + 1, math.ceil((2 * sd / (target - m)) ** 2))
+
+
+def bound_text(m, se2, n):
+    """The 2-SE bound and what a 1% target needs, for the sets' line."""
+    k = sets_for_bound(m, se2, n)
+    return "bound %.2f%%, %s" % (100 * (m + se2), "under 1%" if k == 0 else
+                                 "its mean not under 1%" if k is None else
+                                 "~%d sets for a bound under 1%% at this mean and spread" % k)
+
+
 def sets_block(res, names, times, base, sets, skip, key):
     """Each configuration but skip across the process sets against base (by_sets), printed and kept
-    in res as KEY_mean, KEY_2se, KEY_each."""
+    in res as KEY_mean, KEY_2se, KEY_each, KEY_sets_for_1pct (sets_for_bound)."""
     for name in names:
         if name in skip:
             continue
         bs = by_sets(times[name], base, sets)
         if bs:
             m, se2, each = bs
-            res["configs"][name].update({key + "_mean": m, key + "_2se": se2, key + "_each": each})
-            print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s)"
-                  % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each)))
+            res["configs"][name].update({key + "_mean": m, key + "_2se": se2, key + "_each": each,
+                                         key + "_sets_for_1pct": sets_for_bound(m, se2, len(each))})
+            print("  %-10s %+6.2f%% +- %5.2f%% (2 SE over sets; sets %s); %s"
+                  % (name, 100 * m, 100 * se2, " ".join("%+.1f" % (100 * e) for e in each),
+                     bound_text(m, se2, len(each))))
 
 
 def analyze(workload, block, names, times, cpu, slots, sets=None, positions=None):

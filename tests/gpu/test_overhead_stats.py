@@ -122,6 +122,30 @@ check(p17.returncode == 0 and "places (the rotation before run 17): none 0,2; no
       % (p17.returncode, " | ".join(p17.stdout.splitlines()[-5:])))
 shutil.rmtree(d17)
 
+# 2d. the sets a 1% bound needs at a figure's mean and spread: runs 14-17's lazy (+0.70% +-0.47 over
+# 38 sets: sd 1.45 points a set) needs ~94; under already; a mean over 1% never gets there
+k = overhead.sets_for_bound(0.0070, 0.0047, 38)
+check(k == 94 and overhead.sets_for_bound(0.0023, 0.0061, 10) == 0 and overhead.sets_for_bound(0.0295, 0.0061, 10) is None
+      and overhead.sets_for_bound(0.0097, 0.0002, 10) == 0 and overhead.sets_for_bound(0.0098, 0.0010, 4) > 4,
+      "sets for a bound under 1%%: %s for +0.70%% +-0.47 over 38 (94 expected), 0 under it, none for a mean over it" % k)
+# run 18's (c), the random order (results/run18_tiny_turns.json.gz): --analyze gives its figures and bounds
+d18 = tempfile.mkdtemp()
+with gzip.open(os.path.join(here, "results", "run18_tiny_turns.json.gz")) as f18, \
+        open(os.path.join(d18, "overhead_tiny.raw.json"), "wb") as o18:
+    o18.write(f18.read())
+p18 = subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze",
+                      os.path.join(d18, "overhead_tiny.raw.json")], capture_output=True, text=True)
+check(p18.returncode == 0 and "in an order drawn each round" in p18.stdout
+      and "none2       -0.08% +-  0.92% (2 SE over sets;" in p18.stdout
+      and "default     +2.95% +-  0.61% (2 SE over sets; sets +1.1 +4.3 +2.6 +2.6 +3.6 +2.8 +4.1 +2.8 +3.5 +2.2); "
+          "bound 3.56%, its mean not under 1%" in p18.stdout
+      and "lazy=NVLPROF_CUPTI=lazy  +0.23% +-  0.61% (2 SE over sets; sets -0.8 +1.6 -1.1 +0.5 +0.4 -0.2 +1.1 -0.7 -0.0 +1.6); "
+          "bound 0.85%, under 1%" in p18.stdout
+      and "~15 sets for a bound under 1% at this mean and spread" in p18.stdout,
+      "run 18's turns: the random order's figures across sets and their bounds (rc %d: %s)"
+      % (p18.returncode, " | ".join(p18.stdout.splitlines()[-8:])))
+shutil.rmtree(d18)
+
 # 3. --analyze on a saved raw file cut inside a round: whole rounds only, the same figures
 d = tempfile.mkdtemp()
 raw = {"workload": "tiny", "block_steps": 5, "names": names,
