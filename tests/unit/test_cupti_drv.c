@@ -248,8 +248,9 @@ int main(int argc, char **argv)
 		char dir[] = "/tmp/nvlp-cupti-drv.XXXXXX";
 		if (!mkdtemp(dir))
 			return 1;
+		/* CUPTI attached at cuInit (NVLPROF_CUPTI=1) whatever the default: its driver callbacks */
 		const char *env[] = {run == 3 ? "NVLPROF_DRIVER=0" : "NVLPROF_DRIVER",
-		                     "NVLPROF_KERNELS=off", NULL};
+		                     "NVLPROF_KERNELS=off", "NVLPROF_CUPTI=1", NULL};
 		int rc = shim_run_child(self, lib, dir, "0", env, run == 3 ? "static" : mode);
 		struct summary s;
 		summarize(dir, &s);

@@ -94,8 +94,10 @@ static int run_child(const char *self, const char *lib, const char *dir, const s
 	snprintf(eval, sizeof eval, "FAKE_NVPERF_EVAL_MS=%s", sc->eval_ms ? sc->eval_ms : "");
 	char ctor[64];
 	snprintf(ctor, sizeof ctor, "FAKE_NVPERF_CTOR_MS=%s", sc->ctor_ms ? sc->ctor_ms : "");
+	/* CUPTI attached at cuInit (NVLPROF_CUPTI=1) whatever the default: its PM sampling */
 	const char *env[] = {"FAKE_CUPTI_PM=1", slow, enable, base, sc->nvperf_ms ? nvperf : eval,
-	                     ctor, sc->ctor_ms ? "NVLPROF_FLUSH_MS=5" : "NVLPROF_FLUSH_MS", NULL};
+	                     ctor, sc->ctor_ms ? "NVLPROF_FLUSH_MS=5" : "NVLPROF_FLUSH_MS",
+	                     "NVLPROF_CUPTI=1", NULL};
 	return shim_run_child(self, lib, dir, "1000", env, wait);
 }
 

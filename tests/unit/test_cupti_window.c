@@ -108,7 +108,8 @@ static int run(const char *self, const char *lib, const struct sc *c)
 			return 1;
 		char kv[128];
 		snprintf(kv, sizeof kv, "NVLPROF_KERNELS=%s", c->kernels);
-		const char *env[] = {kv, NULL};
+		/* CUPTI attached at cuInit (NVLPROF_CUPTI=1) whatever the default, kernels traced or not */
+		const char *env[] = {kv, "NVLPROF_CUPTI=1", NULL};
 		int rc = shim_run_child(self, lib, dir, "0", env, c->how);
 		struct trace_summary s;
 		trace_summarize(dir, &s);
