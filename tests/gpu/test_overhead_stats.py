@@ -109,18 +109,27 @@ check(all(abs((pos[k] - pos[0]) - pe[k]) < 0.002 for k in range(4)),
 # 2c. a run of the old rotation, saved (run 17's (c), results/run17_tiny_turns.json.gz): --analyze
 # names the places each configuration took and compares each with the no-profiler worker of its places
 import gzip  # noqa: E402
-d17 = tempfile.mkdtemp()
-with gzip.open(os.path.join(here, "results", "run17_tiny_turns.json.gz")) as f17, \
-        open(os.path.join(d17, "overhead_tiny.raw.json"), "wb") as o17:
-    o17.write(f17.read())
-p17 = subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze",
-                      os.path.join(d17, "overhead_tiny.raw.json")], capture_output=True, text=True)
+
+
+def analyze_stored(name):
+    """overhead.py --analyze of a run's turns kept in results/NAME (gzipped raw JSON)."""
+    d = tempfile.mkdtemp()
+    raw = os.path.join(d, "overhead_tiny.raw.json")
+    with gzip.open(os.path.join(here, "results", name)) as f, open(raw, "wb") as o:
+        o.write(f.read())
+    try:
+        return subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze", raw],
+                              capture_output=True, text=True)
+    finally:
+        shutil.rmtree(d)
+
+
+p17 = analyze_stored("run17_tiny_turns.json.gz")
 check(p17.returncode == 0 and "places (the rotation before run 17): none 0,2; none2 1,3; lazy 0,2; nolinks 1,3" in p17.stdout
       and "lazy=NVLPROF_CUPTI=lazy  +0.98% +-  1.15% against none" in p17.stdout
       and "nolinks=NVLPROF_CUPTI=lazy+NVLPROF_SAMPLE_US=0  +0.80% +-  0.77% against none2" in p17.stdout,
       "run 17's turns: the old rotation's places, each configuration against the worker of its places (rc %d: %s)"
       % (p17.returncode, " | ".join(p17.stdout.splitlines()[-5:])))
-shutil.rmtree(d17)
 
 # 2d. the sets a 1% bound needs at a figure's mean and spread: runs 14-17's lazy (+0.70% +-0.47 over
 # 38 sets: sd 1.45 points a set) needs ~94; under already; a mean over 1% never gets there
@@ -129,12 +138,7 @@ check(k == 94 and overhead.sets_for_bound(0.0023, 0.0061, 10) == 0 and overhead.
       and overhead.sets_for_bound(0.0097, 0.0002, 10) == 0 and overhead.sets_for_bound(0.0098, 0.0010, 4) > 4,
       "sets for a bound under 1%%: %s for +0.70%% +-0.47 over 38 (94 expected), 0 under it, none for a mean over it" % k)
 # run 18's (c), the random order (results/run18_tiny_turns.json.gz): --analyze gives its figures and bounds
-d18 = tempfile.mkdtemp()
-with gzip.open(os.path.join(here, "results", "run18_tiny_turns.json.gz")) as f18, \
-        open(os.path.join(d18, "overhead_tiny.raw.json"), "wb") as o18:
-    o18.write(f18.read())
-p18 = subprocess.run([sys.executable, os.path.join(here, "overhead.py"), "--analyze",
-                      os.path.join(d18, "overhead_tiny.raw.json")], capture_output=True, text=True)
+p18 = analyze_stored("run18_tiny_turns.json.gz")
 check(p18.returncode == 0 and "in an order drawn each round" in p18.stdout
       and "none2       -0.08% +-  0.92% (2 SE over sets;" in p18.stdout
       and "default     +2.95% +-  0.61% (2 SE over sets; sets +1.1 +4.3 +2.6 +2.6 +3.6 +2.8 +4.1 +2.8 +3.5 +2.2); "
@@ -144,7 +148,6 @@ check(p18.returncode == 0 and "in an order drawn each round" in p18.stdout
       and "~15 sets for a bound under 1% at this mean and spread" in p18.stdout,
       "run 18's turns: the random order's figures across sets and their bounds (rc %d: %s)"
       % (p18.returncode, " | ".join(p18.stdout.splitlines()[-8:])))
-shutil.rmtree(d18)
 
 # 3. --analyze on a saved raw file cut inside a round: whole rounds only, the same figures
 d = tempfile.mkdtemp()
