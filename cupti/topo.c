@@ -63,6 +63,9 @@ struct topo_nvml {
 struct topo_tally {
 	int active, inactive, silent; /* silent: neither the field nor the function answered */
 	char first[160];              /* the first silent link's GPU, link and answers */
+	int other;                    /* links whose NVML version was not their architecture's */
+	unsigned o_used, o_cc, o_link, o_nvml; /* the first of them: the version used, the GPU's */
+	int o_gpu;                    /* compute capability, GPU and link, NVML's version */
 };
 
 /* A GPU's links that go one record together: their mask, and the major NVLink version and
@@ -74,6 +77,7 @@ struct topo_bundle {
 
 struct topo_dev {
 	uint64_t domain, bus, pcidev, uuid_hi;
+	unsigned cc, arch_nvlink;    /* compute capability (major * 10 + minor), its NVLink version */
 	void *nvml;                  /* NULL: NVML has no handle for it */
 	struct topo_bundle sw;       /* links to an NVSwitch */
 	struct topo_bundle hid;      /* links to GPUs this process cannot see */
@@ -81,6 +85,16 @@ struct topo_dev {
 	uint8_t version[NVML_LINKS]; /* per link: major NVLink version */
 	uint8_t caps[NVML_LINKS];    /* per link: CUpti_LinkFlag bits */
 };
+
+/* The NVLink major version of a GPU architecture (compute capability major): Pascal 1, Volta and
+ * Turing 2, Ampere 3, Hopper 4, Blackwell (sm_100, sm_103) 5; 0 for one not known here. NVML's
+ * own answer (nvmlNvlinkVersion_t, or field 166, whose encoding NVIDIA did not document before
+ * 2025) is used only where the architecture does not say. */
+static unsigned topo_arch_nvlink(uint64_t cc_major)
+{
+	static const unsigned char by_major[] = {0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5};
+	return cc_major < sizeof by_major ? by_major[cc_major] : 0;
+}
 
 /* DEVICE record of ordinal dev, as CUPTI's (cupti/convert.c conv_device, activity.c's PCI ids);
  * keeps its PCI address and UUID in d for the links. */
@@ -101,6 +115,8 @@ static void topo_device(int dev, struct topo_dev *d)
 		r.global_mem = mem;
 	r.cc_major = nvlp_drv_attr(dev, 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */);
 	r.cc_minor = nvlp_drv_attr(dev, 76 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */);
+	d->cc = (unsigned)(r.cc_major * 10 + r.cc_minor);
+	d->arch_nvlink = topo_arch_nvlink(r.cc_major);
 	char name[256] = "";
 	if (!nvlp_drv.cuDeviceGetName || nvlp_drv.cuDeviceGetName(name, sizeof name, dev) != 0)
 		name[0] = 0;
@@ -242,11 +258,24 @@ static int topo_remote_type(const struct topo_dev *d, int n, const topo_pci_info
 	return ok && !strncasecmp(cls, "0x0680", 6) ? NVML_REMOTE_SWITCH : -1;
 }
 
-/* Link l (NVML version v, flags caps) into bundle b */
+/* Link l of device i's major NVLink version: its architecture's, else NVML's (v); an NVML answer
+ * other than the architecture's is counted in t (the first one named). */
+static unsigned topo_major(const struct topo_dev *d, int i, unsigned l, unsigned v,
+                           struct topo_tally *t)
+{
+	unsigned m = nvlp_nvml_nvlink_major(v), a = d[i].arch_nvlink;
+	if (!a)
+		return m;
+	if (m && m != a && t->other++ == 0)
+		t->o_used = a, t->o_cc = d[i].cc, t->o_gpu = i, t->o_link = l, t->o_nvml = m;
+	return a;
+}
+
+/* Link l (major NVLink version v, flags caps) into bundle b */
 static void topo_bundle_add(struct topo_bundle *b, unsigned l, unsigned v, unsigned caps)
 {
 	if (!b->mask)
-		b->version = nvlp_nvml_nvlink_major(v), b->caps = caps;
+		b->version = v, b->caps = caps;
 	b->mask |= 1u << l;
 }
 
@@ -267,7 +296,8 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 			return;
 		type = (unsigned)ty;
 	}
-	unsigned v = topo_version(f, d[i].nvml, l), caps = topo_caps(f, d[i].nvml, l);
+	unsigned v = topo_major(d, i, l, topo_version(f, d[i].nvml, l), t);
+	unsigned caps = topo_caps(f, d[i].nvml, l);
 	if (type == NVML_REMOTE_SWITCH) {
 		topo_bundle_add(&d[i].sw, l, v, caps);
 		return;
@@ -282,7 +312,7 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 	if (j < 0 || j == i)
 		return;
 	d[i].peer[l] = (int8_t)j;
-	d[i].version[l] = (uint8_t)nvlp_nvml_nvlink_major(v);
+	d[i].version[l] = (uint8_t)v;
 	d[i].caps[l] = (uint8_t)caps;
 }
 
@@ -401,8 +431,13 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 	if (alone)
 		snprintf(more, sizeof more, "%d record(s) of links beyond this process's GPUs; ", alone);
 	int say = t.silent && !t.active; /* why no link was seen */
-	snprintf(why, len, "%s" NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s",
+	char other[128] = "";
+	if (t.other)
+		snprintf(other, sizeof other,
+		         "; NVLink %u as sm_%u's on %d link(s) (GPU %d link %u: NVML said %u)", t.o_used,
+		         t.o_cc, t.other, t.o_gpu, t.o_link, t.o_nvml);
+	snprintf(why, len, "%s" NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s%s",
 	         more, t.active, t.inactive, t.silent, say ? " (" : "", say ? t.first : "",
-	         say ? ")" : "");
+	         say ? ")" : "", other);
 	return records;
 }

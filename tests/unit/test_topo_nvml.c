@@ -227,6 +227,17 @@ static int fake_sysfs(const char *cls)
 	return *cls && !f ? -1 : 0;
 }
 
+/* The NVLink version a case's records carry: its GPU architecture's (FAKE_CUDA_CC, default 9.0:
+ * Hopper, 4) whatever NVML says; NVML's (FAKE_NVML_NVLINK_VERSION, default 6: 4.0) for an
+ * architecture not known */
+static unsigned want_version(const struct topo_case *c)
+{
+	int major = c->cc ? atoi(c->cc) : 9;
+	if (major >= 6 && major <= 10)
+		return (unsigned)major - 5;
+	return nvlp_nvml_nvlink_major(c->version ? (unsigned)atoi(c->version) : 6);
+}
+
 static void run(const char *self, const char *lib, unsigned base, const struct topo_case *c)
 {
 	char dir[] = "/tmp/nvlp-topo.XXXXXX", b[64], ldp[PATH_MAX + 64], out[PATH_MAX + 32];
@@ -305,16 +316,16 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 		int silent = c->state && !strcmp(c->state, "none");
 		if (c->alone)
 			check_link(c, &s, base, ret, strstr(c->topo, "switch:18") ? 18 : 4,
-			           c->alone == 2, c->version ? 5 : 4);
+			           c->alone == 2, want_version(c));
 		else if (c->pciclass)
 			CHECK(ret == 0 && s.nnv == 0,
 			      "[%s] returns 0, no NVLINK record: the links left out (%d, %d)", c->name,
 			      ret, s.nnv);
 		else if (c->topo && strstr(c->topo, "pair:4") && n == 2 && !silent)
-			check_link(c, &s, base, ret, 4, 0, c->version ? 5 : 4);
+			check_link(c, &s, base, ret, 4, 0, want_version(c));
 		else if (c->topo && strstr(c->topo, "switch:18") &&
 		         (!c->sysfs || access("/sys/bus/pci/devices", F_OK) == 0))
-			check_link(c, &s, base, ret, 18, 1, 5);
+			check_link(c, &s, base, ret, 18, 1, want_version(c));
 		else
 			CHECK(ret == 0 && s.nnv == 0,
 			      "[%s] returns 0, no NVLINK record (%d, %d; %s)", c->name, ret, s.nnv,
@@ -353,11 +364,29 @@ int main(int argc, char **argv)
 	     .topo = "pair:4",
 	     .domain = "2",
 	     .cc = "8.6",
+	     .version = "4",
+	     .nvml = 1,
+	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered"},
+	    /* NVML's version not the architecture's (an H100 said to answer NVLink 5.0): the
+	     * architecture's, and the NOTE says where NVML differed */
+	    {.name = "pair:4, NVML's version not sm_90's",
+	     .topo = "pair:4",
+	     .version = "7",
+	     .cc = "9.0",
+	     .nvml = 1,
+	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered; NVLink 4 as sm_90's on "
+	              "8 link(s) (GPU 0 link 0: NVML said 5)"},
+	    /* an architecture not in the table (sm_120): NVML's version as it says */
+	    {.name = "pair:4, sm_120: NVML's version",
+	     .topo = "pair:4",
+	     .version = "7",
+	     .cc = "12.0",
 	     .nvml = 1,
 	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered"},
 	    {.name = "switch:18",
 	     .topo = "switch:18",
 	     .version = "7",
+	     .cc = "10.0",
 	     .nvml = 1,
 	     .tally = "NVML link state: 36 active, 0 inactive, 0 unanswered"},
 	    {.name = "none",
@@ -375,6 +404,7 @@ int main(int argc, char **argv)
 	    {.name = "switch:18, one GPU visible",
 	     .topo = "switch:18",
 	     .version = "7",
+	     .cc = "10.0",
 	     .devices = "1",
 	     .nvml = 1,
 	     .alone = 2,
@@ -405,12 +435,14 @@ int main(int argc, char **argv)
 	    {.name = "pair:4, no remote type, version from the field",
 	     .topo = "pair:4",
 	     .version = "7",
+	     .cc = "10.0",
 	     .nvml = 1,
 	     .notype = "1",
 	     .noversion = "1"},
 	    {.name = "switch:18, no remote type, not in /sys",
 	     .topo = "switch:18",
 	     .version = "7",
+	     .cc = "10.0",
 	     .domain = "32343",
 	     .nvml = 1,
 	     .notype = "1",
@@ -420,6 +452,7 @@ int main(int argc, char **argv)
 	    {.name = "switch:18, remote type unknown, address hidden",
 	     .topo = "switch:18",
 	     .version = "7",
+	     .cc = "10.0",
 	     .nvml = 1,
 	     .notype = "unknown",
 	     .hidden = "1"},
@@ -434,22 +467,28 @@ int main(int argc, char **argv)
 	     * see, a bridge class 0x0680 or no such device (a VM) an NVSwitch, anything else (a
 	     * CPU) or no /sys/bus/pci at all is left out */
 	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0302 (hidden GPU)",
-	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .topo = "switch:18", .version = "7",
+	     .cc = "10.0", .devices = "1", .nvml = 1, .notype = "1",
 	     .pciclass = "0x030200", .alone = 1, .tally = beyond18},
 	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0300 (hidden GPU)",
-	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .topo = "switch:18", .version = "7",
+	     .cc = "10.0", .devices = "1", .nvml = 1, .notype = "1",
 	     .pciclass = "0x030000", .alone = 1, .tally = beyond18},
 	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0680 (NVSwitch)",
-	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .topo = "switch:18", .version = "7",
+	     .cc = "10.0", .devices = "1", .nvml = 1, .notype = "1",
 	     .pciclass = "0x068000", .alone = 2, .tally = beyond18},
 	    {.name = "switch:18, one GPU, no remote type, no such PCI device (NVSwitch)",
-	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .topo = "switch:18", .version = "7",
+	     .cc = "10.0", .devices = "1", .nvml = 1, .notype = "1",
 	     .pciclass = "", .alone = 2, .tally = beyond18},
 	    {.name = "switch:18, one GPU, no remote type, PCI class 0x0604 (left out)",
-	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .topo = "switch:18", .version = "7",
+	     .cc = "10.0", .devices = "1", .nvml = 1, .notype = "1",
 	     .pciclass = "0x060400", .tally = plain18},
 	    {.name = "switch:18, one GPU, no remote type, no /sys/bus/pci/devices (left out)",
-	     .topo = "switch:18", .version = "7", .devices = "1", .nvml = 1, .notype = "1",
+	     .topo = "switch:18", .version = "7",
+	     .cc = "10.0", .devices = "1", .nvml = 1, .notype = "1",
 	     .pciclass = "nodir", .tally = plain18},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
