@@ -284,6 +284,11 @@ static void topo_bundle_add(struct topo_bundle *b, unsigned l, unsigned v, unsig
 static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int i, unsigned l,
                       struct topo_tally *t)
 {
+	/* as NCCL does: the link's P2P capability first ("The previous call should have trained the
+	 * link", src/graph/xml.cc), then its state */
+	unsigned p2p = 0;
+	if (f->cap)
+		(void)f->cap(d[i].nvml, l, 0 /* NVML_NVLINK_CAP_P2P_SUPPORTED */, &p2p);
 	if (topo_state(f, d[i].nvml, i, l, t) != 1)
 		return;
 	topo_pci_info p;

@@ -23,7 +23,9 @@
  * active link's capabilities: peer access and peer atomics, no system memory
  * (NVML_NVLINK_CAP_P2P_SUPPORTED and _P2P_ATOMICS; CUPTI's flags 0xa on two H200s), none with
  * FAKE_NVML_NOCAPS=1 (NVML_ERROR_NOT_SUPPORTED). FAKE_NVML_INIT=r: nvmlInit_v2 answers r (e.g.
- * 9, NVML_ERROR_DRIVER_NOT_LOADED).
+ * 9, NVML_ERROR_DRIVER_NOT_LOADED). FAKE_NVML_TRAIN=1: a link reads inactive until its P2P
+ * capability was asked for (NCCL asks for it before the state: "The previous call should have
+ * trained the link").
  */
 #include <stdio.h>  /* sscanf, fopen */
 #include <stdlib.h> /* getenv, atoi */
@@ -46,6 +48,7 @@ typedef struct {
 static struct gpu {
 	unsigned long long reads;
 	unsigned domain, bus; /* from the bus id it was looked up by */
+	unsigned trained;     /* FAKE_NVML_TRAIN: the links whose P2P capability was asked for */
 } gpus[8];
 
 EXPORT int nvmlShutdown(void)
@@ -153,7 +156,8 @@ static int link_state(void *dev, unsigned link, unsigned *is_active)
 	if (link >= MAX_LINKS || link >= links_of())
 		return 2;
 	topo(dev, &n, &sw);
-	*is_active = link < n;
+	unsigned trained = ((struct gpu *)dev)->trained >> link & 1;
+	*is_active = link < n && (!flag("FAKE_NVML_TRAIN") || trained);
 	return 0;
 }
 
@@ -223,6 +227,8 @@ EXPORT int nvmlDeviceGetNvLinkVersion(void *dev, unsigned link, unsigned *versio
 EXPORT int nvmlDeviceGetNvLinkCapability(void *dev, unsigned link, unsigned cap, unsigned *yes)
 {
 	int sw, r = active_link(dev, link, &sw);
+	if (r == 0 && cap == 0) /* NCCL: "The previous call should have trained the link" */
+		((struct gpu *)dev)->trained |= 1u << link;
 	if (r == 0 && flag("FAKE_NVML_NOCAPS"))
 		return 3;
 	if (r == 0)

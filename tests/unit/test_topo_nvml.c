@@ -120,7 +120,7 @@ struct topo_case {
 	const char *topo, *version, *domain, *cc, *devices, *init;
 	int nvml; /* 0: no NVML in reach */
 	/* FAKE_NVML_STATE, _NOTYPE, _NOVERSION (fake_nvml.c); the tally the NOTE must give */
-	const char *state, *notype, *noversion, *tally;
+	const char *state, *notype, *noversion, *tally, *train;
 	const char *nocaps, *links, *hidden; /* FAKE_NVML_NOCAPS, _LINKS, _HIDDEN */
 	int sysfs; /* the NVSwitch is found only where /sys/bus/pci/devices exists */
 	int alone; /* one GPU visible: 1 its links to the hidden GPU, 2 to the NVSwitch (dev1 -1) */
@@ -242,7 +242,7 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 {
 	char dir[] = "/tmp/nvlp-topo.XXXXXX", b[64], ldp[PATH_MAX + 64], out[PATH_MAX + 32];
 	char tp[64], ver[64], dom[64], cc[64], ndev[64], init[64], st[64], nt[64], nv[64];
-	char nc[64], nl[64], hd[64];
+	char nc[64], nl[64], hd[64], tr[64];
 	if (c->pciclass && fake_sysfs(c->pciclass) != 0) {
 		printf("SKIP: [%s] no mount namespace of its own here (not root): /sys not faked\n", c->name);
 		return;
@@ -265,6 +265,7 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	ENV(nc, "FAKE_NVML_NOCAPS", c->nocaps);
 	ENV(nl, "FAKE_NVML_LINKS", c->links);
 	ENV(hd, "FAKE_NVML_HIDDEN", c->hidden);
+	ENV(tr, "FAKE_NVML_TRAIN", c->train);
 	const char *env[] = {"NVLPROF_CUPTI=lazy",
 	                     b,
 	                     c->nvml ? ldp : "LD_LIBRARY_PATH",
@@ -280,6 +281,7 @@ static void run(const char *self, const char *lib, unsigned base, const struct t
 	                     nc,
 	                     nl,
 	                     hd,
+	                     tr,
 	                     NULL};
 	snprintf(out, sizeof out, "%s/topo.out%s", dir, c->nvml ? "" : ":missing");
 	int rc = shim_run_child(self, lib, dir, "100000", env, out);
@@ -376,6 +378,13 @@ int main(int argc, char **argv)
 	     .nvml = 1,
 	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered; NVLink 4 as sm_90's on "
 	              "8 link(s) (GPU 0 link 0: NVML said 5)"},
+	    /* links that read inactive until their P2P capability was asked for, as NCCL's order
+	     * assumes: asked first, they are seen */
+	    {.name = "pair:4, links trained by the capability query",
+	     .topo = "pair:4",
+	     .nvml = 1,
+	     .train = "1",
+	     .tally = "NVML link state: 8 active, 28 inactive, 0 unanswered"},
 	    /* an architecture not in the table (sm_120): NVML's version as it says */
 	    {.name = "pair:4, sm_120: NVML's version",
 	     .topo = "pair:4",
