@@ -63,9 +63,9 @@ struct topo_nvml {
 struct topo_tally {
 	int active, inactive, silent; /* silent: neither the field nor the function answered */
 	char first[160];              /* the first silent link's GPU, link and answers */
-	int other;                    /* links whose NVML version was not their architecture's */
-	unsigned o_used, o_cc, o_link, o_nvml; /* the first of them: the version used, the GPU's */
-	int o_gpu;                    /* compute capability, GPU and link, NVML's version */
+	int other;                    /* links NVML gave another version than their GPU's */
+	int o_gpu;                    /* the first of them: GPU, link, NVML's major version */
+	unsigned o_link, o_nvml;
 };
 
 /* A GPU's links that go one record together: their mask, and the major NVLink version and
@@ -77,7 +77,7 @@ struct topo_bundle {
 
 struct topo_dev {
 	uint64_t domain, bus, pcidev, uuid_hi;
-	unsigned cc, arch_nvlink;    /* compute capability (major * 10 + minor), its NVLink version */
+	unsigned cc, arch_nvlink;    /* compute capability (major * 10 + minor), its NVLink */
 	void *nvml;                  /* NULL: NVML has no handle for it */
 	struct topo_bundle sw;       /* links to an NVSwitch */
 	struct topo_bundle hid;      /* links to GPUs this process cannot see */
@@ -211,12 +211,13 @@ static int topo_ordinal(const struct topo_dev *d, int n, const topo_pci_info *p)
 	return -1;
 }
 
-/* Link l's capabilities as CUpti_LinkFlag bits: NVML_NVLINK_CAP_P2P_SUPPORTED (0),
- * _SYSMEM_ACCESS (1), _P2P_ATOMICS (2), _SYSMEM_ATOMICS (3) are CUPTI's bits 1 to 4. */
-static unsigned topo_caps(const struct topo_nvml *f, void *dev, unsigned l)
+/* Link l's capabilities as CUpti_LinkFlag bits: NVML_NVLINK_CAP_P2P_SUPPORTED (0, asked before the
+ * link's state: p2p), _SYSMEM_ACCESS (1), _P2P_ATOMICS (2), _SYSMEM_ATOMICS (3) are CUPTI's bits 1
+ * to 4. */
+static unsigned topo_caps(const struct topo_nvml *f, void *dev, unsigned l, int p2p)
 {
-	unsigned flags = 0;
-	for (unsigned c = 0; f->cap && c < 4; c++) {
+	unsigned flags = p2p ? 2u : 0;
+	for (unsigned c = 1; f->cap && c < 4; c++) {
 		unsigned yes = 0;
 		if (f->cap(dev, l, c, &yes) == 0 && yes)
 			flags |= 2u << c;
@@ -267,7 +268,7 @@ static unsigned topo_major(const struct topo_dev *d, int i, unsigned l, unsigned
 	if (!a)
 		return m;
 	if (m && m != a && t->other++ == 0)
-		t->o_used = a, t->o_cc = d[i].cc, t->o_gpu = i, t->o_link = l, t->o_nvml = m;
+		t->o_gpu = i, t->o_link = l, t->o_nvml = m;
 	return a;
 }
 
@@ -286,9 +287,9 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 {
 	/* as NCCL does: the link's P2P capability first ("The previous call should have trained the
 	 * link", src/graph/xml.cc), then its state */
-	unsigned p2p = 0;
-	if (f->cap)
-		(void)f->cap(d[i].nvml, l, 0 /* NVML_NVLINK_CAP_P2P_SUPPORTED */, &p2p);
+	unsigned yes = 0;
+	int p2p = f->cap &&
+	          f->cap(d[i].nvml, l, 0 /* NVML_NVLINK_CAP_P2P_SUPPORTED */, &yes) == 0 && yes;
 	if (topo_state(f, d[i].nvml, i, l, t) != 1)
 		return;
 	topo_pci_info p;
@@ -302,7 +303,7 @@ static void topo_link(const struct topo_nvml *f, struct topo_dev *d, int n, int 
 		type = (unsigned)ty;
 	}
 	unsigned v = topo_major(d, i, l, topo_version(f, d[i].nvml, l), t);
-	unsigned caps = topo_caps(f, d[i].nvml, l);
+	unsigned caps = topo_caps(f, d[i].nvml, l, p2p);
 	if (type == NVML_REMOTE_SWITCH) {
 		topo_bundle_add(&d[i].sw, l, v, caps);
 		return;
@@ -439,9 +440,11 @@ int nvlp_topo_nvml(int n, char *why, size_t len)
 	char other[128] = "";
 	if (t.other)
 		snprintf(other, sizeof other,
-		         "; NVLink %u as sm_%u's on %d link(s) (GPU %d link %u: NVML said %u)", t.o_used,
-		         t.o_cc, t.other, t.o_gpu, t.o_link, t.o_nvml);
-	snprintf(why, len, "%s" NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s%s",
+		         "; NVLink %u as sm_%u's on %d link(s) (GPU %d link %u: NVML said %u)",
+		         d[t.o_gpu].arch_nvlink, d[t.o_gpu].cc, t.other, t.o_gpu, t.o_link,
+		         t.o_nvml);
+	snprintf(why, len,
+	         "%s" NVLP_NOTE_TOPO_LAZY_STATE " %d active, %d inactive, %d unanswered%s%s%s%s",
 	         more, t.active, t.inactive, t.silent, say ? " (" : "", say ? t.first : "",
 	         say ? ")" : "", other);
 	return records;
