@@ -2,10 +2,11 @@
 # plan_lazy.sh: what is left to decide whether NVLPROF_CUPTI=lazy can be the default (issue 27), as device
 # calls of under 10 minutes each, the first questions first (a session cut short still answers them).
 # Each part runs existing scripts into $OUT/<part> (OUT default /tmp/nvlp-plan); carry build/ (and build/gpu).
-#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost ddp all split umcost twogpu
+#   bash tests/gpu/plan_lazy.sh PART      PART: probe um fail cost ddp all split umcost bytes twogpu
 # Run 18 ran um (the no-attach lazy: as expected), cost ((c): A/A -0.08% +-0.92, the default +2.95% +-0.61, lazy
-# +0.23% +-0.61 across 10 sets), ddp ((b): the default -0.01% +-0.37, lazy -0.01% +-0.33 across 6) and umcost; what
-# is left for lazy as the default is twogpu.
+# +0.23% +-0.61 across 10 sets), ddp ((b): the default -0.01% +-0.37, lazy -0.01% +-0.33 across 6) and umcost; run 19
+# split (the default's libcupti share as CUPTI's alone) and bytes (56-59 MB/h a rank at 1,000 collectives a second);
+# what is left for lazy as the default is twogpu.
 #   probe   (~4 min, one GPU)  which of NVML's NVLink routes answers here (nvml_links.py, nvidia-smi); which
 #           CUPTI step must come early for managed memory's migrations to be counted (build/gpu/um_attach:
 #           attach and counters at cuInit, at the context, at the allocation, after the first migrations); lazy
@@ -26,14 +27,17 @@
 #           lazy; (b) was never shown at 1% across sets (run 7: the default +0.73% +-1.52 over 6 sets, a set's sd ~2%)
 #   all     (~9 min, one GPU)  NVLPROF_KERNELS=all on (a) and (c) (not measured since run 2), and
 #           torch.profiler on (a) in the same rounds (all <= 1/10 of it)
-#   split   (~6 min, one GPU)  where the default's cost on (c) goes beyond CUPTI's presence (run 18: the default +2.95%
+#   split   (~3 min, one GPU)  where the default's cost on (c) goes beyond CUPTI's presence (run 18: the default +2.95%
 #           +-0.61, CUPTI attached alone as the default attaches it +1.19% +-0.71, in other calls): none none2, the
 #           default, CUPTI's parts alone (inj: injection, clock, buffers, DEVICE/NVLINK kinds; drv: the same and the
 #           default's driver callbacks) and lazy, 2 sets, the launching thread sampled (mtprof, libcupti's chains)
 #   umcost  (~2 min, one GPU)  what unified-memory counters cost a migrating job (um_cost.sh: CuPy's ping-pong without
 #           nvlprof, under the default, with NVLPROF_UM=0, and through torch's runtime; run 18: 1.5x, 0.9-1.0x)
+#   bytes   (~4 min, one GPU)  a 2-rank DDP job's trace bytes per hour per rank on real NCCL (bytes2.sh: 560 and 1,000
+#           collectives a second, the ranks side by side through MPS, the result compared without nvlprof; run 19:
+#           1,000 a second gave 55.8-59.2 MB/h, time-sliced ranks ~230 a second 13.6-18.6 MB/h)
 #   twogpu  (2+ GPUs)  run_gpu.sh lazy: lazy's topology against CUPTI's, pcie_fallback and
-#           peer_access_disabled under lazy
+#           peer_access_disabled under lazy; then bytes2.sh with a GPU a rank (NVLink: NCCL's 24 channels)
 # DRY=1 prints the commands instead of running them (tests/gpu/test_plan_lazy.sh checks them).
 set -u
 cd "$(dirname "$0")/../.."
@@ -83,11 +87,15 @@ split)
 umcost)
 	do_ "REPS=6 OUT=$OUT/umcost bash tests/gpu/um_cost.sh none=-: default=: um0=NVLPROF_UM=0: rtnone=-:--rt rtdefault=:--rt >$OUT/umcost.txt 2>&1"
 	;;
+bytes)
+	do_ "BYTES2_MPS=1 SHORT=10 LONG=40 JOB_TIMEOUT=90 OUT=$OUT/bytes bash tests/gpu/bytes2.sh m560=560 m1000=1000 >$OUT/bytes.log 2>&1"
+	;;
 twogpu)
 	do_ "OUT=$OUT/twogpu bash tests/gpu/run_gpu.sh ddp fallback p2p lazy >$OUT/twogpu.log 2>&1"
+	do_ "SHORT=10 LONG=40 JOB_TIMEOUT=90 OUT=$OUT/twogpu/bytes bash tests/gpu/bytes2.sh n560=560 n1000=1000 >$OUT/twogpu/bytes.log 2>&1"
 	;;
 *)
-	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|ddp|all|split|umcost|twogpu" >&2
+	echo "usage: bash tests/gpu/plan_lazy.sh probe|um|fail|cost|ddp|all|split|umcost|bytes|twogpu" >&2
 	exit 2
 	;;
 esac

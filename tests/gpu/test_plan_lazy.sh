@@ -2,7 +2,7 @@
 # test_plan_lazy.sh: tests/gpu/plan_lazy.sh (the next GPU session's steps for issue 27) names only scripts and probes that exist, scenarios and modes they accept, and variables they read: DRY=1 prints each part's commands, checked here without a GPU.
 source "$(dirname "$0")/../lib.sh"
 P="$ROOT/tests/gpu/plan_lazy.sh"
-for part in probe um fail cost ddp all split umcost twogpu; do
+for part in probe um fail cost ddp all split umcost bytes twogpu; do
 	DRY=1 OUT=/tmp/plan bash "$P" "$part" >"$T/$part.txt" 2>&1
 	check_eq "$part: prints its commands" 0 "$?"
 	bad=""
