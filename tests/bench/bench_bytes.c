@@ -1,11 +1,14 @@
-/* bench_bytes.c: what each kind of record costs in real traces, and what folding NCCL's kernel channels per collective (KCOLL) saves over one KCH record per channel. */
+/* bench_bytes.c: what each kind of record costs in real traces, what folding NCCL's kernel channels per collective (KCOLL) saves over one KCH record per channel, and what a collective's stamps cost. */
 /*
  * For each trace named (default: the real two-rank traces in tests/analyzer/traces/fail2_*, NCCL
  * 2.28.3 on one H200, per-channel KCH records) the records are encoded again with the trace
  * writer: all of them, then without one kind at a time (what that kind costs: the bytes the file
  * loses without it, compression included), then with the KCH records of each collective folded
  * into one KCOLL record as the shim writes it (written where the collective's last channel was).
- * Figures per record, per collective and per channel, summed over the traces.
+ * Figures per record, per collective and per channel, summed over the traces. Where the traces
+ * have NCCL and KCOLL records (the shim's default since format 2.1), the five stamps of a
+ * collective are each zeroed in turn (the bytes each costs), then written in microseconds instead
+ * of nanoseconds (the host's three, then all five): what a coarser clock would save.
  */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* calloc */
@@ -23,6 +26,61 @@ static const char *out_path(void)
 	return p;
 }
 
+/* A collective's stamps: NCCL's t_enter and dur, KCOLL's host, gpu_start and gpu_stop. */
+enum { ST_ENTER, ST_DUR, ST_HOST, ST_GSTART, ST_GSTOP, ST_N };
+static const char *const st_name[ST_N] = {"call entry", "call length", "host heard",
+                                          "GPU start", "GPU stop"};
+
+/* IN written again to OUT (its frames as they were) with stamp ZERO (< ST_N) zeroed, or every
+ * host stamp (and the GPU's too with ALL) divided by 1000; the bytes written, 0 on an error. */
+static uint64_t stamps_copy(const char *in, const char *out, int zero, int us, int all)
+{
+	char err[512];
+	nvlp_reader *r = nvlp_reader_open(in, err, sizeof err);
+	if (!r)
+		return 0;
+	struct nvlp_record rec;
+	if (nvlp_reader_next(r, &rec) != 1 || rec.kind != NVLP_K_HEADER) {
+		nvlp_reader_close(r);
+		return 0;
+	}
+	const struct nvlp_rec_header *h = (const void *)rec.f;
+	nvlp_writer *w = nvlp_writer_open(out, nvlp_reader_header_text(r), h->t_mono, h->t_real);
+	if (!w) {
+		nvlp_reader_close(r);
+		return 0;
+	}
+	unsigned frame = 1, fr;
+	uint64_t at;
+	while (nvlp_reader_next(r, &rec) == 1) {
+		nvlp_reader_position(r, &fr, &at);
+		if (fr != frame)
+			nvlp_writer_flush(w), frame = fr;
+		if (rec.kind == NVLP_K_NCCL) {
+			struct nvlp_rec_nccl n = *(const struct nvlp_rec_nccl *)rec.f;
+			uint64_t *v[] = {&n.t_enter, &n.dur};
+			for (int i = 0; i < 2; i++)
+				*v[i] = zero == i ? 0 : us ? *v[i] / 1000 : *v[i];
+			nvlp_writer_add(w, rec.kind, &n, rec.blob, rec.blob_len);
+		} else if (rec.kind == NVLP_K_KCOLL) {
+			struct nvlp_rec_kcoll k = *(const struct nvlp_rec_kcoll *)rec.f;
+			uint64_t *v[] = {&k.host, &k.gpu_start, &k.gpu_stop};
+			for (int i = 0; i < 3; i++)
+				*v[i] = zero == ST_HOST + i ? 0
+				        : us && (i == 0 || all) ? *v[i] / 1000
+				                                : *v[i];
+			nvlp_writer_add(w, rec.kind, &k, rec.blob, rec.blob_len);
+		} else {
+			nvlp_writer_add(w, rec.kind, rec.f, rec.blob, rec.blob_len);
+		}
+	}
+	nvlp_reader_close(r);
+	nvlp_writer_flush(w);
+	uint64_t recs, raw, bytes;
+	nvlp_writer_stats(w, &recs, &raw, &bytes);
+	return nvlp_writer_close(w) < 0 ? 0 : bytes;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const def[] = {
@@ -36,7 +94,7 @@ int main(int argc, char **argv)
 	const char *const *files = argc > 1 ? (const char *const *)argv + 1 : def;
 	int nfiles = argc > 1 ? argc - 1 : (int)(sizeof def / sizeof *def);
 	uint64_t count[NVLP_K_COUNT] = {0}, cost[NVLP_K_COUNT] = {0}, all = 0, folded = 0;
-	uint64_t colls = 0, chans = 0;
+	uint64_t colls = 0, chans = 0, stamp[ST_N] = {0}, host_us = 0, all_us = 0;
 	struct kf_state st = {NULL, 0, 0};
 	size_t *of = NULL, nof = 0;
 	char err[512];
@@ -61,6 +119,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		folded += kf_copy(files[i], out_path(), 0, &st, of, nof, NULL, err, sizeof err);
+		if (c[NVLP_K_NCCL] && c[NVLP_K_KCOLL]) {
+			for (int z = 0; z < ST_N; z++)
+				stamp[z] += b - stamps_copy(files[i], out_path(), z, 0, 0);
+			host_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 0);
+			all_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 1);
+		}
 		colls += st.n;
 		for (size_t k = 0; k < st.n; k++)
 			chans += st.c[k].chans;
@@ -84,6 +148,17 @@ int main(int argc, char **argv)
 		       per_ch * (double)chans / (double)colls - saved,
 		       100.0 * (double)(all - folded) / (double)all, per_ch * 24,
 		       per_ch * (double)chans / (double)colls - saved);
+	}
+	if (count[NVLP_K_KCOLL]) {
+		double n = (double)count[NVLP_K_KCOLL];
+		printf("bench_bytes: a collective's stamps (%llu KCOLL records), the bytes each costs:",
+		       (unsigned long long)count[NVLP_K_KCOLL]);
+		for (int z = 0; z < ST_N; z++)
+			printf(" %s %.2f%s", st_name[z], (double)stamp[z] / n, z + 1 < ST_N ? ";" : "\n");
+		printf("bench_bytes: in microseconds instead of nanoseconds: the host's three %.2f bytes "
+		       "a collective fewer (%.1f%% of the traces), all five %.2f (%.1f%%)\n",
+		       (double)host_us / n, 100.0 * (double)host_us / (double)all, (double)all_us / n,
+		       100.0 * (double)all_us / (double)all);
 	}
 	free(st.c);
 	free(of);
