@@ -43,7 +43,7 @@ def page_head(page, pfx):  # the text of a page's <div class="head"> lines
 
 steps, step_ms, comm, expo = head(txt)
 tlines = "\n".join(l for l in txt.splitlines()
-                   if l.startswith(("nvlprof report:", "data:", "communication:", "steps:")))
+                   if l.startswith(("nvlprof report:", "data:", "communication:", "steps:", "nvlprof cost:")))
 hlines = page_head(page, "r")
 check("HTML header = text's first lines", hlines == tlines, f"{hlines!r} vs {tlines!r}")
 if len(sys.argv) > 6:

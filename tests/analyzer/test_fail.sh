@@ -151,4 +151,23 @@ check "fail2_count: the SIGTERMed rank sat 35 s in the metric's sync" grep -Eq \
 check "fail2_killtree: the SIGKILLed rank was in its step" grep -Eq '^[0-9.]+ s in step \(fail_train\.py:106\)' \
 	<(ev fail2_killtree rank_ended place)
 check_eq "fail_killtree (no Python samples): no place" MISSING "$(ev fail_killtree rank_ended place)"
+
+# lazy_segv: fail2_segv again under NVLPROF_CUPTI=lazy with the shim of 84ab9de (run 19, one H100): format 2.2, the
+# collectives' GPU times from folded KCOLL records (the first real ones kept), rank 1's FATAL with its native stack
+n=lazy_segv
+check "$n: the story: rank 1 never entered #49" starts \
+	"Hung: rank 1 made its last call at 4.3 s, ncclAllReduce #48, and never entered #49 " "$(story $n)"
+check "$n: the story names the signal, the thread and the crash stack" grep -q \
+	"rank 1 ended by SIGSEGV (segmentation fault) in the main thread 1453 (python3) 41.4 ms later (stack: libc.so.6+0x19bc5c <- _ctypes" \
+	<(story $n)
+check "$n: the story ends with the survivor's failed call" grep -q "(its call #49 failed: ncclRemoteError)" <(story $n)
+check "$n: first finding is hang_suspect #49" grep -Eq "$hang49" <(first $n)
+check "$n: the stack in the evidence" starts "libc.so.6+0x19bc5c <- _ctypes.cpython-312-x86_64-linux-gnu.so+0xab7c <- libffi.so.8" \
+	"$(ev $n hang_suspect rank_1_stack)"
+check "$n: CUPTI not attached in either process (lazy)" grep -q \
+	"^data: CUPTI not attached in 2 of 2 processes (NVLPROF_CUPTI=lazy)" "$T/$n.txt"
+check_eq "$n: JSON cupti_lazy" "2 0" "$(python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['job']['cupti_lazy']; print(c['not_attached'], c['attached_for_managed'])" "$T/$n.json" 2>&1)"
+check "$n: GPU times from the folded records (84 collectives, the 13 in flight at the crash without)" grep -q \
+	"^kernel channels (NCCL KernelCh): 84 collectives from 160 channel records; 84 calls given their GPU time from them, 0 already timed by CUPTI, 13 of 97 collective calls without GPU time" \
+	"$T/$n.txt"
 exit $((FAILED > 0))
