@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_share.sh: real two-rank traces from one H200 (two ranks sharing the GPU over NET/Socket, the default capture: kernel windows plus NCCL's kernel channels): NCCL's per-function numbering, one communication figure, link bytes during collectives, a straggler of milliseconds in long steps.
+# test_share.sh: real two-rank traces from one H200 or H100 (two ranks sharing the GPU over NET/Socket, the default capture: kernel windows plus NCCL's kernel channels): NCCL's per-function numbering, one communication figure, link bytes during collectives, a straggler of milliseconds in long steps.
 . "$(dirname "$0")/../lib.sh"
 TR="$ROOT/tests/analyzer/traces"
 pyq() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
@@ -76,4 +76,18 @@ check "failed: evidence failed_seq 32" grep -q "failed_rank=0  failed_with=ncclR
 check "failed: how rank 1 ended" grep -q "rank_1_ended: exited with status 9 (_exit) in step 31 of 31 (30 completed)" "$T/fl.txt"
 # torchrun's own trace is listed apart
 check_eq "hf: two ranks, torchrun apart" "2 1" "$(pyq "$T/hf.json" "len(d['ranks']), len(d['other_processes'])" | tr -d '(),')"
+
+# bytes2_ddp (run 19, the shim of 84ab9de, format 2.2, the default capture: CUPTI attached, no kernel records,
+# NCCL's kernel channels folded per collective): every collective timed from its KCOLL record, the cost line
+"$CLI" report "$TR/bytes2_ddp" >"$T/b2.txt" 2>/dev/null
+"$CLI" report --json "$TR/bytes2_ddp" >"$T/b2.json" 2>/dev/null
+check "bytes2_ddp: every collective timed from folded records (11202 of 11202)" \
+	grep -q "^kernel channels (NCCL KernelCh): 11202 collectives from 22392 channel records; 11202 calls given their GPU time from them, 0 already timed by CUPTI$" "$T/b2.txt"
+check_eq "bytes2_ddp: JSON: no call without GPU time, no channel dropped" "0 0 0 0 0" \
+	"$(pyq "$T/b2.json" "d['kernel_channels']['calls_without_gpu_time'], *d['kernel_channels']['dropped_channels'].values()" | tr -d '(),')"
+check "bytes2_ddp: the cost line (its PM sampler, 14 MB/h)" grep -q \
+	"^nvlprof cost: 0.6% of CPU (its threads 560.6 ms, in the job's calls ~82.3 ms, of 114.23 s), 3.8 MiB, 0.24 MB/min per rank (14 MB/h)$" "$T/b2.txt"
+check_eq "bytes2_ddp: JSON cost: link sampler's CPU, MB/h" "0.402955 14.3824" \
+	"$(pyq "$T/b2.json" "d['job']['cost']['threads_cpu_s']['link_sampler'], d['job']['cost']['trace_mb_per_hour_per_rank']" | tr -d '(),')"
+check "bytes2_ddp: the ranks' separate host ids said first" grep -q "^\[critical\] nccl_split_host: " <(grep -m1 '^\[' "$T/b2.txt")
 [ "$FAILED" -eq 0 ]
