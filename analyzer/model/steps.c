@@ -73,7 +73,7 @@ AN_DEFINE_NTH(nth_double, double)
 
 /* Is a pattern of k repetitions starting at st[0..k] regular enough to be steps? 0 = yes, else
  * steps_why says which test failed. */
-static int irregular(struct an_job *job, const double *th, const uint64_t *st, size_t k)
+static int irregular(struct an_job *job, const double *th, const uint64_t *st, size_t k, int *brief)
 {
 	if ((double)k < th[AN_TH_step_min_count]) {
 		snprintf(job->steps_why, sizeof job->steps_why,
@@ -90,6 +90,7 @@ static int irregular(struct an_job *job, const double *th, const uint64_t *st, s
 	/* the usual answer on millions of small calls: no pass for the share below */
 	if (med < th[AN_TH_step_min_ms] * 1e6) {
 		free(d);
+		*brief = 1;
 		snprintf(job->steps_why, sizeof job->steps_why,
 		         "%zu repetitions of %d collective(s) last %.3f ms each (median), below "
 		         "step_min_ms %g: a loop, not training steps",
@@ -212,7 +213,7 @@ static int repeats_with(const struct an_rank *r, const struct gathered *g, size_
 
 /* Whether the k steps of p calls from `skip` on start in time order and regularly. */
 static int steps_regular(struct an_job *job, const double *th, const struct an_rank *r,
-                         const struct gathered *g, size_t skip, int p, size_t k)
+                         const struct gathered *g, size_t skip, int p, size_t k, int *brief)
 {
 	int own = !(p == 1 && g->te); /* else the times gathered above */
 	uint64_t *st = own ? malloc((k + 1) * sizeof *st) : g->te + skip;
@@ -222,10 +223,65 @@ static int steps_regular(struct an_job *job, const double *th, const struct an_r
 	for (size_t j = 0; st && j < k && !bad; j++)
 		bad = st[j + 1] < st[j]; /* seq order is not time order: no steps */
 	if (!bad)
-		bad = irregular(job, th, st, k);
+		bad = irregular(job, th, st, k, brief);
 	if (own)
 		free(st);
 	return !bad;
+}
+
+/* Whether repetitions of p calls too brief to be steps come in bursts: every call alike (DDP's
+ * buckets of one size, FSDP's layers of one size) and the step the gap between bursts. The
+ * smallest multiple q of p (<= 256, >= 3 repetitions) whose calls leave one long gap a period, at
+ * the same place in each: on the mean at least 4 times the median gap between calls and twice
+ * the next place's, and 90% of the gaps there at least twice that median. Returns q, with
+ * *phase the index after `skip` of the first call after such a gap; 0 when none (a loop with no
+ * gaps, as nccl-tests). */
+static int burst_period(const struct an_rank *r, const struct gathered *g, size_t skip, int p,
+                        size_t *phase)
+{
+	size_t n = g->m > skip + 1 ? g->m - skip - 1 : 0; /* gaps */
+	if (n < 6)
+		return 0;
+	double *gap = malloc(n * sizeof *gap), *tmp = malloc(n * sizeof *tmp);
+	double *sum = calloc(256, sizeof *sum);
+	int q = 0;
+	for (size_t i = 0; gap && tmp && sum && i < n; i++) {
+		uint64_t a = r->calls[g->ix[skip + i]].t_enter, b = r->calls[g->ix[skip + i + 1]].t_enter;
+		if (b < a) /* seq order is not time order: no steps */
+			goto out;
+		gap[i] = tmp[i] = (double)(b - a);
+	}
+	if (!gap || !tmp || !sum)
+		goto out;
+	double med = nth_double(tmp, n, n / 2);
+	if (med < 1)
+		med = 1;
+	for (int c = 2 * p; c <= 256 && (size_t)c * 3 <= n; c += p) {
+		memset(sum, 0, (size_t)c * sizeof *sum);
+		for (size_t i = 0; i < n; i++)
+			sum[i % (size_t)c] += gap[i];
+		int top = 0;
+		for (int f = 1; f < c; f++)
+			top = sum[f] > sum[top] ? f : top;
+		double second = 0;
+		for (int f = 0; f < c; f++)
+			second = f != top && sum[f] > second ? sum[f] : second;
+		size_t cnt = (n - (size_t)top + (size_t)c - 1) / (size_t)c, wide = 0;
+		if (sum[top] / (double)cnt < 4 * med || sum[top] < 2 * second)
+			continue;
+		for (size_t i = (size_t)top; i < n; i += (size_t)c)
+			wide += gap[i] >= 2 * med;
+		if (wide * 10 >= cnt * 9) {
+			q = c;
+			*phase = ((size_t)top + 1) % (size_t)c;
+			break;
+		}
+	}
+out:
+	free(gap);
+	free(tmp);
+	free(sum);
+	return q;
 }
 
 /* Records steps of p calls of comm `main`: their length, count and the step window. */
@@ -272,10 +328,18 @@ static void find_period(struct an_job *job, const double *th)
 	size_t skip = g.m / 10;
 	for (int p = 1; p <= 256 && (size_t)p * 3 <= g.m - skip; p++)
 		if (repeats_with(r, &g, skip, p)) {
-			size_t k = (g.m - 1 - skip) / p;
+			size_t k = (g.m - 1 - skip) / p, ph = 0;
+			int brief = 0, q;
 			job->step_calls = p;
-			if (steps_regular(job, th, r, &g, skip, p, k))
+			if (steps_regular(job, th, r, &g, skip, p, k, &brief))
 				set_pattern_steps(job, r, &g, main, skip, p, k);
+			else if (brief && (q = burst_period(r, &g, skip, p, &ph)) > 0) {
+				/* steps of q calls, from the first call after a gap */
+				k = (g.m - 1 - skip - ph) / (size_t)q;
+				job->step_calls = q;
+				if (steps_regular(job, th, r, &g, skip + ph, q, k, &brief))
+					set_pattern_steps(job, r, &g, main, skip + ph, q, k);
+			}
 			break;
 		}
 	free(g.ix);

@@ -1,5 +1,6 @@
 /* test_analyzer_steps.c: steps.c on its own: step marks (an_steps_mark) win over the pattern, a
- * regular pattern is taken, an irregular one (sizes and times growing) or a too short one is not. */
+ * regular pattern is taken, an irregular one (sizes and times growing) or a too short one is not;
+ * calls all alike in bursts are steps of a burst, a gapless loop or two gaps a period are not. */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* mkdtemp, system */
 #include <string.h>   /* strcmp */
@@ -37,6 +38,21 @@ static uint64_t at_regular(int i) { return (uint64_t)i * 10 * MS; }
 static uint64_t at_growing(int i) { return (uint64_t)i * (uint64_t)i * MS; }
 static uint64_t at_tight(int i) { return (uint64_t)i * 50000; }
 static uint64_t b_same(int i) { (void)i; return 4096; }
+/* 7 calls 0.3 ms apart, then 20 ms to the next 7 (DDP's buckets of one size): steps of 22 ms */
+static uint64_t at_burst(int i) { return (uint64_t)(i / 7) * 22 * MS + (uint64_t)(i % 7) * 300000; }
+/* the same with each gap 19-21 ms and the bursts' calls 0.2-0.4 ms apart */
+static uint64_t at_burst_jitter(int i)
+{
+	uint64_t t = 0;
+	for (int k = 1; k <= i; k++)
+		t += k % 7 ? 200000 + (uint64_t)(k * 7919 % 200001) : 19 * MS + (uint64_t)(k * 104729 % 2000001);
+	return t;
+}
+/* two gaps a period of 7 (after calls 3 and 7): no one place for the step to end */
+static uint64_t at_two_gaps(int i)
+{
+	return (uint64_t)(i / 7) * 40 * MS + (uint64_t)(i % 7) * 300000 + (i % 7 >= 3 ? 18 * MS : 0);
+}
 
 static int load(struct an_job *j, const char *name)
 {
@@ -90,6 +106,9 @@ int main(void)
 	job("growing", 30, at_growing, b_same);
 	job("tight", 200, at_tight, b_same);
 	job("short", 4, at_regular, b_same);
+	job("burst", 210, at_burst, b_same);
+	job("burstj", 210, at_burst_jitter, b_same);
+	job("twogaps", 210, at_two_gaps, b_same);
 	struct an_job j;
 
 	CHECK(load(&j, "regular") == 0, "regular job loads");
@@ -109,6 +128,30 @@ int main(void)
 	an_job_analyze(&j);
 	CHECK(!strcmp(j.step_source, "none") && strstr(j.steps_why, "below step_min_ms"),
 	      "a 0.05 ms loop is not steps (%s)", j.steps_why);
+	an_job_free(&j);
+
+	CHECK(load(&j, "burst") == 0, "burst job loads");
+	an_job_analyze(&j);
+	CHECK(!strcmp(j.step_source, "pattern") && j.step_calls == 7 && j.step_ns > 21.9 * MS &&
+	          j.step_ns < 22.1 * MS && j.steps == 30,
+	      "bursts of 7 calls alike are steps of 7 calls, 22 ms (%s, %d calls, %.3f ms, %llu)",
+	      j.steps_why, j.step_calls, j.step_ns / 1e6, (unsigned long long)j.steps);
+	CHECK(j.win0 == an_job_time(&j.ranks[0], T0 + at_burst(21)),
+	      "the step window starts at a burst's first call (call 21, the first after skip)");
+	an_job_free(&j);
+
+	CHECK(load(&j, "burstj") == 0, "jittered burst job loads");
+	an_job_analyze(&j);
+	CHECK(!strcmp(j.step_source, "pattern") && j.step_calls == 7 && j.step_ns > 20 * MS &&
+	          j.step_ns < 23 * MS,
+	      "jittered bursts of 7 are steps of 7 (%s, %d calls, %.3f ms)", j.steps_why,
+	      j.step_calls, j.step_ns / 1e6);
+	an_job_free(&j);
+
+	CHECK(load(&j, "twogaps") == 0, "two-gap job loads");
+	an_job_analyze(&j);
+	CHECK(!strcmp(j.step_source, "none") && strstr(j.steps_why, "below step_min_ms"),
+	      "two gaps a period: still a loop of single calls (%s)", j.steps_why);
 	an_job_free(&j);
 
 	CHECK(load(&j, "short") == 0, "short job loads");
