@@ -118,29 +118,51 @@ static inline int kf_fold_file(const char *path, struct kf_state *st, size_t **o
  * were, without the records of kind drop (0: none), and with st given the KCH records of each
  * collective as one KCOLL where its last channel was (of, nof: kf_fold_file's). count (may be
  * NULL) gets the records of each kind read. @return the bytes written, 0 on error (err says) */
+/* IN opened past its header and OUT opened with the same header, for a copy record by record;
+ * 0, or -1 with err set (nothing left open). */
+static inline int kf_open(const char *in, const char *out, nvlp_reader **r, nvlp_writer **w,
+                          char *err, size_t errlen)
+{
+	*r = nvlp_reader_open(in, err, errlen);
+	if (!*r)
+		return -1;
+	struct nvlp_record rec;
+	if (nvlp_reader_next(*r, &rec) != 1 || rec.kind != NVLP_K_HEADER) {
+		nvlp_reader_close(*r);
+		snprintf(err, errlen, "%s: no header record", in);
+		return -1;
+	}
+	const struct nvlp_rec_header *h = (const void *)rec.f;
+	*w = nvlp_writer_open(out, nvlp_reader_header_text(*r), h->t_mono, h->t_real);
+	if (!*w) {
+		nvlp_reader_close(*r);
+		snprintf(err, errlen, "%s: cannot write", out);
+		return -1;
+	}
+	return 0;
+}
+
+/* Closes both; the bytes the copy wrote, 0 on an error. */
+static inline uint64_t kf_close(nvlp_reader *r, nvlp_writer *w)
+{
+	nvlp_reader_close(r);
+	nvlp_writer_flush(w);
+	uint64_t recs, raw, bytes;
+	nvlp_writer_stats(w, &recs, &raw, &bytes);
+	return nvlp_writer_close(w) < 0 ? 0 : bytes;
+}
+
 static inline uint64_t kf_copy(const char *in, const char *out, unsigned drop,
                                const struct kf_state *st, const size_t *of, size_t nof,
                                uint64_t *count, char *err, size_t errlen)
 {
-	nvlp_reader *r = nvlp_reader_open(in, err, errlen);
-	if (!r)
+	nvlp_reader *r;
+	nvlp_writer *w;
+	if (kf_open(in, out, &r, &w, err, errlen) < 0)
 		return 0;
-	struct nvlp_record rec;
-	if (nvlp_reader_next(r, &rec) != 1 || rec.kind != NVLP_K_HEADER) {
-		nvlp_reader_close(r);
-		snprintf(err, errlen, "%s: no header record", in);
-		return 0;
-	}
 	if (count)
 		count[NVLP_K_HEADER]++;
-	const struct nvlp_rec_header *h = (const void *)rec.f;
-	const char *text = nvlp_reader_header_text(r);
-	nvlp_writer *w = nvlp_writer_open(out, text, h->t_mono, h->t_real);
-	if (!w) {
-		nvlp_reader_close(r);
-		snprintf(err, errlen, "%s: cannot write", out);
-		return 0;
-	}
+	struct nvlp_record rec;
 	unsigned frame = 1, fr;
 	uint64_t at, orphans = 0, last_orphan = 0;
 	for (size_t i = 0; i < nof; i++)
@@ -174,11 +196,7 @@ static inline uint64_t kf_copy(const char *in, const char *out, unsigned drop,
 			nvlp_writer_add(w, rec.kind, rec.f, rec.blob, rec.blob_len);
 		}
 	}
-	nvlp_reader_close(r);
-	nvlp_writer_flush(w);
-	uint64_t recs, raw, bytes;
-	nvlp_writer_stats(w, &recs, &raw, &bytes);
-	return nvlp_writer_close(w) < 0 ? 0 : bytes;
+	return kf_close(r, w);
 }
 
 #endif

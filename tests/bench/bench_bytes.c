@@ -5,10 +5,11 @@
  * writer: all of them, then without one kind at a time (what that kind costs: the bytes the file
  * loses without it, compression included), then with the KCH records of each collective folded
  * into one KCOLL record as the shim writes it (written where the collective's last channel was).
- * Figures per record, per collective and per channel, summed over the traces. Where the traces
- * have NCCL and KCOLL records (the shim's default since format 2.1), the five stamps of a
- * collective are each zeroed in turn (the bytes each costs), then written in microseconds instead
- * of nanoseconds (the host's three, then all five): what a coarser clock would save.
+ * Figures per record, per collective and per channel, summed over the traces. Then, for the
+ * traces named if they have KCOLL records (the shim's default since format 2.1), else for the
+ * real ones kept in tests/analyzer/traces/bytes2_ddp, the five stamps of a collective are each
+ * zeroed in turn (the bytes each costs), then written in microseconds instead of nanoseconds (the
+ * host's three, then all five): what a coarser clock would save.
  */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* calloc */
@@ -36,20 +37,11 @@ static const char *const st_name[ST_N] = {"call entry", "call length", "host hea
 static uint64_t stamps_copy(const char *in, const char *out, int zero, int us, int all)
 {
 	char err[512];
-	nvlp_reader *r = nvlp_reader_open(in, err, sizeof err);
-	if (!r)
+	nvlp_reader *r;
+	nvlp_writer *w;
+	if (kf_open(in, out, &r, &w, err, sizeof err) < 0)
 		return 0;
 	struct nvlp_record rec;
-	if (nvlp_reader_next(r, &rec) != 1 || rec.kind != NVLP_K_HEADER) {
-		nvlp_reader_close(r);
-		return 0;
-	}
-	const struct nvlp_rec_header *h = (const void *)rec.f;
-	nvlp_writer *w = nvlp_writer_open(out, nvlp_reader_header_text(r), h->t_mono, h->t_real);
-	if (!w) {
-		nvlp_reader_close(r);
-		return 0;
-	}
 	unsigned frame = 1, fr;
 	uint64_t at;
 	while (nvlp_reader_next(r, &rec) == 1) {
@@ -74,11 +66,43 @@ static uint64_t stamps_copy(const char *in, const char *out, int zero, int us, i
 			nvlp_writer_add(w, rec.kind, rec.f, rec.blob, rec.blob_len);
 		}
 	}
-	nvlp_reader_close(r);
-	nvlp_writer_flush(w);
-	uint64_t recs, raw, bytes;
-	nvlp_writer_stats(w, &recs, &raw, &bytes);
-	return nvlp_writer_close(w) < 0 ? 0 : bytes;
+	return kf_close(r, w);
+}
+
+/* What each stamp of the files' collectives costs, and what microseconds would save. */
+static void stamps(const char *const *files, int nfiles)
+{
+	uint64_t all = 0, stamp[ST_N] = {0}, host_us = 0, all_us = 0, n = 0;
+	for (int i = 0; i < nfiles; i++) {
+		uint64_t b = stamps_copy(files[i], out_path(), ST_N, 0, 0);
+		if (!b) {
+			printf("bench_bytes: %s: not read\n", files[i]);
+			return;
+		}
+		all += b;
+		for (int z = 0; z < ST_N; z++)
+			stamp[z] += b - stamps_copy(files[i], out_path(), z, 0, 0);
+		host_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 0);
+		all_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 1);
+		char err[256];
+		nvlp_reader *r = nvlp_reader_open(files[i], err, sizeof err);
+		struct nvlp_record rec;
+		while (r && nvlp_reader_next(r, &rec) == 1)
+			n += rec.kind == NVLP_K_KCOLL;
+		if (r)
+			nvlp_reader_close(r);
+	}
+	unlink(out_path());
+	if (!n)
+		return;
+	printf("bench_bytes: a collective's stamps (%d traces, %llu KCOLL records), the bytes each "
+	       "costs:", nfiles, (unsigned long long)n);
+	for (int z = 0; z < ST_N; z++)
+		printf(" %s %.2f%s", st_name[z], (double)stamp[z] / (double)n, z + 1 < ST_N ? ";" : "\n");
+	printf("bench_bytes: in microseconds instead of nanoseconds: the host's three %.2f bytes a "
+	       "collective fewer (%.1f%% of the traces), all five %.2f (%.1f%%)\n",
+	       (double)host_us / (double)n, 100.0 * (double)host_us / (double)all,
+	       (double)all_us / (double)n, 100.0 * (double)all_us / (double)all);
 }
 
 int main(int argc, char **argv)
@@ -94,7 +118,7 @@ int main(int argc, char **argv)
 	const char *const *files = argc > 1 ? (const char *const *)argv + 1 : def;
 	int nfiles = argc > 1 ? argc - 1 : (int)(sizeof def / sizeof *def);
 	uint64_t count[NVLP_K_COUNT] = {0}, cost[NVLP_K_COUNT] = {0}, all = 0, folded = 0;
-	uint64_t colls = 0, chans = 0, stamp[ST_N] = {0}, host_us = 0, all_us = 0;
+	uint64_t colls = 0, chans = 0;
 	struct kf_state st = {NULL, 0, 0};
 	size_t *of = NULL, nof = 0;
 	char err[512];
@@ -119,12 +143,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		folded += kf_copy(files[i], out_path(), 0, &st, of, nof, NULL, err, sizeof err);
-		if (c[NVLP_K_NCCL] && c[NVLP_K_KCOLL]) {
-			for (int z = 0; z < ST_N; z++)
-				stamp[z] += b - stamps_copy(files[i], out_path(), z, 0, 0);
-			host_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 0);
-			all_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 1);
-		}
+
 		colls += st.n;
 		for (size_t k = 0; k < st.n; k++)
 			chans += st.c[k].chans;
@@ -149,17 +168,13 @@ int main(int argc, char **argv)
 		       100.0 * (double)(all - folded) / (double)all, per_ch * 24,
 		       per_ch * (double)chans / (double)colls - saved);
 	}
-	if (count[NVLP_K_KCOLL]) {
-		double n = (double)count[NVLP_K_KCOLL];
-		printf("bench_bytes: a collective's stamps (%llu KCOLL records), the bytes each costs:",
-		       (unsigned long long)count[NVLP_K_KCOLL]);
-		for (int z = 0; z < ST_N; z++)
-			printf(" %s %.2f%s", st_name[z], (double)stamp[z] / n, z + 1 < ST_N ? ";" : "\n");
-		printf("bench_bytes: in microseconds instead of nanoseconds: the host's three %.2f bytes "
-		       "a collective fewer (%.1f%% of the traces), all five %.2f (%.1f%%)\n",
-		       (double)host_us / n, 100.0 * (double)host_us / (double)all, (double)all_us / n,
-		       100.0 * (double)all_us / (double)all);
-	}
+	/* the stamps: of the files named, else of the real traces kept with KCOLL records */
+	static const char *const kdef[] = {"tests/analyzer/traces/bytes2_ddp/vm-789.nvlp",
+	                                   "tests/analyzer/traces/bytes2_ddp/vm-790.nvlp"};
+	if (argc <= 1)
+		stamps(kdef, 2);
+	else if (count[NVLP_K_KCOLL])
+		stamps(files, nfiles);
 	free(st.c);
 	free(of);
 	return 0;

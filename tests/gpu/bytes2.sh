@@ -18,14 +18,8 @@ JOB_TIMEOUT=${JOB_TIMEOUT:-200}
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
 SHORT=${SHORT:-20} LONG=${LONG:-80}
 if [ "${BYTES2_MPS:-0}" = 1 ]; then
-	if command -v nvidia-cuda-mps-control >/dev/null; then
-		export CUDA_MPS_PIPE_DIRECTORY=$OUT/mps CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
-		mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-		nvidia-cuda-mps-control -d && log "MPS daemon started" &&
-			trap 'echo quit | nvidia-cuda-mps-control; log "MPS daemon stopped"; finish' EXIT
-	else
-		log "BYTES2_MPS=1: no nvidia-cuda-mps-control here; the ranks time-slice the GPU"
-	fi
+	. tests/gpu/mps.sh
+	mps_start BYTES2_MPS=1 && trap 'mps_stop; finish' EXIT
 fi
 configs=${*:-d560=560 d1000=1000 lazy560=560:NVLPROF_CUPTI=lazy}
 if [ -n "${BYTES2_JOB:-}" ]; then # the tests' stand-in for bytes2.py (same arguments)

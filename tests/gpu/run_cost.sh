@@ -64,14 +64,8 @@ want gpt2 && ov gpt2 40 ${GPT2_BUDGET:-150} ${GPT2_CONFIGS:-none,default,window,
 want tiny && ov tiny ${TINY_BLOCK:-5} ${TINY_BUDGET:-80} ${TINY_CONFIGS:-none,default,window,all}
 want gpt2ddp && ov gpt2ddp 40 ${DDP_BUDGET:-80} ${DDP_CONFIGS:-none,default,all}
 if want ddp2 && [ "${DDP2_MPS:-0}" = 1 ]; then
-	if command -v nvidia-cuda-mps-control >/dev/null; then
-		export CUDA_MPS_PIPE_DIRECTORY=$OUT/mps CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
-		mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-		nvidia-cuda-mps-control -d && log "MPS daemon started ($CUDA_MPS_PIPE_DIRECTORY)" &&
-			trap 'echo quit | nvidia-cuda-mps-control; log "MPS daemon stopped"' EXIT
-	else
-		log "DDP2_MPS=1: no nvidia-cuda-mps-control here; the ranks time-slice the GPU"
-	fi
+	. tests/gpu/mps.sh
+	mps_start DDP2_MPS=1 && trap mps_stop EXIT
 fi
 want ddp2 && ov ddp2 40 ${DDP2_BUDGET:-80} ${DDP2_CONFIGS:-none,default,all}
 if want presence; then

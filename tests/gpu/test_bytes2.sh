@@ -67,4 +67,27 @@ SHORT=1 LONG=3 OUT="$T/o2" BYTES2_JOB="sh $T/job.sh" NVLPROF="$CLI" bash "$ROOT/
 	x=100:FAKE_DIFF=8 >"$T/s2.txt" 2>&1
 check_eq "script: a result changed under nvlprof is said" "bytes2: result without nvlprof (0.5, 7), with (0.5, 8): DIFFERENT" \
 	"$(grep 'result without' "$T/o2/bytes2.txt")"
+
+# BYTES2_MPS=1: a daemon of the run's own, started before the jobs (they see its pipe directory), stopped at the end;
+# without nvidia-cuda-mps-control the ranks time-slice and the script says so
+mkdir -p "$T/bin"
+cat >"$T/bin/nvidia-cuda-mps-control" <<'MPS'
+#!/bin/sh
+if [ "$1" = -d ]; then echo "start $CUDA_MPS_PIPE_DIRECTORY" >>"$MPS_LOG"; else echo "stdin $(cat)" >>"$MPS_LOG"; fi
+MPS
+chmod +x "$T/bin/nvidia-cuda-mps-control"
+cat >"$T/mjob.sh" <<'JOB'
+while [ $# -gt 0 ]; do case $1 in --json) j=$2; shift ;; esac; shift; done
+echo "{\"loss\": 0.5, \"checksum\": 7, \"pipe\": \"${CUDA_MPS_PIPE_DIRECTORY:-none}\"}" >"$j"
+JOB
+MPS_LOG=$T/mps.log PATH="$T/bin:$PATH" BYTES2_MPS=1 SHORT=1 LONG=2 OUT="$T/o3" BYTES2_JOB="sh $T/mjob.sh" NVLPROF="$CLI" \
+	bash "$ROOT/tests/gpu/bytes2.sh" x=100 >"$T/s3.txt" 2>&1
+check_eq "mps: the daemon started under \$OUT, then told to quit" "start $T/o3/mps|stdin quit" "$(paste -sd'|' "$T/mps.log")"
+tar xzf "$T/o3/logs.tgz" -C "$T/o3"
+check_eq "mps: the jobs see its pipe directory" "$T/o3/mps" \
+	"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pipe"])' "$T/o3/logs/x_t2.json")"
+check "mps: the logs and traces still packed at the end" test -f "$T/o3/traces.tgz"
+BYTES2_MPS=1 SHORT=1 LONG=2 OUT="$T/o4" BYTES2_JOB="sh $T/mjob.sh" NVLPROF="$CLI" PATH=/usr/bin:/bin \
+	bash "$ROOT/tests/gpu/bytes2.sh" x=100 >"$T/s4.txt" 2>&1
+check "mps: none here: said, the ranks time-slice" grep -q "BYTES2_MPS=1: no nvidia-cuda-mps-control here; the ranks time-slice the GPU" "$T/s4.txt"
 exit $((FAILED > 0))
