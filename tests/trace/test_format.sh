@@ -8,7 +8,9 @@ NEWER="$B/tests/test_trace_schema"
 cd "$ROOT" || exit 1
 
 # ---- old traces: digests of `dump --json` and `info` made by nvlprof 0db5455 (before the
-# schema). --regen-goldens rewrites them with this build (only for a deliberate output change).
+# schema); a trace kept since, by the build that added it (lazy_segv, bytes2_ddp: 106d82f).
+# --regen-goldens rewrites them with this build (only for a deliberate output change, or to add
+# a trace's: then only its lines may be new).
 # Fields added since (FORMAT.md: they read as 0 in older traces) are taken out of dump's lines
 # first, where 0: fatal.stack (2.2).
 DIG=tests/trace/old_traces.sha256
