@@ -384,9 +384,9 @@ static void start_collectors(const struct nvlp_config *cfg)
 	nvlp_act_set_state(NVLP_CS_ACTIVE);
 	nvlp_share_on_start();
 	nvlp_drv_start(nvlp_cupti_managed_seen); /* driver-API callbacks: managed memory and copies from any runtime */
-	if (cfg->um == 1 && !injection_state.injected)
+	if (cfg->um == NVLP_UM_ON && !injection_state.injected)
 		um_enable_locked();
-	else if (cfg->um == 1)
+	else if (cfg->um == NVLP_UM_ON)
 		__atomic_store_n(&injection_state.um_pending, 1,
 		                 __ATOMIC_RELEASE); /* no devices inside cuInit */
 	nvlp_link_start();
@@ -649,7 +649,7 @@ void nvlp_cupti_managed_coming(void)
 {
 	if (nvlp_cupti_managed_attach_due())
 		attach_again();
-	else if (nvlp_cfg()->um != 0 && nvlp_cupti_state() == NVLP_CS_OFF)
+	else if (nvlp_cfg()->um != NVLP_UM_OFF && nvlp_cupti_state() == NVLP_CS_OFF)
 		__atomic_store_n(&injection_state.um_first, 1, __ATOMIC_RELAXED); /* at its cuInit */
 }
 
@@ -657,14 +657,14 @@ void nvlp_cupti_managed_seen(void)
 {
 	if (nvlp_cupti_state() == NVLP_CS_OFF)
 		maybe_late_start();
-	if (nvlp_cfg()->um != 0 && nvlp_detach_done()) {
+	if (nvlp_cfg()->um != NVLP_UM_OFF && nvlp_detach_done()) {
 		/* nvlp_cupti_managed_coming could not attach before this allocation */
 		if (nvlp_detach_is_lazy()) /* not attached before it; now, CUPTI would count nothing */
 			nvlp_detach_lazy_um(nvlp_cfg()->um == NVLP_UM_ATTACH);
 		else
 			attach_again(); /* NVLPROF_CUPTI=startup: later allocations' counters */
 	}
-	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == 0 ||
+	if (nvlp_cupti_state() != NVLP_CS_ACTIVE || nvlp_cfg()->um == NVLP_UM_OFF ||
 	    __atomic_load_n(&injection_state.um_on, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&start_mu);

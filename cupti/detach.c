@@ -162,7 +162,7 @@ static const char *blocker(int kernels, int um)
 const char *nvlp_detach_lazy_blocker(void)
 {
 	/* at start: the parsed NVLPROF_KERNELS (windows.c reads it later), NVLPROF_UM=1 */
-	return blocker(nvlp_cfg()->km.mode != NVLP_KM_OFF, nvlp_cfg()->um == 1);
+	return blocker(nvlp_cfg()->km.mode != NVLP_KM_OFF, nvlp_cfg()->um == NVLP_UM_ON);
 }
 
 void nvlp_detach_lazy(uint64_t t_start)

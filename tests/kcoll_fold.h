@@ -114,10 +114,6 @@ static inline int kf_fold_file(const char *path, struct kf_state *st, size_t **o
 	return 0;
 }
 
-/* Copy the trace in to out as the shim would have written it: its header, its frames as they
- * were, without the records of kind drop (0: none), and with st given the KCH records of each
- * collective as one KCOLL where its last channel was (of, nof: kf_fold_file's). count (may be
- * NULL) gets the records of each kind read. @return the bytes written, 0 on error (err says) */
 /* IN opened past its header and OUT opened with the same header, for a copy record by record;
  * 0, or -1 with err set (nothing left open). */
 static inline int kf_open(const char *in, const char *out, nvlp_reader **r, nvlp_writer **w,
@@ -152,6 +148,10 @@ static inline uint64_t kf_close(nvlp_reader *r, nvlp_writer *w)
 	return nvlp_writer_close(w) < 0 ? 0 : bytes;
 }
 
+/* Copy the trace in to out as the shim would have written it: its header, its frames as they
+ * were, without the records of kind drop (0: none), and with st given the KCH records of each
+ * collective as one KCOLL where its last channel was (of, nof: kf_fold_file's). count (may be
+ * NULL) gets the records of each kind read. @return the bytes written, 0 on error (err says) */
 static inline uint64_t kf_copy(const char *in, const char *out, unsigned drop,
                                const struct kf_state *st, const size_t *of, size_t nof,
                                uint64_t *count, char *err, size_t errlen)

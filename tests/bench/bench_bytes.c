@@ -33,8 +33,10 @@ static const char *const st_name[ST_N] = {"call entry", "call length", "host hea
                                           "GPU start", "GPU stop"};
 
 /* IN written again to OUT (its frames as they were) with stamp ZERO (< ST_N) zeroed, or every
- * host stamp (and the GPU's too with ALL) divided by 1000; the bytes written, 0 on an error. */
-static uint64_t stamps_copy(const char *in, const char *out, int zero, int us, int all)
+ * host stamp (and the GPU's too with ALL) divided by 1000; the bytes written, 0 on an error.
+ * nkcoll (may be NULL) gets the KCOLL records read added. */
+static uint64_t stamps_copy(const char *in, const char *out, int zero, int us, int all,
+                            uint64_t *nkcoll)
 {
 	char err[512];
 	nvlp_reader *r;
@@ -55,6 +57,8 @@ static uint64_t stamps_copy(const char *in, const char *out, int zero, int us, i
 				*v[i] = zero == i ? 0 : us ? *v[i] / 1000 : *v[i];
 			nvlp_writer_add(w, rec.kind, &n, rec.blob, rec.blob_len);
 		} else if (rec.kind == NVLP_K_KCOLL) {
+			if (nkcoll)
+				++*nkcoll;
 			struct nvlp_rec_kcoll k = *(const struct nvlp_rec_kcoll *)rec.f;
 			uint64_t *v[] = {&k.host, &k.gpu_start, &k.gpu_stop};
 			for (int i = 0; i < 3; i++)
@@ -74,23 +78,16 @@ static void stamps(const char *const *files, int nfiles)
 {
 	uint64_t all = 0, stamp[ST_N] = {0}, host_us = 0, all_us = 0, n = 0;
 	for (int i = 0; i < nfiles; i++) {
-		uint64_t b = stamps_copy(files[i], out_path(), ST_N, 0, 0);
+		uint64_t b = stamps_copy(files[i], out_path(), ST_N, 0, 0, &n);
 		if (!b) {
 			printf("bench_bytes: %s: not read\n", files[i]);
 			return;
 		}
 		all += b;
 		for (int z = 0; z < ST_N; z++)
-			stamp[z] += b - stamps_copy(files[i], out_path(), z, 0, 0);
-		host_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 0);
-		all_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 1);
-		char err[256];
-		nvlp_reader *r = nvlp_reader_open(files[i], err, sizeof err);
-		struct nvlp_record rec;
-		while (r && nvlp_reader_next(r, &rec) == 1)
-			n += rec.kind == NVLP_K_KCOLL;
-		if (r)
-			nvlp_reader_close(r);
+			stamp[z] += b - stamps_copy(files[i], out_path(), z, 0, 0, NULL);
+		host_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 0, NULL);
+		all_us += b - stamps_copy(files[i], out_path(), ST_N, 1, 1, NULL);
 	}
 	unlink(out_path());
 	if (!n)
@@ -143,7 +140,6 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		folded += kf_copy(files[i], out_path(), 0, &st, of, nof, NULL, err, sizeof err);
-
 		colls += st.n;
 		for (size_t k = 0; k < st.n; k++)
 			chans += st.c[k].chans;
